@@ -1,0 +1,97 @@
+# ctq — top-level Makefile. Everything builds into build/.
+#
+#   make            build build/ctq (CPU; CUDA parts when nvcc is found)
+#   make run        the main job on the embedded default (installs deps first)
+#   make test       every CPU test: Criterion units, suites, bad-input checks
+#   make deps       install missing Debian packages (idempotent)
+#   make offline-deps  download the .deb files for an offline GPU host
+#   make DEPS_PREFIX=DIR  build against packages unpacked with dpkg -x into DIR
+#   make SAN=1      address + undefined sanitizers;  V=1  show commands
+
+CC      ?= cc
+NVCC    ?= nvcc
+CUDA_ARCH ?= -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_90,code=compute_90
+BUILD   ?= build
+V       ?= 0
+SAN     ?= 0
+WERROR  ?= $(if $(CI),-Werror,)
+
+Q := $(if $(filter 1,$(V)),,@)
+
+WARN := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
+        -Wmissing-prototypes -Wno-format-truncation $(WERROR)
+CFLAGS  ?= -O2 -g
+CPPFLAGS += -I. -D_POSIX_C_SOURCE=200809L -MMD -MP
+LDLIBS  += -lcjson -lcsv -lpcre2-8 -lm
+
+ifneq ($(DEPS_PREFIX),)
+  DEPS_LIBDIR := $(DEPS_PREFIX)/usr/lib/x86_64-linux-gnu
+  CPPFLAGS += -I$(DEPS_PREFIX)/usr/include
+  LDFLAGS  += -L$(DEPS_LIBDIR) -Wl,-rpath,$(abspath $(DEPS_LIBDIR))
+endif
+
+ifeq ($(SAN),1)
+  CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer
+  LDFLAGS += -fsanitize=address,undefined
+endif
+
+CORE_SRC    := $(wildcard core/*.c)
+QUANT_SRC   := $(wildcard quant/*.c)
+REPORTS_SRC := $(wildcard reports/*.c)
+HARNESS_SRC := $(wildcard harness/*.c)
+LIB_SRC     := $(CORE_SRC) $(QUANT_SRC) $(REPORTS_SRC)
+LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
+HARNESS_OBJ := $(HARNESS_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC    := $(wildcard tests/test_*.c)
+TEST_BIN    := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+
+.PHONY: all run test unit conform-check badinput-check deps offline-deps clean help
+
+all: $(BUILD)/ctq
+
+help:
+	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  CC      $<")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -c $< -o $@
+
+$(BUILD)/libctq.a: $(LIB_OBJ)
+	$(if $(Q),@echo "  AR      $@")
+	$(Q)ar rcs $@ $^
+
+$(BUILD)/ctq: $(HARNESS_OBJ) $(BUILD)/libctq.a
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) $(CFLAGS) -o $@ $(HARNESS_OBJ) $(BUILD)/libctq.a $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libctq.a
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  CC      $<")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -Wno-missing-prototypes $(LDFLAGS) -o $@ $< $(BUILD)/libctq.a -lcriterion $(LDLIBS)
+
+# ---- set-up ----------------------------------------------------------------
+DEB_PKGS := libcjson-dev libcsv-dev libcriterion-dev libpcre2-dev gnuplot-nox
+
+deps:
+	$(Q)sh tools/deps.sh $(DEB_PKGS)
+
+OFFLINE_DIR ?= offline-deps
+offline-deps:
+	$(Q)sh tools/offline-deps.sh $(OFFLINE_DIR)
+
+# ---- the main job and the tests -------------------------------------------
+RUN_OUT ?= runs/default
+
+run: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)./$(BUILD)/ctq conform --suite suites --out $(RUN_OUT)
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory all $(TEST_BIN)
+	$(Q)sh tools/run-tests.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(LIB_OBJ:.o=.d) $(HARNESS_OBJ:.o=.d)

@@ -1,0 +1,43 @@
+/* ctq file helpers: bounded whole-file reads, directories, and atomic
+ * output (write to a temporary name, rename when complete) so that a command
+ * that fails leaves no partial file behind. */
+#ifndef CTQ_CORE_FILEIO_H
+#define CTQ_CORE_FILEIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/status.h"
+
+/* Reads path into a malloc'ed NUL-terminated buffer (returned owned in *out,
+ * length in *n_bytes). Files over max_bytes are an io-error naming the size. */
+enum ctq_status ctq_file_read(const char *path, size_t max_bytes, char **out,
+			      size_t *n_bytes, struct ctq_error *err);
+
+/* Writes n_bytes to path through path.tmp.<pid> and rename(2). */
+enum ctq_status ctq_file_write_atomic(const char *path, const void *data,
+				      size_t n_bytes, struct ctq_error *err);
+
+bool ctq_path_is_dir(const char *path);
+bool ctq_path_exists(const char *path);
+
+/* mkdir -p. */
+enum ctq_status ctq_mkdirs(const char *path, struct ctq_error *err);
+
+/* Removes a directory tree (best effort; used to drop unfinished outputs). */
+void ctq_remove_tree(const char *path);
+
+/* A fresh temporary directory next to final_dir (final_dir + ".tmp-XXXXXX"),
+ * created; the name is written to tmp (cap bytes). */
+enum ctq_status ctq_tmpdir_beside(const char *final_dir, char *tmp, size_t cap,
+				  struct ctq_error *err);
+
+/* Moves a completed temporary directory to final_dir; an existing final_dir
+ * is replaced only if replace is true. */
+enum ctq_status ctq_tmpdir_commit(const char *tmp, const char *final_dir,
+				  bool replace, struct ctq_error *err);
+
+/* Joins a and b with one '/' into an owned malloc'ed string (NULL on OOM). */
+char *ctq_path_join(const char *a, const char *b);
+
+#endif

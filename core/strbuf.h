@@ -1,0 +1,26 @@
+/* ctq growable string buffer for building messages, tables and files.
+ * An allocation failure sticks (oom flag) and later appends are no-ops, so a
+ * caller checks once at the end. */
+#ifndef CTQ_CORE_STRBUF_H
+#define CTQ_CORE_STRBUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct ctq_strbuf {
+	char *data; /* NUL-terminated when len > 0 or after init */
+	size_t len, cap;
+	bool oom;
+};
+
+void ctq_strbuf_init(struct ctq_strbuf *sb);
+void ctq_strbuf_free(struct ctq_strbuf *sb);
+void ctq_strbuf_reset(struct ctq_strbuf *sb);
+void ctq_strbuf_append(struct ctq_strbuf *sb, const char *s);
+void ctq_strbuf_appendn(struct ctq_strbuf *sb, const char *s, size_t n);
+void ctq_strbuf_printf(struct ctq_strbuf *sb, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* The contents ("" when empty); valid until the next call. */
+const char *ctq_strbuf_str(const struct ctq_strbuf *sb);
+
+#endif

@@ -1,0 +1,193 @@
+/* ctq conform: runs conformance cases (DESIGN.md "Suite case format") under
+ * each profile they name, one row per check in conform.csv, one testcase per
+ * check in junit.xml, and a closing "N passed, N failed" line. */
+#include "harness/commands.h"
+#include "harness/suite.h"
+#include "reports/csv.h"
+#include "reports/junit.h"
+#include "reports/run.h"
+
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void help(void)
+{
+	printf("usage: ctq conform --suite DIR [--filter GLOB] [--out DIR] [--verbose]\n"
+	       "\n"
+	       "Runs every conformance case below DIR (JSON files; folders named fixtures\n"
+	       "hold data) under each semantics profile the case names, and checks the\n"
+	       "expected plan entries and config errors.\n"
+	       "\n"
+	       "options:\n"
+	       "  --suite DIR    folder (or one file) of cases\n"
+	       "  --filter GLOB  only cases whose id matches (fnmatch), e.g. 'vectors/*'\n"
+	       "  --out DIR      run directory (default runs/<UTC time>-<revision>): conform.csv,\n"
+	       "                 junit.xml, manifest.json; written only when the suite loads\n"
+	       "  --verbose      print every check, not only failures\n"
+	       "\n"
+	       "exit: 0 all checks passed; 1 a check failed; 2 a case file is malformed\n"
+	       "      (nothing is run or written) or bad usage.\n");
+}
+
+static const char *const csv_header[] = {
+	"case_id", "file", "semantics", "check", "expected", "actual", "outcome", "detail",
+};
+
+static enum ctq_status write_outputs(struct ctq_run *run, const struct ctq_checks *ck,
+				     struct ctq_error *err)
+{
+	char path[1200];
+	struct ctq_csv w;
+	enum ctq_status st = ctq_csv_open(&w, ctq_run_path(run, "conform.csv", path, sizeof path),
+					  csv_header, sizeof csv_header / sizeof *csv_header,
+					  err);
+	if (st)
+		return st;
+	for (size_t i = 0; i < ck->n; i++) {
+		const struct ctq_check *k = &ck->v[i];
+		ctq_csv_field(&w, k->case_id);
+		ctq_csv_field(&w, k->file);
+		ctq_csv_field(&w, ctq_semantics_name(k->sem));
+		ctq_csv_field(&w, k->name);
+		ctq_csv_field(&w, k->expected);
+		ctq_csv_field(&w, k->actual);
+		ctq_csv_field(&w, k->passed ? "pass" : "fail");
+		ctq_csv_field(&w, k->detail);
+		ctq_csv_end_row(&w);
+	}
+	if ((st = ctq_csv_close(&w, err)))
+		return st;
+	struct ctq_junit_case *jc = calloc(ck->n + 1, sizeof *jc);
+	char **names = calloc(ck->n + 1, sizeof *names);
+	if (!jc || !names) {
+		free(jc);
+		free(names);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "junit.xml", "out of memory");
+	}
+	for (size_t i = 0; i < ck->n && !st; i++) {
+		const struct ctq_check *k = &ck->v[i];
+		size_t n = strlen(k->name) + 16;
+		names[i] = malloc(n);
+		if (!names[i]) {
+			st = ctq_error_set(err, CTQ_ERR_NOMEM, "junit.xml", "out of memory");
+			break;
+		}
+		snprintf(names[i], n, "%s: %s", ctq_semantics_name(k->sem), k->name);
+		jc[i] = (struct ctq_junit_case){k->case_id, names[i], !k->passed,
+						k->passed ? NULL : k->detail, 0};
+	}
+	if (!st)
+		st = ctq_junit_write(ctq_run_path(run, "junit.xml", path, sizeof path), "ctq.conform",
+				     jc, ck->n, err);
+	for (size_t i = 0; i < ck->n; i++)
+		free(names[i]);
+	free(names);
+	free(jc);
+	return st;
+}
+
+int ctq_cmd_conform(int argc, char **argv)
+{
+	const char *suite_dir = NULL, *filter = NULL, *out = NULL;
+	bool verbose = false;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			help();
+			return CTQ_EXIT_OK;
+		} else if (!strcmp(a, "--suite")) {
+			if (!(suite_dir = ctq_opt_value(argc, argv, &i)))
+				return CTQ_EXIT_USAGE;
+		} else if (!strcmp(a, "--filter")) {
+			if (!(filter = ctq_opt_value(argc, argv, &i)))
+				return CTQ_EXIT_USAGE;
+		} else if (!strcmp(a, "--out")) {
+			if (!(out = ctq_opt_value(argc, argv, &i)))
+				return CTQ_EXIT_USAGE;
+		} else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
+			verbose = true;
+		} else {
+			fprintf(stderr, "ctq conform: unknown argument %s (see --help)\n", a);
+			return CTQ_EXIT_USAGE;
+		}
+	}
+	if (!suite_dir) {
+		fprintf(stderr, "ctq conform: --suite DIR is required (see --help)\n");
+		return CTQ_EXIT_USAGE;
+	}
+	struct ctq_suite suite;
+	struct ctq_checks checks = {0};
+	struct ctq_error err = {0};
+	struct ctq_run run;
+	memset(&run, 0, sizeof run);
+	int rc = CTQ_EXIT_USAGE;
+	enum ctq_status st = ctq_suite_load(&suite, suite_dir, &err);
+	if (st) {
+		ctq_print_error("conform", &err);
+		rc = ctq_status_exit_code(st);
+		goto out;
+	}
+	size_t n_cases = 0;
+	for (size_t i = 0; i < suite.n_cases; i++) {
+		const struct ctq_case *c = &suite.cases[i];
+		if (filter && fnmatch(filter, c->id, 0) != 0)
+			continue;
+		n_cases++;
+		for (int s = 0; s < CTQ_SEM_COUNT; s++) {
+			if (!c->sem[s])
+				continue;
+			if ((st = ctq_case_run(c, (enum ctq_semantics)s, &checks, &err))) {
+				ctq_print_error("conform", &err);
+				rc = ctq_status_exit_code(st);
+				goto out;
+			}
+		}
+	}
+	if (!n_cases) {
+		fprintf(stderr, "ctq conform: no case matches --filter %s\n", filter);
+		goto out;
+	}
+	size_t passed = 0, failed = 0;
+	for (size_t i = 0; i < checks.n; i++) {
+		const struct ctq_check *k = &checks.v[i];
+		if (k->passed)
+			passed++;
+		else
+			failed++;
+		if (k->passed && !verbose)
+			continue;
+		printf("%s %s [%s] %s\n", k->passed ? "pass" : "FAIL", k->case_id,
+		       ctq_semantics_name(k->sem), k->name);
+		if (!k->passed)
+			printf("     expected: %s\n     actual:   %s\n     why:      %s\n     file:     %s\n",
+			       k->expected, k->actual, k->detail, k->file);
+	}
+	if ((st = ctq_run_begin(&run, out, "conform", argc, argv, &err)) ||
+	    (st = write_outputs(&run, &checks, &err))) {
+		ctq_print_error("conform", &err);
+		ctq_run_abort(&run);
+		rc = ctq_status_exit_code(st);
+		goto out;
+	}
+	cJSON *summary = cJSON_AddObjectToObject(run.manifest, "conform");
+	cJSON_AddStringToObject(summary, "suite", suite_dir);
+	cJSON_AddNumberToObject(summary, "cases", (double)n_cases);
+	cJSON_AddNumberToObject(summary, "checks_passed", (double)passed);
+	cJSON_AddNumberToObject(summary, "checks_failed", (double)failed);
+	char final_dir[sizeof run.final_dir];
+	snprintf(final_dir, sizeof final_dir, "%s", run.final_dir);
+	if ((st = ctq_run_commit(&run, &err))) {
+		ctq_print_error("conform", &err);
+		rc = ctq_status_exit_code(st);
+		goto out;
+	}
+	printf("\nconform: %zu case(s), results in %s/ (conform.csv, junit.xml)\n", n_cases,
+	       final_dir);
+	printf("conform: %zu passed, %zu failed\n", passed, failed);
+	rc = failed ? CTQ_EXIT_FAIL : CTQ_EXIT_OK;
+out:
+	ctq_checks_free(&checks);
+	ctq_suite_free(&suite);
+	return rc;
+}

@@ -1,0 +1,63 @@
+/* ctq harness helpers shared by the commands (see commands.h). */
+#include "harness/commands.h"
+#include "core/json.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ctq_print_error(const char *cmd, const struct ctq_error *err)
+{
+	fprintf(stderr, "ctq %s: %s", cmd, ctq_status_name(err->status));
+	if (err->path[0])
+		fprintf(stderr, " at %s", err->path);
+	fprintf(stderr, ": %s\n", err->message);
+}
+
+const char *ctq_opt_value(int argc, char **argv, int *i)
+{
+	if (*i + 1 >= argc) {
+		fprintf(stderr, "ctq: option %s needs a value (see --help)\n", argv[*i]);
+		return NULL;
+	}
+	return argv[++*i];
+}
+
+bool ctq_opt_int(const char *cmd, const char *opt, const char *v, long min,
+		 long max, long *out)
+{
+	char *end;
+	errno = 0;
+	long x = strtol(v, &end, 10);
+	if (errno || *end || end == v || x < min || x > max) {
+		fprintf(stderr, "ctq %s: %s is \"%s\"; expected an integer in [%ld, %ld]\n",
+			cmd, opt, v, min, max);
+		return false;
+	}
+	*out = x;
+	return true;
+}
+
+enum ctq_status ctq_load_target(const char *path,
+				const struct ctq_parse_options *opt,
+				const char *arch, long layers, const char *prefix,
+				struct ctq_qconfig *cfg, struct ctq_modules *mods,
+				struct ctq_error *err)
+{
+	ctq_modules_init(mods);
+	enum ctq_status st = ctq_qconfig_load(cfg, path, opt, err);
+	if (st)
+		return st;
+	if (arch || layers) {
+		if (!arch || !layers)
+			return ctq_error_set(err, CTQ_ERR_USAGE, "--arch/--layers",
+					     "give both --arch and --layers, or neither");
+		return ctq_modules_from_arch(mods, arch, (int)layers, prefix, err);
+	}
+	const cJSON *tc = ctq_json_get(cfg->raw, "text_config");
+	if (!ctq_json_get(cfg->raw, "num_hidden_layers") &&
+	    !ctq_json_get(tc, "num_hidden_layers"))
+		return ctq_error_set(err, CTQ_ERR_USAGE, path,
+				     "has no model_type / num_hidden_layers (a standalone quantization config?); name the model with --arch A --layers N");
+	return ctq_modules_from_config(mods, cfg->raw, "", prefix, err);
+}

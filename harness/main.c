@@ -1,0 +1,64 @@
+/* ctq — qualifies compressed-tensors W8A8 INT8 inference.
+ * The program: one subcommand per file under harness/. */
+#include <stdio.h>
+#include <string.h>
+
+#include "harness/commands.h"
+
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{"inspect", ctq_cmd_inspect,
+	 "show what each module executes as: scheme, group, target, rule"},
+	{"conform", ctq_cmd_conform,
+	 "run conformance suites (JSON cases) and write CSV + JUnit"},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ctq <command> [options]\n"
+		"\n"
+		"ctq qualifies compressed-tensors W8A8 INT8 LLM inference.\n"
+		"\n"
+		"commands:\n");
+	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f,
+		"  %-10s %s\n"
+		"\n"
+		"`ctq <command> --help` describes a command.\n"
+		"exit codes: 0 all passed; 1 a check failed or a regression was found;\n"
+		"            2 bad usage or bad input; 3 the environment cannot do it.\n",
+		"help", "this text, or `ctq help <command>`");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return CTQ_EXIT_USAGE;
+	}
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+		if (argc > 2) {
+			for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+				if (!strcmp(argv[2], commands[i].name)) {
+					char *hv[] = {argv[2], "--help", NULL};
+					return commands[i].run(2, hv);
+				}
+			fprintf(stderr, "ctq: unknown command \"%s\"\n", argv[2]);
+			return CTQ_EXIT_USAGE;
+		}
+		usage(stdout);
+		return CTQ_EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+		if (!strcmp(cmd, commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "ctq: unknown command \"%s\"\n\n", cmd);
+	usage(stderr);
+	return CTQ_EXIT_USAGE;
+}

@@ -1,0 +1,769 @@
+/* ctq conformance suites (see suite.h). */
+#define _GNU_SOURCE
+#include "harness/suite.h"
+#include "core/arena.h"
+#include "core/fileio.h"
+#include "core/json.h"
+#include "quant/modules.h"
+
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define CASE_FILE_MAX ((size_t)16 * 1024 * 1024)
+
+/* ---- file discovery ------------------------------------------------------ */
+
+struct names {
+	char **v;
+	size_t n, cap;
+};
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static enum ctq_status push_name(struct names *n, char *s, struct ctq_error *err)
+{
+	if (n->n == n->cap) {
+		size_t cap = n->cap ? n->cap * 2 : 64;
+		char **v = ctq_realloc(n->v, cap * sizeof *v);
+		if (!v) {
+			free(s);
+			return ctq_error_set(err, CTQ_ERR_NOMEM, "suite", "out of memory");
+		}
+		n->v = v;
+		n->cap = cap;
+	}
+	n->v[n->n++] = s;
+	return CTQ_OK;
+}
+
+static enum ctq_status walk(const char *dir, struct names *out, int depth,
+			    struct ctq_error *err)
+{
+	if (depth > 32)
+		return ctq_error_set(err, CTQ_ERR_IO, dir, "suite folders nested deeper than 32");
+	DIR *d = opendir(dir);
+	if (!d)
+		return ctq_error_set(err, CTQ_ERR_IO, dir, "cannot open suite folder");
+	struct names here = {0};
+	enum ctq_status st = CTQ_OK;
+	struct dirent *de;
+	while ((de = readdir(d)) && !st) {
+		if (de->d_name[0] == '.')
+			continue;
+		char *p = ctq_path_join(dir, de->d_name);
+		if (!p) {
+			st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+			break;
+		}
+		st = push_name(&here, p, err);
+	}
+	closedir(d);
+	if (here.n)
+		qsort(here.v, here.n, sizeof *here.v, cmp_str);
+	for (size_t i = 0; i < here.n; i++) {
+		char *p = here.v[i];
+		here.v[i] = NULL;
+		if (st) {
+			free(p);
+			continue;
+		}
+		const char *base = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
+		if (ctq_path_is_dir(p)) {
+			if (strcmp(base, "fixtures"))
+				st = walk(p, out, depth + 1, err);
+			free(p);
+		} else if (strlen(base) > 5 && !strcmp(base + strlen(base) - 5, ".json")) {
+			st = push_name(out, p, err);
+		} else {
+			free(p);
+		}
+	}
+	free(here.v);
+	return st;
+}
+
+/* ---- validation ----------------------------------------------------------- */
+
+static const char *const case_keys[] = {
+	"id", "about", "semantics", "config", "config_file", "model", "modules",
+	"tp", "expect", "expect_by_semantics", "parser",
+};
+static const char *const expect_keys[] = {"modules", "error", "shards"};
+static const char *const module_expect_keys[] = {
+	"scheme", "group", "by", "target", "error", "message_contains", "vllm_class",
+};
+static const char *const error_expect_keys[] = {"class", "path", "message_contains"};
+
+static bool one_of(const char *k, const char *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(k, v[i]))
+			return true;
+	return false;
+}
+
+#define N(a) (sizeof(a) / sizeof *(a))
+
+static enum ctq_status bad(struct ctq_error *err, const char *file,
+			   const char *where, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static enum ctq_status bad(struct ctq_error *err, const char *file,
+			   const char *where, const char *fmt, ...)
+{
+	char path[CTQ_PATH_MAX];
+	snprintf(path, sizeof path, "%s:%s", file, where);
+	char msg[CTQ_MESSAGE_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return ctq_error_set(err, CTQ_ERR_USAGE, path, "not a valid suite case: %s", msg);
+}
+
+static enum ctq_status check_keys(const cJSON *o, const char *const *keys,
+				  size_t n, const char *file, const char *where,
+				  struct ctq_error *err)
+{
+	for (const cJSON *c = o->child; c; c = c->next)
+		if (!one_of(c->string, keys, n))
+			return bad(err, file, where, "unknown key \"%s\"", c->string);
+	return CTQ_OK;
+}
+
+static enum ctq_status check_strings(const cJSON *a, const char *file,
+				     const char *where, struct ctq_error *err)
+{
+	if (!cJSON_IsArray(a))
+		return bad(err, file, where, "expected a list of strings");
+	for (const cJSON *c = a->child; c; c = c->next)
+		if (!cJSON_IsString(c))
+			return bad(err, file, where, "expected a list of strings");
+	return CTQ_OK;
+}
+
+static enum ctq_status check_error_expect(const cJSON *e, const char *file,
+					  const char *where, struct ctq_error *err)
+{
+	if (cJSON_IsNull(e))
+		return CTQ_OK;
+	if (!cJSON_IsObject(e))
+		return bad(err, file, where, "expected an object {class, path, message_contains}");
+	enum ctq_status st = check_keys(e, error_expect_keys, N(error_expect_keys),
+					file, where, err);
+	if (st)
+		return st;
+	const cJSON *cls = ctq_json_get(e, "class");
+	if (!cJSON_IsString(cls) || ctq_status_from_name(cls->valuestring) == CTQ_STATUS_COUNT)
+		return bad(err, file, where, "class must be an error class name (parse-error, invalid-config, ...)");
+	const cJSON *p = ctq_json_get(e, "path");
+	if (p && !cJSON_IsString(p))
+		return bad(err, file, where, "path must be a string");
+	const cJSON *mc = ctq_json_get(e, "message_contains");
+	if (mc)
+		return check_strings(mc, file, where, err);
+	return CTQ_OK;
+}
+
+static enum ctq_status check_module_expect(const cJSON *m, const char *file,
+					   const char *where, struct ctq_error *err)
+{
+	if (!cJSON_IsObject(m))
+		return bad(err, file, where, "expected an object");
+	enum ctq_status st = check_keys(m, module_expect_keys, N(module_expect_keys),
+					file, where, err);
+	if (st)
+		return st;
+	if (!m->child)
+		return bad(err, file, where, "names nothing to check");
+	const cJSON *e = ctq_json_get(m, "error");
+	if (e && (!cJSON_IsString(e) || ctq_status_from_name(e->valuestring) == CTQ_STATUS_COUNT))
+		return bad(err, file, where, "error must be an error class name");
+	if (e && (ctq_json_get(m, "scheme") || ctq_json_get(m, "group") || ctq_json_get(m, "by")))
+		return bad(err, file, where, "an expected error excludes scheme, group and by");
+	const cJSON *by = ctq_json_get(m, "by");
+	if (by && (!cJSON_IsString(by) ||
+		   !one_of(by->valuestring, (const char *const[]){"name", "regex", "type", "ignore", "default"}, 5)))
+		return bad(err, file, where, "by must be name, regex, type, ignore or default");
+	for (const char *k = "scheme"; k; k = !strcmp(k, "scheme") ? "target" : !strcmp(k, "target") ? "vllm_class" : NULL) {
+		const cJSON *v = ctq_json_get(m, k);
+		if (v && !cJSON_IsString(v))
+			return bad(err, file, where, "%s must be a string", k);
+	}
+	const cJSON *g = ctq_json_get(m, "group");
+	if (g && !cJSON_IsString(g) && !cJSON_IsNull(g))
+		return bad(err, file, where, "group must be a string or null");
+	const cJSON *mc = ctq_json_get(m, "message_contains");
+	if (mc && (st = check_strings(mc, file, where, err)))
+		return st;
+	return CTQ_OK;
+}
+
+static enum ctq_status check_expect(const cJSON *e, const char *file,
+				    const char *where, struct ctq_error *err)
+{
+	if (!cJSON_IsObject(e))
+		return bad(err, file, where, "expected an object");
+	enum ctq_status st = check_keys(e, expect_keys, N(expect_keys), file, where, err);
+	if (st)
+		return st;
+	const cJSON *m = ctq_json_get(e, "modules");
+	if (m) {
+		if (!cJSON_IsObject(m))
+			return bad(err, file, where, "modules must be an object keyed by module name");
+		for (const cJSON *c = m->child; c; c = c->next) {
+			char w[CTQ_PATH_MAX];
+			snprintf(w, sizeof w, "%s.modules.%s", where, c->string);
+			if ((st = check_module_expect(c, file, w, err)))
+				return st;
+		}
+	}
+	const cJSON *er = ctq_json_get(e, "error");
+	if (er) {
+		char w[CTQ_PATH_MAX];
+		snprintf(w, sizeof w, "%s.error", where);
+		if ((st = check_error_expect(er, file, w, err)))
+			return st;
+	}
+	if (ctq_json_get(e, "shards"))
+		return bad(err, file, where, "shards need the TP shard planner, which this build does not have");
+	return CTQ_OK;
+}
+
+/* Effective expectations of a case under one profile: expect, with
+ * expect_by_semantics[sem] overriding per module and replacing error. */
+struct effective {
+	const cJSON *modules[2];   /* base, override (either may be NULL) */
+	const cJSON *error;        /* NULL: no config error expected */
+};
+
+static void effective(const struct ctq_case *c, enum ctq_semantics sem,
+		      struct effective *e)
+{
+	const cJSON *base = ctq_json_get(c->json, "expect");
+	const cJSON *by = ctq_json_get(ctq_json_get(c->json, "expect_by_semantics"),
+				       ctq_semantics_name(sem));
+	e->modules[0] = ctq_json_get(base, "modules");
+	e->modules[1] = ctq_json_get(by, "modules");
+	e->error = ctq_json_get(base, "error");
+	const cJSON *be = ctq_json_get(by, "error");
+	if (be)
+		e->error = be;
+	if (cJSON_IsNull(e->error))
+		e->error = NULL;
+}
+
+static size_t count_checks(const struct effective *e)
+{
+	size_t n = e->error ? 1 : 0;
+	for (const cJSON *m = e->modules[0] ? e->modules[0]->child : NULL; m; m = m->next)
+		if (!ctq_json_get(e->modules[1], m->string))
+			n++;
+	for (const cJSON *m = e->modules[1] ? e->modules[1]->child : NULL; m; m = m->next)
+		n++;
+	return n;
+}
+
+static enum ctq_status validate_case(struct ctq_case *c, const cJSON *o,
+				     const char *file, size_t index,
+				     struct ctq_error *err)
+{
+	char where[64];
+	snprintf(where, sizeof where, "case[%zu]", index);
+	if (!cJSON_IsObject(o))
+		return bad(err, file, where, "a case is a JSON object");
+	enum ctq_status st = check_keys(o, case_keys, N(case_keys), file, where, err);
+	if (st)
+		return st;
+	memset(c, 0, sizeof *c);
+	c->file = file;
+	c->json = o;
+	const cJSON *id = ctq_json_get(o, "id");
+	if (!cJSON_IsString(id) || !id->valuestring[0])
+		return bad(err, file, where, "id must be a non-empty string");
+	c->id = id->valuestring;
+	snprintf(where, sizeof where, "%s", c->id);
+	const cJSON *about = ctq_json_get(o, "about");
+	if (about && !cJSON_IsString(about))
+		return bad(err, file, where, "about must be a string");
+	c->about = about ? about->valuestring : "";
+	const cJSON *sem = ctq_json_get(o, "semantics");
+	if (!sem) {
+		c->sem[CTQ_SEM_STRICT] = true;
+	} else {
+		if ((st = check_strings(sem, file, where, err)))
+			return st;
+		if (!sem->child)
+			return bad(err, file, where, "semantics is empty");
+		for (const cJSON *s = sem->child; s; s = s->next) {
+			enum ctq_semantics x;
+			if (!ctq_semantics_parse(s->valuestring, &x))
+				return bad(err, file, where, "semantics \"%s\" is not strict, ct or vllm",
+					   s->valuestring);
+			c->sem[x] = true;
+		}
+	}
+	c->config = ctq_json_get(o, "config");
+	const cJSON *cf = ctq_json_get(o, "config_file");
+	if (!!c->config == !!cf)
+		return bad(err, file, where, "give exactly one of config and config_file");
+	if (c->config && !cJSON_IsObject(c->config))
+		return bad(err, file, where, "config must be a config.json object");
+	if (cf) {
+		if (!cJSON_IsString(cf) || !cf->valuestring[0] || cf->valuestring[0] == '/')
+			return bad(err, file, where, "config_file must be a path relative to the case file");
+		const char *slash = strrchr(file, '/');
+		size_t dl = slash ? (size_t)(slash - file) : 1;
+		c->config_file = ctq_malloc(dl + strlen(cf->valuestring) + 2);
+		if (!c->config_file)
+			return ctq_error_set(err, CTQ_ERR_NOMEM, file, "out of memory");
+		sprintf(c->config_file, "%.*s/%s", (int)dl, slash ? file : ".", cf->valuestring);
+		if (!ctq_path_exists(c->config_file))
+			return bad(err, file, where, "config_file %s does not exist", c->config_file);
+	}
+	c->model = ctq_json_get(o, "model");
+	c->modules = ctq_json_get(o, "modules");
+	if (c->model && c->modules)
+		return bad(err, file, where, "give model or modules, not both");
+	if (c->model) {
+		if (!cJSON_IsObject(c->model))
+			return bad(err, file, where, "model must be an object {arch, layers, ...}");
+		const cJSON *arch = ctq_json_get(c->model, "arch");
+		const cJSON *layers = ctq_json_get(c->model, "layers");
+		if (!cJSON_IsString(arch) || !ctq_arch_normalise(arch->valuestring))
+			return bad(err, file, where, "model.arch must be qwen3, qwen2 or llama");
+		if (!cJSON_IsNumber(layers) || layers->valuedouble < 1 || layers->valuedouble > 4096 ||
+		    layers->valuedouble != (double)(long)layers->valuedouble)
+			return bad(err, file, where, "model.layers must be an integer 1..4096");
+		const cJSON *pfx = ctq_json_get(c->model, "prefix");
+		if (pfx && !cJSON_IsString(pfx))
+			return bad(err, file, where, "model.prefix must be a string");
+	}
+	if (c->modules) {
+		if (!cJSON_IsArray(c->modules) || !c->modules->child)
+			return bad(err, file, where, "modules must be a non-empty list");
+		for (const cJSON *m = c->modules->child; m; m = m->next) {
+			const cJSON *n = ctq_json_get(m, "name"), *t = ctq_json_get(m, "type");
+			const cJSON *vt = ctq_json_get(m, "vllm_type");
+			if (!cJSON_IsObject(m) || !cJSON_IsString(n) || !t ||
+			    check_strings(t, file, where, NULL) || !t->child ||
+			    (vt && !cJSON_IsString(vt)))
+				return bad(err, file, where,
+					   "each module is {\"name\": str, \"type\": [class, ...], \"vllm_type\"?: str}");
+			for (const cJSON *k = m->child; k; k = k->next)
+				if (strcmp(k->string, "name") && strcmp(k->string, "type") &&
+				    strcmp(k->string, "vllm_type"))
+					return bad(err, file, where, "module key \"%s\" is unknown", k->string);
+		}
+	}
+	if (ctq_json_get(o, "tp"))
+		return bad(err, file, where, "tp needs the TP shard planner, which this build does not have");
+	const cJSON *p = ctq_json_get(o, "parser");
+	if (p) {
+		if (!cJSON_IsObject(p))
+			return bad(err, file, where, "parser must be an object");
+		for (const cJSON *k = p->child; k; k = k->next) {
+			if (!strcmp(k->string, "accept_unknown_keys") && cJSON_IsBool(k))
+				c->parser.accept_unknown_keys = cJSON_IsTrue(k);
+			else if (!strcmp(k->string, "ct_version") && cJSON_IsString(k) &&
+				 ctq_version_parse(k->valuestring) >= 0)
+				c->parser.ct_version = k->valuestring;
+			else
+				return bad(err, file, where,
+					   "parser takes accept_unknown_keys (bool) and ct_version (\"X.Y[.Z]\")");
+		}
+	}
+	const cJSON *e = ctq_json_get(o, "expect");
+	if (e && (st = check_expect(e, file, "expect", err)))
+		return st;
+	const cJSON *eb = ctq_json_get(o, "expect_by_semantics");
+	if (eb) {
+		if (!cJSON_IsObject(eb))
+			return bad(err, file, where, "expect_by_semantics must be an object keyed by profile");
+		for (const cJSON *k = eb->child; k; k = k->next) {
+			enum ctq_semantics x;
+			if (!ctq_semantics_parse(k->string, &x) || !c->sem[x])
+				return bad(err, file, where,
+					   "expect_by_semantics.%s names a profile the case does not run",
+					   k->string);
+			char w[128];
+			snprintf(w, sizeof w, "expect_by_semantics.%s", k->string);
+			if ((st = check_expect(k, file, w, err)))
+				return st;
+		}
+	}
+	for (int s = 0; s < CTQ_SEM_COUNT; s++) {
+		if (!c->sem[s])
+			continue;
+		struct effective ef;
+		effective(c, (enum ctq_semantics)s, &ef);
+		if (!count_checks(&ef))
+			return bad(err, file, where, "has nothing to check under %s",
+				   ctq_semantics_name((enum ctq_semantics)s));
+		if (!c->model && !c->modules && !(ef.error && !ef.modules[0] && !ef.modules[1]) &&
+		    !(c->config && ctq_json_get(c->config, "num_hidden_layers")))
+			return bad(err, file, where,
+				   "expects modules but names none (give model or modules)");
+	}
+	return CTQ_OK;
+}
+
+enum ctq_status ctq_suite_load(struct ctq_suite *s, const char *dir,
+			       struct ctq_error *err)
+{
+	memset(s, 0, sizeof *s);
+	struct names files = {0};
+	enum ctq_status st;
+	if (!ctq_path_is_dir(dir)) {
+		if (!ctq_path_exists(dir))
+			return ctq_error_set(err, CTQ_ERR_IO, dir, "no such suite folder");
+		char *one = strdup(dir);
+		if (!one)
+			return ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+		st = push_name(&files, one, err);
+	} else {
+		st = walk(dir, &files, 0, err);
+	}
+	s->files = files.v;
+	s->n_files = files.n;
+	if (st)
+		return st;
+	if (!files.n)
+		return ctq_error_set(err, CTQ_ERR_USAGE, dir, "holds no .json case files");
+	s->roots = ctq_malloc(files.n * sizeof *s->roots);
+	if (!s->roots)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+	memset(s->roots, 0, files.n * sizeof *s->roots);
+	size_t total = 0;
+	for (size_t i = 0; i < files.n; i++) {
+		if ((st = ctq_json_load_file(files.v[i], CASE_FILE_MAX, NULL, &s->roots[i], err)))
+			return st;
+		total += cJSON_IsArray(s->roots[i]) ? (size_t)cJSON_GetArraySize(s->roots[i]) : 1;
+	}
+	s->cases = ctq_malloc((total + 1) * sizeof *s->cases);
+	if (!s->cases)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+	memset(s->cases, 0, (total + 1) * sizeof *s->cases);
+	for (size_t i = 0; i < files.n; i++) {
+		const cJSON *r = s->roots[i];
+		if (cJSON_IsArray(r)) {
+			if (!r->child)
+				return bad(err, files.v[i], "(root)", "an empty list of cases");
+			size_t k = 0;
+			for (const cJSON *c = r->child; c; c = c->next, k++)
+				if ((st = validate_case(&s->cases[s->n_cases++], c, files.v[i], k, err)))
+					return st;
+		} else if ((st = validate_case(&s->cases[s->n_cases++], r, files.v[i], 0, err))) {
+			return st;
+		}
+	}
+	for (size_t i = 0; i < s->n_cases; i++)
+		for (size_t j = i + 1; j < s->n_cases; j++)
+			if (!strcmp(s->cases[i].id, s->cases[j].id))
+				return bad(err, s->cases[j].file, s->cases[j].id,
+					   "duplicate id (also in %s)", s->cases[i].file);
+	return CTQ_OK;
+}
+
+void ctq_suite_free(struct ctq_suite *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n_cases; i++)
+		free(s->cases[i].config_file);
+	for (size_t i = 0; i < s->n_files; i++) {
+		if (s->roots)
+			cJSON_Delete(s->roots[i]);
+		free(s->files[i]);
+	}
+	free(s->roots);
+	free(s->files);
+	free(s->cases);
+	memset(s, 0, sizeof *s);
+}
+
+/* ---- running ------------------------------------------------------------- */
+
+void ctq_checks_free(struct ctq_checks *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n; i++) {
+		free(c->v[i].name);
+		free(c->v[i].expected);
+		free(c->v[i].actual);
+		free(c->v[i].detail);
+	}
+	free(c->v);
+	memset(c, 0, sizeof *c);
+}
+
+static enum ctq_status add_check(struct ctq_checks *out, const struct ctq_case *c,
+				 enum ctq_semantics sem, const char *name,
+				 const char *expected, const char *actual,
+				 const char *detail, struct ctq_error *err)
+{
+	if (out->n == out->cap) {
+		size_t cap = out->cap ? out->cap * 2 : 256;
+		struct ctq_check *v = ctq_realloc(out->v, cap * sizeof *v);
+		if (!v)
+			return ctq_error_set(err, CTQ_ERR_NOMEM, c->id, "out of memory");
+		out->v = v;
+		out->cap = cap;
+	}
+	struct ctq_check *k = &out->v[out->n];
+	k->case_id = c->id;
+	k->file = c->file;
+	k->sem = sem;
+	k->name = strdup(name);
+	k->expected = strdup(expected);
+	k->actual = strdup(actual);
+	k->detail = strdup(detail ? detail : "");
+	k->passed = !detail || !detail[0];
+	if (!k->name || !k->expected || !k->actual || !k->detail) {
+		free(k->name);
+		free(k->expected);
+		free(k->actual);
+		free(k->detail);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, c->id, "out of memory");
+	}
+	out->n++;
+	return CTQ_OK;
+}
+
+static enum ctq_status build_modules(const struct ctq_case *c, const cJSON *config,
+				     struct ctq_modules *mods, struct ctq_error *err)
+{
+	if (c->modules) {
+		for (const cJSON *m = c->modules->child; m; m = m->next) {
+			const cJSON *t = ctq_json_get(m, "type");
+			const char *types[16];
+			size_t n = 0;
+			for (const cJSON *x = t->child; x && n < 16; x = x->next)
+				types[n++] = x->valuestring;
+			const cJSON *vt = ctq_json_get(m, "vllm_type");
+			enum ctq_status st = ctq_modules_add(mods, ctq_json_get(m, "name")->valuestring,
+							     types, n, vt ? vt->valuestring : NULL, err);
+			if (st)
+				return st;
+		}
+		return ctq_modules_finish(mods, err);
+	}
+	if (c->model) {
+		cJSON *m = cJSON_Duplicate(c->model, 1);
+		if (!m)
+			return ctq_error_set(err, CTQ_ERR_NOMEM, c->id, "out of memory");
+		cJSON_AddItemToObject(m, "model_type",
+				      cJSON_CreateString(ctq_json_get(c->model, "arch")->valuestring));
+		cJSON_AddItemToObject(m, "num_hidden_layers",
+				      cJSON_CreateNumber(ctq_json_get(c->model, "layers")->valuedouble));
+		const cJSON *pfx = ctq_json_get(c->model, "prefix");
+		enum ctq_status st = ctq_modules_from_config(mods, m, "model",
+							     pfx ? pfx->valuestring : NULL, err);
+		cJSON_Delete(m);
+		return st;
+	}
+	return ctq_modules_from_config(mods, config, "config", NULL, err);
+}
+
+static bool contains_all(const cJSON *mc, const char *msg, struct ctq_strbuf *why)
+{
+	bool ok = true;
+	for (const cJSON *s = mc ? mc->child : NULL; s; s = s->next)
+		if (!strstr(msg, s->valuestring)) {
+			ctq_strbuf_printf(why, "%smessage lacks \"%s\"", why->len ? "; " : "",
+					  s->valuestring);
+			ok = false;
+		}
+	return ok;
+}
+
+static enum ctq_status check_error(const struct ctq_case *c, enum ctq_semantics sem,
+				   const cJSON *exp, const struct ctq_error *got,
+				   struct ctq_checks *out, struct ctq_error *err)
+{
+	struct ctq_strbuf e, a, why;
+	ctq_strbuf_init(&e);
+	ctq_strbuf_init(&a);
+	ctq_strbuf_init(&why);
+	const char *cls = ctq_json_get(exp, "class")->valuestring;
+	const cJSON *path = ctq_json_get(exp, "path");
+	ctq_strbuf_printf(&e, "%s", cls);
+	if (path)
+		ctq_strbuf_printf(&e, " at %s", path->valuestring);
+	if (got->status) {
+		ctq_strbuf_printf(&a, "%s at %s: %s", ctq_status_name(got->status), got->path,
+				  got->message);
+		if (strcmp(cls, ctq_status_name(got->status)))
+			ctq_strbuf_printf(&why, "class is %s, expected %s",
+					  ctq_status_name(got->status), cls);
+		if (path && strcmp(path->valuestring, got->path))
+			ctq_strbuf_printf(&why, "%spath is %s, expected %s", why.len ? "; " : "",
+					  got->path, path->valuestring);
+		contains_all(ctq_json_get(exp, "message_contains"), got->message, &why);
+	} else {
+		ctq_strbuf_printf(&a, "no config error");
+		ctq_strbuf_printf(&why, "the config resolved; expected %s", cls);
+	}
+	enum ctq_status st = add_check(out, c, sem, "error", ctq_strbuf_str(&e),
+				       ctq_strbuf_str(&a), ctq_strbuf_str(&why), err);
+	ctq_strbuf_free(&e);
+	ctq_strbuf_free(&a);
+	ctq_strbuf_free(&why);
+	return st;
+}
+
+static void describe_entry(const struct ctq_plan *p, const struct ctq_plan_entry *en,
+			   struct ctq_strbuf *a)
+{
+	if (en->error) {
+		ctq_strbuf_printf(a, "error=%s: %s", ctq_status_name(en->error), en->message);
+		return;
+	}
+	ctq_strbuf_printf(a, "scheme=%s group=%s by=%s target=%s", en->scheme,
+			  en->group >= 0 ? p->cfg->groups[en->group].name : "null",
+			  ctq_match_by_name(en->by), en->target ? en->target : "null");
+	if (en->vllm_class)
+		ctq_strbuf_printf(a, " vllm_class=%s", en->vllm_class);
+}
+
+static enum ctq_status check_module(const struct ctq_case *c, enum ctq_semantics sem,
+				    const char *name, const cJSON *exp,
+				    const struct ctq_plan *plan,
+				    const struct ctq_error *cfg_err,
+				    struct ctq_checks *out, struct ctq_error *err)
+{
+	struct ctq_strbuf e, a, why;
+	ctq_strbuf_init(&e);
+	ctq_strbuf_init(&a);
+	ctq_strbuf_init(&why);
+	for (const cJSON *k = exp->child; k; k = k->next) {
+		if (cJSON_IsString(k))
+			ctq_strbuf_printf(&e, "%s%s=%s", e.len ? " " : "", k->string, k->valuestring);
+		else if (cJSON_IsNull(k))
+			ctq_strbuf_printf(&e, "%s%s=null", e.len ? " " : "", k->string);
+	}
+	const struct ctq_plan_entry *en = plan ? ctq_plan_find(plan, name) : NULL;
+	if (!plan) {
+		ctq_strbuf_printf(&a, "config error %s at %s: %s", ctq_status_name(cfg_err->status),
+				  cfg_err->path, cfg_err->message);
+		ctq_strbuf_printf(&why, "the config did not resolve");
+	} else if (!en) {
+		ctq_strbuf_printf(&a, "no such module");
+		ctq_strbuf_printf(&why, "module %s is not among the %zu enumerated modules", name,
+				  plan->n);
+	} else {
+		describe_entry(plan, en, &a);
+		const cJSON *x;
+		if ((x = ctq_json_get(exp, "error"))) {
+			if (!en->error)
+				ctq_strbuf_printf(&why, "resolved to %s; expected error %s", en->scheme,
+						  x->valuestring);
+			else if (strcmp(x->valuestring, ctq_status_name(en->error)))
+				ctq_strbuf_printf(&why, "error is %s, expected %s",
+						  ctq_status_name(en->error), x->valuestring);
+			else
+				contains_all(ctq_json_get(exp, "message_contains"), en->message, &why);
+		} else if (en->error) {
+			ctq_strbuf_printf(&why, "error %s: %s", ctq_status_name(en->error), en->message);
+		} else {
+			if ((x = ctq_json_get(exp, "scheme")) && strcmp(x->valuestring, en->scheme))
+				ctq_strbuf_printf(&why, "scheme is %s, expected %s", en->scheme,
+						  x->valuestring);
+			if ((x = ctq_json_get(exp, "group"))) {
+				const char *g = en->group >= 0 ? plan->cfg->groups[en->group].name : NULL;
+				bool ok = cJSON_IsNull(x) ? !g : g && !strcmp(g, x->valuestring);
+				if (!ok)
+					ctq_strbuf_printf(&why, "%sgroup is %s, expected %s",
+							  why.len ? "; " : "", g ? g : "null",
+							  cJSON_IsNull(x) ? "null" : x->valuestring);
+			}
+			if ((x = ctq_json_get(exp, "by")) &&
+			    strcmp(x->valuestring, ctq_match_by_name(en->by)))
+				ctq_strbuf_printf(&why, "%sby is %s, expected %s", why.len ? "; " : "",
+						  ctq_match_by_name(en->by), x->valuestring);
+			if ((x = ctq_json_get(exp, "target")) &&
+			    (!en->target || strcmp(x->valuestring, en->target)))
+				ctq_strbuf_printf(&why, "%starget is %s, expected %s",
+						  why.len ? "; " : "", en->target ? en->target : "null",
+						  x->valuestring);
+			if ((x = ctq_json_get(exp, "vllm_class")) &&
+			    (!en->vllm_class || strcmp(x->valuestring, en->vllm_class)))
+				ctq_strbuf_printf(&why, "%svllm_class is %s, expected %s",
+						  why.len ? "; " : "",
+						  en->vllm_class ? en->vllm_class : "null",
+						  x->valuestring);
+			if (ctq_json_get(exp, "message_contains"))
+				ctq_strbuf_printf(&why, "%smessage_contains given but the module has no error",
+						  why.len ? "; " : "");
+		}
+	}
+	enum ctq_status st = add_check(out, c, sem, name, ctq_strbuf_str(&e), ctq_strbuf_str(&a),
+				       ctq_strbuf_str(&why), err);
+	ctq_strbuf_free(&e);
+	ctq_strbuf_free(&a);
+	ctq_strbuf_free(&why);
+	return st;
+}
+
+enum ctq_status ctq_case_run(const struct ctq_case *c, enum ctq_semantics sem,
+			     struct ctq_checks *out, struct ctq_error *err)
+{
+	struct ctq_qconfig cfg;
+	struct ctq_modules mods;
+	struct ctq_plan plan;
+	memset(&plan, 0, sizeof plan);
+	ctq_modules_init(&mods);
+	struct ctq_error cerr = {0};
+	cJSON *loaded = NULL;
+	const cJSON *config = c->config;
+	enum ctq_status st = CTQ_OK;
+	memset(&cfg, 0, sizeof cfg);
+	if (c->config_file &&
+	    ctq_json_load_file(c->config_file, (size_t)64 << 20, NULL, &loaded, &cerr) == CTQ_OK)
+		config = loaded;
+	bool resolved = false;
+	if (config && !ctq_qconfig_parse(&cfg, config, &c->parser, &cerr)) {
+		struct ctq_error merr = {0};
+		if (build_modules(c, config, &mods, &merr)) {
+			if (merr.status == CTQ_ERR_NOMEM) {
+				st = ctq_error_set(err, merr.status, merr.path, "%s", merr.message);
+				goto done;
+			}
+			cerr = merr;
+		} else if (!ctq_plan_resolve(&plan, &cfg, &mods, sem, NULL, &cerr)) {
+			resolved = true;
+		}
+	}
+	if (cerr.status == CTQ_ERR_NOMEM) {
+		st = ctq_error_set(err, cerr.status, cerr.path, "%s", cerr.message);
+		goto done;
+	}
+	struct effective ef;
+	effective(c, sem, &ef);
+	if (ef.error && (st = check_error(c, sem, ef.error, &cerr, out, err)))
+		goto done;
+	for (int layer = 0; layer < 2; layer++) {
+		for (const cJSON *m = ef.modules[layer] ? ef.modules[layer]->child : NULL; m;
+		     m = m->next) {
+			if (layer == 0 && ctq_json_get(ef.modules[1], m->string))
+				continue;
+			if ((st = check_module(c, sem, m->string, m, resolved ? &plan : NULL, &cerr,
+					       out, err)))
+				goto done;
+		}
+	}
+done:
+	ctq_plan_free(&plan);
+	ctq_modules_free(&mods);
+	ctq_qconfig_free(&cfg);
+	cJSON_Delete(loaded);
+	return st;
+}

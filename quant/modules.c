@@ -1,0 +1,329 @@
+/* ctq module enumeration (see modules.h). */
+#include "quant/modules.h"
+#include "core/json.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+void ctq_modules_init(struct ctq_modules *m)
+{
+	memset(m, 0, sizeof *m);
+	ctq_arena_init(&m->arena);
+}
+
+void ctq_modules_free(struct ctq_modules *m)
+{
+	if (!m)
+		return;
+	ctq_arena_free(&m->arena);
+	memset(m, 0, sizeof *m);
+}
+
+static enum ctq_module_kind kind_of(const char *const *types, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(types[i], "Linear"))
+			return CTQ_MODULE_LINEAR;
+		if (!strcmp(types[i], "Embedding"))
+			return CTQ_MODULE_EMBEDDING;
+	}
+	if (n && strstr(types[0], "Attention"))
+		return CTQ_MODULE_ATTENTION;
+	return CTQ_MODULE_OTHER;
+}
+
+enum ctq_status ctq_modules_add(struct ctq_modules *m, const char *name,
+				const char *const *types, size_t n_types,
+				const char *vllm_type, struct ctq_error *err)
+{
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 64;
+		struct ctq_module *v = ctq_arena_calloc(&m->arena, cap, sizeof *v);
+		if (!v)
+			return ctq_error_set(err, CTQ_ERR_NOMEM, name, "out of memory");
+		if (m->n)
+			memcpy(v, m->v, m->n * sizeof *v);
+		m->v = v;
+		m->cap = cap;
+	}
+	struct ctq_module *mod = &m->v[m->n];
+	mod->name = ctq_arena_strdup(&m->arena, name);
+	mod->types = ctq_arena_calloc(&m->arena, n_types + 1, sizeof *mod->types);
+	if (!mod->name || !mod->types)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, name, "out of memory");
+	for (size_t i = 0; i < n_types; i++)
+		if (!(mod->types[i] = ctq_arena_strdup(&m->arena, types[i])))
+			return ctq_error_set(err, CTQ_ERR_NOMEM, name, "out of memory");
+	mod->n_types = n_types;
+	mod->vllm_type = vllm_type ? ctq_arena_strdup(&m->arena, vllm_type) : NULL;
+	mod->kind = kind_of(types, n_types);
+	mod->fused = -1;
+	m->n++;
+	return CTQ_OK;
+}
+
+long ctq_modules_find(const struct ctq_modules *m, const char *name)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (!strcmp(m->v[i].name, name))
+			return (long)i;
+	return -1;
+}
+
+const char *ctq_arch_normalise(const char *t)
+{
+	if (!t)
+		return NULL;
+	if (!strcasecmp(t, "qwen3") || !strcmp(t, "Qwen3ForCausalLM"))
+		return "qwen3";
+	if (!strcasecmp(t, "qwen2") || !strcmp(t, "Qwen2ForCausalLM"))
+		return "qwen2";
+	if (!strcasecmp(t, "llama") || !strcmp(t, "LlamaForCausalLM"))
+		return "llama";
+	return NULL;
+}
+
+enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
+				      int layers, const char *prefix,
+				      struct ctq_error *err)
+{
+	const char *a = ctq_arch_normalise(arch);
+	if (!a)
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, "model_type",
+				     "is \"%s\"; ctq enumerates qwen3, qwen2 and llama",
+				     arch ? arch : "(missing)");
+	if (layers < 1 || layers > 4096)
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG,
+				     "num_hidden_layers",
+				     "is %d; expected 1..4096", layers);
+	if (!prefix)
+		prefix = "model.";
+	const char *attn_class = !strcmp(a, "qwen3")   ? "Qwen3Attention"
+				 : !strcmp(a, "qwen2") ? "Qwen2Attention"
+						       : "LlamaAttention";
+	static const char *const linear[] = {"Linear", "Module"};
+	static const char *const embedding[] = {"Embedding", "Module"};
+	const char *attention[] = {attn_class, "Module"};
+	static const char *const attn_proj[] = {"q_proj", "k_proj", "v_proj",
+						"o_proj"};
+	static const char *const mlp_proj[] = {"gate_proj", "up_proj",
+					       "down_proj"};
+	char name[CTQ_PATH_MAX];
+	enum ctq_status st;
+	m->shape.arch = a;
+	m->shape.layers = layers;
+	snprintf(name, sizeof name, "%sembed_tokens", prefix);
+	if ((st = ctq_modules_add(m, name, embedding, 2, NULL, err)))
+		return st;
+	for (int l = 0; l < layers; l++) {
+		snprintf(name, sizeof name, "%slayers.%d.self_attn", prefix, l);
+		if ((st = ctq_modules_add(m, name, attention, 2, NULL, err)))
+			return st;
+		for (int i = 0; i < 4; i++) {
+			snprintf(name, sizeof name, "%slayers.%d.self_attn.%s",
+				 prefix, l, attn_proj[i]);
+			if ((st = ctq_modules_add(m, name, linear, 2, NULL, err)))
+				return st;
+		}
+		for (int i = 0; i < 3; i++) {
+			snprintf(name, sizeof name, "%slayers.%d.mlp.%s", prefix,
+				 l, mlp_proj[i]);
+			if ((st = ctq_modules_add(m, name, linear, 2, NULL, err)))
+				return st;
+		}
+	}
+	if ((st = ctq_modules_add(m, "lm_head", linear, 2, NULL, err)))
+		return st;
+	return ctq_modules_finish(m, err);
+}
+
+static enum ctq_status shape_field(const cJSON *cfg, const char *base,
+				   const char *key, long *out, bool required,
+				   struct ctq_error *err)
+{
+	const cJSON *it = ctq_json_get(cfg, key);
+	if (!it || cJSON_IsNull(it)) {
+		if (required) {
+			char p[CTQ_PATH_MAX];
+			ctq_json_path_key(p, sizeof p, base, key);
+			return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, p,
+					     "is missing; needed to enumerate the model");
+		}
+		return CTQ_OK;
+	}
+	char p[CTQ_PATH_MAX];
+	ctq_json_path_key(p, sizeof p, base, key);
+	return ctq_json_int(it, p, 1, INT_MAX, out, err);
+}
+
+enum ctq_status ctq_modules_from_config(struct ctq_modules *m,
+					const cJSON *config, const char *path,
+					const char *prefix, struct ctq_error *err)
+{
+	const cJSON *c = config;
+	char base[CTQ_PATH_MAX];
+	snprintf(base, sizeof base, "%s", path ? path : "");
+	const cJSON *tc = ctq_json_get(config, "text_config");
+	if (cJSON_IsObject(tc) && ctq_json_get(tc, "num_hidden_layers")) {
+		c = tc;
+		ctq_json_path_key(base, sizeof base, path ? path : "", "text_config");
+		if (!prefix)
+			prefix = "model.language_model.";
+	}
+	const cJSON *mt = ctq_json_get(c, "model_type");
+	const char *arch = cJSON_IsString(mt) ? ctq_arch_normalise(mt->valuestring)
+					      : NULL;
+	if (!arch) {
+		const cJSON *archs = ctq_json_get(config, "architectures");
+		const cJSON *a0 = cJSON_IsArray(archs) ? archs->child : NULL;
+		if (cJSON_IsString(a0))
+			arch = ctq_arch_normalise(a0->valuestring);
+	}
+	if (!arch) {
+		char p[CTQ_PATH_MAX];
+		ctq_json_path_key(p, sizeof p, base, "model_type");
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, p,
+				     "is %s%s%s; ctq enumerates qwen3, qwen2 and llama (or name the modules explicitly)",
+				     cJSON_IsString(mt) ? "\"" : "",
+				     cJSON_IsString(mt) ? mt->valuestring
+							: ctq_json_type_name(mt),
+				     cJSON_IsString(mt) ? "\"" : "");
+	}
+	long layers = 0;
+	struct ctq_model_shape *s = &m->shape;
+	enum ctq_status st;
+	if ((st = shape_field(c, base, "num_hidden_layers", &layers, true, err)) ||
+	    (st = shape_field(c, base, "hidden_size", &s->hidden_size, false, err)) ||
+	    (st = shape_field(c, base, "intermediate_size", &s->intermediate_size, false, err)) ||
+	    (st = shape_field(c, base, "vocab_size", &s->vocab_size, false, err)) ||
+	    (st = shape_field(c, base, "num_attention_heads", &s->num_attention_heads, false, err)) ||
+	    (st = shape_field(c, base, "num_key_value_heads", &s->num_key_value_heads, false, err)) ||
+	    (st = shape_field(c, base, "head_dim", &s->head_dim, false, err)))
+		return st;
+	if (!s->num_key_value_heads)
+		s->num_key_value_heads = s->num_attention_heads;
+	if (!s->head_dim && s->num_attention_heads && s->hidden_size)
+		s->head_dim = s->hidden_size / s->num_attention_heads;
+	const cJSON *tie = ctq_json_get(c, "tie_word_embeddings");
+	if (!tie)
+		tie = ctq_json_get(config, "tie_word_embeddings");
+	s->tie_word_embeddings = cJSON_IsTrue(tie);
+	s->attention_bias = !strcmp(arch, "qwen2");
+	const cJSON *ab = ctq_json_get(c, "attention_bias");
+	if (cJSON_IsBool(ab))
+		s->attention_bias = cJSON_IsTrue(ab);
+	struct ctq_model_shape keep = *s;
+	st = ctq_modules_from_arch(m, arch, (int)(layers > 4096 ? 4097 : layers),
+				   prefix, err);
+	keep.arch = m->shape.arch;
+	keep.layers = m->shape.layers;
+	m->shape = keep;
+	return st;
+}
+
+static bool leaf_is(const char *name, const char *leaf)
+{
+	const char *dot = strrchr(name, '.');
+	return !strcmp(dot ? dot + 1 : name, leaf);
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* Finds the sibling of module i whose last component is `leaf`. */
+static long sibling(const struct ctq_modules *m, size_t i, const char *leaf)
+{
+	const char *name = m->v[i].name;
+	const char *dot = strrchr(name, '.');
+	size_t plen = dot ? (size_t)(dot - name) + 1 : 0;
+	char buf[CTQ_PATH_MAX];
+	if (plen + strlen(leaf) + 1 > sizeof buf)
+		return -1;
+	memcpy(buf, name, plen);
+	strcpy(buf + plen, leaf);
+	long j = ctq_modules_find(m, buf);
+	return j >= 0 && m->v[j].kind == CTQ_MODULE_LINEAR ? j : -1;
+}
+
+static enum ctq_status add_fused(struct ctq_modules *m, const long *idx,
+				 size_t n, const char *key, const char *type,
+				 struct ctq_error *err)
+{
+	struct ctq_fused_set *f = &m->fused[m->n_fused];
+	const char *name = m->v[idx[0]].name;
+	const char *dot = strrchr(name, '.');
+	int plen = dot ? (int)(dot - name) + 1 : 0;
+	f->runtime_name = ctq_arena_printf(&m->arena, "%.*s%s", plen, name, key);
+	if (!f->runtime_name)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, name, "out of memory");
+	f->runtime_type = type;
+	f->key = key;
+	f->n_members = n;
+	for (size_t i = 0; i < n; i++) {
+		f->members[i] = (size_t)idx[i];
+		m->v[idx[i]].fused = (int)m->n_fused;
+	}
+	m->n_fused++;
+	return CTQ_OK;
+}
+
+enum ctq_status ctq_modules_finish(struct ctq_modules *m, struct ctq_error *err)
+{
+	m->fused = ctq_arena_calloc(&m->arena, m->n / 2 + 1, sizeof *m->fused);
+	m->n_fused = 0;
+	if (!m->fused)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "modules", "out of memory");
+	enum ctq_status st;
+	for (size_t i = 0; i < m->n; i++) {
+		struct ctq_module *mod = &m->v[i];
+		if (mod->kind != CTQ_MODULE_LINEAR || mod->fused >= 0)
+			continue;
+		if (leaf_is(mod->name, "q_proj")) {
+			long idx[3] = {(long)i, sibling(m, i, "k_proj"),
+				       sibling(m, i, "v_proj")};
+			if (idx[1] >= 0 && idx[2] >= 0 &&
+			    (st = add_fused(m, idx, 3, "qkv_proj",
+					    "QKVParallelLinear", err)))
+				return st;
+		} else if (leaf_is(mod->name, "gate_proj")) {
+			long idx[2] = {(long)i, sibling(m, i, "up_proj")};
+			if (idx[1] >= 0 &&
+			    (st = add_fused(m, idx, 2, "gate_up_proj",
+					    "MergedColumnParallelLinear", err)))
+				return st;
+		}
+	}
+	for (size_t i = 0; i < m->n; i++) {
+		struct ctq_module *mod = &m->v[i];
+		if (mod->vllm_type)
+			continue;
+		switch (mod->kind) {
+		case CTQ_MODULE_LINEAR:
+			if (mod->fused >= 0)
+				mod->vllm_type = m->fused[mod->fused].runtime_type;
+			else if (leaf_is(mod->name, "o_proj") ||
+				 leaf_is(mod->name, "down_proj"))
+				mod->vllm_type = "RowParallelLinear";
+			else if (!strcmp(mod->name, "lm_head") ||
+				 ends_with(mod->name, ".lm_head"))
+				mod->vllm_type = "ParallelLMHead";
+			else
+				mod->vllm_type = "ColumnParallelLinear";
+			break;
+		case CTQ_MODULE_EMBEDDING:
+			mod->vllm_type = "VocabParallelEmbedding";
+			break;
+		case CTQ_MODULE_ATTENTION:
+			mod->vllm_type = "Attention";
+			break;
+		default:
+			mod->vllm_type = mod->n_types ? mod->types[0] : "Module";
+		}
+	}
+	return CTQ_OK;
+}

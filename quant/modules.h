@@ -1,0 +1,93 @@
+/* ctq module enumeration: the modules a checkpoint's model has, named as
+ * Hugging Face names them, with their class hierarchy (most derived first),
+ * the vLLM runtime class, and the fused sets (q/k/v, gate/up) serving
+ * engines execute as one GEMM.
+ *
+ * Only modules that quantization can touch are listed: Linear, Embedding and
+ * attention modules (for KV-cache and attention schemes).
+ */
+#ifndef CTQ_QUANT_MODULES_H
+#define CTQ_QUANT_MODULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/arena.h"
+#include "core/status.h"
+
+enum ctq_module_kind {
+	CTQ_MODULE_LINEAR,
+	CTQ_MODULE_EMBEDDING,
+	CTQ_MODULE_ATTENTION,
+	CTQ_MODULE_OTHER,
+};
+
+struct ctq_module {
+	const char *name;
+	const char **types;    /* (n_types) class names, most derived first */
+	size_t n_types;
+	const char *vllm_type; /* vLLM runtime class of the layer it lives in */
+	enum ctq_module_kind kind;
+	int fused;             /* index into ctq_modules.fused, or -1 */
+};
+
+/* A fused runtime layer: q/k/v -> <parent>.qkv_proj, gate/up -> gate_up_proj. */
+struct ctq_fused_set {
+	const char *runtime_name; /* e.g. model.layers.0.self_attn.qkv_proj */
+	const char *runtime_type; /* QKVParallelLinear, MergedColumnParallelLinear */
+	const char *key;          /* qkv_proj, gate_up_proj */
+	size_t members[3];        /* module indices, in shard order */
+	size_t n_members;
+};
+
+/* Model shape needed by the TP planner (zero when unknown). */
+struct ctq_model_shape {
+	const char *arch;  /* qwen3, qwen2, llama */
+	int layers;
+	long hidden_size, intermediate_size, vocab_size;
+	long num_attention_heads, num_key_value_heads, head_dim;
+	bool tie_word_embeddings;
+	bool attention_bias;  /* qwen2: q/k/v carry a bias */
+};
+
+struct ctq_modules {
+	struct ctq_arena arena;
+	struct ctq_module *v;
+	size_t n, cap;
+	struct ctq_fused_set *fused;
+	size_t n_fused;
+	struct ctq_model_shape shape;
+};
+
+void ctq_modules_init(struct ctq_modules *m);
+void ctq_modules_free(struct ctq_modules *m);
+
+/* Adds one module; types are copied. vllm_type may be NULL (derived). */
+enum ctq_status ctq_modules_add(struct ctq_modules *m, const char *name,
+				const char *const *types, size_t n_types,
+				const char *vllm_type, struct ctq_error *err);
+
+/* Enumerates an architecture (qwen3, qwen2, llama) with `layers` decoder
+ * layers. prefix replaces the leading "model." (NULL: "model."). */
+enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
+				      int layers, const char *prefix,
+				      struct ctq_error *err);
+
+/* Reads model_type / architectures and the shape fields of a config.json
+ * (text_config when present) and enumerates. path names the object in errors. */
+enum ctq_status ctq_modules_from_config(struct ctq_modules *m,
+					const cJSON *config, const char *path,
+					const char *prefix, struct ctq_error *err);
+
+/* Derives fused sets and vLLM classes; call after the last add. */
+enum ctq_status ctq_modules_finish(struct ctq_modules *m, struct ctq_error *err);
+
+/* Index of a module by name, or -1. */
+long ctq_modules_find(const struct ctq_modules *m, const char *name);
+
+/* Maps a model_type or architectures[0] to qwen3/qwen2/llama; NULL if not. */
+const char *ctq_arch_normalise(const char *model_type);
+
+#endif

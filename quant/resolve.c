@@ -1,0 +1,817 @@
+/* ctq scheme resolver (see resolve.h and docs/semantics.md). */
+#include "quant/resolve.h"
+#include "quant/scheme.h"
+#include "core/json.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum level { LV_NAME, LV_REGEX, LV_TYPE, LV_NONE };
+
+/* One entry of the target map: a unique target string and the group it
+ * resolves to (ct/vllm: the last group listing it; strict keeps all). */
+struct tmap {
+	const char *target;
+	const char *path;
+	long group;
+};
+
+struct ctx {
+	struct ctq_plan *plan;
+	const struct ctq_qconfig *cfg;
+	const struct ctq_modules *mods;
+	struct ctq_regex_cache *rc;
+	struct ctq_error *err;
+	struct tmap *map;     /* ct/vllm target map, in first-position order */
+	size_t n_map;
+	size_t *ct_order;     /* ct: map indices sorted by ("re:" in t, t) */
+	bool *dropped;        /* vllm: attention groups dropped (per group) */
+};
+
+const char *ctq_semantics_name(enum ctq_semantics s)
+{
+	switch (s) {
+	case CTQ_SEM_STRICT: return "strict";
+	case CTQ_SEM_CT: return "ct";
+	case CTQ_SEM_VLLM: return "vllm";
+	default: return "?";
+	}
+}
+
+bool ctq_semantics_parse(const char *name, enum ctq_semantics *out)
+{
+	for (int i = 0; i < CTQ_SEM_COUNT; i++)
+		if (!strcmp(name, ctq_semantics_name((enum ctq_semantics)i))) {
+			*out = (enum ctq_semantics)i;
+			return true;
+		}
+	return false;
+}
+
+const char *ctq_match_by_name(enum ctq_match_by by)
+{
+	static const char *const names[] = {"name", "regex", "type", "ignore",
+					    "default"};
+	return names[by];
+}
+
+static bool is_regex(const char *t) { return !strncmp(t, "re:", 3); }
+
+/* Exact or `re:` match of a target against a name. */
+static enum ctq_status name_hit(struct ctx *c, const char *t, const char *path,
+				const char *name, bool *hit)
+{
+	if (is_regex(t))
+		return ctq_regex_match(c->rc, t + 3, path, name, hit, c->err);
+	*hit = !strcmp(t, name);
+	return CTQ_OK;
+}
+
+static bool type_hit(const char *t, const struct ctq_module *m)
+{
+	if (is_regex(t))
+		return false;
+	for (size_t i = 0; i < m->n_types; i++)
+		if (!strcmp(t, m->types[i]))
+			return true;
+	return false;
+}
+
+/* Level at which target t matches module m (strict and ct). */
+static enum ctq_status level_of(struct ctx *c, const char *t, const char *path,
+				const struct ctq_module *m, enum level *lv)
+{
+	bool hit;
+	enum ctq_status st = name_hit(c, t, path, m->name, &hit);
+	if (st)
+		return st;
+	if (hit)
+		*lv = is_regex(t) ? LV_REGEX : LV_NAME;
+	else
+		*lv = type_hit(t, m) ? LV_TYPE : LV_NONE;
+	return CTQ_OK;
+}
+
+/* CT's is_narrow_match for attention modules: the target matches the module
+ * but neither its parent nor any enumerated descendant (§5.1.5). */
+static enum ctq_status narrow(struct ctx *c, const char *t, const char *path,
+			      const struct ctq_module *m, bool *ok)
+{
+	*ok = true;
+	size_t n = strlen(m->name);
+	const char *dot = strrchr(m->name, '.');
+	if (dot) {
+		char parent[CTQ_PATH_MAX];
+		snprintf(parent, sizeof parent, "%.*s", (int)(dot - m->name),
+			 m->name);
+		bool hit;
+		enum ctq_status st = name_hit(c, t, path, parent, &hit);
+		if (st)
+			return st;
+		if (hit) {
+			*ok = false;
+			return CTQ_OK;
+		}
+	}
+	for (size_t i = 0; i < c->mods->n; i++) {
+		const struct ctq_module *d = &c->mods->v[i];
+		if (strncmp(d->name, m->name, n) || d->name[n] != '.')
+			continue;
+		enum level lv;
+		enum ctq_status st = level_of(c, t, path, d, &lv);
+		if (st)
+			return st;
+		if (lv != LV_NONE) {
+			*ok = false;
+			return CTQ_OK;
+		}
+	}
+	return CTQ_OK;
+}
+
+static enum ctq_status level_for(struct ctx *c, const char *t, const char *path,
+				 const struct ctq_module *m, enum level *lv)
+{
+	enum ctq_status st = level_of(c, t, path, m, lv);
+	if (st || *lv == LV_NONE || m->kind != CTQ_MODULE_ATTENTION)
+		return st;
+	bool ok;
+	if ((st = narrow(c, t, path, m, &ok)))
+		return st;
+	if (!ok)
+		*lv = LV_NONE;
+	return CTQ_OK;
+}
+
+/* Ignore for strict and ct: exact, regex, or class name. */
+static enum ctq_status ignored_ct(struct ctx *c, const struct ctq_module *m,
+				  const char **entry)
+{
+	*entry = NULL;
+	for (size_t i = 0; i < c->cfg->n_ignore; i++) {
+		enum level lv;
+		enum ctq_status st = level_of(c, c->cfg->ignore[i],
+					      c->cfg->ignore_paths[i], m, &lv);
+		if (st)
+			return st;
+		if (lv != LV_NONE) {
+			*entry = c->cfg->ignore[i];
+			return CTQ_OK;
+		}
+	}
+	return CTQ_OK;
+}
+
+static enum ctq_status nomem(struct ctx *c)
+{
+	return ctq_error_set(c->err, CTQ_ERR_NOMEM, "plan", "out of memory");
+}
+
+static char *scheme_name(struct ctx *c, const struct ctq_qscheme *s)
+{
+	char buf[CTQ_SCHEME_NAME_MAX];
+	return ctq_arena_strdup(&c->plan->arena, ctq_scheme_name(s, buf, sizeof buf));
+}
+
+static enum ctq_status set_error(struct ctx *c, struct ctq_plan_entry *e,
+				 enum ctq_status cls, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static enum ctq_status set_error(struct ctx *c, struct ctq_plan_entry *e,
+				 enum ctq_status cls, const char *fmt, ...)
+{
+	char buf[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	e->error = cls;
+	e->scheme = NULL;
+	e->message = ctq_arena_strdup(&c->plan->arena, buf);
+	return e->message ? CTQ_OK : nomem(c);
+}
+
+/* Fills scheme, group, format of an entry matched to group g. */
+static enum ctq_status assign_group(struct ctx *c, struct ctq_plan_entry *e,
+				    long g, const char *target, enum level lv)
+{
+	const struct ctq_qgroup *grp = &c->cfg->groups[g];
+	e->group = g;
+	e->target = target;
+	e->by = lv == LV_NAME ? CTQ_BY_NAME : lv == LV_REGEX ? CTQ_BY_REGEX
+							     : CTQ_BY_TYPE;
+	e->format = ctq_qconfig_group_format(c->cfg, grp);
+	e->scheme = scheme_name(c, &grp->scheme);
+	return e->scheme ? CTQ_OK : nomem(c);
+}
+
+/* ---- strict ------------------------------------------------------------- */
+
+static enum ctq_status strict_module(struct ctx *c, struct ctq_plan_entry *e)
+{
+	const struct ctq_module *m = &c->mods->v[e->module];
+	const char *ign;
+	enum ctq_status st = ignored_ct(c, m, &ign);
+	if (st)
+		return st;
+	if (ign) {
+		e->by = CTQ_BY_IGNORE;
+		e->target = ign;
+		e->scheme = "unquantized";
+		return CTQ_OK;
+	}
+	/* Best level, and the distinct groups matching at it. */
+	enum level best = LV_NONE;
+	long first_group = -1;
+	const char *first_target = NULL;
+	bool ambiguous = false;
+	char detail[1024] = "";
+	size_t dlen = 0;
+	for (size_t g = 0; g < c->cfg->n_groups; g++) {
+		const struct ctq_qscheme *s = &c->cfg->groups[g].scheme;
+		for (size_t t = 0; t < s->n_targets; t++) {
+			enum level lv;
+			if ((st = level_for(c, s->targets[t], s->target_paths[t],
+					    m, &lv)))
+				return st;
+			if (lv == LV_NONE || lv > best)
+				continue;
+			if (lv < best) {
+				best = lv;
+				first_group = (long)g;
+				first_target = s->targets[t];
+				ambiguous = false;
+				dlen = (size_t)snprintf(detail, sizeof detail,
+							"%s (\"%s\")",
+							c->cfg->groups[g].name,
+							s->targets[t]);
+			} else if ((long)g != first_group) {
+				ambiguous = true;
+				if (dlen < sizeof detail)
+					dlen += (size_t)snprintf(
+						detail + dlen, sizeof detail - dlen,
+						", %s (\"%s\")",
+						c->cfg->groups[g].name,
+						s->targets[t]);
+			}
+		}
+	}
+	if (best == LV_NONE) {
+		e->by = CTQ_BY_DEFAULT;
+		e->scheme = "unquantized";
+	} else if (ambiguous) {
+		static const char *const lvn[] = {"exact name", "regex", "type"};
+		return set_error(c, e, CTQ_ERR_AMBIGUOUS_MATCH,
+				 "%s: targets of several groups match at the same level (%s): %s; ctq refuses to pick one by file order — make the targets disjoint or list the module in ignore",
+				 m->name, lvn[best], detail);
+	} else if ((st = assign_group(c, e, first_group, first_target, best))) {
+		return st;
+	}
+
+	const struct ctq_qgroup *grp = e->group >= 0 ? &c->cfg->groups[e->group] : NULL;
+	bool quantized = grp && !ctq_scheme_is_unquantized(&grp->scheme);
+	if (quantized && m->kind != CTQ_MODULE_LINEAR) {
+		return set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
+				 "%s: config_groups.%s (%s, format %s): %s modules execute unquantized only",
+				 m->name, grp->name, e->scheme,
+				 e->format ? e->format : "missing",
+				 m->kind == CTQ_MODULE_EMBEDDING ? "embedding"
+				 : m->kind == CTQ_MODULE_ATTENTION ? "attention"
+								   : m->types[0]);
+	}
+	if (quantized) {
+		char reason[512];
+		enum ctq_status cls = ctq_scheme_check_exec(&grp->scheme, e->format,
+							    reason, sizeof reason);
+		if (cls)
+			return set_error(c, e, cls, "%s: config_groups.%s (%s, format %s): %s",
+					 m->name, grp->name, e->scheme,
+					 e->format ? e->format : "missing", reason);
+	}
+	if (m->kind == CTQ_MODULE_ATTENTION && c->cfg->kv_cache) {
+		char kv[CTQ_SCHEME_NAME_MAX];
+		return set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
+				 "%s: %s.kv_cache_scheme (%s): KV-cache quantization is not executable; ctq runs attention with BF16 caches",
+				 m->name, c->cfg->block_path,
+				 ctq_kv_scheme_name(c->cfg->kv_cache, kv, sizeof kv));
+	}
+	return CTQ_OK;
+}
+
+static enum ctq_status strict_fused(struct ctx *c)
+{
+	const struct ctq_modules *mods = c->mods;
+	for (size_t f = 0; f < mods->n_fused; f++) {
+		const struct ctq_fused_set *fs = &mods->fused[f];
+		struct ctq_plan_entry *e[3];
+		bool same = true, clean = true;
+		for (size_t i = 0; i < fs->n_members; i++) {
+			e[i] = &c->plan->entries[fs->members[i]];
+			clean &= e[i]->error == CTQ_OK;
+			if (i && clean && strcmp(e[i]->scheme, e[0]->scheme))
+				same = false;
+		}
+		if (!clean || same)
+			continue;
+		char detail[1024];
+		size_t dlen = 0;
+		for (size_t i = 0; i < fs->n_members; i++) {
+			const char *leaf = strrchr(mods->v[fs->members[i]].name, '.');
+			dlen += (size_t)snprintf(detail + dlen, sizeof detail - dlen,
+						 "%s%s %s (%s%s%s)", i ? ", " : "",
+						 leaf ? leaf + 1 : mods->v[fs->members[i]].name,
+						 e[i]->scheme, ctq_match_by_name(e[i]->by),
+						 e[i]->group >= 0 ? " " : "",
+						 e[i]->group >= 0 ? c->cfg->groups[e[i]->group].name : "");
+			if (dlen >= sizeof detail)
+				break;
+		}
+		for (size_t i = 0; i < fs->n_members; i++) {
+			enum ctq_status st = set_error(
+				c, e[i], CTQ_ERR_FUSED_MISMATCH,
+				"%s: the fused %s members resolve to different schemes: %s; engines execute them as one GEMM, so they must agree",
+				mods->v[fs->members[i]].name, fs->runtime_name, detail);
+			if (st)
+				return st;
+		}
+	}
+	return CTQ_OK;
+}
+
+/* ---- target map (ct, vllm) ---------------------------------------------- */
+
+static enum ctq_status build_map(struct ctx *c)
+{
+	size_t total = 0;
+	for (size_t g = 0; g < c->cfg->n_groups; g++)
+		total += c->cfg->groups[g].scheme.n_targets;
+	c->map = ctq_arena_calloc(&c->plan->arena, total + 1, sizeof *c->map);
+	if (!c->map)
+		return nomem(c);
+	for (size_t g = 0; g < c->cfg->n_groups; g++) {
+		if (c->dropped && c->dropped[g])
+			continue;
+		const struct ctq_qscheme *s = &c->cfg->groups[g].scheme;
+		for (size_t t = 0; t < s->n_targets; t++) {
+			size_t k;
+			for (k = 0; k < c->n_map; k++)
+				if (!strcmp(c->map[k].target, s->targets[t]))
+					break;
+			if (k == c->n_map) {
+				c->map[k].target = s->targets[t];
+				c->map[k].path = s->target_paths[t];
+				c->n_map++;
+			}
+			c->map[k].group = (long)g; /* a later group overwrites */
+		}
+	}
+	return CTQ_OK;
+}
+
+static const struct tmap *sort_base;
+
+static int ct_cmp(const void *a, const void *b)
+{
+	const char *x = sort_base[*(const size_t *)a].target;
+	const char *y = sort_base[*(const size_t *)b].target;
+	int rx = strstr(x, "re:") != NULL, ry = strstr(y, "re:") != NULL;
+	if (rx != ry)
+		return rx - ry;
+	return strcmp(x, y);
+}
+
+/* ---- ct ----------------------------------------------------------------- */
+
+static enum ctq_status ct_module(struct ctx *c, struct ctq_plan_entry *e)
+{
+	const struct ctq_module *m = &c->mods->v[e->module];
+	const char *ign;
+	enum ctq_status st = ignored_ct(c, m, &ign);
+	if (st)
+		return st;
+	if (ign) {
+		e->by = CTQ_BY_IGNORE;
+		e->target = ign;
+		e->scheme = "unquantized";
+		return CTQ_OK;
+	}
+	/* Name/regex hits in sorted order first, then class hits. */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t k = 0; k < c->n_map; k++) {
+			const struct tmap *t = &c->map[c->ct_order[k]];
+			enum level lv;
+			if ((st = level_for(c, t->target, t->path, m, &lv)))
+				return st;
+			if (lv == LV_NONE || (pass == 0) != (lv != LV_TYPE))
+				continue;
+			return assign_group(c, e, t->group, t->target, lv);
+		}
+	}
+	if (m->kind == CTQ_MODULE_ATTENTION && c->cfg->kv_cache) {
+		char kv[CTQ_SCHEME_NAME_MAX];
+		e->scheme = ctq_arena_strdup(&c->plan->arena,
+					     ctq_kv_scheme_name(c->cfg->kv_cache, kv, sizeof kv));
+		e->by = CTQ_BY_DEFAULT;
+		return e->scheme ? CTQ_OK : nomem(c);
+	}
+	e->by = CTQ_BY_DEFAULT;
+	e->scheme = "unquantized";
+	return CTQ_OK;
+}
+
+/* ---- vllm --------------------------------------------------------------- */
+
+/* str.replace(old, new) on the whole name, as vLLM does. */
+static char *replace_all(struct ctx *c, const char *s, const char *old,
+			 const char *new_)
+{
+	char buf[CTQ_PATH_MAX * 2];
+	size_t n = 0, lo = strlen(old), ln = strlen(new_);
+	while (*s && n + ln + 1 < sizeof buf) {
+		if (lo && !strncmp(s, old, lo)) {
+			memcpy(buf + n, new_, ln);
+			n += ln;
+			s += lo;
+		} else {
+			buf[n++] = *s++;
+		}
+	}
+	buf[n] = '\0';
+	return ctq_arena_strdup(&c->plan->arena, buf);
+}
+
+static enum ctq_status vllm_ignore_one(struct ctx *c, const char *name,
+				       bool *hit, const char **entry)
+{
+	*hit = false;
+	for (size_t i = 0; i < c->cfg->n_ignore; i++) {
+		enum ctq_status st = name_hit(c, c->cfg->ignore[i],
+					      c->cfg->ignore_paths[i], name, hit);
+		if (st)
+			return st;
+		if (*hit) {
+			*entry = c->cfg->ignore[i];
+			return CTQ_OK;
+		}
+	}
+	return CTQ_OK;
+}
+
+static enum ctq_status first_name_hit(struct ctx *c, const char *name,
+				      const struct tmap **out, enum level *lv)
+{
+	*out = NULL;
+	for (size_t k = 0; k < c->n_map; k++) {
+		bool hit;
+		enum ctq_status st = name_hit(c, c->map[k].target, c->map[k].path,
+					      name, &hit);
+		if (st)
+			return st;
+		if (hit) {
+			*out = &c->map[k];
+			*lv = is_regex(c->map[k].target) ? LV_REGEX : LV_NAME;
+			return CTQ_OK;
+		}
+	}
+	return CTQ_OK;
+}
+
+static bool icontains(const char *hay, const char *needle)
+{
+	size_t n = strlen(needle);
+	for (; *hay; hay++) {
+		size_t i = 0;
+		while (i < n && hay[i] &&
+		       tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
+			i++;
+		if (i == n)
+			return true;
+	}
+	return n == 0;
+}
+
+/* Resolves one vLLM runtime layer into e (shards: HF member names of a
+ * fused layer, or NULL). */
+static enum ctq_status vllm_layer(struct ctx *c, struct ctq_plan_entry *e,
+				  const struct ctq_module *m,
+				  const struct ctq_fused_set *fs)
+{
+	const char *layer = fs ? fs->runtime_name : m->name;
+	const char *cls = fs ? fs->runtime_type : m->vllm_type;
+	enum ctq_status st;
+	bool hit;
+	const char *entry = NULL;
+
+	/* §5.2.2 ignore first. */
+	bool literal = false;
+	for (size_t i = 0; i < c->cfg->n_ignore; i++)
+		if (!strcmp(c->cfg->ignore[i], layer)) {
+			literal = true;
+			entry = c->cfg->ignore[i];
+		}
+	if (fs && !literal) {
+		int agree = -1;
+		char shards[1024] = "";
+		size_t sl = 0;
+		for (size_t i = 0; i < fs->n_members; i++) {
+			const char *leaf = strrchr(c->mods->v[fs->members[i]].name, '.');
+			char *shard = replace_all(c, layer, fs->key, leaf ? leaf + 1 : "");
+			if (!shard)
+				return nomem(c);
+			const char *ent = NULL;
+			if ((st = vllm_ignore_one(c, shard, &hit, &ent)))
+				return st;
+			sl += (size_t)snprintf(shards + sl, sl < sizeof shards ? sizeof shards - sl : 0,
+					       "%s'%s'", i ? ", " : "", shard);
+			if (hit && !entry)
+				entry = ent;
+			if (agree < 0)
+				agree = hit;
+			else if (agree != (int)hit)
+				agree = 2;
+		}
+		if (agree == 2)
+			return set_error(c, e, CTQ_ERR_FUSED_MISMATCH,
+					 "%s: Found a different quantization schemes for [%s] in %s. vLLM requires all to use the same scheme.",
+					 m->name, shards, layer);
+		hit = agree == 1;
+	} else if (!literal) {
+		if ((st = vllm_ignore_one(c, layer, &hit, &entry)))
+			return st;
+	} else {
+		hit = true;
+	}
+	if (hit) {
+		e->by = CTQ_BY_IGNORE;
+		e->target = entry;
+		e->scheme = "unquantized";
+		return CTQ_OK;
+	}
+
+	/* §5.2.3: name/regex in map order, then class substring, then shards. */
+	const struct tmap *t = NULL;
+	enum level lv = LV_NONE;
+	if ((st = first_name_hit(c, layer, &t, &lv)))
+		return st;
+	for (size_t k = 0; !t && k < c->n_map; k++) {
+		const char *tg = c->map[k].target;
+		if (is_regex(tg)) {
+			if ((st = ctq_regex_match(c->rc, tg + 3, c->map[k].path, cls,
+						  &hit, c->err)))
+				return st;
+		} else {
+			hit = icontains(cls, tg);
+		}
+		if (hit) {
+			t = &c->map[k];
+			lv = LV_TYPE;
+		}
+	}
+	if (!t && fs) {
+		const struct tmap *first = NULL;
+		enum level first_lv = LV_NONE;
+		bool all = true;
+		for (size_t i = 0; i < fs->n_members && all; i++) {
+			const char *leaf = strrchr(c->mods->v[fs->members[i]].name, '.');
+			char *shard = replace_all(c, layer, fs->key, leaf ? leaf + 1 : "");
+			if (!shard)
+				return nomem(c);
+			const struct tmap *ts;
+			enum level sl;
+			if ((st = first_name_hit(c, shard, &ts, &sl)))
+				return st;
+			if (!ts)
+				all = false;
+			else if (!first) {
+				first = ts;
+				first_lv = sl;
+			}
+		}
+		if (all) {
+			t = first;
+			lv = first_lv;
+		}
+	}
+	if (!t) {
+		e->by = CTQ_BY_DEFAULT;
+		e->scheme = "unquantized";
+		return CTQ_OK;
+	}
+	if ((st = assign_group(c, e, t->group, t->target, lv)))
+		return st;
+	const struct ctq_qgroup *grp = &c->cfg->groups[t->group];
+	if (ctq_scheme_is_unquantized(&grp->scheme) || !grp->scheme.weights) {
+		e->scheme = "unquantized";
+		return CTQ_OK;
+	}
+	char reason[512];
+	e->vllm_class = ctq_scheme_vllm_class(&grp->scheme, e->format,
+					      m->kind == CTQ_MODULE_EMBEDDING,
+					      reason, sizeof reason);
+	if (!e->vllm_class)
+		return set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
+				 "%s: config_groups.%s (%s, format %s): %s",
+				 m->name, grp->name, e->scheme,
+				 e->format ? e->format : "None", reason);
+	return CTQ_OK;
+}
+
+static enum ctq_status vllm_attention(struct ctx *c, struct ctq_plan_entry *e,
+				      const struct ctq_module *m)
+{
+	const struct ctq_qargs *kv = c->cfg->kv_cache;
+	e->by = CTQ_BY_DEFAULT;
+	if (!kv) {
+		e->scheme = "unquantized";
+		return CTQ_OK;
+	}
+	if (kv->num_bits != 8 || kv->type != CTQ_QTYPE_FLOAT)
+		return set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
+				 "%s: Currently supported kv cache quantization is num_bits=8, type=float, however received num_bits=%d, type=%s",
+				 m->name, kv->num_bits, ctq_qtype_name(kv->type));
+	if (kv->strategy != CTQ_STRATEGY_TENSOR &&
+	    kv->strategy != CTQ_STRATEGY_ATTN_HEAD)
+		return set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
+				 "%s: Invalid strategy for compressed-tensors KV cache. Expected strategies: (tensor, attn_head), found strategy: %s",
+				 m->name, ctq_strategy_name(kv->strategy));
+	if (!kv->symmetric)
+		return set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
+				 "%s: Only support symmetric scaling factor for compressed-tensors KV cache. However found symmetric: False",
+				 m->name);
+	char buf[CTQ_SCHEME_NAME_MAX];
+	e->scheme = ctq_arena_strdup(&c->plan->arena,
+				     ctq_kv_scheme_name(kv, buf, sizeof buf));
+	e->vllm_class = "CompressedTensorsKVCacheMethod";
+	return e->scheme ? CTQ_OK : nomem(c);
+}
+
+static bool attention_group(const struct ctq_qgroup *g)
+{
+	if (g->scheme.n_targets != 1)
+		return false;
+	const char *t = g->scheme.targets[0];
+	size_t n = strlen(t);
+	return n >= 9 && !strcmp(t + n - 9, "Attention");
+}
+
+static enum ctq_status vllm_config_checks(struct ctx *c)
+{
+	const struct ctq_qconfig *cfg = c->cfg;
+	c->dropped = ctq_arena_calloc(&c->plan->arena, cfg->n_groups + 1, sizeof *c->dropped);
+	if (!c->dropped)
+		return nomem(c);
+	for (size_t g = 0; g < cfg->n_groups; g++) {
+		const struct ctq_qgroup *grp = &cfg->groups[g];
+		char p[CTQ_PATH_MAX];
+		if (attention_group(grp)) {
+			c->dropped[g] = true;
+			continue;
+		}
+		if (grp->preset_form)
+			return ctq_error_set(c->err, CTQ_ERR_INVALID_CONFIG, grp->path,
+					     "is a preset list (%s); vLLM reads every group as an object with targets and weights",
+					     grp->preset);
+		if (!grp->scheme.weights) {
+			snprintf(p, sizeof p, "%s.weights", grp->path);
+			return ctq_error_set(c->err, CTQ_ERR_INVALID_CONFIG, p,
+					     "is null; vLLM requires weights in every non-attention group");
+		}
+		const char *f = ctq_qconfig_group_format(cfg, grp);
+		if (ctq_format_is_activation(f) && !grp->scheme.input &&
+		    grp->scheme.weights->type == CTQ_QTYPE_INT) {
+			snprintf(p, sizeof p, "%s.input_activations", grp->path);
+			return ctq_error_set(c->err, CTQ_ERR_INVALID_CONFIG, p,
+					     "is missing with activation format %s and int weights; vLLM asserts at parse (weight-only int needs pack-quantized)",
+					     f);
+		}
+	}
+	return CTQ_OK;
+}
+
+/* ---- driver ------------------------------------------------------------- */
+
+enum ctq_status ctq_plan_resolve(struct ctq_plan *plan,
+				 const struct ctq_qconfig *cfg,
+				 const struct ctq_modules *mods,
+				 enum ctq_semantics sem, struct ctq_regex_cache *rc,
+				 struct ctq_error *err)
+{
+	memset(plan, 0, sizeof *plan);
+	ctq_arena_init(&plan->arena);
+	plan->sem = sem;
+	plan->cfg = cfg;
+	plan->mods = mods;
+	struct ctq_regex_cache own;
+	ctq_regex_cache_init(&own);
+	struct ctx c = {plan, cfg, mods, rc ? rc : &own, err, NULL, 0, NULL, NULL};
+	enum ctq_status st = CTQ_OK;
+	char p[CTQ_PATH_MAX];
+
+	if (cfg->sparsity_targets) {
+		ctq_json_path_key(p, sizeof p, cfg->block_path, "sparsity_config.targets");
+		st = ctq_error_set(err, CTQ_ERR_UNSUPPORTED_FORMAT, p,
+				   "is non-empty: Sparsity support has been removed from compressed-tensors. Please use a model without sparsity configuration.");
+		goto done;
+	}
+	if (sem == CTQ_SEM_STRICT && cfg->transform_groups) {
+		ctq_json_path_key(p, sizeof p, cfg->block_path, "transform_config.config_groups");
+		st = ctq_error_set(err, CTQ_ERR_UNSUPPORTED_FORMAT, p,
+				   "is set; ctq does not execute Hadamard/QuIP/SpinQuant transforms");
+		goto done;
+	}
+	if (sem == CTQ_SEM_VLLM && (st = vllm_config_checks(&c)))
+		goto done;
+	if (sem != CTQ_SEM_STRICT && (st = build_map(&c)))
+		goto done;
+	if (sem == CTQ_SEM_CT) {
+		c.ct_order = ctq_arena_calloc(&plan->arena, c.n_map + 1, sizeof *c.ct_order);
+		if (!c.ct_order) {
+			st = nomem(&c);
+			goto done;
+		}
+		for (size_t k = 0; k < c.n_map; k++)
+			c.ct_order[k] = k;
+		sort_base = c.map;
+		qsort(c.ct_order, c.n_map, sizeof *c.ct_order, ct_cmp);
+	}
+
+	plan->entries = ctq_arena_calloc(&plan->arena, mods->n + 1, sizeof *plan->entries);
+	if (!plan->entries) {
+		st = nomem(&c);
+		goto done;
+	}
+	plan->n = mods->n;
+	for (size_t i = 0; i < mods->n; i++) {
+		struct ctq_plan_entry *e = &plan->entries[i];
+		e->module = i;
+		e->group = -1;
+		e->by = CTQ_BY_DEFAULT;
+	}
+	for (size_t i = 0; i < mods->n && !st; i++) {
+		struct ctq_plan_entry *e = &plan->entries[i];
+		const struct ctq_module *m = &mods->v[i];
+		if (sem == CTQ_SEM_STRICT) {
+			st = strict_module(&c, e);
+		} else if (sem == CTQ_SEM_CT) {
+			st = ct_module(&c, e);
+		} else if (m->kind == CTQ_MODULE_ATTENTION) {
+			st = vllm_attention(&c, e, m);
+		} else if (m->fused >= 0) {
+			const struct ctq_fused_set *fs = &mods->fused[m->fused];
+			if (fs->members[0] == i) {
+				st = vllm_layer(&c, e, m, fs);
+			} else {
+				/* Members share the fused layer's answer. */
+				const struct ctq_plan_entry *lead =
+					&plan->entries[fs->members[0]];
+				*e = *lead;
+				e->module = i;
+				if (lead->error) {
+					const char *rest = strchr(lead->message, ':');
+					st = set_error(&c, e, lead->error, "%s%s", m->name,
+						       rest ? rest : lead->message);
+				}
+			}
+		} else {
+			st = vllm_layer(&c, e, m, NULL);
+		}
+	}
+	if (!st && sem == CTQ_SEM_STRICT)
+		st = strict_fused(&c);
+	for (size_t i = 0; i < plan->n && !st; i++)
+		if (plan->entries[i].error)
+			plan->n_errors++;
+done:
+	if (st) {
+		plan->entries = NULL;
+		plan->n = 0;
+		plan->n_errors = 0;
+	}
+	ctq_regex_cache_free(&own);
+	return st;
+}
+
+void ctq_plan_free(struct ctq_plan *plan)
+{
+	if (!plan)
+		return;
+	ctq_arena_free(&plan->arena);
+	plan->entries = NULL;
+	plan->n = 0;
+}
+
+const struct ctq_plan_entry *ctq_plan_find(const struct ctq_plan *plan,
+					   const char *module)
+{
+	for (size_t i = 0; i < plan->n; i++)
+		if (!strcmp(plan->mods->v[plan->entries[i].module].name, module))
+			return &plan->entries[i];
+	return NULL;
+}
+
+bool ctq_plan_executable(const struct ctq_plan *plan)
+{
+	return plan->n_errors == 0;
+}
