@@ -110,32 +110,29 @@ enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
 						"o_proj"};
 	static const char *const mlp_proj[] = {"gate_proj", "up_proj",
 					       "down_proj"};
-	char name[CTQ_PATH_MAX];
 	enum ctq_status st;
 	m->shape.arch = a;
 	m->shape.layers = layers;
-	snprintf(name, sizeof name, "%sembed_tokens", prefix);
-	if ((st = ctq_modules_add(m, name, embedding, 2, NULL, err)))
-		return st;
+	/* Names are built in the arena: a long prefix must never be cut. */
+#define ADD(types, n, ...)                                                      \
+	do {                                                                    \
+		char *nm = ctq_arena_printf(&m->arena, __VA_ARGS__);            \
+		if (!nm)                                                        \
+			return ctq_error_set(err, CTQ_ERR_NOMEM, prefix,        \
+					     "out of memory");                  \
+		if ((st = ctq_modules_add(m, nm, types, n, NULL, err)))         \
+			return st;                                              \
+	} while (0)
+	ADD(embedding, 2, "%sembed_tokens", prefix);
 	for (int l = 0; l < layers; l++) {
-		snprintf(name, sizeof name, "%slayers.%d.self_attn", prefix, l);
-		if ((st = ctq_modules_add(m, name, attention, 2, NULL, err)))
-			return st;
-		for (int i = 0; i < 4; i++) {
-			snprintf(name, sizeof name, "%slayers.%d.self_attn.%s",
-				 prefix, l, attn_proj[i]);
-			if ((st = ctq_modules_add(m, name, linear, 2, NULL, err)))
-				return st;
-		}
-		for (int i = 0; i < 3; i++) {
-			snprintf(name, sizeof name, "%slayers.%d.mlp.%s", prefix,
-				 l, mlp_proj[i]);
-			if ((st = ctq_modules_add(m, name, linear, 2, NULL, err)))
-				return st;
-		}
+		ADD(attention, 2, "%slayers.%d.self_attn", prefix, l);
+		for (int i = 0; i < 4; i++)
+			ADD(linear, 2, "%slayers.%d.self_attn.%s", prefix, l, attn_proj[i]);
+		for (int i = 0; i < 3; i++)
+			ADD(linear, 2, "%slayers.%d.mlp.%s", prefix, l, mlp_proj[i]);
 	}
-	if ((st = ctq_modules_add(m, "lm_head", linear, 2, NULL, err)))
-		return st;
+	ADD(linear, 2, "%s", "lm_head");
+#undef ADD
 	return ctq_modules_finish(m, err);
 }
 
@@ -240,14 +237,14 @@ static long sibling(const struct ctq_modules *m, size_t i, const char *leaf)
 {
 	const char *name = m->v[i].name;
 	const char *dot = strrchr(name, '.');
-	size_t plen = dot ? (size_t)(dot - name) + 1 : 0;
-	char buf[CTQ_PATH_MAX];
-	if (plen + strlen(leaf) + 1 > sizeof buf)
-		return -1;
-	memcpy(buf, name, plen);
-	strcpy(buf + plen, leaf);
-	long j = ctq_modules_find(m, buf);
-	return j >= 0 && m->v[j].kind == CTQ_MODULE_LINEAR ? j : -1;
+	size_t plen = dot ? (size_t)(dot - name) + 1 : 0, llen = strlen(leaf);
+	for (size_t j = 0; j < m->n; j++) {
+		const char *o = m->v[j].name;
+		if (m->v[j].kind == CTQ_MODULE_LINEAR && !strncmp(o, name, plen) &&
+		    !strcmp(o + plen, leaf) && strlen(o) == plen + llen)
+			return (long)j;
+	}
+	return -1;
 }
 
 static enum ctq_status add_fused(struct ctq_modules *m, const long *idx,

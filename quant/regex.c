@@ -106,8 +106,10 @@ enum ctq_status ctq_regex_match(struct ctq_regex_cache *c, const char *pattern,
 		return CTQ_OK;
 	PCRE2_UCHAR msg[256];
 	pcre2_get_error_message(rc, msg, sizeof msg);
+	size_t n = strlen(subject);
 	return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, path,
-			     "regex \"re:%s\" failed on \"%s\": %s (match limit %u, depth limit %u)",
-			     pattern, subject, (const char *)msg,
-			     CTQ_REGEX_MATCH_LIMIT, CTQ_REGEX_DEPTH_LIMIT);
+			     "regex \"re:%.200s\" failed on \"%.80s%s\" (%zu bytes): %s (match limit %u, depth limit %u)",
+			     pattern, subject, n > 80 ? "..." : "", n,
+			     (const char *)msg, CTQ_REGEX_MATCH_LIMIT,
+			     CTQ_REGEX_DEPTH_LIMIT);
 }

@@ -94,6 +94,11 @@ static enum ctq_status level_of(struct ctx *c, const char *t, const char *path,
 	return CTQ_OK;
 }
 
+static enum ctq_status nomem(struct ctx *c)
+{
+	return ctq_error_set(c->err, CTQ_ERR_NOMEM, "plan", "out of memory");
+}
+
 /* CT's is_narrow_match for attention modules: the target matches the module
  * but neither its parent nor any enumerated descendant (§5.1.5). */
 static enum ctq_status narrow(struct ctx *c, const char *t, const char *path,
@@ -103,9 +108,10 @@ static enum ctq_status narrow(struct ctx *c, const char *t, const char *path,
 	size_t n = strlen(m->name);
 	const char *dot = strrchr(m->name, '.');
 	if (dot) {
-		char parent[CTQ_PATH_MAX];
-		snprintf(parent, sizeof parent, "%.*s", (int)(dot - m->name),
-			 m->name);
+		char *parent = ctq_arena_strndup(&c->plan->arena, m->name,
+						 (size_t)(dot - m->name));
+		if (!parent)
+			return nomem(c);
 		bool hit;
 		enum ctq_status st = name_hit(c, t, path, parent, &hit);
 		if (st)
@@ -164,10 +170,6 @@ static enum ctq_status ignored_ct(struct ctx *c, const struct ctq_module *m,
 	return CTQ_OK;
 }
 
-static enum ctq_status nomem(struct ctx *c)
-{
-	return ctq_error_set(c->err, CTQ_ERR_NOMEM, "plan", "out of memory");
-}
 
 static char *scheme_name(struct ctx *c, const struct ctq_qscheme *s)
 {
@@ -427,9 +429,15 @@ static enum ctq_status ct_module(struct ctx *c, struct ctq_plan_entry *e)
 static char *replace_all(struct ctx *c, const char *s, const char *old,
 			 const char *new_)
 {
-	char buf[CTQ_PATH_MAX * 2];
-	size_t n = 0, lo = strlen(old), ln = strlen(new_);
-	while (*s && n + ln + 1 < sizeof buf) {
+	size_t lo = strlen(old), ln = strlen(new_), count = 0;
+	for (const char *p = s; lo && (p = strstr(p, old)); p += lo)
+		count++;
+	size_t cap = strlen(s) + count * ln + 1;
+	char *buf = ctq_arena_alloc(&c->plan->arena, cap);
+	if (!buf)
+		return NULL;
+	size_t n = 0;
+	while (*s) {
 		if (lo && !strncmp(s, old, lo)) {
 			memcpy(buf + n, new_, ln);
 			n += ln;
@@ -439,7 +447,7 @@ static char *replace_all(struct ctx *c, const char *s, const char *old,
 		}
 	}
 	buf[n] = '\0';
-	return ctq_arena_strdup(&c->plan->arena, buf);
+	return buf;
 }
 
 static enum ctq_status vllm_ignore_one(struct ctx *c, const char *name,

@@ -1,0 +1,116 @@
+#!/bin/sh
+# Bad-input checks for the ctq program: each malformed input must give a
+# clear error naming its path and exit 2 — never a crash, a hang or partial
+# output files. Usage: tests/badinput.sh path/to/ctq
+set -u
+ctq=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+
+# expect_usage ID NEEDLE CMD...: exit 2 within 30 s, stderr contains NEEDLE.
+expect_usage() {
+	id=$1
+	needle=$2
+	shift 2
+	timeout 30 "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" -eq 2 ] && grep -qF -- "$needle" "$tmp/err"; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		echo "FAIL badinput/$id: exit $rc, stderr:"
+		sed 's/^/    /' "$tmp/err" | cut -c1-300 | head -n 5
+	fi
+}
+
+good_group='{"targets": ["Linear"], "weights": {"num_bits": 8, "type": "int", "symmetric": true, "strategy": "channel", "dynamic": false}, "input_activations": {"num_bits": 8, "type": "int", "symmetric": true, "strategy": "token", "dynamic": true}, "format": "int-quantized"}'
+model='"model_type": "qwen3", "num_hidden_layers": 2'
+
+printf '{"quantization_config": {"config_groups": {' >"$tmp/invalid.json"
+expect_usage invalid-json "$tmp/invalid.json:" "$ctq" inspect "$tmp/invalid.json"
+
+printf '{%s, "quantization_config": {"config_groups": {"g": %s}, "ignore": "lm_head"}}' "$model" "$good_group" >"$tmp/types.json"
+expect_usage wrong-type "quantization_config.ignore" "$ctq" inspect "$tmp/types.json"
+
+printf '{%s, "quantization_config": {"config_groups": {"g": {"targets": ["Linear"], "weights": {"num_bits": 8, "num_bits": 4}}}}}' "$model" >"$tmp/dup.json"
+expect_usage duplicate-key "quantization_config.config_groups.g.weights.num_bits" "$ctq" inspect "$tmp/dup.json"
+
+python3 -c "
+import sys
+sys.stdout.write('{\"model_type\": \"qwen3\", \"num_hidden_layers\": 1, \"quantization_config\": {\"config_groups\": {}, \"ignore\": [\"' + 'x' * (10 << 20) + '\"]}}')
+" >"$tmp/bigstring.json"
+expect_usage ten-megabyte-string "$tmp/bigstring.json:" "$ctq" inspect "$tmp/bigstring.json"
+
+python3 -c "
+import sys
+sys.stdout.write('{\"quantization_config\": ' + '[' * 10000 + ']' * 10000 + '}')
+" >"$tmp/deep.json"
+expect_usage nested-10000 "nested deeper" "$ctq" inspect "$tmp/deep.json"
+
+printf '{%s, "quantization_config": {"config_groups": {"g": {"targets": ["re:(a+)+$"], "weights": {"num_bits": 8, "strategy": "channel"}}}}}' "$model" >"$tmp/redos.json"
+long=$(python3 -c "print('a' * 5000 + '!.')")
+expect_usage catastrophic-regex "quantization_config.config_groups.g.targets[0]" "$ctq" inspect "$tmp/redos.json" --prefix "$long"
+
+printf '{%s, "quantization_config": {"config_groups": {"g": {"targets": ["re:(unclosed"]}}}}' "$model" >"$tmp/badre.json"
+expect_usage regex-syntax "does not compile" "$ctq" inspect "$tmp/badre.json"
+
+printf '{%s, "quantization_config": {"config_groups": {"g": {"targets": ["Linear"], "weights": {"num_bits": {"value": 4}}}}}}' "$model" >"$tmp/kimi.json"
+expect_usage num-bits-object "weights.num_bits" "$ctq" inspect "$tmp/kimi.json"
+
+expect_usage missing-file "$tmp/nope.json" "$ctq" inspect "$tmp/nope.json"
+: >"$tmp/empty.json"
+expect_usage empty-file "$tmp/empty.json" "$ctq" inspect "$tmp/empty.json"
+printf '[1, 2]' >"$tmp/array.json"
+expect_usage root-not-object "expected a config.json object" "$ctq" inspect "$tmp/array.json"
+printf '{"quantization_config": {"config_groups": {}}}' >"$tmp/nomodel.json"
+expect_usage no-model "--arch" "$ctq" inspect "$tmp/nomodel.json"
+expect_usage bad-semantics "--semantics" "$ctq" inspect "$tmp/nomodel.json" --semantics sglang
+expect_usage unknown-option "--frobnicate" "$ctq" inspect "$tmp/nomodel.json" --frobnicate
+expect_usage unknown-command "frobnicate" "$ctq" frobnicate
+
+# conform: a file that is not a case; nothing may be written.
+mkdir -p "$tmp/suite/a"
+printf '{"id": "a/ok", "config": {"quantization_config": {"config_groups": {}}}, "model": {"arch": "qwen3", "layers": 1}, "expect": {"modules": {"lm_head": {"scheme": "unquantized"}}}}' >"$tmp/suite/a/ok.json"
+printf '{"hello": "world"}' >"$tmp/suite/a/zz-not-a-case.json"
+expect_usage not-a-case "zz-not-a-case.json" "$ctq" conform --suite "$tmp/suite" --out "$tmp/run1"
+if [ -e "$tmp/run1" ] || ls "$tmp" | grep -q 'run1.tmp'; then
+	fail=$((fail + 1))
+	echo "FAIL badinput/not-a-case-leaves-nothing: $tmp/run1 exists"
+else
+	pass=$((pass + 1))
+fi
+rm "$tmp/suite/a/zz-not-a-case.json"
+printf '[{"id": "a/empty", "config": {"quantization_config": {"config_groups": {}}}, "model": {"arch": "qwen3", "layers": 1}, "expect": {}}]' >"$tmp/suite/a/empty.json"
+expect_usage case-checks-nothing "nothing to check" "$ctq" conform --suite "$tmp/suite" --out "$tmp/run2"
+rm "$tmp/suite/a/empty.json"
+printf '{"id": "a/ok", "config": {}, "model": {"arch": "qwen3", "layers": 1}, "expect": {"modules": {"lm_head": {"scheme": "unquantized"}}}}' >"$tmp/suite/a/dup.json"
+expect_usage duplicate-case-id "duplicate id" "$ctq" conform --suite "$tmp/suite" --out "$tmp/run3"
+rm "$tmp/suite/a/dup.json"
+printf '{"id": "a/bad-class", "config": {}, "model": {"arch": "qwen3", "layers": 1}, "expect": {"error": {"class": "oops"}}}' >"$tmp/suite/a/badclass.json"
+expect_usage unknown-error-class "error class" "$ctq" conform --suite "$tmp/suite" --out "$tmp/run4"
+rm "$tmp/suite/a/badclass.json"
+
+# The good suite still runs, and a failing expectation exits 1.
+timeout 30 "$ctq" conform --suite "$tmp/suite" --out "$tmp/run5" >"$tmp/out" 2>&1
+if [ $? -eq 0 ] && [ -f "$tmp/run5/conform.csv" ] && [ -f "$tmp/run5/junit.xml" ]; then
+	pass=$((pass + 1))
+else
+	fail=$((fail + 1))
+	echo "FAIL badinput/good-suite-runs"
+	cat "$tmp/out"
+fi
+printf '{"id": "a/wrong", "config": {}, "model": {"arch": "qwen3", "layers": 1}, "expect": {"modules": {"lm_head": {"scheme": "w8a8-int8"}}}}' >"$tmp/suite/a/wrong.json"
+timeout 30 "$ctq" conform --suite "$tmp/suite" --out "$tmp/run6" >"$tmp/out" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -q "1 passed, 1 failed" "$tmp/out"; then
+	pass=$((pass + 1))
+else
+	fail=$((fail + 1))
+	echo "FAIL badinput/failing-check-exits-1: exit $rc"
+	cat "$tmp/out"
+fi
+
+echo "badinput: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
