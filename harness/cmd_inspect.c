@@ -4,6 +4,8 @@
 #include "harness/commands.h"
 #include "quant/regex.h"
 #include "quant/resolve.h"
+#include "quant/shard.h"
+#include "core/strbuf.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,8 @@ static void help(void)
 	       "                       (default model., or model.language_model. for text_config)\n"
 	       "  --accept-unknown-keys  accept unknown args/scheme keys (pre-0.11 producers)\n"
 	       "  --ct-version X.Y     compressed-tensors version for preset expansion\n"
+	       "  --tp N               plan N tensor-parallel ranks: per-rank shapes, source\n"
+	       "                       slices of weight, scale and bias (needs the model shape)\n"
 	       "  --check              exit 1 when the strict plan cannot execute\n"
 	       "\n"
 	       "exit: 0 shown; 1 --check and the strict plan has module errors;\n"
@@ -192,6 +196,63 @@ static void print_errors(const struct view *v, const struct ctq_modules *mods)
 	}
 }
 
+static void range(struct ctq_strbuf *sb, const int64_t r[2])
+{
+	ctq_strbuf_printf(sb, "[%lld,%lld)", (long long)r[0], (long long)r[1]);
+}
+
+/* One line per module: kind, checkpoint shape, per-rank shape, scale and
+ * bias layout, then each rank's source slice. */
+static void print_shards(const struct ctq_shard_plan *sp, const struct ctq_modules *mods)
+{
+	printf("\ntensor parallel: tp %d, %ld head(s) and %ld kv head(s) per rank, kv heads replicated %ldx\n",
+	       sp->tp, sp->heads_per_rank, sp->kv_heads_per_rank, sp->kv_replicas);
+	size_t w = 6;
+	for (size_t m = 0; m < mods->n; m++)
+		w = width(w, mods->v[m].name);
+	printf("%-*s  %-10s  %-14s  %-14s  %-10s  %-6s  %s\n", (int)w, "MODULE", "KIND", "CHECKPOINT",
+	       "PER RANK", "SCALE", "BIAS", "SOURCE SLICE PER RANK (rows or columns)");
+	static const char *const scale_names[] = {"none", "sliced", "replicated"};
+	static const char *const bias_names[] = {"none", "sliced", "rank0", "full"};
+	struct ctq_strbuf sb;
+	ctq_strbuf_init(&sb);
+	for (size_t m = 0; m < mods->n; m++) {
+		const struct ctq_shard *s0 = ctq_shard_at(sp, m, 0);
+		if (s0->kind == CTQ_SHARD_NONE)
+			continue;
+		char full[32], per[32];
+		snprintf(full, sizeof full, "[%lld,%lld]", (long long)sp->out_features[m],
+			 (long long)sp->in_features[m]);
+		snprintf(per, sizeof per, "[%lld,%lld]", (long long)(s0->rows[1] - s0->rows[0]),
+			 (long long)(s0->cols[1] - s0->cols[0]));
+		ctq_strbuf_reset(&sb);
+		for (int r = 0; r < sp->tp && s0->kind != CTQ_SHARD_REPLICATED; r++) {
+			const struct ctq_shard *sh = ctq_shard_at(sp, m, r);
+			ctq_strbuf_printf(&sb, "%sr%d ", r ? " " : "", r);
+			range(&sb, sh->kind == CTQ_SHARD_ROW ? sh->cols : sh->rows);
+		}
+		printf("%-*s  %-10s  %-14s  %-14s  %-10s  %-6s  %s\n", (int)w, mods->v[m].name,
+		       ctq_shard_kind_name(s0->kind), full, per, scale_names[s0->scale],
+		       bias_names[s0->bias], s0->kind == CTQ_SHARD_REPLICATED ? "(full on every rank)" : ctq_strbuf_str(&sb));
+	}
+	/* The fused runtime layers as engines allocate them per rank. */
+	for (size_t f = 0; f < mods->n_fused && f < 2; f++) {
+		const struct ctq_fused_set *fs = &mods->fused[f];
+		int64_t rows = 0;
+		ctq_strbuf_reset(&sb);
+		for (size_t i = 0; i < fs->n_members; i++) {
+			const struct ctq_shard *sh = ctq_shard_at(sp, fs->members[i], 0);
+			rows += sh->rows[1] - sh->rows[0];
+			const char *leaf = strrchr(mods->v[fs->members[i]].name, '.');
+			ctq_strbuf_printf(&sb, "%s%s %lld", i ? " + " : "", leaf ? leaf + 1 : "",
+					  (long long)(sh->rows[1] - sh->rows[0]));
+		}
+		printf("fused %s per rank: [%lld,%lld] (%s)\n", fs->key, (long long)rows,
+		       (long long)sp->in_features[fs->members[0]], ctq_strbuf_str(&sb));
+	}
+	ctq_strbuf_free(&sb);
+}
+
 static cJSON *entry_json(const struct ctq_qconfig *cfg,
 			 const struct ctq_plan_entry *e)
 {
@@ -218,8 +279,38 @@ static cJSON *entry_json(const struct ctq_qconfig *cfg,
 	return o;
 }
 
+static cJSON *range_json(const int64_t r[2])
+{
+	double d[2] = {(double)r[0], (double)r[1]};
+	return cJSON_CreateDoubleArray(d, 2);
+}
+
+static cJSON *shards_json(const struct ctq_shard_plan *sp, size_t m)
+{
+	static const char *const scale_names[] = {"none", "sliced", "replicated"};
+	static const char *const bias_names[] = {"none", "sliced", "rank0", "replicated"};
+	cJSON *a = cJSON_CreateArray();
+	for (int r = 0; r < sp->tp; r++) {
+		const struct ctq_shard *sh = ctq_shard_at(sp, m, r);
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "rank", r);
+		cJSON_AddStringToObject(o, "kind", ctq_shard_kind_name(sh->kind));
+		cJSON_AddItemToObject(o, "weight_rows", range_json(sh->rows));
+		cJSON_AddItemToObject(o, "weight_cols", range_json(sh->cols));
+		cJSON_AddStringToObject(o, "scale", scale_names[sh->scale]);
+		if (sh->scale == CTQ_SCALE_SLICED)
+			cJSON_AddItemToObject(o, "scale_rows", range_json(sh->scale_rows));
+		cJSON_AddStringToObject(o, "bias", bias_names[sh->bias]);
+		if (sh->bias == CTQ_BIAS_SLICED)
+			cJSON_AddItemToObject(o, "bias_rows", range_json(sh->bias_rows));
+		cJSON_AddItemToArray(a, o);
+	}
+	return a;
+}
+
 static int print_json(const char *path, const struct view *v, bool all, int only,
-		      const struct ctq_qconfig *cfg, const struct ctq_modules *mods)
+		      const struct ctq_qconfig *cfg, const struct ctq_modules *mods,
+		      const struct ctq_shard_plan *sp)
 {
 	cJSON *root = cJSON_CreateObject();
 	cJSON_AddStringToObject(root, "path", path);
@@ -251,6 +342,8 @@ static int print_json(const char *path, const struct view *v, bool all, int only
 		}
 		if (all)
 			cJSON_AddBoolToObject(mo, "profiles_disagree", disagree(v, cfg, i));
+		if (sp && ctq_shard_at(sp, i, 0)->kind != CTQ_SHARD_NONE)
+			cJSON_AddItemToObject(mo, "shards", shards_json(sp, i));
 		cJSON_AddItemToArray(ms, mo);
 	}
 	for (int s = 0; s < CTQ_SEM_COUNT; s++) {
@@ -276,7 +369,7 @@ static int print_json(const char *path, const struct view *v, bool all, int only
 int ctq_cmd_inspect(int argc, char **argv)
 {
 	const char *path = NULL, *arch = NULL, *prefix = NULL, *sem_name = "strict";
-	long layers = 0;
+	long layers = 0, tp = 0;
 	bool json = false, check = false;
 	struct ctq_parse_options opt = {0};
 	for (int i = 1; i < argc; i++) {
@@ -301,6 +394,10 @@ int ctq_cmd_inspect(int argc, char **argv)
 				return CTQ_EXIT_USAGE;
 		} else if (!strcmp(a, "--ct-version")) {
 			if (!(opt.ct_version = ctq_opt_value(argc, argv, &i)))
+				return CTQ_EXIT_USAGE;
+		} else if (!strcmp(a, "--tp")) {
+			const char *v = ctq_opt_value(argc, argv, &i);
+			if (!v || !ctq_opt_int("inspect", "--tp", v, 1, 1024, &tp))
 				return CTQ_EXIT_USAGE;
 		} else if (!strcmp(a, "--layers")) {
 			const char *v = ctq_opt_value(argc, argv, &i);
@@ -357,8 +454,15 @@ int ctq_cmd_inspect(int argc, char **argv)
 		rc = ctq_status_exit_code(v.errs[primary].status);
 		goto out;
 	}
+	struct ctq_shard_plan sp;
+	memset(&sp, 0, sizeof sp);
+	if (tp && ctq_shard_plan_build(&sp, &v.plans[primary], (int)tp, &err)) {
+		ctq_print_error("inspect", &err);
+		rc = ctq_status_exit_code(err.status);
+		goto out;
+	}
 	if (json) {
-		rc = print_json(path, &v, all, (int)only, &cfg, &mods);
+		rc = print_json(path, &v, all, (int)only, &cfg, &mods, tp ? &sp : NULL);
 	} else {
 		print_header(path, &cfg, &mods);
 		if (all)
@@ -366,7 +470,10 @@ int ctq_cmd_inspect(int argc, char **argv)
 		else
 			print_single(&v.plans[only], &cfg, &mods);
 		print_errors(&v, &mods);
+		if (tp)
+			print_shards(&sp, &mods);
 	}
+	ctq_shard_plan_free(&sp);
 	if (!v.have[primary])
 		rc = ctq_status_exit_code(v.errs[primary].status);
 	else if (check && v.have[CTQ_SEM_STRICT] && v.plans[CTQ_SEM_STRICT].n_errors)

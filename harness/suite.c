@@ -5,6 +5,7 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "quant/modules.h"
+#include "quant/shard.h"
 
 #include <dirent.h>
 #include <stdarg.h>
@@ -206,6 +207,46 @@ static enum ctq_status check_module_expect(const cJSON *m, const char *file,
 	return CTQ_OK;
 }
 
+static const char *const shard_expect_keys[] = {
+	"rank", "weight_rows", "weight_cols", "scale_rows", "scale", "bias_rows", "bias", "kind",
+};
+
+static bool is_range(const cJSON *r)
+{
+	return cJSON_IsArray(r) && cJSON_GetArraySize(r) == 2 &&
+	       cJSON_IsNumber(r->child) && cJSON_IsNumber(r->child->next) &&
+	       r->child->valuedouble >= 0 && r->child->valuedouble <= r->child->next->valuedouble;
+}
+
+static enum ctq_status check_shard_expect(const cJSON *r, const char *file,
+					  const char *where, struct ctq_error *err)
+{
+	if (!cJSON_IsObject(r))
+		return bad(err, file, where, "each rank is an object");
+	enum ctq_status st = check_keys(r, shard_expect_keys, N(shard_expect_keys), file, where, err);
+	if (st)
+		return st;
+	const cJSON *rank = ctq_json_get(r, "rank");
+	if (!cJSON_IsNumber(rank) || rank->valuedouble < 0)
+		return bad(err, file, where, "rank must be a non-negative integer");
+	if (!r->child->next)
+		return bad(err, file, where, "a rank entry names nothing to check");
+	static const char *const ranges[] = {"weight_rows", "weight_cols", "scale_rows", "bias_rows"};
+	for (size_t i = 0; i < N(ranges); i++) {
+		const cJSON *x = ctq_json_get(r, ranges[i]);
+		if (x && !is_range(x))
+			return bad(err, file, where, "%s must be [start, end) with 0 <= start <= end", ranges[i]);
+	}
+	const cJSON *sc = ctq_json_get(r, "scale"), *bi = ctq_json_get(r, "bias"), *k = ctq_json_get(r, "kind");
+	if (sc && (!cJSON_IsString(sc) || !one_of(sc->valuestring, (const char *const[]){"replicated", "sliced", "none"}, 3)))
+		return bad(err, file, where, "scale must be replicated, sliced or none");
+	if (bi && (!cJSON_IsString(bi) || !one_of(bi->valuestring, (const char *const[]){"rank0", "sliced", "replicated", "none"}, 4)))
+		return bad(err, file, where, "bias must be rank0, sliced, replicated or none");
+	if (k && (!cJSON_IsString(k) || !one_of(k->valuestring, (const char *const[]){"column", "row", "replicated"}, 3)))
+		return bad(err, file, where, "kind must be column, row or replicated");
+	return CTQ_OK;
+}
+
 static enum ctq_status check_expect(const cJSON *e, const char *file,
 				    const char *where, struct ctq_error *err)
 {
@@ -232,8 +273,20 @@ static enum ctq_status check_expect(const cJSON *e, const char *file,
 		if ((st = check_error_expect(er, file, w, err)))
 			return st;
 	}
-	if (ctq_json_get(e, "shards"))
-		return bad(err, file, where, "shards need the TP shard planner, which this build does not have");
+	const cJSON *sh = ctq_json_get(e, "shards");
+	if (sh) {
+		if (!cJSON_IsObject(sh))
+			return bad(err, file, where, "shards must be an object keyed by module name");
+		for (const cJSON *ms = sh->child; ms; ms = ms->next) {
+			char w[CTQ_PATH_MAX];
+			snprintf(w, sizeof w, "%s.shards.%s", where, ms->string);
+			if (!cJSON_IsArray(ms) || !ms->child)
+				return bad(err, file, w, "expected a non-empty list of per-rank objects");
+			for (const cJSON *r = ms->child; r; r = r->next)
+				if ((st = check_shard_expect(r, file, w, err)))
+					return st;
+		}
+	}
 	return CTQ_OK;
 }
 
@@ -241,6 +294,7 @@ static enum ctq_status check_expect(const cJSON *e, const char *file,
  * expect_by_semantics[sem] overriding per module and replacing error. */
 struct effective {
 	const cJSON *modules[2];   /* base, override (either may be NULL) */
+	const cJSON *shards[2];
 	const cJSON *error;        /* NULL: no config error expected */
 };
 
@@ -252,6 +306,8 @@ static void effective(const struct ctq_case *c, enum ctq_semantics sem,
 				       ctq_semantics_name(sem));
 	e->modules[0] = ctq_json_get(base, "modules");
 	e->modules[1] = ctq_json_get(by, "modules");
+	e->shards[0] = ctq_json_get(base, "shards");
+	e->shards[1] = ctq_json_get(by, "shards");
 	e->error = ctq_json_get(base, "error");
 	const cJSON *be = ctq_json_get(by, "error");
 	if (be)
@@ -268,6 +324,10 @@ static size_t count_checks(const struct effective *e)
 			n++;
 	for (const cJSON *m = e->modules[1] ? e->modules[1]->child : NULL; m; m = m->next)
 		n++;
+	for (int k = 0; k < 2; k++)
+		for (const cJSON *m = e->shards[k] ? e->shards[k]->child : NULL; m; m = m->next)
+			if (k == 1 || !ctq_json_get(e->shards[1], m->string))
+				n += (size_t)cJSON_GetArraySize(m);
 	return n;
 }
 
@@ -363,8 +423,15 @@ static enum ctq_status validate_case(struct ctq_case *c, const cJSON *o,
 					return bad(err, file, where, "module key \"%s\" is unknown", k->string);
 		}
 	}
-	if (ctq_json_get(o, "tp"))
-		return bad(err, file, where, "tp needs the TP shard planner, which this build does not have");
+	const cJSON *tp = ctq_json_get(o, "tp");
+	if (tp) {
+		if (!cJSON_IsNumber(tp) || tp->valuedouble < 1 || tp->valuedouble > 1024 ||
+		    tp->valuedouble != (double)(long)tp->valuedouble)
+			return bad(err, file, where, "tp must be an integer 1..1024");
+		if (!c->model)
+			return bad(err, file, where, "tp needs a model (its shape) to plan shards");
+		c->tp = (long)tp->valuedouble;
+	}
 	const cJSON *p = ctq_json_get(o, "parser");
 	if (p) {
 		if (!cJSON_IsObject(p))
@@ -407,6 +474,8 @@ static enum ctq_status validate_case(struct ctq_case *c, const cJSON *o,
 		if (!count_checks(&ef))
 			return bad(err, file, where, "has nothing to check under %s",
 				   ctq_semantics_name((enum ctq_semantics)s));
+		if ((ef.shards[0] || ef.shards[1]) && !c->tp)
+			return bad(err, file, where, "expects shards but gives no tp");
 		if (!c->model && !c->modules && !(ef.error && !ef.modules[0] && !ef.modules[1]) &&
 		    !(c->config && ctq_json_get(c->config, "num_hidden_layers")))
 			return bad(err, file, where,
@@ -713,13 +782,103 @@ static enum ctq_status check_module(const struct ctq_case *c, enum ctq_semantics
 	return st;
 }
 
+static void range_str(struct ctq_strbuf *sb, const char *key, const int64_t r[2])
+{
+	ctq_strbuf_printf(sb, "%s%s=[%lld, %lld)", sb->len ? " " : "", key, (long long)r[0],
+			  (long long)r[1]);
+}
+
+static void expect_range(const cJSON *exp, const char *key, const int64_t got[2], bool present,
+			 struct ctq_strbuf *e, struct ctq_strbuf *why)
+{
+	const cJSON *x = ctq_json_get(exp, key);
+	if (!x)
+		return;
+	int64_t want[2] = {(int64_t)x->child->valuedouble, (int64_t)x->child->next->valuedouble};
+	range_str(e, key, want);
+	if (!present)
+		ctq_strbuf_printf(why, "%s%s absent", why->len ? "; " : "", key);
+	else if (want[0] != got[0] || want[1] != got[1])
+		ctq_strbuf_printf(why, "%s%s is [%lld, %lld), expected [%lld, %lld)", why->len ? "; " : "",
+				  key, (long long)got[0], (long long)got[1], (long long)want[0],
+				  (long long)want[1]);
+}
+
+static void expect_word(const cJSON *exp, const char *key, const char *got, struct ctq_strbuf *e,
+			struct ctq_strbuf *why)
+{
+	const cJSON *x = ctq_json_get(exp, key);
+	if (!x)
+		return;
+	ctq_strbuf_printf(e, "%s%s=%s", e->len ? " " : "", key, x->valuestring);
+	if (strcmp(x->valuestring, got))
+		ctq_strbuf_printf(why, "%s%s is %s, expected %s", why->len ? "; " : "", key, got,
+				  x->valuestring);
+}
+
+static enum ctq_status check_shards(const struct ctq_case *c, enum ctq_semantics sem,
+				    const char *module, const cJSON *ranks,
+				    const struct ctq_plan *plan, const struct ctq_shard_plan *sp,
+				    const struct ctq_error *cfg_err, struct ctq_checks *out,
+				    struct ctq_error *err)
+{
+	for (const cJSON *r = ranks->child; r; r = r->next) {
+		long rank = (long)ctq_json_get(r, "rank")->valuedouble;
+		char name[CTQ_PATH_MAX];
+		snprintf(name, sizeof name, "shard:%s:%ld", module, rank);
+		struct ctq_strbuf e, a, why;
+		ctq_strbuf_init(&e);
+		ctq_strbuf_init(&a);
+		ctq_strbuf_init(&why);
+		long m = plan && sp && sp->v ? ctq_modules_find(plan->mods, module) : -1;
+		if (!sp || !sp->v) {
+			ctq_strbuf_printf(&e, "rank %ld planned", rank);
+			ctq_strbuf_printf(&a, "%s at %s: %s", ctq_status_name(cfg_err->status),
+					  cfg_err->path, cfg_err->message);
+			ctq_strbuf_printf(&why, "no shard plan");
+		} else if (m < 0 || rank >= sp->tp) {
+			ctq_strbuf_printf(&e, "rank %ld of %s", rank, module);
+			ctq_strbuf_printf(&a, "tp %d, module %s", sp->tp, m < 0 ? "absent" : "present");
+			ctq_strbuf_printf(&why, "no such module or rank");
+		} else {
+			const struct ctq_shard *sh = ctq_shard_at(sp, (size_t)m, (int)rank);
+			static const char *const scale_names[] = {"none", "sliced", "replicated"};
+			static const char *const bias_names[] = {"none", "sliced", "rank0", "replicated"};
+			range_str(&a, "weight_rows", sh->rows);
+			range_str(&a, "weight_cols", sh->cols);
+			ctq_strbuf_printf(&a, " kind=%s scale=%s", ctq_shard_kind_name(sh->kind),
+					  scale_names[sh->scale]);
+			if (sh->scale == CTQ_SCALE_SLICED)
+				range_str(&a, "scale_rows", sh->scale_rows);
+			ctq_strbuf_printf(&a, " bias=%s", bias_names[sh->bias]);
+			expect_word(r, "kind", ctq_shard_kind_name(sh->kind), &e, &why);
+			expect_range(r, "weight_rows", sh->rows, true, &e, &why);
+			expect_range(r, "weight_cols", sh->cols, true, &e, &why);
+			expect_range(r, "scale_rows", sh->scale_rows, sh->scale == CTQ_SCALE_SLICED, &e, &why);
+			expect_word(r, "scale", scale_names[sh->scale], &e, &why);
+			expect_range(r, "bias_rows", sh->bias_rows, sh->bias == CTQ_BIAS_SLICED, &e, &why);
+			expect_word(r, "bias", bias_names[sh->bias], &e, &why);
+		}
+		enum ctq_status st = add_check(out, c, sem, name, ctq_strbuf_str(&e), ctq_strbuf_str(&a),
+					       ctq_strbuf_str(&why), err);
+		ctq_strbuf_free(&e);
+		ctq_strbuf_free(&a);
+		ctq_strbuf_free(&why);
+		if (st)
+			return st;
+	}
+	return CTQ_OK;
+}
+
 enum ctq_status ctq_case_run(const struct ctq_case *c, enum ctq_semantics sem,
 			     struct ctq_checks *out, struct ctq_error *err)
 {
 	struct ctq_qconfig cfg;
 	struct ctq_modules mods;
 	struct ctq_plan plan;
+	struct ctq_shard_plan sp;
 	memset(&plan, 0, sizeof plan);
+	memset(&sp, 0, sizeof sp);
 	ctq_modules_init(&mods);
 	struct ctq_error cerr = {0};
 	cJSON *loaded = NULL;
@@ -740,6 +899,8 @@ enum ctq_status ctq_case_run(const struct ctq_case *c, enum ctq_semantics sem,
 			cerr = merr;
 		} else if (!ctq_plan_resolve(&plan, &cfg, &mods, sem, NULL, &cerr)) {
 			resolved = true;
+			if (c->tp)
+				ctq_shard_plan_build(&sp, &plan, (int)c->tp, &cerr);
 		}
 	}
 	if (cerr.status == CTQ_ERR_NOMEM) {
@@ -760,7 +921,18 @@ enum ctq_status ctq_case_run(const struct ctq_case *c, enum ctq_semantics sem,
 				goto done;
 		}
 	}
+	for (int layer = 0; layer < 2; layer++) {
+		for (const cJSON *m = ef.shards[layer] ? ef.shards[layer]->child : NULL; m;
+		     m = m->next) {
+			if (layer == 0 && ctq_json_get(ef.shards[1], m->string))
+				continue;
+			if ((st = check_shards(c, sem, m->string, m, resolved ? &plan : NULL, &sp, &cerr,
+					       out, err)))
+				goto done;
+		}
+	}
 done:
+	ctq_shard_plan_free(&sp);
 	ctq_plan_free(&plan);
 	ctq_modules_free(&mods);
 	ctq_qconfig_free(&cfg);

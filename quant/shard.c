@@ -1,0 +1,184 @@
+/* ctq tensor-parallel shard planner (see shard.h; spec §7.2–§7.5). */
+#include "quant/shard.h"
+#include "core/arena.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *ctq_shard_kind_name(enum ctq_shard_kind k)
+{
+	switch (k) {
+	case CTQ_SHARD_REPLICATED: return "replicated";
+	case CTQ_SHARD_COLUMN: return "column";
+	case CTQ_SHARD_ROW: return "row";
+	default: return "none";
+	}
+}
+
+static const char *leaf(const char *name)
+{
+	const char *d = strrchr(name, '.');
+	return d ? d + 1 : name;
+}
+
+static void set_range(int64_t r[2], int64_t a, int64_t b)
+{
+	r[0] = a;
+	r[1] = b;
+}
+
+enum ctq_status ctq_shard_plan_build(struct ctq_shard_plan *sp,
+				     const struct ctq_plan *plan, int tp,
+				     struct ctq_error *err)
+{
+	memset(sp, 0, sizeof *sp);
+	const struct ctq_modules *mods = plan->mods;
+	const struct ctq_model_shape *s = &mods->shape;
+	if (tp < 1)
+		return ctq_error_set(err, CTQ_ERR_SHARD_INVALID, "tp",
+				     "is %d; tensor parallelism needs at least 1 rank", tp);
+	static const struct {
+		const char *field;
+		size_t off;
+	} need[] = {
+		{"hidden_size", offsetof(struct ctq_model_shape, hidden_size)},
+		{"intermediate_size", offsetof(struct ctq_model_shape, intermediate_size)},
+		{"num_attention_heads", offsetof(struct ctq_model_shape, num_attention_heads)},
+		{"num_key_value_heads", offsetof(struct ctq_model_shape, num_key_value_heads)},
+		{"head_dim", offsetof(struct ctq_model_shape, head_dim)},
+	};
+	for (size_t i = 0; i < sizeof need / sizeof *need; i++)
+		if (*(const long *)((const char *)s + need[i].off) <= 0)
+			return ctq_error_set(err, CTQ_ERR_SHARD_INVALID, need[i].field,
+					     "is unknown; the shard planner needs the model's %s",
+					     need[i].field);
+	const long H = s->num_attention_heads, KV = s->num_key_value_heads, d = s->head_dim;
+	const long hidden = s->hidden_size, I = s->intermediate_size, V = s->vocab_size;
+	if (H % tp)
+		return ctq_error_set(err, CTQ_ERR_SHARD_INVALID, "num_attention_heads",
+				     "is %ld, not divisible by tp %d (heads per rank must be whole)",
+				     H, tp);
+	if (H % KV)
+		return ctq_error_set(err, CTQ_ERR_SHARD_INVALID, "num_key_value_heads",
+				     "is %ld, which does not divide num_attention_heads %ld", KV, H);
+	long kv_per_rank, replicas;
+	if (tp >= KV) {
+		if (tp % KV)
+			return ctq_error_set(err, CTQ_ERR_SHARD_INVALID, "num_key_value_heads",
+					     "is %ld; tp %d is not a multiple of it, so kv heads cannot be replicated evenly",
+					     KV, tp);
+		kv_per_rank = 1;
+		replicas = tp / KV;
+	} else {
+		if (KV % tp)
+			return ctq_error_set(err, CTQ_ERR_SHARD_INVALID, "num_key_value_heads",
+					     "is %ld, not divisible by tp %d", KV, tp);
+		kv_per_rank = KV / tp;
+		replicas = 1;
+	}
+	if (I % tp)
+		return ctq_error_set(err, CTQ_ERR_SHARD_INVALID, "intermediate_size",
+				     "is %ld, not divisible by tp %d", I, tp);
+	sp->tp = tp;
+	sp->n_modules = mods->n;
+	sp->heads_per_rank = H / tp;
+	sp->kv_heads_per_rank = kv_per_rank;
+	sp->kv_replicas = replicas;
+	sp->v = calloc(mods->n * (size_t)tp + 1, sizeof *sp->v);
+	sp->out_features = calloc(mods->n + 1, sizeof *sp->out_features);
+	sp->in_features = calloc(mods->n + 1, sizeof *sp->in_features);
+	if (!sp->v || !sp->out_features || !sp->in_features) {
+		ctq_shard_plan_free(sp);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "tp", "out of memory");
+	}
+	const long hpr = H / tp;
+	for (size_t m = 0; m < mods->n; m++) {
+		const struct ctq_module *mod = &mods->v[m];
+		const struct ctq_plan_entry *e = &plan->entries[m];
+		const char *l = leaf(mod->name);
+		int64_t O = 0, In = 0;
+		enum ctq_shard_kind kind = CTQ_SHARD_REPLICATED;
+		bool bias = false;
+		if (mod->kind == CTQ_MODULE_ATTENTION || mod->kind == CTQ_MODULE_OTHER) {
+			kind = CTQ_SHARD_NONE;
+		} else if (mod->kind == CTQ_MODULE_EMBEDDING || !strcmp(l, "lm_head")) {
+			O = V;
+			In = hidden;
+		} else if (!strcmp(l, "q_proj")) {
+			O = H * d, In = hidden, kind = CTQ_SHARD_COLUMN, bias = s->attention_bias;
+		} else if (!strcmp(l, "k_proj") || !strcmp(l, "v_proj")) {
+			O = KV * d, In = hidden, kind = CTQ_SHARD_COLUMN, bias = s->attention_bias;
+		} else if (!strcmp(l, "o_proj")) {
+			O = hidden, In = H * d, kind = CTQ_SHARD_ROW;
+		} else if (!strcmp(l, "gate_proj") || !strcmp(l, "up_proj")) {
+			O = I, In = hidden, kind = CTQ_SHARD_COLUMN;
+		} else if (!strcmp(l, "down_proj")) {
+			O = hidden, In = I, kind = CTQ_SHARD_ROW;
+		} else {
+			ctq_shard_plan_free(sp);
+			return ctq_error_set(err, CTQ_ERR_SHARD_INVALID, mod->name,
+					     "has no known tensor-parallel layout (ctq plans qwen3, qwen2 and llama modules)");
+		}
+		sp->out_features[m] = O;
+		sp->in_features[m] = In;
+		bool quantized = e->error == CTQ_OK && e->scheme && strcmp(e->scheme, "unquantized") &&
+				 e->group >= 0;
+		bool per_tensor = quantized && plan->cfg->groups[e->group].scheme.weights &&
+				  plan->cfg->groups[e->group].scheme.weights->strategy ==
+					  CTQ_STRATEGY_TENSOR;
+		for (int r = 0; r < tp; r++) {
+			struct ctq_shard *sh = &sp->v[m * (size_t)tp + (size_t)r];
+			sh->kind = kind;
+			if (kind == CTQ_SHARD_NONE)
+				continue;
+			set_range(sh->rows, 0, O);
+			set_range(sh->cols, 0, In);
+			if (kind == CTQ_SHARD_COLUMN) {
+				int64_t a, n;
+				if (!strcmp(l, "q_proj")) {
+					n = hpr * d;
+					a = r * n;
+				} else if (!strcmp(l, "k_proj") || !strcmp(l, "v_proj")) {
+					n = kv_per_rank * d;
+					a = (r / replicas) * n;
+				} else {
+					n = I / tp;
+					a = r * n;
+				}
+				set_range(sh->rows, a, a + n);
+			} else if (kind == CTQ_SHARD_ROW) {
+				int64_t n = In / tp;
+				set_range(sh->cols, r * n, (r + 1) * n);
+			}
+			if (!quantized)
+				sh->scale = CTQ_SCALE_NONE;
+			else if (kind == CTQ_SHARD_COLUMN && !per_tensor) {
+				sh->scale = CTQ_SCALE_SLICED;
+				set_range(sh->scale_rows, sh->rows[0], sh->rows[1]);
+			} else {
+				sh->scale = CTQ_SCALE_REPLICATED;
+			}
+			if (!bias)
+				sh->bias = CTQ_BIAS_NONE;
+			else if (kind == CTQ_SHARD_COLUMN) {
+				sh->bias = CTQ_BIAS_SLICED;
+				set_range(sh->bias_rows, sh->rows[0], sh->rows[1]);
+			} else if (kind == CTQ_SHARD_ROW) {
+				sh->bias = CTQ_BIAS_RANK0;
+			} else {
+				sh->bias = CTQ_BIAS_REPLICATED;
+			}
+		}
+	}
+	return CTQ_OK;
+}
+
+void ctq_shard_plan_free(struct ctq_shard_plan *sp)
+{
+	if (!sp)
+		return;
+	free(sp->v);
+	free(sp->out_features);
+	free(sp->in_features);
+	memset(sp, 0, sizeof *sp);
+}
