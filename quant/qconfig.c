@@ -240,7 +240,7 @@ static enum ctq_status normalise_args(struct parser *p, struct ctq_qargs *a,
 		else
 			return ctq_error_set(p->err, CTQ_ERR_INVALID_CONFIG,
 					     FIELD("group_size"),
-					     "Invalid group size %d: expected null, -1 (channel) or a positive group size",
+					     "Invalid group size %d: group_size must be null, -1 (channel) or a positive group size",
 					     a->group_size);
 	}
 	bool grouped = a->strategy == CTQ_STRATEGY_GROUP ||
@@ -687,6 +687,12 @@ static enum ctq_status parse_block(struct parser *p, const cJSON *blk,
 	}
 	if ((st = get_string_or_null(p, blk, "format", path, &cfg->format)))
 		return st;
+	if (cfg->format && !known_format(cfg->format)) {
+		ctq_json_path_key(fp, sizeof fp, path, "format");
+		return ctq_error_set(p->err, CTQ_ERR_INVALID_CONFIG, fp,
+				     "format is \"%s\"; not a compressed-tensors CompressionFormat (dense, int-quantized, pack-quantized, ...)",
+				     cfg->format);
+	}
 	if ((st = get_string_or_null(p, blk, "quantization_status", path,
 				     &cfg->status)))
 		return st;
@@ -749,6 +755,22 @@ static enum ctq_status parse_block(struct parser *p, const cJSON *blk,
 	return parse_groups(p, groups, gp);
 }
 
+/* Messages about a value start "is ..." where they are raised next to the
+ * path; the parser's contract is that a message names the field too, so the
+ * path's last component is put in front once, here. */
+static void name_the_field(struct ctq_error *err)
+{
+	if (!err || !err->status || strncmp(err->message, "is ", 3))
+		return;
+	const char *leaf = err->path;
+	for (const char *c = err->path; *c; c++)
+		if (*c == '.')
+			leaf = c + 1;
+	char msg[CTQ_MESSAGE_MAX];
+	snprintf(msg, sizeof msg, "%s %s", leaf, err->message);
+	memcpy(err->message, msg, sizeof msg);
+}
+
 enum ctq_status ctq_qconfig_parse(struct ctq_qconfig *cfg, const cJSON *root,
 				  const struct ctq_parse_options *opt,
 				  struct ctq_error *err)
@@ -802,7 +824,9 @@ enum ctq_status ctq_qconfig_parse(struct ctq_qconfig *cfg, const cJSON *root,
 		cfg->nested = true;
 	}
 	cfg->block_path = path;
-	return parse_block(&p, blk, path);
+	enum ctq_status st = parse_block(&p, blk, path);
+	name_the_field(err);
+	return st;
 }
 
 enum ctq_status ctq_qconfig_load(struct ctq_qconfig *cfg, const char *path,
