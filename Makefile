@@ -18,10 +18,20 @@ WERROR  ?= $(if $(CI),-Werror,)
 
 Q := $(if $(filter 1,$(V)),,@)
 
+# CUDA: on when nvcc is found (CUDA=0 turns it off). The kernels build for
+# Hopper (sm_90a: wgmma, TMA) plus PTX for other GPUs.
+NVCC_PATH := $(shell command -v $(NVCC) 2>/dev/null)
+CUDA ?= $(if $(NVCC_PATH),1,0)
+CUDA_HOME ?= $(if $(NVCC_PATH),$(patsubst %/bin/,%,$(dir $(realpath $(NVCC_PATH)))),/usr/local/cuda)
+
 WARN := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
         -Wmissing-prototypes -Wno-format-truncation $(WERROR)
 CFLAGS  ?= -O2 -g
+# No fused multiply-add on the host: the epilogue rounds every step
+# (core/numerics.h), exactly as the device intrinsics do.
+CFLAGS  += -ffp-contract=off -fopenmp
 CPPFLAGS += -I. -D_POSIX_C_SOURCE=200809L -MMD -MP
+LDFLAGS += -fopenmp
 LDLIBS  += -lcjson -lcsv -lpcre2-8 -lm
 
 ifneq ($(DEPS_PREFIX),)
@@ -37,15 +47,31 @@ endif
 
 CORE_SRC    := $(wildcard core/*.c)
 QUANT_SRC   := $(wildcard quant/*.c)
+REF_SRC     := $(wildcard reference/*.c)
 REPORTS_SRC := $(wildcard reports/*.c)
 HARNESS_SRC := $(wildcard harness/*.c)
-LIB_SRC     := $(CORE_SRC) $(QUANT_SRC) $(REPORTS_SRC)
+LIB_SRC     := $(CORE_SRC) $(QUANT_SRC) $(REF_SRC) $(REPORTS_SRC)
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CU_SRC      := $(wildcard kernels/*.cu)
+CU_OBJ      := $(CU_SRC:%.cu=$(BUILD)/%.o)
+NVCCFLAGS   ?= -O3 -lineinfo
+NVCCFLAGS   += -std=c++17 $(CUDA_ARCH) -I. -MMD -MP -Xcompiler -fno-strict-aliasing
+
+ifeq ($(CUDA),1)
+  CPPFLAGS += -DCTQ_HAVE_CUDA
+  CUDA_LIBDIR := $(CUDA_HOME)/lib64
+  LDFLAGS  += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR)
+  LDLIBS   += -lcublasLt -lcublas -lcudart -lstdc++
+  LIB_OBJ  += $(CU_OBJ)
+endif
 HARNESS_OBJ := $(HARNESS_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC    := $(wildcard tests/test_*.c)
 TEST_BIN    := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all run test unit conform-check badinput-check deps offline-deps clean help
+GPU_TEST_SRC := $(wildcard tests/gpu/test_*.c)
+GPU_TEST_BIN := $(GPU_TEST_SRC:tests/gpu/%.c=$(BUILD)/tests/gpu/%)
+
+.PHONY: all run test test-gpu deps offline-deps clean help
 
 all: $(BUILD)/ctq
 
@@ -57,6 +83,11 @@ $(BUILD)/%.o: %.c
 	$(if $(Q),@echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -c $< -o $@
 
+$(BUILD)/kernels/%.o: kernels/%.cu
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  NVCC    $<")
+	$(Q)$(NVCC) $(NVCCFLAGS) $(if $(DEPS_PREFIX),-I$(DEPS_PREFIX)/usr/include) -c $< -o $@
+
 $(BUILD)/libctq.a: $(LIB_OBJ)
 	$(if $(Q),@echo "  AR      $@")
 	$(Q)ar rcs $@ $^
@@ -65,10 +96,17 @@ $(BUILD)/ctq: $(HARNESS_OBJ) $(BUILD)/libctq.a
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) $(CFLAGS) -o $@ $(HARNESS_OBJ) $(BUILD)/libctq.a $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c $(BUILD)/libctq.a
+HARNESS_LIB_OBJ = $(filter-out $(BUILD)/harness/main.o,$(HARNESS_OBJ))
+
+$(BUILD)/tests/test_%: tests/test_%.c $(BUILD)/libctq.a $(HARNESS_OBJ)
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -Wno-missing-prototypes $(LDFLAGS) -o $@ $< $(BUILD)/libctq.a -lcriterion $(LDLIBS)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -Wno-missing-prototypes $(LDFLAGS) -o $@ $< $(HARNESS_LIB_OBJ) $(BUILD)/libctq.a -lcriterion $(LDLIBS)
+
+$(BUILD)/tests/gpu/%: tests/gpu/%.c $(BUILD)/libctq.a $(HARNESS_OBJ)
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  CC      $<")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -Wno-missing-prototypes $(LDFLAGS) -o $@ $< $(HARNESS_LIB_OBJ) $(BUILD)/libctq.a -lcriterion $(LDLIBS)
 
 # ---- set-up ----------------------------------------------------------------
 DEB_PKGS := libcjson-dev libcsv-dev libcriterion-dev libpcre2-dev gnuplot-nox
@@ -91,7 +129,13 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory all $(TEST_BIN)
 	$(Q)sh tools/run-tests.sh $(BUILD)
 
+# CUDA tests: on a GPU host only; one worker (Criterion forks).
+test-gpu: all $(GPU_TEST_BIN)
+	$(Q)test "$(CUDA)" = 1 || { echo "test-gpu: this build has no CUDA (nvcc not found)"; exit 3; }
+	$(Q)for t in $(GPU_TEST_BIN); do echo "== $$t"; $$t --jobs 1 || exit 1; done
+
 clean:
 	rm -rf $(BUILD)
 
 -include $(LIB_OBJ:.o=.d) $(HARNESS_OBJ:.o=.d)
+$(info ctq build: CUDA=$(CUDA)$(if $(filter 1,$(CUDA)), (nvcc $(NVCC_PATH), CUDA_HOME $(CUDA_HOME))))

@@ -13,6 +13,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum ctq_status {
 	CTQ_OK = 0,
 	CTQ_ERR_PARSE,              /* parse-error */
@@ -65,5 +69,9 @@ enum ctq_exit {
 
 /* The exit code a command returns when it stops on this status. */
 int ctq_status_exit_code(enum ctq_status s);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

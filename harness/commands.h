@@ -12,6 +12,7 @@
 
 int ctq_cmd_inspect(int argc, char **argv);
 int ctq_cmd_conform(int argc, char **argv);
+int ctq_cmd_probe(int argc, char **argv);
 
 /* Shared helpers (harness/common.c). */
 

@@ -14,6 +14,8 @@ static const struct {
 	 "show what each module executes as: scheme, group, target, rule"},
 	{"conform", ctq_cmd_conform,
 	 "run conformance suites (JSON cases) and write CSV + JUnit"},
+	{"probe", ctq_cmd_probe,
+	 "isolate the W8A8 kernels per layer geometry: NaN/Inf, rel-L2 vs references"},
 };
 
 static void usage(FILE *f)

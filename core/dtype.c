@@ -1,0 +1,118 @@
+/* ctq dtype names and bulk conversions (see dtype.h). */
+#include "core/dtype.h"
+
+#include <string.h>
+
+/* safetensors data is little-endian and is read here with memcpy. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "ctq reads little-endian tensor data natively; big-endian hosts are not supported"
+#endif
+
+static const char *const dtype_names[CTQ_DTYPE_COUNT] = {
+	[CTQ_DTYPE_F32] = "F32",
+	[CTQ_DTYPE_F16] = "F16",
+	[CTQ_DTYPE_BF16] = "BF16",
+	[CTQ_DTYPE_I8] = "I8",
+	[CTQ_DTYPE_I32] = "I32",
+	[CTQ_DTYPE_I64] = "I64",
+	[CTQ_DTYPE_U8] = "U8",
+	[CTQ_DTYPE_F8_E4M3] = "F8_E4M3",
+	[CTQ_DTYPE_F64] = "F64",
+	[CTQ_DTYPE_BOOL] = "BOOL",
+};
+
+const char *ctq_dtype_name(enum ctq_dtype t)
+{
+	if ((unsigned)t >= CTQ_DTYPE_COUNT)
+		return "?";
+	return dtype_names[t];
+}
+
+bool ctq_dtype_parse(const char *name, enum ctq_dtype *out)
+{
+	if (!name)
+		return false;
+	for (int i = 0; i < CTQ_DTYPE_COUNT; i++) {
+		if (strcmp(dtype_names[i], name) == 0) {
+			*out = (enum ctq_dtype)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool ctq_convert_to_f32(const void *src, enum ctq_dtype t, size_t n, float *dst)
+{
+	const unsigned char *s = src; /* (n * ctq_dtype_size(t)) bytes, any alignment */
+	switch (t) {
+	case CTQ_DTYPE_F32:
+		if (n)
+			memcpy(dst, s, n * sizeof *dst);
+		return true;
+	case CTQ_DTYPE_F16:
+		for (size_t i = 0; i < n; i++) {
+			uint16_t h;
+			memcpy(&h, s + 2 * i, 2);
+			dst[i] = ctq_f16_to_f32(h);
+		}
+		return true;
+	case CTQ_DTYPE_BF16:
+		for (size_t i = 0; i < n; i++) {
+			uint16_t h;
+			memcpy(&h, s + 2 * i, 2);
+			dst[i] = ctq_bf16_to_f32(h);
+		}
+		return true;
+	case CTQ_DTYPE_F8_E4M3:
+		for (size_t i = 0; i < n; i++)
+			dst[i] = ctq_f8e4m3_to_f32(s[i]);
+		return true;
+	case CTQ_DTYPE_F64:
+		for (size_t i = 0; i < n; i++) {
+			double d;
+			memcpy(&d, s + 8 * i, 8);
+			dst[i] = (float)d;
+		}
+		return true;
+	case CTQ_DTYPE_I8:
+		for (size_t i = 0; i < n; i++)
+			dst[i] = (float)(int8_t)s[i];
+		return true;
+	case CTQ_DTYPE_U8:
+		for (size_t i = 0; i < n; i++)
+			dst[i] = (float)s[i];
+		return true;
+	case CTQ_DTYPE_BOOL:
+		for (size_t i = 0; i < n; i++)
+			dst[i] = s[i] ? 1.0f : 0.0f;
+		return true;
+	case CTQ_DTYPE_I32:
+		for (size_t i = 0; i < n; i++) {
+			int32_t v;
+			memcpy(&v, s + 4 * i, 4);
+			dst[i] = (float)v;
+		}
+		return true;
+	case CTQ_DTYPE_I64:
+		for (size_t i = 0; i < n; i++) {
+			int64_t v;
+			memcpy(&v, s + 8 * i, 8);
+			dst[i] = (float)v;
+		}
+		return true;
+	default:
+		return false;
+	}
+}
+
+void ctq_convert_f32_to_bf16(const float *src, size_t n, uint16_t *dst)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = ctq_f32_to_bf16(src[i]);
+}
+
+void ctq_convert_f32_to_f16(const float *src, size_t n, uint16_t *dst)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = ctq_f32_to_f16(src[i]);
+}

@@ -1,0 +1,379 @@
+/* ctq probe: kernel isolation per linear geometry (harness/probe.h), on the
+ * reference backend, the CUDA backend, or both; CSV + JSON into a run
+ * directory and exit 1 on any failure. */
+#include "harness/commands.h"
+#include "harness/probe.h"
+#include "core/fileio.h"
+#include "reports/csv.h"
+#include "reports/run.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void help(void)
+{
+	printf("usage: ctq probe [--shapes PRESET|K:N,...] [options]\n"
+	       "\n"
+	       "Runs the W8A8 linear (per-token quantization, int8 GEMM, epilogue) of each\n"
+	       "layer geometry in isolation and compares it with the exact-quantized CPU\n"
+	       "reference (kernel error) and the FP64 unquantized product (quantization error).\n"
+	       "\n"
+	       "options:\n"
+	       "  --shapes S        qwen3-4b (2560:6144, 4096:2560, 2560:19456, 9728:2560),\n"
+	       "                    qwen3-0.6b, tiny, or a list of K:N (default qwen3-4b)\n"
+	       "  --backend B       reference (default), cuda, or both\n"
+	       "  --weights LIST    random,pm127,constant,zero-row (default: all of them)\n"
+	       "  --acts LIST       gaussian,outliers,zero-rows,bf16-limit (default: all)\n"
+	       "  --m LIST          token counts (default 64)\n"
+	       "  --policy FILE     thresholds (default: built-in; see policies/probe.json)\n"
+	       "  --seed S          input seed (default 1)\n"
+	       "  --out DIR         run directory (default runs/<UTC time>-<revision>)\n"
+	       "  --inject-defect D test only: scale-shift, epilogue-nan or transposed-w\n"
+	       "\n"
+	       "exit: 0 every probe passed; 1 a probe failed; 2 bad usage; 3 no GPU for cuda.\n");
+}
+
+struct shape {
+	const char *name;
+	int64_t K, N;
+};
+
+static const struct shape qwen3_4b[] = {
+	{"qkv_proj", 2560, 6144}, {"o_proj", 4096, 2560}, {"gate_up_proj", 2560, 19456},
+	{"down_proj", 9728, 2560}};
+static const struct shape qwen3_06b[] = {
+	{"qkv_proj", 1024, 4096}, {"o_proj", 2048, 1024}, {"gate_up_proj", 1024, 6144},
+	{"down_proj", 3072, 1024}};
+static const struct shape tiny[] = {
+	{"qkv_proj", 64, 128}, {"o_proj", 64, 64}, {"gate_up_proj", 64, 352}, {"down_proj", 176, 64}};
+
+static int parse_shapes(const char *s, struct ctq_probe_layer **out, size_t *n)
+{
+	const struct shape *preset = NULL;
+	size_t np = 0;
+	if (!strcmp(s, "qwen3-4b"))
+		preset = qwen3_4b, np = 4;
+	else if (!strcmp(s, "qwen3-0.6b"))
+		preset = qwen3_06b, np = 4;
+	else if (!strcmp(s, "tiny"))
+		preset = tiny, np = 4;
+	if (preset) {
+		*out = calloc(np, sizeof **out);
+		if (!*out)
+			return -1;
+		for (size_t i = 0; i < np; i++)
+			(*out)[i] = (struct ctq_probe_layer){preset[i].name, preset[i].K, preset[i].N, NULL, NULL};
+		*n = np;
+		return 0;
+	}
+	size_t cap = 1;
+	for (const char *c = s; *c; c++)
+		cap += *c == ',';
+	*out = calloc(cap, sizeof **out);
+	if (!*out)
+		return -1;
+	*n = 0;
+	const char *c = s;
+	while (*c) {
+		char *end;
+		long long K = strtoll(c, &end, 10);
+		if (end == c || *end != ':')
+			return 1;
+		c = end + 1;
+		long long N = strtoll(c, &end, 10);
+		if (end == c || (*end && *end != ',') || K < 1 || N < 1 || K > (1LL << 20) || N > (1LL << 20))
+			return 1;
+		char *name = malloc(48);
+		if (!name)
+			return -1;
+		snprintf(name, 48, "%lld:%lld", K, N);
+		(*out)[(*n)++] = (struct ctq_probe_layer){name, K, N, NULL, NULL};
+		c = *end ? end + 1 : end;
+	}
+	return *n ? 0 : 1;
+}
+
+static bool parse_list(const char *s, bool *sel, int count,
+		       bool (*parse)(const char *, int *))
+{
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", s);
+	for (int i = 0; i < count; i++)
+		sel[i] = false;
+	for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+		int v;
+		if (!parse(tok, &v))
+			return false;
+		sel[v] = true;
+	}
+	return true;
+}
+
+static bool parse_w(const char *s, int *v)
+{
+	enum ctq_probe_weights w;
+	if (!ctq_probe_weights_parse(s, &w) || w == CTQ_PW_CHECKPOINT)
+		return false;
+	*v = (int)w;
+	return true;
+}
+
+static bool parse_a(const char *s, int *v)
+{
+	enum ctq_probe_acts a;
+	if (!ctq_probe_acts_parse(s, &a))
+		return false;
+	*v = (int)a;
+	return true;
+}
+
+static const char *const csv_header[] = {
+	"layer", "K", "N", "M", "weights", "acts", "backend", "nan_count", "inf_count",
+	"nonfinite_mismatch", "all_zero", "max_abs_err", "max_at_m", "max_at_n", "ref_at_max",
+	"got_at_max", "kernel_rel_l2", "quant_rel_l2", "outcome", "reason",
+};
+
+static void csv_row(struct ctq_csv *w, const struct ctq_probe_result *r)
+{
+	ctq_csv_field(w, r->layer);
+	ctq_csv_fieldf(w, "%lld", (long long)r->K);
+	ctq_csv_fieldf(w, "%lld", (long long)r->N);
+	ctq_csv_fieldf(w, "%lld", (long long)r->M);
+	ctq_csv_field(w, ctq_probe_weights_name(r->weights));
+	ctq_csv_field(w, ctq_probe_acts_name(r->acts));
+	ctq_csv_field(w, r->backend);
+	ctq_csv_fieldf(w, "%lld", (long long)r->nan_count);
+	ctq_csv_fieldf(w, "%lld", (long long)r->inf_count);
+	ctq_csv_fieldf(w, "%lld", (long long)r->nonfinite_mismatch);
+	ctq_csv_field(w, r->all_zero ? "true" : "false");
+	ctq_csv_fieldf(w, "%.17g", r->max_abs_err);
+	ctq_csv_fieldf(w, "%lld", (long long)r->max_m);
+	ctq_csv_fieldf(w, "%lld", (long long)r->max_n);
+	ctq_csv_fieldf(w, "%.9g", r->ref_at_max);
+	ctq_csv_fieldf(w, "%.9g", r->got_at_max);
+	ctq_csv_fieldf(w, "%.17g", r->kernel_rel_l2);
+	ctq_csv_fieldf(w, "%.17g", r->quant_rel_l2);
+	ctq_csv_field(w, r->passed ? "pass" : "fail");
+	ctq_csv_field(w, r->reason);
+	ctq_csv_end_row(w);
+}
+
+static cJSON *json_row(const struct ctq_probe_result *r)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "layer", r->layer);
+	cJSON_AddNumberToObject(o, "K", (double)r->K);
+	cJSON_AddNumberToObject(o, "N", (double)r->N);
+	cJSON_AddNumberToObject(o, "M", (double)r->M);
+	cJSON_AddStringToObject(o, "weights", ctq_probe_weights_name(r->weights));
+	cJSON_AddStringToObject(o, "acts", ctq_probe_acts_name(r->acts));
+	cJSON_AddStringToObject(o, "backend", r->backend);
+	cJSON_AddNumberToObject(o, "nan_count", (double)r->nan_count);
+	cJSON_AddNumberToObject(o, "inf_count", (double)r->inf_count);
+	cJSON_AddNumberToObject(o, "nonfinite_mismatch", (double)r->nonfinite_mismatch);
+	cJSON_AddBoolToObject(o, "all_zero", r->all_zero);
+	cJSON_AddNumberToObject(o, "max_abs_err", r->max_abs_err);
+	cJSON_AddNumberToObject(o, "kernel_rel_l2", r->kernel_rel_l2);
+	if (r->quant_rel_l2 == r->quant_rel_l2)
+		cJSON_AddNumberToObject(o, "quant_rel_l2", r->quant_rel_l2);
+	else
+		cJSON_AddNullToObject(o, "quant_rel_l2");
+	cJSON_AddBoolToObject(o, "passed", r->passed);
+	if (!r->passed)
+		cJSON_AddStringToObject(o, "reason", r->reason);
+	return o;
+}
+
+int ctq_cmd_probe(int argc, char **argv)
+{
+	const char *shapes = "qwen3-4b", *backend = "reference", *policy_path = NULL, *out = NULL;
+	const char *m_list = "64";
+	long seed = 1;
+	unsigned defects = 0;
+	bool wsel[CTQ_PW_COUNT] = {false, true, true, true, true};
+	bool asel[CTQ_PA_COUNT] = {true, true, true, true};
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = NULL;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			help();
+			return CTQ_EXIT_OK;
+		}
+		if (a[0] != '-' || !(v = ctq_opt_value(argc, argv, &i))) {
+			if (a[0] != '-')
+				fprintf(stderr, "ctq probe: unexpected argument %s (see --help)\n", a);
+			return CTQ_EXIT_USAGE;
+		}
+		if (!strcmp(a, "--shapes")) {
+			shapes = v;
+		} else if (!strcmp(a, "--backend")) {
+			backend = v;
+		} else if (!strcmp(a, "--policy")) {
+			policy_path = v;
+		} else if (!strcmp(a, "--out")) {
+			out = v;
+		} else if (!strcmp(a, "--m")) {
+			m_list = v;
+		} else if (!strcmp(a, "--seed")) {
+			if (!ctq_opt_int("probe", a, v, 0, 0x7fffffffL, &seed))
+				return CTQ_EXIT_USAGE;
+		} else if (!strcmp(a, "--weights")) {
+			if (!parse_list(v, wsel, CTQ_PW_COUNT, parse_w)) {
+				fprintf(stderr, "ctq probe: --weights takes random, pm127, constant, zero-row\n");
+				return CTQ_EXIT_USAGE;
+			}
+		} else if (!strcmp(a, "--acts")) {
+			if (!parse_list(v, asel, CTQ_PA_COUNT, parse_a)) {
+				fprintf(stderr, "ctq probe: --acts takes gaussian, outliers, zero-rows, bf16-limit\n");
+				return CTQ_EXIT_USAGE;
+			}
+		} else if (!strcmp(a, "--inject-defect")) {
+			if (!strcmp(v, "scale-shift"))
+				defects |= CTQ_DEFECT_SCALE_SHIFT;
+			else if (!strcmp(v, "epilogue-nan"))
+				defects |= CTQ_DEFECT_EPILOGUE_NAN;
+			else if (!strcmp(v, "transposed-w"))
+				defects |= CTQ_DEFECT_TRANSPOSED_W;
+			else {
+				fprintf(stderr, "ctq probe: --inject-defect takes scale-shift, epilogue-nan, transposed-w\n");
+				return CTQ_EXIT_USAGE;
+			}
+		} else {
+			fprintf(stderr, "ctq probe: unknown option %s (see --help)\n", a);
+			return CTQ_EXIT_USAGE;
+		}
+	}
+	int64_t ms[16];
+	size_t n_m = 0;
+	{
+		char buf[256];
+		snprintf(buf, sizeof buf, "%s", m_list);
+		for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+			long m;
+			if (n_m == 16 || !ctq_opt_int("probe", "--m", t, 1, 1 << 20, &m))
+				return CTQ_EXIT_USAGE;
+			ms[n_m++] = m;
+		}
+	}
+	bool use_ref = !strcmp(backend, "reference") || !strcmp(backend, "both");
+	bool use_cuda = !strcmp(backend, "cuda") || !strcmp(backend, "both");
+	if (!use_ref && !use_cuda) {
+		fprintf(stderr, "ctq probe: --backend is \"%s\"; expected reference, cuda or both\n", backend);
+		return CTQ_EXIT_USAGE;
+	}
+	struct ctq_probe_policy policy;
+	ctq_probe_policy_default(&policy);
+	struct ctq_error err = {0};
+	if (policy_path && ctq_probe_policy_load(&policy, policy_path, &err)) {
+		ctq_print_error("probe", &err);
+		return CTQ_EXIT_USAGE;
+	}
+	struct ctq_probe_layer *layers = NULL;
+	size_t n_layers = 0;
+	int pr = parse_shapes(shapes, &layers, &n_layers);
+	if (pr) {
+		fprintf(stderr, pr < 0 ? "ctq probe: out of memory\n"
+				       : "ctq probe: --shapes is \"%s\"; expected qwen3-4b, qwen3-0.6b, tiny or K:N[,K:N...]\n",
+			shapes);
+		free(layers);
+		return CTQ_EXIT_USAGE;
+	}
+	struct ctq_backend backends[2];
+	int n_backends = 0, rc = CTQ_EXIT_USAGE;
+	memset(backends, 0, sizeof backends);
+	struct ctq_run run;
+	memset(&run, 0, sizeof run);
+	struct ctq_csv csv;
+	memset(&csv, 0, sizeof csv);
+	cJSON *rows = cJSON_CreateArray();
+	if (use_ref && ctq_backend_reference(&backends[n_backends++], &err))
+		goto fail;
+	if (use_cuda && ctq_backend_cuda(&backends[n_backends++], 0, &err)) {
+		n_backends--;
+		goto fail;
+	}
+	for (int i = 0; i < n_backends; i++)
+		backends[i].defects = defects;
+	char path[1200];
+	if (ctq_run_begin(&run, out, "probe", argc, argv, &err) ||
+	    ctq_csv_open(&csv, ctq_run_path(&run, "probe.csv", path, sizeof path), csv_header,
+			 sizeof csv_header / sizeof *csv_header, &err))
+		goto fail;
+	for (int i = 0; i < n_backends; i++) {
+		char desc[256];
+		backends[i].ops->describe(&backends[i], desc, sizeof desc);
+		printf("backend %s: %s\n", backends[i].ops->name, desc);
+	}
+	printf("policy: kernel rel-L2 <= %g; quantization rel-L2 <= %g gaussian, %g outliers, %g zero-rows (%s)\n\n",
+	       policy.kernel_rel_l2_max, policy.quant_rel_l2_max[CTQ_PA_GAUSSIAN],
+	       policy.quant_rel_l2_max[CTQ_PA_OUTLIERS], policy.quant_rel_l2_max[CTQ_PA_ZERO_ROWS],
+	       policy.source);
+	printf("%-14s %6s %6s %5s %-10s %-10s %-9s %5s %5s %11s %11s  %s\n", "LAYER", "K", "N", "M",
+	       "WEIGHTS", "ACTS", "BACKEND", "NaN", "Inf", "KERNEL-L2", "QUANT-L2", "VERDICT");
+	size_t passed = 0, failed = 0;
+	for (size_t l = 0; l < n_layers; l++)
+		for (int w = 0; w < CTQ_PW_COUNT; w++)
+			for (int a = 0; a < CTQ_PA_COUNT; a++)
+				for (size_t mi = 0; mi < n_m; mi++)
+					for (int bi = 0; bi < n_backends; bi++) {
+						if (!wsel[w] || !asel[a])
+							continue;
+						struct ctq_probe_result r;
+						if (ctq_probe_run(&backends[bi], &layers[l],
+								  (enum ctq_probe_weights)w,
+								  (enum ctq_probe_acts)a, ms[mi],
+								  (uint64_t)seed, &policy, &r, &err))
+							goto fail;
+						r.passed ? passed++ : failed++;
+						printf("%-14s %6lld %6lld %5lld %-10s %-10s %-9s %5lld %5lld %11.3e %11.3e  %s\n",
+						       r.layer, (long long)r.K, (long long)r.N,
+						       (long long)r.M, ctq_probe_weights_name(r.weights),
+						       ctq_probe_acts_name(r.acts), r.backend,
+						       (long long)r.nan_count, (long long)r.inf_count,
+						       r.kernel_rel_l2, r.quant_rel_l2,
+						       r.passed ? "pass" : "FAIL");
+						if (!r.passed)
+							printf("    %s\n", r.reason);
+						fflush(stdout);
+						csv_row(&csv, &r);
+						cJSON_AddItemToArray(rows, json_row(&r));
+					}
+	if (ctq_csv_close(&csv, &err))
+		goto fail;
+	char *text = cJSON_Print(rows);
+	if (!text || ctq_file_write_atomic(ctq_run_path(&run, "probe.json", path, sizeof path), text,
+					   strlen(text), &err)) {
+		free(text);
+		if (!err.status)
+			ctq_error_set(&err, CTQ_ERR_NOMEM, "probe.json", "out of memory");
+		goto fail;
+	}
+	free(text);
+	cJSON *summary = cJSON_AddObjectToObject(run.manifest, "probe");
+	cJSON_AddStringToObject(summary, "backend", backend);
+	cJSON_AddNumberToObject(summary, "passed", (double)passed);
+	cJSON_AddNumberToObject(summary, "failed", (double)failed);
+	cJSON_AddNumberToObject(summary, "seed", (double)seed);
+	cJSON_AddStringToObject(summary, "policy", policy.source);
+	char final_dir[sizeof run.final_dir];
+	snprintf(final_dir, sizeof final_dir, "%s", run.final_dir);
+	if (ctq_run_commit(&run, &err))
+		goto fail;
+	printf("\nprobe: results in %s/ (probe.csv, probe.json)\n", final_dir);
+	printf("probe: %zu passed, %zu failed\n", passed, failed);
+	rc = failed ? CTQ_EXIT_FAIL : CTQ_EXIT_OK;
+	goto done;
+fail:
+	ctq_print_error("probe", &err);
+	rc = ctq_status_exit_code(err.status);
+	ctq_csv_close(&csv, NULL);
+	ctq_run_abort(&run);
+done:
+	cJSON_Delete(rows);
+	for (int i = 0; i < n_backends; i++)
+		ctq_backend_close(&backends[i]);
+	if (layers && strchr(shapes, ':'))
+		for (size_t i = 0; i < n_layers; i++)
+			free((char *)layers[i].name);
+	free(layers);
+	return rc;
+}

@@ -1,0 +1,183 @@
+/* ctq CUDA backend: fills the ops table of reference/backend.h with the
+ * kernels of this folder and cuBLAS (BF16 GEMM). One stream per backend;
+ * every op is asynchronous on it until sync or download. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cuda_check.h"
+#include "kernels/kernels.h"
+#include "reference/backend.h"
+
+struct cuda_impl {
+	int device;
+	cudaStream_t stream;
+	cublasHandle_t cublas;
+	cudaDeviceProp prop;
+};
+
+static struct cuda_impl *impl(struct ctq_backend *b)
+{
+	return (struct cuda_impl *)b->impl;
+}
+
+static void cu_destroy(struct ctq_backend *b)
+{
+	struct cuda_impl *c = impl(b);
+	if (!c)
+		return;
+	if (c->cublas)
+		cublasDestroy(c->cublas);
+	if (c->stream)
+		cudaStreamDestroy(c->stream);
+	free(c);
+	b->impl = NULL;
+}
+
+static void cu_describe(struct ctq_backend *b, char *buf, size_t cap)
+{
+	struct cuda_impl *c = impl(b);
+	snprintf(buf, cap, "%.200s (sm_%d%d, %d SMs, %.1f GiB)", c->prop.name, c->prop.major,
+		 c->prop.minor, c->prop.multiProcessorCount,
+		 (double)c->prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
+}
+
+static enum ctq_status cu_alloc(struct ctq_backend *b, size_t n, void **out, struct ctq_error *err)
+{
+	(void)b;
+	*out = NULL;
+	return CTQ_CUDA(cudaMalloc(out, n ? n : 1), err);
+}
+
+static void cu_free(struct ctq_backend *b, void *p)
+{
+	(void)b;
+	if (p)
+		cudaFree(p);
+}
+
+static enum ctq_status cu_upload(struct ctq_backend *b, void *dst, const void *src, size_t n,
+				 struct ctq_error *err)
+{
+	if (!n)
+		return CTQ_OK;
+	enum ctq_status st = CTQ_CUDA(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice,
+						      impl(b)->stream), err);
+	return st ? st : CTQ_CUDA(cudaStreamSynchronize(impl(b)->stream), err);
+}
+
+static enum ctq_status cu_download(struct ctq_backend *b, void *dst, const void *src, size_t n,
+				   struct ctq_error *err)
+{
+	if (!n)
+		return CTQ_OK;
+	enum ctq_status st = CTQ_CUDA(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost,
+						      impl(b)->stream), err);
+	return st ? st : CTQ_CUDA(cudaStreamSynchronize(impl(b)->stream), err);
+}
+
+static enum ctq_status cu_sync(struct ctq_backend *b, struct ctq_error *err)
+{
+	return CTQ_CUDA(cudaStreamSynchronize(impl(b)->stream), err);
+}
+
+static enum ctq_status cu_quantize(struct ctq_backend *b, const void *x, int64_t M, int64_t K,
+				   void *q, void *s, struct ctq_error *err)
+{
+	return ctq_quantize_launch((const uint16_t *)x, M, K, (int8_t *)q, (float *)s,
+				   impl(b)->stream, err);
+}
+
+static enum ctq_status cu_gemm_i8(struct ctq_backend *b, const void *q, const void *w, int64_t M,
+				  int64_t N, int64_t K, void *acc, struct ctq_error *err)
+{
+	return ctq_gemm_w8a8_launch((const int8_t *)q, (const int8_t *)w, NULL, NULL, NULL, M, N, K,
+				    (int32_t *)acc, NULL, b->defects, impl(b)->stream, err);
+}
+
+static enum ctq_status cu_epilogue(struct ctq_backend *b, const void *acc, const void *s_a,
+				   const void *s_w, const void *bias, int64_t M, int64_t N, void *y,
+				   struct ctq_error *err)
+{
+	return ctq_w8a8_epilogue_launch((const int32_t *)acc, (const float *)s_a,
+					(const float *)s_w, (const float *)bias, M, N, (uint16_t *)y,
+					b->defects, impl(b)->stream, err);
+}
+
+static enum ctq_status cu_linear(struct ctq_backend *b, const void *x, const void *w,
+				 const void *s_w, const void *bias, int64_t M, int64_t N, int64_t K,
+				 void *y, void *ws, struct ctq_error *err)
+{
+	int8_t *q = (int8_t *)ws;
+	float *s = (float *)((char *)ws + (ctq_w8a8_workspace_bytes(M, K) - (size_t)M * sizeof(float)));
+	enum ctq_status st = ctq_quantize_launch((const uint16_t *)x, M, K, q, s, impl(b)->stream, err);
+	if (st)
+		return st;
+	return ctq_gemm_w8a8_launch(q, (const int8_t *)w, s, (const float *)s_w, (const float *)bias,
+				    M, N, K, NULL, (uint16_t *)y, b->defects, impl(b)->stream, err);
+}
+
+static enum ctq_status cu_gemm_bf16(struct ctq_backend *b, const void *x, const void *w,
+				    const void *bias, int64_t M, int64_t N, int64_t K, void *y,
+				    struct ctq_error *err)
+{
+	if (M <= 0 || N <= 0)
+		return CTQ_OK;
+	if (M > 0x7fffffff || N > 0x7fffffff || K > 0x7fffffff)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "gemm_bf16", "dimension beyond int32");
+	const float alpha = 1.0f, beta = 0.0f;
+	/* Row-major y (M, N) = x (M, K) · w (N, K)ᵀ is column-major
+	 * yᵀ (N, M) = wᵀᵀ · xᵀ: op(A) = T on w (ld K), op(B) = N on x (ld K). */
+	enum ctq_status st = CTQ_CUBLAS(
+		cublasGemmEx(impl(b)->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)M, (int)K, &alpha,
+			     w, CUDA_R_16BF, (int)K, x, CUDA_R_16BF, (int)K, &beta, y, CUDA_R_16BF,
+			     (int)N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+		err);
+	if (st || !bias)
+		return st;
+	return ctq_bias_bf16_launch((uint16_t *)y, (const float *)bias, M, N, impl(b)->stream, err);
+}
+
+static const struct ctq_backend_ops cuda_ops = {
+	"cuda",       cu_destroy, cu_describe, cu_alloc,    cu_free,   cu_upload, cu_download,
+	cu_sync,      cu_quantize, cu_gemm_i8, cu_epilogue, cu_linear, cu_gemm_bf16,
+};
+
+extern "C" enum ctq_status ctq_backend_cuda(struct ctq_backend *b, int device,
+					    struct ctq_error *err)
+{
+	memset(b, 0, sizeof *b);
+	int n = 0;
+	cudaError_t e = cudaGetDeviceCount(&n);
+	if (e != cudaSuccess || n == 0)
+		return ctq_error_set(err, CTQ_ERR_ENV, "--backend cuda",
+				     "no CUDA device is visible (%s)",
+				     e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+	if (device < 0 || device >= n)
+		return ctq_error_set(err, CTQ_ERR_ENV, "--device", "is %d; %d device(s) visible",
+				     device, n);
+	struct cuda_impl *c = (struct cuda_impl *)calloc(1, sizeof *c);
+	if (!c)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "cuda", "out of memory");
+	b->impl = c;
+	b->ops = &cuda_ops;
+	c->device = device;
+	enum ctq_status st;
+	if ((st = CTQ_CUDA(cudaSetDevice(device), err)) ||
+	    (st = CTQ_CUDA(cudaGetDeviceProperties(&c->prop, device), err)) ||
+	    (st = CTQ_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), err)) ||
+	    (st = CTQ_CUBLAS(cublasCreate(&c->cublas), err)) ||
+	    (st = CTQ_CUBLAS(cublasSetStream(c->cublas, c->stream), err))) {
+		cu_destroy(b);
+		b->ops = NULL;
+		return st;
+	}
+	if (c->prop.major < 6 || (c->prop.major == 6 && c->prop.minor < 1)) {
+		char desc[256];
+		cu_describe(b, desc, sizeof desc);
+		cu_destroy(b);
+		b->ops = NULL;
+		return ctq_error_set(err, CTQ_ERR_ENV, "--backend cuda",
+				     "%s: the W8A8 kernels need compute capability 6.1 or newer", desc);
+	}
+	return CTQ_OK;
+}

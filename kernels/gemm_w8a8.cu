@@ -1,0 +1,169 @@
+/* ctq W8A8 GEMM, first version: a tiled int8 GEMM on the dp4a path with the
+ * epilogue of core/numerics.h fused (per-token scale, per-channel scale, bias,
+ * BF16 rounding, each step rounded separately), or the raw int32
+ * accumulators for bit-exact checks. Correct for every M, N, K (edges are
+ * zero-filled in shared memory); the fast Hopper kernel replaces it in
+ * kernels/gemm_w8a8_sm90.cu.
+ *
+ * Tiles: 64 (M) × 64 (N) × 64 (K) bytes, 256 threads, 4×4 outputs per thread.
+ * Shared rows are padded to 68 bytes so the 32-bit reads of one warp spread
+ * over banks. */
+#include "core/dtype.h"
+#include "core/numerics.h"
+#include "kernels/cuda_check.h"
+#include "kernels/kernels.h"
+#include "reference/backend.h"
+
+#define BM 64
+#define BN 64
+#define BK 64
+#define ROW (BK + 4)
+
+__device__ __forceinline__ void load_tile(int8_t (*dst)[ROW], const int8_t *__restrict__ src,
+					  int64_t rows, int64_t K, int64_t r0, int64_t k0,
+					  bool vec, bool transposed, int64_t ld_t)
+{
+	const int t = threadIdx.x;
+	const int r = t >> 2, c = (t & 3) * 16;
+	const int64_t gr = r0 + r, gk = k0 + c;
+	int *d = (int *)&dst[r][c];
+	if (!transposed && vec && gr < rows && gk + 16 <= K) {
+		int4 v = *(const int4 *)(src + gr * K + gk);
+		d[0] = v.x;
+		d[1] = v.y;
+		d[2] = v.z;
+		d[3] = v.w;
+		return;
+	}
+	for (int i = 0; i < 16; i++) {
+		int8_t v = 0;
+		if (gr < rows && gk + i < K)
+			v = transposed ? src[(gk + i) * ld_t + gr] : src[gr * K + gk + i];
+		dst[r][c + i] = v;
+	}
+}
+
+__global__ void __launch_bounds__(256)
+gemm_w8a8_kernel(const int8_t *__restrict__ q, const int8_t *__restrict__ w,
+		 const float *__restrict__ s_a, const float *__restrict__ s_w,
+		 const float *__restrict__ bias, int64_t M, int64_t N, int64_t K,
+		 int32_t *__restrict__ acc_out, uint16_t *__restrict__ y, unsigned defects, bool vec)
+{
+	__shared__ __align__(16) int8_t As[BM][ROW];
+	__shared__ __align__(16) int8_t Bs[BN][ROW];
+	const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+	const int64_t m0 = (int64_t)blockIdx.y * BM, n0 = (int64_t)blockIdx.x * BN;
+	const bool transposed = defects & CTQ_DEFECT_TRANSPOSED_W;
+	int32_t c[4][4];
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 4; j++)
+			c[i][j] = 0;
+	for (int64_t k0 = 0; k0 < K; k0 += BK) {
+		load_tile(As, q, M, K, m0, k0, vec, false, 0);
+		load_tile(Bs, w, N, K, n0, k0, vec, transposed, N);
+		__syncthreads();
+#pragma unroll
+		for (int kk = 0; kk < BK; kk += 4) {
+			int a[4], b[4];
+#pragma unroll
+			for (int i = 0; i < 4; i++) {
+				a[i] = *(const int *)&As[ty * 4 + i][kk];
+				b[i] = *(const int *)&Bs[tx * 4 + i][kk];
+			}
+#pragma unroll
+			for (int i = 0; i < 4; i++)
+#pragma unroll
+				for (int j = 0; j < 4; j++)
+					c[i][j] = __dp4a(a[i], b[j], c[i][j]);
+		}
+		__syncthreads();
+	}
+	for (int i = 0; i < 4; i++) {
+		const int64_t m = m0 + ty * 4 + i;
+		if (m >= M)
+			continue;
+		for (int j = 0; j < 4; j++) {
+			const int64_t n = n0 + tx * 4 + j;
+			if (n >= N)
+				continue;
+			if (acc_out) {
+				acc_out[m * N + n] = c[i][j];
+				continue;
+			}
+			const int64_t ns = (defects & CTQ_DEFECT_SCALE_SHIFT) && n + 1 < N ? n + 1 : n;
+			uint16_t v = ctq_w8a8_epilogue(c[i][j], s_a[m], s_w[ns], bias ? bias[n] : 0.0f);
+			if ((defects & CTQ_DEFECT_EPILOGUE_NAN) && m == M / 2 && n == N / 2)
+				v = 0x7fc0;
+			y[m * N + n] = v;
+		}
+	}
+}
+
+__global__ void w8a8_epilogue_kernel(const int32_t *__restrict__ acc, const float *__restrict__ s_a,
+				     const float *__restrict__ s_w, const float *__restrict__ bias,
+				     int64_t M, int64_t N, uint16_t *__restrict__ y, unsigned defects)
+{
+	const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= M * N)
+		return;
+	const int64_t m = i / N, n = i % N;
+	const int64_t ns = (defects & CTQ_DEFECT_SCALE_SHIFT) && n + 1 < N ? n + 1 : n;
+	uint16_t v = ctq_w8a8_epilogue(acc[i], s_a[m], s_w[ns], bias ? bias[n] : 0.0f);
+	if ((defects & CTQ_DEFECT_EPILOGUE_NAN) && m == M / 2 && n == N / 2)
+		v = 0x7fc0;
+	y[i] = v;
+}
+
+__global__ void bias_bf16_kernel(uint16_t *__restrict__ y, const float *__restrict__ bias,
+				 int64_t M, int64_t N)
+{
+	const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= M * N)
+		return;
+	y[i] = ctq_f32_to_bf16(__fadd_rn(ctq_bf16_to_f32(y[i]), bias[i % N]));
+}
+
+extern "C" enum ctq_status ctq_gemm_w8a8_launch(const int8_t *q, const int8_t *w,
+						const float *s_a, const float *s_w,
+						const float *bias, int64_t M, int64_t N, int64_t K,
+						int32_t *acc, uint16_t *y, unsigned defects,
+						void *stream, struct ctq_error *err)
+{
+	if (K > CTQ_K_MAX)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "K",
+				     "is %lld; int32 accumulation is exact only for K <= %ld",
+				     (long long)K, CTQ_K_MAX);
+	if (M <= 0 || N <= 0)
+		return CTQ_OK;
+	if ((M + BM - 1) / BM > 65535)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "M", "is %lld; at most %d rows",
+				     (long long)M, 65535 * BM);
+	const bool vec = K % 16 == 0 && ((uintptr_t)q % 16) == 0 && ((uintptr_t)w % 16) == 0;
+	dim3 grid((unsigned)((N + BN - 1) / BN), (unsigned)((M + BM - 1) / BM));
+	gemm_w8a8_kernel<<<grid, 256, 0, (cudaStream_t)stream>>>(q, w, s_a, s_w, bias, M, N, K, acc,
+								  y, defects, vec);
+	return CTQ_LAUNCH(err);
+}
+
+extern "C" enum ctq_status ctq_w8a8_epilogue_launch(const int32_t *acc, const float *s_a,
+						    const float *s_w, const float *bias, int64_t M,
+						    int64_t N, uint16_t *y, unsigned defects,
+						    void *stream, struct ctq_error *err)
+{
+	const int64_t n = M * N;
+	if (n <= 0)
+		return CTQ_OK;
+	w8a8_epilogue_kernel<<<(unsigned)((n + 255) / 256), 256, 0, (cudaStream_t)stream>>>(
+		acc, s_a, s_w, bias, M, N, y, defects);
+	return CTQ_LAUNCH(err);
+}
+
+extern "C" enum ctq_status ctq_bias_bf16_launch(uint16_t *y, const float *bias, int64_t M,
+						int64_t N, void *stream, struct ctq_error *err)
+{
+	const int64_t n = M * N;
+	if (n <= 0 || !bias)
+		return CTQ_OK;
+	bias_bf16_kernel<<<(unsigned)((n + 255) / 256), 256, 0, (cudaStream_t)stream>>>(y, bias, M, N);
+	return CTQ_LAUNCH(err);
+}

@@ -1,0 +1,99 @@
+/* ctq backend interface: one table of ops that the CPU reference and the
+ * CUDA implementation both fill, so the probes and the model runner are
+ * written once. The header exposes no CUDA types: "device" pointers are
+ * opaque void pointers into memory the backend allocated (host memory for
+ * the reference backend).
+ *
+ * Activations cross the interface as BF16 bits; weights as int8 (W8A8) or
+ * BF16 (unquantized); scales and biases as f32.
+ */
+#ifndef CTQ_REFERENCE_BACKEND_H
+#define CTQ_REFERENCE_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Test-only defect injection (probes must catch each of these). */
+enum ctq_defect {
+	CTQ_DEFECT_NONE = 0,
+	CTQ_DEFECT_SCALE_SHIFT = 1u << 0,   /* epilogue reads s_w[n + 1] */
+	CTQ_DEFECT_EPILOGUE_NAN = 1u << 1,  /* one output element becomes NaN */
+	CTQ_DEFECT_TRANSPOSED_W = 1u << 2,  /* weight read as (K, N) instead of (N, K) */
+};
+
+struct ctq_backend;
+
+struct ctq_backend_ops {
+	const char *name;
+	void (*destroy)(struct ctq_backend *b);
+	/* Describes the device for manifests (name, capability, ...). */
+	void (*describe)(struct ctq_backend *b, char *buf, size_t cap);
+
+	enum ctq_status (*alloc)(struct ctq_backend *b, size_t n_bytes, void **out,
+				 struct ctq_error *err);
+	void (*free)(struct ctq_backend *b, void *p);
+	enum ctq_status (*upload)(struct ctq_backend *b, void *dst, const void *src,
+				  size_t n_bytes, struct ctq_error *err);
+	enum ctq_status (*download)(struct ctq_backend *b, void *dst, const void *src,
+				    size_t n_bytes, struct ctq_error *err);
+	enum ctq_status (*sync)(struct ctq_backend *b, struct ctq_error *err);
+
+	/* x (M, K) bf16 -> q (M, K) int8, s (M) f32. */
+	enum ctq_status (*quantize)(struct ctq_backend *b, const void *x, int64_t M, int64_t K,
+				    void *q, void *s, struct ctq_error *err);
+	/* q (M, K) int8, w (N, K) int8 -> acc (M, N) int32 (the debug path that
+	 * exposes the accumulator for bit-exact checks). */
+	enum ctq_status (*gemm_i8)(struct ctq_backend *b, const void *q, const void *w, int64_t M,
+				   int64_t N, int64_t K, void *acc, struct ctq_error *err);
+	/* acc (M, N) int32, s_a (M), s_w (N), bias (N) or NULL -> y (M, N) bf16. */
+	enum ctq_status (*w8a8_epilogue)(struct ctq_backend *b, const void *acc, const void *s_a,
+					 const void *s_w, const void *bias, int64_t M, int64_t N,
+					 void *y, struct ctq_error *err);
+	/* End to end: x (M, K) bf16 quantized per token, times w (N, K) int8 with
+	 * s_w (N), + bias -> y (M, N) bf16. ws: workspace of at least
+	 * ctq_w8a8_workspace_bytes(M, K) bytes of backend memory. */
+	enum ctq_status (*w8a8_linear)(struct ctq_backend *b, const void *x, const void *w,
+				       const void *s_w, const void *bias, int64_t M, int64_t N,
+				       int64_t K, void *y, void *ws, struct ctq_error *err);
+	/* x (M, K) bf16, w (N, K) bf16, bias (N) f32 or NULL -> y (M, N) bf16. */
+	enum ctq_status (*gemm_bf16)(struct ctq_backend *b, const void *x, const void *w,
+				     const void *bias, int64_t M, int64_t N, int64_t K, void *y,
+				     struct ctq_error *err);
+};
+
+struct ctq_backend {
+	const struct ctq_backend_ops *ops;
+	void *impl;
+	unsigned defects; /* enum ctq_defect bits; 0 outside tests */
+};
+
+/* Workspace for w8a8_linear: q (M, K) int8 then s (M) f32, 256-aligned. */
+static inline size_t ctq_w8a8_workspace_bytes(int64_t M, int64_t K)
+{
+	size_t q = ((size_t)M * (size_t)K + 255) & ~(size_t)255;
+	return q + (size_t)M * sizeof(float);
+}
+
+/* The CPU reference backend. */
+enum ctq_status ctq_backend_reference(struct ctq_backend *b, struct ctq_error *err);
+
+/* The CUDA backend on device `device` (kernels/); env-error when this build
+ * has no CUDA or no GPU is visible. */
+enum ctq_status ctq_backend_cuda(struct ctq_backend *b, int device, struct ctq_error *err);
+
+/* Opens a backend by name ("reference" or "cuda"). */
+enum ctq_status ctq_backend_open(struct ctq_backend *b, const char *name,
+				 struct ctq_error *err);
+void ctq_backend_close(struct ctq_backend *b);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

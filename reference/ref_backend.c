@@ -1,0 +1,178 @@
+/* ctq reference backend: the ops table over host memory and reference/ops,
+ * plus the test-only defect hooks (applied here, never in the oracle). */
+#include "reference/backend.h"
+#include "core/arena.h"
+#include "core/dtype.h"
+#include "core/numerics.h"
+#include "reference/ref_ops.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void ref_destroy(struct ctq_backend *b) { (void)b; }
+
+static void ref_describe(struct ctq_backend *b, char *buf, size_t cap)
+{
+	(void)b;
+	snprintf(buf, cap, "reference (CPU)");
+}
+
+static enum ctq_status ref_alloc(struct ctq_backend *b, size_t n, void **out,
+				 struct ctq_error *err)
+{
+	(void)b;
+	*out = ctq_malloc(n);
+	if (!*out)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "reference", "out of memory (%zu bytes)", n);
+	return CTQ_OK;
+}
+
+static void ref_free(struct ctq_backend *b, void *p)
+{
+	(void)b;
+	free(p);
+}
+
+static enum ctq_status ref_copy(struct ctq_backend *b, void *dst, const void *src, size_t n,
+				struct ctq_error *err)
+{
+	(void)b;
+	(void)err;
+	if (n)
+		memmove(dst, src, n);
+	return CTQ_OK;
+}
+
+static enum ctq_status ref_sync(struct ctq_backend *b, struct ctq_error *err)
+{
+	(void)b;
+	(void)err;
+	return CTQ_OK;
+}
+
+static enum ctq_status ref_quantize(struct ctq_backend *b, const void *x, int64_t M, int64_t K,
+				    void *q, void *s, struct ctq_error *err)
+{
+	(void)b;
+	(void)err;
+	ctq_ref_quantize_bf16(x, M, K, q, s);
+	return CTQ_OK;
+}
+
+static enum ctq_status ref_gemm_i8(struct ctq_backend *b, const void *q, const void *w,
+				   int64_t M, int64_t N, int64_t K, void *acc,
+				   struct ctq_error *err)
+{
+	if (!(b->defects & CTQ_DEFECT_TRANSPOSED_W))
+		return ctq_ref_gemm_i8(q, w, M, N, K, acc, err);
+	const int8_t *qq = q, *ww = w;
+	int32_t *a = acc;
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t n = 0; n < N; n++) {
+			int32_t sum = 0;
+			for (int64_t k = 0; k < K; k++)
+				sum += (int32_t)qq[m * K + k] * (int32_t)ww[k * N + n];
+			a[m * N + n] = sum;
+		}
+	return CTQ_OK;
+}
+
+static enum ctq_status ref_epilogue(struct ctq_backend *b, const void *acc, const void *s_a,
+				    const void *s_w, const void *bias, int64_t M, int64_t N,
+				    void *y, struct ctq_error *err)
+{
+	(void)err;
+	const int32_t *a = acc;
+	const float *sa = s_a, *sw = s_w, *bi = bias;
+	uint16_t *out = y;
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t n = 0; n < N; n++) {
+			int64_t ns = (b->defects & CTQ_DEFECT_SCALE_SHIFT) && n + 1 < N ? n + 1 : n;
+			out[m * N + n] = ctq_w8a8_epilogue(a[m * N + n], sa[m], sw[ns], bi ? bi[n] : 0.0f);
+		}
+	if ((b->defects & CTQ_DEFECT_EPILOGUE_NAN) && M * N > 0)
+		out[(M / 2) * N + N / 2] = 0x7fc0; /* a quiet NaN */
+	return CTQ_OK;
+}
+
+static enum ctq_status ref_linear(struct ctq_backend *b, const void *x, const void *w,
+				  const void *s_w, const void *bias, int64_t M, int64_t N,
+				  int64_t K, void *y, void *ws, struct ctq_error *err)
+{
+	int8_t *q = ws;
+	float *s = (float *)((char *)ws + (ctq_w8a8_workspace_bytes(M, K) - (size_t)M * sizeof(float)));
+	int32_t *acc = ctq_malloc((size_t)(M * N) * sizeof *acc);
+	if (!acc)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "reference", "out of memory");
+	ctq_ref_quantize_bf16(x, M, K, q, s);
+	enum ctq_status st = ref_gemm_i8(b, q, w, M, N, K, acc, err);
+	if (!st)
+		st = ref_epilogue(b, acc, s, s_w, bias, M, N, y, err);
+	free(acc);
+	return st;
+}
+
+static enum ctq_status ref_gemm_bf16(struct ctq_backend *b, const void *x, const void *w,
+				     const void *bias, int64_t M, int64_t N, int64_t K, void *y,
+				     struct ctq_error *err)
+{
+	(void)b;
+	(void)err;
+	ctq_ref_gemm_bf16(x, w, bias, M, N, K, y);
+	return CTQ_OK;
+}
+
+static const struct ctq_backend_ops ref_ops = {
+	.name = "reference",
+	.destroy = ref_destroy,
+	.describe = ref_describe,
+	.alloc = ref_alloc,
+	.free = ref_free,
+	.upload = ref_copy,
+	.download = ref_copy,
+	.sync = ref_sync,
+	.quantize = ref_quantize,
+	.gemm_i8 = ref_gemm_i8,
+	.w8a8_epilogue = ref_epilogue,
+	.w8a8_linear = ref_linear,
+	.gemm_bf16 = ref_gemm_bf16,
+};
+
+enum ctq_status ctq_backend_reference(struct ctq_backend *b, struct ctq_error *err)
+{
+	(void)err;
+	memset(b, 0, sizeof *b);
+	b->ops = &ref_ops;
+	return CTQ_OK;
+}
+
+#ifndef CTQ_HAVE_CUDA
+enum ctq_status ctq_backend_cuda(struct ctq_backend *b, int device, struct ctq_error *err)
+{
+	(void)device;
+	memset(b, 0, sizeof *b);
+	return ctq_error_set(err, CTQ_ERR_ENV, "--backend cuda",
+			     "this ctq was built without CUDA (nvcc was not found at build time)");
+}
+#endif
+
+enum ctq_status ctq_backend_open(struct ctq_backend *b, const char *name, struct ctq_error *err)
+{
+	if (!strcmp(name, "reference"))
+		return ctq_backend_reference(b, err);
+	if (!strcmp(name, "cuda"))
+		return ctq_backend_cuda(b, 0, err);
+	memset(b, 0, sizeof *b);
+	return ctq_error_set(err, CTQ_ERR_USAGE, "--backend", "is \"%s\"; expected reference or cuda",
+			     name);
+}
+
+void ctq_backend_close(struct ctq_backend *b)
+{
+	if (b && b->ops && b->ops->destroy)
+		b->ops->destroy(b);
+	if (b)
+		b->ops = NULL;
+}

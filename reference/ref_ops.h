@@ -1,0 +1,58 @@
+/* ctq CPU reference of every numeric op: the oracle the CUDA kernels are
+ * checked against, and the compute of the CPU backend. Formulas come from
+ * core/numerics.h; loops are blocked for cache and parallel over rows with
+ * OpenMP when available. Buffers are row-major; every function documents its
+ * shapes. These functions do not allocate and cannot fail, except where a
+ * status is returned (K beyond the int32-exact bound).
+ */
+#ifndef CTQ_REFERENCE_REF_OPS_H
+#define CTQ_REFERENCE_REF_OPS_H
+
+#include <stdint.h>
+
+#include "core/status.h"
+
+/* Per-token quantization of BF16 activations.
+ * x (M, K) bf16 bits; q (M, K) int8; s (M) f32. */
+void ctq_ref_quantize_bf16(const uint16_t *x, int64_t M, int64_t K, int8_t *q, float *s);
+
+/* The same from f32 activations (the CPU backend's activations). */
+void ctq_ref_quantize_f32(const float *x, int64_t M, int64_t K, int8_t *q, float *s);
+
+/* Per-channel symmetric weight quantization as a producer writes it: the
+ * scale of each row is rounded to BF16 (the model dtype) first and the row
+ * quantized with that stored scale, so dequantization uses exactly the scale
+ * on disk. w (N, K) f32; q (N, K) int8; s_bf16 (N) bf16 bits. */
+void ctq_ref_quantize_weight_rows(const float *w, int64_t N, int64_t K, int8_t *q,
+				  uint16_t *s_bf16);
+
+/* acc = q · wᵀ in int32. q (M, K) int8; w (N, K) int8; acc (M, N) int32.
+ * K above CTQ_K_MAX is refused (invalid-config-free usage error). */
+enum ctq_status ctq_ref_gemm_i8(const int8_t *q, const int8_t *w, int64_t M, int64_t N,
+				int64_t K, int32_t *acc, struct ctq_error *err);
+
+/* y = bf16(((float)acc * s_a[m]) * s_w[n] + bias[n]). acc (M, N); s_a (M);
+ * s_w (N); bias (N) f32 or NULL; y (M, N) bf16 bits. */
+void ctq_ref_w8a8_epilogue(const int32_t *acc, const float *s_a, const float *s_w,
+			   const float *bias, int64_t M, int64_t N, uint16_t *y);
+
+/* The same epilogue kept in f32 (the CPU backend's activations). */
+void ctq_ref_w8a8_epilogue_f32(const int32_t *acc, const float *s_a, const float *s_w,
+			       const float *bias, int64_t M, int64_t N, float *y);
+
+/* BF16 GEMM with f32 accumulation in k order, then + bias, rounded to BF16.
+ * x (M, K) bf16; w (N, K) bf16; bias (N) f32 or NULL; y (M, N) bf16. */
+void ctq_ref_gemm_bf16(const uint16_t *x, const uint16_t *w, const float *bias, int64_t M,
+		       int64_t N, int64_t K, uint16_t *y);
+
+/* f32 GEMM (the CPU backend's unquantized linear). x (M, K); w (N, K) f32;
+ * bias (N) or NULL; y (M, N). */
+void ctq_ref_gemm_f32(const float *x, const float *w, const float *bias, int64_t M,
+		      int64_t N, int64_t K, float *y);
+
+/* The unquantized product in f64, the yardstick of quantization error.
+ * x (M, K) f32; w (N, K) f32; bias (N) or NULL; y (M, N) f64. */
+void ctq_ref_gemm_f64(const float *x, const float *w, const float *bias, int64_t M,
+		      int64_t N, int64_t K, double *y);
+
+#endif

@@ -1,0 +1,283 @@
+/* CUDA kernel tests (run on a GPU host with `make test-gpu`, one worker:
+ * Criterion forks, and CUDA is touched only here). Every integer result
+ * (q, s, acc) and the BF16 output of the W8A8 path must be bit-identical to
+ * reference/ref_ops; the BF16 GEMM (cuBLAS) is compared with a tolerance. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/dtype.h"
+#include "core/numerics.h"
+#include "core/rng.h"
+#include "harness/probe.h"
+#include "reference/backend.h"
+#include "reference/ref_ops.h"
+
+static struct ctq_backend gpu;
+
+static void setup(void)
+{
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_backend_cuda(&gpu, 0, &err), CTQ_OK, "no CUDA backend: %s", err.message);
+}
+
+static void teardown(void)
+{
+	ctq_backend_close(&gpu);
+}
+
+enum pattern { P_GAUSS, P_ZERO_ROWS, P_HUGE, P_DENORMAL, P_TIES };
+
+static void fill_x(uint16_t *x, int64_t M, int64_t K, enum pattern p, uint64_t seed)
+{
+	struct ctq_rng r;
+	ctq_rng_seed(&r, seed);
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t k = 0; k < K; k++) {
+			float v = (float)ctq_rng_normal(&r);
+			if (p == P_ZERO_ROWS && m % 3 == 0)
+				v = 0.0f;
+			if (p == P_HUGE && k == (m * 7) % K)
+				v = 3.0e38f;
+			uint16_t h = ctq_f32_to_bf16(v);
+			if (p == P_DENORMAL)
+				h = (uint16_t)((ctq_rng_next(&r) & 0x8000) | (1 + ctq_rng_below(&r, 0x7f)));
+			if (p == P_TIES) /* amax 127 -> s = 1: k + 0.5 values hit ties */
+				h = ctq_f32_to_bf16(k == 0 ? 127.0f : (float)((int)ctq_rng_below(&r, 200) - 100) + 0.5f);
+			x[m * K + k] = h;
+		}
+}
+
+static void *dev_copy(const void *src, size_t n)
+{
+	struct ctq_error err = {0};
+	void *d = NULL;
+	cr_assert_eq(gpu.ops->alloc(&gpu, n, &d, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(gpu.ops->upload(&gpu, d, src, n, &err), CTQ_OK, "%s", err.message);
+	return d;
+}
+
+static void from_dev(void *dst, const void *d, size_t n)
+{
+	struct ctq_error err = {0};
+	cr_assert_eq(gpu.ops->download(&gpu, dst, d, n, &err), CTQ_OK, "%s", err.message);
+}
+
+/* Rows of the output to check against the CPU oracle: all of them up to
+ * 512, otherwise the first, last and 61 spread rows. */
+static int64_t pick_rows(int64_t M, int64_t *rows)
+{
+	if (M <= 512) {
+		for (int64_t i = 0; i < M; i++)
+			rows[i] = i;
+		return M;
+	}
+	int64_t n = 0;
+	rows[n++] = 0;
+	for (int64_t i = 1; i <= 61; i++)
+		rows[n++] = i * (M - 1) / 62;
+	rows[n++] = M - 1;
+	return n;
+}
+
+static void check_quantize(int64_t M, int64_t K, enum pattern p)
+{
+	size_t mk = (size_t)(M * K);
+	uint16_t *x = malloc(mk * 2);
+	int8_t *q = malloc(mk), *q_ref = malloc(mk);
+	float *s = malloc((size_t)M * 4), *s_ref = malloc((size_t)M * 4);
+	fill_x(x, M, K, p, (uint64_t)(M * 1000 + K));
+	ctq_ref_quantize_bf16(x, M, K, q_ref, s_ref);
+	void *dx = dev_copy(x, mk * 2), *dq = NULL, *ds = NULL;
+	struct ctq_error err = {0};
+	cr_assert_eq(gpu.ops->alloc(&gpu, mk, &dq, &err), CTQ_OK);
+	cr_assert_eq(gpu.ops->alloc(&gpu, (size_t)M * 4, &ds, &err), CTQ_OK);
+	cr_assert_eq(gpu.ops->quantize(&gpu, dx, M, K, dq, ds, &err), CTQ_OK, "%s", err.message);
+	from_dev(q, dq, mk);
+	from_dev(s, ds, (size_t)M * 4);
+	for (int64_t m = 0; m < M; m++) {
+		cr_assert(!memcmp(&s[m], &s_ref[m], 4), "quantize M=%lld K=%lld p=%d: s[%lld] %a vs %a",
+			  (long long)M, (long long)K, p, (long long)m, s[m], s_ref[m]);
+		for (int64_t k = 0; k < K; k++)
+			cr_assert_eq(q[m * K + k], q_ref[m * K + k],
+				     "quantize M=%lld K=%lld p=%d: q[%lld,%lld] %d vs %d", (long long)M,
+				     (long long)K, p, (long long)m, (long long)k, q[m * K + k],
+				     q_ref[m * K + k]);
+	}
+	gpu.ops->free(&gpu, dx);
+	gpu.ops->free(&gpu, dq);
+	gpu.ops->free(&gpu, ds);
+	free(x);
+	free(q);
+	free(q_ref);
+	free(s);
+	free(s_ref);
+}
+
+Test(kernels, quantize_is_bit_exact, .init = setup, .fini = teardown)
+{
+	static const int64_t Ms[] = {1, 2, 7, 64, 129, 1024};
+	static const int64_t Ks[] = {1, 3, 17, 255, 2560, 9728};
+	for (size_t i = 0; i < sizeof Ms / sizeof *Ms; i++)
+		for (size_t j = 0; j < sizeof Ks / sizeof *Ks; j++)
+			for (int p = P_GAUSS; p <= P_TIES; p++)
+				check_quantize(Ms[i], Ks[j], (enum pattern)p);
+}
+
+/* End to end: bf16 x -> quantize -> GEMM -> epilogue, and the int32
+ * accumulators through the debug path; both bit-exact. */
+static void check_linear(int64_t M, int64_t N, int64_t K, enum pattern p, bool bias, bool extreme_w)
+{
+	size_t mk = (size_t)(M * K), nk = (size_t)(N * K), mn = (size_t)(M * N);
+	uint16_t *x = malloc(mk * 2), *y = malloc(mn * 2);
+	int8_t *w = malloc(nk);
+	float *sw = malloc((size_t)N * 4), *b = bias ? malloc((size_t)N * 4) : NULL;
+	int32_t *acc = malloc(mn * 4);
+	struct ctq_rng r;
+	ctq_rng_seed(&r, (uint64_t)(M * 31 + N * 7 + K));
+	fill_x(x, M, K, p, (uint64_t)(M + N + K));
+	for (size_t i = 0; i < nk; i++)
+		w[i] = extreme_w ? (int8_t)((ctq_rng_next(&r) & 1) ? 127 : -128)
+				 : (int8_t)((int)ctq_rng_below(&r, 256) - 128);
+	for (int64_t n = 0; n < N; n++) {
+		sw[n] = (float)((0.5 + ctq_rng_uniform(&r)) * 4e-4);
+		if (b)
+			b[n] = (float)(0.1 * ctq_rng_normal(&r));
+	}
+	void *dx = dev_copy(x, mk * 2), *dw = dev_copy(w, nk), *dsw = dev_copy(sw, (size_t)N * 4);
+	void *db = b ? dev_copy(b, (size_t)N * 4) : NULL, *dy = NULL, *dws = NULL, *dacc = NULL;
+	struct ctq_error err = {0};
+	size_t ws = ctq_w8a8_workspace_bytes(M, K);
+	cr_assert_eq(gpu.ops->alloc(&gpu, mn * 2, &dy, &err), CTQ_OK);
+	cr_assert_eq(gpu.ops->alloc(&gpu, ws, &dws, &err), CTQ_OK);
+	cr_assert_eq(gpu.ops->alloc(&gpu, mn * 4, &dacc, &err), CTQ_OK);
+	cr_assert_eq(gpu.ops->w8a8_linear(&gpu, dx, dw, dsw, db, M, N, K, dy, dws, &err), CTQ_OK,
+		     "%s", err.message);
+	from_dev(y, dy, mn * 2);
+	/* The accumulators from the same quantized activations. */
+	cr_assert_eq(gpu.ops->gemm_i8(&gpu, dws, dw, M, N, K, dacc, &err), CTQ_OK, "%s", err.message);
+	from_dev(acc, dacc, mn * 4);
+
+	int64_t rows[64];
+	int64_t nr = M <= 512 ? 0 : pick_rows(M, rows);
+	int64_t n_rows = M <= 512 ? M : nr;
+	uint16_t *xs = malloc((size_t)(n_rows * K) * 2);
+	for (int64_t i = 0; i < n_rows; i++)
+		memcpy(xs + i * K, x + (M <= 512 ? i : rows[i]) * K, (size_t)K * 2);
+	int8_t *q = malloc((size_t)(n_rows * K));
+	float *sa = malloc((size_t)n_rows * 4);
+	int32_t *acc_ref = malloc((size_t)(n_rows * N) * 4);
+	uint16_t *y_ref = malloc((size_t)(n_rows * N) * 2);
+	ctq_ref_quantize_bf16(xs, n_rows, K, q, sa);
+	cr_assert_eq(ctq_ref_gemm_i8(q, w, n_rows, N, K, acc_ref, &err), CTQ_OK);
+	ctq_ref_w8a8_epilogue(acc_ref, sa, sw, b, n_rows, N, y_ref);
+	for (int64_t i = 0; i < n_rows; i++) {
+		int64_t m = M <= 512 ? i : rows[i];
+		for (int64_t n = 0; n < N; n++) {
+			cr_assert_eq(acc[m * N + n], acc_ref[i * N + n],
+				     "acc M=%lld N=%lld K=%lld p=%d at [%lld,%lld]: %d vs %d",
+				     (long long)M, (long long)N, (long long)K, p, (long long)m,
+				     (long long)n, acc[m * N + n], acc_ref[i * N + n]);
+			cr_assert_eq(y[m * N + n], y_ref[i * N + n],
+				     "y M=%lld N=%lld K=%lld p=%d at [%lld,%lld]: %#06x vs %#06x",
+				     (long long)M, (long long)N, (long long)K, p, (long long)m,
+				     (long long)n, y[m * N + n], y_ref[i * N + n]);
+		}
+	}
+	gpu.ops->free(&gpu, dx);
+	gpu.ops->free(&gpu, dw);
+	gpu.ops->free(&gpu, dsw);
+	gpu.ops->free(&gpu, db);
+	gpu.ops->free(&gpu, dy);
+	gpu.ops->free(&gpu, dws);
+	gpu.ops->free(&gpu, dacc);
+	free(x), free(y), free(w), free(sw), free(b), free(acc);
+	free(xs), free(q), free(sa), free(acc_ref), free(y_ref);
+}
+
+Test(kernels, w8a8_odd_shapes_bit_exact, .init = setup, .fini = teardown)
+{
+	static const int64_t dims[][3] = {
+		{1, 1, 1}, {1, 7, 13}, {3, 65, 63}, {17, 100, 257}, {33, 129, 1000},
+		{64, 64, 64}, {65, 127, 129}, {127, 255, 511}, {16, 1, 4096},
+	};
+	for (size_t i = 0; i < sizeof dims / sizeof *dims; i++)
+		for (int p = P_GAUSS; p <= P_TIES; p++)
+			check_linear(dims[i][0], dims[i][1], dims[i][2], (enum pattern)p, i % 2 == 0, false);
+}
+
+Test(kernels, w8a8_qwen3_4b_shapes_bit_exact, .init = setup, .fini = teardown, .timeout = 600)
+{
+	static const int64_t shapes[][2] = {{2560, 6144}, {4096, 2560}, {2560, 19456}, {9728, 2560}};
+	static const int64_t Ms[] = {1, 16, 128, 1024, 8192};
+	for (size_t s = 0; s < 4; s++)
+		for (size_t m = 0; m < sizeof Ms / sizeof *Ms; m++)
+			check_linear(Ms[m], shapes[s][1], shapes[s][0], m % 2 ? P_ZERO_ROWS : P_GAUSS,
+				     s == 0, false);
+}
+
+Test(kernels, int32_accumulation_exact_at_extremes, .init = setup, .fini = teardown)
+{
+	/* ±127/-128 weights against saturated activations at K = 9728. */
+	check_linear(8, 64, 9728, P_HUGE, false, true);
+	check_linear(8, 64, 9728, P_GAUSS, true, true);
+}
+
+Test(kernels, bf16_gemm_within_tolerance, .init = setup, .fini = teardown)
+{
+	static const int64_t dims[][3] = {{1, 2560, 6144}, {7, 100, 257}, {128, 4096, 2560}};
+	for (size_t i = 0; i < 3; i++) {
+		int64_t M = dims[i][0], K = dims[i][1], N = dims[i][2];
+		size_t mk = (size_t)(M * K), nk = (size_t)(N * K), mn = (size_t)(M * N);
+		uint16_t *x = malloc(mk * 2), *w = malloc(nk * 2), *y = malloc(mn * 2), *yr = malloc(mn * 2);
+		float *b = malloc((size_t)N * 4);
+		struct ctq_rng r;
+		ctq_rng_seed(&r, 7 + i);
+		for (size_t j = 0; j < mk; j++)
+			x[j] = ctq_f32_to_bf16((float)ctq_rng_normal(&r));
+		for (size_t j = 0; j < nk; j++)
+			w[j] = ctq_f32_to_bf16((float)(0.02 * ctq_rng_normal(&r)));
+		for (int64_t n = 0; n < N; n++)
+			b[n] = (float)(0.1 * ctq_rng_normal(&r));
+		void *dx = dev_copy(x, mk * 2), *dw = dev_copy(w, nk * 2), *db = dev_copy(b, (size_t)N * 4);
+		void *dy = NULL;
+		struct ctq_error err = {0};
+		cr_assert_eq(gpu.ops->alloc(&gpu, mn * 2, &dy, &err), CTQ_OK);
+		cr_assert_eq(gpu.ops->gemm_bf16(&gpu, dx, dw, db, M, N, K, dy, &err), CTQ_OK, "%s", err.message);
+		from_dev(y, dy, mn * 2);
+		ctq_ref_gemm_bf16(x, w, b, M, N, K, yr);
+		double num = 0, den = 0;
+		for (size_t j = 0; j < mn; j++) {
+			double d = (double)ctq_bf16_to_f32(y[j]) - ctq_bf16_to_f32(yr[j]);
+			num += d * d;
+			den += (double)ctq_bf16_to_f32(yr[j]) * ctq_bf16_to_f32(yr[j]);
+		}
+		/* Different accumulation order and two roundings (GEMM, then bias):
+		 * within a few BF16 ulps, 2^-7 relative. */
+		cr_assert(den > 0 && sqrt(num / den) < 0.0078, "bf16 GEMM rel-L2 %g", sqrt(num / den));
+		gpu.ops->free(&gpu, dx), gpu.ops->free(&gpu, dw), gpu.ops->free(&gpu, db), gpu.ops->free(&gpu, dy);
+		free(x), free(w), free(y), free(yr), free(b);
+	}
+}
+
+Test(kernels, probe_catches_planted_defects_on_the_gpu, .init = setup, .fini = teardown)
+{
+	static const unsigned defects[] = {CTQ_DEFECT_SCALE_SHIFT, CTQ_DEFECT_EPILOGUE_NAN,
+					   CTQ_DEFECT_TRANSPOSED_W};
+	struct ctq_probe_policy pol;
+	ctq_probe_policy_default(&pol);
+	struct ctq_probe_layer L = {"model.layers.3.mlp.down_proj", 176, 64, NULL, NULL};
+	for (size_t i = 0; i < 3; i++) {
+		struct ctq_probe_result r;
+		struct ctq_error err = {0};
+		gpu.defects = 0;
+		cr_assert_eq(ctq_probe_run(&gpu, &L, CTQ_PW_RANDOM, CTQ_PA_GAUSSIAN, 33, 1, &pol, &r, &err), CTQ_OK);
+		cr_assert(r.passed, "clean kernel failed: %s", r.reason);
+		gpu.defects = defects[i];
+		cr_assert_eq(ctq_probe_run(&gpu, &L, CTQ_PW_RANDOM, CTQ_PA_GAUSSIAN, 33, 1, &pol, &r, &err), CTQ_OK);
+		cr_assert(!r.passed, "defect %u not caught", defects[i]);
+		cr_assert(strstr(r.reason, "model.layers.3.mlp.down_proj"), "reason lacks the layer: %s", r.reason);
+	}
+	gpu.defects = 0;
+}

@@ -1,0 +1,73 @@
+/* Criterion tests for the kernel isolation probes on the reference backend:
+ * clean kernels pass every pattern; each planted defect fails and the
+ * failure names the layer. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "harness/probe.h"
+#include "reference/backend.h"
+
+static const struct ctq_probe_layer layer = {"model.layers.5.self_attn.o_proj", 96, 48, NULL, NULL};
+
+Test(probe, clean_reference_passes_every_pattern)
+{
+	struct ctq_backend b;
+	struct ctq_error err = {0};
+	struct ctq_probe_policy pol;
+	ctq_probe_policy_default(&pol);
+	cr_assert_eq(ctq_backend_reference(&b, &err), CTQ_OK);
+	for (int w = CTQ_PW_RANDOM; w < CTQ_PW_COUNT; w++)
+		for (int a = 0; a < CTQ_PA_COUNT; a++) {
+			struct ctq_probe_result r;
+			cr_assert_eq(ctq_probe_run(&b, &layer, (enum ctq_probe_weights)w,
+						   (enum ctq_probe_acts)a, 17, 3, &pol, &r, &err), CTQ_OK);
+			cr_expect(r.passed, "%s/%s: %s", ctq_probe_weights_name(r.weights),
+				  ctq_probe_acts_name(r.acts), r.reason);
+			cr_expect_eq(r.kernel_rel_l2, 0.0);
+			if (a == CTQ_PA_GAUSSIAN)
+				cr_expect(r.quant_rel_l2 > 1e-4 && r.quant_rel_l2 < 0.05,
+					  "quantization error %g", r.quant_rel_l2);
+		}
+	ctq_backend_close(&b);
+}
+
+Test(probe, planted_defects_fail_and_name_the_layer)
+{
+	static const unsigned defects[] = {CTQ_DEFECT_SCALE_SHIFT, CTQ_DEFECT_EPILOGUE_NAN,
+					   CTQ_DEFECT_TRANSPOSED_W};
+	struct ctq_probe_policy pol;
+	ctq_probe_policy_default(&pol);
+	for (size_t i = 0; i < 3; i++) {
+		struct ctq_backend b;
+		struct ctq_error err = {0};
+		cr_assert_eq(ctq_backend_reference(&b, &err), CTQ_OK);
+		b.defects = defects[i];
+		struct ctq_probe_result r;
+		cr_assert_eq(ctq_probe_run(&b, &layer, CTQ_PW_RANDOM, CTQ_PA_GAUSSIAN, 17, 3, &pol, &r, &err),
+			     CTQ_OK);
+		cr_expect(!r.passed, "defect %u passed", defects[i]);
+		cr_expect(strstr(r.reason, layer.name), "reason lacks the layer: %s", r.reason);
+		if (defects[i] == CTQ_DEFECT_EPILOGUE_NAN)
+			cr_expect_eq(r.nan_count, 1);
+		ctq_backend_close(&b);
+	}
+}
+
+Test(probe, checkpoint_weights_are_quantized_per_channel)
+{
+	enum { N = 8, K = 32 };
+	static float w[N * K];
+	for (int i = 0; i < N * K; i++)
+		w[i] = (float)((i * 37 % 101) - 50) / 1000.0f;
+	struct ctq_probe_layer L = {"ckpt", K, N, w, NULL};
+	struct ctq_backend b;
+	struct ctq_error err = {0};
+	struct ctq_probe_policy pol;
+	ctq_probe_policy_default(&pol);
+	cr_assert_eq(ctq_backend_reference(&b, &err), CTQ_OK);
+	struct ctq_probe_result r;
+	cr_assert_eq(ctq_probe_run(&b, &L, CTQ_PW_CHECKPOINT, CTQ_PA_GAUSSIAN, 5, 1, &pol, &r, &err), CTQ_OK);
+	cr_expect(r.passed, "%s", r.reason);
+	cr_expect(r.quant_rel_l2 > 0 && r.quant_rel_l2 < 0.05, "%g", r.quant_rel_l2);
+	ctq_backend_close(&b);
+}
