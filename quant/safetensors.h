@@ -220,7 +220,9 @@ const struct ctq_st_tensor *ctq_checkpoint_at(const struct ctq_checkpoint *c,
  * writer's metadata. Each file is written atomically, the index last; a
  * stale index (single-file result) or stale model.safetensors (sharded
  * result) left by an earlier write is removed so the directory reads back as
- * written. Errors: io-error, out-of-memory. */
+ * written; shards of an earlier write with another shard count stay (no
+ * index names them). w and its data are borrowed.
+ * Errors: io-error, out-of-memory. */
 enum ctq_status ctq_checkpoint_write(const char *dir,
 				     const struct ctq_st_writer *w,
 				     uint64_t max_shard_bytes,

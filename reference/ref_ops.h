@@ -19,6 +19,10 @@ void ctq_ref_quantize_bf16(const uint16_t *x, int64_t M, int64_t K, int8_t *q, f
 /* The same from f32 activations (the CPU backend's activations). */
 void ctq_ref_quantize_f32(const float *x, int64_t M, int64_t K, int8_t *q, float *s);
 
+/* The smallest weight scale a producer writes: compressed-tensors clamps its
+ * observed scales at torch.finfo(torch.float32).eps. */
+#define CTQ_WEIGHT_SCALE_MIN 1.1920928955078125e-07f
+
 /* Per-channel symmetric weight quantization as a producer writes it: the
  * scale of each row is rounded to BF16 (the model dtype) first and the row
  * quantized with that stored scale, so dequantization uses exactly the scale

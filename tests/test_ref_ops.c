@@ -131,7 +131,7 @@ Test(ref_ops, weight_rows_quantized_with_the_stored_bf16_scale)
 	cr_expect_eq(s[0], ctq_f32_to_bf16(0.3f / 127.0f));
 	for (int k = 0; k < 3; k++)
 		cr_expect_eq(q[k], ctq_quantize(w[k], sc));
-	cr_expect_eq(s[1], 0);
+	cr_expect_eq(s[1], ctq_f32_to_bf16(CTQ_WEIGHT_SCALE_MIN), "an all-zero row keeps a positive scale");
 	cr_expect_eq(q[3], 0);
 	/* Dequantized within half a step of the original. */
 	for (int k = 0; k < 3; k++)
