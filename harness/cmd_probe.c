@@ -3,6 +3,10 @@
  * directory and exit 1 on any failure. */
 #include "harness/commands.h"
 #include "harness/probe.h"
+#include "core/dtype.h"
+#include "quant/loader.h"
+#include "quant/regex.h"
+#include "quant/resolve.h"
 #include "core/fileio.h"
 #include "reports/csv.h"
 #include "reports/run.h"
@@ -19,8 +23,13 @@ static void help(void)
 	       "reference (kernel error) and the FP64 unquantized product (quantization error).\n"
 	       "\n"
 	       "options:\n"
+	       "  --model DIR       a checkpoint: every linear module with its real weights\n"
+	       "                    (W8A8 as stored, BF16 quantized per channel), plus the\n"
+	       "                    synthetic weight patterns on each distinct geometry\n"
 	       "  --shapes S        qwen3-4b (2560:6144, 4096:2560, 2560:19456, 9728:2560),\n"
 	       "                    qwen3-0.6b, tiny, or a list of K:N (default qwen3-4b)\n"
+	       "  --real-acts LIST  activation patterns for the real weights (default\n"
+	       "                    gaussian,outliers)\n"
 	       "  --backend B       reference (default), cuda, or both\n"
 	       "  --weights LIST    random,pm127,constant,zero-row (default: all of them)\n"
 	       "  --acts LIST       gaussian,outliers,zero-rows,bf16-limit (default: all)\n"
@@ -62,7 +71,7 @@ static int parse_shapes(const char *s, struct ctq_probe_layer **out, size_t *n)
 		if (!*out)
 			return -1;
 		for (size_t i = 0; i < np; i++)
-			(*out)[i] = (struct ctq_probe_layer){preset[i].name, preset[i].K, preset[i].N, NULL, NULL};
+			(*out)[i] = (struct ctq_probe_layer){.name = preset[i].name, .K = preset[i].K, .N = preset[i].N};
 		*n = np;
 		return 0;
 	}
@@ -87,7 +96,7 @@ static int parse_shapes(const char *s, struct ctq_probe_layer **out, size_t *n)
 		if (!name)
 			return -1;
 		snprintf(name, 48, "%lld:%lld", K, N);
-		(*out)[(*n)++] = (struct ctq_probe_layer){name, K, N, NULL, NULL};
+		(*out)[(*n)++] = (struct ctq_probe_layer){.name = name, .K = K, .N = N};
 		c = *end ? end + 1 : end;
 	}
 	return *n ? 0 : 1;
@@ -184,9 +193,140 @@ static cJSON *json_row(const struct ctq_probe_result *r)
 	return o;
 }
 
+struct session {
+	struct ctq_backend *backends;
+	int n_backends;
+	const int64_t *ms;
+	size_t n_m;
+	long seed;
+	const struct ctq_probe_policy *policy;
+	struct ctq_csv *csv;
+	cJSON *rows;
+	size_t passed, failed;
+};
+
+/* Every selected (weights, acts, M, backend) combination of one layer. */
+static enum ctq_status run_layer(struct session *S, const struct ctq_probe_layer *L,
+				 const bool *wsel, const bool *asel, struct ctq_error *err)
+{
+	for (int w = 0; w < CTQ_PW_COUNT; w++)
+		for (int a = 0; a < CTQ_PA_COUNT; a++)
+			for (size_t mi = 0; mi < S->n_m; mi++)
+				for (int bi = 0; bi < S->n_backends; bi++) {
+					if (!wsel[w] || !asel[a])
+						continue;
+					struct ctq_probe_result r;
+					enum ctq_status st = ctq_probe_run(&S->backends[bi], L,
+									   (enum ctq_probe_weights)w,
+									   (enum ctq_probe_acts)a, S->ms[mi],
+									   (uint64_t)S->seed, S->policy, &r,
+									   err);
+					if (st)
+						return st;
+					r.passed ? S->passed++ : S->failed++;
+					printf("%-14s %6lld %6lld %5lld %-10s %-10s %-9s %5lld %5lld %11.3e %11.3e  %s\n",
+					       r.layer, (long long)r.K, (long long)r.N, (long long)r.M,
+					       ctq_probe_weights_name(r.weights), ctq_probe_acts_name(r.acts),
+					       r.backend, (long long)r.nan_count, (long long)r.inf_count,
+					       r.kernel_rel_l2, r.quant_rel_l2, r.passed ? "pass" : "FAIL");
+					if (!r.passed)
+						printf("    %s\n", r.reason);
+					fflush(stdout);
+					csv_row(S->csv, &r);
+					cJSON_AddItemToArray(S->rows, json_row(&r));
+				}
+	return CTQ_OK;
+}
+
+/* The checkpoint's linear modules with their real weights, then the
+ * synthetic patterns on each distinct (K, N). */
+static enum ctq_status run_model(struct session *S, const char *dir, const bool *wsel,
+				 const bool *asel, const bool *real_asel, struct ctq_error *err)
+{
+	struct ctq_qconfig cfg;
+	struct ctq_modules mods;
+	struct ctq_plan plan;
+	struct ctq_checkpoint ck;
+	struct ctq_shard_plan sp;
+	memset(&plan, 0, sizeof plan);
+	memset(&ck, 0, sizeof ck);
+	memset(&sp, 0, sizeof sp);
+	enum ctq_status st = ctq_load_target(dir, NULL, NULL, 0, NULL, &cfg, &mods, err);
+	int64_t (*geo)[2] = NULL;
+	size_t n_geo = 0;
+	if (st || (st = ctq_plan_resolve(&plan, &cfg, &mods, CTQ_SEM_STRICT, NULL, err)))
+		goto done;
+	if (plan.n_errors) {
+		for (size_t i = 0; i < plan.n; i++)
+			if (plan.entries[i].error) {
+				st = ctq_error_set(err, plan.entries[i].error, mods.v[i].name, "%s",
+						   plan.entries[i].message);
+				goto done;
+			}
+	}
+	if ((st = ctq_checkpoint_open(&ck, dir, err)) || (st = ctq_shard_plan_build(&sp, &plan, 1, err)))
+		goto done;
+	geo = calloc(mods.n + 1, sizeof *geo);
+	if (!geo) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+		goto done;
+	}
+	bool real_w[CTQ_PW_COUNT] = {true, false, false, false, false};
+	for (size_t i = 0; i < mods.n && !st; i++) {
+		if (mods.v[i].kind != CTQ_MODULE_LINEAR)
+			continue;
+		struct ctq_linear l;
+		if ((st = ctq_load_linear(&ck, &plan, &sp, i, 0, &l, err)))
+			break;
+		float *wf = NULL;
+		struct ctq_probe_layer L = {.name = l.name, .K = l.K, .N = l.N, .bias = l.bias};
+		if (l.quantized) {
+			L.wq = l.w_i8;
+			L.sw = l.scale;
+		} else {
+			wf = malloc((size_t)(l.N * l.K) * sizeof *wf);
+			if (!wf) {
+				ctq_linear_free(&l);
+				st = ctq_error_set(err, CTQ_ERR_NOMEM, l.name, "out of memory");
+				break;
+			}
+			ctq_convert_to_f32(l.w_bf16, CTQ_DTYPE_BF16, (size_t)(l.N * l.K), wf);
+			L.w = wf;
+		}
+		st = run_layer(S, &L, real_w, real_asel, err);
+		size_t g;
+		for (g = 0; g < n_geo; g++)
+			if (geo[g][0] == l.K && geo[g][1] == l.N)
+				break;
+		if (g == n_geo) {
+			geo[n_geo][0] = l.K;
+			geo[n_geo][1] = l.N;
+			n_geo++;
+		}
+		free(wf);
+		ctq_linear_free(&l);
+	}
+	for (size_t g = 0; g < n_geo && !st; g++) {
+		char name[48];
+		snprintf(name, sizeof name, "%lld:%lld", (long long)geo[g][0], (long long)geo[g][1]);
+		struct ctq_probe_layer L = {.name = name, .K = geo[g][0], .N = geo[g][1]};
+		st = run_layer(S, &L, wsel, asel, err);
+	}
+done:
+	free(geo);
+	ctq_shard_plan_free(&sp);
+	ctq_checkpoint_close(&ck);
+	ctq_plan_free(&plan);
+	ctq_modules_free(&mods);
+	ctq_qconfig_free(&cfg);
+	return st;
+}
+
 int ctq_cmd_probe(int argc, char **argv)
 {
 	const char *shapes = "qwen3-4b", *backend = "reference", *policy_path = NULL, *out = NULL;
+	const char *model = NULL;
+	bool real_asel[CTQ_PA_COUNT] = {true, true, false, false};
 	const char *m_list = "64";
 	long seed = 1;
 	unsigned defects = 0;
@@ -205,6 +345,13 @@ int ctq_cmd_probe(int argc, char **argv)
 		}
 		if (!strcmp(a, "--shapes")) {
 			shapes = v;
+		} else if (!strcmp(a, "--model")) {
+			model = v;
+		} else if (!strcmp(a, "--real-acts")) {
+			if (!parse_list(v, real_asel, CTQ_PA_COUNT, parse_a)) {
+				fprintf(stderr, "ctq probe: --real-acts takes gaussian, outliers, zero-rows, bf16-limit\n");
+				return CTQ_EXIT_USAGE;
+			}
 		} else if (!strcmp(a, "--backend")) {
 			backend = v;
 		} else if (!strcmp(a, "--policy")) {
@@ -309,34 +456,15 @@ int ctq_cmd_probe(int argc, char **argv)
 	       policy.source);
 	printf("%-14s %6s %6s %5s %-10s %-10s %-9s %5s %5s %11s %11s  %s\n", "LAYER", "K", "N", "M",
 	       "WEIGHTS", "ACTS", "BACKEND", "NaN", "Inf", "KERNEL-L2", "QUANT-L2", "VERDICT");
-	size_t passed = 0, failed = 0;
-	for (size_t l = 0; l < n_layers; l++)
-		for (int w = 0; w < CTQ_PW_COUNT; w++)
-			for (int a = 0; a < CTQ_PA_COUNT; a++)
-				for (size_t mi = 0; mi < n_m; mi++)
-					for (int bi = 0; bi < n_backends; bi++) {
-						if (!wsel[w] || !asel[a])
-							continue;
-						struct ctq_probe_result r;
-						if (ctq_probe_run(&backends[bi], &layers[l],
-								  (enum ctq_probe_weights)w,
-								  (enum ctq_probe_acts)a, ms[mi],
-								  (uint64_t)seed, &policy, &r, &err))
-							goto fail;
-						r.passed ? passed++ : failed++;
-						printf("%-14s %6lld %6lld %5lld %-10s %-10s %-9s %5lld %5lld %11.3e %11.3e  %s\n",
-						       r.layer, (long long)r.K, (long long)r.N,
-						       (long long)r.M, ctq_probe_weights_name(r.weights),
-						       ctq_probe_acts_name(r.acts), r.backend,
-						       (long long)r.nan_count, (long long)r.inf_count,
-						       r.kernel_rel_l2, r.quant_rel_l2,
-						       r.passed ? "pass" : "FAIL");
-						if (!r.passed)
-							printf("    %s\n", r.reason);
-						fflush(stdout);
-						csv_row(&csv, &r);
-						cJSON_AddItemToArray(rows, json_row(&r));
-					}
+	struct session S = {backends, n_backends, ms, n_m, seed, &policy, &csv, rows, 0, 0};
+	enum ctq_status rst = CTQ_OK;
+	if (model)
+		rst = run_model(&S, model, wsel, asel, real_asel, &err);
+	for (size_t l = 0; l < n_layers && !model && !rst; l++)
+		rst = run_layer(&S, &layers[l], wsel, asel, &err);
+	if (rst)
+		goto fail;
+	size_t passed = S.passed, failed = S.failed;
 	if (ctq_csv_close(&csv, &err))
 		goto fail;
 	char *text = cJSON_Print(rows);
@@ -350,6 +478,8 @@ int ctq_cmd_probe(int argc, char **argv)
 	free(text);
 	cJSON *summary = cJSON_AddObjectToObject(run.manifest, "probe");
 	cJSON_AddStringToObject(summary, "backend", backend);
+	if (model)
+		cJSON_AddStringToObject(summary, "model", model);
 	cJSON_AddNumberToObject(summary, "passed", (double)passed);
 	cJSON_AddNumberToObject(summary, "failed", (double)failed);
 	cJSON_AddNumberToObject(summary, "seed", (double)seed);

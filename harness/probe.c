@@ -132,6 +132,16 @@ static void make_weights(struct bufs *b, const struct ctq_probe_layer *L,
 			 enum ctq_probe_weights wp, struct ctq_rng *rng)
 {
 	const int64_t N = L->N, K = L->K;
+	if (wp == CTQ_PW_CHECKPOINT && L->wq) {
+		/* Already quantized: the unquantized yardstick is the dequantized
+		 * weight, so the quantization error is the activations' alone. */
+		memcpy(b->wq, L->wq, (size_t)(N * K));
+		memcpy(b->sw, L->sw, (size_t)N * sizeof(float));
+		for (int64_t n = 0; n < N; n++)
+			for (int64_t k = 0; k < K; k++)
+				b->w_orig[n * K + k] = (float)L->wq[n * K + k] * L->sw[n];
+		return;
+	}
 	if (wp == CTQ_PW_CHECKPOINT) {
 		memcpy(b->w_orig, L->w, (size_t)(N * K) * sizeof(float));
 		uint16_t *sb = malloc((size_t)N * sizeof *sb);
@@ -197,7 +207,7 @@ enum ctq_status ctq_probe_run(struct ctq_backend *be, const struct ctq_probe_lay
 	r->M = M;
 	r->weights = wp;
 	r->acts = ap;
-	if (wp == CTQ_PW_CHECKPOINT && !L->w)
+	if (wp == CTQ_PW_CHECKPOINT && !L->w && !(L->wq && L->sw))
 		return ctq_error_set(err, CTQ_ERR_USAGE, L->name, "has no checkpoint weights to probe");
 	struct bufs b = {0};
 	size_t mk = (size_t)(M * K), nk = (size_t)(N * K), mn = (size_t)(M * N);

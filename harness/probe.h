@@ -51,8 +51,10 @@ enum ctq_status ctq_probe_policy_load(struct ctq_probe_policy *p, const char *pa
 struct ctq_probe_layer {
 	const char *name;
 	int64_t K, N;
-	const float *w;    /* (N, K) real weights for CTQ_PW_CHECKPOINT, else NULL */
-	const float *bias; /* (N) or NULL; synthetic patterns make their own */
+	const float *w;      /* (N, K) real unquantized weights for CTQ_PW_CHECKPOINT */
+	const int8_t *wq;    /* or (N, K) real int8 weights ... */
+	const float *sw;     /* ... with their (N) scales (a W8A8 checkpoint) */
+	const float *bias;   /* (N) or NULL; synthetic patterns make their own */
 };
 
 struct ctq_probe_result {

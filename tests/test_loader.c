@@ -298,3 +298,26 @@ Test(loader, stale_all_zero_zero_points_are_ignored)
 	cr_expect_eq(ctq_load_check(&ck, &r.plan, &n, &err), CTQ_OK, "%s", err.message);
 	stop(&f, &r, &ck);
 }
+
+#include "harness/tpcheck.h"
+
+Test(loader, tp2_reproduces_tp1_numerically)
+{
+	struct fixture f;
+	struct resolved r;
+	struct ctq_checkpoint ck;
+	start(&f);
+	add_all(&f, NULL);
+	finish(&f, W8A8_CFG, &r, &ck);
+	for (size_t i = 0; i < r.mods.n; i++) {
+		if (r.mods.v[i].kind != CTQ_MODULE_LINEAR)
+			continue;
+		struct ctq_tp_result t;
+		struct ctq_error err = {0};
+		cr_assert_eq(ctq_tp_check_linear(&ck, &r.plan, i, 2, 5, 11, &t, &err), CTQ_OK, "%s", err.message);
+		cr_expect(t.passed, "%s", t.reason);
+		if (t.quantized)
+			cr_expect(t.int32_exact, "%s", t.module);
+	}
+	stop(&f, &r, &ck);
+}
