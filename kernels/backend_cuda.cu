@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/dtype.h"
 #include "kernels/cuda_check.h"
 #include "kernels/kernels.h"
 #include "reference/backend.h"
@@ -137,10 +138,136 @@ static enum ctq_status cu_gemm_bf16(struct ctq_backend *b, const void *x, const 
 	return ctq_bias_bf16_launch((uint16_t *)y, (const float *)bias, M, N, impl(b)->stream, err);
 }
 
-static const struct ctq_backend_ops cuda_ops = {
-	"cuda",       cu_destroy, cu_describe, cu_alloc,    cu_free,   cu_upload, cu_download,
-	cu_sync,      cu_quantize, cu_gemm_i8, cu_epilogue, cu_linear, cu_gemm_bf16,
-};
+static enum ctq_status cu_upload_dense(struct ctq_backend *b, const uint16_t *w, size_t n,
+				       void **out, struct ctq_error *err)
+{
+	enum ctq_status st = cu_alloc(b, n * 2, out, err);
+	if (!st && (st = cu_upload(b, *out, w, n * 2, err))) {
+		cu_free(b, *out);
+		*out = NULL;
+	}
+	return st;
+}
+
+static enum ctq_status cu_embed(struct ctq_backend *b, const void *table, const int32_t *ids,
+				int64_t n, int64_t H, void *out, struct ctq_error *err)
+{
+	return ctq_embed_launch((const uint16_t *)table, ids, n, H, (uint16_t *)out, impl(b)->stream,
+				err);
+}
+
+static enum ctq_status cu_rmsnorm(struct ctq_backend *b, const void *x, const float *w, int64_t M,
+				  int64_t H, float eps, void *y, struct ctq_error *err)
+{
+	return ctq_rmsnorm_launch((const uint16_t *)x, H, M, 1, w, H, eps, (uint16_t *)y, H,
+				  impl(b)->stream, err);
+}
+
+static enum ctq_status cu_add(struct ctq_backend *b, void *x, const void *y, int64_t n,
+			      struct ctq_error *err)
+{
+	return ctq_add_launch((uint16_t *)x, (const uint16_t *)y, n, impl(b)->stream, err);
+}
+
+static enum ctq_status cu_linear_dense(struct ctq_backend *b, const void *x, const void *w,
+				       const float *bias, int64_t M, int64_t N, int64_t K, void *y,
+				       struct ctq_error *err)
+{
+	return cu_gemm_bf16(b, x, w, bias, M, N, K, y, err);
+}
+
+static enum ctq_status cu_linear_w8a8(struct ctq_backend *b, const void *x, const int8_t *w,
+				      const float *s_w, const float *bias, int64_t M, int64_t N,
+				      int64_t K, void *y, void *ws, struct ctq_error *err)
+{
+	return cu_linear(b, x, w, s_w, bias, M, N, K, y, ws, err);
+}
+
+static enum ctq_status cu_head_norm(struct ctq_backend *b, void *x, int64_t ld, int64_t T,
+				    int64_t heads, int64_t d, const float *w, float eps,
+				    struct ctq_error *err)
+{
+	return ctq_rmsnorm_launch((const uint16_t *)x, ld, T * heads, heads, w, d, eps, (uint16_t *)x,
+				  ld, impl(b)->stream, err);
+}
+
+static enum ctq_status cu_rope(struct ctq_backend *b, void *x, int64_t ld, const int32_t *pos,
+			       int64_t T, int64_t heads, int64_t d, const float *inv_freq,
+			       struct ctq_error *err)
+{
+	return ctq_rope_launch((uint16_t *)x, ld, pos, T, heads, d, inv_freq, impl(b)->stream, err);
+}
+
+static enum ctq_status cu_attention(struct ctq_backend *b, const void *q, const void *k,
+				    const void *v, int64_t ld, void *k_cache, void *v_cache,
+				    const int32_t *slot, const int32_t *pos, int64_t T, int64_t heads,
+				    int64_t kv_heads, int64_t d, int64_t max_len, void *out,
+				    struct ctq_error *err)
+{
+	return ctq_attention_launch((const uint16_t *)q, (const uint16_t *)k, (const uint16_t *)v, ld,
+				    (uint16_t *)k_cache, (uint16_t *)v_cache, slot, pos, T, heads,
+				    kv_heads, d, max_len, (uint16_t *)out, impl(b)->stream, err);
+}
+
+static enum ctq_status cu_silu_mul(struct ctq_backend *b, const void *gu, int64_t M, int64_t I,
+				   void *out, struct ctq_error *err)
+{
+	return ctq_silu_mul_launch((const uint16_t *)gu, M, I, (uint16_t *)out, impl(b)->stream, err);
+}
+
+static enum ctq_status cu_rows_to_host(struct ctq_backend *b, const void *x, int64_t N,
+				       const int64_t *idx, int64_t n, float *out,
+				       struct ctq_error *err)
+{
+	uint16_t *tmp = (uint16_t *)malloc((size_t)(n * N) * 2 + 2);
+	if (!tmp)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "cuda", "out of memory");
+	enum ctq_status st = CTQ_OK;
+	for (int64_t i = 0; i < n && !st; i++)
+		st = CTQ_CUDA(cudaMemcpyAsync(tmp + i * N, (const uint16_t *)x + idx[i] * N,
+					      (size_t)N * 2, cudaMemcpyDeviceToHost, impl(b)->stream),
+			      err);
+	if (!st)
+		st = CTQ_CUDA(cudaStreamSynchronize(impl(b)->stream), err);
+	if (!st)
+		ctq_convert_to_f32(tmp, CTQ_DTYPE_BF16, (size_t)(n * N), out);
+	free(tmp);
+	return st;
+}
+
+static struct ctq_backend_ops make_cuda_ops(void)
+{
+	struct ctq_backend_ops o;
+	memset(&o, 0, sizeof o);
+	o.name = "cuda";
+	o.destroy = cu_destroy;
+	o.describe = cu_describe;
+	o.alloc = cu_alloc;
+	o.free = cu_free;
+	o.upload = cu_upload;
+	o.download = cu_download;
+	o.sync = cu_sync;
+	o.quantize = cu_quantize;
+	o.gemm_i8 = cu_gemm_i8;
+	o.w8a8_epilogue = cu_epilogue;
+	o.w8a8_linear = cu_linear;
+	o.gemm_bf16 = cu_gemm_bf16;
+	o.upload_dense = cu_upload_dense;
+	o.embed = cu_embed;
+	o.rmsnorm = cu_rmsnorm;
+	o.add = cu_add;
+	o.linear_dense = cu_linear_dense;
+	o.linear_w8a8 = cu_linear_w8a8;
+	o.head_norm = cu_head_norm;
+	o.rope = cu_rope;
+	o.attention = cu_attention;
+	o.silu_mul = cu_silu_mul;
+	o.rows_to_host = cu_rows_to_host;
+	o.act_bytes = 2;
+	return o;
+}
+
+static const struct ctq_backend_ops cuda_ops = make_cuda_ops();
 
 extern "C" enum ctq_status ctq_backend_cuda(struct ctq_backend *b, int device,
 					    struct ctq_error *err)

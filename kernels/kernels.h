@@ -35,6 +35,27 @@ enum ctq_status ctq_w8a8_epilogue_launch(const int32_t *acc, const float *s_a, c
 enum ctq_status ctq_bias_bf16_launch(uint16_t *y, const float *bias, int64_t M, int64_t N,
 				     void *stream, struct ctq_error *err);
 
+/* Model ops on BF16 activations (kernels/model_ops.cu). rmsnorm: `rows`
+ * vectors of H, row r at x + (r / inner) * ld + (r % inner) * H (inner = 1
+ * for plain rows, = heads for per-head norms). */
+enum ctq_status ctq_embed_launch(const uint16_t *table, const int32_t *ids, int64_t n, int64_t H,
+				 uint16_t *out, void *stream, struct ctq_error *err);
+enum ctq_status ctq_rmsnorm_launch(const uint16_t *x, int64_t ld, int64_t rows, int64_t inner,
+				   const float *w, int64_t H, float eps, uint16_t *y, int64_t ldy,
+				   void *stream, struct ctq_error *err);
+enum ctq_status ctq_add_launch(uint16_t *x, const uint16_t *y, int64_t n, void *stream,
+			       struct ctq_error *err);
+enum ctq_status ctq_rope_launch(uint16_t *x, int64_t ld, const int32_t *pos, int64_t T,
+				int64_t heads, int64_t d, const float *inv_freq, void *stream,
+				struct ctq_error *err);
+enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_t *k, const uint16_t *v,
+				     int64_t ld, uint16_t *kc, uint16_t *vc, const int32_t *slot,
+				     const int32_t *pos, int64_t T, int64_t heads, int64_t kv_heads,
+				     int64_t d, int64_t max_len, uint16_t *out, void *stream,
+				     struct ctq_error *err);
+enum ctq_status ctq_silu_mul_launch(const uint16_t *gu, int64_t M, int64_t I, uint16_t *out,
+				    void *stream, struct ctq_error *err);
+
 #ifdef __cplusplus
 }
 #endif

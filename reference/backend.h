@@ -65,6 +65,60 @@ struct ctq_backend_ops {
 	enum ctq_status (*gemm_bf16)(struct ctq_backend *b, const void *x, const void *w,
 				     const void *bias, int64_t M, int64_t N, int64_t K, void *y,
 				     struct ctq_error *err);
+
+	/* ---- model ops: activations in the backend's own dtype (act_dtype) ---- */
+
+	/* A dense (unquantized) weight (N, K) given as host bf16, stored in the
+	 * backend's weight format (reference: f32; cuda: bf16). */
+	enum ctq_status (*upload_dense)(struct ctq_backend *b, const uint16_t *w, size_t n, void **out,
+					struct ctq_error *err);
+	/* out (n, H) = rows ids[i] (device int32, (n)) of table (V, H) (a dense weight). */
+	enum ctq_status (*embed)(struct ctq_backend *b, const void *table, const int32_t *ids, int64_t n,
+				 int64_t H, void *out, struct ctq_error *err);
+	/* y (M, H) = x / rms(x) * w (w f32 (H)); x may equal y. */
+	enum ctq_status (*rmsnorm)(struct ctq_backend *b, const void *x, const float *w, int64_t M,
+				   int64_t H, float eps, void *y, struct ctq_error *err);
+	/* x (n) += y (n). */
+	enum ctq_status (*add)(struct ctq_backend *b, void *x, const void *y, int64_t n,
+			       struct ctq_error *err);
+	/* y (M, N) = x (M, K) · w (N, K)ᵀ + bias, w a dense weight. */
+	enum ctq_status (*linear_dense)(struct ctq_backend *b, const void *x, const void *w,
+					const float *bias, int64_t M, int64_t N, int64_t K, void *y,
+					struct ctq_error *err);
+	/* W8A8 linear on native activations (quantized per token, int8 GEMM,
+	 * epilogue); ws as for w8a8_linear. */
+	enum ctq_status (*linear_w8a8)(struct ctq_backend *b, const void *x, const int8_t *w,
+				       const float *s_w, const float *bias, int64_t M, int64_t N,
+				       int64_t K, void *y, void *ws, struct ctq_error *err);
+	/* Strided head tensors: token t's heads start at x + t * ld elements,
+	 * head h at + h * d (a view into a fused q|k|v row). */
+	/* In place: each head vector scaled by 1/rms * w (w f32 (d)), Qwen3's q/k norm. */
+	enum ctq_status (*head_norm)(struct ctq_backend *b, void *x, int64_t ld, int64_t T,
+				     int64_t heads, int64_t d, const float *w, float eps,
+				     struct ctq_error *err);
+	/* In place, HF rotate_half RoPE at positions pos (device int32 (T)) with
+	 * inv_freq (device f32 (d/2)). */
+	enum ctq_status (*rope)(struct ctq_backend *b, void *x, int64_t ld, const int32_t *pos,
+				int64_t T, int64_t heads, int64_t d, const float *inv_freq,
+				struct ctq_error *err);
+	/* Writes k, v into the caches (slots, max_len, kv_heads, d) at (slot[t],
+	 * pos[t]), then out (T, heads, d) contiguous = causal attention of q over
+	 * positions 0..pos[t] of slot[t] (GQA: head h reads kv head
+	 * h / (heads / kv_heads)), scaled by 1/sqrt(d). Every token of a sequence
+	 * in this call is stored before any attends. */
+	enum ctq_status (*attention)(struct ctq_backend *b, const void *q, const void *k,
+				     const void *v, int64_t ld, void *k_cache, void *v_cache,
+				     const int32_t *slot, const int32_t *pos, int64_t T, int64_t heads,
+				     int64_t kv_heads, int64_t d, int64_t max_len, void *out,
+				     struct ctq_error *err);
+	/* out (M, I) = silu(gu[:, :I]) * gu[:, I:] for gu (M, 2I). */
+	enum ctq_status (*silu_mul)(struct ctq_backend *b, const void *gu, int64_t M, int64_t I,
+				    void *out, struct ctq_error *err);
+	/* rows of x (M, N) selected by idx (host, n) -> host f32 (n, N). */
+	enum ctq_status (*rows_to_host)(struct ctq_backend *b, const void *x, int64_t N,
+					const int64_t *idx, int64_t n, float *out,
+					struct ctq_error *err);
+	size_t act_bytes; /* bytes of one activation element: 4 (f32) or 2 (bf16) */
 };
 
 struct ctq_backend {

@@ -4,6 +4,7 @@
 #include "core/arena.h"
 #include "core/dtype.h"
 #include "core/numerics.h"
+#include "reference/ref_model_ops.h"
 #include "reference/ref_ops.h"
 
 #include <math.h>
@@ -138,6 +139,18 @@ static const struct ctq_backend_ops ref_ops = {
 	.w8a8_epilogue = ref_epilogue,
 	.w8a8_linear = ref_linear,
 	.gemm_bf16 = ref_gemm_bf16,
+	.upload_dense = ctq_refm_upload_dense,
+	.embed = ctq_refm_embed,
+	.rmsnorm = ctq_refm_rmsnorm,
+	.add = ctq_refm_add,
+	.linear_dense = ctq_refm_linear_dense,
+	.linear_w8a8 = ctq_refm_linear_w8a8,
+	.head_norm = ctq_refm_head_norm,
+	.rope = ctq_refm_rope,
+	.attention = ctq_refm_attention,
+	.silu_mul = ctq_refm_silu_mul,
+	.rows_to_host = ctq_refm_rows_to_host,
+	.act_bytes = 4,
 };
 
 enum ctq_status ctq_backend_reference(struct ctq_backend *b, struct ctq_error *err)

@@ -1,0 +1,596 @@
+/* ctq transformer runner (see runner.h). */
+#include "model/runner.h"
+#include "core/arena.h"
+#include "core/dtype.h"
+#include "core/json.h"
+#include "quant/loader.h"
+#include "quant/modules.h"
+#include "quant/qconfig.h"
+#include "quant/safetensors.h"
+#include "quant/shard.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- config ----------------------------------------------------------------- */
+
+static double num(const cJSON *o, const char *k, double dflt)
+{
+	const cJSON *v = ctq_json_get(o, k);
+	return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+enum ctq_status ctq_model_config_parse(struct ctq_model_config *c, const cJSON *root,
+				       struct ctq_error *err)
+{
+	memset(c, 0, sizeof *c);
+	const cJSON *o = root;
+	const cJSON *tc = ctq_json_get(root, "text_config");
+	if (cJSON_IsObject(tc) && ctq_json_get(tc, "num_hidden_layers"))
+		o = tc;
+	const cJSON *mt = ctq_json_get(o, "model_type");
+	c->arch = cJSON_IsString(mt) ? ctq_arch_normalise(mt->valuestring) : NULL;
+	if (!c->arch)
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, "model_type",
+				     "is %s; the runner executes qwen3, qwen2 and llama",
+				     cJSON_IsString(mt) ? mt->valuestring : "missing");
+	static const struct { const char *k; size_t off; } req[] = {
+		{"hidden_size", offsetof(struct ctq_model_config, hidden)},
+		{"num_hidden_layers", offsetof(struct ctq_model_config, layers)},
+		{"num_attention_heads", offsetof(struct ctq_model_config, heads)},
+		{"intermediate_size", offsetof(struct ctq_model_config, intermediate)},
+		{"vocab_size", offsetof(struct ctq_model_config, vocab)},
+	};
+	for (size_t i = 0; i < sizeof req / sizeof *req; i++) {
+		long v;
+		enum ctq_status st = ctq_json_int(ctq_json_get(o, req[i].k), req[i].k, 1, 1L << 30, &v, err);
+		if (st)
+			return st;
+		*(int64_t *)((char *)c + req[i].off) = v;
+	}
+	c->kv_heads = (int64_t)num(o, "num_key_value_heads", (double)c->heads);
+	c->head_dim = (int64_t)num(o, "head_dim", (double)(c->hidden / c->heads));
+	if (c->kv_heads < 1 || c->heads % c->kv_heads || c->head_dim < 2 || c->head_dim % 2)
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, "num_key_value_heads",
+				     "heads %lld, kv heads %lld, head_dim %lld do not form a valid attention",
+				     (long long)c->heads, (long long)c->kv_heads, (long long)c->head_dim);
+	c->rms_eps = (float)num(o, "rms_norm_eps", 1e-6);
+	c->rope_theta = num(o, "rope_theta", 10000.0);
+	const cJSON *rs = ctq_json_get(o, "rope_scaling");
+	if (cJSON_IsObject(rs)) {
+		const cJSON *t = ctq_json_get(rs, "rope_type");
+		if (!t)
+			t = ctq_json_get(rs, "type");
+		if (cJSON_IsString(t) && !strcmp(t->valuestring, "llama3")) {
+			c->llama3_rope = true;
+			c->rope_factor = num(rs, "factor", 8.0);
+			c->rope_low = num(rs, "low_freq_factor", 1.0);
+			c->rope_high = num(rs, "high_freq_factor", 4.0);
+			c->rope_orig_max = num(rs, "original_max_position_embeddings", 8192);
+		} else if (cJSON_IsString(t) && strcmp(t->valuestring, "default")) {
+			return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, "rope_scaling.rope_type",
+					     "is \"%s\"; the runner implements default and llama3",
+					     t->valuestring);
+		}
+	}
+	const cJSON *tie = ctq_json_get(o, "tie_word_embeddings");
+	if (!tie)
+		tie = ctq_json_get(root, "tie_word_embeddings");
+	c->tie = cJSON_IsTrue(tie);
+	c->qk_norm = !strcmp(c->arch, "qwen3");
+	c->qkv_bias = !strcmp(c->arch, "qwen2");
+	const cJSON *ab = ctq_json_get(o, "attention_bias");
+	if (cJSON_IsBool(ab))
+		c->qkv_bias = cJSON_IsTrue(ab);
+	c->bos_id = (int32_t)num(o, "bos_token_id", num(root, "bos_token_id", -1));
+	const cJSON *eos = ctq_json_get(o, "eos_token_id");
+	if (!eos)
+		eos = ctq_json_get(root, "eos_token_id");
+	if (cJSON_IsArray(eos))
+		eos = eos->child;
+	c->eos_id = cJSON_IsNumber(eos) ? (int32_t)eos->valuedouble : -1;
+	return CTQ_OK;
+}
+
+double ctq_logprob(const float *logits, int64_t vocab, int32_t token)
+{
+	double mx = -INFINITY;
+	for (int64_t i = 0; i < vocab; i++)
+		if (logits[i] > mx)
+			mx = logits[i];
+	double sum = 0;
+	for (int64_t i = 0; i < vocab; i++)
+		sum += exp((double)logits[i] - mx);
+	return (double)logits[token] - mx - log(sum);
+}
+
+/* ---- loading ------------------------------------------------------------------ */
+
+struct loadctx {
+	struct ctq_runner *r;
+	const struct ctq_checkpoint *ck;
+	const struct ctq_plan *plan;
+	const struct ctq_shard_plan *sp;
+	struct ctq_error *err;
+};
+
+static enum ctq_status up(struct ctq_runner *r, const void *src, size_t n, void **out,
+			  struct ctq_error *err)
+{
+	struct ctq_backend *b = r->b;
+	enum ctq_status st = b->ops->alloc(b, n ? n : 4, out, err);
+	if (!st && n && (st = b->ops->upload(b, *out, src, n, err))) {
+		b->ops->free(b, *out);
+		*out = NULL;
+	}
+	if (!st)
+		r->weight_bytes += n;
+	return st;
+}
+
+/* Loads and concatenates (by rows) the members of one runtime linear. */
+static enum ctq_status load_lin(struct loadctx *L, const char *const *names, size_t n_names,
+				struct ctq_lin *out)
+{
+	struct ctq_runner *r = L->r;
+	struct ctq_linear parts[3];
+	memset(parts, 0, sizeof parts);
+	memset(out, 0, sizeof *out);
+	enum ctq_status st = CTQ_OK;
+	int64_t N = 0;
+	bool any_bias = false;
+	for (size_t i = 0; i < n_names && !st; i++) {
+		long m = ctq_modules_find(L->plan->mods, names[i]);
+		if (m < 0)
+			return ctq_error_set(L->err, CTQ_ERR_CHECKPOINT, names[i], "module not in the model");
+		st = ctq_load_linear(L->ck, L->plan, L->sp, (size_t)m, 0, &parts[i], L->err);
+		if (st)
+			break;
+		if (i && (parts[i].quantized != parts[0].quantized || parts[i].K != parts[0].K))
+			st = ctq_error_set(L->err, CTQ_ERR_FUSED_MISMATCH, names[i],
+					   "cannot fuse with %s: different scheme or input size", names[0]);
+		N += parts[i].N;
+		any_bias |= parts[i].bias != NULL;
+	}
+	if (st)
+		goto done;
+	const int64_t K = parts[0].K;
+	out->quantized = parts[0].quantized;
+	out->N = N;
+	out->K = K;
+	size_t esz = out->quantized ? 1 : 2;
+	unsigned char *w = malloc((size_t)(N * K) * esz + 1);
+	float *scale = out->quantized ? malloc((size_t)N * 4) : NULL;
+	float *bias = any_bias ? calloc((size_t)N, 4) : NULL;
+	if (!w || (out->quantized && !scale) || (any_bias && !bias)) {
+		free(w), free(scale), free(bias);
+		st = ctq_error_set(L->err, CTQ_ERR_NOMEM, names[0], "out of memory");
+		goto done;
+	}
+	int64_t row = 0;
+	for (size_t i = 0; i < n_names; i++) {
+		const struct ctq_linear *p = &parts[i];
+		memcpy(w + (size_t)(row * K) * esz, out->quantized ? (const void *)p->w_i8 : (const void *)p->w_bf16,
+		       (size_t)(p->N * K) * esz);
+		if (scale)
+			memcpy(scale + row, p->scale, (size_t)p->N * 4);
+		if (bias && p->bias)
+			memcpy(bias + row, p->bias, (size_t)p->N * 4);
+		row += p->N;
+	}
+	if (out->quantized) {
+		st = up(r, w, (size_t)(N * K), &out->w, L->err);
+		if (!st)
+			st = up(r, scale, (size_t)N * 4, (void **)&out->scale, L->err);
+		r->n_quantized += (int64_t)n_names;
+	} else {
+		st = r->b->ops->upload_dense(r->b, (const uint16_t *)w, (size_t)(N * K), &out->w, L->err);
+		r->weight_bytes += (uint64_t)(N * K) * (uint64_t)(r->b->ops->act_bytes);
+		r->n_dense += (int64_t)n_names;
+	}
+	if (!st && bias)
+		st = up(r, bias, (size_t)N * 4, (void **)&out->bias, L->err);
+	free(w), free(scale), free(bias);
+done:
+	for (size_t i = 0; i < 3; i++)
+		ctq_linear_free(&parts[i]);
+	return st;
+}
+
+static enum ctq_status load_vec(struct loadctx *L, const char *name, int64_t n, float **out)
+{
+	float *h = NULL;
+	int64_t shape[1] = {n};
+	enum ctq_status st = ctq_load_f32(L->ck, name, 1, shape, &h, L->err);
+	if (!st)
+		st = up(L->r, h, (size_t)n * 4, (void **)out, L->err);
+	free(h);
+	return st;
+}
+
+static void free_lin(struct ctq_backend *b, struct ctq_lin *l)
+{
+	b->ops->free(b, l->w);
+	b->ops->free(b, l->scale);
+	b->ops->free(b, l->bias);
+	memset(l, 0, sizeof *l);
+}
+
+void ctq_runner_free(struct ctq_runner *r)
+{
+	if (!r || !r->b)
+		return;
+	struct ctq_backend *b = r->b;
+	for (int64_t l = 0; r->layers && l < r->cfg.layers; l++) {
+		struct ctq_layer *y = &r->layers[l];
+		b->ops->free(b, y->in_norm);
+		b->ops->free(b, y->post_norm);
+		b->ops->free(b, y->q_norm);
+		b->ops->free(b, y->k_norm);
+		free_lin(b, &y->qkv);
+		free_lin(b, &y->o);
+		free_lin(b, &y->gu);
+		free_lin(b, &y->down);
+		if (r->k_cache)
+			b->ops->free(b, r->k_cache[l]);
+		if (r->v_cache)
+			b->ops->free(b, r->v_cache[l]);
+	}
+	if (r->lm_head.w != r->embed)
+		free_lin(b, &r->lm_head);
+	b->ops->free(b, r->embed);
+	b->ops->free(b, r->final_norm);
+	b->ops->free(b, r->inv_freq);
+	void *scratch[] = {r->x, r->h, r->qkv, r->attn, r->gu, r->act, r->ws, r->rows, r->logits,
+			   r->d_ids, r->d_slot, r->d_pos, r->d_rows};
+	for (size_t i = 0; i < sizeof scratch / sizeof *scratch; i++)
+		b->ops->free(b, scratch[i]);
+	free(r->layers);
+	free(r->k_cache);
+	free(r->v_cache);
+	memset(r, 0, sizeof *r);
+}
+
+static void inv_freq_host(const struct ctq_model_config *c, float *f)
+{
+	const int64_t half = c->head_dim / 2;
+	for (int64_t i = 0; i < half; i++) {
+		double fr = 1.0 / pow(c->rope_theta, (double)(2 * i) / (double)c->head_dim);
+		if (c->llama3_rope) {
+			const double lo_wl = c->rope_orig_max / c->rope_low;
+			const double hi_wl = c->rope_orig_max / c->rope_high;
+			const double wl = 6.283185307179586 / fr;
+			if (wl > lo_wl) {
+				fr /= c->rope_factor;
+			} else if (wl >= hi_wl) {
+				double sm = (c->rope_orig_max / wl - c->rope_low) / (c->rope_high - c->rope_low);
+				fr = (1.0 - sm) * fr / c->rope_factor + sm * fr;
+			}
+		}
+		f[i] = (float)fr;
+	}
+}
+
+enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, const char *dir,
+				const struct ctq_runner_options *opt, struct ctq_error *err)
+{
+	memset(r, 0, sizeof *r);
+	r->b = b;
+	r->opt = *opt;
+	struct ctq_qconfig qc;
+	struct ctq_modules mods;
+	struct ctq_plan plan;
+	struct ctq_checkpoint ck;
+	struct ctq_shard_plan sp;
+	memset(&qc, 0, sizeof qc);
+	memset(&plan, 0, sizeof plan);
+	memset(&ck, 0, sizeof ck);
+	memset(&sp, 0, sizeof sp);
+	ctq_modules_init(&mods);
+	enum ctq_status st;
+	if ((st = ctq_qconfig_load(&qc, dir, NULL, err)) ||
+	    (st = ctq_model_config_parse(&r->cfg, qc.raw, err)) ||
+	    (st = ctq_modules_from_config(&mods, qc.raw, "", NULL, err)) ||
+	    (st = ctq_plan_resolve(&plan, &qc, &mods, CTQ_SEM_STRICT, NULL, err)))
+		goto done;
+	for (size_t i = 0; i < plan.n; i++)
+		if (plan.entries[i].error) {
+			st = ctq_error_set(err, plan.entries[i].error, mods.v[i].name,
+					   "the strict plan cannot execute this checkpoint: %s",
+					   plan.entries[i].message);
+			goto done;
+		}
+	if ((st = ctq_checkpoint_open(&ck, dir, err)) || (st = ctq_shard_plan_build(&sp, &plan, 1, err)))
+		goto done;
+	const struct ctq_model_config *c = &r->cfg;
+	const int64_t H = c->hidden, d = c->head_dim;
+	struct loadctx L = {r, &ck, &plan, &sp, err};
+	r->layers = calloc((size_t)c->layers, sizeof *r->layers);
+	r->k_cache = calloc((size_t)c->layers, sizeof *r->k_cache);
+	r->v_cache = calloc((size_t)c->layers, sizeof *r->v_cache);
+	if (!r->layers || !r->k_cache || !r->v_cache) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+		goto done;
+	}
+	/* Embeddings (and the tied lm_head). */
+	{
+		const char *file;
+		const struct ctq_st_tensor *e = ctq_checkpoint_find(&ck, "model.embed_tokens.weight", &file);
+		if (!e || e->ndim != 2 || e->shape[0] != c->vocab || e->shape[1] != H) {
+			st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, "model.embed_tokens.weight",
+					   "is %s; expected [%lld, %lld]", e ? "of another shape" : "missing",
+					   (long long)c->vocab, (long long)H);
+			goto done;
+		}
+		uint16_t *bf = malloc((size_t)e->n_elements * 2);
+		float *tmp = malloc((size_t)H * 4);
+		if (!bf || !tmp) {
+			free(bf), free(tmp);
+			st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+			goto done;
+		}
+		for (int64_t v = 0; v < c->vocab; v++) {
+			ctq_convert_to_f32((const char *)e->data + (size_t)(v * H) * ctq_dtype_size(e->dtype),
+					   e->dtype, (size_t)H, tmp);
+			ctq_convert_f32_to_bf16(tmp, (size_t)H, bf + v * H);
+		}
+		free(tmp);
+		st = b->ops->upload_dense(b, bf, (size_t)(c->vocab * H), &r->embed, err);
+		r->weight_bytes += (uint64_t)(c->vocab * H) * b->ops->act_bytes;
+		free(bf);
+		if (st)
+			goto done;
+	}
+	char n[4][CTQ_PATH_MAX];
+	const char *names[3];
+	for (int64_t l = 0; l < c->layers && !st; l++) {
+		struct ctq_layer *y = &r->layers[l];
+		const char *p = "model.layers";
+		snprintf(n[0], sizeof n[0], "%s.%lld.input_layernorm.weight", p, (long long)l);
+		snprintf(n[1], sizeof n[1], "%s.%lld.post_attention_layernorm.weight", p, (long long)l);
+		if ((st = load_vec(&L, n[0], H, &y->in_norm)) || (st = load_vec(&L, n[1], H, &y->post_norm)))
+			break;
+		if (c->qk_norm) {
+			snprintf(n[0], sizeof n[0], "%s.%lld.self_attn.q_norm.weight", p, (long long)l);
+			snprintf(n[1], sizeof n[1], "%s.%lld.self_attn.k_norm.weight", p, (long long)l);
+			if ((st = load_vec(&L, n[0], d, &y->q_norm)) || (st = load_vec(&L, n[1], d, &y->k_norm)))
+				break;
+		}
+		static const char *const qkv[] = {"q_proj", "k_proj", "v_proj"};
+		for (int i = 0; i < 3; i++) {
+			snprintf(n[i], sizeof n[i], "%s.%lld.self_attn.%s", p, (long long)l, qkv[i]);
+			names[i] = n[i];
+		}
+		if ((st = load_lin(&L, names, 3, &y->qkv)))
+			break;
+		snprintf(n[0], sizeof n[0], "%s.%lld.self_attn.o_proj", p, (long long)l);
+		names[0] = n[0];
+		if ((st = load_lin(&L, names, 1, &y->o)))
+			break;
+		snprintf(n[0], sizeof n[0], "%s.%lld.mlp.gate_proj", p, (long long)l);
+		snprintf(n[1], sizeof n[1], "%s.%lld.mlp.up_proj", p, (long long)l);
+		names[0] = n[0];
+		names[1] = n[1];
+		if ((st = load_lin(&L, names, 2, &y->gu)))
+			break;
+		snprintf(n[0], sizeof n[0], "%s.%lld.mlp.down_proj", p, (long long)l);
+		names[0] = n[0];
+		if ((st = load_lin(&L, names, 1, &y->down)))
+			break;
+	}
+	if (st || (st = load_vec(&L, "model.norm.weight", H, &r->final_norm)))
+		goto done;
+	{
+		long m = ctq_modules_find(&mods, "lm_head");
+		const struct ctq_plan_entry *e = m >= 0 ? &plan.entries[m] : NULL;
+		bool quant = e && !strcmp(e->scheme, "w8a8-int8");
+		if (!quant && !ctq_checkpoint_find(&ck, "lm_head.weight", NULL)) {
+			if (!c->tie) {
+				st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, "lm_head.weight",
+						   "is missing and tie_word_embeddings is false");
+				goto done;
+			}
+			r->lm_head = (struct ctq_lin){false, c->vocab, H, r->embed, NULL, NULL};
+			r->n_dense++;
+		} else {
+			names[0] = "lm_head";
+			if ((st = load_lin(&L, names, 1, &r->lm_head)))
+				goto done;
+		}
+	}
+	/* KV cache, RoPE table and scratch. */
+	const int64_t T = opt->max_tokens, kvrow = c->kv_heads * d, ab = (int64_t)b->ops->act_bytes;
+	const int64_t nqkv = (c->heads + 2 * c->kv_heads) * d, I = c->intermediate;
+	for (int64_t l = 0; l < c->layers && !st; l++) {
+		size_t bytes = (size_t)(opt->max_slots * opt->max_len * kvrow * ab);
+		if ((st = b->ops->alloc(b, bytes, &r->k_cache[l], err)) ||
+		    (st = b->ops->alloc(b, bytes, &r->v_cache[l], err)))
+			goto done;
+	}
+	float *invf = malloc((size_t)(d / 2) * 4);
+	if (!invf) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+		goto done;
+	}
+	inv_freq_host(c, invf);
+	st = up(r, invf, (size_t)(d / 2) * 4, (void **)&r->inv_freq, err);
+	free(invf);
+	if (st)
+		goto done;
+	int64_t kmax = H > c->heads * d ? H : c->heads * d;
+	if (I > kmax)
+		kmax = I;
+	r->ws_bytes = ctq_w8a8_workspace_bytes(T, kmax);
+	if ((st = b->ops->alloc(b, (size_t)(T * H * ab), &r->x, err)) ||
+	    (st = b->ops->alloc(b, (size_t)(T * H * ab), &r->h, err)) ||
+	    (st = b->ops->alloc(b, (size_t)(T * nqkv * ab), &r->qkv, err)) ||
+	    (st = b->ops->alloc(b, (size_t)(T * c->heads * d * ab), &r->attn, err)) ||
+	    (st = b->ops->alloc(b, (size_t)(T * 2 * I * ab), &r->gu, err)) ||
+	    (st = b->ops->alloc(b, (size_t)(T * I * ab), &r->act, err)) ||
+	    (st = b->ops->alloc(b, r->ws_bytes, &r->ws, err)) ||
+	    (st = b->ops->alloc(b, (size_t)(T * H * ab), &r->rows, err)) ||
+	    (st = b->ops->alloc(b, (size_t)(T * 4), (void **)&r->d_ids, err)) ||
+	    (st = b->ops->alloc(b, (size_t)(T * 4), (void **)&r->d_slot, err)) ||
+	    (st = b->ops->alloc(b, (size_t)(T * 4), (void **)&r->d_pos, err)) ||
+	    (st = b->ops->alloc(b, (size_t)(T * 4), (void **)&r->d_rows, err)))
+		goto done;
+	/* Logits for up to 64 rows at a time. */
+	st = b->ops->alloc(b, (size_t)(64 * c->vocab * ab), &r->logits, err);
+done:
+	ctq_shard_plan_free(&sp);
+	ctq_checkpoint_close(&ck);
+	ctq_plan_free(&plan);
+	ctq_modules_free(&mods);
+	ctq_qconfig_free(&qc);
+	if (st)
+		ctq_runner_free(r);
+	return st;
+}
+
+/* ---- forward ------------------------------------------------------------------ */
+
+static enum ctq_status linear(struct ctq_runner *r, const struct ctq_lin *l, const void *x,
+			      int64_t M, void *y, struct ctq_error *err)
+{
+	const struct ctq_backend_ops *o = r->b->ops;
+	if (l->quantized)
+		return o->linear_w8a8(r->b, x, l->w, l->scale, l->bias, M, l->N, l->K, y, r->ws, err);
+	return o->linear_dense(r->b, x, l->w, l->bias, M, l->N, l->K, y, err);
+}
+
+#define AT(p, elems) ((void *)((char *)(p) + (size_t)(elems) * ab))
+
+enum ctq_status ctq_runner_forward(struct ctq_runner *r, const int32_t *ids, const int32_t *slot,
+				   const int32_t *pos, int64_t T, const int64_t *out_rows,
+				   int64_t n_out, float *logits, struct ctq_error *err)
+{
+	struct ctq_backend *b = r->b;
+	const struct ctq_backend_ops *o = b->ops;
+	const struct ctq_model_config *c = &r->cfg;
+	const int64_t H = c->hidden, d = c->head_dim, nH = c->heads, nKV = c->kv_heads;
+	const int64_t ld = (nH + 2 * nKV) * d, I = c->intermediate;
+	const size_t ab = o->act_bytes;
+	if (T < 1 || T > r->opt.max_tokens)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "forward", "%lld tokens; this runner takes 1..%lld",
+				     (long long)T, (long long)r->opt.max_tokens);
+	for (int64_t t = 0; t < T; t++)
+		if (ids[t] < 0 || ids[t] >= c->vocab || slot[t] < 0 || slot[t] >= r->opt.max_slots ||
+		    pos[t] < 0 || pos[t] >= r->opt.max_len)
+			return ctq_error_set(err, CTQ_ERR_USAGE, "forward",
+					     "token %lld: id %d, slot %d, position %d out of range (vocab %lld, slots %lld, length %lld)",
+					     (long long)t, ids[t], slot[t], pos[t], (long long)c->vocab,
+					     (long long)r->opt.max_slots, (long long)r->opt.max_len);
+	enum ctq_status st;
+	if ((st = o->upload(b, r->d_ids, ids, (size_t)T * 4, err)) ||
+	    (st = o->upload(b, r->d_slot, slot, (size_t)T * 4, err)) ||
+	    (st = o->upload(b, r->d_pos, pos, (size_t)T * 4, err)) ||
+	    (st = o->embed(b, r->embed, r->d_ids, T, H, r->x, err)))
+		return st;
+	for (int64_t l = 0; l < c->layers; l++) {
+		const struct ctq_layer *y = &r->layers[l];
+		if ((st = o->rmsnorm(b, r->x, y->in_norm, T, H, c->rms_eps, r->h, err)) ||
+		    (st = linear(r, &y->qkv, r->h, T, r->qkv, err)))
+			return st;
+		void *q = r->qkv, *k = AT(r->qkv, nH * d), *v = AT(r->qkv, (nH + nKV) * d);
+		if (c->qk_norm && ((st = o->head_norm(b, q, ld, T, nH, d, y->q_norm, c->rms_eps, err)) ||
+				   (st = o->head_norm(b, k, ld, T, nKV, d, y->k_norm, c->rms_eps, err))))
+			return st;
+		if ((st = o->rope(b, q, ld, r->d_pos, T, nH, d, r->inv_freq, err)) ||
+		    (st = o->rope(b, k, ld, r->d_pos, T, nKV, d, r->inv_freq, err)) ||
+		    (st = o->attention(b, q, k, v, ld, r->k_cache[l], r->v_cache[l], r->d_slot, r->d_pos, T,
+				       nH, nKV, d, r->opt.max_len, r->attn, err)) ||
+		    (st = linear(r, &y->o, r->attn, T, r->h, err)) ||
+		    (st = o->add(b, r->x, r->h, T * H, err)) ||
+		    (st = o->rmsnorm(b, r->x, y->post_norm, T, H, c->rms_eps, r->h, err)) ||
+		    (st = linear(r, &y->gu, r->h, T, r->gu, err)) ||
+		    (st = o->silu_mul(b, r->gu, T, I, r->act, err)) ||
+		    (st = linear(r, &y->down, r->act, T, r->h, err)) ||
+		    (st = o->add(b, r->x, r->h, T * H, err)))
+			return st;
+	}
+	if ((st = o->rmsnorm(b, r->x, r->final_norm, T, H, c->rms_eps, r->h, err)))
+		return st;
+	/* lm_head only on the rows asked for, 64 at a time. */
+	for (int64_t i0 = 0; i0 < n_out; i0 += 64) {
+		int64_t n = n_out - i0 < 64 ? n_out - i0 : 64;
+		int32_t rows32[64];
+		int64_t idx[64];
+		for (int64_t i = 0; i < n; i++) {
+			if (out_rows[i0 + i] < 0 || out_rows[i0 + i] >= T)
+				return ctq_error_set(err, CTQ_ERR_USAGE, "forward", "output row %lld outside %lld tokens",
+						     (long long)out_rows[i0 + i], (long long)T);
+			rows32[i] = (int32_t)out_rows[i0 + i];
+			idx[i] = i;
+		}
+		if ((st = o->upload(b, r->d_rows, rows32, (size_t)n * 4, err)) ||
+		    (st = o->embed(b, r->h, r->d_rows, n, H, r->rows, err)) ||
+		    (st = linear(r, &r->lm_head, r->rows, n, r->logits, err)) ||
+		    (st = o->rows_to_host(b, r->logits, c->vocab, idx, n, logits + i0 * c->vocab, err)))
+			return st;
+	}
+	return CTQ_OK;
+}
+
+static int32_t argmax(const float *v, int64_t n)
+{
+	int64_t best = 0;
+	for (int64_t i = 1; i < n; i++)
+		if (v[i] > v[best])
+			best = i;
+	return (int32_t)best;
+}
+
+enum ctq_status ctq_runner_generate(struct ctq_runner *r, const int32_t *prompt, int64_t n_prompt,
+				    int64_t max_new, bool ignore_eos, int32_t **out,
+				    int64_t *n_out, struct ctq_error *err)
+{
+	*out = NULL;
+	*n_out = 0;
+	const int64_t V = r->cfg.vocab;
+	if (n_prompt < 1 || n_prompt + max_new > r->opt.max_len)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "generate",
+				     "prompt %lld + %lld new tokens exceed the context of %lld",
+				     (long long)n_prompt, (long long)max_new, (long long)r->opt.max_len);
+	int32_t *toks = malloc((size_t)(max_new + 1) * 4);
+	float *logits = malloc((size_t)V * 4);
+	int32_t *slot = calloc((size_t)r->opt.max_tokens, 4);
+	int32_t *pos = malloc((size_t)r->opt.max_tokens * 4);
+	enum ctq_status st = CTQ_OK;
+	if (!toks || !logits || !slot || !pos) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, "generate", "out of memory");
+		goto done;
+	}
+	/* Prefill in chunks of max_tokens. */
+	for (int64_t p0 = 0; p0 < n_prompt && !st; p0 += r->opt.max_tokens) {
+		int64_t n = n_prompt - p0 < r->opt.max_tokens ? n_prompt - p0 : r->opt.max_tokens;
+		for (int64_t i = 0; i < n; i++)
+			pos[i] = (int32_t)(p0 + i);
+		int64_t last = n - 1;
+		st = ctq_runner_forward(r, prompt + p0, slot, pos, n, &last, 1, logits, err);
+	}
+	int64_t count = 0;
+	while (!st && count < max_new) {
+		int32_t next = argmax(logits, V);
+		toks[count++] = next;
+		if (!ignore_eos && next == r->cfg.eos_id)
+			break;
+		if (count == max_new)
+			break;
+		int32_t p = (int32_t)(n_prompt + count - 1);
+		int64_t zero = 0;
+		st = ctq_runner_forward(r, &next, slot, &p, 1, &zero, 1, logits, err);
+	}
+	if (!st) {
+		*out = toks;
+		*n_out = count;
+		toks = NULL;
+	}
+done:
+	free(toks);
+	free(logits);
+	free(slot);
+	free(pos);
+	return st;
+}

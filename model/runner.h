@@ -1,0 +1,95 @@
+/* ctq transformer runner: Qwen3 (q/k norm), Qwen2 (q/k/v bias) and Llama
+ * (llama3 rope scaling) on any backend of reference/backend.h, one code path.
+ * Every linear runs as the resolved plan says (w8a8-int8 or unquantized), so
+ * a hybrid checkpoint executes mixed; q/k/v and gate/up run fused (the plan
+ * guarantees the members agree).
+ *
+ * Batching: a forward call takes T tokens of any number of sequences, each
+ * token with its KV-cache slot and position; tokens of one sequence must be
+ * in position order. Logits come back only for the rows asked for.
+ */
+#ifndef CTQ_MODEL_RUNNER_H
+#define CTQ_MODEL_RUNNER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/status.h"
+#include "quant/resolve.h"
+#include "reference/backend.h"
+
+struct ctq_model_config {
+	const char *arch;       /* qwen3, qwen2, llama */
+	int64_t hidden, layers, heads, kv_heads, head_dim, intermediate, vocab;
+	float rms_eps;
+	double rope_theta;
+	bool llama3_rope;       /* rope_scaling rope_type llama3 */
+	double rope_factor, rope_low, rope_high, rope_orig_max;
+	bool tie, qk_norm, qkv_bias;
+	int32_t bos_id, eos_id; /* -1 when unknown */
+};
+
+struct ctq_runner_options {
+	int64_t max_slots;   /* sequences held in the KV cache at once */
+	int64_t max_len;     /* positions per sequence */
+	int64_t max_tokens;  /* tokens per forward call */
+};
+
+struct ctq_lin {
+	bool quantized;
+	int64_t N, K;
+	void *w;        /* int8 (N, K) or a dense weight, backend memory */
+	float *scale;   /* (N) backend memory, quantized only */
+	float *bias;    /* (N) backend memory or NULL */
+};
+
+struct ctq_layer {
+	float *in_norm, *post_norm, *q_norm, *k_norm; /* backend f32 */
+	struct ctq_lin qkv, o, gu, down;
+};
+
+struct ctq_runner {
+	struct ctq_backend *b;  /* borrowed */
+	struct ctq_model_config cfg;
+	struct ctq_runner_options opt;
+	void *embed;            /* dense (V, H) */
+	struct ctq_lin lm_head; /* w == embed when tied and unquantized */
+	float *final_norm;
+	struct ctq_layer *layers;
+	void **k_cache, **v_cache;  /* per layer (slots, max_len, kv_heads, d) */
+	float *inv_freq;            /* (d/2) backend f32 */
+	/* scratch, backend memory */
+	void *x, *h, *qkv, *attn, *gu, *act, *ws, *rows, *logits;
+	int32_t *d_ids, *d_slot, *d_pos, *d_rows;
+	size_t ws_bytes;
+	int64_t n_quantized, n_dense;  /* linear modules by scheme */
+	uint64_t weight_bytes;         /* bytes of weights on the backend */
+};
+
+/* Loads the checkpoint in dir onto backend b under the strict plan (which
+ * must be executable). Errors: any of config, plan, checkpoint, backend. */
+enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, const char *dir,
+				const struct ctq_runner_options *opt, struct ctq_error *err);
+void ctq_runner_free(struct ctq_runner *r);
+
+/* One forward pass. ids, slot, pos: host (T). out_rows: host (n_out) indices
+ * into the T tokens; logits: host f32 (n_out, vocab). */
+enum ctq_status ctq_runner_forward(struct ctq_runner *r, const int32_t *ids, const int32_t *slot,
+				   const int32_t *pos, int64_t T, const int64_t *out_rows,
+				   int64_t n_out, float *logits, struct ctq_error *err);
+
+/* Greedy decoding of one sequence in slot 0: prompt (n_prompt) then up to
+ * max_new tokens (stopping at eos unless ignore_eos). out receives the new
+ * tokens (malloc'ed), n_out their count. */
+enum ctq_status ctq_runner_generate(struct ctq_runner *r, const int32_t *prompt, int64_t n_prompt,
+				    int64_t max_new, bool ignore_eos, int32_t **out,
+				    int64_t *n_out, struct ctq_error *err);
+
+/* Parses the model fields of a config.json (text_config when present). */
+enum ctq_status ctq_model_config_parse(struct ctq_model_config *c, const cJSON *root,
+				       struct ctq_error *err);
+
+/* log-softmax of one row of logits at token: log p(token). */
+double ctq_logprob(const float *logits, int64_t vocab, int32_t token);
+
+#endif

@@ -1,0 +1,221 @@
+/* ctq reference backend, model ops: f32 activations, f32 dense weights,
+ * straightforward loops (the CPU backend runs tiny models and checks the CUDA
+ * one). Shapes as in reference/backend.h. */
+#include "reference/ref_model_ops.h"
+#include "core/arena.h"
+#include "core/dtype.h"
+#include "reference/ref_ops.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum ctq_status ctq_refm_upload_dense(struct ctq_backend *b, const uint16_t *w, size_t n,
+				      void **out, struct ctq_error *err)
+{
+	(void)b;
+	float *f = ctq_malloc((n ? n : 1) * sizeof *f);
+	if (!f)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "reference", "out of memory (%zu weights)", n);
+	ctq_convert_to_f32(w, CTQ_DTYPE_BF16, n, f);
+	*out = f;
+	return CTQ_OK;
+}
+
+enum ctq_status ctq_refm_embed(struct ctq_backend *b, const void *table, const int32_t *ids,
+			       int64_t n, int64_t H, void *out, struct ctq_error *err)
+{
+	(void)b;
+	(void)err;
+	const float *t = table;
+	float *o = out;
+	for (int64_t i = 0; i < n; i++)
+		memcpy(o + i * H, t + (int64_t)ids[i] * H, (size_t)H * sizeof *o);
+	return CTQ_OK;
+}
+
+static void rms_row(const float *x, const float *w, int64_t H, float eps, float *y)
+{
+	double ss = 0;
+	for (int64_t k = 0; k < H; k++)
+		ss += (double)x[k] * x[k];
+	float inv = 1.0f / sqrtf((float)(ss / (double)H) + eps);
+	for (int64_t k = 0; k < H; k++)
+		y[k] = x[k] * inv * w[k];
+}
+
+enum ctq_status ctq_refm_rmsnorm(struct ctq_backend *b, const void *x, const float *w, int64_t M,
+				 int64_t H, float eps, void *y, struct ctq_error *err)
+{
+	(void)b;
+	(void)err;
+#pragma omp parallel for schedule(static)
+	for (int64_t m = 0; m < M; m++)
+		rms_row((const float *)x + m * H, w, H, eps, (float *)y + m * H);
+	return CTQ_OK;
+}
+
+enum ctq_status ctq_refm_add(struct ctq_backend *b, void *x, const void *y, int64_t n,
+			     struct ctq_error *err)
+{
+	(void)b;
+	(void)err;
+	float *a = x;
+	const float *c = y;
+	for (int64_t i = 0; i < n; i++)
+		a[i] += c[i];
+	return CTQ_OK;
+}
+
+enum ctq_status ctq_refm_linear_dense(struct ctq_backend *b, const void *x, const void *w,
+				      const float *bias, int64_t M, int64_t N, int64_t K, void *y,
+				      struct ctq_error *err)
+{
+	(void)b;
+	(void)err;
+	ctq_ref_gemm_f32(x, w, bias, M, N, K, y);
+	return CTQ_OK;
+}
+
+enum ctq_status ctq_refm_linear_w8a8(struct ctq_backend *b, const void *x, const int8_t *w,
+				     const float *s_w, const float *bias, int64_t M, int64_t N,
+				     int64_t K, void *y, void *ws, struct ctq_error *err)
+{
+	(void)b;
+	int8_t *q = ws;
+	float *s = (float *)((char *)ws + (ctq_w8a8_workspace_bytes(M, K) - (size_t)M * sizeof(float)));
+	int32_t *acc = ctq_malloc((size_t)(M * N) * sizeof *acc + 1);
+	if (!acc)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "reference", "out of memory");
+	ctq_ref_quantize_f32(x, M, K, q, s);
+	enum ctq_status st = ctq_ref_gemm_i8(q, w, M, N, K, acc, err);
+	if (!st)
+		ctq_ref_w8a8_epilogue_f32(acc, s, s_w, bias, M, N, y);
+	free(acc);
+	return st;
+}
+
+enum ctq_status ctq_refm_head_norm(struct ctq_backend *b, void *x, int64_t ld, int64_t T,
+				   int64_t heads, int64_t d, const float *w, float eps,
+				   struct ctq_error *err)
+{
+	(void)b;
+	(void)err;
+	float *f = x;
+	for (int64_t t = 0; t < T; t++)
+		for (int64_t h = 0; h < heads; h++) {
+			float *v = f + t * ld + h * d;
+			rms_row(v, w, d, eps, v);
+		}
+	return CTQ_OK;
+}
+
+enum ctq_status ctq_refm_rope(struct ctq_backend *b, void *x, int64_t ld, const int32_t *pos,
+			      int64_t T, int64_t heads, int64_t d, const float *inv_freq,
+			      struct ctq_error *err)
+{
+	(void)b;
+	(void)err;
+	float *f = x;
+	const int64_t half = d / 2;
+	for (int64_t t = 0; t < T; t++)
+		for (int64_t i = 0; i < half; i++) {
+			float a = (float)pos[t] * inv_freq[i];
+			float c = cosf(a), s = sinf(a);
+			for (int64_t h = 0; h < heads; h++) {
+				float *v = f + t * ld + h * d;
+				float x1 = v[i], x2 = v[i + half];
+				v[i] = x1 * c - x2 * s;
+				v[i + half] = x2 * c + x1 * s;
+			}
+		}
+	return CTQ_OK;
+}
+
+enum ctq_status ctq_refm_attention(struct ctq_backend *b, const void *q, const void *k,
+				   const void *v, int64_t ld, void *k_cache, void *v_cache,
+				   const int32_t *slot, const int32_t *pos, int64_t T, int64_t heads,
+				   int64_t kv_heads, int64_t d, int64_t max_len, void *out,
+				   struct ctq_error *err)
+{
+	(void)b;
+	const float *qf = q, *kf = k, *vf = v;
+	float *kc = k_cache, *vc = v_cache, *o = out;
+	const int64_t row = kv_heads * d;
+	for (int64_t t = 0; t < T; t++) {
+		if (pos[t] < 0 || pos[t] >= max_len)
+			return ctq_error_set(err, CTQ_ERR_USAGE, "attention",
+					     "position %d outside the cache of %lld", pos[t],
+					     (long long)max_len);
+		float *kd = kc + ((int64_t)slot[t] * max_len + pos[t]) * row;
+		float *vd = vc + ((int64_t)slot[t] * max_len + pos[t]) * row;
+		memcpy(kd, kf + t * ld, (size_t)row * sizeof *kd);
+		memcpy(vd, vf + t * ld, (size_t)row * sizeof *vd);
+	}
+	const float scale = 1.0f / sqrtf((float)d);
+	const int64_t group = heads / kv_heads;
+	float *p = ctq_malloc((size_t)max_len * sizeof *p + 4);
+	if (!p)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "attention", "out of memory");
+	for (int64_t t = 0; t < T; t++) {
+		const int64_t n = pos[t] + 1;
+		const float *kb = kc + (int64_t)slot[t] * max_len * row;
+		const float *vb = vc + (int64_t)slot[t] * max_len * row;
+		for (int64_t h = 0; h < heads; h++) {
+			const float *qv = qf + t * ld + h * d;
+			const int64_t kh = h / group;
+			float mx = -INFINITY;
+			for (int64_t j = 0; j < n; j++) {
+				const float *kv = kb + j * row + kh * d;
+				float sc = 0;
+				for (int64_t i = 0; i < d; i++)
+					sc += qv[i] * kv[i];
+				p[j] = sc * scale;
+				if (p[j] > mx)
+					mx = p[j];
+			}
+			double sum = 0;
+			for (int64_t j = 0; j < n; j++) {
+				p[j] = expf(p[j] - mx);
+				sum += p[j];
+			}
+			float *ov = o + (t * heads + h) * d;
+			for (int64_t i = 0; i < d; i++)
+				ov[i] = 0;
+			for (int64_t j = 0; j < n; j++) {
+				const float *vv = vb + j * row + kh * d;
+				float wgt = (float)(p[j] / sum);
+				for (int64_t i = 0; i < d; i++)
+					ov[i] += wgt * vv[i];
+			}
+		}
+	}
+	free(p);
+	return CTQ_OK;
+}
+
+enum ctq_status ctq_refm_silu_mul(struct ctq_backend *b, const void *gu, int64_t M, int64_t I,
+				  void *out, struct ctq_error *err)
+{
+	(void)b;
+	(void)err;
+	const float *g = gu;
+	float *o = out;
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t i = 0; i < I; i++) {
+			float a = g[m * 2 * I + i], u = g[m * 2 * I + I + i];
+			o[m * I + i] = a / (1.0f + expf(-a)) * u;
+		}
+	return CTQ_OK;
+}
+
+enum ctq_status ctq_refm_rows_to_host(struct ctq_backend *b, const void *x, int64_t N,
+				      const int64_t *idx, int64_t n, float *out,
+				      struct ctq_error *err)
+{
+	(void)b;
+	(void)err;
+	for (int64_t i = 0; i < n; i++)
+		memcpy(out + i * N, (const float *)x + idx[i] * N, (size_t)N * sizeof *out);
+	return CTQ_OK;
+}
