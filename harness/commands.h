@@ -4,6 +4,7 @@
 #define CTQ_HARNESS_COMMANDS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "core/status.h"
@@ -13,6 +14,13 @@
 int ctq_cmd_inspect(int argc, char **argv);
 int ctq_cmd_conform(int argc, char **argv);
 int ctq_cmd_probe(int argc, char **argv);
+int ctq_cmd_bench(int argc, char **argv);
+int ctq_cmd_generate(int argc, char **argv);
+int ctq_cmd_bench_model(int argc, char **argv);
+int ctq_cmd_make_model(int argc, char **argv);
+int ctq_cmd_quantize(int argc, char **argv);
+int ctq_cmd_import_gguf(int argc, char **argv);
+int ctq_cmd_eval(int argc, char **argv);
 
 /* Shared helpers (harness/common.c). */
 
@@ -35,5 +43,29 @@ enum ctq_status ctq_load_target(const char *path,
 				const char *arch, long layers, const char *prefix,
 				struct ctq_qconfig *cfg, struct ctq_modules *mods,
 				struct ctq_error *err);
+
+/* Output folders and progress, shared by make-model and quantize
+ * (harness/cmd_make_model.c). */
+
+/* Whether OUT may be written: it does not exist, is an empty folder, or
+ * force is set (*replace then says the commit must replace it). Prints why
+ * not. */
+bool ctq_out_dir_allowed(const char *cmd, const char *out, bool force, bool *replace);
+
+/* Drops trailing slashes (a temporary folder is made beside OUT). */
+void ctq_out_dir_trim(char *out);
+
+/* A progress printer for ctq_progress_fn (quant/synth.h): one stderr line
+ * per tensor group (a decoder layer, the embeddings, ...). */
+struct ctq_progress {
+	const char *cmd;
+	bool quiet;
+	double t0_s;
+	char group[128];
+};
+void ctq_progress_init(struct ctq_progress *p, const char *cmd, bool quiet);
+void ctq_progress_print(void *ctx, const char *tensor, uint64_t bytes_done,
+			uint64_t bytes_total);
+double ctq_progress_elapsed_s(const struct ctq_progress *p);
 
 #endif

@@ -14,8 +14,20 @@ static const struct {
 	 "show what each module executes as: scheme, group, target, rule"},
 	{"conform", ctq_cmd_conform,
 	 "run conformance suites (JSON cases) and write CSV + JUnit"},
+	{"generate", ctq_cmd_generate,
+	 "greedy text from a checkpoint (tokenizer, runner, backend) for a human check"},
+	{"bench", ctq_cmd_bench,
+	 "benchmarks: `bench model` (TTFT, prefill and decode throughput)"},
 	{"probe", ctq_cmd_probe,
 	 "isolate the W8A8 kernels per layer geometry: NaN/Inf, rel-L2 vs references"},
+	{"make-model", ctq_cmd_make_model,
+	 "write a synthetic BF16 checkpoint (qwen3, qwen2, llama shapes)"},
+	{"quantize", ctq_cmd_quantize,
+	 "turn a BF16 checkpoint into a compressed-tensors W8A8 INT8 one"},
+	{"import-gguf", ctq_cmd_import_gguf,
+	 "convert a llama GGUF (F32/F16/Q8_0/Q4_0/Q4_1) into a Hugging Face BF16 checkpoint"},
+	{"eval", ctq_cmd_eval,
+	 "MMLU / C-Eval / CMMLU accuracy by answer log-probabilities; paired verdict vs a baseline"},
 };
 
 static void usage(FILE *f)

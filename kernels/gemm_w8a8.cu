@@ -135,6 +135,8 @@ extern "C" enum ctq_status ctq_gemm_w8a8_launch(const int8_t *q, const int8_t *w
 				     (long long)K, CTQ_K_MAX);
 	if (M <= 0 || N <= 0)
 		return CTQ_OK;
+	if (ctq_gemv_w8a8_fits(M, defects))
+		return ctq_gemv_w8a8_launch(q, w, s_a, s_w, bias, M, N, K, acc, y, defects, stream, err);
 	if ((M + BM - 1) / BM > 65535)
 		return ctq_error_set(err, CTQ_ERR_USAGE, "M", "is %lld; at most %d rows",
 				     (long long)M, 65535 * BM);

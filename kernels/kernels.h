@@ -5,6 +5,7 @@
 #ifndef CTQ_KERNELS_KERNELS_H
 #define CTQ_KERNELS_KERNELS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/status.h"
@@ -22,6 +23,14 @@ enum ctq_status ctq_quantize_launch(const uint16_t *x, int64_t M, int64_t K, int
  * y (M, N) bf16 = bf16(((float)acc * s_a[m]) * s_w[n] + bias[n]).
  * defects: enum ctq_defect bits (tests only). */
 enum ctq_status ctq_gemm_w8a8_launch(const int8_t *q, const int8_t *w, const float *s_a,
+				     const float *s_w, const float *bias, int64_t M, int64_t N,
+				     int64_t K, int32_t *acc, uint16_t *y, unsigned defects,
+				     void *stream, struct ctq_error *err);
+
+/* The small-M path (kernels/gemv_w8a8.cu): same contract as
+ * ctq_gemm_w8a8_launch, for 1 <= M <= 16. */
+bool ctq_gemv_w8a8_fits(int64_t M, unsigned defects);
+enum ctq_status ctq_gemv_w8a8_launch(const int8_t *q, const int8_t *w, const float *s_a,
 				     const float *s_w, const float *bias, int64_t M, int64_t N,
 				     int64_t K, int32_t *acc, uint16_t *y, unsigned defects,
 				     void *stream, struct ctq_error *err);

@@ -130,16 +130,26 @@ attention_kernel(const uint16_t *q, int64_t ld, const uint16_t *kc, const uint16
 	__syncthreads();
 	float m = -INFINITY, l = 0.0f, acc0 = 0.0f, acc1 = 0.0f;
 	const int d0 = threadIdx.x, d1 = threadIdx.x + ATT_THREADS;
+	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 	for (int64_t j0 = 0; j0 < n; j0 += ATT_THREADS) {
-		const int64_t j = j0 + threadIdx.x;
-		float sc = -INFINITY;
-		if (j < n) {
-			const uint16_t *kr = kb + j * row;
-			float dot = 0.0f;
-			for (int64_t i = 0; i < d; i++)
-				dot += qs[i] * ld_bf16(kr + i);
-			sc = dot;
+		/* Scores: each warp takes 32 keys, its lanes spanning the head
+		 * dimension, so every key row is read coalesced. */
+		for (int i = 0; i < 32; i++) {
+			const int64_t jj = j0 + warp * 32 + i;
+			float part = 0.0f;
+			if (jj < n) {
+				const uint16_t *kr = kb + jj * row;
+				for (int64_t e = lane; e < d; e += 32)
+					part += qs[e] * ld_bf16(kr + e);
+			}
+			for (int o = 16; o > 0; o >>= 1)
+				part += __shfl_xor_sync(0xffffffffu, part, o);
+			if (lane == 0)
+				p[warp * 32 + i] = jj < n ? part : -INFINITY;
 		}
+		__syncthreads();
+		const int64_t j = j0 + threadIdx.x;
+		const float sc = p[threadIdx.x];
 		const float cm = block_max(sc, red);
 		const float nm = fmaxf(m, cm);
 		const float e = j < n ? __expf(sc - nm) : 0.0f;

@@ -10,6 +10,7 @@
 #include "quant/shard.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,7 @@ struct loadctx {
 	const struct ctq_checkpoint *ck;
 	const struct ctq_plan *plan;
 	const struct ctq_shard_plan *sp;
+	int rank;
 	struct ctq_error *err;
 };
 
@@ -145,7 +147,7 @@ static enum ctq_status load_lin(struct loadctx *L, const char *const *names, siz
 		long m = ctq_modules_find(L->plan->mods, names[i]);
 		if (m < 0)
 			return ctq_error_set(L->err, CTQ_ERR_CHECKPOINT, names[i], "module not in the model");
-		st = ctq_load_linear(L->ck, L->plan, L->sp, (size_t)m, 0, &parts[i], L->err);
+		st = ctq_load_linear(L->ck, L->plan, L->sp, (size_t)m, L->rank, &parts[i], L->err);
 		if (st)
 			break;
 		if (i && (parts[i].quantized != parts[0].quantized || parts[i].K != parts[0].K))
@@ -302,11 +304,19 @@ enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, con
 					   plan.entries[i].message);
 			goto done;
 		}
-	if ((st = ctq_checkpoint_open(&ck, dir, err)) || (st = ctq_shard_plan_build(&sp, &plan, 1, err)))
+	const int tp = opt->tp > 1 ? opt->tp : 1;
+	if (tp > 1 && !opt->group) {
+		st = ctq_error_set(err, CTQ_ERR_USAGE, "tp", "tensor parallelism needs a rank group");
 		goto done;
+	}
+	if ((st = ctq_checkpoint_open(&ck, dir, err)) || (st = ctq_shard_plan_build(&sp, &plan, tp, err)))
+		goto done;
+	r->heads_local = sp.heads_per_rank;
+	r->kv_local = sp.kv_heads_per_rank;
+	r->inter_local = r->cfg.intermediate / tp;
 	const struct ctq_model_config *c = &r->cfg;
 	const int64_t H = c->hidden, d = c->head_dim;
-	struct loadctx L = {r, &ck, &plan, &sp, err};
+	struct loadctx L = {r, &ck, &plan, &sp, tp > 1 ? opt->rank : 0, err};
 	r->layers = calloc((size_t)c->layers, sizeof *r->layers);
 	r->k_cache = calloc((size_t)c->layers, sizeof *r->k_cache);
 	r->v_cache = calloc((size_t)c->layers, sizeof *r->v_cache);
@@ -401,8 +411,8 @@ enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, con
 		}
 	}
 	/* KV cache, RoPE table and scratch. */
-	const int64_t T = opt->max_tokens, kvrow = c->kv_heads * d, ab = (int64_t)b->ops->act_bytes;
-	const int64_t nqkv = (c->heads + 2 * c->kv_heads) * d, I = c->intermediate;
+	const int64_t T = opt->max_tokens, kvrow = r->kv_local * d, ab = (int64_t)b->ops->act_bytes;
+	const int64_t nqkv = (r->heads_local + 2 * r->kv_local) * d, I = r->inter_local;
 	for (int64_t l = 0; l < c->layers && !st; l++) {
 		size_t bytes = (size_t)(opt->max_slots * opt->max_len * kvrow * ab);
 		if ((st = b->ops->alloc(b, bytes, &r->k_cache[l], err)) ||
@@ -419,14 +429,14 @@ enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, con
 	free(invf);
 	if (st)
 		goto done;
-	int64_t kmax = H > c->heads * d ? H : c->heads * d;
+	int64_t kmax = H > r->heads_local * d ? H : r->heads_local * d;
 	if (I > kmax)
 		kmax = I;
 	r->ws_bytes = ctq_w8a8_workspace_bytes(T, kmax);
 	if ((st = b->ops->alloc(b, (size_t)(T * H * ab), &r->x, err)) ||
 	    (st = b->ops->alloc(b, (size_t)(T * H * ab), &r->h, err)) ||
 	    (st = b->ops->alloc(b, (size_t)(T * nqkv * ab), &r->qkv, err)) ||
-	    (st = b->ops->alloc(b, (size_t)(T * c->heads * d * ab), &r->attn, err)) ||
+	    (st = b->ops->alloc(b, (size_t)(T * r->heads_local * d * ab), &r->attn, err)) ||
 	    (st = b->ops->alloc(b, (size_t)(T * 2 * I * ab), &r->gu, err)) ||
 	    (st = b->ops->alloc(b, (size_t)(T * I * ab), &r->act, err)) ||
 	    (st = b->ops->alloc(b, r->ws_bytes, &r->ws, err)) ||
@@ -460,6 +470,65 @@ static enum ctq_status linear(struct ctq_runner *r, const struct ctq_lin *l, con
 	return o->linear_dense(r->b, x, l->w, l->bias, M, l->N, l->K, y, err);
 }
 
+/* ---- tensor-parallel group (host memory backends) --------------------------- */
+
+struct ctq_tp_group {
+	int tp;
+	pthread_barrier_t bar;
+	float **bufs;   /* (tp) each rank's buffer during an all-reduce */
+	int failed;     /* a rank's forward failed: the others stop */
+};
+
+struct ctq_tp_group *ctq_tp_group_new(int tp)
+{
+	struct ctq_tp_group *g = calloc(1, sizeof *g);
+	if (!g)
+		return NULL;
+	g->tp = tp;
+	g->bufs = calloc((size_t)tp, sizeof *g->bufs);
+	if (!g->bufs || pthread_barrier_init(&g->bar, NULL, (unsigned)tp)) {
+		free(g->bufs);
+		free(g);
+		return NULL;
+	}
+	return g;
+}
+
+void ctq_tp_group_free(struct ctq_tp_group *g)
+{
+	if (!g)
+		return;
+	pthread_barrier_destroy(&g->bar);
+	free(g->bufs);
+	free(g);
+}
+
+/* Sums the ranks' partial outputs in rank order into every rank's buffer. */
+static enum ctq_status allreduce(struct ctq_runner *r, void *buf, int64_t n,
+				 struct ctq_error *err)
+{
+	if (r->opt.tp <= 1)
+		return CTQ_OK;
+	struct ctq_tp_group *g = r->opt.group;
+	if (r->b->ops->act_bytes != 4)
+		return ctq_error_set(err, CTQ_ERR_ENV, "tp",
+				     "in-process tensor parallelism needs host f32 activations (the reference backend)");
+	g->bufs[r->opt.rank] = buf;
+	pthread_barrier_wait(&g->bar);
+	if (r->opt.rank == 0)
+		for (int64_t i = 0; i < n; i++) {
+			float s = g->bufs[0][i];
+			for (int k = 1; k < g->tp; k++)
+				s += g->bufs[k][i];
+			g->bufs[0][i] = s;
+		}
+	pthread_barrier_wait(&g->bar);
+	if (r->opt.rank != 0)
+		memcpy(buf, g->bufs[0], (size_t)n * sizeof(float));
+	pthread_barrier_wait(&g->bar);
+	return CTQ_OK;
+}
+
 #define AT(p, elems) ((void *)((char *)(p) + (size_t)(elems) * ab))
 
 enum ctq_status ctq_runner_forward(struct ctq_runner *r, const int32_t *ids, const int32_t *slot,
@@ -469,8 +538,8 @@ enum ctq_status ctq_runner_forward(struct ctq_runner *r, const int32_t *ids, con
 	struct ctq_backend *b = r->b;
 	const struct ctq_backend_ops *o = b->ops;
 	const struct ctq_model_config *c = &r->cfg;
-	const int64_t H = c->hidden, d = c->head_dim, nH = c->heads, nKV = c->kv_heads;
-	const int64_t ld = (nH + 2 * nKV) * d, I = c->intermediate;
+	const int64_t H = c->hidden, d = c->head_dim, nH = r->heads_local, nKV = r->kv_local;
+	const int64_t ld = (nH + 2 * nKV) * d, I = r->inter_local;
 	const size_t ab = o->act_bytes;
 	if (T < 1 || T > r->opt.max_tokens)
 		return ctq_error_set(err, CTQ_ERR_USAGE, "forward", "%lld tokens; this runner takes 1..%lld",
@@ -502,11 +571,13 @@ enum ctq_status ctq_runner_forward(struct ctq_runner *r, const int32_t *ids, con
 		    (st = o->attention(b, q, k, v, ld, r->k_cache[l], r->v_cache[l], r->d_slot, r->d_pos, T,
 				       nH, nKV, d, r->opt.max_len, r->attn, err)) ||
 		    (st = linear(r, &y->o, r->attn, T, r->h, err)) ||
+		    (st = allreduce(r, r->h, T * H, err)) ||
 		    (st = o->add(b, r->x, r->h, T * H, err)) ||
 		    (st = o->rmsnorm(b, r->x, y->post_norm, T, H, c->rms_eps, r->h, err)) ||
 		    (st = linear(r, &y->gu, r->h, T, r->gu, err)) ||
 		    (st = o->silu_mul(b, r->gu, T, I, r->act, err)) ||
 		    (st = linear(r, &y->down, r->act, T, r->h, err)) ||
+		    (st = allreduce(r, r->h, T * H, err)) ||
 		    (st = o->add(b, r->x, r->h, T * H, err)))
 			return st;
 	}
@@ -531,6 +602,62 @@ enum ctq_status ctq_runner_forward(struct ctq_runner *r, const int32_t *ids, con
 			return st;
 	}
 	return CTQ_OK;
+}
+
+struct tp_job {
+	struct ctq_runner *r;
+	const int32_t *ids, *slot, *pos;
+	int64_t T, n_out;
+	const int64_t *out_rows;
+	float *logits;
+	struct ctq_error err;
+	enum ctq_status st;
+};
+
+static void *tp_thread(void *arg)
+{
+	struct tp_job *j = arg;
+	j->st = ctq_runner_forward(j->r, j->ids, j->slot, j->pos, j->T, j->out_rows, j->n_out,
+				   j->logits, &j->err);
+	return NULL;
+}
+
+enum ctq_status ctq_runner_tp_forward(struct ctq_runner *ranks, int tp, const int32_t *ids,
+				      const int32_t *slot, const int32_t *pos, int64_t T,
+				      const int64_t *out_rows, int64_t n_out, float *logits,
+				      struct ctq_error *err)
+{
+	struct tp_job *jobs = calloc((size_t)tp, sizeof *jobs);
+	pthread_t *th = calloc((size_t)tp, sizeof *th);
+	float *scratch = tp > 1 ? malloc((size_t)(n_out * ranks[0].cfg.vocab) * 4 * (size_t)(tp - 1)) : NULL;
+	enum ctq_status st = CTQ_OK;
+	if (!jobs || !th || (tp > 1 && !scratch)) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, "tp", "out of memory");
+		goto done;
+	}
+	for (int k = 0; k < tp; k++) {
+		jobs[k] = (struct tp_job){&ranks[k], ids, slot, pos, T, n_out, out_rows,
+					  k ? scratch + (size_t)(k - 1) * (size_t)(n_out * ranks[0].cfg.vocab) : logits,
+					  {0}, CTQ_OK};
+		if (pthread_create(&th[k], NULL, tp_thread, &jobs[k])) {
+			/* A rank that never starts would leave the others at a barrier. */
+			st = ctq_error_set(err, CTQ_ERR_ENV, "tp", "cannot start a rank thread");
+			for (int i = 0; i < k; i++)
+				pthread_join(th[i], NULL);
+			goto done;
+		}
+	}
+	for (int k = 0; k < tp; k++)
+		pthread_join(th[k], NULL);
+	for (int k = 0; k < tp && !st; k++)
+		if (jobs[k].st)
+			st = ctq_error_set(err, jobs[k].st, jobs[k].err.path, "rank %d: %s", k,
+					   jobs[k].err.message);
+done:
+	free(jobs);
+	free(th);
+	free(scratch);
+	return st;
 }
 
 static int32_t argmax(const float *v, int64_t n)

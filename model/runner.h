@@ -29,10 +29,20 @@ struct ctq_model_config {
 	int32_t bos_id, eos_id; /* -1 when unknown */
 };
 
+/* Tensor parallelism inside one process: one runner per rank (each on its
+ * own backend), ranks run their forward passes concurrently in threads and
+ * sum the row-parallel outputs (after o_proj and down_proj) through this
+ * group. The sum runs in rank order, so results do not depend on timing.
+ * Only backends with host-visible activations (reference) use it; GPUs use
+ * NCCL (step 9). */
+struct ctq_tp_group;
+
 struct ctq_runner_options {
 	int64_t max_slots;   /* sequences held in the KV cache at once */
 	int64_t max_len;     /* positions per sequence */
 	int64_t max_tokens;  /* tokens per forward call */
+	int tp, rank;        /* 0/0 or 1/0: no tensor parallelism */
+	struct ctq_tp_group *group; /* required when tp > 1 */
 };
 
 struct ctq_lin {
@@ -62,6 +72,7 @@ struct ctq_runner {
 	void *x, *h, *qkv, *attn, *gu, *act, *ws, *rows, *logits;
 	int32_t *d_ids, *d_slot, *d_pos, *d_rows;
 	size_t ws_bytes;
+	int64_t heads_local, kv_local, inter_local; /* this rank's share */
 	int64_t n_quantized, n_dense;  /* linear modules by scheme */
 	uint64_t weight_bytes;         /* bytes of weights on the backend */
 };
@@ -84,6 +95,17 @@ enum ctq_status ctq_runner_forward(struct ctq_runner *r, const int32_t *ids, con
 enum ctq_status ctq_runner_generate(struct ctq_runner *r, const int32_t *prompt, int64_t n_prompt,
 				    int64_t max_new, bool ignore_eos, int32_t **out,
 				    int64_t *n_out, struct ctq_error *err);
+
+/* A group of tp ranks (malloc'ed; ctq_tp_group_free). */
+struct ctq_tp_group *ctq_tp_group_new(int tp);
+void ctq_tp_group_free(struct ctq_tp_group *g);
+
+/* Runs ctq_runner_forward on every rank concurrently with the same inputs;
+ * logits come from rank 0 (every rank computes the same ones). */
+enum ctq_status ctq_runner_tp_forward(struct ctq_runner *ranks, int tp, const int32_t *ids,
+				      const int32_t *slot, const int32_t *pos, int64_t T,
+				      const int64_t *out_rows, int64_t n_out, float *logits,
+				      struct ctq_error *err);
 
 /* Parses the model fields of a config.json (text_config when present). */
 enum ctq_status ctq_model_config_parse(struct ctq_model_config *c, const cJSON *root,

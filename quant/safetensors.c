@@ -842,7 +842,7 @@ static enum ctq_status write_subset(const struct ctq_st_writer *w,
 		offset += e->n_bytes;
 	}
 	ctq_strbuf_append(&hdr, "}");
-	while (hdr.len % 8)
+	while (!hdr.oom && hdr.len % 8)
 		ctq_strbuf_append(&hdr, " "); /* aligns the data area to 8 bytes */
 	if (hdr.oom) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, path,

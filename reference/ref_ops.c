@@ -5,9 +5,46 @@
 
 #include <string.h>
 
-/* Columns of w processed per pass over a row block: the block of w rows
- * (NB × K int8 or f32) stays in L2 while every row of x streams past it. */
+/* Output columns per task: a block of NB weight rows (NB × K) stays in
+ * cache while every row of x streams past it; blocks are spread over the
+ * threads, so M = 1 (decode) is as parallel as a prefill. */
 #define NB 64
+
+/* f32 dot products in a fixed order: 16 interleaved partial sums (lane i
+ * takes k = i mod 16), then the lanes added pairwise. The order is part of
+ * the definition, so results do not depend on compiler or thread count,
+ * and the loop vectorizes without reassociation. */
+#define LANES 16
+
+static float dot_f32(const float *a, const float *b, int64_t K)
+{
+	float acc[LANES] = {0};
+	int64_t k = 0;
+	for (; k + LANES <= K; k += LANES)
+		for (int i = 0; i < LANES; i++)
+			acc[i] += a[k + i] * b[k + i];
+	for (int i = 0; k < K; k++, i++)
+		acc[i] += a[k] * b[k];
+	for (int w = LANES / 2; w > 0; w /= 2)
+		for (int i = 0; i < w; i++)
+			acc[i] += acc[i + w];
+	return acc[0];
+}
+
+static float dot_bf16(const uint16_t *a, const uint16_t *b, int64_t K)
+{
+	float acc[LANES] = {0};
+	int64_t k = 0;
+	for (; k + LANES <= K; k += LANES)
+		for (int i = 0; i < LANES; i++)
+			acc[i] += ctq_bf16_to_f32(a[k + i]) * ctq_bf16_to_f32(b[k + i]);
+	for (int i = 0; k < K; k++, i++)
+		acc[i] += ctq_bf16_to_f32(a[k]) * ctq_bf16_to_f32(b[k]);
+	for (int w = LANES / 2; w > 0; w /= 2)
+		for (int i = 0; i < w; i++)
+			acc[i] += acc[i + w];
+	return acc[0];
+}
 
 static void quantize_row(const float *x, int64_t K, int8_t *q, float *s)
 {
@@ -69,9 +106,9 @@ enum ctq_status ctq_ref_gemm_i8(const int8_t *q, const int8_t *w, int64_t M, int
 		return ctq_error_set(err, CTQ_ERR_USAGE, "K",
 				     "is %lld; int32 accumulation is exact only for K <= %ld",
 				     (long long)K, CTQ_K_MAX);
+#pragma omp parallel for schedule(dynamic, 1)
 	for (int64_t n0 = 0; n0 < N; n0 += NB) {
 		int64_t n1 = n0 + NB < N ? n0 + NB : N;
-#pragma omp parallel for schedule(static)
 		for (int64_t m = 0; m < M; m++) {
 			const int8_t *qr = q + m * K;
 			for (int64_t n = n0; n < n1; n++) {
@@ -109,17 +146,14 @@ void ctq_ref_w8a8_epilogue_f32(const int32_t *acc, const float *s_a, const float
 void ctq_ref_gemm_bf16(const uint16_t *x, const uint16_t *w, const float *bias, int64_t M,
 		       int64_t N, int64_t K, uint16_t *y)
 {
+#pragma omp parallel for schedule(dynamic, 1)
 	for (int64_t n0 = 0; n0 < N; n0 += NB) {
 		int64_t n1 = n0 + NB < N ? n0 + NB : N;
-#pragma omp parallel for schedule(static)
 		for (int64_t m = 0; m < M; m++) {
 			const uint16_t *xr = x + m * K;
 			for (int64_t n = n0; n < n1; n++) {
 				const uint16_t *wr = w + n * K;
-				float sum = 0.0f;
-				for (int64_t k = 0; k < K; k++)
-					sum += ctq_bf16_to_f32(xr[k]) * ctq_bf16_to_f32(wr[k]);
-				y[m * N + n] = ctq_f32_to_bf16(sum + (bias ? bias[n] : 0.0f));
+				y[m * N + n] = ctq_f32_to_bf16(dot_bf16(xr, wr, K) + (bias ? bias[n] : 0.0f));
 			}
 		}
 	}
@@ -128,17 +162,13 @@ void ctq_ref_gemm_bf16(const uint16_t *x, const uint16_t *w, const float *bias, 
 void ctq_ref_gemm_f32(const float *x, const float *w, const float *bias, int64_t M,
 		      int64_t N, int64_t K, float *y)
 {
+#pragma omp parallel for schedule(dynamic, 1)
 	for (int64_t n0 = 0; n0 < N; n0 += NB) {
 		int64_t n1 = n0 + NB < N ? n0 + NB : N;
-#pragma omp parallel for schedule(static)
 		for (int64_t m = 0; m < M; m++) {
 			const float *xr = x + m * K;
 			for (int64_t n = n0; n < n1; n++) {
-				const float *wr = w + n * K;
-				float sum = 0.0f;
-				for (int64_t k = 0; k < K; k++)
-					sum += xr[k] * wr[k];
-				y[m * N + n] = sum + (bias ? bias[n] : 0.0f);
+				y[m * N + n] = dot_f32(xr, w + n * K, K) + (bias ? bias[n] : 0.0f);
 			}
 		}
 	}
@@ -147,9 +177,9 @@ void ctq_ref_gemm_f32(const float *x, const float *w, const float *bias, int64_t
 void ctq_ref_gemm_f64(const float *x, const float *w, const float *bias, int64_t M,
 		      int64_t N, int64_t K, double *y)
 {
+#pragma omp parallel for schedule(dynamic, 1)
 	for (int64_t n0 = 0; n0 < N; n0 += NB) {
 		int64_t n1 = n0 + NB < N ? n0 + NB : N;
-#pragma omp parallel for schedule(static)
 		for (int64_t m = 0; m < M; m++) {
 			const float *xr = x + m * K;
 			for (int64_t n = n0; n < n1; n++) {

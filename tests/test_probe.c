@@ -7,7 +7,7 @@
 #include "harness/probe.h"
 #include "reference/backend.h"
 
-static const struct ctq_probe_layer layer = {"model.layers.5.self_attn.o_proj", 96, 48, NULL, NULL};
+static const struct ctq_probe_layer layer = {.name = "model.layers.5.self_attn.o_proj", .K = 96, .N = 48};
 
 Test(probe, clean_reference_passes_every_pattern)
 {
@@ -59,7 +59,7 @@ Test(probe, checkpoint_weights_are_quantized_per_channel)
 	static float w[N * K];
 	for (int i = 0; i < N * K; i++)
 		w[i] = (float)((i * 37 % 101) - 50) / 1000.0f;
-	struct ctq_probe_layer L = {"ckpt", K, N, w, NULL};
+	struct ctq_probe_layer L = {.name = "ckpt", .K = K, .N = N, .w = w};
 	struct ctq_backend b;
 	struct ctq_error err = {0};
 	struct ctq_probe_policy pol;

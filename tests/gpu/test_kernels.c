@@ -267,7 +267,7 @@ Test(kernels, probe_catches_planted_defects_on_the_gpu, .init = setup, .fini = t
 					   CTQ_DEFECT_TRANSPOSED_W};
 	struct ctq_probe_policy pol;
 	ctq_probe_policy_default(&pol);
-	struct ctq_probe_layer L = {"model.layers.3.mlp.down_proj", 176, 64, NULL, NULL};
+	struct ctq_probe_layer L = {.name = "model.layers.3.mlp.down_proj", .K = 176, .N = 64};
 	for (size_t i = 0; i < 3; i++) {
 		struct ctq_probe_result r;
 		struct ctq_error err = {0};

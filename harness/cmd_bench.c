@@ -1,0 +1,16 @@
+/* ctq bench: dispatches to the benchmark families (bench model, ...). */
+#include "harness/commands.h"
+
+#include <string.h>
+
+int ctq_cmd_bench(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		printf("usage: ctq bench model [options]   (ctq bench model --help)\n");
+		return argc < 2 ? CTQ_EXIT_USAGE : CTQ_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "model"))
+		return ctq_cmd_bench_model(argc - 1, argv + 1);
+	fprintf(stderr, "ctq bench: unknown benchmark \"%s\" (model)\n", argv[1]);
+	return CTQ_EXIT_USAGE;
+}

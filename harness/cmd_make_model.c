@@ -1,0 +1,251 @@
+/* ctq make-model: writes a synthetic Hugging Face checkpoint (Qwen3, Qwen2 or
+ * Llama shapes, BF16 random weights; quant/synth.h) through a temporary
+ * directory renamed into place when complete. Also holds the output-folder
+ * and progress helpers make-model and quantize share. */
+#include "harness/commands.h"
+#include "core/fileio.h"
+#include "quant/synth.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void help(void)
+{
+	printf("usage: ctq make-model --arch A --preset P [options] OUT\n"
+	       "\n"
+	       "Writes a synthetic BF16 checkpoint with Hugging Face names and config fields\n"
+	       "into the folder OUT: config.json, generation_config.json, model.safetensors\n"
+	       "(or shards of at most 5 GB plus model.safetensors.index.json). Weights are\n"
+	       "N(0, 0.02) (transformers' initializer_range), norms 1 + N(0, 0.02); the same\n"
+	       "seed gives the same bytes whatever the thread count.\n"
+	       "\n"
+	       "options:\n"
+	       "  --arch A             qwen3, qwen2 (q/k/v biases) or llama\n"
+	       "  --preset P           tiny               hidden 64, 2 layers, 4/2 heads, vocab 512\n"
+	       "                       qwen3-0.6b-shape   hidden 1024, 28 layers, 16/8 heads (~1.2 GB)\n"
+	       "                       qwen3-4b-shape     hidden 2560, 36 layers, 32/8 heads (~8 GB)\n"
+	       "  --layers N           override the number of decoder layers\n"
+	       "  --seed S             random seed (default 0), 0..2^53\n"
+	       "  --outliers           4 hidden channels (fixed by the seed) of every\n"
+	       "                       input_layernorm / post_attention_layernorm weight x50,\n"
+	       "                       so q/k/v and gate/up inputs carry outlier channels\n"
+	       "  --untied             write lm_head.weight (tie_word_embeddings false)\n"
+	       "  --max-shard-bytes N  shard size limit (default 5000000000, transformers' 5GB)\n"
+	       "  --force              replace OUT if it exists and is not empty\n"
+	       "  --quiet              no progress on stderr\n"
+	       "\n"
+	       "exit: 0 written; 2 bad usage, OUT exists, or the folder cannot be written.\n");
+}
+
+/* ---- shared with quantize -------------------------------------------------- */
+
+static bool dir_is_empty(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return false;
+	struct dirent *e;
+	bool empty = true;
+	while (empty && (e = readdir(d)))
+		empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+	closedir(d);
+	return empty;
+}
+
+bool ctq_out_dir_allowed(const char *cmd, const char *out, bool force, bool *replace)
+{
+	*replace = false;
+	if (!ctq_path_exists(out))
+		return true;
+	if (force || (ctq_path_is_dir(out) && dir_is_empty(out))) {
+		*replace = true;
+		return true;
+	}
+	fprintf(stderr, "ctq %s: %s already exists and is not an empty folder; refusing to replace it (--force replaces it)\n",
+		cmd, out);
+	return false;
+}
+
+void ctq_out_dir_trim(char *out)
+{
+	size_t n = strlen(out);
+	while (n > 1 && out[n - 1] == '/')
+		out[--n] = '\0';
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void ctq_progress_init(struct ctq_progress *p, const char *cmd, bool quiet)
+{
+	memset(p, 0, sizeof *p);
+	p->cmd = cmd;
+	p->quiet = quiet;
+	p->t0_s = now_s();
+}
+
+double ctq_progress_elapsed_s(const struct ctq_progress *p)
+{
+	return now_s() - p->t0_s;
+}
+
+/* One line per tensor group (a decoder layer, the embeddings, ...): the
+ * group is the name up to and including the layer number. */
+void ctq_progress_print(void *ctx, const char *tensor, uint64_t bytes_done,
+			uint64_t bytes_total)
+{
+	struct ctq_progress *p = ctx;
+	if (p->quiet)
+		return;
+	size_t n = strlen(tensor);
+	if (n > 12 && !strcmp(tensor + n - 12, ".safetensors")) {
+		fprintf(stderr, "ctq %s: wrote %s  (%.1f s)\n", p->cmd, tensor,
+			ctq_progress_elapsed_s(p));
+		return;
+	}
+	const char *l = strstr(tensor, "layers.");
+	if (l) {
+		const char *e = l + strlen("layers.");
+		while (*e >= '0' && *e <= '9')
+			e++;
+		n = (size_t)(e - tensor);
+	} else if (strrchr(tensor, '.')) {
+		n = (size_t)(strrchr(tensor, '.') - tensor);
+	}
+	if (n >= sizeof p->group)
+		n = sizeof p->group - 1;
+	if (!strncmp(p->group, tensor, n) && p->group[n] == '\0' && bytes_done < bytes_total)
+		return;
+	memcpy(p->group, tensor, n);
+	p->group[n] = '\0';
+	bool gb = bytes_total >= 1000000000ULL;
+	double unit = gb ? 1e9 : 1e6;
+	fprintf(stderr, "ctq %s: [%3.0f%%] %.2f of %.2f %s  %s  (%.1f s)\n", p->cmd,
+		bytes_total ? 100.0 * (double)bytes_done / (double)bytes_total : 100.0,
+		(double)bytes_done / unit, (double)bytes_total / unit, gb ? "GB" : "MB",
+		p->group, ctq_progress_elapsed_s(p));
+}
+
+/* ---- the command ------------------------------------------------------------ */
+
+int ctq_cmd_make_model(int argc, char **argv)
+{
+	const char *arch = NULL, *preset = NULL;
+	char *out = NULL;
+	long layers = 0, seed = 0, max_shard = 0;
+	bool outliers = false, untied = false, force = false, quiet = false;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			help();
+			free(out);
+			return CTQ_EXIT_OK;
+		} else if (!strcmp(a, "--outliers")) {
+			outliers = true;
+		} else if (!strcmp(a, "--untied")) {
+			untied = true;
+		} else if (!strcmp(a, "--force")) {
+			force = true;
+		} else if (!strcmp(a, "--quiet")) {
+			quiet = true;
+		} else if (!strcmp(a, "--arch")) {
+			if (!(arch = ctq_opt_value(argc, argv, &i)))
+				goto usage;
+		} else if (!strcmp(a, "--preset")) {
+			if (!(preset = ctq_opt_value(argc, argv, &i)))
+				goto usage;
+		} else if (!strcmp(a, "--layers")) {
+			if (!(v = ctq_opt_value(argc, argv, &i)) ||
+			    !ctq_opt_int("make-model", "--layers", v, 1, 4096, &layers))
+				goto usage;
+		} else if (!strcmp(a, "--seed")) {
+			if (!(v = ctq_opt_value(argc, argv, &i)) ||
+			    !ctq_opt_int("make-model", "--seed", v, 0, 9007199254740992L, &seed))
+				goto usage;
+		} else if (!strcmp(a, "--max-shard-bytes")) {
+			if (!(v = ctq_opt_value(argc, argv, &i)) ||
+			    !ctq_opt_int("make-model", "--max-shard-bytes", v, 1, 1L << 62,
+					  &max_shard))
+				goto usage;
+		} else if (a[0] == '-') {
+			fprintf(stderr, "ctq make-model: unknown option %s (see --help)\n", a);
+			goto usage;
+		} else if (!out) {
+			if (!(out = strdup(a))) {
+				fprintf(stderr, "ctq make-model: out of memory\n");
+				goto usage;
+			}
+		} else {
+			fprintf(stderr, "ctq make-model: one OUT only (got %s and %s)\n", out, a);
+			goto usage;
+		}
+	}
+	if (!out || !arch || !preset) {
+		fprintf(stderr, "ctq make-model: --arch, --preset and OUT are required (see --help)\n");
+		goto usage;
+	}
+	ctq_out_dir_trim(out);
+
+	struct ctq_synth_spec spec;
+	struct ctq_error err = {0};
+	enum ctq_status st = ctq_synth_spec_init(&spec, arch, preset, &err);
+	if (st) {
+		ctq_print_error("make-model", &err);
+		goto usage;
+	}
+	if (layers)
+		spec.num_hidden_layers = layers;
+	spec.seed = (uint64_t)seed;
+	spec.outliers = outliers;
+	spec.tie_word_embeddings = !untied;
+
+	bool replace;
+	if (!ctq_out_dir_allowed("make-model", out, force, &replace))
+		goto usage;
+	char tmp[4096];
+	if ((st = ctq_tmpdir_beside(out, tmp, sizeof tmp, &err))) {
+		ctq_print_error("make-model", &err);
+		free(out);
+		return ctq_status_exit_code(st);
+	}
+	struct ctq_progress prog;
+	ctq_progress_init(&prog, "make-model", quiet);
+	st = ctq_synth_write(&spec, tmp, (uint64_t)max_shard, ctq_progress_print, &prog, &err);
+	if (!st)
+		st = ctq_tmpdir_commit(tmp, out, replace, &err);
+	if (st) {
+		ctq_remove_tree(tmp);
+		ctq_print_error("make-model", &err);
+		free(out);
+		return ctq_status_exit_code(st);
+	}
+	/* Parameters: every tensor is BF16 (2 bytes). */
+	long d = spec.head_dim, H = spec.hidden_size;
+	double per_layer = (double)H * (double)(spec.num_attention_heads * d) * 2 +
+			   (double)H * (double)(spec.num_key_value_heads * d) * 2 +
+			   3.0 * (double)H * (double)spec.intermediate_size + 2.0 * (double)H +
+			   (spec.qk_norm ? 2.0 * (double)d : 0.0) +
+			   (spec.attention_bias ? (double)((spec.num_attention_heads +
+							   2 * spec.num_key_value_heads) * d)
+						: 0.0);
+	double params = (double)spec.vocab_size * (double)H * (spec.tie_word_embeddings ? 1 : 2) +
+			per_layer * (double)spec.num_hidden_layers + (double)H;
+	double bytes = 2.0 * params;
+	printf("ctq make-model: wrote %s (%s, preset %s, %ld layers, %.2fM parameters, %.2f %s BF16, seed %ld%s%s) in %.1f s\n",
+	       out, spec.arch, spec.preset, spec.num_hidden_layers, params / 1e6,
+	       bytes >= 1e9 ? bytes / 1e9 : bytes / 1e6, bytes >= 1e9 ? "GB" : "MB", seed,
+	       outliers ? ", outliers" : "", untied ? ", untied" : "",
+	       ctq_progress_elapsed_s(&prog));
+	free(out);
+	return CTQ_EXIT_OK;
+usage:
+	free(out);
+	return CTQ_EXIT_USAGE;
+}

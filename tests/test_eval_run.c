@@ -1,0 +1,392 @@
+/* Criterion tests for eval/eval and `ctq eval` end to end, on the CPU
+ * reference backend: a tiny synthetic Qwen3 (its vocabulary widened to 2048
+ * so that the small GPT-2-layout tokenizer fixture's ids fit) and its W8A8
+ * quantization, with the sample datasets under datasets/.
+ *   - the batched, prefix-sharing scorer gives the log-probabilities of a
+ *     plain full forward of context + continuation, one question at a time,
+ *     for single- and multi-token continuations;
+ *   - each protocol's context-overflow rule;
+ *   - the command: CSVs, manifest, JUnit, exit codes of the paired verdict
+ *     and of refusals. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/fileio.h"
+#include "core/json.h"
+#include "eval/eval.h"
+#include "harness/commands.h"
+#include "model/runner.h"
+#include "model/tokenizer.h"
+#include "quant/quantize.h"
+#include "quant/synth.h"
+
+#define TOKENIZER "tests/fixtures/tokenizers/gpt2-small"
+#define VOCAB 2048
+
+struct fixture {
+	char dir[64], bf16[96], w8a8[96], out[96];
+};
+
+static void make_models(struct fixture *f)
+{
+	snprintf(f->dir, sizeof f->dir, "/tmp/ctq-eval-XXXXXX");
+	cr_assert(mkdtemp(f->dir));
+	snprintf(f->bf16, sizeof f->bf16, "%s/bf16", f->dir);
+	snprintf(f->w8a8, sizeof f->w8a8, "%s/w8a8", f->dir);
+	snprintf(f->out, sizeof f->out, "%s/run", f->dir);
+	struct ctq_synth_spec s;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_synth_spec_init(&s, "qwen3", "tiny", &err), CTQ_OK, "%s", err.message);
+	s.vocab_size = VOCAB;
+	s.seed = 7;
+	cr_assert_eq(ctq_synth_write(&s, f->bf16, 0, NULL, NULL, &err), CTQ_OK, "%s", err.message);
+	struct ctq_quantize_result res;
+	memset(&res, 0, sizeof res);
+	cr_assert_eq(ctq_quantize_checkpoint(f->bf16, f->w8a8, NULL, &res, &err), CTQ_OK, "%s",
+		     err.message);
+	ctq_quantize_result_free(&res);
+}
+
+static void drop_models(struct fixture *f)
+{
+	ctq_remove_tree(f->dir);
+}
+
+struct prepared {
+	struct ctq_eval_data data;
+	struct ctq_tokenizer tok;
+	struct ctq_eval_set set;
+};
+
+static void prepare(struct prepared *p, enum ctq_bench b, const char *split, enum ctq_protocol proto,
+		    int shots, int64_t max_context)
+{
+	memset(p, 0, sizeof *p);
+	struct ctq_error err = {0};
+	char dir[64];
+	snprintf(dir, sizeof dir, "datasets/%s", ctq_bench_name(b));
+	cr_assert_eq(ctq_eval_data_load(&p->data, b, dir, split, NULL, 0, shots > 0, &err), CTQ_OK,
+		     "%s: %s", err.path, err.message);
+	cr_assert_eq(ctq_tokenizer_load(&p->tok, TOKENIZER, &err), CTQ_OK, "%s", err.message);
+	struct ctq_eval_options o = {.bench = b, .protocol = proto, .shots = shots,
+				     .max_context = max_context};
+	cr_assert_eq(ctq_eval_prepare(&p->set, &p->data, &o, &p->tok, &err), CTQ_OK, "%s: %s",
+		     err.path, err.message);
+}
+
+static void prepared_free(struct prepared *p)
+{
+	ctq_eval_set_free(&p->set);
+	ctq_tokenizer_free(&p->tok);
+	ctq_eval_data_free(&p->data);
+}
+
+static void load_runner(struct ctq_runner *r, struct ctq_backend *b, const char *dir, int64_t slots,
+			int64_t max_len, int64_t max_tokens)
+{
+	struct ctq_error err = {0};
+	struct ctq_runner_options opt = {.max_slots = slots, .max_len = max_len, .max_tokens = max_tokens};
+	memset(r, 0, sizeof *r);
+	cr_assert_eq(ctq_runner_load(r, b, dir, &opt, &err), CTQ_OK, "%s", err.message);
+}
+
+/* The log-probability of each continuation by one forward pass of
+ * context + continuation[:-1] in slot 0 from position 0. */
+static void naive(struct ctq_runner *r, const struct ctq_eval_item *it, double lp[4])
+{
+	const int64_t V = r->cfg.vocab;
+	for (int k = 0; k < 4; k++) {
+		int64_t T = it->n_ctx + it->n_cont[k] - 1, n_out = it->n_cont[k];
+		int32_t *ids = malloc((size_t)T * 4), *slot = calloc((size_t)T, 4), *pos = malloc((size_t)T * 4);
+		int64_t *rows = malloc((size_t)n_out * 8);
+		float *lg = malloc((size_t)(n_out * V) * 4);
+		cr_assert(ids && slot && pos && rows && lg);
+		memcpy(ids, it->ctx, (size_t)it->n_ctx * 4);
+		memcpy(ids + it->n_ctx, it->cont[k], (size_t)(it->n_cont[k] - 1) * 4);
+		for (int64_t t = 0; t < T; t++)
+			pos[t] = (int32_t)t;
+		for (int64_t j = 0; j < n_out; j++)
+			rows[j] = it->n_ctx - 1 + j;
+		struct ctq_error err = {0};
+		cr_assert_eq(ctq_runner_forward(r, ids, slot, pos, T, rows, n_out, lg, &err), CTQ_OK, "%s",
+			     err.message);
+		lp[k] = 0;
+		for (int64_t j = 0; j < n_out; j++)
+			lp[k] += ctq_logprob(lg + j * V, V, it->cont[k][j]);
+		free(ids), free(slot), free(pos), free(rows), free(lg);
+	}
+}
+
+/* Batched scoring (3 slots, 64 tokens per call: prefixes split across
+ * calls, slots reused across subjects) against the naive forward. */
+static void check_scorer(const char *model, struct ctq_eval_set *s, size_t *n_calls)
+{
+	struct ctq_backend b;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_backend_open(&b, "reference", &err), CTQ_OK, "%s", err.message);
+	struct ctq_runner batched, plain;
+	load_runner(&batched, &b, model, 3, s->max_len, 64);
+	load_runner(&plain, &b, model, 1, s->max_len, s->max_len);
+	double (*lp)[4] = calloc(s->n, sizeof *lp);
+	struct ctq_eval_counters c;
+	cr_assert_eq(ctq_eval_score(&batched, s, lp, NULL, NULL, &c, &err), CTQ_OK, "%s", err.message);
+	cr_expect(c.tokens_fed < c.prompt_tokens, "prefix sharing: %lld fed of %lld",
+		  (long long)c.tokens_fed, (long long)c.prompt_tokens);
+	*n_calls = (size_t)c.calls;
+	double worst = 0;
+	size_t worst_i = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		double want[4];
+		naive(&plain, &s->items[i], want);
+		for (int k = 0; k < 4; k++) {
+			cr_assert(isfinite(lp[i][k]), "item %zu choice %d: %g", i, k, lp[i][k]);
+			double d = fabs(lp[i][k] - want[k]);
+			if (d > worst)
+				worst = d, worst_i = i;
+		}
+	}
+	/* The reference backend computes each row alone: batching and prefix
+	 * reuse change no bit, so the two agree to the last bit of the f32
+	 * logits (tolerance for the log-sum-exp order). */
+	cr_expect(worst <= 1e-6, "largest |batched - plain| = %.3g at item %zu", worst, worst_i);
+	free(lp);
+	ctq_runner_free(&batched);
+	ctq_runner_free(&plain);
+	ctq_backend_close(&b);
+}
+
+Test(eval_run, batched_scorer_equals_plain_forward)
+{
+	struct fixture f;
+	make_models(&f);
+	struct prepared p;
+	prepare(&p, CTQ_BENCH_MMLU, "test", CTQ_PROTO_ORIGINAL, 5, 4096);
+	cr_assert_eq(p.set.n, 16);
+	cr_expect_eq(p.set.n_truncated + p.set.n_fewer_shots, 0);
+	for (size_t i = 0; i < p.set.n; i++) {
+		cr_expect_eq(p.set.items[i].shots, 5);
+		for (int k = 0; k < 4; k++)
+			cr_expect_eq(p.set.items[i].n_cont[k], 1, "\" A\" is one token of the fixture");
+	}
+	size_t calls;
+	check_scorer(f.w8a8, &p.set, &calls);
+	cr_expect(calls > 4, "%zu calls", calls);
+	prepared_free(&p);
+	drop_models(&f);
+}
+
+Test(eval_run, multi_token_continuations_are_summed)
+{
+	struct fixture f;
+	make_models(&f);
+	struct prepared p;
+	prepare(&p, CTQ_BENCH_CEVAL, "val", CTQ_PROTO_ORIGINAL, 2, 4096);
+	/* Continuations of 1 to 4 tokens, different per item. */
+	for (size_t i = 0; i < p.set.n; i++) {
+		struct ctq_eval_item *it = &p.set.items[i];
+		for (int k = 0; k < 4; k++) {
+			free(it->cont[k]);
+			it->n_cont[k] = 1 + (int64_t)((i + (size_t)k) % 4);
+			it->cont[k] = malloc((size_t)it->n_cont[k] * 4);
+			for (int64_t j = 0; j < it->n_cont[k]; j++)
+				it->cont[k][j] = (int32_t)((37 * i + 11 * (size_t)k + 101 * (size_t)j) % VOCAB);
+		}
+	}
+	p.set.max_len += 3;
+	size_t calls;
+	check_scorer(f.bf16, &p.set, &calls);
+	prepared_free(&p);
+	drop_models(&f);
+}
+
+Test(eval_run, overflow_rules)
+{
+	/* Hendrycks: fewer shots, the first k-1 dev rows, until it fits. */
+	struct prepared p;
+	prepare(&p, CTQ_BENCH_MMLU, "test", CTQ_PROTO_ORIGINAL, 5, 150);
+	cr_expect(p.set.n_fewer_shots > 0);
+	for (size_t i = 0; i < p.set.n; i++) {
+		const struct ctq_eval_item *it = &p.set.items[i];
+		cr_expect(it->n_ctx <= 150, "item %zu: %lld tokens", i, (long long)it->n_ctx);
+		if (!it->truncated)
+			cr_expect_eq(it->n_ctx, it->n_prompt);
+		/* One more shot would not have fitted. */
+		if (it->shots < 5 && !it->truncated) {
+			struct ctq_strbuf sb;
+			ctq_strbuf_init(&sb);
+			struct ctq_eval_options o = {.bench = CTQ_BENCH_MMLU, .protocol = CTQ_PROTO_ORIGINAL};
+			struct ctq_error err = {0};
+			cr_assert_eq(ctq_eval_render(&sb, &p.data, &o, it->subject, it->index, it->shots + 1, &err),
+				     CTQ_OK);
+			int32_t *ids;
+			size_t n;
+			cr_assert_eq(ctq_tokenizer_encode(&p.tok, sb.data, sb.len, false, &ids, &n, &err), CTQ_OK);
+			cr_expect(n > 150, "item %zu: %d+1 shots would be %zu tokens", i, it->shots, n);
+			free(ids);
+			ctq_strbuf_free(&sb);
+		}
+	}
+	prepared_free(&p);
+
+	/* lm-eval: all shots, the last max_context tokens. */
+	prepare(&p, CTQ_BENCH_MMLU, "test", CTQ_PROTO_LM_EVAL, 5, 150);
+	cr_expect_eq(p.set.n_fewer_shots, 0);
+	cr_expect_eq(p.set.n_truncated, p.set.n);
+	for (size_t i = 0; i < p.set.n; i++) {
+		const struct ctq_eval_item *it = &p.set.items[i];
+		cr_expect_eq(it->shots, 5);
+		cr_expect_eq(it->n_ctx, 150);
+		cr_expect(it->n_prompt > 150);
+	}
+	prepared_free(&p);
+
+	/* CMMLU: the longest shots go first; a context too small for even the
+	 * question falls back to left truncation. */
+	prepare(&p, CTQ_BENCH_CMMLU, "test", CTQ_PROTO_ORIGINAL, 5, 260);
+	cr_expect(p.set.n_fewer_shots > 0);
+	for (size_t i = 0; i < p.set.n; i++)
+		cr_expect(p.set.items[i].n_ctx <= 260);
+	prepared_free(&p);
+	prepare(&p, CTQ_BENCH_CMMLU, "test", CTQ_PROTO_ORIGINAL, 5, 20);
+	cr_expect_eq(p.set.n_truncated, p.set.n);
+	for (size_t i = 0; i < p.set.n; i++) {
+		cr_expect_eq(p.set.items[i].shots, 0);
+		cr_expect_eq(p.set.items[i].n_ctx, 20);
+	}
+	prepared_free(&p);
+}
+
+/* ---- the command ------------------------------------------------------------------ */
+
+static int run_cmd(const char *const *args)
+{
+	char *argv[64];
+	int argc = 0;
+	for (; args[argc]; argc++)
+		argv[argc] = (char *)args[argc];
+	argv[argc] = NULL;
+	fflush(stdout);
+	return ctq_cmd_eval(argc, argv);
+}
+
+static size_t csv_rows(const char *path)
+{
+	char *text = NULL;
+	size_t n = 0, rows = 0;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_file_read(path, 1 << 24, &text, &n, &err), CTQ_OK, "%s", err.message);
+	for (size_t i = 0; i + 1 < n; i++)
+		rows += text[i] == '\r' && text[i + 1] == '\n';
+	free(text);
+	return rows - 1; /* the header */
+}
+
+static cJSON *manifest_eval(const char *run, cJSON **root)
+{
+	char path[160];
+	snprintf(path, sizeof path, "%s/manifest.json", run);
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_json_load_file(path, 1 << 20, NULL, root, &err), CTQ_OK, "%s", err.message);
+	cJSON *ev = (cJSON *)ctq_json_get(*root, "eval");
+	cr_assert(ev);
+	return ev;
+}
+
+Test(eval_run, command_paired_verdict_and_outputs)
+{
+	struct fixture f;
+	make_models(&f);
+	/* A generous margin: non-inferior, exit 0. */
+	const char *ok[] = {"eval", "mmlu", "--model", f.w8a8, "--ref-model", f.bf16, "--tokenizer",
+			    TOKENIZER, "--backend", "reference", "--out", f.out, "--margin", "60",
+			    "--subject-margin", "60", "--min-subject-n", "4", "--slots", "4", NULL};
+	cr_assert_eq(run_cmd(ok), 0);
+	char path[160];
+	snprintf(path, sizeof path, "%s/eval_questions.csv", f.out);
+	cr_expect_eq(csv_rows(path), 16);
+	snprintf(path, sizeof path, "%s/eval_paired.csv", f.out);
+	/* 4 subjects, 4 categories, overall. */
+	cr_expect_eq(csv_rows(path), 9);
+	snprintf(path, sizeof path, "%s/eval_groups.csv", f.out);
+	cr_expect_eq(csv_rows(path), 18);
+	snprintf(path, sizeof path, "%s/junit.xml", f.out);
+	cr_expect(ctq_path_exists(path));
+	snprintf(path, sizeof path, "%s/summary.md", f.out);
+	cr_expect(ctq_path_exists(path));
+	cJSON *root;
+	cJSON *ev = manifest_eval(f.out, &root);
+	cr_expect_str_eq(ctq_json_get(ev, "protocol")->valuestring, "mmlu-hendrycks");
+	cr_expect_str_eq(ctq_json_get(ev, "verdict")->valuestring, "non-inferior");
+	cr_expect_eq(ctq_json_get(ev, "questions")->valuedouble, 16);
+	const cJSON *m = ctq_json_get(ev, "model");
+	cr_expect(ctq_json_get(m, "linear_w8a8")->valuedouble > 0, "the candidate runs W8A8");
+	cr_expect_eq(ctq_json_get(ctq_json_get(ev, "ref_model"), "linear_w8a8")->valuedouble, 0);
+	cr_expect(ctq_json_get(m, "tokens_fed")->valuedouble < ctq_json_get(m, "prompt_tokens")->valuedouble);
+	cJSON_Delete(root);
+	ctq_remove_tree(f.out);
+
+	/* Margin 0 on 16 questions: the interval's lower bound is below zero,
+	 * so non-inferiority is not shown: exit 1. */
+	const char *strict[] = {"eval", "mmlu", "--model", f.w8a8, "--ref-model", f.bf16, "--tokenizer",
+				TOKENIZER, "--backend", "reference", "--out", f.out, "--margin", "0",
+				"--protocol", "lm-eval", "--shots", "1", NULL};
+	cr_expect_eq(run_cmd(strict), 1);
+	ev = manifest_eval(f.out, &root);
+	cr_expect_str_eq(ctq_json_get(ev, "verdict")->valuestring, "inferior");
+	cr_expect_str_eq(ctq_json_get(ev, "categories")->valuestring, "lm-eval mmlu groups");
+	cJSON_Delete(root);
+	drop_models(&f);
+}
+
+Test(eval_run, command_ceval_and_cmmlu_samples)
+{
+	struct fixture f;
+	make_models(&f);
+	const char *ceval[] = {"eval", "ceval", "--model", f.bf16, "--tokenizer", TOKENIZER, "--backend",
+			       "reference", "--out", f.out, "--limit", "2", NULL};
+	cr_assert_eq(run_cmd(ceval), 0);
+	char path[160];
+	snprintf(path, sizeof path, "%s/eval_questions.csv", f.out);
+	cr_expect_eq(csv_rows(path), 8);
+	cJSON *root;
+	cJSON *ev = manifest_eval(f.out, &root);
+	cr_expect_str_eq(ctq_json_get(ev, "headline_average")->valuestring, "macro");
+	cr_expect_str_eq(ctq_json_get(ev, "split")->valuestring, "val");
+	cJSON_Delete(root);
+	ctq_remove_tree(f.out);
+	const char *cmmlu[] = {"eval", "cmmlu", "--model", f.bf16, "--tokenizer", TOKENIZER, "--backend",
+			       "reference", "--out", f.out, "--shots", "0", "--subjects",
+			       "agronomy,world_history", NULL};
+	cr_assert_eq(run_cmd(cmmlu), 0);
+	cr_expect_eq(csv_rows(path), 8);
+	drop_models(&f);
+}
+
+Test(eval_run, command_refusals)
+{
+	struct fixture f;
+	make_models(&f);
+	/* C-Eval's test split loads but has no answers to score. */
+	const char *test_split[] = {"eval", "ceval", "--model", f.bf16, "--tokenizer", TOKENIZER,
+				    "--backend", "reference", "--split", "test", "--out", f.out, NULL};
+	cr_expect_eq(run_cmd(test_split), 2);
+	cr_expect(!ctq_path_exists(f.out), "nothing written");
+	const char *cmmlu_lm[] = {"eval", "cmmlu", "--model", f.bf16, "--protocol", "lm-eval", NULL};
+	cr_expect_eq(run_cmd(cmmlu_lm), 2);
+	const char *no_model[] = {"eval", "mmlu", NULL};
+	cr_expect_eq(run_cmd(no_model), 2);
+	const char *bad_bench[] = {"eval", "gsm8k", "--model", f.bf16, NULL};
+	cr_expect_eq(run_cmd(bad_bench), 2);
+	const char *bad_shots[] = {"eval", "mmlu", "--model", f.bf16, "--shots", "6", NULL};
+	cr_expect_eq(run_cmd(bad_shots), 2);
+	/* A synthetic checkpoint has no tokenizer of its own. */
+	const char *no_tok[] = {"eval", "mmlu", "--model", f.bf16, "--backend", "reference", NULL};
+	cr_expect_eq(run_cmd(no_tok), 2);
+	const char *help[] = {"eval", "--help", NULL};
+	cr_expect_eq(run_cmd(help), 0);
+	drop_models(&f);
+}
