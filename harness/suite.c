@@ -6,6 +6,10 @@
 #include "core/json.h"
 #include "quant/modules.h"
 #include "quant/shard.h"
+#include "quant/quantize.h"
+#include "quant/safetensors.h"
+#include "quant/synth.h"
+#include "harness/tpcheck.h"
 
 #include <dirent.h>
 #include <stdarg.h>
@@ -94,9 +98,13 @@ static enum ctq_status walk(const char *dir, struct names *out, int depth,
 
 static const char *const case_keys[] = {
 	"id", "about", "semantics", "config", "config_file", "model", "modules",
-	"tp", "expect", "expect_by_semantics", "parser",
+	"tp", "expect", "expect_by_semantics", "parser", "checkpoint", "numeric_tp",
 };
-static const char *const expect_keys[] = {"modules", "error", "shards"};
+static const char *const expect_keys[] = {"modules", "error", "shards", "numeric"};
+static const char *const checkpoint_keys[] = {
+	"arch", "preset", "seed", "quantize", "ignore", "hidden_size", "intermediate_size",
+	"num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size",
+};
 static const char *const module_expect_keys[] = {
 	"scheme", "group", "by", "target", "error", "message_contains", "vllm_class",
 };
@@ -331,6 +339,53 @@ static size_t count_checks(const struct effective *e)
 	return n;
 }
 
+/* A numeric case: a synthetic checkpoint (optionally quantized) whose
+ * linear modules are computed as tp ranks on the CPU reference. */
+static enum ctq_status validate_numeric(struct ctq_case *c, const cJSON *o, const char *file,
+					const char *where, struct ctq_error *err)
+{
+	const cJSON *ck = c->checkpoint;
+	if (!cJSON_IsObject(ck))
+		return bad(err, file, where, "checkpoint must be an object {arch, preset, ...}");
+	enum ctq_status st = check_keys(ck, checkpoint_keys, N(checkpoint_keys), file, where, err);
+	if (st)
+		return st;
+	const cJSON *arch = ctq_json_get(ck, "arch"), *preset = ctq_json_get(ck, "preset");
+	if (!cJSON_IsString(arch) || !cJSON_IsString(preset))
+		return bad(err, file, where, "checkpoint needs arch and preset strings");
+	for (const cJSON *k = ck->child; k; k = k->next)
+		if (strcmp(k->string, "arch") && strcmp(k->string, "preset") && strcmp(k->string, "ignore") &&
+		    strcmp(k->string, "quantize") &&
+		    (!cJSON_IsNumber(k) || k->valuedouble < 0 || k->valuedouble > 1e9))
+			return bad(err, file, where, "checkpoint.%s must be a non-negative number", k->string);
+	const cJSON *q = ctq_json_get(ck, "quantize"), *ign = ctq_json_get(ck, "ignore");
+	if (q && !cJSON_IsBool(q))
+		return bad(err, file, where, "checkpoint.quantize must be true or false");
+	if (ign && (st = check_strings(ign, file, where, err)))
+		return st;
+	if (ctq_json_get(o, "config") || ctq_json_get(o, "config_file") || ctq_json_get(o, "model") ||
+	    ctq_json_get(o, "modules") || ctq_json_get(o, "tp") || ctq_json_get(o, "expect_by_semantics"))
+		return bad(err, file, where,
+			   "a checkpoint case takes no config, model, modules, tp or expect_by_semantics");
+	for (int s = 0; s < CTQ_SEM_COUNT; s++)
+		if (c->sem[s] && s != CTQ_SEM_STRICT)
+			return bad(err, file, where, "a checkpoint case runs under strict only");
+	const cJSON *tps = ctq_json_get(o, "numeric_tp");
+	if (!cJSON_IsArray(tps) || !tps->child || cJSON_GetArraySize(tps) > 8)
+		return bad(err, file, where, "numeric_tp must list 1 to 8 tp sizes");
+	for (const cJSON *t = tps->child; t; t = t->next) {
+		if (!cJSON_IsNumber(t) || t->valuedouble < 2 || t->valuedouble > 64 ||
+		    t->valuedouble != (double)(long)t->valuedouble)
+			return bad(err, file, where, "numeric_tp entries must be integers 2..64");
+		c->numeric_tp[c->n_numeric_tp++] = (long)t->valuedouble;
+	}
+	const cJSON *e = ctq_json_get(o, "expect");
+	const cJSON *nm = ctq_json_get(e, "numeric");
+	if (!cJSON_IsObject(e) || !cJSON_IsString(nm) || strcmp(nm->valuestring, "pass") || e->child->next)
+		return bad(err, file, where, "a checkpoint case expects exactly {\"numeric\": \"pass\"}");
+	return CTQ_OK;
+}
+
 static enum ctq_status validate_case(struct ctq_case *c, const cJSON *o,
 				     const char *file, size_t index,
 				     struct ctq_error *err)
@@ -370,6 +425,9 @@ static enum ctq_status validate_case(struct ctq_case *c, const cJSON *o,
 			c->sem[x] = true;
 		}
 	}
+	c->checkpoint = ctq_json_get(o, "checkpoint");
+	if (c->checkpoint)
+		return validate_numeric(c, o, file, where, err);
 	c->config = ctq_json_get(o, "config");
 	const cJSON *cf = ctq_json_get(o, "config_file");
 	if (!!c->config == !!cf)
@@ -466,7 +524,7 @@ static enum ctq_status validate_case(struct ctq_case *c, const cJSON *o,
 				return st;
 		}
 	}
-	for (int s = 0; s < CTQ_SEM_COUNT; s++) {
+	for (int s = 0; s < CTQ_SEM_COUNT && !c->checkpoint; s++) {
 		if (!c->sem[s])
 			continue;
 		struct effective ef;
@@ -870,9 +928,110 @@ static enum ctq_status check_shards(const struct ctq_case *c, enum ctq_semantics
 	return CTQ_OK;
 }
 
+static long num_or(const cJSON *o, const char *k, long dflt)
+{
+	const cJSON *v = ctq_json_get(o, k);
+	return cJSON_IsNumber(v) ? (long)v->valuedouble : dflt;
+}
+
+/* Builds the case's synthetic checkpoint in a temporary folder, then one
+ * check per (linear module, tp): tp ranks against tp 1 (harness/tpcheck.h). */
+static enum ctq_status run_numeric(const struct ctq_case *c, struct ctq_checks *out,
+				   struct ctq_error *err)
+{
+	const cJSON *ck = c->checkpoint;
+	struct ctq_synth_spec spec;
+	char base[64], qdir[96];
+	snprintf(base, sizeof base, "/tmp/ctq-conform-XXXXXX");
+	if (!mkdtemp(base))
+		return ctq_error_set(err, CTQ_ERR_IO, "/tmp", "cannot create a temporary folder");
+	snprintf(qdir, sizeof qdir, "%s-w8a8", base);
+	struct ctq_error cerr = {0};
+	struct ctq_qconfig cfg;
+	struct ctq_modules mods;
+	struct ctq_plan plan;
+	struct ctq_checkpoint ckp;
+	memset(&cfg, 0, sizeof cfg);
+	memset(&plan, 0, sizeof plan);
+	memset(&ckp, 0, sizeof ckp);
+	ctq_modules_init(&mods);
+	enum ctq_status st = CTQ_OK;
+	const char *dir = base;
+	if (!ctq_synth_spec_init(&spec, ctq_json_get(ck, "arch")->valuestring,
+				 ctq_json_get(ck, "preset")->valuestring, &cerr)) {
+		spec.seed = (uint64_t)num_or(ck, "seed", 1);
+		spec.hidden_size = num_or(ck, "hidden_size", spec.hidden_size);
+		spec.intermediate_size = num_or(ck, "intermediate_size", spec.intermediate_size);
+		spec.num_hidden_layers = num_or(ck, "num_hidden_layers", spec.num_hidden_layers);
+		spec.num_attention_heads = num_or(ck, "num_attention_heads", spec.num_attention_heads);
+		spec.num_key_value_heads = num_or(ck, "num_key_value_heads", spec.num_key_value_heads);
+		spec.head_dim = num_or(ck, "head_dim", spec.head_dim);
+		spec.vocab_size = num_or(ck, "vocab_size", spec.vocab_size);
+		if (!ctq_synth_write(&spec, base, 0, NULL, NULL, &cerr) && cJSON_IsTrue(ctq_json_get(ck, "quantize"))) {
+			const cJSON *ign = ctq_json_get(ck, "ignore");
+			const char *names[64];
+			size_t n = 0;
+			for (const cJSON *i = ign ? ign->child : NULL; i && n < 64; i = i->next)
+				names[n++] = i->valuestring;
+			struct ctq_quantize_options qo = {.ignore = names, .n_ignore = n};
+			struct ctq_quantize_result res;
+			memset(&res, 0, sizeof res);
+			ctq_quantize_checkpoint(base, qdir, &qo, &res, &cerr);
+			ctq_quantize_result_free(&res);
+			dir = qdir;
+		}
+	}
+	if (!cerr.status && !ctq_qconfig_load(&cfg, dir, NULL, &cerr) &&
+	    !ctq_modules_from_config(&mods, cfg.raw, "", NULL, &cerr) &&
+	    !ctq_plan_resolve(&plan, &cfg, &mods, CTQ_SEM_STRICT, NULL, &cerr))
+		ctq_checkpoint_open(&ckp, dir, &cerr);
+	if (cerr.status) {
+		if (cerr.status == CTQ_ERR_NOMEM)
+			st = ctq_error_set(err, cerr.status, cerr.path, "%s", cerr.message);
+		else
+			st = add_check(out, c, CTQ_SEM_STRICT, "numeric:checkpoint", "a synthetic checkpoint",
+				       cerr.message, cerr.message[0] ? cerr.message : "failed", err);
+		goto done;
+	}
+	for (int k = 0; k < c->n_numeric_tp && !st; k++)
+		for (size_t m = 0; m < mods.n && !st; m++) {
+			if (mods.v[m].kind != CTQ_MODULE_LINEAR)
+				continue;
+			struct ctq_tp_result r;
+			char name[CTQ_PATH_MAX], exp[96], act[256];
+			snprintf(name, sizeof name, "numeric:%s:tp%ld", mods.v[m].name, c->numeric_tp[k]);
+			struct ctq_error terr = {0};
+			if (ctq_tp_check_linear(&ckp, &plan, m, (int)c->numeric_tp[k], 8, 7, &r, &terr)) {
+				if (terr.status == CTQ_ERR_NOMEM) {
+					st = ctq_error_set(err, terr.status, terr.path, "%s", terr.message);
+					break;
+				}
+				st = add_check(out, c, CTQ_SEM_STRICT, name, "tp ranks reproduce tp 1",
+					       terr.message, terr.message, err);
+				continue;
+			}
+			snprintf(exp, sizeof exp, "%s%s, BF16 rel-L2 <= %g", r.kind,
+				 r.quantized ? ", int32 exact" : "", CTQ_TP_BF16_REL_L2_MAX);
+			snprintf(act, sizeof act, "%s%s, BF16 %s rel-L2 %.3g", r.quantized ? "w8a8-int8" : "bf16",
+				 r.quantized ? (r.int32_exact ? ", int32 exact" : ", int32 differs") : "",
+				 r.bf16_exact ? "bit-identical," : "", r.bf16_rel_l2);
+			st = add_check(out, c, CTQ_SEM_STRICT, name, exp, act, r.passed ? "" : r.reason, err);
+		}
+done:
+	ctq_checkpoint_close(&ckp);
+	ctq_plan_free(&plan);
+	ctq_modules_free(&mods);
+	ctq_qconfig_free(&cfg);
+	ctq_remove_tree(base);
+	ctq_remove_tree(qdir);
+	return st;
+}
+
 enum ctq_status ctq_case_run(const struct ctq_case *c, enum ctq_semantics sem,
 			     struct ctq_checks *out, struct ctq_error *err)
 {
+	if (c->checkpoint)
+		return sem == CTQ_SEM_STRICT ? run_numeric(c, out, err) : CTQ_OK;
 	struct ctq_qconfig cfg;
 	struct ctq_modules mods;
 	struct ctq_plan plan;

@@ -25,6 +25,9 @@ struct ctq_case {
 	const cJSON *modules;
 	long tp;                 /* 0 when absent */
 	struct ctq_parse_options parser;
+	const cJSON *checkpoint; /* a synthetic checkpoint to build (numeric cases) */
+	long numeric_tp[8];      /* tp sizes of the numeric TP checks */
+	int n_numeric_tp;
 };
 
 struct ctq_suite {
