@@ -13,8 +13,11 @@ struct cuda_impl {
 	int device;
 	cudaStream_t stream;
 	cublasHandle_t cublas;
+	void *cublas_ws; /* cuBLAS workspace: set explicitly so graph capture never allocates */
 	cudaDeviceProp prop;
 };
+
+#define CUBLAS_WS_BYTES ((size_t)32 << 20)
 
 static struct cuda_impl *impl(struct ctq_backend *b)
 {
@@ -28,6 +31,8 @@ static void cu_destroy(struct ctq_backend *b)
 		return;
 	if (c->cublas)
 		cublasDestroy(c->cublas);
+	if (c->cublas_ws)
+		cudaFree(c->cublas_ws);
 	if (c->stream)
 		cudaStreamDestroy(c->stream);
 	free(c);
@@ -235,6 +240,38 @@ static enum ctq_status cu_rows_to_host(struct ctq_backend *b, const void *x, int
 	return st;
 }
 
+static enum ctq_status cu_graph_begin(struct ctq_backend *b, struct ctq_error *err)
+{
+	return CTQ_CUDA(cudaStreamBeginCapture(impl(b)->stream, cudaStreamCaptureModeThreadLocal), err);
+}
+
+static enum ctq_status cu_graph_end(struct ctq_backend *b, void **graph, struct ctq_error *err)
+{
+	cudaGraph_t g = NULL;
+	cudaGraphExec_t e = NULL;
+	*graph = NULL;
+	enum ctq_status st = CTQ_CUDA(cudaStreamEndCapture(impl(b)->stream, &g), err);
+	if (!st)
+		st = CTQ_CUDA(cudaGraphInstantiate(&e, g, 0), err);
+	if (g)
+		cudaGraphDestroy(g);
+	if (!st)
+		*graph = e;
+	return st;
+}
+
+static enum ctq_status cu_graph_launch(struct ctq_backend *b, void *graph, struct ctq_error *err)
+{
+	return CTQ_CUDA(cudaGraphLaunch((cudaGraphExec_t)graph, impl(b)->stream), err);
+}
+
+static void cu_graph_destroy(struct ctq_backend *b, void *graph)
+{
+	(void)b;
+	if (graph)
+		cudaGraphExecDestroy((cudaGraphExec_t)graph);
+}
+
 static struct ctq_backend_ops make_cuda_ops(void)
 {
 	struct ctq_backend_ops o;
@@ -263,6 +300,10 @@ static struct ctq_backend_ops make_cuda_ops(void)
 	o.attention = cu_attention;
 	o.silu_mul = cu_silu_mul;
 	o.rows_to_host = cu_rows_to_host;
+	o.graph_begin = cu_graph_begin;
+	o.graph_end = cu_graph_end;
+	o.graph_launch = cu_graph_launch;
+	o.graph_destroy = cu_graph_destroy;
 	o.act_bytes = 2;
 	return o;
 }
@@ -293,7 +334,9 @@ extern "C" enum ctq_status ctq_backend_cuda(struct ctq_backend *b, int device,
 	    (st = CTQ_CUDA(cudaGetDeviceProperties(&c->prop, device), err)) ||
 	    (st = CTQ_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), err)) ||
 	    (st = CTQ_CUBLAS(cublasCreate(&c->cublas), err)) ||
-	    (st = CTQ_CUBLAS(cublasSetStream(c->cublas, c->stream), err))) {
+	    (st = CTQ_CUBLAS(cublasSetStream(c->cublas, c->stream), err)) ||
+	    (st = CTQ_CUDA(cudaMalloc(&c->cublas_ws, CUBLAS_WS_BYTES), err)) ||
+	    (st = CTQ_CUBLAS(cublasSetWorkspace(c->cublas, c->cublas_ws, CUBLAS_WS_BYTES), err))) {
 		cu_destroy(b);
 		b->ops = NULL;
 		return st;

@@ -240,6 +240,9 @@ void ctq_runner_free(struct ctq_runner *r)
 		if (r->v_cache)
 			b->ops->free(b, r->v_cache[l]);
 	}
+	for (int i = 0; i < 65; i++)
+		if (r->graphs[i] && b->ops->graph_destroy)
+			b->ops->graph_destroy(b, r->graphs[i]);
 	if (r->lm_head.w != r->embed)
 		free_lin(b, &r->lm_head);
 	b->ops->free(b, r->embed);
@@ -531,9 +534,19 @@ static enum ctq_status allreduce(struct ctq_runner *r, void *buf, int64_t n,
 
 #define AT(p, elems) ((void *)((char *)(p) + (size_t)(elems) * ab))
 
-enum ctq_status ctq_runner_forward(struct ctq_runner *r, const int32_t *ids, const int32_t *slot,
-				   const int32_t *pos, int64_t T, const int64_t *out_rows,
-				   int64_t n_out, float *logits, struct ctq_error *err)
+/* The logits of the first n rows staged in d_rows. */
+static enum ctq_status head(struct ctq_runner *r, int64_t n, struct ctq_error *err)
+{
+	const struct ctq_backend_ops *o = r->b->ops;
+	enum ctq_status st = o->embed(r->b, r->h, r->d_rows, n, r->cfg.hidden, r->rows, err);
+	return st ? st : linear(r, &r->lm_head, r->rows, n, r->logits, err);
+}
+
+/* Everything between the staged inputs (d_ids, d_slot, d_pos) and the final
+ * normalised hidden states; with head_rows > 0 also the lm_head of the
+ * first head_rows staged rows. Issues device work only (capturable). */
+static enum ctq_status compute(struct ctq_runner *r, int64_t T, int64_t head_rows,
+			       struct ctq_error *err)
 {
 	struct ctq_backend *b = r->b;
 	const struct ctq_backend_ops *o = b->ops;
@@ -541,21 +554,8 @@ enum ctq_status ctq_runner_forward(struct ctq_runner *r, const int32_t *ids, con
 	const int64_t H = c->hidden, d = c->head_dim, nH = r->heads_local, nKV = r->kv_local;
 	const int64_t ld = (nH + 2 * nKV) * d, I = r->inter_local;
 	const size_t ab = o->act_bytes;
-	if (T < 1 || T > r->opt.max_tokens)
-		return ctq_error_set(err, CTQ_ERR_USAGE, "forward", "%lld tokens; this runner takes 1..%lld",
-				     (long long)T, (long long)r->opt.max_tokens);
-	for (int64_t t = 0; t < T; t++)
-		if (ids[t] < 0 || ids[t] >= c->vocab || slot[t] < 0 || slot[t] >= r->opt.max_slots ||
-		    pos[t] < 0 || pos[t] >= r->opt.max_len)
-			return ctq_error_set(err, CTQ_ERR_USAGE, "forward",
-					     "token %lld: id %d, slot %d, position %d out of range (vocab %lld, slots %lld, length %lld)",
-					     (long long)t, ids[t], slot[t], pos[t], (long long)c->vocab,
-					     (long long)r->opt.max_slots, (long long)r->opt.max_len);
 	enum ctq_status st;
-	if ((st = o->upload(b, r->d_ids, ids, (size_t)T * 4, err)) ||
-	    (st = o->upload(b, r->d_slot, slot, (size_t)T * 4, err)) ||
-	    (st = o->upload(b, r->d_pos, pos, (size_t)T * 4, err)) ||
-	    (st = o->embed(b, r->embed, r->d_ids, T, H, r->x, err)))
+	if ((st = o->embed(b, r->embed, r->d_ids, T, H, r->x, err)))
 		return st;
 	for (int64_t l = 0; l < c->layers; l++) {
 		const struct ctq_layer *y = &r->layers[l];
@@ -583,21 +583,77 @@ enum ctq_status ctq_runner_forward(struct ctq_runner *r, const int32_t *ids, con
 	}
 	if ((st = o->rmsnorm(b, r->x, r->final_norm, T, H, c->rms_eps, r->h, err)))
 		return st;
+	return head_rows > 0 ? head(r, head_rows, err) : CTQ_OK;
+}
+
+enum ctq_status ctq_runner_forward(struct ctq_runner *r, const int32_t *ids, const int32_t *slot,
+				   const int32_t *pos, int64_t T, const int64_t *out_rows,
+				   int64_t n_out, float *logits, struct ctq_error *err)
+{
+	struct ctq_backend *b = r->b;
+	const struct ctq_backend_ops *o = b->ops;
+	const struct ctq_model_config *c = &r->cfg;
+	if (T < 1 || T > r->opt.max_tokens)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "forward", "%lld tokens; this runner takes 1..%lld",
+				     (long long)T, (long long)r->opt.max_tokens);
+	for (int64_t t = 0; t < T; t++)
+		if (ids[t] < 0 || ids[t] >= c->vocab || slot[t] < 0 || slot[t] >= r->opt.max_slots ||
+		    pos[t] < 0 || pos[t] >= r->opt.max_len)
+			return ctq_error_set(err, CTQ_ERR_USAGE, "forward",
+					     "token %lld: id %d, slot %d, position %d out of range (vocab %lld, slots %lld, length %lld)",
+					     (long long)t, ids[t], slot[t], pos[t], (long long)c->vocab,
+					     (long long)r->opt.max_slots, (long long)r->opt.max_len);
+	enum ctq_status st;
+	if ((st = o->upload(b, r->d_ids, ids, (size_t)T * 4, err)) ||
+	    (st = o->upload(b, r->d_slot, slot, (size_t)T * 4, err)) ||
+	    (st = o->upload(b, r->d_pos, pos, (size_t)T * 4, err)))
+		return st;
+	for (int64_t i = 0; i < n_out; i++)
+		if (out_rows[i] < 0 || out_rows[i] >= T)
+			return ctq_error_set(err, CTQ_ERR_USAGE, "forward", "output row %lld outside %lld tokens",
+					     (long long)out_rows[i], (long long)T);
+	/* Decode steps (every token's logits, at most 64 tokens) replay a
+	 * captured device graph: one launch instead of hundreds. */
+	bool all_rows = n_out == T && T <= 64;
+	for (int64_t i = 0; all_rows && i < T; i++)
+		all_rows = out_rows[i] == i;
+	if (all_rows && o->graph_begin && !r->opt.no_graphs && r->opt.tp <= 1) {
+		int32_t rows32[64];
+		int64_t idx[64];
+		for (int64_t i = 0; i < T; i++)
+			rows32[i] = (int32_t)i, idx[i] = i;
+		if ((st = o->upload(b, r->d_rows, rows32, (size_t)T * 4, err)))
+			return st;
+		if (!r->graphs[T]) {
+			if ((st = o->graph_begin(b, err)))
+				return st;
+			enum ctq_status cst = compute(r, T, T, err);
+			void *g = NULL;
+			st = o->graph_end(b, &g, err);
+			if (cst || st) {
+				o->graph_destroy(b, g);
+				return cst ? cst : st;
+			}
+			r->graphs[T] = g;
+		}
+		r->graph_replays++;
+		if ((st = o->graph_launch(b, r->graphs[T], err)))
+			return st;
+		return o->rows_to_host(b, r->logits, c->vocab, idx, T, logits, err);
+	}
+	if ((st = compute(r, T, 0, err)))
+		return st;
 	/* lm_head only on the rows asked for, 64 at a time. */
 	for (int64_t i0 = 0; i0 < n_out; i0 += 64) {
 		int64_t n = n_out - i0 < 64 ? n_out - i0 : 64;
 		int32_t rows32[64];
 		int64_t idx[64];
 		for (int64_t i = 0; i < n; i++) {
-			if (out_rows[i0 + i] < 0 || out_rows[i0 + i] >= T)
-				return ctq_error_set(err, CTQ_ERR_USAGE, "forward", "output row %lld outside %lld tokens",
-						     (long long)out_rows[i0 + i], (long long)T);
 			rows32[i] = (int32_t)out_rows[i0 + i];
 			idx[i] = i;
 		}
 		if ((st = o->upload(b, r->d_rows, rows32, (size_t)n * 4, err)) ||
-		    (st = o->embed(b, r->h, r->d_rows, n, H, r->rows, err)) ||
-		    (st = linear(r, &r->lm_head, r->rows, n, r->logits, err)) ||
+		    (st = head(r, n, err)) ||
 		    (st = o->rows_to_host(b, r->logits, c->vocab, idx, n, logits + i0 * c->vocab, err)))
 			return st;
 	}

@@ -42,6 +42,7 @@ struct ctq_runner_options {
 	int64_t max_len;     /* positions per sequence */
 	int64_t max_tokens;  /* tokens per forward call */
 	int tp, rank;        /* 0/0 or 1/0: no tensor parallelism */
+	bool no_graphs;      /* never replay decode steps as device graphs */
 	struct ctq_tp_group *group; /* required when tp > 1 */
 };
 
@@ -73,6 +74,8 @@ struct ctq_runner {
 	int32_t *d_ids, *d_slot, *d_pos, *d_rows;
 	size_t ws_bytes;
 	int64_t heads_local, kv_local, inter_local; /* this rank's share */
+	void *graphs[65];        /* decode graphs by token count (1..64) */
+	int64_t graph_replays;
 	int64_t n_quantized, n_dense;  /* linear modules by scheme */
 	uint64_t weight_bytes;         /* bytes of weights on the backend */
 };

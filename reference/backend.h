@@ -118,6 +118,13 @@ struct ctq_backend_ops {
 	enum ctq_status (*rows_to_host)(struct ctq_backend *b, const void *x, int64_t N,
 					const int64_t *idx, int64_t n, float *out,
 					struct ctq_error *err);
+	/* Optional (NULL on backends without them): capture the ops issued
+	 * between begin and end into a replayable graph (CUDA graphs), replay
+	 * it, and destroy it. Ops inside a capture must not synchronise. */
+	enum ctq_status (*graph_begin)(struct ctq_backend *b, struct ctq_error *err);
+	enum ctq_status (*graph_end)(struct ctq_backend *b, void **graph, struct ctq_error *err);
+	enum ctq_status (*graph_launch)(struct ctq_backend *b, void *graph, struct ctq_error *err);
+	void (*graph_destroy)(struct ctq_backend *b, void *graph);
 	size_t act_bytes; /* bytes of one activation element: 4 (f32) or 2 (bf16) */
 };
 

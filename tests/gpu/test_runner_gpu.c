@@ -35,13 +35,15 @@ static void make_model(char *dir, size_t cap, const char *arch, const char *qdir
 	}
 }
 
-static float *logits_on(const char *backend, const char *dir)
+static float *logits_with(const char *backend, const char *dir, bool no_graphs)
 {
 	struct ctq_backend b;
 	struct ctq_error err = {0};
 	cr_assert_eq(ctq_backend_open(&b, backend, &err), CTQ_OK, "%s", err.message);
 	struct ctq_runner r;
-	cr_assert_eq(ctq_runner_load(&r, &b, dir, &opts, &err), CTQ_OK, "%s", err.message);
+	struct ctq_runner_options o = opts;
+	o.no_graphs = no_graphs;
+	cr_assert_eq(ctq_runner_load(&r, &b, dir, &o, &err), CTQ_OK, "%s", err.message);
 	int64_t V = r.cfg.vocab;
 	int32_t ids[T_TOK], slot[T_TOK] = {0}, pos[T_TOK];
 	int64_t rows[T_TOK];
@@ -54,9 +56,16 @@ static float *logits_on(const char *backend, const char *dir)
 		int64_t z = 0;
 		cr_assert_eq(ctq_runner_forward(&r, &ids[t], slot, &pos[t], 1, &z, 1, lg + t * V, &err), CTQ_OK);
 	}
+	if (!strcmp(backend, "cuda") && !no_graphs)
+		cr_expect_eq(r.graph_replays, T_TOK - 16, "decode steps replay the device graph");
 	ctq_runner_free(&r);
 	ctq_backend_close(&b);
 	return lg;
+}
+
+static float *logits_on(const char *backend, const char *dir)
+{
+	return logits_with(backend, dir, false);
 }
 
 static double rel_l2(const float *a, const float *b, size_t n)
@@ -114,4 +123,20 @@ Test(runner_gpu, cuda_matches_reference_and_transformers, .timeout = 300)
 		ctq_remove_tree(dir);
 		ctq_remove_tree(qdir);
 	}
+}
+
+Test(runner_gpu, graph_replay_equals_direct_launches, .timeout = 120)
+{
+	char dir[64], qdir[96];
+	snprintf(qdir, sizeof qdir, "/tmp/ctq-gpu-graph-w8a8-%d", (int)getpid());
+	make_model(dir, sizeof dir, "qwen3", qdir);
+	const char *dirs[2] = {dir, qdir};
+	for (int i = 0; i < 2; i++) {
+		float *g = logits_with("cuda", dirs[i], false), *d = logits_with("cuda", dirs[i], true);
+		cr_expect(!memcmp(g, d, (size_t)T_TOK * 512 * 4), "%s: graph replay differs from direct launches",
+			  i ? "W8A8" : "BF16");
+		free(g), free(d);
+	}
+	ctq_remove_tree(dir);
+	ctq_remove_tree(qdir);
 }
