@@ -254,6 +254,7 @@ int ctq_cmd_bench_model(int argc, char **argv)
 		}
 	if (ctq_csv_close(&csv, &err))
 		goto fail;
+	printf("forward passes replayed as device graphs: %lld\n", (long long)r.graph_replays);
 	cJSON *bm = cJSON_AddObjectToObject(run.manifest, "bench_model");
 	cJSON_AddStringToObject(bm, "model", model);
 	cJSON_AddStringToObject(bm, "device", desc);

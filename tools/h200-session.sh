@@ -3,7 +3,13 @@
 # builds against the carried .deb files, runs the GPU tests, produces the
 # transformers goldens for the tiny synthetic models, then probes and
 # benchmarks the qwen3-4b-shape synthetic model in BF16 and W8A8.
-# Usage: tools/h200-session.sh OUT_DIR [stage...]   stages: build tests oracle probe bench
+# Usage: tools/h200-session.sh OUT_DIR [stage...]
+#   stages: build tests oracle probe bench smollm2
+# smollm2: the SmolLM2 GGUF arrives in parts (the device tool carries at most
+# 64 MiB per call): gpu-carry/smollm2.gguf.part-* are kept in
+# $CTQ_PERSIST between calls and assembled once all are there (sha256 in
+# gpu-carry/smollm2.gguf.sha256); then import, quantize, and the paired
+# BF16 vs W8A8 evaluations on MMLU val (5-shot) and C-Eval val.
 set -u
 out=${1:?usage: tools/h200-session.sh OUT_DIR [stage...]}
 shift
@@ -50,9 +56,15 @@ if has probe || has bench; then
 fi
 if has probe; then
 	step probe
-	./build/ctq probe --model "$models/q4b-w8a8" --backend both --m 64 --out "$out/probe-4b" \
+	./build/ctq probe --model "$models/q4b-w8a8" --backend cuda --m 64 --out "$out/probe-4b" \
 		>"$out/probe-4b.txt" 2>&1
 	tail -3 "$out/probe-4b.txt" | tee -a "$log"
+fi
+if has quick; then
+	step quick: GPU runner tests and a graph check
+	CTQ_FIXTURES="$out" ./build/tests/gpu/test_runner_gpu --jobs 1 2>&1 | grep -E "FAIL|Assert|Synthesis|graph" | tee -a "$log"
+	./build/ctq bench model --model "$models/q4b-w8a8" --backend cuda --batch 1,8 --input-len 128 \
+		--output-len 32 --warmup 1 --reps 2 --out "$out/bench-quick" 2>&1 | tee -a "$log"
 fi
 if has bench; then
 	for v in q4b q4b-w8a8; do
@@ -60,5 +72,31 @@ if has bench; then
 		./build/ctq bench model --model "$models/$v" --backend cuda --batch 1 --input-len 128,2048 \
 			--output-len 64 --warmup 1 --reps 3 --out "$out/bench-$v" 2>&1 | tee -a "$log"
 	done
+fi
+if has smollm2; then
+	persist=${CTQ_PERSIST:-/tmp/ctq-persist}
+	mkdir -p "$persist"
+	cp gpu-carry/smollm2.gguf.part-* gpu-carry/smollm2.gguf.sha256 "$persist"/ 2>/dev/null
+	gguf="$persist/smollm2.gguf"
+	if [ ! -f "$gguf" ] && [ -f "$persist/smollm2.gguf.part-aa" ] && [ -f "$persist/smollm2.gguf.part-ab" ]; then
+		cat "$persist"/smollm2.gguf.part-* >"$gguf.tmp" && mv "$gguf.tmp" "$gguf"
+	fi
+	if [ -f "$gguf" ] && [ "$(sha256sum "$gguf" | cut -c1-64)" = "$(cat "$persist/smollm2.gguf.sha256")" ]; then
+		step smollm2 import + quantize
+		[ -d "$models/smollm2-bf16" ] || ./build/ctq import-gguf "$gguf" "$models/smollm2-bf16" 2>&1 | tail -1 | tee -a "$log"
+		[ -d "$models/smollm2-w8a8" ] || ./build/ctq quantize "$models/smollm2-bf16" "$models/smollm2-w8a8" 2>&1 | tail -1 | tee -a "$log"
+		./build/ctq generate --model "$models/smollm2-w8a8" --backend cuda --chat --max-new-tokens 48 \
+			--prompt "Give three tips for staying healthy." 2>&1 | tee -a "$log"
+		data=../shared/datasets
+		[ -d "$data" ] || data=gpu-carry/datasets
+		step eval mmlu val 5-shot
+		./build/ctq eval mmlu --model "$models/smollm2-w8a8" --ref-model "$models/smollm2-bf16" \
+			--data "$data/mmlu" --split val --shots 5 --backend cuda --out "$out/eval-mmlu" 2>&1 | tail -16 | tee -a "$log"
+		step eval ceval val 5-shot
+		./build/ctq eval ceval --model "$models/smollm2-w8a8" --ref-model "$models/smollm2-bf16" \
+			--data "$data/ceval" --split val --shots 5 --backend cuda --out "$out/eval-ceval" 2>&1 | tail -12 | tee -a "$log"
+	else
+		step "smollm2: parts not complete yet in $persist ($(ls "$persist" | tr '\n' ' '))"
+	fi
 fi
 step done
