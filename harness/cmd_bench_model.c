@@ -1,26 +1,36 @@
 /* ctq bench model: prefill (TTFT) and decode throughput of a checkpoint on a
- * backend, over batch sizes and input lengths, with seeded random prompts and
- * greedy decoding of a fixed output length (EOS ignored). Every timing ends
- * with a backend synchronisation, read on CLOCK_MONOTONIC. */
+ * backend over batch sizes and input lengths, with seeded random prompts and
+ * greedy decoding of a fixed output length (EOS ignored); memory as a result
+ * (weights, KV cache per token, resident and peak device memory, the largest
+ * batch × context that fits); load time with the page-cache state; and with
+ * --ref-model the two side by side with gain columns. Every timing ends with
+ * a backend synchronisation, read on CLOCK_MONOTONIC. */
+#define _GNU_SOURCE
 #include "harness/commands.h"
 #include "core/rng.h"
 #include "model/runner.h"
 #include "reports/csv.h"
 #include "reports/run.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static void help(void)
 {
 	printf("usage: ctq bench model --model DIR [options]\n"
 	       "\n"
 	       "Times prefill (time to first token) and decode of greedy generation with\n"
-	       "seeded random prompts, EOS ignored.\n"
+	       "seeded random prompts, EOS ignored; reports memory and load time.\n"
 	       "\n"
 	       "options:\n"
+	       "  --ref-model DIR    baseline checkpoint (e.g. BF16): run first, gains reported\n"
 	       "  --backend B        cuda (default) or reference\n"
 	       "  --batch LIST       sequences per run (default 1)\n"
 	       "  --input-len LIST   prompt tokens (default 128)\n"
@@ -30,6 +40,8 @@ static void help(void)
 	       "  --seed S           prompt seed (default 1)\n"
 	       "  --out DIR          run directory (default runs/<UTC time>-<revision>)\n"
 	       "\n"
+	       "Gains are ratios of medians: TTFT reduction = 1 - new/ref; prefill and decode\n"
+	       "gain = new/ref tokens per second.\n"
 	       "exit: 0 done; 2 bad usage or input; 3 no GPU for cuda.\n");
 }
 
@@ -59,9 +71,77 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+static double median(double *v, long n)
+{
+	if (n <= 0)
+		return NAN;
+	qsort(v, (size_t)n, sizeof *v, cmp_double);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Fraction of the checkpoint's tensor files resident in the page cache
+ * (mincore over a read-only mapping), so load times say cold or warm. */
+static double page_cache_fraction(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return NAN;
+	size_t pages = 0, resident = 0;
+	long ps = sysconf(_SC_PAGESIZE);
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		if (n < 12 || strcmp(e->d_name + n - 12, ".safetensors"))
+			continue;
+		char path[4096];
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		struct stat sb;
+		if (fd < 0 || fstat(fd, &sb) || sb.st_size == 0) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
+		close(fd);
+		if (m == MAP_FAILED)
+			continue;
+		size_t np = ((size_t)sb.st_size + (size_t)ps - 1) / (size_t)ps;
+		unsigned char *vec = malloc(np);
+		if (vec && mincore(m, (size_t)sb.st_size, vec) == 0)
+			for (size_t i = 0; i < np; i++)
+				resident += vec[i] & 1;
+		pages += np;
+		free(vec);
+		munmap(m, (size_t)sb.st_size);
+	}
+	closedir(d);
+	return pages ? (double)resident / (double)pages : NAN;
+}
+
 static const char *const header[] = {
-	"backend", "batch", "input_tokens", "output_tokens", "rep", "ttft_ms", "prefill_tokens_per_s",
-	"decode_ms_per_step", "decode_tokens_per_s", "tpot_p50_ms", "tpot_p99_ms", "weight_bytes",
+	"role", "model", "backend", "batch", "input_tokens", "output_tokens", "rep", "ttft_ms",
+	"prefill_tokens_per_s", "decode_ms_per_step", "decode_tokens_per_s", "tpot_p50_ms",
+	"tpot_p99_ms", "weight_bytes", "kv_bytes_per_token", "device_resident_bytes",
+	"device_peak_bytes",
+};
+
+static const char *const gain_header[] = {
+	"batch", "input_tokens", "output_tokens", "ttft_ref_ms", "ttft_new_ms", "ttft_reduction",
+	"prefill_ref_tokens_per_s", "prefill_new_tokens_per_s", "prefill_gain",
+	"decode_ref_tokens_per_s", "decode_new_tokens_per_s", "decode_gain",
+};
+
+struct cell {
+	double ttft_ms, prefill_tps, decode_tps; /* medians over reps */
+};
+
+struct ctx {
+	const char *backend;
+	long batches[16], lens[16], out_len, warmup, reps, seed;
+	int n_b, n_l;
+	struct ctq_csv *csv;
+	cJSON *manifest;
 };
 
 /* One timed run: prefill batch × len tokens, then out_len - 1 decode steps. */
@@ -71,21 +151,19 @@ static enum ctq_status run_once(struct ctq_runner *r, long batch, long len, long
 {
 	const int64_t V = r->cfg.vocab, T = batch * len;
 	int32_t *ids = malloc((size_t)T * 4), *slot = malloc((size_t)T * 4), *pos = malloc((size_t)T * 4);
-	int64_t *rows = malloc((size_t)batch * 8);
+	int64_t *rows = malloc((size_t)batch * 8), *local = malloc((size_t)batch * 8);
 	float *logits = malloc((size_t)(batch * V) * 4);
 	enum ctq_status st = CTQ_OK;
-	if (!ids || !slot || !pos || !rows || !logits) {
+	if (!ids || !slot || !pos || !rows || !local || !logits) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench", "out of memory");
 		goto done;
 	}
-	for (long s = 0; s < batch; s++) {
+	for (long s = 0; s < batch; s++)
 		for (long i = 0; i < len; i++) {
 			ids[s * len + i] = (int32_t)ctq_rng_below(rng, (uint64_t)V);
 			slot[s * len + i] = (int32_t)s;
 			pos[s * len + i] = (int32_t)i;
 		}
-		rows[s] = s * len + len - 1;
-	}
 	double t0 = now_s();
 	for (int64_t off = 0; off < T && !st;) {
 		/* Whole sequences per call, as many as fit in max_tokens. */
@@ -97,7 +175,6 @@ static enum ctq_status run_once(struct ctq_runner *r, long batch, long len, long
 			break;
 		}
 		int64_t nseq = (T - off) / len < per ? (T - off) / len : per;
-		int64_t local[512];
 		for (int64_t s = 0; s < nseq; s++)
 			local[s] = s * len + len - 1;
 		st = ctq_runner_forward(r, ids + off, slot + off, pos + off, nseq * len, local, nseq,
@@ -122,15 +199,157 @@ static enum ctq_status run_once(struct ctq_runner *r, long batch, long len, long
 		steps[step - 1] = now_s() - t1;
 	}
 done:
-	free(ids), free(slot), free(pos), free(rows), free(logits);
+	free(ids), free(slot), free(pos), free(rows), free(local), free(logits);
+	return st;
+}
+
+static enum ctq_status bench_one(struct ctx *C, const char *role, const char *model,
+				 struct cell *cells, struct ctq_error *err)
+{
+	long max_b = 1, max_l = 1;
+	for (int i = 0; i < C->n_b; i++)
+		max_b = C->batches[i] > max_b ? C->batches[i] : max_b;
+	for (int i = 0; i < C->n_l; i++)
+		max_l = C->lens[i] > max_l ? C->lens[i] : max_l;
+	struct ctq_backend b;
+	struct ctq_runner r;
+	memset(&r, 0, sizeof r);
+	double *steps = malloc((size_t)C->out_len * sizeof *steps);
+	double *samples = malloc((size_t)C->reps * 3 * sizeof *samples);
+	enum ctq_status st;
+	if (!steps || !samples) {
+		free(steps), free(samples);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "bench", "out of memory");
+	}
+	if ((st = ctq_backend_open(&b, C->backend, err))) {
+		free(steps), free(samples);
+		return st;
+	}
+	struct ctq_runner_options opt = {
+		.max_slots = max_b, .max_len = max_l + C->out_len,
+		.max_tokens = max_l > 8192 ? max_l : (max_b * max_l < 8192 ? max_b * max_l : 8192)};
+	if (opt.max_tokens < max_b)
+		opt.max_tokens = max_b;
+	size_t free0 = 0, free1 = 0, total = 0, min_free = 0;
+	bool mem = b.ops->mem_info && !b.ops->mem_info(&b, &free0, &total, err);
+	double cached = page_cache_fraction(model);
+	double tl = now_s();
+	if ((st = ctq_runner_load(&r, &b, model, &opt, err)))
+		goto done;
+	tl = now_s() - tl;
+	if (mem && (st = b.ops->mem_info(&b, &free1, &total, err)))
+		goto done;
+	min_free = free1;
+	const struct ctq_model_config *c = &r.cfg;
+	const uint64_t kv_tok = (uint64_t)(2 * c->layers * c->kv_heads * c->head_dim) * b.ops->act_bytes;
+	char desc[256];
+	b.ops->describe(&b, desc, sizeof desc);
+	printf("\n[%s] %s on %s: %lld linear modules W8A8, %lld BF16\n", role, model, desc,
+	       (long long)r.n_quantized, (long long)r.n_dense);
+	printf("  weights %.3f GB; KV cache %llu bytes per token (%lld layers x %lld kv heads x %lld x 2 x %zu B)\n",
+	       (double)r.weight_bytes / 1e9, (unsigned long long)kv_tok, (long long)c->layers,
+	       (long long)c->kv_heads, (long long)c->head_dim, b.ops->act_bytes);
+	printf("  load %.2f s with %.0f%% of the tensor files in the page cache (%s)\n", tl,
+	       100.0 * (isnan(cached) ? 0 : cached),
+	       isnan(cached) ? "unknown" : cached > 0.9 ? "warm" : cached < 0.1 ? "cold" : "partly warm");
+	if (mem) {
+		const uint64_t loaded = (uint64_t)(free0 - free1);
+		const uint64_t kv_alloc = (uint64_t)(opt.max_slots * opt.max_len) * kv_tok;
+		const uint64_t room = (uint64_t)free1 + kv_alloc;
+		printf("  device: %.2f GB taken by the load (weights, KV cache for %lld x %lld, scratch); %.2f GB free of %.2f\n",
+		       (double)loaded / 1e9, (long long)opt.max_slots, (long long)opt.max_len,
+		       (double)free1 / 1e9, (double)total / 1e9);
+		printf("  largest KV cache that fits beside the weights: %.0f tokens (e.g. batch %ld x context %.0f)\n",
+		       (double)room / (double)kv_tok, max_b, (double)room / (double)kv_tok / (double)max_b);
+		cJSON *mj = cJSON_AddObjectToObject(C->manifest, role);
+		cJSON_AddStringToObject(mj, "model", model);
+		cJSON_AddNumberToObject(mj, "weight_bytes", (double)r.weight_bytes);
+		cJSON_AddNumberToObject(mj, "kv_bytes_per_token", (double)kv_tok);
+		cJSON_AddNumberToObject(mj, "load_s", tl);
+		cJSON_AddNumberToObject(mj, "page_cache_fraction", isnan(cached) ? -1 : cached);
+		cJSON_AddNumberToObject(mj, "device_total_bytes", (double)total);
+		cJSON_AddNumberToObject(mj, "kv_tokens_that_fit", (double)room / (double)kv_tok);
+	}
+	printf("  %-6s %6s %6s %10s %12s %12s %12s %10s\n", "batch", "input", "output", "TTFT ms",
+	       "prefill t/s", "decode ms", "decode t/s", "TPOT p99");
+	for (int bi = 0; bi < C->n_b && !st; bi++)
+		for (int li = 0; li < C->n_l && !st; li++) {
+			struct ctq_rng rng;
+			ctq_rng_seed(&rng, (uint64_t)C->seed);
+			long nrep = 0;
+			for (long rep = -C->warmup; rep < C->reps && !st; rep++) {
+				double ttft = 0;
+				if ((st = run_once(&r, C->batches[bi], C->lens[li], C->out_len, &rng, &ttft, steps, err)))
+					break;
+				size_t fr = 0, tot = 0;
+				if (mem && !b.ops->mem_info(&b, &fr, &tot, err) && fr < min_free)
+					min_free = fr;
+				if (rep < 0)
+					continue;
+				long ns = C->out_len - 1;
+				double sum = 0;
+				for (long s = 0; s < ns; s++)
+					sum += steps[s];
+				double mean = ns > 0 ? sum / (double)ns : NAN;
+				double p50 = ns > 0 ? median(steps, ns) : NAN; /* sorts steps */
+				double p99 = ns > 0 ? steps[(long)floor(0.99 * (double)(ns - 1))] : NAN;
+				double pre_tps = (double)(C->batches[bi] * C->lens[li]) / ttft;
+				double dec_tps = (double)C->batches[bi] / mean;
+				samples[nrep] = ttft * 1e3;
+				samples[C->reps + nrep] = pre_tps;
+				samples[2 * C->reps + nrep] = dec_tps;
+				nrep++;
+				printf("  %-6ld %6ld %6ld %10.2f %12.0f %12.3f %12.1f %10.3f\n", C->batches[bi],
+				       C->lens[li], C->out_len, ttft * 1e3, pre_tps, mean * 1e3, dec_tps, p99 * 1e3);
+				struct ctq_csv *w = C->csv;
+				ctq_csv_field(w, role);
+				ctq_csv_field(w, model);
+				ctq_csv_field(w, C->backend);
+				ctq_csv_fieldf(w, "%ld", C->batches[bi]);
+				ctq_csv_fieldf(w, "%ld", C->lens[li]);
+				ctq_csv_fieldf(w, "%ld", C->out_len);
+				ctq_csv_fieldf(w, "%ld", rep);
+				ctq_csv_fieldf(w, "%.6f", ttft * 1e3);
+				ctq_csv_fieldf(w, "%.3f", pre_tps);
+				ctq_csv_fieldf(w, "%.6f", mean * 1e3);
+				ctq_csv_fieldf(w, "%.3f", dec_tps);
+				ctq_csv_fieldf(w, "%.6f", p50 * 1e3);
+				ctq_csv_fieldf(w, "%.6f", p99 * 1e3);
+				ctq_csv_fieldf(w, "%llu", (unsigned long long)r.weight_bytes);
+				ctq_csv_fieldf(w, "%llu", (unsigned long long)kv_tok);
+				if (mem) {
+					ctq_csv_fieldf(w, "%llu", (unsigned long long)(total - free1));
+					ctq_csv_fieldf(w, "%llu", (unsigned long long)(total - min_free));
+				} else {
+					ctq_csv_field(w, "");
+					ctq_csv_field(w, "");
+				}
+				ctq_csv_end_row(w);
+				fflush(stdout);
+			}
+			struct cell *cl = &cells[bi * C->n_l + li];
+			cl->ttft_ms = median(samples, nrep);
+			cl->prefill_tps = median(samples + C->reps, nrep);
+			cl->decode_tps = median(samples + 2 * C->reps, nrep);
+		}
+	if (!st && mem)
+		printf("  device memory: resident %.2f GB after load, peak %.2f GB during the runs\n",
+		       (double)(total - free1) / 1e9, (double)(total - min_free) / 1e9);
+	if (!st)
+		printf("  forward passes replayed as device graphs: %lld\n", (long long)r.graph_replays);
+done:
+	free(steps);
+	free(samples);
+	ctq_runner_free(&r);
+	ctq_backend_close(&b);
 	return st;
 }
 
 int ctq_cmd_bench_model(int argc, char **argv)
 {
-	const char *model = NULL, *backend = "cuda", *out = NULL;
-	long batches[16] = {1}, lens[16] = {128}, out_len = 32, warmup = 1, reps = 3, seed = 1;
-	int n_b = 1, n_l = 1;
+	const char *model = NULL, *ref = NULL, *out = NULL;
+	struct ctx C = {.backend = "cuda", .batches = {1}, .lens = {128}, .out_len = 32, .warmup = 1,
+			.reps = 3, .seed = 1, .n_b = 1, .n_l = 1};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v;
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -141,27 +360,29 @@ int ctq_cmd_bench_model(int argc, char **argv)
 			return CTQ_EXIT_USAGE;
 		if (!strcmp(a, "--model"))
 			model = v;
+		else if (!strcmp(a, "--ref-model"))
+			ref = v;
 		else if (!strcmp(a, "--backend"))
-			backend = v;
+			C.backend = v;
 		else if (!strcmp(a, "--out"))
 			out = v;
 		else if (!strcmp(a, "--batch")) {
-			if ((n_b = parse_list(v, batches, 16, 256)) < 0)
+			if ((C.n_b = parse_list(v, C.batches, 16, 256)) < 0)
 				return CTQ_EXIT_USAGE;
 		} else if (!strcmp(a, "--input-len")) {
-			if ((n_l = parse_list(v, lens, 16, 1 << 17)) < 0)
+			if ((C.n_l = parse_list(v, C.lens, 16, 1 << 17)) < 0)
 				return CTQ_EXIT_USAGE;
 		} else if (!strcmp(a, "--output-len")) {
-			if (!ctq_opt_int("bench model", a, v, 1, 1 << 16, &out_len))
+			if (!ctq_opt_int("bench model", a, v, 1, 1 << 16, &C.out_len))
 				return CTQ_EXIT_USAGE;
 		} else if (!strcmp(a, "--warmup")) {
-			if (!ctq_opt_int("bench model", a, v, 0, 100, &warmup))
+			if (!ctq_opt_int("bench model", a, v, 0, 100, &C.warmup))
 				return CTQ_EXIT_USAGE;
 		} else if (!strcmp(a, "--reps")) {
-			if (!ctq_opt_int("bench model", a, v, 1, 1000, &reps))
+			if (!ctq_opt_int("bench model", a, v, 1, 1000, &C.reps))
 				return CTQ_EXIT_USAGE;
 		} else if (!strcmp(a, "--seed")) {
-			if (!ctq_opt_int("bench model", a, v, 0, 0x7fffffffL, &seed))
+			if (!ctq_opt_int("bench model", a, v, 0, 0x7fffffffL, &C.seed))
 				return CTQ_EXIT_USAGE;
 		} else {
 			fprintf(stderr, "ctq bench model: unknown option %s (see --help)\n", a);
@@ -172,107 +393,79 @@ int ctq_cmd_bench_model(int argc, char **argv)
 		fprintf(stderr, "ctq bench model: --model DIR is required (see --help)\n");
 		return CTQ_EXIT_USAGE;
 	}
-	long max_b = 1, max_l = 1;
-	for (int i = 0; i < n_b; i++)
-		max_b = batches[i] > max_b ? batches[i] : max_b;
-	for (int i = 0; i < n_l; i++)
-		max_l = lens[i] > max_l ? lens[i] : max_l;
 	struct ctq_error err = {0};
-	struct ctq_backend b;
-	struct ctq_runner r;
 	struct ctq_run run;
-	struct ctq_csv csv;
-	memset(&r, 0, sizeof r);
+	struct ctq_csv csv, gcsv;
 	memset(&run, 0, sizeof run);
 	memset(&csv, 0, sizeof csv);
+	memset(&gcsv, 0, sizeof gcsv);
+	size_t n_cells = (size_t)(C.n_b * C.n_l);
+	struct cell *ref_cells = calloc(n_cells, sizeof *ref_cells), *new_cells = calloc(n_cells, sizeof *new_cells);
 	int rc = CTQ_EXIT_USAGE;
-	double *steps = NULL;
-	if (ctq_backend_open(&b, backend, &err))
-		goto fail;
-	struct ctq_runner_options opt = {
-		.max_slots = max_b, .max_len = max_l + out_len,
-		.max_tokens = max_l > 8192 ? max_l : (max_b * max_l < 8192 ? max_b * max_l : 8192)};
-	if (opt.max_tokens < max_b)
-		opt.max_tokens = max_b;
-	double tl = now_s();
-	if (ctq_runner_load(&r, &b, model, &opt, &err))
-		goto fail;
-	tl = now_s() - tl;
-	char desc[256];
-	b.ops->describe(&b, desc, sizeof desc);
-	printf("model %s on %s: %lld linear modules W8A8, %lld BF16; %.2f GB of weights; loaded in %.2f s\n",
-	       model, desc, (long long)r.n_quantized, (long long)r.n_dense, (double)r.weight_bytes / 1e9, tl);
-	steps = malloc((size_t)out_len * sizeof *steps);
 	char path[1200];
-	if (!steps || ctq_run_begin(&run, out, "bench-model", argc, argv, &err) ||
+	if (!ref_cells || !new_cells) {
+		ctq_error_set(&err, CTQ_ERR_NOMEM, "bench", "out of memory");
+		goto fail;
+	}
+	if (ctq_run_begin(&run, out, "bench-model", argc, argv, &err) ||
 	    ctq_csv_open(&csv, ctq_run_path(&run, "bench_model.csv", path, sizeof path), header,
 			 sizeof header / sizeof *header, &err))
 		goto fail;
-	printf("%-6s %6s %6s %10s %12s %12s %12s %10s\n", "batch", "input", "output", "TTFT ms",
-	       "prefill t/s", "decode ms", "decode t/s", "TPOT p99");
-	for (int bi = 0; bi < n_b; bi++)
-		for (int li = 0; li < n_l; li++) {
-			struct ctq_rng rng;
-			ctq_rng_seed(&rng, (uint64_t)seed);
-			for (long rep = -warmup; rep < reps; rep++) {
-				double ttft = 0;
-				if (run_once(&r, batches[bi], lens[li], out_len, &rng, &ttft, steps, &err))
-					goto fail;
-				if (rep < 0)
-					continue;
-				double sum = 0;
-				double *sorted = malloc((size_t)out_len * sizeof *sorted);
-				for (long s = 0; s + 1 < out_len; s++) {
-					sum += steps[s];
-					sorted[s] = steps[s];
-				}
-				long ns = out_len - 1;
-				qsort(sorted, (size_t)(ns > 0 ? ns : 0), sizeof *sorted, cmp_double);
-				double mean = ns > 0 ? sum / (double)ns : NAN;
-				double p50 = ns > 0 ? sorted[ns / 2] : NAN;
-				double p99 = ns > 0 ? sorted[(long)floor(0.99 * (double)(ns - 1))] : NAN;
-				free(sorted);
-				double pre_tps = (double)(batches[bi] * lens[li]) / ttft;
-				double dec_tps = (double)batches[bi] / mean;
-				printf("%-6ld %6ld %6ld %10.2f %12.0f %12.3f %12.1f %10.3f\n", batches[bi], lens[li],
-				       out_len, ttft * 1e3, pre_tps, mean * 1e3, dec_tps, p99 * 1e3);
-				ctq_csv_field(&csv, backend);
-				ctq_csv_fieldf(&csv, "%ld", batches[bi]);
-				ctq_csv_fieldf(&csv, "%ld", lens[li]);
-				ctq_csv_fieldf(&csv, "%ld", out_len);
-				ctq_csv_fieldf(&csv, "%ld", rep);
-				ctq_csv_fieldf(&csv, "%.6f", ttft * 1e3);
-				ctq_csv_fieldf(&csv, "%.3f", pre_tps);
-				ctq_csv_fieldf(&csv, "%.6f", mean * 1e3);
-				ctq_csv_fieldf(&csv, "%.3f", dec_tps);
-				ctq_csv_fieldf(&csv, "%.6f", p50 * 1e3);
-				ctq_csv_fieldf(&csv, "%.6f", p99 * 1e3);
-				ctq_csv_fieldf(&csv, "%llu", (unsigned long long)r.weight_bytes);
-				ctq_csv_end_row(&csv);
-				fflush(stdout);
-			}
-		}
+	C.csv = &csv;
+	C.manifest = cJSON_AddObjectToObject(run.manifest, "bench_model");
+	cJSON_AddStringToObject(C.manifest, "timing", "wall clock after backend synchronisation");
+	if ((ref && bench_one(&C, "ref", ref, ref_cells, &err)) || bench_one(&C, "new", model, new_cells, &err))
+		goto fail;
 	if (ctq_csv_close(&csv, &err))
 		goto fail;
-	printf("forward passes replayed as device graphs: %lld\n", (long long)r.graph_replays);
-	cJSON *bm = cJSON_AddObjectToObject(run.manifest, "bench_model");
-	cJSON_AddStringToObject(bm, "model", model);
-	cJSON_AddStringToObject(bm, "device", desc);
-	cJSON_AddNumberToObject(bm, "weight_bytes", (double)r.weight_bytes);
-	cJSON_AddNumberToObject(bm, "load_s", tl);
-	cJSON_AddStringToObject(bm, "timing", "wall clock after backend synchronisation");
+	if (ref) {
+		if (ctq_csv_open(&gcsv, ctq_run_path(&run, "bench_model_gains.csv", path, sizeof path),
+				 gain_header, sizeof gain_header / sizeof *gain_header, &err))
+			goto fail;
+		printf("\n%-6s %6s  %10s %10s %8s  %12s %12s %7s  %12s %12s %7s\n", "batch", "input", "TTFT ref",
+		       "TTFT new", "reduct.", "prefill ref", "prefill new", "gain", "decode ref", "decode new",
+		       "gain");
+		for (int bi = 0; bi < C.n_b; bi++)
+			for (int li = 0; li < C.n_l; li++) {
+				const struct cell *a = &ref_cells[bi * C.n_l + li], *n = &new_cells[bi * C.n_l + li];
+				double red = 1.0 - n->ttft_ms / a->ttft_ms, pg = n->prefill_tps / a->prefill_tps,
+				       dg = n->decode_tps / a->decode_tps;
+				printf("%-6ld %6ld  %8.2fms %8.2fms %7.1f%%  %12.0f %12.0f %6.2fx  %12.1f %12.1f %6.2fx\n",
+				       C.batches[bi], C.lens[li], a->ttft_ms, n->ttft_ms, 100 * red, a->prefill_tps,
+				       n->prefill_tps, pg, a->decode_tps, n->decode_tps, dg);
+				ctq_csv_fieldf(&gcsv, "%ld", C.batches[bi]);
+				ctq_csv_fieldf(&gcsv, "%ld", C.lens[li]);
+				ctq_csv_fieldf(&gcsv, "%ld", C.out_len);
+				ctq_csv_fieldf(&gcsv, "%.6f", a->ttft_ms);
+				ctq_csv_fieldf(&gcsv, "%.6f", n->ttft_ms);
+				ctq_csv_fieldf(&gcsv, "%.6f", red);
+				ctq_csv_fieldf(&gcsv, "%.3f", a->prefill_tps);
+				ctq_csv_fieldf(&gcsv, "%.3f", n->prefill_tps);
+				ctq_csv_fieldf(&gcsv, "%.6f", pg);
+				ctq_csv_fieldf(&gcsv, "%.3f", a->decode_tps);
+				ctq_csv_fieldf(&gcsv, "%.3f", n->decode_tps);
+				ctq_csv_fieldf(&gcsv, "%.6f", dg);
+				ctq_csv_end_row(&gcsv);
+			}
+		if (ctq_csv_close(&gcsv, &err))
+			goto fail;
+	}
+	char final_dir[sizeof run.final_dir];
+	snprintf(final_dir, sizeof final_dir, "%s", run.final_dir);
 	if (ctq_run_commit(&run, &err))
 		goto fail;
+	printf("\nbench model: results in %s/ (bench_model.csv%s)\n", final_dir,
+	       ref ? ", bench_model_gains.csv" : "");
 	rc = CTQ_EXIT_OK;
 	goto done;
 fail:
 	ctq_print_error("bench model", &err);
 	rc = ctq_status_exit_code(err.status);
 	ctq_csv_close(&csv, NULL);
+	ctq_csv_close(&gcsv, NULL);
 	ctq_run_abort(&run);
 done:
-	free(steps);
-	ctq_runner_free(&r);
-	ctq_backend_close(&b);
+	free(ref_cells);
+	free(new_cells);
 	return rc;
 }

@@ -272,6 +272,13 @@ static void cu_graph_destroy(struct ctq_backend *b, void *graph)
 		cudaGraphExecDestroy((cudaGraphExec_t)graph);
 }
 
+static enum ctq_status cu_mem_info(struct ctq_backend *b, size_t *free_bytes, size_t *total_bytes,
+				   struct ctq_error *err)
+{
+	(void)b;
+	return CTQ_CUDA(cudaMemGetInfo(free_bytes, total_bytes), err);
+}
+
 static struct ctq_backend_ops make_cuda_ops(void)
 {
 	struct ctq_backend_ops o;
@@ -304,6 +311,7 @@ static struct ctq_backend_ops make_cuda_ops(void)
 	o.graph_end = cu_graph_end;
 	o.graph_launch = cu_graph_launch;
 	o.graph_destroy = cu_graph_destroy;
+	o.mem_info = cu_mem_info;
 	o.act_bytes = 2;
 	return o;
 }

@@ -125,6 +125,9 @@ struct ctq_backend_ops {
 	enum ctq_status (*graph_end)(struct ctq_backend *b, void **graph, struct ctq_error *err);
 	enum ctq_status (*graph_launch)(struct ctq_backend *b, void *graph, struct ctq_error *err);
 	void (*graph_destroy)(struct ctq_backend *b, void *graph);
+	/* Optional: device memory free and total, in bytes. */
+	enum ctq_status (*mem_info)(struct ctq_backend *b, size_t *free_bytes, size_t *total_bytes,
+				    struct ctq_error *err);
 	size_t act_bytes; /* bytes of one activation element: 4 (f32) or 2 (bf16) */
 };
 
