@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -91,6 +92,45 @@ enum ctq_status ctq_file_write_atomic(const char *path, const void *data,
 				     strerror(e));
 	}
 	return CTQ_OK;
+}
+
+enum ctq_status ctq_file_map(const char *path, const char *expected, const void **map,
+			     size_t *n_bytes, struct ctq_error *err)
+{
+	*map = NULL;
+	*n_bytes = 0;
+	enum ctq_status st = CTQ_OK;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return ctq_error_set(err, CTQ_ERR_IO, path, "cannot open: %s", strerror(errno));
+	struct stat sb;
+	if (fstat(fd, &sb) != 0) {
+		st = ctq_error_set(err, CTQ_ERR_IO, path, "cannot stat: %s", strerror(errno));
+		goto done;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		st = ctq_error_set(err, CTQ_ERR_IO, path, "is not a regular file; expected %s", expected);
+		goto done;
+	}
+	if (sb.st_size == 0)
+		goto done;
+	void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (m == MAP_FAILED) {
+		st = ctq_error_set(err, CTQ_ERR_IO, path, "cannot map %lld bytes: %s",
+				   (long long)sb.st_size, strerror(errno));
+		goto done;
+	}
+	*map = m;
+	*n_bytes = (size_t)sb.st_size;
+done:
+	close(fd);
+	return st;
+}
+
+void ctq_file_unmap(const void *map, size_t n_bytes)
+{
+	if (map && n_bytes)
+		munmap((void *)map, n_bytes);
 }
 
 bool ctq_path_is_dir(const char *path)

@@ -18,6 +18,14 @@ enum ctq_status ctq_file_read(const char *path, size_t max_bytes, char **out,
 enum ctq_status ctq_file_write_atomic(const char *path, const void *data,
 				      size_t n_bytes, struct ctq_error *err);
 
+/* Maps the regular file path read-only (MAP_PRIVATE): *map receives the
+ * bytes (NULL for an empty file), *n_bytes its size. `expected` names the
+ * kind of file for the error ("a .gguf file"). Errors: io-error (open, stat,
+ * not a regular file, map). ctq_file_unmap accepts NULL. */
+enum ctq_status ctq_file_map(const char *path, const char *expected, const void **map,
+			     size_t *n_bytes, struct ctq_error *err);
+void ctq_file_unmap(const void *map, size_t n_bytes);
+
 bool ctq_path_is_dir(const char *path);
 bool ctq_path_exists(const char *path);
 

@@ -412,39 +412,20 @@ static enum ctq_status read_value(struct cursor *c, uint32_t type, int depth,
 static enum ctq_status map_file(struct ctq_gguf_file *f, const char *path,
 				struct ctq_error *err)
 {
-	enum ctq_status st = CTQ_OK;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return ctq_error_set(err, CTQ_ERR_IO, path, "cannot open: %s",
-				     strerror(errno));
-	struct stat sb;
-	if (fstat(fd, &sb) != 0) {
-		st = ctq_error_set(err, CTQ_ERR_IO, path, "cannot stat: %s",
-				   strerror(errno));
-		goto done;
-	}
-	if (!S_ISREG(sb.st_mode)) {
-		st = ctq_error_set(err, CTQ_ERR_IO, path,
-				   "is not a regular file; expected a .gguf file");
-		goto done;
-	}
-	if (sb.st_size < 24) {
-		st = fail_at(err, CTQ_ERR_CHECKPOINT, path, 0,
+	const void *m = NULL;
+	size_t n = 0;
+	enum ctq_status st = ctq_file_map(path, "a .gguf file", &m, &n, err);
+	if (st)
+		return st;
+	if (n < 24) {
+		ctq_file_unmap(m, n);
+		return fail_at(err, CTQ_ERR_CHECKPOINT, path, 0,
 			     "file is %lld bytes; a GGUF file starts with a 24-byte header (magic, version, two counts)",
-			     (long long)sb.st_size);
-		goto done;
-	}
-	void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (m == MAP_FAILED) {
-		st = ctq_error_set(err, CTQ_ERR_IO, path, "cannot map %lld bytes: %s",
-				   (long long)sb.st_size, strerror(errno));
-		goto done;
+			     (long long)n);
 	}
 	f->map = m;
-	f->map_bytes = (size_t)sb.st_size;
-done:
-	close(fd);
-	return st;
+	f->map_bytes = n;
+	return CTQ_OK;
 }
 
 static int cmp_kv_ptr(const void *a, const void *b)
