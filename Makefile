@@ -124,10 +124,14 @@ offline-deps:
 
 # ---- the main job and the tests -------------------------------------------
 RUN_OUT ?= runs/default
+RUN_PLAN ?= plans/default.json
 
+# The embedded default plan (conformance, inspect, probes, a tiny model made,
+# quantized and benchmarked, eval when the fixtures exist; GPU steps skipped
+# without a GPU) into RUN_OUT, with junit.xml, manifest.json and report.html.
 run: deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)./$(BUILD)/ctq conform --suite suites --out $(RUN_OUT)
+	$(Q)./$(BUILD)/ctq run $(RUN_PLAN) --out $(RUN_OUT)
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory all $(TEST_BIN)
@@ -150,3 +154,25 @@ $(info ctq build: CUDA=$(CUDA)$(if $(filter 1,$(CUDA)), (nvcc $(NVCC_PATH), CUDA
 .PHONY: fixtures
 fixtures: all
 	$(Q)sh tools/fixtures.sh $(BUILD)
+
+# ---- build flags in run manifests (reports/env.c) ---------------------------
+# The flags this build used, compiled into env.o only; a stamp rewritten when
+# they change rebuilds env.o alone.
+BUILD_FLAGS_STR = CC=$(CC) CFLAGS=$(CFLAGS) LDFLAGS=$(LDFLAGS) SAN=$(SAN) CUDA=$(CUDA)$(if $(filter 1,$(CUDA)), NVCCFLAGS=$(NVCCFLAGS))
+BUILD_FLAGS_Q = $(subst ',,$(subst ",,$(BUILD_FLAGS_STR)))
+$(BUILD)/reports/env.o: CPPFLAGS += -DCTQ_BUILD_FLAGS='"$(BUILD_FLAGS_Q)"'
+$(BUILD)/reports/env.o: $(BUILD)/build-flags.txt
+$(BUILD)/build-flags.txt: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(BUILD_FLAGS_Q)' | cmp -s - $@ || echo '$(BUILD_FLAGS_Q)' > $@
+.PHONY: FORCE
+FORCE:
+
+# ---- report rendering test dependency ----------------------------------------
+# tests/test_report.c renders report.html in headless Chromium (Debian's
+# chromium, ~22 s to install from the mirror); the test skips visibly when it
+# is missing, so a failed install does not fail `make test`.
+.PHONY: deps-report
+deps-report:
+	-$(Q)sh tools/deps.sh chromium || echo "deps: chromium not installed; the report rendering test will be skipped"
+test: deps-report

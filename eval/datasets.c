@@ -338,7 +338,9 @@ static bool utf8_valid(const unsigned char *s, size_t n)
 		unsigned char c = s[i];
 		size_t len;
 		unsigned cp;
-		if (c < 0x80) {
+		if (c == 0) {
+			return false; /* text has no NUL (Python's csv refuses it too) */
+		} else if (c < 0x80) {
 			i++;
 			continue;
 		} else if ((c & 0xE0) == 0xC0) {
@@ -393,7 +395,8 @@ static void on_field(void *data, size_t len, void *ctx)
 		return;
 	}
 	if (!utf8_valid(data, len)) {
-		failf(p, p->rec_line, "column %zu is not valid UTF-8", p->n_fields + 1);
+		failf(p, p->rec_line, "column %zu is not valid UTF-8 text (or holds a NUL byte)",
+		      p->n_fields + 1);
 		return;
 	}
 	char *s = ctq_arena_strndup(&p->f->arena, data ? data : "", data ? len : 0);

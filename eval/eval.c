@@ -5,8 +5,8 @@
 #include "core/strbuf.h"
 #include "eval/stats.h"
 
-#include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -84,47 +84,100 @@ static size_t count_tokens(const struct ctq_tokenizer *t, const char *text, size
 	return m;
 }
 
+/* Python's len(s) - len(s.rstrip()) in bytes: the trailing whitespace. */
+static size_t trailing_space(const char *s, size_t n)
+{
+	size_t a, len;
+	ctq_py_strip(s, n, &a, &len);
+	return len ? n - (a + len) : n;
+}
+
+/* encode(context + moved + continuation) split after the context's ids. */
+static enum ctq_status split_whole(const struct ctq_tokenizer *t, const char *ctx, size_t n_ctx,
+				   const char *cont, size_t n_cont, const int32_t *ctx_ids,
+				   size_t n_ctx_ids, struct ctq_strbuf *tmp, int32_t **cont_ids,
+				   size_t *n_cont_ids, bool *merged, struct ctq_error *err)
+{
+	*cont_ids = NULL;
+	*n_cont_ids = 0;
+	ctq_strbuf_reset(tmp);
+	ctq_strbuf_appendn(tmp, ctx, n_ctx);
+	ctq_strbuf_appendn(tmp, cont, n_cont);
+	if (tmp->oom)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval", "out of memory");
+	int32_t *whole = NULL;
+	size_t n_whole = 0;
+	enum ctq_status st = encode(t, tmp->data, tmp->len, &whole, &n_whole, err);
+	if (st)
+		return st;
+	if (n_whole <= n_ctx_ids) {
+		free(whole);
+		return ctq_error_set(err, CTQ_ERR_PARSE, "eval",
+				     "the continuation \"%.*s\" encodes to no token after its context (lm-eval asserts the same)",
+				     (int)n_cont, cont);
+	}
+	if (memcmp(whole, ctx_ids, n_ctx_ids * sizeof *ctx_ids))
+		*merged = true;
+	*n_cont_ids = n_whole - n_ctx_ids;
+	memmove(whole, whole + n_ctx_ids, *n_cont_ids * sizeof *whole);
+	*cont_ids = whole;
+	return CTQ_OK;
+}
+
+enum ctq_status ctq_eval_encode_pair(const struct ctq_tokenizer *t, const char *context,
+				     size_t n_context, const char *continuation,
+				     int32_t **ctx_ids, size_t *n_ctx_ids, int32_t **cont_ids,
+				     size_t *n_cont_ids, bool *merged, struct ctq_error *err)
+{
+	*ctx_ids = *cont_ids = NULL;
+	*n_ctx_ids = *n_cont_ids = 0;
+	*merged = false;
+	size_t sp = trailing_space(context, n_context), nc = n_context - sp;
+	struct ctq_strbuf cont, tmp;
+	ctq_strbuf_init(&cont);
+	ctq_strbuf_init(&tmp);
+	ctq_strbuf_appendn(&cont, context + nc, sp);
+	ctq_strbuf_append(&cont, continuation);
+	enum ctq_status st = cont.oom ? ctq_error_set(err, CTQ_ERR_NOMEM, "eval", "out of memory")
+				      : encode(t, context, nc, ctx_ids, n_ctx_ids, err);
+	if (!st)
+		st = split_whole(t, context, nc, cont.data, cont.len, *ctx_ids, *n_ctx_ids, &tmp, cont_ids,
+				 n_cont_ids, merged, err);
+	if (st) {
+		free(*ctx_ids);
+		*ctx_ids = NULL;
+		*n_ctx_ids = 0;
+	}
+	ctq_strbuf_free(&cont);
+	ctq_strbuf_free(&tmp);
+	return st;
+}
+
 /* Tokenizes the rendered prompt of item it into its context and the four
- * continuations (lm-eval _encode_pair; the prompt never ends in whitespace,
- * so its trailing-space move is a no-op). */
+ * continuations as ctq_eval_encode_pair does, encoding the context once. */
 static enum ctq_status tokenize(struct ctq_eval_item *it, const struct ctq_strbuf *prompt,
 				const struct ctq_eval_options *o, const struct ctq_tokenizer *t,
 				struct ctq_strbuf *tmp, struct ctq_error *err)
 {
+	/* The protocols' prompts end at the answer cue, never in whitespace,
+	 * but the move is lm-eval's and costs nothing. */
+	size_t sp = trailing_space(prompt->data, prompt->len), nc = prompt->len - sp;
 	size_t n_ctx = 0;
 	int32_t *ctx = NULL;
-	enum ctq_status st = encode(t, prompt->data, prompt->len, &ctx, &n_ctx, err);
+	struct ctq_strbuf cont;
+	ctq_strbuf_init(&cont);
+	enum ctq_status st = encode(t, prompt->data, nc, &ctx, &n_ctx, err);
 	for (int k = 0; k < 4 && !st; k++) {
-		const char *cont = ctq_prompt_continuation(o->bench, o->protocol, k);
-		ctq_strbuf_reset(tmp);
-		ctq_strbuf_appendn(tmp, prompt->data, prompt->len);
-		ctq_strbuf_append(tmp, cont);
-		if (tmp->oom) {
-			st = ctq_error_set(err, CTQ_ERR_NOMEM, "eval", "out of memory");
-			break;
-		}
-		int32_t *whole = NULL;
-		size_t n_whole = 0;
-		if ((st = encode(t, tmp->data, tmp->len, &whole, &n_whole, err)))
-			break;
-		if (n_whole <= n_ctx) {
-			free(whole);
-			st = ctq_error_set(err, CTQ_ERR_PARSE, it->sha256,
-					   "the continuation \"%s\" encodes to no token after the prompt", cont);
-			break;
-		}
-		if (memcmp(whole, ctx, n_ctx * sizeof *ctx))
-			it->merged = true;
-		it->n_cont[k] = (int64_t)(n_whole - n_ctx);
-		it->cont[k] = malloc((size_t)it->n_cont[k] * sizeof(int32_t));
-		if (!it->cont[k]) {
-			free(whole);
-			st = ctq_error_set(err, CTQ_ERR_NOMEM, "eval", "out of memory");
-			break;
-		}
-		memcpy(it->cont[k], whole + n_ctx, (size_t)it->n_cont[k] * sizeof(int32_t));
-		free(whole);
+		ctq_strbuf_reset(&cont);
+		ctq_strbuf_appendn(&cont, prompt->data + nc, sp);
+		ctq_strbuf_append(&cont, ctq_prompt_continuation(o->bench, o->protocol, k));
+		size_t n = 0;
+		st = cont.oom ? ctq_error_set(err, CTQ_ERR_NOMEM, "eval", "out of memory")
+			      : split_whole(t, prompt->data, nc, cont.data, cont.len, ctx, n_ctx, tmp,
+					    &it->cont[k], &n, &it->merged, err);
+		it->n_cont[k] = (int64_t)n;
 	}
+	ctq_strbuf_free(&cont);
 	if (!st) {
 		size_t bos = o->add_bos ? 1 : 0;
 		it->ctx = malloc((n_ctx + bos) * sizeof(int32_t));

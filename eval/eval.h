@@ -88,6 +88,19 @@ enum ctq_status ctq_eval_prepare(struct ctq_eval_set *s, const struct ctq_eval_d
 				 struct ctq_error *err);
 void ctq_eval_set_free(struct ctq_eval_set *s);
 
+/* lm-eval's TemplateLM._encode_pair: trailing whitespace of the context
+ * moves to the front of the continuation; ctx_ids = encode(context),
+ * cont_ids = encode(context + continuation)[len(ctx_ids):]. *merged says
+ * that encode(context + continuation) does not start with ctx_ids (a token
+ * merged across the boundary); lm-eval scores cont_ids after ctx_ids all
+ * the same. Both arrays returned owned (free()). Errors: parse-error when
+ * the continuation is left no token (lm-eval asserts), and those of
+ * ctq_tokenizer_encode. */
+enum ctq_status ctq_eval_encode_pair(const struct ctq_tokenizer *t, const char *context,
+				     size_t n_context, const char *continuation,
+				     int32_t **ctx_ids, size_t *n_ctx_ids, int32_t **cont_ids,
+				     size_t *n_cont_ids, bool *merged, struct ctq_error *err);
+
 /* Renders the prompt of item i of subject s as prepare does with k shots
  * (no tokenization): for goldens and the per-question CSV. */
 enum ctq_status ctq_eval_render(struct ctq_strbuf *sb, const struct ctq_eval_data *d,

@@ -3,7 +3,6 @@
  * of a candidate against a baseline on the same questions (eval/stats.h).
  * Writes per-question, per-group and paired CSVs, a summary and the
  * manifest into a run directory. */
-#define _GNU_SOURCE
 #include "harness/commands.h"
 #include "core/fileio.h"
 #include "core/json.h"
@@ -68,16 +67,21 @@ static void help(void)
 	       "  --progress           progress on stderr even when it is not a terminal\n"
 	       "  --out DIR            run directory (default runs/<UTC time>-<revision>)\n"
 	       "\n"
+	       "Too long for the context: Hendrycks and C-Eval drop the last shot until the\n"
+	       "prompt fits, CMMLU drops the longest shots, lm-eval keeps the last tokens;\n"
+	       "what still does not fit is left-truncated (the CSV says so).\n"
 	       "Scoring: lm-eval's split of encode(prompt + letter) at encode(prompt); the\n"
 	       "letter with the largest summed log-probability is chosen. Averages: micro\n"
 	       "(questions pooled; SE sqrt(p(1-p)/n)) and macro (mean of subject accuracies;\n"
 	       "SE sqrt(sum p_s(1-p_s)/n_s)/S, subjects fixed). Paired: new - ref with\n"
 	       "Newcombe's hybrid score 95%% interval, exact McNemar p, right->wrong and\n"
 	       "wrong->right counts, top-1 agreement, mean KL(ref || new) of the A-D\n"
-	       "distributions. Non-inferior when the interval's lower bound is above -margin.\n"
+	       "distributions. Non-inferior when the interval's lower bound is above -margin,\n"
+	       "inferior when its upper bound is below, inconclusive otherwise.\n"
 	       "\n"
-	       "exit: 0 done (and non-inferior); 1 inferior overall or in a subject with at\n"
-	       "least --min-subject-n questions; 2 bad usage or input; 3 no GPU for cuda.\n",
+	       "exit: 0 done (and non-inferior); 1 non-inferiority not shown (inferior or\n"
+	       "inconclusive) overall or in a subject with at least --min-subject-n\n"
+	       "questions; 2 bad usage or input; 3 no GPU for cuda.\n",
 	       DEFAULT_CONTEXT);
 }
 
@@ -106,7 +110,7 @@ struct progress {
 	bool on;
 	const char *label;
 	double t0, last;
-	bool drawn;
+	bool drawn; /* a progress line is open on stderr */
 };
 
 static void fmt_eta(double s, char *buf, size_t cap)
@@ -143,7 +147,7 @@ static void progress_cb(void *ctx, size_t done, size_t total)
 	if (done == total)
 		fprintf(stderr, "\n");
 	fflush(stderr);
-	p->drawn = true;
+	p->drawn = done < total; /* a line is left open */
 }
 
 /* ---- model runs ----------------------------------------------------------------- */
@@ -268,7 +272,8 @@ struct group {
 	struct ctq_paired paired;
 	double margin;       /* points */
 	bool gated;
-	bool inferior;
+	bool inferior;       /* the gate fails: non-inferiority not shown */
+	const char *verdict; /* non-inferior, inconclusive, inferior */
 };
 
 static void group_finish(struct group *g, const struct tally *subj, const size_t *members,
@@ -305,7 +310,7 @@ static const char *verdict_name(const struct group *g, bool have_ref)
 		return "";
 	if (!g->gated)
 		return "n/a";
-	return g->inferior ? "inferior" : "non-inferior";
+	return g->verdict;
 }
 
 static double pct(size_t k, size_t n)
@@ -378,7 +383,8 @@ static void p_row(struct ctq_csv *w, const struct group *g)
 	ctq_csv_end_row(w);
 }
 
-/* One line of the summary table. */
+/* One line of the summary table. The macro row compares the macro
+ * averages only: the paired statistics are of pooled questions. */
 static void table_row(struct ctq_strbuf *sb, const struct group *g, bool have_ref, bool macro)
 {
 	char name[48];
@@ -386,13 +392,14 @@ static void table_row(struct ctq_strbuf *sb, const struct group *g, bool have_re
 	double acc = macro ? 100 * g->macro_new : pct(g->t.k_new, g->t.n);
 	double se = macro ? 100 * g->macro_new_se : 100 * ctq_stats_binom_se(g->t.k_new, g->t.n);
 	ctq_strbuf_printf(sb, "%-40s %6zu %7.2f %5.2f", name, g->t.n, acc, se);
-	if (have_ref) {
+	if (have_ref && macro) {
+		ctq_strbuf_printf(sb, "  %7.2f %+6.2f", 100 * g->macro_ref, acc - 100 * g->macro_ref);
+	} else if (have_ref) {
 		const struct ctq_paired *p = &g->paired;
-		double racc = macro ? 100 * g->macro_ref : pct(g->t.k_ref, g->t.n);
-		ctq_strbuf_printf(sb, "  %7.2f %+6.2f [%+6.2f, %+6.2f] %4zu %4zu %9.3g %6.1f %8.5f  %s",
-				  racc, acc - racc, 100 * p->lo, 100 * p->hi, p->b, p->c, p->p_mcnemar,
-				  pct(g->t.agree, g->t.n), g->t.n ? g->t.kl / (double)g->t.n : NAN,
-				  macro ? "" : verdict_name(g, true));
+		ctq_strbuf_printf(sb, "  %7.2f %+6.2f [%+6.2f, %+6.2f] %5zu %5zu %9.3g %6.1f %9.3g  %s",
+				  pct(g->t.k_ref, g->t.n), 100 * p->diff, 100 * p->lo, 100 * p->hi, p->b,
+				  p->c, p->p_mcnemar, pct(g->t.agree, g->t.n),
+				  g->t.n ? g->t.kl / (double)g->t.n : NAN, verdict_name(g, true));
 	}
 	ctq_strbuf_append(sb, "\n");
 }
@@ -401,8 +408,9 @@ static void table_head(struct ctq_strbuf *sb, bool have_ref)
 {
 	ctq_strbuf_printf(sb, "%-40s %6s %7s %5s", "group", "n", "acc %", "se");
 	if (have_ref)
-		ctq_strbuf_printf(sb, "  %7s %6s %-18s %4s %4s %9s %6s %8s  %s", "ref %", "diff",
-				  "95% CI (Newcombe)", "r->w", "w->r", "McNemar p", "agree", "KL", "verdict");
+		ctq_strbuf_printf(sb, "  %7s %6s %-16s %5s %5s %9s %6s %9s  %s", "ref %", "diff",
+				  "95% CI Newcombe", "r->w", "w->r", "McNemar p", "agree%", "KL nats",
+				  "verdict");
 	ctq_strbuf_append(sb, "\n");
 }
 
@@ -627,7 +635,9 @@ int ctq_cmd_eval(int argc, char **argv)
 				      ctq_bench_name(o.bench), o.split);
 			goto fail;
 		}
-	if (model_open(&cand, o.tokenizer, &err) || (have_ref && model_open(&base, o.tokenizer, &err)))
+	/* The backend first: no GPU is exit 3 before any tokenizing. */
+	if (ctq_backend_open(&b, o.backend, &err) || model_open(&cand, o.tokenizer, &err) ||
+	    (have_ref && model_open(&base, o.tokenizer, &err)))
 		goto fail;
 	int64_t model_ctx = cand.context;
 	if (have_ref && base.context && (!model_ctx || base.context < model_ctx))
@@ -657,8 +667,6 @@ int ctq_cmd_eval(int argc, char **argv)
 		goto fail;
 	}
 
-	if (ctq_backend_open(&b, o.backend, &err))
-		goto fail;
 	char desc[256];
 	b.ops->describe(&b, desc, sizeof desc);
 	const char *pid = ctq_protocol_id(o.bench, o.protocol);
@@ -755,7 +763,12 @@ int ctq_cmd_eval(int argc, char **argv)
 	bool any_inferior = false;
 	for (size_t i = 0; i < ng; i++) {
 		struct group *g = &groups[i];
-		g->inferior = g->gated && !(g->paired.lo > -g->margin / 100.0);
+		/* Non-inferior: the whole interval lies above -margin. Inferior: it
+		 * lies below. Otherwise the data cannot tell (inconclusive); the gate
+		 * fails for both, since non-inferiority was not shown. */
+		const double m = -g->margin / 100.0;
+		g->verdict = g->paired.lo > m ? "non-inferior" : g->paired.hi < m ? "inferior" : "inconclusive";
+		g->inferior = g->gated && strcmp(g->verdict, "non-inferior");
 		any_inferior |= g->inferior;
 	}
 	const struct group *overall = &groups[ng - 1];
@@ -784,7 +797,10 @@ int ctq_cmd_eval(int argc, char **argv)
 		ctq_strbuf_printf(&table, " (reference %.2f%%); verdict %s at margin %.2g points overall, "
 				  "%.2g per subject with n >= %ld",
 				  macro_head ? 100 * overall->macro_ref : pct(overall->t.k_ref, overall->t.n),
-				  any_inferior ? "INFERIOR" : "non-inferior", o.margin, o.subject_margin,
+				  !any_inferior ? "non-inferior"
+				  : !strcmp(overall->verdict, "inferior") ? "INFERIOR"
+				  : "NOT SHOWN non-inferior (inconclusive: the interval straddles -margin)",
+				  o.margin, o.subject_margin,
 				  o.min_subject_n);
 	ctq_strbuf_printf(&table,
 			  "\ntokens: %lld through the model (%lld in the prompts; shared prefixes computed "
@@ -962,7 +978,7 @@ int ctq_cmd_eval(int argc, char **argv)
 		cJSON_AddNumberToObject(ev, "subject_margin_points", o.subject_margin);
 		cJSON_AddNumberToObject(ev, "min_subject_n", (double)o.min_subject_n);
 		cJSON_AddStringToObject(ev, "interval", "Newcombe hybrid score (method 10), 95%");
-		cJSON_AddStringToObject(ev, "verdict", any_inferior ? "inferior" : "non-inferior");
+		cJSON_AddStringToObject(ev, "verdict", any_inferior ? (strcmp(overall->verdict, "inferior") ? "inconclusive" : "inferior") : "non-inferior");
 	}
 	if (ctq_run_commit(&run, &err))
 		goto fail;

@@ -21,6 +21,9 @@ int ctq_cmd_make_model(int argc, char **argv);
 int ctq_cmd_quantize(int argc, char **argv);
 int ctq_cmd_import_gguf(int argc, char **argv);
 int ctq_cmd_eval(int argc, char **argv);
+int ctq_cmd_run(int argc, char **argv);
+int ctq_cmd_report(int argc, char **argv);
+int ctq_cmd_compare(int argc, char **argv);
 
 /* Shared helpers (harness/common.c). */
 

@@ -28,6 +28,12 @@ static const struct {
 	 "convert a llama GGUF (F32/F16/Q8_0/Q4_0/Q4_1) into a Hugging Face BF16 checkpoint"},
 	{"eval", ctq_cmd_eval,
 	 "MMLU / C-Eval / CMMLU accuracy by answer log-probabilities; paired verdict vs a baseline"},
+	{"run", ctq_cmd_run,
+	 "run a plan of steps (plans/default.json) into one run directory with a report"},
+	{"report", ctq_cmd_report,
+	 "write summary.md and a self-contained report.html (plots) for a run directory"},
+	{"compare", ctq_cmd_compare,
+	 "regression verdict between two run directories, or a trend over N (--trend)"},
 };
 
 static void usage(FILE *f)

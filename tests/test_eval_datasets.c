@@ -99,24 +99,26 @@ static const struct {
 	const char *text;
 	const char *path;      /* expected error path */
 	const char *contains;  /* expected in the message */
+	size_t len;            /* bytes of text; 0: strlen */
 } bad[] = {
-	{"mmlu/five-columns", CTQ_BENCH_MMLU, "q,a,b,c,d,A\nq,a,b,c,d\n", "t.csv:2", "5 fields; expected 6"},
-	{"mmlu/eight-columns", CTQ_BENCH_MMLU, "q,a,b,c,d,A,x,y,z\n", "t.csv:1", "9 fields"},
-	{"mmlu/answer-E", CTQ_BENCH_MMLU, "q,a,b,c,d,A\n\"x\ny\",a,b,c,d,E\n", "t.csv:2", "\"E\""},
-	{"mmlu/answer-space", CTQ_BENCH_MMLU, "q,a,b,c,d, A\n", "t.csv:1", "\" A\""},
-	{"mmlu/answer-lowercase", CTQ_BENCH_MMLU, "q,a,b,c,d,a\n", "t.csv:1", "one of A, B, C, D"},
-	{"mmlu/line-after-multiline", CTQ_BENCH_MMLU, "\"1\n2\n3\",a,b,c,d,A\nq,a,b,c,d\n", "t.csv:4", "5 fields"},
-	{"mmlu/bad-utf8", CTQ_BENCH_MMLU, "q,a,b\xff,c,d,A\n", "t.csv:1", "column 3 is not valid UTF-8"},
-	{"mmlu/overlong-utf8", CTQ_BENCH_MMLU, "q,\xC0\xAF,b,c,d,A\n", "t.csv:1", "not valid UTF-8"},
+	{"mmlu/five-columns", CTQ_BENCH_MMLU, "q,a,b,c,d,A\nq,a,b,c,d\n", "t.csv:2", "5 fields; expected 6", 0},
+	{"mmlu/eight-columns", CTQ_BENCH_MMLU, "q,a,b,c,d,A,x,y,z\n", "t.csv:1", "9 fields", 0},
+	{"mmlu/answer-E", CTQ_BENCH_MMLU, "q,a,b,c,d,A\n\"x\ny\",a,b,c,d,E\n", "t.csv:2", "\"E\"", 0},
+	{"mmlu/answer-space", CTQ_BENCH_MMLU, "q,a,b,c,d, A\n", "t.csv:1", "\" A\"", 0},
+	{"mmlu/answer-lowercase", CTQ_BENCH_MMLU, "q,a,b,c,d,a\n", "t.csv:1", "one of A, B, C, D", 0},
+	{"mmlu/line-after-multiline", CTQ_BENCH_MMLU, "\"1\n2\n3\",a,b,c,d,A\nq,a,b,c,d\n", "t.csv:4", "5 fields", 0},
+	{"mmlu/bad-utf8", CTQ_BENCH_MMLU, "q,a,b\xff,c,d,A\n", "t.csv:1", "column 3 is not valid UTF-8", 0},
+	{"mmlu/overlong-utf8", CTQ_BENCH_MMLU, "q,\xC0\xAF,b,c,d,A\n", "t.csv:1", "not valid UTF-8", 0},
+	{"mmlu/nul-byte", CTQ_BENCH_MMLU, "q,a,b,c,d,A\nq,a\0x,b,c,d,A\n", "t.csv:2", "column 2", 26},
 	/* An unterminated quote swallows the rest of the file into one field. */
-	{"mmlu/unterminated-quote", CTQ_BENCH_MMLU, "q,a,b,c,d,A\n\"open,a,b,c,d,A\nq,a,b,c,d,A\n", "t.csv:2", "1 fields"},
-	{"mmlu/unterminated-last", CTQ_BENCH_MMLU, "q,a,b,c,d,\"A\n", "t.csv:1", "answer is \"A\n\""},
-	{"mmlu/empty", CTQ_BENCH_MMLU, "", NULL, NULL},
-	{"ceval/header", CTQ_BENCH_CEVAL, "id,question,A,B,C,D,ans\n", "t.csv:1", "header is \"id,question,A,B,C,D,ans\""},
-	{"ceval/short-row", CTQ_BENCH_CEVAL, "id,question,A,B,C,D,answer\n0,q,a,b,c,d\n", "t.csv:2", "6 fields; expected 7"},
-	{"ceval/empty", CTQ_BENCH_CEVAL, "", "t.csv", "empty file"},
-	{"cmmlu/header", CTQ_BENCH_CMMLU, "id,Question,A,B,C,D,Answer\n", "t.csv:1", "expected \",Question,A,B,C,D,Answer\""},
-	{"cmmlu/answer", CTQ_BENCH_CMMLU, ",Question,A,B,C,D,Answer\n0,q,a,b,c,d,AB\n", "t.csv:2", "\"AB\""},
+	{"mmlu/unterminated-quote", CTQ_BENCH_MMLU, "q,a,b,c,d,A\n\"open,a,b,c,d,A\nq,a,b,c,d,A\n", "t.csv:2", "1 fields", 0},
+	{"mmlu/unterminated-last", CTQ_BENCH_MMLU, "q,a,b,c,d,\"A\n", "t.csv:1", "answer is \"A\n\"", 0},
+	{"mmlu/empty", CTQ_BENCH_MMLU, "", NULL, NULL, 0},
+	{"ceval/header", CTQ_BENCH_CEVAL, "id,question,A,B,C,D,ans\n", "t.csv:1", "header is \"id,question,A,B,C,D,ans\"", 0},
+	{"ceval/short-row", CTQ_BENCH_CEVAL, "id,question,A,B,C,D,answer\n0,q,a,b,c,d\n", "t.csv:2", "6 fields; expected 7", 0},
+	{"ceval/empty", CTQ_BENCH_CEVAL, "", "t.csv", "empty file", 0},
+	{"cmmlu/header", CTQ_BENCH_CMMLU, "id,Question,A,B,C,D,Answer\n", "t.csv:1", "expected \",Question,A,B,C,D,Answer\"", 0},
+	{"cmmlu/answer", CTQ_BENCH_CMMLU, ",Question,A,B,C,D,Answer\n0,q,a,b,c,d,AB\n", "t.csv:2", "\"AB\"", 0},
 };
 
 Test(eval_datasets, bad_files_name_file_and_line)
@@ -124,8 +126,9 @@ Test(eval_datasets, bad_files_name_file_and_line)
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		struct ctq_question_file f;
 		struct ctq_error err = {0};
-		enum ctq_status st = ctq_question_file_parse(&f, bad[i].bench, bad[i].text,
-							     strlen(bad[i].text), "t.csv", &err);
+		size_t len = bad[i].len ? bad[i].len : strlen(bad[i].text);
+		enum ctq_status st = ctq_question_file_parse(&f, bad[i].bench, bad[i].text, len, "t.csv",
+							     &err);
 		if (!bad[i].path) {
 			/* An empty MMLU file has no records and no header to miss. */
 			cr_expect_eq(st, CTQ_OK, "%s: %s", bad[i].id, err.message);

@@ -10,6 +10,7 @@
  *     and of refusals. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,16 @@
 
 #define TOKENIZER "tests/fixtures/tokenizers/gpt2-small"
 #define VOCAB 2048
+
+/* The reference backend's OpenMP regions are tiny at this model size, and
+ * Criterion runs two workers on two cores: one thread each keeps them from
+ * spinning against each other. */
+static void one_thread(void)
+{
+	omp_set_num_threads(1);
+}
+
+TestSuite(eval_run, .init = one_thread);
 
 struct fixture {
 	char dir[64], bf16[96], w8a8[96], out[96];
@@ -63,7 +74,7 @@ struct prepared {
 };
 
 static void prepare(struct prepared *p, enum ctq_bench b, const char *split, enum ctq_protocol proto,
-		    int shots, int64_t max_context)
+		    int shots, int64_t max_context, size_t limit)
 {
 	memset(p, 0, sizeof *p);
 	struct ctq_error err = {0};
@@ -73,7 +84,7 @@ static void prepare(struct prepared *p, enum ctq_bench b, const char *split, enu
 		     "%s: %s", err.path, err.message);
 	cr_assert_eq(ctq_tokenizer_load(&p->tok, TOKENIZER, &err), CTQ_OK, "%s", err.message);
 	struct ctq_eval_options o = {.bench = b, .protocol = proto, .shots = shots,
-				     .max_context = max_context};
+				     .max_context = max_context, .limit = limit};
 	cr_assert_eq(ctq_eval_prepare(&p->set, &p->data, &o, &p->tok, &err), CTQ_OK, "%s: %s",
 		     err.path, err.message);
 }
@@ -164,13 +175,15 @@ Test(eval_run, batched_scorer_equals_plain_forward)
 	struct fixture f;
 	make_models(&f);
 	struct prepared p;
-	prepare(&p, CTQ_BENCH_MMLU, "test", CTQ_PROTO_ORIGINAL, 5, 4096);
-	cr_assert_eq(p.set.n, 16);
+	prepare(&p, CTQ_BENCH_MMLU, "test", CTQ_PROTO_ORIGINAL, 5, 4096, 3);
+	cr_assert_eq(p.set.n, 12);
 	cr_expect_eq(p.set.n_truncated + p.set.n_fewer_shots, 0);
 	for (size_t i = 0; i < p.set.n; i++) {
 		cr_expect_eq(p.set.items[i].shots, 5);
+		/* In the fixture's 2000-token vocabulary " A", " B", " C" are one
+		 * token each and " D" is two ("Ġ", "D"): both scoring paths run. */
 		for (int k = 0; k < 4; k++)
-			cr_expect_eq(p.set.items[i].n_cont[k], 1, "\" A\" is one token of the fixture");
+			cr_expect_eq(p.set.items[i].n_cont[k], k < 3 ? 1 : 2, "item %zu choice %d", i, k);
 	}
 	size_t calls;
 	check_scorer(f.w8a8, &p.set, &calls);
@@ -184,7 +197,7 @@ Test(eval_run, multi_token_continuations_are_summed)
 	struct fixture f;
 	make_models(&f);
 	struct prepared p;
-	prepare(&p, CTQ_BENCH_CEVAL, "val", CTQ_PROTO_ORIGINAL, 2, 4096);
+	prepare(&p, CTQ_BENCH_CEVAL, "val", CTQ_PROTO_ORIGINAL, 1, 4096, 2);
 	/* Continuations of 1 to 4 tokens, different per item. */
 	for (size_t i = 0; i < p.set.n; i++) {
 		struct ctq_eval_item *it = &p.set.items[i];
@@ -207,7 +220,7 @@ Test(eval_run, overflow_rules)
 {
 	/* Hendrycks: fewer shots, the first k-1 dev rows, until it fits. */
 	struct prepared p;
-	prepare(&p, CTQ_BENCH_MMLU, "test", CTQ_PROTO_ORIGINAL, 5, 150);
+	prepare(&p, CTQ_BENCH_MMLU, "test", CTQ_PROTO_ORIGINAL, 5, 150, 0);
 	cr_expect(p.set.n_fewer_shots > 0);
 	for (size_t i = 0; i < p.set.n; i++) {
 		const struct ctq_eval_item *it = &p.set.items[i];
@@ -232,32 +245,80 @@ Test(eval_run, overflow_rules)
 	}
 	prepared_free(&p);
 
-	/* lm-eval: all shots, the last max_context tokens. */
-	prepare(&p, CTQ_BENCH_MMLU, "test", CTQ_PROTO_LM_EVAL, 5, 150);
+	/* lm-eval: all shots, the last tokens: context + " D" minus its last
+	 * token is max_context. */
+	prepare(&p, CTQ_BENCH_MMLU, "test", CTQ_PROTO_LM_EVAL, 5, 150, 0);
 	cr_expect_eq(p.set.n_fewer_shots, 0);
 	cr_expect_eq(p.set.n_truncated, p.set.n);
 	for (size_t i = 0; i < p.set.n; i++) {
 		const struct ctq_eval_item *it = &p.set.items[i];
 		cr_expect_eq(it->shots, 5);
-		cr_expect_eq(it->n_ctx, 150);
+		cr_expect_eq(it->n_ctx, 149);
 		cr_expect(it->n_prompt > 150);
 	}
 	prepared_free(&p);
 
 	/* CMMLU: the longest shots go first; a context too small for even the
 	 * question falls back to left truncation. */
-	prepare(&p, CTQ_BENCH_CMMLU, "test", CTQ_PROTO_ORIGINAL, 5, 260);
+	prepare(&p, CTQ_BENCH_CMMLU, "test", CTQ_PROTO_ORIGINAL, 5, 260, 0);
 	cr_expect(p.set.n_fewer_shots > 0);
 	for (size_t i = 0; i < p.set.n; i++)
 		cr_expect(p.set.items[i].n_ctx <= 260);
 	prepared_free(&p);
-	prepare(&p, CTQ_BENCH_CMMLU, "test", CTQ_PROTO_ORIGINAL, 5, 20);
+	prepare(&p, CTQ_BENCH_CMMLU, "test", CTQ_PROTO_ORIGINAL, 5, 20, 0);
 	cr_expect_eq(p.set.n_truncated, p.set.n);
 	for (size_t i = 0; i < p.set.n; i++) {
 		cr_expect_eq(p.set.items[i].shots, 0);
-		cr_expect_eq(p.set.items[i].n_ctx, 20);
+		cr_expect_eq(p.set.items[i].n_ctx + p.set.items[i].n_cont[3] - 1, 20);
 	}
 	prepared_free(&p);
+}
+
+/* lm-eval's _encode_pair on the fixture; the ids are what the Hugging Face
+ * tokenizers library gives for these strings. */
+static const struct {
+	const char *ctx, *cont;
+	int32_t want_ctx[8], want_cont[4];
+	size_t n_ctx, n_cont;
+	bool merged;
+} pairs[] = {
+	{"Answer:", " A", {33, 462, 87, 266, 26}, {759}, 5, 1, false},
+	/* The trailing space moves to the continuation. */
+	{"Answer: ", "A", {33, 462, 87, 266, 26}, {759}, 5, 1, false},
+	/* "in" + "to" encodes as [323, 79]: a merge across the boundary; the
+	 * continuation is what follows len(encode("in")) = 1 token. */
+	{"in", "to", {267}, {79}, 1, 1, true},
+	{"wh", "ich", {87, 72}, {72}, 2, 1, true},
+};
+
+Test(eval_run, encode_pair_splits_as_lm_eval)
+{
+	struct ctq_tokenizer t;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_tokenizer_load(&t, TOKENIZER, &err), CTQ_OK, "%s", err.message);
+	for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+		int32_t *c, *k;
+		size_t nc, nk;
+		bool merged;
+		cr_assert_eq(ctq_eval_encode_pair(&t, pairs[i].ctx, strlen(pairs[i].ctx), pairs[i].cont, &c, &nc,
+						  &k, &nk, &merged, &err),
+			     CTQ_OK, "case %zu: %s", i, err.message);
+		cr_expect(nc == pairs[i].n_ctx && !memcmp(c, pairs[i].want_ctx, nc * 4), "case %zu: context", i);
+		cr_expect(nk == pairs[i].n_cont && !memcmp(k, pairs[i].want_cont, nk * 4), "case %zu: continuation",
+			  i);
+		cr_expect_eq(merged, pairs[i].merged, "case %zu: merged", i);
+		free(c), free(k);
+	}
+	/* "the" + "re" encodes as two tokens that replace the context's two:
+	 * nothing is left for the continuation. */
+	int32_t *c = NULL, *k = NULL;
+	size_t nc, nk;
+	bool merged;
+	cr_expect_eq(ctq_eval_encode_pair(&t, "the", 3, "re", &c, &nc, &k, &nk, &merged, &err), CTQ_ERR_PARSE);
+	cr_expect(strstr(err.message, "encodes to no token"), "%s", err.message);
+	cr_expect_null(c);
+	cr_expect_null(k);
+	ctq_tokenizer_free(&t);
 }
 
 /* ---- the command ------------------------------------------------------------------ */
@@ -329,14 +390,14 @@ Test(eval_run, command_paired_verdict_and_outputs)
 	cJSON_Delete(root);
 	ctq_remove_tree(f.out);
 
-	/* Margin 0 on 16 questions: the interval's lower bound is below zero,
-	 * so non-inferiority is not shown: exit 1. */
+	/* Margin 0 on 16 questions: the interval straddles zero, so
+	 * non-inferiority is not shown (inconclusive, not inferior): exit 1. */
 	const char *strict[] = {"eval", "mmlu", "--model", f.w8a8, "--ref-model", f.bf16, "--tokenizer",
 				TOKENIZER, "--backend", "reference", "--out", f.out, "--margin", "0",
 				"--protocol", "lm-eval", "--shots", "1", NULL};
 	cr_expect_eq(run_cmd(strict), 1);
 	ev = manifest_eval(f.out, &root);
-	cr_expect_str_eq(ctq_json_get(ev, "verdict")->valuestring, "inferior");
+	cr_expect_str_eq(ctq_json_get(ev, "verdict")->valuestring, "inconclusive");
 	cr_expect_str_eq(ctq_json_get(ev, "categories")->valuestring, "lm-eval mmlu groups");
 	cJSON_Delete(root);
 	drop_models(&f);
@@ -347,7 +408,7 @@ Test(eval_run, command_ceval_and_cmmlu_samples)
 	struct fixture f;
 	make_models(&f);
 	const char *ceval[] = {"eval", "ceval", "--model", f.bf16, "--tokenizer", TOKENIZER, "--backend",
-			       "reference", "--out", f.out, "--limit", "2", NULL};
+			       "reference", "--out", f.out, "--limit", "2", "--progress", NULL};
 	cr_assert_eq(run_cmd(ceval), 0);
 	char path[160];
 	snprintf(path, sizeof path, "%s/eval_questions.csv", f.out);
