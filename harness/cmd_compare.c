@@ -1,0 +1,206 @@
+/* ctq compare: the regression verdict between two run directories
+ * (reports/compare.h), or with --trend a table and plots over N runs. */
+#include "harness/commands.h"
+#include "core/fileio.h"
+#include "core/strbuf.h"
+#include "reports/compare.h"
+#include "reports/env.h"
+#include "reports/report.h"
+#include "reports/run.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void help(void)
+{
+	printf("usage: ctq compare BASE NEW [--policy FILE] [--out DIR] [--quiet]\n"
+	       "       ctq compare RUN1 RUN2 ... RUNn --trend [--out DIR]\n"
+	       "\n"
+	       "Pairs the observations of two run directories by key and calls each change:\n"
+	       "  conformance  conform.csv by (case_id, semantics, check): pass -> fail regresses\n"
+	       "  probe        probe.csv by (layer, K, N, M, weights, acts, backend): rel-L2\n"
+	       "               grown beyond the policy factor, new NaN/Inf, pass -> fail\n"
+	       "  timing       bench_model.csv by (backend, batch, input_tokens, output_tokens):\n"
+	       "               ttft_ms and decode_ms_per_step over the repetitions; two-sided\n"
+	       "               Mann-Whitney U plus a threshold on the median change: faster,\n"
+	       "               slower (a regression), same, or ambiguous (too few samples, too\n"
+	       "               noisy, or a large change that is not significant)\n"
+	       "  accuracy     eval_questions.csv by (benchmark, subject, id): paired by\n"
+	       "               question, exact McNemar p and a 95%% CI of the difference; a\n"
+	       "               significant drop of at least the policy minimum regresses\n"
+	       "  steps        a plan run's steps: passed -> failed or error regresses\n"
+	       "Files pair by their path in the run directory (one per family pairs anyway).\n"
+	       "\n"
+	       "options:\n"
+	       "  --policy FILE  thresholds and their reasons (default: built-in, the same as\n"
+	       "                 policies/compare.json)\n"
+	       "  --out DIR      where compare.md and compare.csv (trend.md, trend.csv, plots/)\n"
+	       "                 go, with a manifest (default runs/<UTC time>-<revision>)\n"
+	       "  --trend        tabulate every metric over RUN1..RUNn (no verdict)\n"
+	       "  --quiet        no table on stdout, only the verdict line\n"
+	       "\n"
+	       "exit: 0 no regression; 1 a regression; 2 bad usage or unreadable input.\n");
+}
+
+static int trend(char **dirs, int n, const char *out, int argc, char **argv)
+{
+	struct ctq_error err = {0};
+	struct ctq_trend t;
+	struct ctq_run run;
+	memset(&run, 0, sizeof run);
+	enum ctq_status st = ctq_trend_collect(&t, dirs, (size_t)n, &err);
+	if (st) {
+		ctq_print_error("compare", &err);
+		return ctq_status_exit_code(st);
+	}
+	struct ctq_strbuf md;
+	ctq_strbuf_init(&md);
+	ctq_trend_markdown(&t, dirs, &md);
+	fputs(ctq_strbuf_str(&md), stdout);
+	char path[1300];
+	size_t n_plots = 0;
+	if ((st = ctq_run_begin(&run, out, "compare", argc, argv, &err)))
+		goto fail;
+	ctq_env_capture(run.manifest, &(struct ctq_env_options){0});
+	snprintf(path, sizeof path, "%s/plots", run.tmp_dir);
+	if ((st = ctq_trend_write_csv(&t, ctq_run_path(&run, "trend.csv", path, sizeof path), &err)) ||
+	    (st = ctq_file_write_atomic(ctq_run_path(&run, "trend.md", path, sizeof path), md.data,
+					md.len, &err)) ||
+	    (st = ctq_report_trend_plots(&t, ctq_run_path(&run, "plots", path, sizeof path), &n_plots,
+					 &err)))
+		goto fail;
+	cJSON *runs = cJSON_AddArrayToObject(run.manifest, "trend_runs");
+	for (int i = 0; i < n; i++)
+		cJSON_AddItemToArray(runs, cJSON_CreateString(dirs[i]));
+	char final_dir[sizeof run.final_dir];
+	snprintf(final_dir, sizeof final_dir, "%s", run.final_dir);
+	if ((st = ctq_run_commit(&run, &err)))
+		goto fail;
+	printf("\ntrend: %zu series over %d runs; results in %s/ (trend.md, trend.csv%s)\n", t.n, n,
+	       final_dir, n_plots ? ", plots/" : "");
+	ctq_strbuf_free(&md);
+	ctq_trend_free(&t);
+	return CTQ_EXIT_OK;
+fail:
+	ctq_print_error("compare", &err);
+	ctq_run_abort(&run);
+	ctq_strbuf_free(&md);
+	ctq_trend_free(&t);
+	return ctq_status_exit_code(st);
+}
+
+int ctq_cmd_compare(int argc, char **argv)
+{
+	const char *policy_path = NULL, *out = NULL;
+	bool do_trend = false, quiet = false;
+	char **dirs = calloc((size_t)argc + 1, sizeof *dirs);
+	int n = 0;
+	if (!dirs)
+		return CTQ_EXIT_USAGE;
+	int rc = CTQ_EXIT_USAGE;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			help();
+			rc = CTQ_EXIT_OK;
+			goto out;
+		} else if (!strcmp(a, "--policy")) {
+			if (!(policy_path = ctq_opt_value(argc, argv, &i)))
+				goto out;
+		} else if (!strcmp(a, "--out")) {
+			if (!(out = ctq_opt_value(argc, argv, &i)))
+				goto out;
+		} else if (!strcmp(a, "--trend")) {
+			do_trend = true;
+		} else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+			quiet = true;
+		} else if (a[0] == '-') {
+			fprintf(stderr, "ctq compare: unknown option %s (see --help)\n", a);
+			goto out;
+		} else {
+			dirs[n++] = argv[i];
+		}
+	}
+	for (int i = 0; i < n; i++)
+		if (!ctq_path_is_dir(dirs[i])) {
+			fprintf(stderr, "ctq compare: %s is not a run directory\n", dirs[i]);
+			goto out;
+		}
+	if (do_trend) {
+		if (n < 2) {
+			fprintf(stderr, "ctq compare --trend: give at least two run directories\n");
+			goto out;
+		}
+		rc = trend(dirs, n, out, argc, argv);
+		goto out;
+	}
+	if (n != 2) {
+		fprintf(stderr, "ctq compare: give BASE and NEW (two run directories; --trend for more)\n");
+		goto out;
+	}
+	struct ctq_compare_policy pol;
+	struct ctq_error err = {0};
+	ctq_compare_policy_default(&pol);
+	if (policy_path && ctq_compare_policy_load(&pol, policy_path, &err)) {
+		ctq_print_error("compare", &err);
+		goto out;
+	}
+	struct ctq_comparison c;
+	enum ctq_status st = ctq_compare_runs(&c, dirs[0], dirs[1], &pol, &err);
+	if (st) {
+		ctq_print_error("compare", &err);
+		rc = ctq_status_exit_code(st);
+		goto out;
+	}
+	if (!quiet) {
+		printf("compare %s -> %s (policy: %s)\n\n", dirs[0], dirs[1], pol.source);
+		ctq_comparison_print(&c, stdout);
+	}
+	struct ctq_strbuf md;
+	ctq_strbuf_init(&md);
+	ctq_comparison_markdown(&c, dirs[0], dirs[1], &pol, &md);
+	struct ctq_run run;
+	char path[1300];
+	if ((st = ctq_run_begin(&run, out, "compare", argc, argv, &err))) {
+		ctq_print_error("compare", &err);
+		ctq_strbuf_free(&md);
+		ctq_comparison_free(&c);
+		rc = ctq_status_exit_code(st);
+		goto out;
+	}
+	ctq_env_capture(run.manifest, &(struct ctq_env_options){0});
+	cJSON *cm = cJSON_AddObjectToObject(run.manifest, "compare");
+	cJSON_AddStringToObject(cm, "base", dirs[0]);
+	cJSON_AddStringToObject(cm, "new", dirs[1]);
+	cJSON_AddStringToObject(cm, "policy", pol.source);
+	cJSON_AddNumberToObject(cm, "regressions", (double)c.n_regressions);
+	cJSON_AddNumberToObject(cm, "improvements", (double)c.n_improvements);
+	cJSON_AddNumberToObject(cm, "ambiguous", (double)c.n_ambiguous);
+	if (md.oom)
+		st = ctq_error_set(&err, CTQ_ERR_NOMEM, "compare.md", "out of memory");
+	if (st || (st = ctq_comparison_write_csv(&c, ctq_run_path(&run, "compare.csv", path, sizeof path), &err)) ||
+	    (st = ctq_file_write_atomic(ctq_run_path(&run, "compare.md", path, sizeof path), md.data,
+					md.len, &err))) {
+		ctq_print_error("compare", &err);
+		ctq_run_abort(&run);
+		rc = ctq_status_exit_code(st);
+	} else {
+		char final_dir[sizeof run.final_dir];
+		snprintf(final_dir, sizeof final_dir, "%s", run.final_dir);
+		if ((st = ctq_run_commit(&run, &err))) {
+			ctq_print_error("compare", &err);
+			rc = ctq_status_exit_code(st);
+		} else {
+			printf("%scompare: %s — %zu regression(s), %zu improvement(s), %zu ambiguous; "
+			       "%zu file(s) paired; details in %s/compare.md\n",
+			       quiet ? "" : "\n", c.n_regressions ? "REGRESSION" : "no regression",
+			       c.n_regressions, c.n_improvements, c.n_ambiguous, c.n_files, final_dir);
+			rc = c.n_regressions ? CTQ_EXIT_FAIL : CTQ_EXIT_OK;
+		}
+	}
+	ctq_strbuf_free(&md);
+	ctq_comparison_free(&c);
+out:
+	free(dirs);
+	return rc;
+}

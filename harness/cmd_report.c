@@ -1,0 +1,58 @@
+/* ctq report: summary.md, report.html and plots/ for a run directory
+ * (reports/report.h). */
+#include "harness/commands.h"
+#include "reports/report.h"
+
+#include <string.h>
+
+static void help(void)
+{
+	printf("usage: ctq report RUN\n"
+	       "\n"
+	       "Writes RUN/summary.md, RUN/report.html (self-contained: plots embedded as\n"
+	       "data URIs, no external resources) and RUN/plots/ (PNG + the gnuplot script and\n"
+	       "data that drew each) for the run directory RUN: a plan run (ctq run) or the\n"
+	       "run directory of one command (conform, probe, bench model, eval). The report\n"
+	       "opens with the verdict and the environment, then the step outcomes, then one\n"
+	       "section per check family found: conformance, kernel probes, accuracy,\n"
+	       "performance, GEMM throughput, and checkpoint provenance.\n"
+	       "\n"
+	       "Plots need gnuplot (gnuplot-nox; CTQ_GNUPLOT=none turns them off); without it\n"
+	       "the report says so and keeps every table.\n"
+	       "\n"
+	       "exit: 0 written (whatever the verdict; the verdict is the run's exit code);\n"
+	       "      2 RUN is not a readable run directory or a result file is malformed.\n");
+}
+
+int ctq_cmd_report(int argc, char **argv)
+{
+	const char *dir = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			help();
+			return CTQ_EXIT_OK;
+		}
+		if (argv[i][0] == '-' || dir) {
+			fprintf(stderr, "ctq report: unexpected argument %s (see --help)\n", argv[i]);
+			return CTQ_EXIT_USAGE;
+		}
+		dir = argv[i];
+	}
+	if (!dir) {
+		fprintf(stderr, "ctq report: RUN (a run directory) is required (see --help)\n");
+		return CTQ_EXIT_USAGE;
+	}
+	struct ctq_error err = {0};
+	struct ctq_report_summary s;
+	enum ctq_status st = ctq_report_write(dir, NULL, &s, &err);
+	if (st) {
+		ctq_print_error("report", &err);
+		return ctq_status_exit_code(st);
+	}
+	printf("report: verdict %s; wrote %s/summary.md, %s/report.html", s.verdict, dir, dir);
+	if (s.n_plots)
+		printf(" and %zu plot(s) in %s/plots/\n", s.n_plots, dir);
+	else
+		printf("%s%s\n", s.plot_note[0] ? "; " : "", s.plot_note);
+	return CTQ_EXIT_OK;
+}

@@ -1,0 +1,1383 @@
+/* ctq regression comparison (see compare.h). */
+#include "reports/compare.h"
+#include "core/json.h"
+#include "eval/stats.h"
+#include "reports/csv.h"
+#include "reports/table.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- policy ---------------------------------------------------------------- */
+
+static const struct {
+	const char *section, *key;
+	double def, min, max;
+	bool integral;
+	const char *reason;
+} pol_def[CTQ_POL_COUNT] = {
+	[CTQ_POL_TIMING_THRESHOLD] = {"timing", "threshold", 0.05, 0, 10, false,
+		"A median change under 5% is called same whatever its p-value: PyTorch's benchmark "
+		"dashboards flag +-5%, and wall-clock timings of the same build on one host move by a "
+		"few percent between runs (asv's default factor is 10%)."},
+	[CTQ_POL_TIMING_ALPHA] = {"timing", "alpha", 0.05, 1e-12, 1, false,
+		"Two-sided Mann-Whitney level of Google Benchmark's compare.py. The practical "
+		"threshold is a second gate, so chance alone calls slower less often than alpha."},
+	[CTQ_POL_TIMING_MIN_SAMPLES] = {"timing", "min_samples", 3, 1, 1e6, true,
+		"Fewer than 3 repetitions per side show no spread, so no verdict (nvbench's AMBG). "
+		"With 3 per side the exact test's smallest p is 0.1: a change beyond the threshold "
+		"stays ambiguous until a side has 4 or more."},
+	[CTQ_POL_TIMING_MAX_CV] = {"timing", "max_cv", 0.20, 0, 1e9, false,
+		"A side whose coefficient of variation exceeds 20% is dominated by noise (warm-up, "
+		"frequency scaling, a shared host); a verdict at a 5% threshold would be a guess."},
+	[CTQ_POL_ACC_ALPHA] = {"accuracy", "alpha", 0.05, 1e-12, 1, false,
+		"Exact McNemar test on the questions whose answer changed (lm-eval PR #3835 makes the "
+		"same paired argument); conservative with few discordant pairs."},
+	[CTQ_POL_ACC_MIN_DROP] = {"accuracy", "min_drop", 0.01, 0, 1, false,
+		"One point, ctq eval's default non-inferiority margin: a significant drop smaller than "
+		"that is reported, not gated."},
+	[CTQ_POL_PROBE_FACTOR] = {"probe", "rel_l2_factor", 1.5, 1, 1e12, false,
+		"Probe inputs are seeded, so rel-L2 repeats to the last digit on one build; a 1.5x "
+		"growth is a change of arithmetic (accumulation order, scale handling), not noise."},
+	[CTQ_POL_PROBE_KERNEL_FLOOR] = {"probe", "kernel_rel_l2_floor", 1e-4, 0, 1e9, false,
+		"The kernel is bit-exact against the exact-quantized reference by design (0); below "
+		"1e-4, about a fortieth of one BF16 ulp (2^-8), growth is a few rounded elements."},
+	[CTQ_POL_PROBE_QUANT_FLOOR] = {"probe", "quant_rel_l2_floor", 1e-3, 0, 1e9, false,
+		"Quantization error is ~1e-2 on N(0,1) inputs; growth that stays under 1e-3 is below "
+		"anything the accuracy of a model could show."},
+	[CTQ_POL_MISSING_IS_REGRESSION] = {"missing", "is_regression", 0, 0, 1, true,
+		"Runs of different plans or machines legitimately hold different files (GPU steps are "
+		"skipped without a GPU); a step that failed is caught by the run's own exit code and "
+		"by the steps comparison."},
+};
+
+const char *ctq_compare_policy_name(enum ctq_policy_key k)
+{
+	static char names[CTQ_POL_COUNT][64];
+	if (k >= CTQ_POL_COUNT)
+		return "unknown";
+	if (!names[k][0])
+		snprintf(names[k], sizeof names[k], "%s.%s", pol_def[k].section, pol_def[k].key);
+	return names[k];
+}
+
+void ctq_compare_policy_default(struct ctq_compare_policy *p)
+{
+	memset(p, 0, sizeof *p);
+	for (int k = 0; k < CTQ_POL_COUNT; k++) {
+		p->v[k] = pol_def[k].def;
+		snprintf(p->reason[k], sizeof p->reason[k], "%s", pol_def[k].reason);
+	}
+	snprintf(p->source, sizeof p->source, "built-in (policies/compare.json holds the same)");
+}
+
+enum ctq_status ctq_compare_policy_load(struct ctq_compare_policy *p, const char *path,
+					struct ctq_error *err)
+{
+	cJSON *root = NULL;
+	enum ctq_status st = ctq_json_load_file(path, (size_t)1 << 20, NULL, &root, err);
+	if (st)
+		return st;
+	char jp[CTQ_PATH_MAX];
+	if (!cJSON_IsObject(root)) {
+		st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, path, "a policy is a JSON object");
+		goto done;
+	}
+	for (const cJSON *sec = root->child; sec && !st; sec = sec->next) {
+		if (!strcmp(sec->string, "about"))
+			continue;
+		if (!cJSON_IsObject(sec)) {
+			st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, sec->string,
+					   "expected an object of thresholds, found %s",
+					   ctq_json_type_name(sec));
+			break;
+		}
+		for (const cJSON *it = sec->child; it && !st; it = it->next) {
+			ctq_json_path_key(jp, sizeof jp, sec->string, it->string);
+			if (!strcmp(it->string, "about"))
+				continue;
+			int k;
+			for (k = 0; k < CTQ_POL_COUNT; k++)
+				if (!strcmp(pol_def[k].section, sec->string) && !strcmp(pol_def[k].key, it->string))
+					break;
+			if (k == CTQ_POL_COUNT) {
+				st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, jp, "unknown policy entry");
+				break;
+			}
+			const cJSON *val = it, *why = NULL;
+			if (cJSON_IsObject(it)) {
+				val = ctq_json_get(it, "value");
+				why = ctq_json_get(it, "reason");
+				for (const cJSON *m = it->child; m; m = m->next)
+					if (strcmp(m->string, "value") && strcmp(m->string, "reason")) {
+						ctq_json_path_key(jp, sizeof jp, jp, m->string);
+						st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, jp,
+								   "unknown member (value, reason)");
+						break;
+					}
+				if (st)
+					break;
+			}
+			double x;
+			if (cJSON_IsBool(val))
+				x = cJSON_IsTrue(val) ? 1 : 0;
+			else if (cJSON_IsNumber(val))
+				x = val->valuedouble;
+			else {
+				st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, jp,
+						   "expected a number (or {\"value\": x, \"reason\": \"...\"}), found %s",
+						   ctq_json_type_name(val));
+				break;
+			}
+			if (!(x >= pol_def[k].min && x <= pol_def[k].max) ||
+			    (pol_def[k].integral && x != floor(x))) {
+				st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, jp,
+						   "is %g; expected %s in [%g, %g]", x,
+						   pol_def[k].integral ? "an integer" : "a number",
+						   pol_def[k].min, pol_def[k].max);
+				break;
+			}
+			p->v[k] = x;
+			if (why && !cJSON_IsString(why)) {
+				st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, jp, "reason must be a string");
+				break;
+			}
+			snprintf(p->reason[k], sizeof p->reason[k], "%s",
+				 why ? why->valuestring : "(no reason given in the policy file)");
+		}
+	}
+	if (!st)
+		snprintf(p->source, sizeof p->source, "%s", path);
+done:
+	cJSON_Delete(root);
+	return st;
+}
+
+/* ---- timing ---------------------------------------------------------------- */
+
+enum ctq_status ctq_compare_timing(const double *base, size_t nb, const double *cand, size_t nc,
+				   const struct ctq_compare_policy *p,
+				   struct ctq_timing_result *out, struct ctq_error *err)
+{
+	memset(out, 0, sizeof *out);
+	out->change = NAN;
+	out->mwu.p = NAN;
+	enum ctq_status st;
+	if ((st = ctq_sample_summarize(base, nb, &out->base, err)) ||
+	    (st = ctq_sample_summarize(cand, nc, &out->cand, err)))
+		return st;
+	double mb = out->base.median, mc = out->cand.median;
+	if (nb && nc)
+		out->change = mb != 0 ? (mc - mb) / fabs(mb) : (mc == mb ? 0 : INFINITY);
+	size_t min_n = (size_t)p->v[CTQ_POL_TIMING_MIN_SAMPLES];
+	out->verdict = "ambiguous";
+	if (nb < min_n || nc < min_n) {
+		snprintf(out->why, sizeof out->why,
+			 "too few samples: %zu base, %zu new (policy: at least %zu per side)", nb, nc, min_n);
+		return CTQ_OK;
+	}
+	if ((st = ctq_mwu_test(cand, nc, base, nb, &out->mwu, err)))
+		return st;
+	double max_cv = p->v[CTQ_POL_TIMING_MAX_CV];
+	if (out->base.cv > max_cv || out->cand.cv > max_cv) {
+		snprintf(out->why, sizeof out->why,
+			 "too noisy: cv %.3g base, %.3g new (policy: at most %.3g)", out->base.cv,
+			 out->cand.cv, max_cv);
+		return CTQ_OK;
+	}
+	double thr = p->v[CTQ_POL_TIMING_THRESHOLD], alpha = p->v[CTQ_POL_TIMING_ALPHA];
+	if (fabs(out->change) < thr) {
+		out->verdict = "same";
+		snprintf(out->why, sizeof out->why, "median %+.2f%%, within +-%.3g%%", 100 * out->change,
+			 100 * thr);
+		return CTQ_OK;
+	}
+	if (out->mwu.p < alpha) {
+		out->regression = out->change > 0;
+		out->verdict = out->change > 0 ? "slower" : "faster";
+		snprintf(out->why, sizeof out->why, "median %+.2f%% (threshold %.3g%%), p %.3g < %.3g",
+			 100 * out->change, 100 * thr, out->mwu.p, alpha);
+		return CTQ_OK;
+	}
+	snprintf(out->why, sizeof out->why,
+		 "median %+.2f%% but p %.3g >= %.3g (the smallest p %zu vs %zu samples can give: %.3g)",
+		 100 * out->change, out->mwu.p, alpha, nb, nc, out->mwu.p_min);
+	return CTQ_OK;
+}
+
+/* ---- rows ------------------------------------------------------------------ */
+
+static struct ctq_cmp_row *new_row(struct ctq_comparison *c, int fam, const char *file,
+				   struct ctq_error *err)
+{
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 64;
+		struct ctq_cmp_row *r = realloc(c->rows, cap * sizeof *r);
+		if (!r) {
+			ctq_error_set(err, CTQ_ERR_NOMEM, "compare", "out of memory");
+			return NULL;
+		}
+		c->rows = r;
+		c->cap = cap;
+	}
+	struct ctq_cmp_row *r = &c->rows[c->n++];
+	memset(r, 0, sizeof *r);
+	r->fam = fam;
+	snprintf(r->file, sizeof r->file, "%s", file);
+	r->base = r->cand = r->change = r->p = NAN;
+	snprintf(r->verdict, sizeof r->verdict, "same");
+	return r;
+}
+
+static void set_verdict(struct ctq_comparison *c, struct ctq_cmp_row *r, const char *v,
+			bool regression)
+{
+	snprintf(r->verdict, sizeof r->verdict, "%s", v);
+	r->regression = regression;
+	if (regression)
+		c->n_regressions++;
+	else if (!strcmp(v, "improvement") || !strcmp(v, "faster"))
+		c->n_improvements++;
+	else if (!strcmp(v, "ambiguous"))
+		c->n_ambiguous++;
+}
+
+void ctq_comparison_free(struct ctq_comparison *c)
+{
+	if (!c)
+		return;
+	free(c->rows);
+	memset(c, 0, sizeof *c);
+}
+
+/* ---- keyed rows of a table ---------------------------------------------------- */
+
+struct keyed {
+	char *key; /* fields joined by ", " (a duplicate gets " #k") */
+	size_t row;
+};
+
+struct index {
+	struct keyed *v;
+	size_t n;
+};
+
+static int cmp_keyed(const void *a, const void *b)
+{
+	const struct keyed *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+	return c ? c : (x->row > y->row) - (x->row < y->row);
+}
+
+static void index_free(struct index *ix)
+{
+	for (size_t i = 0; i < ix->n; i++)
+		free(ix->v[i].key);
+	free(ix->v);
+	ix->v = NULL;
+	ix->n = 0;
+}
+
+/* Looks up the named columns; parse-error naming the first missing one. */
+static enum ctq_status need_cols(const struct ctq_table *t, const char *file,
+				 const char *const *names, int n, int *cols, struct ctq_error *err)
+{
+	for (int i = 0; i < n; i++)
+		if ((cols[i] = ctq_table_col(t, names[i])) < 0)
+			return ctq_error_set(err, CTQ_ERR_PARSE, file, "has no column \"%s\"", names[i]);
+	return CTQ_OK;
+}
+
+/* Keys of every row from cols [0, nk). unique: duplicates numbered. */
+static enum ctq_status index_build(struct index *ix, const struct ctq_table *t, const int *cols,
+				   int nk, bool unique, struct ctq_error *err)
+{
+	ix->n = 0;
+	ix->v = calloc(t->n_rows + 1, sizeof *ix->v);
+	if (!ix->v)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "compare", "out of memory");
+	for (size_t r = 0; r < t->n_rows; r++) {
+		size_t len = 16;
+		for (int k = 0; k < nk; k++)
+			len += strlen(ctq_table_get(t, r, cols[k])) + 2;
+		char *s = malloc(len);
+		if (!s) {
+			index_free(ix);
+			return ctq_error_set(err, CTQ_ERR_NOMEM, "compare", "out of memory");
+		}
+		s[0] = '\0';
+		for (int k = 0; k < nk; k++) {
+			if (k)
+				strcat(s, ", ");
+			strcat(s, ctq_table_get(t, r, cols[k]));
+		}
+		ix->v[ix->n++] = (struct keyed){s, r};
+	}
+	qsort(ix->v, ix->n, sizeof *ix->v, cmp_keyed);
+	if (!unique)
+		return CTQ_OK;
+	for (size_t i = 1, dup = 1; i < ix->n; i++) {
+		if (strcmp(ix->v[i].key, ix->v[i - dup].key) != 0) {
+			dup = 1;
+			continue;
+		}
+		dup++;
+		size_t len = strlen(ix->v[i].key) + 24;
+		char *s = malloc(len);
+		if (!s) {
+			index_free(ix);
+			return ctq_error_set(err, CTQ_ERR_NOMEM, "compare", "out of memory");
+		}
+		snprintf(s, len, "%s #%zu", ix->v[i].key, dup);
+		free(ix->v[i].key);
+		ix->v[i].key = s;
+	}
+	/* Renamed duplicates may sort differently now. */
+	qsort(ix->v, ix->n, sizeof *ix->v, cmp_keyed);
+	return CTQ_OK;
+}
+
+static const struct keyed *index_find(const struct index *ix, const char *key)
+{
+	size_t lo = 0, hi = ix->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(ix->v[mid].key, key);
+		if (!c) {
+			while (mid > 0 && !strcmp(ix->v[mid - 1].key, key))
+				mid--;
+			return &ix->v[mid];
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+struct pair_ctx {
+	struct ctq_comparison *c;
+	const struct ctq_compare_policy *p;
+	const char *file;       /* display name */
+	const char *base_path, *new_path;
+	struct ctq_table tb, tn;
+	struct index ib, in;
+};
+
+static void pair_free(struct pair_ctx *x)
+{
+	ctq_table_free(&x->tb);
+	ctq_table_free(&x->tn);
+	index_free(&x->ib);
+	index_free(&x->in);
+}
+
+/* Loads both tables and indexes them by the key columns. */
+static enum ctq_status pair_load(struct pair_ctx *x, const char *const *key_names, int nk,
+				 bool unique, int *cb, int *cn, struct ctq_error *err)
+{
+	enum ctq_status st;
+	if ((st = ctq_table_load(&x->tb, x->base_path, err)) ||
+	    (st = ctq_table_load(&x->tn, x->new_path, err)) ||
+	    (st = need_cols(&x->tb, x->base_path, key_names, nk, cb, err)) ||
+	    (st = need_cols(&x->tn, x->new_path, key_names, nk, cn, err)) ||
+	    (st = index_build(&x->ib, &x->tb, cb, nk, unique, err)) ||
+	    (st = index_build(&x->in, &x->tn, cn, nk, unique, err)))
+		return st;
+	return CTQ_OK;
+}
+
+/* Counts of keys only in base (removed) and only in new (added). */
+static void added_removed(const struct pair_ctx *x, size_t *added, size_t *removed)
+{
+	*added = *removed = 0;
+	for (size_t i = 0; i < x->ib.n; i++)
+		if (!index_find(&x->in, x->ib.v[i].key))
+			(*removed)++;
+	for (size_t i = 0; i < x->in.n; i++)
+		if (!index_find(&x->ib, x->in.v[i].key))
+			(*added)++;
+}
+
+/* ---- conformance ------------------------------------------------------------- */
+
+static enum ctq_status cmp_conform(struct pair_ctx *x, struct ctq_error *err)
+{
+	static const char *const keys[] = {"case_id", "semantics", "check", "outcome", "detail"};
+	int cb[5], cn[5];
+	enum ctq_status st = pair_load(x, keys, 3, true, cb, cn, err);
+	if (st || (st = need_cols(&x->tb, x->base_path, keys + 3, 2, cb + 3, err)) ||
+	    (st = need_cols(&x->tn, x->new_path, keys + 3, 2, cn + 3, err)))
+		return st;
+	size_t fail_b = 0, fail_n = 0, flips = 0, fixes = 0, added, removed;
+	for (size_t r = 0; r < x->tb.n_rows; r++)
+		fail_b += strcmp(ctq_table_get(&x->tb, r, cb[3]), "pass") != 0;
+	for (size_t r = 0; r < x->tn.n_rows; r++)
+		fail_n += strcmp(ctq_table_get(&x->tn, r, cn[3]), "pass") != 0;
+	for (size_t i = 0; i < x->in.n; i++) {
+		const struct keyed *kb = index_find(&x->ib, x->in.v[i].key);
+		if (!kb)
+			continue;
+		const char *ob = ctq_table_get(&x->tb, kb->row, cb[3]);
+		const char *on = ctq_table_get(&x->tn, x->in.v[i].row, cn[3]);
+		if (!strcmp(ob, on))
+			continue;
+		struct ctq_cmp_row *r = new_row(x->c, CTQ_FAM_CONFORM, x->file, err);
+		if (!r)
+			return CTQ_ERR_NOMEM;
+		snprintf(r->key, sizeof r->key, "%s", x->in.v[i].key);
+		snprintf(r->metric, sizeof r->metric, "outcome %s -> %s", ob, on);
+		bool bad = !strcmp(ob, "pass");
+		set_verdict(x->c, r, bad ? "regression" : "improvement", bad);
+		snprintf(r->detail, sizeof r->detail, "%s",
+			 bad ? ctq_table_get(&x->tn, x->in.v[i].row, cn[4]) : "now passes");
+		bad ? flips++ : fixes++;
+	}
+	added_removed(x, &added, &removed);
+	struct ctq_cmp_row *r = new_row(x->c, CTQ_FAM_CONFORM, x->file, err);
+	if (!r)
+		return CTQ_ERR_NOMEM;
+	r->summary = true;
+	snprintf(r->key, sizeof r->key, "(all checks)");
+	snprintf(r->metric, sizeof r->metric, "failed checks");
+	r->base = (double)fail_b;
+	r->cand = (double)fail_n;
+	snprintf(r->detail, sizeof r->detail,
+		 "%zu checks paired: %zu pass->fail, %zu fail->pass; %zu new, %zu gone",
+		 x->in.n - added, flips, fixes, added, removed);
+	snprintf(r->verdict, sizeof r->verdict, "%s",
+		 flips ? "regression" : fixes ? "improvement" : "same");
+	return CTQ_OK;
+}
+
+/* ---- probes ------------------------------------------------------------------ */
+
+static enum ctq_status probe_row(struct pair_ctx *x, const char *key, const char *metric,
+				 double b, double n, const char *verdict, bool bad,
+				 const char *detail, struct ctq_error *err)
+{
+	struct ctq_cmp_row *r = new_row(x->c, CTQ_FAM_PROBE, x->file, err);
+	if (!r)
+		return CTQ_ERR_NOMEM;
+	snprintf(r->key, sizeof r->key, "%s", key);
+	snprintf(r->metric, sizeof r->metric, "%s", metric);
+	r->base = b;
+	r->cand = n;
+	r->change = b > 0 && isfinite(b) && isfinite(n) ? n / b : NAN;
+	set_verdict(x->c, r, verdict, bad);
+	snprintf(r->detail, sizeof r->detail, "%s", detail);
+	return CTQ_OK;
+}
+
+static enum ctq_status cmp_probe(struct pair_ctx *x, struct ctq_error *err)
+{
+	static const char *const keys[] = {"layer", "K", "N", "M", "weights", "acts", "backend",
+					   "nan_count", "inf_count", "kernel_rel_l2",
+					   "quant_rel_l2", "outcome"};
+	int cb[12], cn[12];
+	enum ctq_status st = pair_load(x, keys, 7, true, cb, cn, err);
+	if (st || (st = need_cols(&x->tb, x->base_path, keys + 7, 5, cb + 7, err)) ||
+	    (st = need_cols(&x->tn, x->new_path, keys + 7, 5, cn + 7, err)))
+		return st;
+	const double factor = x->p->v[CTQ_POL_PROBE_FACTOR];
+	const double floors[2] = {x->p->v[CTQ_POL_PROBE_KERNEL_FLOOR],
+				  x->p->v[CTQ_POL_PROBE_QUANT_FLOOR]};
+	static const char *const names[2] = {"kernel_rel_l2", "quant_rel_l2"};
+	size_t regress = 0, improve = 0, paired = 0, added, removed;
+	char detail[256];
+	for (size_t i = 0; i < x->in.n && !st; i++) {
+		const struct keyed *kb = index_find(&x->ib, x->in.v[i].key);
+		if (!kb)
+			continue;
+		paired++;
+		size_t rb = kb->row, rn = x->in.v[i].row;
+		const char *key = x->in.v[i].key;
+		size_t before = x->c->n_regressions;
+		double nfb = ctq_table_num(&x->tb, rb, cb[7]) + ctq_table_num(&x->tb, rb, cb[8]);
+		double nfn = ctq_table_num(&x->tn, rn, cn[7]) + ctq_table_num(&x->tn, rn, cn[8]);
+		if (nfb == 0 && nfn > 0) {
+			snprintf(detail, sizeof detail, "%.0f NaN/Inf output(s) where the baseline had none", nfn);
+			st = probe_row(x, key, "nan+inf", nfb, nfn, "regression", true, detail, err);
+		}
+		/* bf16-limit overflows by design; only NaN/Inf agreement is judged. */
+		bool limit = !strcmp(ctq_table_get(&x->tn, rn, cn[5]), "bf16-limit");
+		for (int m = 0; m < 2 && !st; m++) {
+			double b = ctq_table_num(&x->tb, rb, cb[9 + m]);
+			double n = ctq_table_num(&x->tn, rn, cn[9 + m]);
+			if ((isnan(b) && isnan(n)) || (m == 1 && limit))
+				continue;
+			if (isfinite(b) && !isfinite(n)) {
+				st = probe_row(x, key, names[m], b, n, "regression", true,
+					       "rel-L2 is no longer finite", err);
+			} else if (isfinite(b) && isfinite(n) && n > factor * b && n > floors[m]) {
+				snprintf(detail, sizeof detail, "grew beyond %.3gx (floor %.3g)", factor,
+					 floors[m]);
+				st = probe_row(x, key, names[m], b, n, "regression", true, detail, err);
+			} else if (isfinite(b) && isfinite(n) && b > factor * n && b > floors[m]) {
+				snprintf(detail, sizeof detail, "shrank beyond %.3gx", factor);
+				st = probe_row(x, key, names[m], b, n, "improvement", false, detail, err);
+				improve++;
+			}
+		}
+		const char *ob = ctq_table_get(&x->tb, rb, cb[11]);
+		const char *on = ctq_table_get(&x->tn, rn, cn[11]);
+		if (!st && strcmp(ob, on) != 0) {
+			bool bad = !strcmp(ob, "pass");
+			char metric[64];
+			snprintf(metric, sizeof metric, "outcome %s -> %s", ob, on);
+			st = probe_row(x, key, metric, NAN, NAN, bad ? "regression" : "improvement", bad,
+				       bad ? "the probe now fails its policy" : "the probe now passes", err);
+			if (!bad)
+				improve++;
+		}
+		if (x->c->n_regressions > before)
+			regress++;
+	}
+	if (st)
+		return st;
+	added_removed(x, &added, &removed);
+	struct ctq_cmp_row *r = new_row(x->c, CTQ_FAM_PROBE, x->file, err);
+	if (!r)
+		return CTQ_ERR_NOMEM;
+	r->summary = true;
+	snprintf(r->key, sizeof r->key, "(all probes)");
+	snprintf(r->metric, sizeof r->metric, "probes regressed");
+	r->base = 0;
+	r->cand = (double)regress;
+	snprintf(r->detail, sizeof r->detail,
+		 "%zu probes paired: %zu regressed, %zu improved; %zu new, %zu gone", paired, regress,
+		 improve, added, removed);
+	snprintf(r->verdict, sizeof r->verdict, "%s",
+		 regress ? "regression" : improve ? "improvement" : "same");
+	return CTQ_OK;
+}
+
+/* ---- timings ----------------------------------------------------------------- */
+
+/* Samples of column col of the rows [lo, hi) of an index. */
+static size_t gather(const struct ctq_table *t, const struct index *ix, size_t lo, size_t hi,
+		     int col, double *out)
+{
+	size_t n = 0;
+	for (size_t i = lo; i < hi; i++) {
+		double v = ctq_table_num(t, ix->v[i].row, col);
+		if (!isnan(v))
+			out[n++] = v;
+	}
+	return n;
+}
+
+/* End of the run of equal keys starting at i. */
+static size_t run_end(const struct index *ix, size_t i)
+{
+	size_t j = i + 1;
+	while (j < ix->n && !strcmp(ix->v[j].key, ix->v[i].key))
+		j++;
+	return j;
+}
+
+static const char *const timing_metrics[] = {"ttft_ms", "decode_ms_per_step"};
+
+static enum ctq_status cmp_timing(struct pair_ctx *x, struct ctq_error *err)
+{
+	static const char *const keys[] = {"backend", "batch", "input_tokens", "output_tokens"};
+	int cb[6], cn[6];
+	enum ctq_status st = pair_load(x, keys, 4, false, cb, cn, err);
+	if (st || (st = need_cols(&x->tb, x->base_path, timing_metrics, 2, cb + 4, err)) ||
+	    (st = need_cols(&x->tn, x->new_path, timing_metrics, 2, cn + 4, err)))
+		return st;
+	double *sb = malloc((x->tb.n_rows + 1) * sizeof *sb); /* samples of one key */
+	double *sn = malloc((x->tn.n_rows + 1) * sizeof *sn);
+	if (!sb || !sn) {
+		free(sb);
+		free(sn);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "compare", "out of memory");
+	}
+	for (size_t i = 0; i < x->in.n && !st;) {
+		size_t j = run_end(&x->in, i);
+		const struct keyed *kb = index_find(&x->ib, x->in.v[i].key);
+		if (kb) {
+			size_t lo = (size_t)(kb - x->ib.v), hi = run_end(&x->ib, lo);
+			for (int m = 0; m < 2 && !st; m++) {
+				size_t nb = gather(&x->tb, &x->ib, lo, hi, cb[4 + m], sb);
+				size_t nn = gather(&x->tn, &x->in, i, j, cn[4 + m], sn);
+				struct ctq_timing_result tr;
+				if ((st = ctq_compare_timing(sb, nb, sn, nn, x->p, &tr, err)))
+					break;
+				struct ctq_cmp_row *r = new_row(x->c, CTQ_FAM_BENCH_MODEL, x->file, err);
+				if (!r) {
+					st = CTQ_ERR_NOMEM;
+					break;
+				}
+				snprintf(r->key, sizeof r->key, "%s", x->in.v[i].key);
+				snprintf(r->metric, sizeof r->metric, "%s", timing_metrics[m]);
+				r->base = tr.base.median;
+				r->cand = tr.cand.median;
+				r->change = tr.change;
+				r->p = tr.mwu.p;
+				set_verdict(x->c, r, tr.verdict, tr.regression);
+				snprintf(r->detail, sizeof r->detail, "n %zu/%zu, cv %.3g/%.3g; %s", nb, nn,
+					 tr.base.cv, tr.cand.cv, tr.why);
+			}
+		}
+		i = j;
+	}
+	free(sb);
+	free(sn);
+	return st;
+}
+
+/* ---- accuracy ---------------------------------------------------------------- */
+
+static bool truthy(const char *s)
+{
+	return !strcmp(s, "true") || !strcmp(s, "1");
+}
+
+struct tally {
+	size_t a, b, c, d; /* both right, base right only, new right only, both wrong */
+};
+
+static void tally_add(struct tally *t, bool rb, bool rn)
+{
+	if (rb && rn)
+		t->a++;
+	else if (rb)
+		t->b++;
+	else if (rn)
+		t->c++;
+	else
+		t->d++;
+}
+
+static enum ctq_status acc_row(struct pair_ctx *x, const char *key, const char *metric,
+			       const struct tally *t, bool gate, struct ctq_error *err)
+{
+	struct ctq_paired pr;
+	ctq_stats_paired(&pr, t->a, t->b, t->c, t->d, CTQ_Z95);
+	struct ctq_cmp_row *r = new_row(x->c, CTQ_FAM_EVAL, x->file, err);
+	if (!r)
+		return CTQ_ERR_NOMEM;
+	snprintf(r->key, sizeof r->key, "%s", key);
+	snprintf(r->metric, sizeof r->metric, "%s", metric);
+	r->base = pr.acc_ref;
+	r->cand = pr.acc_new;
+	r->change = pr.diff;
+	r->p = pr.p_mcnemar;
+	r->summary = gate;
+	snprintf(r->detail, sizeof r->detail,
+		 "n %zu; right->wrong %zu, wrong->right %zu; diff %+.2f points, 95%% CI [%+.2f, %+.2f]",
+		 pr.n, t->b, t->c, 100 * pr.diff, 100 * pr.lo, 100 * pr.hi);
+	double alpha = x->p->v[CTQ_POL_ACC_ALPHA], drop = x->p->v[CTQ_POL_ACC_MIN_DROP];
+	if (!gate) {
+		snprintf(r->verdict, sizeof r->verdict, "%s", t->b + t->c ? "changed" : "same");
+		return CTQ_OK;
+	}
+	/* A relative epsilon so that a drop of exactly min_drop gates. */
+	bool sig = pr.p_mcnemar < alpha;
+	if (sig && pr.diff <= -drop * (1 - 1e-12))
+		set_verdict(x->c, r, "regression", true);
+	else if (sig && pr.diff >= drop * (1 - 1e-12))
+		set_verdict(x->c, r, "improvement", false);
+	return CTQ_OK;
+}
+
+static enum ctq_status cmp_eval(struct pair_ctx *x, struct ctq_error *err)
+{
+	static const char *const keys[] = {"benchmark", "subject", "id", "correct"};
+	int cb[4], cn[4];
+	enum ctq_status st = pair_load(x, keys, 3, true, cb, cn, err);
+	if (st || (st = need_cols(&x->tb, x->base_path, keys + 3, 1, cb + 3, err)) ||
+	    (st = need_cols(&x->tn, x->new_path, keys + 3, 1, cn + 3, err)))
+		return st;
+	int rcb = ctq_table_col(&x->tb, "ref_correct"), rcn = ctq_table_col(&x->tn, "ref_correct");
+	int hb = ctq_table_col(&x->tb, "prompt_sha256"), hn = ctq_table_col(&x->tn, "prompt_sha256");
+	int sn = ctq_table_col(&x->tn, "subject");
+	struct tally all = {0}, ref = {0}, subj = {0};
+	size_t prompt_diff = 0, n_ref = 0, added, removed;
+	const char *cur = NULL;
+	/* The index is sorted by "benchmark, subject, id": subjects are runs. */
+	for (size_t i = 0; i < x->in.n && !st; i++) {
+		const struct keyed *kb = index_find(&x->ib, x->in.v[i].key);
+		if (!kb)
+			continue;
+		size_t rb = kb->row, rn = x->in.v[i].row;
+		const char *s = ctq_table_get(&x->tn, rn, sn);
+		if (cur && strcmp(cur, s) != 0) {
+			st = acc_row(x, cur, "accuracy", &subj, false, err);
+			memset(&subj, 0, sizeof subj);
+		}
+		cur = s;
+		bool okb = truthy(ctq_table_get(&x->tb, rb, cb[3]));
+		bool okn = truthy(ctq_table_get(&x->tn, rn, cn[3]));
+		tally_add(&all, okb, okn);
+		tally_add(&subj, okb, okn);
+		const char *rfb = ctq_table_get(&x->tb, rb, rcb), *rfn = ctq_table_get(&x->tn, rn, rcn);
+		if (*rfb && *rfn) {
+			tally_add(&ref, truthy(rfb), truthy(rfn));
+			n_ref++;
+		}
+		if (hb >= 0 && hn >= 0 &&
+		    strcmp(ctq_table_get(&x->tb, rb, hb), ctq_table_get(&x->tn, rn, hn)) != 0)
+			prompt_diff++;
+	}
+	if (!st && cur)
+		st = acc_row(x, cur, "accuracy", &subj, false, err);
+	if (!st)
+		st = acc_row(x, "(all questions)", "accuracy", &all, true, err);
+	if (!st && n_ref)
+		st = acc_row(x, "(all questions)", "reference accuracy", &ref, true, err);
+	if (st)
+		return st;
+	added_removed(x, &added, &removed);
+	if (prompt_diff || added || removed) {
+		struct ctq_cmp_row *r = &x->c->rows[x->c->n - (n_ref ? 2 : 1)];
+		size_t len = strlen(r->detail);
+		snprintf(r->detail + len, sizeof r->detail - len,
+			 "; %zu prompt(s) differ, %zu question(s) new, %zu gone", prompt_diff, added,
+			 removed);
+	}
+	return CTQ_OK;
+}
+
+/* ---- steps of plan runs -------------------------------------------------------- */
+
+static const char *step_status(const cJSON *steps, const char *id)
+{
+	const cJSON *s;
+	cJSON_ArrayForEach(s, steps)
+	{
+		const cJSON *sid = ctq_json_get(s, "id"), *st = ctq_json_get(s, "status");
+		if (cJSON_IsString(sid) && !strcmp(sid->valuestring, id) && cJSON_IsString(st))
+			return st->valuestring;
+	}
+	return NULL;
+}
+
+static enum ctq_status cmp_steps(struct ctq_comparison *c, const cJSON *mb, const cJSON *mn,
+				 struct ctq_error *err)
+{
+	const cJSON *sb = ctq_json_get(mb, "steps"), *sn = ctq_json_get(mn, "steps");
+	if (!cJSON_IsArray(sb) || !cJSON_IsArray(sn))
+		return CTQ_OK;
+	const cJSON *s;
+	cJSON_ArrayForEach(s, sn)
+	{
+		const cJSON *id = ctq_json_get(s, "id"), *stn = ctq_json_get(s, "status");
+		if (!cJSON_IsString(id) || !cJSON_IsString(stn))
+			continue;
+		const char *ob = step_status(sb, id->valuestring), *on = stn->valuestring;
+		if (!ob || !strcmp(ob, on))
+			continue;
+		struct ctq_cmp_row *r = new_row(c, CTQ_FAM_STEPS, "manifest.json", err);
+		if (!r)
+			return CTQ_ERR_NOMEM;
+		snprintf(r->key, sizeof r->key, "%s", id->valuestring);
+		snprintf(r->metric, sizeof r->metric, "status %s -> %s", ob, on);
+		bool bad = !strcmp(ob, "passed") && (!strcmp(on, "failed") || !strcmp(on, "error"));
+		bool good = strcmp(ob, "passed") != 0 && strcmp(ob, "skipped") != 0 &&
+			    !strcmp(on, "passed");
+		const cJSON *why = ctq_json_get(s, "reason");
+		snprintf(r->detail, sizeof r->detail, "%s", cJSON_IsString(why) ? why->valuestring : "");
+		set_verdict(c, r, bad ? "regression" : good ? "improvement" : "changed", bad);
+	}
+	return CTQ_OK;
+}
+
+/* ---- pairing ----------------------------------------------------------------- */
+
+struct pairing {
+	int *match; /* (nb) index into new results or -1 */
+	bool *used; /* (nn) */
+};
+
+static enum ctq_status pair_files(const struct ctq_results *rb, const struct ctq_results *rn,
+				  struct pairing *pg, struct ctq_error *err)
+{
+	pg->match = malloc((rb->n + 1) * sizeof *pg->match);
+	pg->used = calloc(rn->n + 1, sizeof *pg->used);
+	if (!pg->match || !pg->used)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "compare", "out of memory");
+	for (size_t i = 0; i < rb->n; i++) {
+		pg->match[i] = -1;
+		for (size_t j = 0; j < rn->n; j++)
+			if (!pg->used[j] && rb->v[i].fam == rn->v[j].fam && !strcmp(rb->v[i].rel, rn->v[j].rel)) {
+				pg->match[i] = (int)j;
+				pg->used[j] = true;
+				break;
+			}
+	}
+	/* One unpaired file of a family on each side pairs whatever its path. */
+	for (int f = 0; f < CTQ_FAM_COUNT; f++) {
+		int ub = -1, un = -1, nb = 0, nn = 0;
+		for (size_t i = 0; i < rb->n; i++)
+			if ((int)rb->v[i].fam == f && pg->match[i] < 0)
+				ub = (int)i, nb++;
+		for (size_t j = 0; j < rn->n; j++)
+			if ((int)rn->v[j].fam == f && !pg->used[j])
+				un = (int)j, nn++;
+		if (nb == 1 && nn == 1) {
+			pg->match[ub] = un;
+			pg->used[un] = true;
+		}
+	}
+	return CTQ_OK;
+}
+
+static void pairing_free(struct pairing *pg)
+{
+	free(pg->match);
+	free(pg->used);
+}
+
+enum ctq_status ctq_compare_runs(struct ctq_comparison *c, const char *base_dir,
+				 const char *new_dir, const struct ctq_compare_policy *p,
+				 struct ctq_error *err)
+{
+	memset(c, 0, sizeof *c);
+	struct ctq_results rb = {0}, rn = {0};
+	struct pairing pg = {0};
+	cJSON *mb = NULL, *mn = NULL;
+	enum ctq_status st;
+	if ((st = ctq_results_find(&rb, base_dir, err)) || (st = ctq_results_find(&rn, new_dir, err)) ||
+	    (st = ctq_results_manifest(base_dir, &mb, err)) ||
+	    (st = ctq_results_manifest(new_dir, &mn, err)))
+		goto done;
+	if (!rb.n && !rn.n && !(cJSON_IsArray(ctq_json_get(mb, "steps")) &&
+				cJSON_IsArray(ctq_json_get(mn, "steps")))) {
+		st = ctq_error_set(err, CTQ_ERR_USAGE, new_dir,
+				   "neither run holds results to compare (conform.csv, probe.csv, "
+				   "bench_model.csv, eval_questions.csv, or a plan's steps)");
+		goto done;
+	}
+	if ((st = cmp_steps(c, mb, mn, err)) || (st = pair_files(&rb, &rn, &pg, err)))
+		goto done;
+	for (size_t i = 0; i < rb.n && !st; i++) {
+		char pb[1200], pn[1200], disp[1100];
+		const struct ctq_result_file *fb = &rb.v[i];
+		if (pg.match[i] < 0) {
+			struct ctq_cmp_row *r = new_row(c, (int)fb->fam, fb->rel, err);
+			if (!r) {
+				st = CTQ_ERR_NOMEM;
+				break;
+			}
+			snprintf(r->key, sizeof r->key, "(file)");
+			snprintf(r->metric, sizeof r->metric, "present");
+			r->summary = true;
+			bool bad = p->v[CTQ_POL_MISSING_IS_REGRESSION] != 0;
+			set_verdict(c, r, "removed", bad);
+			snprintf(r->detail, sizeof r->detail, "only in the baseline run");
+			continue;
+		}
+		const struct ctq_result_file *fn = &rn.v[pg.match[i]];
+		snprintf(pb, sizeof pb, "%s/%s", base_dir, fb->rel);
+		snprintf(pn, sizeof pn, "%s/%s", new_dir, fn->rel);
+		if (strcmp(fb->rel, fn->rel) != 0)
+			snprintf(disp, sizeof disp, "%s (base %s)", fn->rel, fb->rel);
+		else
+			snprintf(disp, sizeof disp, "%s", fn->rel);
+		struct pair_ctx x = {.c = c, .p = p, .file = disp, .base_path = pb, .new_path = pn};
+		c->n_files++;
+		switch (fb->fam) {
+		case CTQ_FAM_CONFORM: st = cmp_conform(&x, err); break;
+		case CTQ_FAM_PROBE: st = cmp_probe(&x, err); break;
+		case CTQ_FAM_BENCH_MODEL: st = cmp_timing(&x, err); break;
+		case CTQ_FAM_EVAL: st = cmp_eval(&x, err); break;
+		default: c->n_files--; break; /* bench_gemm: reported, not compared */
+		}
+		pair_free(&x);
+	}
+	for (size_t j = 0; j < rn.n && !st; j++) {
+		if (pg.used[j])
+			continue;
+		struct ctq_cmp_row *r = new_row(c, (int)rn.v[j].fam, rn.v[j].rel, err);
+		if (!r) {
+			st = CTQ_ERR_NOMEM;
+			break;
+		}
+		snprintf(r->key, sizeof r->key, "(file)");
+		snprintf(r->metric, sizeof r->metric, "present");
+		r->summary = true;
+		set_verdict(c, r, "added", false);
+		snprintf(r->detail, sizeof r->detail, "only in the new run");
+	}
+done:
+	pairing_free(&pg);
+	ctq_results_free(&rb);
+	ctq_results_free(&rn);
+	cJSON_Delete(mb);
+	cJSON_Delete(mn);
+	if (st)
+		ctq_comparison_free(c);
+	return st;
+}
+
+/* ---- output ------------------------------------------------------------------ */
+
+static const char *fam_label(int fam)
+{
+	return fam == CTQ_FAM_STEPS ? "steps" : ctq_family_name((enum ctq_family)fam);
+}
+
+static void fmt_num(char *buf, size_t cap, double v)
+{
+	if (isnan(v))
+		snprintf(buf, cap, "-");
+	else
+		snprintf(buf, cap, "%.4g", v);
+}
+
+static void fmt_change(char *buf, size_t cap, const struct ctq_cmp_row *r)
+{
+	if (isnan(r->change))
+		snprintf(buf, cap, "-");
+	else if (r->fam == CTQ_FAM_BENCH_MODEL)
+		snprintf(buf, cap, "%+.1f%%", 100 * r->change);
+	else if (r->fam == CTQ_FAM_EVAL)
+		snprintf(buf, cap, "%+.2f pt", 100 * r->change);
+	else
+		snprintf(buf, cap, "x%.3g", r->change);
+}
+
+static void fmt_value(char *buf, size_t cap, const struct ctq_cmp_row *r, double v)
+{
+	if (r->fam == CTQ_FAM_EVAL && !isnan(v))
+		snprintf(buf, cap, "%.2f%%", 100 * v);
+	else
+		fmt_num(buf, cap, v);
+}
+
+enum ctq_status ctq_comparison_write_csv(const struct ctq_comparison *c, const char *path,
+					 struct ctq_error *err)
+{
+	static const char *const header[] = {"family", "file", "key", "metric", "base", "new",
+					     "change", "p_value", "verdict", "regression",
+					     "summary", "detail"};
+	struct ctq_csv w;
+	enum ctq_status st = ctq_csv_open(&w, path, header, sizeof header / sizeof *header, err);
+	if (st)
+		return st;
+	for (size_t i = 0; i < c->n; i++) {
+		const struct ctq_cmp_row *r = &c->rows[i];
+		ctq_csv_field(&w, fam_label(r->fam));
+		ctq_csv_field(&w, r->file);
+		ctq_csv_field(&w, r->key);
+		ctq_csv_field(&w, r->metric);
+		const double v[4] = {r->base, r->cand, r->change, r->p};
+		for (int k = 0; k < 4; k++) {
+			if (isnan(v[k]))
+				ctq_csv_field(&w, "");
+			else
+				ctq_csv_fieldf(&w, "%.17g", v[k]);
+		}
+		ctq_csv_field(&w, r->verdict);
+		ctq_csv_field(&w, r->regression ? "true" : "false");
+		ctq_csv_field(&w, r->summary ? "true" : "false");
+		ctq_csv_field(&w, r->detail);
+		ctq_csv_end_row(&w);
+	}
+	return ctq_csv_close(&w, err);
+}
+
+/* Rows worth a line: everything but unchanged per-subject accuracy rows. */
+static bool shown(const struct ctq_cmp_row *r)
+{
+	return r->summary || r->fam == CTQ_FAM_BENCH_MODEL || strcmp(r->verdict, "same") != 0;
+}
+
+void ctq_comparison_print(const struct ctq_comparison *c, FILE *f)
+{
+	fprintf(f, "%-12s %-34s %-40s %-20s %10s %10s %9s %8s  %s\n", "FAMILY", "FILE", "KEY",
+		"METRIC", "BASE", "NEW", "CHANGE", "P", "VERDICT");
+	for (size_t i = 0; i < c->n; i++) {
+		const struct ctq_cmp_row *r = &c->rows[i];
+		if (!shown(r))
+			continue;
+		char b[32], n[32], ch[32], p[32];
+		fmt_value(b, sizeof b, r, r->base);
+		fmt_value(n, sizeof n, r, r->cand);
+		fmt_change(ch, sizeof ch, r);
+		fmt_num(p, sizeof p, r->p);
+		fprintf(f, "%-12s %-34.34s %-40.40s %-20.20s %10s %10s %9s %8s  %s%s\n",
+			fam_label(r->fam), r->file, r->key, r->metric, b, n, ch, p,
+			r->regression ? "REGRESSION " : "", r->regression ? "" : r->verdict);
+		if (r->regression || !strcmp(r->verdict, "ambiguous"))
+			fprintf(f, "             %s\n", r->detail);
+	}
+}
+
+static void md_escape(struct ctq_strbuf *sb, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '|')
+			ctq_strbuf_append(sb, "\\|");
+		else if (*s == '\n')
+			ctq_strbuf_append(sb, " ");
+		else
+			ctq_strbuf_appendn(sb, s, 1);
+	}
+}
+
+static void run_line(struct ctq_strbuf *out, const char *label, const char *dir)
+{
+	cJSON *m = NULL;
+	ctq_results_manifest(dir, &m, NULL);
+	const cJSON *dirty = ctq_json_get(ctq_json_get(m, "git"), "dirty");
+	ctq_strbuf_printf(out, "- %s: `%s` (revision %s%s, started %s, host %s)\n", label, dir,
+			  ctq_json_str_at(m, "git.revision", "unknown"),
+			  cJSON_IsTrue(dirty) ? ", dirty" : "",
+			  ctq_json_str_at(m, "started_utc", "unknown"),
+			  ctq_json_str_at(m, "host.name", "unknown"));
+	cJSON_Delete(m);
+}
+
+void ctq_comparison_markdown(const struct ctq_comparison *c, const char *base_dir,
+			     const char *new_dir, const struct ctq_compare_policy *p,
+			     struct ctq_strbuf *out)
+{
+	ctq_strbuf_append(out, "# ctq compare\n\n");
+	ctq_strbuf_printf(out, "**Verdict: %s** — %zu regression(s), %zu improvement(s), "
+			  "%zu ambiguous, over %zu paired result file(s).\n\n",
+			  c->n_regressions ? "REGRESSION" : "no regression", c->n_regressions,
+			  c->n_improvements, c->n_ambiguous, c->n_files);
+	run_line(out, "base", base_dir);
+	run_line(out, "new", new_dir);
+	ctq_strbuf_append(out, "\n");
+	static const int order[] = {CTQ_FAM_STEPS, CTQ_FAM_CONFORM, CTQ_FAM_PROBE,
+				    CTQ_FAM_BENCH_MODEL, CTQ_FAM_EVAL, CTQ_FAM_BENCH_GEMM};
+	static const char *const titles[] = {"Plan steps", "Conformance", "Kernel probes",
+					     "Timings", "Accuracy (paired by question)", "GEMM"};
+	for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
+		size_t shown_n = 0;
+		for (size_t i = 0; i < c->n; i++)
+			shown_n += c->rows[i].fam == order[k] && shown(&c->rows[i]);
+		if (!shown_n)
+			continue;
+		ctq_strbuf_printf(out, "## %s\n\n", titles[k]);
+		ctq_strbuf_append(out, "| file | key | metric | base | new | change | p | verdict | detail |\n"
+				       "|---|---|---|---:|---:|---:|---:|---|---|\n");
+		for (size_t i = 0; i < c->n; i++) {
+			const struct ctq_cmp_row *r = &c->rows[i];
+			if (r->fam != order[k] || !shown(r))
+				continue;
+			char b[32], n[32], ch[32], pv[32];
+			fmt_value(b, sizeof b, r, r->base);
+			fmt_value(n, sizeof n, r, r->cand);
+			fmt_change(ch, sizeof ch, r);
+			fmt_num(pv, sizeof pv, r->p);
+			ctq_strbuf_append(out, "| ");
+			md_escape(out, r->file);
+			ctq_strbuf_append(out, " | ");
+			md_escape(out, r->key);
+			ctq_strbuf_append(out, " | ");
+			md_escape(out, r->metric);
+			ctq_strbuf_printf(out, " | %s | %s | %s | %s | %s%s%s | ", b, n, ch, pv,
+					  r->regression ? "**" : "", r->verdict,
+					  r->regression ? "**" : "");
+			md_escape(out, r->detail);
+			ctq_strbuf_append(out, " |\n");
+		}
+		ctq_strbuf_append(out, "\n");
+	}
+	ctq_strbuf_printf(out, "## Policy\n\nSource: %s\n\n| entry | value | reason |\n|---|---:|---|\n",
+			  p->source);
+	for (int k = 0; k < CTQ_POL_COUNT; k++) {
+		ctq_strbuf_printf(out, "| %s | %g | ", ctq_compare_policy_name((enum ctq_policy_key)k),
+				  p->v[k]);
+		md_escape(out, p->reason[k]);
+		ctq_strbuf_append(out, " |\n");
+	}
+	ctq_strbuf_append(out,
+			  "\nTimings: two-sided Mann-Whitney U on the repetitions (exact without ties "
+			  "when a side has at most 8 samples, else the normal approximation with tie "
+			  "and continuity corrections, as scipy.stats.mannwhitneyu); change = relative "
+			  "change of the median. Accuracy: exact McNemar p on the discordant "
+			  "questions, Newcombe hybrid score interval of the paired difference.\n");
+}
+
+/* ---- trends ------------------------------------------------------------------ */
+
+static struct ctq_trend_series *series(struct ctq_trend *t, int fam, const char *file,
+				       const char *key, const char *metric, const char *unit,
+				       struct ctq_error *err)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		struct ctq_trend_series *s = &t->s[i];
+		if (s->fam == fam && !strcmp(s->file, file) && !strcmp(s->key, key) &&
+		    !strcmp(s->metric, metric))
+			return s;
+	}
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 32;
+		struct ctq_trend_series *v = realloc(t->s, cap * sizeof *v);
+		if (!v) {
+			ctq_error_set(err, CTQ_ERR_NOMEM, "trend", "out of memory");
+			return NULL;
+		}
+		t->s = v;
+		t->cap = cap;
+	}
+	struct ctq_trend_series *s = &t->s[t->n];
+	memset(s, 0, sizeof *s);
+	s->v = malloc(t->n_runs * sizeof *s->v);
+	if (!s->v) {
+		ctq_error_set(err, CTQ_ERR_NOMEM, "trend", "out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < t->n_runs; i++)
+		s->v[i] = NAN;
+	s->fam = fam;
+	snprintf(s->file, sizeof s->file, "%s", file);
+	snprintf(s->key, sizeof s->key, "%s", key);
+	snprintf(s->metric, sizeof s->metric, "%s", metric);
+	snprintf(s->unit, sizeof s->unit, "%s", unit);
+	t->n++;
+	return s;
+}
+
+static enum ctq_status put(struct ctq_trend *t, size_t run, int fam, const char *file,
+			   const char *key, const char *metric, const char *unit, double v,
+			   struct ctq_error *err)
+{
+	struct ctq_trend_series *s = series(t, fam, file, key, metric, unit, err);
+	if (!s)
+		return CTQ_ERR_NOMEM;
+	s->v[run] = v;
+	return CTQ_OK;
+}
+
+static enum ctq_status trend_file(struct ctq_trend *t, size_t run, const char *path,
+				  enum ctq_family fam, const char *file, struct ctq_error *err)
+{
+	struct ctq_table tb;
+	enum ctq_status st = ctq_table_load(&tb, path, err);
+	if (st)
+		return st;
+	if (fam == CTQ_FAM_CONFORM) {
+		int oc = ctq_table_col(&tb, "outcome");
+		if (oc < 0) {
+			st = ctq_error_set(err, CTQ_ERR_PARSE, path, "has no column \"outcome\"");
+		} else {
+			size_t failed = 0;
+			for (size_t r = 0; r < tb.n_rows; r++)
+				failed += strcmp(ctq_table_get(&tb, r, oc), "pass") != 0;
+			st = put(t, run, fam, file, "(all checks)", "failed checks", "", (double)failed, err);
+			if (!st)
+				st = put(t, run, fam, file, "(all checks)", "checks", "", (double)tb.n_rows, err);
+		}
+	} else if (fam == CTQ_FAM_PROBE) {
+		int bc = ctq_table_col(&tb, "backend"), kc = ctq_table_col(&tb, "kernel_rel_l2");
+		int qc = ctq_table_col(&tb, "quant_rel_l2");
+		int oc = ctq_table_col(&tb, "outcome");
+		if (bc < 0 || kc < 0 || qc < 0 || oc < 0) {
+			st = ctq_error_set(err, CTQ_ERR_PARSE, path,
+					   "lacks backend, kernel_rel_l2, quant_rel_l2 or outcome");
+		}
+		for (size_t r = 0; r < tb.n_rows && !st; r++) {
+			const char *b = ctq_table_get(&tb, r, bc);
+			int ac = ctq_table_col(&tb, "acts");
+			double vals[3] = {ctq_table_num(&tb, r, kc), ctq_table_num(&tb, r, qc),
+					  strcmp(ctq_table_get(&tb, r, oc), "pass") != 0};
+			if (!strcmp(ctq_table_get(&tb, r, ac), "bf16-limit"))
+				vals[1] = NAN; /* overflows by design (not judged) */
+			static const char *const ms[3] = {"worst kernel_rel_l2", "worst quant_rel_l2",
+							  "failed probes"};
+			for (int m = 0; m < 3 && !st; m++) {
+				struct ctq_trend_series *s = series(t, fam, file, b, ms[m], "", err);
+				if (!s) {
+					st = CTQ_ERR_NOMEM;
+					break;
+				}
+				if (m == 2)
+					s->v[run] = (isnan(s->v[run]) ? 0 : s->v[run]) + vals[2];
+				else if (!isnan(vals[m]) && (isnan(s->v[run]) || vals[m] > s->v[run]))
+					s->v[run] = vals[m];
+			}
+		}
+	} else if (fam == CTQ_FAM_BENCH_MODEL) {
+		static const char *const keys[] = {"backend", "batch", "input_tokens", "output_tokens"};
+		int cols[6];
+		struct index ix = {0};
+		if (!(st = need_cols(&tb, path, keys, 4, cols, err)) &&
+		    !(st = need_cols(&tb, path, timing_metrics, 2, cols + 4, err)) &&
+		    !(st = index_build(&ix, &tb, cols, 4, false, err))) {
+			double *v = malloc((tb.n_rows + 1) * sizeof *v);
+			if (!v)
+				st = ctq_error_set(err, CTQ_ERR_NOMEM, "trend", "out of memory");
+			for (size_t i = 0; v && i < ix.n && !st;) {
+				size_t j = run_end(&ix, i);
+				for (int m = 0; m < 2 && !st; m++) {
+					size_t n = gather(&tb, &ix, i, j, cols[4 + m], v);
+					struct ctq_sample_summary s;
+					if (!(st = ctq_sample_summarize(v, n, &s, err)))
+						st = put(t, run, fam, file, ix.v[i].key, timing_metrics[m], "ms",
+							 s.median, err);
+				}
+				i = j;
+			}
+			free(v);
+		}
+		index_free(&ix);
+	} else if (fam == CTQ_FAM_EVAL) {
+		int cc = ctq_table_col(&tb, "correct"), rc = ctq_table_col(&tb, "ref_correct");
+		if (cc < 0) {
+			st = ctq_error_set(err, CTQ_ERR_PARSE, path, "has no column \"correct\"");
+		} else {
+			size_t k = 0, kr = 0, nr = 0;
+			for (size_t r = 0; r < tb.n_rows; r++) {
+				k += truthy(ctq_table_get(&tb, r, cc));
+				const char *s = ctq_table_get(&tb, r, rc);
+				if (*s) {
+					nr++;
+					kr += truthy(s);
+				}
+			}
+			if (tb.n_rows)
+				st = put(t, run, fam, file, "(all questions)", "accuracy", "",
+					 (double)k / (double)tb.n_rows, err);
+			if (!st && nr)
+				st = put(t, run, fam, file, "(all questions)", "reference accuracy", "",
+					 (double)kr / (double)nr, err);
+		}
+	}
+	ctq_table_free(&tb);
+	return st;
+}
+
+enum ctq_status ctq_trend_collect(struct ctq_trend *t, char *const *dirs, size_t n_runs,
+				  struct ctq_error *err)
+{
+	memset(t, 0, sizeof *t);
+	t->n_runs = n_runs;
+	t->labels = calloc(n_runs + 1, sizeof *t->labels);
+	struct ctq_results *rs = calloc(n_runs + 1, sizeof *rs);
+	enum ctq_status st = CTQ_OK;
+	if (!t->labels || !rs) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, "trend", "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < n_runs && !st; i++) {
+		if ((st = ctq_results_find(&rs[i], dirs[i], err)))
+			break;
+		cJSON *m = NULL;
+		if ((st = ctq_results_manifest(dirs[i], &m, err)))
+			break;
+		const char *slash = strrchr(dirs[i], '/');
+		const char *base = slash && slash[1] ? slash + 1 : dirs[i];
+		const char *rev = ctq_json_str_at(m, "git.revision", NULL);
+		snprintf(t->labels[i], sizeof t->labels[i], "%zu:%.40s%s%.12s", i + 1, base, rev ? "@" : "",
+			 rev ? rev : "");
+		cJSON_Delete(m);
+	}
+	/* A family with at most one file in every run pairs by family. */
+	bool by_family[CTQ_FAM_COUNT];
+	for (int f = 0; f < CTQ_FAM_COUNT; f++) {
+		by_family[f] = true;
+		for (size_t i = 0; i < n_runs && !st; i++) {
+			int k = 0;
+			for (size_t j = 0; j < rs[i].n; j++)
+				k += (int)rs[i].v[j].fam == f;
+			if (k > 1)
+				by_family[f] = false;
+		}
+	}
+	size_t files = 0;
+	for (size_t i = 0; i < n_runs && !st; i++)
+		for (size_t j = 0; j < rs[i].n && !st; j++) {
+			const struct ctq_result_file *r = &rs[i].v[j];
+			if (r->fam == CTQ_FAM_BENCH_GEMM)
+				continue;
+			char path[1200];
+			snprintf(path, sizeof path, "%s/%s", dirs[i], r->rel);
+			st = trend_file(t, i, path, r->fam,
+					by_family[r->fam] ? ctq_family_file(r->fam) : r->rel, err);
+			files++;
+		}
+	if (!st && !files)
+		st = ctq_error_set(err, CTQ_ERR_USAGE, dirs[0], "no run holds results to tabulate");
+done:
+	for (size_t i = 0; rs && i < n_runs; i++)
+		ctq_results_free(&rs[i]);
+	free(rs);
+	if (st)
+		ctq_trend_free(t);
+	return st;
+}
+
+void ctq_trend_free(struct ctq_trend *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n; i++)
+		free(t->s[i].v);
+	free(t->s);
+	free(t->labels);
+	memset(t, 0, sizeof *t);
+}
+
+enum ctq_status ctq_trend_write_csv(const struct ctq_trend *t, const char *path,
+				    struct ctq_error *err)
+{
+	static const char *const header[] = {"family", "file", "key", "metric", "unit", "run",
+					     "run_label", "value"};
+	struct ctq_csv w;
+	enum ctq_status st = ctq_csv_open(&w, path, header, sizeof header / sizeof *header, err);
+	if (st)
+		return st;
+	for (size_t i = 0; i < t->n; i++)
+		for (size_t r = 0; r < t->n_runs; r++) {
+			const struct ctq_trend_series *s = &t->s[i];
+			ctq_csv_field(&w, fam_label(s->fam));
+			ctq_csv_field(&w, s->file);
+			ctq_csv_field(&w, s->key);
+			ctq_csv_field(&w, s->metric);
+			ctq_csv_field(&w, s->unit);
+			ctq_csv_fieldf(&w, "%zu", r + 1);
+			ctq_csv_field(&w, t->labels[r]);
+			if (isnan(s->v[r]))
+				ctq_csv_field(&w, "");
+			else
+				ctq_csv_fieldf(&w, "%.17g", s->v[r]);
+			ctq_csv_end_row(&w);
+		}
+	return ctq_csv_close(&w, err);
+}
+
+void ctq_trend_markdown(const struct ctq_trend *t, char *const *dirs, struct ctq_strbuf *out)
+{
+	ctq_strbuf_printf(out, "# ctq trend over %zu runs\n\n", t->n_runs);
+	for (size_t r = 0; r < t->n_runs; r++)
+		ctq_strbuf_printf(out, "%zu. `%s` (%s)\n", r + 1, dirs[r], t->labels[r]);
+	ctq_strbuf_append(out, "\n| family | file | key | metric |");
+	for (size_t r = 0; r < t->n_runs; r++)
+		ctq_strbuf_printf(out, " %zu |", r + 1);
+	ctq_strbuf_append(out, " last vs first |\n|---|---|---|---|");
+	for (size_t r = 0; r <= t->n_runs; r++)
+		ctq_strbuf_append(out, "---:|");
+	ctq_strbuf_append(out, "\n");
+	for (size_t i = 0; i < t->n; i++) {
+		const struct ctq_trend_series *s = &t->s[i];
+		ctq_strbuf_printf(out, "| %s | ", fam_label(s->fam));
+		md_escape(out, s->file);
+		ctq_strbuf_append(out, " | ");
+		md_escape(out, s->key);
+		ctq_strbuf_append(out, " | ");
+		md_escape(out, s->metric);
+		if (s->unit[0])
+			ctq_strbuf_printf(out, " (%s)", s->unit);
+		ctq_strbuf_append(out, " |");
+		for (size_t r = 0; r < t->n_runs; r++) {
+			char b[32];
+			fmt_num(b, sizeof b, s->v[r]);
+			ctq_strbuf_printf(out, " %s |", b);
+		}
+		double a = s->v[0], z = s->v[t->n_runs - 1];
+		if (isfinite(a) && isfinite(z) && a != 0)
+			ctq_strbuf_printf(out, " %+.1f%% |\n", 100 * (z - a) / fabs(a));
+		else
+			ctq_strbuf_append(out, " - |\n");
+	}
+}

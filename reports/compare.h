@@ -1,0 +1,161 @@
+/* ctq regression comparison (DESIGN.md "Regression comparison"): pairs the
+ * observations of two run directories by key and calls each change.
+ *
+ *   conformance  conform.csv by (case_id, semantics, check): a check that
+ *                went pass -> fail is a regression.
+ *   probe        probe.csv by (layer, K, N, M, weights, acts, backend):
+ *                kernel or quantization rel-L2 grown beyond the policy
+ *                factor (and above its floor), NaN/Inf where there was none,
+ *                or pass -> fail is a regression.
+ *   timing       bench_model.csv by (backend, batch, input_tokens,
+ *                output_tokens), the repetitions as samples of ttft_ms and
+ *                decode_ms_per_step: two-sided Mann-Whitney U plus a
+ *                practical threshold on the change of the median, three-way
+ *                faster / slower / same, or ambiguous when the samples are
+ *                too few or too noisy (or the change is large but not
+ *                significant). Slower is a regression.
+ *   accuracy     eval_questions.csv by (benchmark, subject, id): paired by
+ *                question, exact McNemar on the discordant pairs and the
+ *                difference with Newcombe's interval (eval/stats.h); a
+ *                significant drop of at least the policy's minimum is a
+ *                regression. Subjects are shown, only the whole file gates.
+ *   steps        a plan run's steps by id: passed -> failed or error is a
+ *                regression.
+ *
+ * Files pair by their path inside the run directory; a family with exactly
+ * one file on each side pairs whatever the paths. The policy (thresholds
+ * with their reasons) is policies/compare.json or the built-in copy.
+ *
+ * What it is not: a history store; `ctq compare --trend` tabulates N runs
+ * but calls no regression.
+ */
+#ifndef CTQ_REPORTS_COMPARE_H
+#define CTQ_REPORTS_COMPARE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/status.h"
+#include "core/strbuf.h"
+#include "reports/mwu.h"
+#include "reports/results.h"
+
+enum ctq_policy_key {
+	CTQ_POL_TIMING_THRESHOLD,     /* |median change| below it is "same" (fraction) */
+	CTQ_POL_TIMING_ALPHA,         /* Mann-Whitney significance level */
+	CTQ_POL_TIMING_MIN_SAMPLES,   /* fewer per side: ambiguous */
+	CTQ_POL_TIMING_MAX_CV,        /* a side noisier than this: ambiguous */
+	CTQ_POL_ACC_ALPHA,            /* McNemar significance level */
+	CTQ_POL_ACC_MIN_DROP,         /* smallest accuracy drop that gates (fraction) */
+	CTQ_POL_PROBE_FACTOR,         /* rel-L2 growth factor that gates */
+	CTQ_POL_PROBE_KERNEL_FLOOR,   /* kernel rel-L2 below it never gates */
+	CTQ_POL_PROBE_QUANT_FLOOR,    /* quantization rel-L2 below it never gates */
+	CTQ_POL_MISSING_IS_REGRESSION,/* a result file gone from NEW gates (0/1) */
+	CTQ_POL_COUNT
+};
+
+struct ctq_compare_policy {
+	double v[CTQ_POL_COUNT];
+	char reason[CTQ_POL_COUNT][512];
+	char source[512];
+};
+
+/* "timing.threshold", ... (the JSON section and key). */
+const char *ctq_compare_policy_name(enum ctq_policy_key k);
+void ctq_compare_policy_default(struct ctq_compare_policy *p);
+/* Reads a policy over the defaults: {"section": {"key": {"value": x,
+ * "reason": "..."}}} or a bare number / boolean; "about" members are
+ * ignored. Unknown sections or keys and out-of-range values are
+ * invalid-config at their JSON path. */
+enum ctq_status ctq_compare_policy_load(struct ctq_compare_policy *p, const char *path,
+					struct ctq_error *err);
+
+struct ctq_timing_result {
+	struct ctq_sample_summary base, cand;
+	struct ctq_mwu mwu;
+	double change;        /* (median_new - median_base) / median_base */
+	const char *verdict;  /* "same", "slower", "faster", "ambiguous" */
+	bool regression;      /* slower */
+	char why[256];
+};
+
+/* The timing verdict of samples base (nb) and cand (nc), both borrowed;
+ * lower values are better (times). NOMEM only. */
+enum ctq_status ctq_compare_timing(const double *base, size_t nb, const double *cand, size_t nc,
+				   const struct ctq_compare_policy *p,
+				   struct ctq_timing_result *out, struct ctq_error *err);
+
+#define CTQ_FAM_STEPS CTQ_FAM_COUNT /* pseudo-family of plan steps */
+
+struct ctq_cmp_row {
+	int fam;              /* enum ctq_family or CTQ_FAM_STEPS */
+	char file[512];       /* result file (NEW side's path) */
+	char key[512];        /* the observation's key, fields joined by ", " */
+	char metric[64];
+	double base, cand;    /* NaN when not a number */
+	double change;        /* relative (timing, probe) or absolute (accuracy); NaN n/a */
+	double p;             /* p-value; NaN n/a */
+	char verdict[16];     /* same slower faster ambiguous regression improvement
+			       * added removed changed */
+	bool regression;
+	bool summary;         /* a per-file summary row */
+	char detail[512];
+};
+
+struct ctq_comparison {
+	struct ctq_cmp_row *rows; /* (n) owned */
+	size_t n, cap;
+	size_t n_regressions, n_improvements, n_ambiguous, n_files;
+};
+
+/* Compares the run directories base_dir and new_dir (borrowed) into c.
+ * Errors: io-error (a folder or file cannot be read), parse-error (a CSV or
+ * manifest that does not parse, a known CSV without its key columns),
+ * usage-error when neither side holds anything to compare. */
+enum ctq_status ctq_compare_runs(struct ctq_comparison *c, const char *base_dir,
+				 const char *new_dir, const struct ctq_compare_policy *p,
+				 struct ctq_error *err);
+void ctq_comparison_free(struct ctq_comparison *c);
+
+/* compare.csv: one row per ctq_cmp_row. */
+enum ctq_status ctq_comparison_write_csv(const struct ctq_comparison *c, const char *path,
+					 struct ctq_error *err);
+/* compare.md: verdict, the runs, then a table per family and the policy. */
+void ctq_comparison_markdown(const struct ctq_comparison *c, const char *base_dir,
+			     const char *new_dir, const struct ctq_compare_policy *p,
+			     struct ctq_strbuf *out);
+/* The console table (regressions, improvements, ambiguous and per-file
+ * summaries; unchanged observations only counted). */
+void ctq_comparison_print(const struct ctq_comparison *c, FILE *f);
+
+/* ---- trends over N runs ---------------------------------------------------- */
+
+struct ctq_trend_series {
+	int fam;
+	char file[512], key[512], metric[64];
+	char unit[16];
+	double *v; /* (n_runs) owned; NaN where the run lacks it */
+};
+
+struct ctq_trend {
+	size_t n_runs;
+	char (*labels)[128];  /* (n_runs) short run names (revision or folder) */
+	struct ctq_trend_series *s; /* (n) owned */
+	size_t n, cap;
+};
+
+/* One value per run of every series: timing medians, conformance failure
+ * counts, the worst kernel and quantization rel-L2 and the non-finite
+ * mismatch count of each probe file and backend, and each eval file's
+ * accuracy. Errors as ctq_compare_runs. */
+enum ctq_status ctq_trend_collect(struct ctq_trend *t, char *const *dirs, size_t n_runs,
+				  struct ctq_error *err);
+void ctq_trend_free(struct ctq_trend *t);
+enum ctq_status ctq_trend_write_csv(const struct ctq_trend *t, const char *path,
+				    struct ctq_error *err);
+void ctq_trend_markdown(const struct ctq_trend *t, char *const *dirs, struct ctq_strbuf *out);
+
+#endif

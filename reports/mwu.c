@@ -1,0 +1,167 @@
+/* ctq timing statistics (see mwu.h). */
+#include "reports/mwu.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+enum ctq_status ctq_sample_summarize(const double *x, size_t n,
+				     struct ctq_sample_summary *s,
+				     struct ctq_error *err)
+{
+	*s = (struct ctq_sample_summary){.n = n, .median = NAN, .min = NAN, .max = NAN,
+					 .mean = NAN, .stddev = NAN, .cv = NAN};
+	if (!n)
+		return CTQ_OK;
+	double *v = malloc(n * sizeof *v); /* (n) sorted copy */
+	if (!v)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "summary", "out of memory");
+	memcpy(v, x, n * sizeof *v);
+	qsort(v, n, sizeof *v, cmp_double);
+	s->min = v[0];
+	s->max = v[n - 1];
+	s->median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+	double sum = 0;
+	for (size_t i = 0; i < n; i++)
+		sum += v[i];
+	s->mean = sum / (double)n;
+	double ss = 0;
+	for (size_t i = 0; i < n; i++)
+		ss += (v[i] - s->mean) * (v[i] - s->mean);
+	s->stddev = n > 1 ? sqrt(ss / (double)(n - 1)) : 0.0;
+	s->cv = n < 2 ? 0.0 : s->mean != 0.0 ? s->stddev / fabs(s->mean) : INFINITY;
+	free(v);
+	return CTQ_OK;
+}
+
+struct ranked {
+	double v;
+	int from_x;
+};
+
+static int cmp_ranked(const void *a, const void *b)
+{
+	return cmp_double(&((const struct ranked *)a)->v, &((const struct ranked *)b)->v);
+}
+
+/* C(n, k) when it stays below 2^62, else 0. */
+static int64_t choose_small(size_t n, size_t k)
+{
+	if (k > n - k)
+		k = n - k;
+	uint64_t c = 1;
+	for (size_t i = 1; i <= k; i++) {
+		/* c * (n - k + i) / i is exact at every step (a binomial). */
+		uint64_t f = (uint64_t)(n - k + i);
+		if (c > (UINT64_C(1) << 62) / f)
+			return 0;
+		c = c * f / (uint64_t)i;
+	}
+	return c < (UINT64_C(1) << 62) ? (int64_t)c : 0;
+}
+
+/* P(U >= u) under the null for sample sizes m <= n without ties: the
+ * counts of U are the coefficients of the Gaussian binomial
+ * [n + m, m]_q = prod_{i=1..m} (1 - q^(n+i)) / (1 - q^i), built one factor
+ * at a time in exact integers (every intermediate polynomial is itself a
+ * Gaussian binomial, so its coefficients stay below the total). */
+static enum ctq_status exact_sf(size_t m, size_t n, double u, int64_t total, double *p,
+				struct ctq_error *err)
+{
+	size_t deg = m * n;
+	int64_t *c = calloc(deg + 1, sizeof *c); /* (deg + 1) counts by U */
+	if (!c)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "mann-whitney", "out of memory");
+	c[0] = 1;
+	size_t cur = 0; /* degree so far */
+	for (size_t i = 1; i <= m; i++) {
+		size_t up = n + i, next = cur + n;
+		/* times (1 - q^up), kept only up to degree next: the division
+		 * below reads nothing above it. Downwards, so c[k - up] is still
+		 * the old coefficient. */
+		size_t top = cur + up < next ? cur + up : next;
+		for (size_t k = top + 1; k-- > up;)
+			c[k] -= c[k - up];
+		/* divided by (1 - q^i): b[k] = a[k] + b[k - i], upwards. */
+		for (size_t k = i; k <= next; k++)
+			c[k] += c[k - i];
+		cur = next;
+	}
+	int64_t tail = 0;
+	size_t start = u <= 0 ? 0 : (size_t)ceil(u);
+	for (size_t k = start; k <= deg; k++)
+		tail += c[k];
+	free(c);
+	*p = (double)tail / (double)total;
+	return CTQ_OK;
+}
+
+enum ctq_status ctq_mwu_test(const double *x, size_t n1, const double *y, size_t n2,
+			     struct ctq_mwu *out, struct ctq_error *err)
+{
+	*out = (struct ctq_mwu){.p = NAN, .u1 = NAN, .p_min = NAN};
+	if (!n1 || !n2)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "mann-whitney", "a sample is empty (%zu, %zu values)",
+				     n1, n2);
+	size_t n = n1 + n2;
+	struct ranked *r = malloc(n * sizeof *r); /* (n) pooled values */
+	if (!r)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "mann-whitney", "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		r[i] = i < n1 ? (struct ranked){x[i], 1} : (struct ranked){y[i - n1], 0};
+		if (isnan(r[i].v)) {
+			free(r);
+			return ctq_error_set(err, CTQ_ERR_USAGE, "mann-whitney", "a sample holds NaN");
+		}
+	}
+	qsort(r, n, sizeof *r, cmp_ranked);
+	double r1 = 0, tie_term = 0;
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		while (j + 1 < n && r[j + 1].v == r[i].v)
+			j++;
+		double rank = 0.5 * (double)(i + j) + 1.0; /* midrank, 1-based */
+		double t = (double)(j - i + 1);
+		tie_term += t * t * t - t;
+		if (j > i)
+			out->ties = true;
+		for (size_t k = i; k <= j; k++)
+			if (r[k].from_x)
+				r1 += rank;
+		i = j + 1;
+	}
+	free(r);
+	double nn1 = (double)n1, nn2 = (double)n2, nn = (double)n;
+	out->u1 = r1 - nn1 * (nn1 + 1.0) / 2.0;
+	double u = fmax(out->u1, nn1 * nn2 - out->u1);
+	size_t m = n1 < n2 ? n1 : n2;
+	int64_t total = choose_small(n, m);
+	out->exact = (n1 <= 8 || n2 <= 8) && !out->ties && total > 0;
+	if (out->exact) {
+		double sf = 1.0;
+		enum ctq_status st = exact_sf(m, n - m, u, total, &sf, err);
+		if (st)
+			return st;
+		out->p = fmin(1.0, 2.0 * sf);
+		out->p_min = fmin(1.0, 2.0 / (double)total);
+		return CTQ_OK;
+	}
+	double s = sqrt(nn1 * nn2 / 12.0 * ((nn + 1.0) - tie_term / (nn * (nn - 1.0))));
+	if (!(s > 0)) {
+		out->p = out->p_min = 1.0;
+		return CTQ_OK;
+	}
+	/* Two-sided: 2 * ndtr(-z) = erfc(z / sqrt(2)). */
+	double z = (u - nn1 * nn2 / 2.0 - 0.5) / s;
+	out->p = fmin(1.0, erfc(z / sqrt(2.0)));
+	double zmax = (nn1 * nn2 / 2.0 - 0.5) / s;
+	out->p_min = fmin(1.0, erfc(zmax / sqrt(2.0)));
+	return CTQ_OK;
+}
