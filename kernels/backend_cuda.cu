@@ -6,6 +6,11 @@
 
 #include "core/dtype.h"
 #include "kernels/cuda_check.h"
+#ifndef CTQ_NO_NCCL
+#include <nccl.h>
+#else
+typedef void *ncclComm_t;
+#endif
 #include "kernels/kernels.h"
 #include "reference/backend.h"
 
@@ -14,6 +19,7 @@ struct cuda_impl {
 	cudaStream_t stream;
 	cublasHandle_t cublas;
 	void *cublas_ws; /* cuBLAS workspace: set explicitly so graph capture never allocates */
+	ncclComm_t comm; /* tensor-parallel communicator, or NULL */
 	cudaDeviceProp prop;
 };
 
@@ -33,6 +39,10 @@ static void cu_destroy(struct ctq_backend *b)
 		cublasDestroy(c->cublas);
 	if (c->cublas_ws)
 		cudaFree(c->cublas_ws);
+#ifndef CTQ_NO_NCCL
+	if (c->comm)
+		ncclCommDestroy(c->comm);
+#endif
 	if (c->stream)
 		cudaStreamDestroy(c->stream);
 	free(c);
@@ -279,6 +289,29 @@ static enum ctq_status cu_mem_info(struct ctq_backend *b, size_t *free_bytes, si
 	return CTQ_CUDA(cudaMemGetInfo(free_bytes, total_bytes), err);
 }
 
+static enum ctq_status cu_bind(struct ctq_backend *b, struct ctq_error *err)
+{
+	return CTQ_CUDA(cudaSetDevice(impl(b)->device), err);
+}
+
+static enum ctq_status cu_allreduce_sum(struct ctq_backend *b, void *buf, int64_t n,
+					struct ctq_error *err)
+{
+	struct cuda_impl *c = impl(b);
+	if (!c->comm)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "tp", "no NCCL communicator on this backend");
+#ifndef CTQ_NO_NCCL
+	ncclResult_t r = ncclAllReduce(buf, buf, (size_t)n, ncclBfloat16, ncclSum, c->comm, c->stream);
+	if (r != ncclSuccess)
+		return ctq_error_set(err, CTQ_ERR_ENV, "nccl", "ncclAllReduce: %s", ncclGetErrorString(r));
+	return CTQ_OK;
+#else
+	(void)buf;
+	(void)n;
+	return ctq_error_set(err, CTQ_ERR_ENV, "tp", "this ctq was built without NCCL");
+#endif
+}
+
 static struct ctq_backend_ops make_cuda_ops(void)
 {
 	struct ctq_backend_ops o;
@@ -312,6 +345,8 @@ static struct ctq_backend_ops make_cuda_ops(void)
 	o.graph_launch = cu_graph_launch;
 	o.graph_destroy = cu_graph_destroy;
 	o.mem_info = cu_mem_info;
+	o.bind = cu_bind;
+	o.allreduce_sum = cu_allreduce_sum;
 	o.act_bytes = 2;
 	return o;
 }
@@ -358,4 +393,32 @@ extern "C" enum ctq_status ctq_backend_cuda(struct ctq_backend *b, int device,
 				     "%s: the W8A8 kernels need compute capability 6.1 or newer", desc);
 	}
 	return CTQ_OK;
+}
+
+extern "C" enum ctq_status ctq_backend_cuda_tp_init(struct ctq_backend *ranks, int tp,
+						    struct ctq_error *err)
+{
+	if (tp < 2 || tp > 64)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "--tp", "is %d; expected 2..64 ranks", tp);
+	ncclComm_t comms[64];
+	int devs[64];
+	for (int k = 0; k < tp; k++) {
+		if (!ranks[k].ops || strcmp(ranks[k].ops->name, "cuda"))
+			return ctq_error_set(err, CTQ_ERR_USAGE, "--tp", "rank %d is not a CUDA backend", k);
+		devs[k] = impl(&ranks[k])->device;
+	}
+#ifdef CTQ_NO_NCCL
+	return ctq_error_set(err, CTQ_ERR_ENV, "--tp", "this ctq was built without NCCL (libnccl not found)");
+#else
+	/* NVLink multicast (NVLS) stays off: it can take shared hosts' GPUs out
+	 * of service; ctq needs plain ring/tree all-reduce only. */
+	setenv("NCCL_NVLS_ENABLE", "0", 1);
+	ncclResult_t r = ncclCommInitAll(comms, tp, devs);
+	if (r != ncclSuccess)
+		return ctq_error_set(err, CTQ_ERR_ENV, "nccl", "ncclCommInitAll over %d GPUs: %s", tp,
+				     ncclGetErrorString(r));
+	for (int k = 0; k < tp; k++)
+		impl(&ranks[k])->comm = comms[k];
+	return CTQ_OK;
+#endif
 }

@@ -225,6 +225,8 @@ void ctq_runner_free(struct ctq_runner *r)
 	if (!r || !r->b)
 		return;
 	struct ctq_backend *b = r->b;
+	if (b->ops->bind)
+		b->ops->bind(b, NULL);
 	for (int64_t l = 0; r->layers && l < r->cfg.layers; l++) {
 		struct ctq_layer *y = &r->layers[l];
 		b->ops->free(b, y->in_norm);
@@ -284,6 +286,11 @@ enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, con
 	memset(r, 0, sizeof *r);
 	r->b = b;
 	r->opt = *opt;
+	if (b->ops->bind) {
+		enum ctq_status bst = b->ops->bind(b, err);
+		if (bst)
+			return bst;
+	}
 	struct ctq_qconfig qc;
 	struct ctq_modules mods;
 	struct ctq_plan plan;
@@ -308,7 +315,7 @@ enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, con
 			goto done;
 		}
 	const int tp = opt->tp > 1 ? opt->tp : 1;
-	if (tp > 1 && !opt->group) {
+	if (tp > 1 && !opt->group && !b->ops->allreduce_sum) {
 		st = ctq_error_set(err, CTQ_ERR_USAGE, "tp", "tensor parallelism needs a rank group");
 		goto done;
 	}
@@ -512,6 +519,8 @@ static enum ctq_status allreduce(struct ctq_runner *r, void *buf, int64_t n,
 {
 	if (r->opt.tp <= 1)
 		return CTQ_OK;
+	if (r->b->ops->allreduce_sum)
+		return r->b->ops->allreduce_sum(r->b, buf, n, err);
 	struct ctq_tp_group *g = r->opt.group;
 	if (r->b->ops->act_bytes != 4)
 		return ctq_error_set(err, CTQ_ERR_ENV, "tp",
@@ -593,6 +602,11 @@ enum ctq_status ctq_runner_forward(struct ctq_runner *r, const int32_t *ids, con
 	struct ctq_backend *b = r->b;
 	const struct ctq_backend_ops *o = b->ops;
 	const struct ctq_model_config *c = &r->cfg;
+	if (o->bind) {
+		enum ctq_status bst = o->bind(b, err);
+		if (bst)
+			return bst;
+	}
 	if (T < 1 || T > r->opt.max_tokens)
 		return ctq_error_set(err, CTQ_ERR_USAGE, "forward", "%lld tokens; this runner takes 1..%lld",
 				     (long long)T, (long long)r->opt.max_tokens);

@@ -125,6 +125,13 @@ struct ctq_backend_ops {
 	enum ctq_status (*graph_end)(struct ctq_backend *b, void **graph, struct ctq_error *err);
 	enum ctq_status (*graph_launch)(struct ctq_backend *b, void *graph, struct ctq_error *err);
 	void (*graph_destroy)(struct ctq_backend *b, void *graph);
+	/* Optional: make this backend's device current for the calling thread
+	 * (several GPUs in one process). */
+	enum ctq_status (*bind)(struct ctq_backend *b, struct ctq_error *err);
+	/* Optional: in-stream sum of buf (n activations) across the tensor-
+	 * parallel ranks set up by ctq_backend_cuda_tp_init (NCCL). */
+	enum ctq_status (*allreduce_sum)(struct ctq_backend *b, void *buf, int64_t n,
+					 struct ctq_error *err);
 	/* Optional: device memory free and total, in bytes. */
 	enum ctq_status (*mem_info)(struct ctq_backend *b, size_t *free_bytes, size_t *total_bytes,
 				    struct ctq_error *err);
@@ -150,6 +157,11 @@ enum ctq_status ctq_backend_reference(struct ctq_backend *b, struct ctq_error *e
 /* The CUDA backend on device `device` (kernels/); env-error when this build
  * has no CUDA or no GPU is visible. */
 enum ctq_status ctq_backend_cuda(struct ctq_backend *b, int device, struct ctq_error *err);
+
+/* Joins tp CUDA backends (one per GPU, already opened) into one NCCL
+ * communicator, rank k = ranks[k]; their allreduce_sum then works.
+ * env-error without CUDA/NCCL or with fewer GPUs. */
+enum ctq_status ctq_backend_cuda_tp_init(struct ctq_backend *ranks, int tp, struct ctq_error *err);
 
 /* Opens a backend by name ("reference" or "cuda"). */
 enum ctq_status ctq_backend_open(struct ctq_backend *b, const char *name,

@@ -162,6 +162,14 @@ enum ctq_status ctq_backend_reference(struct ctq_backend *b, struct ctq_error *e
 }
 
 #ifndef CTQ_HAVE_CUDA
+enum ctq_status ctq_backend_cuda_tp_init(struct ctq_backend *ranks, int tp, struct ctq_error *err)
+{
+	(void)ranks;
+	(void)tp;
+	return ctq_error_set(err, CTQ_ERR_ENV, "--tp",
+			     "this ctq was built without CUDA: no NCCL tensor parallelism");
+}
+
 enum ctq_status ctq_backend_cuda(struct ctq_backend *b, int device, struct ctq_error *err)
 {
 	(void)device;

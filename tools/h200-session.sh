@@ -24,8 +24,8 @@ step() { echo "=== $* ($(date -u +%H:%M:%S))" | tee -a "$log"; }
 if has build; then
 	step build
 	sh tools/unpack-deps.sh offline-deps /tmp/deps >>"$log" 2>&1
-	make -j16 DEPS_PREFIX=/tmp/deps all build/tests/gpu/test_kernels build/tests/gpu/test_runner_gpu \
-		build/tests/test_runner >>"$log" 2>&1 || { tail -30 "$log"; exit 1; }
+	make -j"$(nproc)" DEPS_PREFIX=/tmp/deps all build/tests/gpu/test_kernels build/tests/gpu/test_runner_gpu \
+		build/tests/gpu/test_tp_gpu build/tests/test_runner >>"$log" 2>&1 || { tail -30 "$log"; exit 1; }
 fi
 export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv >>"$log" 2>&1
@@ -59,6 +59,24 @@ if has probe; then
 	./build/ctq probe --model "$models/q4b-w8a8" --backend cuda --m 64 --out "$out/probe-4b" \
 		>"$out/probe-4b.txt" 2>&1
 	tail -3 "$out/probe-4b.txt" | tee -a "$log"
+fi
+if has tp; then
+	step "tp: NCCL tensor parallelism over $(nvidia-smi -L | wc -l) GPU(s)"
+	NCCL_NVLS_ENABLE=0 ./build/tests/gpu/test_tp_gpu --jobs 1 --verbose 2>&1 | grep -E "tp2|FAIL|SKIP|Assert|Synthesis|rel-L2" | tee -a "$log"
+fi
+if has gputests; then
+	step gpu tests
+	./build/tests/gpu/test_kernels --jobs 1 2>&1 | tail -2 | tee -a "$log"
+	CTQ_FIXTURES=tests/fixtures ./build/tests/gpu/test_runner_gpu --jobs 1 2>&1 | grep -E "FAIL|Assert|Synthesis|rel-L2" | tee -a "$log"
+fi
+if has benchref; then
+	if [ ! -d "$models/q4b" ]; then
+		./build/ctq make-model --arch qwen3 --preset qwen3-4b-shape --outliers --seed 1 "$models/q4b" 2>&1 | tail -1 | tee -a "$log"
+		./build/ctq quantize "$models/q4b" "$models/q4b-w8a8" 2>&1 | tail -1 | tee -a "$log"
+	fi
+	step bench W8A8 against BF16
+	./build/ctq bench model --model "$models/q4b-w8a8" --ref-model "$models/q4b" --backend cuda --batch 1,8 \
+		--input-len 128,2048 --output-len 32 --warmup 1 --reps 3 --out "$out/bench-ref" 2>&1 | tee -a "$log"
 fi
 if has quick; then
 	step quick: GPU runner tests and a graph check
