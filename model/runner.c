@@ -739,8 +739,18 @@ static int32_t argmax(const float *v, int64_t n)
 	return (int32_t)best;
 }
 
-enum ctq_status ctq_runner_generate(struct ctq_runner *r, const int32_t *prompt, int64_t n_prompt,
-				    int64_t max_new, bool ignore_eos, int32_t **out,
+/* One forward on a single runner or on tp ranks. */
+static enum ctq_status step(struct ctq_runner *r, int tp, const int32_t *ids, const int32_t *slot,
+			    const int32_t *pos, int64_t T, const int64_t *rows, int64_t n_rows,
+			    float *logits, struct ctq_error *err)
+{
+	if (tp > 1)
+		return ctq_runner_tp_forward(r, tp, ids, slot, pos, T, rows, n_rows, logits, err);
+	return ctq_runner_forward(r, ids, slot, pos, T, rows, n_rows, logits, err);
+}
+
+enum ctq_status ctq_runner_generate(struct ctq_runner *r, int tp, const int32_t *prompt,
+				    int64_t n_prompt, int64_t max_new, bool ignore_eos, int32_t **out,
 				    int64_t *n_out, struct ctq_error *err)
 {
 	*out = NULL;
@@ -765,7 +775,7 @@ enum ctq_status ctq_runner_generate(struct ctq_runner *r, const int32_t *prompt,
 		for (int64_t i = 0; i < n; i++)
 			pos[i] = (int32_t)(p0 + i);
 		int64_t last = n - 1;
-		st = ctq_runner_forward(r, prompt + p0, slot, pos, n, &last, 1, logits, err);
+		st = step(r, tp, prompt + p0, slot, pos, n, &last, 1, logits, err);
 	}
 	int64_t count = 0;
 	while (!st && count < max_new) {
@@ -777,7 +787,7 @@ enum ctq_status ctq_runner_generate(struct ctq_runner *r, const int32_t *prompt,
 			break;
 		int32_t p = (int32_t)(n_prompt + count - 1);
 		int64_t zero = 0;
-		st = ctq_runner_forward(r, &next, slot, &p, 1, &zero, 1, logits, err);
+		st = step(r, tp, &next, slot, &p, 1, &zero, 1, logits, err);
 	}
 	if (!st) {
 		*out = toks;

@@ -93,9 +93,11 @@ enum ctq_status ctq_runner_forward(struct ctq_runner *r, const int32_t *ids, con
 				   int64_t n_out, float *logits, struct ctq_error *err);
 
 /* Greedy decoding of one sequence in slot 0: prompt (n_prompt) then up to
- * max_new tokens (stopping at eos unless ignore_eos). out receives the new
- * tokens (malloc'ed), n_out their count. */
-enum ctq_status ctq_runner_generate(struct ctq_runner *r, const int32_t *prompt, int64_t n_prompt,
+ * max_new tokens (stopping at eos unless ignore_eos), on one runner (tp <= 1)
+ * or on the tp ranks r[0..tp-1]. out receives the new tokens (malloc'ed),
+ * n_out their count. */
+enum ctq_status ctq_runner_generate(struct ctq_runner *r, int tp, const int32_t *prompt,
+				    int64_t n_prompt,
 				    int64_t max_new, bool ignore_eos, int32_t **out,
 				    int64_t *n_out, struct ctq_error *err);
 
