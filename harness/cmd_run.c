@@ -164,7 +164,7 @@ static enum ctq_status plan_load(struct plan *p, const char *file, struct ctq_er
 	p->about = about ? about->valuestring : "";
 	if (!cJSON_IsArray(steps) || !cJSON_GetArraySize(steps))
 		return bad(err, "steps", "expected a non-empty array of steps, found %s",
-			   ctq_json_type_name(steps));
+			   cJSON_IsArray(steps) ? "an empty one" : ctq_json_type_name(steps));
 	if (cJSON_GetArraySize(steps) > MAX_STEPS)
 		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, "steps", "more than %d steps", MAX_STEPS);
 	const cJSON *s;

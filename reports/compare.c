@@ -88,6 +88,15 @@ enum ctq_status ctq_compare_policy_load(struct ctq_compare_policy *p, const char
 	for (const cJSON *sec = root->child; sec && !st; sec = sec->next) {
 		if (!strcmp(sec->string, "about"))
 			continue;
+		int known;
+		for (known = 0; known < CTQ_POL_COUNT; known++)
+			if (!strcmp(pol_def[known].section, sec->string))
+				break;
+		if (known == CTQ_POL_COUNT) {
+			st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, sec->string,
+					   "unknown policy section (timing, accuracy, probe, missing)");
+			break;
+		}
 		if (!cJSON_IsObject(sec)) {
 			st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, sec->string,
 					   "expected an object of thresholds, found %s",
@@ -112,8 +121,9 @@ enum ctq_status ctq_compare_policy_load(struct ctq_compare_policy *p, const char
 				why = ctq_json_get(it, "reason");
 				for (const cJSON *m = it->child; m; m = m->next)
 					if (strcmp(m->string, "value") && strcmp(m->string, "reason")) {
-						ctq_json_path_key(jp, sizeof jp, jp, m->string);
-						st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, jp,
+						char mp[CTQ_PATH_MAX];
+						ctq_json_path_key(mp, sizeof mp, jp, m->string);
+						st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, mp,
 								   "unknown member (value, reason)");
 						break;
 					}
@@ -1003,7 +1013,7 @@ void ctq_comparison_print(const struct ctq_comparison *c, FILE *f)
 		fmt_num(p, sizeof p, r->p);
 		fprintf(f, "%-12s %-34.34s %-40.40s %-20.20s %10s %10s %9s %8s  %s%s\n",
 			fam_label(r->fam), r->file, r->key, r->metric, b, n, ch, p,
-			r->regression ? "REGRESSION " : "", r->regression ? "" : r->verdict);
+			r->regression ? "REGRESSION: " : "", r->verdict);
 		if (r->regression || !strcmp(r->verdict, "ambiguous"))
 			fprintf(f, "             %s\n", r->detail);
 	}
@@ -1268,6 +1278,8 @@ enum ctq_status ctq_trend_collect(struct ctq_trend *t, char *const *dirs, size_t
 		const char *slash = strrchr(dirs[i], '/');
 		const char *base = slash && slash[1] ? slash + 1 : dirs[i];
 		const char *rev = ctq_json_str_at(m, "git.revision", NULL);
+		if (rev && !strcmp(rev, "unknown"))
+			rev = NULL;
 		snprintf(t->labels[i], sizeof t->labels[i], "%zu:%.40s%s%.12s", i + 1, base, rev ? "@" : "",
 			 rev ? rev : "");
 		cJSON_Delete(m);

@@ -51,18 +51,33 @@ static int cmp_ranked(const void *a, const void *b)
 	return cmp_double(&((const struct ranked *)a)->v, &((const struct ranked *)b)->v);
 }
 
-/* C(n, k) when it stays below 2^62, else 0. */
+static uint64_t gcd_u64(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* C(n, k) when it stays below 2^62, else 0. Each step c * f / i is an
+ * integer; dividing c and i by their gcd first keeps the product no larger
+ * than the result needs (i / g then divides f). */
 static int64_t choose_small(size_t n, size_t k)
 {
 	if (k > n - k)
 		k = n - k;
 	uint64_t c = 1;
 	for (size_t i = 1; i <= k; i++) {
-		/* c * (n - k + i) / i is exact at every step (a binomial). */
-		uint64_t f = (uint64_t)(n - k + i);
+		uint64_t f = (uint64_t)(n - k + i), d = (uint64_t)i;
+		uint64_t g = gcd_u64(c, d);
+		c /= g;
+		d /= g;
+		f /= d;
 		if (c > (UINT64_C(1) << 62) / f)
 			return 0;
-		c = c * f / (uint64_t)i;
+		c *= f;
 	}
 	return c < (UINT64_C(1) << 62) ? (int64_t)c : 0;
 }

@@ -11,7 +11,7 @@
  *     s = sqrt(n1 n2 / 12 ((n + 1) - sum(t^3 - t) / (n (n - 1)))) and the
  *     continuity correction 0.5.
  * One deviation: when the exact distribution's total count C(n1 + n2, n1)
- * would not fit in 62 bits (e.g. n1 = 8, n2 > 1300) the normal
+ * would not fit in 62 bits (n1 = 8 and n2 > 805, say) the normal
  * approximation is used; scipy would still count exactly. When every value
  * is tied (s = 0) p is 1, where scipy returns NaN.
  *

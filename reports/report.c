@@ -508,8 +508,8 @@ static enum ctq_status probe_file(struct rep *r, const struct ctq_result_file *f
 			  "set logscale y\nset format y \"%%.0e\"\nset yrange [%g:*]\n"
 			  "set ylabel \"rel-L2 (0, bit-exact, drawn at %g)\"\n"
 			  "set key outside bottom center horizontal\n"
-			  "set xtics rotate by -35 left font \",8\"\n"
-			  "set offsets 0.5, 0.5, 0, 0\n",
+			  "set xtics rotate by 30 right font \",8\"\n"
+			  "set offsets 0.5, 0.5, 0, 0\nset lmargin 18\n",
 			  f->rel, LOG_FLOOR / 3, LOG_FLOOR);
 	if (nl > 40)
 		ctq_strbuf_append(&body, "set xtics auto\nset xlabel \"layer index\"\n");
@@ -670,8 +670,8 @@ static enum ctq_status eval_file(struct rep *r, const struct ctq_result_file *f)
 	ctq_strbuf_printf(&body,
 			  "set title \"accuracy per subject\"\nset ylabel \"accuracy %%\"\n"
 			  "set yrange [0:105]\nset style fill solid 0.8 border -1\n"
-			  "set boxwidth 0.35\nset xtics rotate by -25 left\n"
-			  "set offsets 0.5, 0.5, 0, 0\nset key tmargin horizontal center\n"
+			  "set boxwidth 0.35\nset xtics rotate by 30 right\n"
+			  "set offsets 0.5, 0.5, 0, 0\nset lmargin 14\nset key tmargin horizontal center\n"
 			  "plot \"%s.dat\" using ($1-0.18):3:xtic(2) with boxes lc rgb \"#1f77b4\" title \"candidate\"",
 			  name);
 	if (have_ref)
@@ -829,19 +829,19 @@ static void perf_plots(struct rep *r, const struct perf_case *pc, size_t n)
 				  pc[i].ttft[2], pc[i].prefill, pc[i].decode_ms, pc[i].decode_tps);
 	}
 	ctq_strbuf_append(&body,
-			  "set multiplot layout 1,2\n"
+			  "set multiplot layout 2,1\n"
 			  "set style fill solid 0.8 border -1\nset boxwidth 0.6\n"
-			  "set xtics rotate by -30 left font \",8\"\nset offsets 0.5, 0.5, 0, 0\n"
-			  "set bmargin 8\nset logscale y\n"
+			  "set xtics rotate by 30 right font \",8\"\nset offsets 0.5, 0.5, 0, 0\n"
+			  "set bmargin 9\nset lmargin 22\nset logscale y\n"
 			  "set title \"time to first token (median, min-max bars)\"\nset ylabel \"TTFT ms\"\n"
 			  "plot \"perf.dat\" using 1:3:4:5:(0.6):xtic(2) with boxerrorbars lc rgb \"#1f77b4\" notitle\n"
 			  "set title \"throughput (median)\"\nset ylabel \"tokens/s\"\n"
-			  "set boxwidth 0.35\nset key top left\n"
+			  "set boxwidth 0.35\nset key tmargin horizontal center\n"
 			  "plot \"perf.dat\" using ($1-0.18):6:xtic(2) with boxes lc rgb \"#2ca02c\" title \"prefill tok/s\", "
 			  "\"perf.dat\" using ($1+0.18):8 with boxes lc rgb \"#ff7f0e\" title \"decode tok/s\"\n"
 			  "unset multiplot\n");
 	if (!data.oom && !body.oom)
-		plot(r, "perf", 1100, 520, "TTFT and throughput per benchmark case", body.data, data.data);
+		plot(r, "perf", 1000, 900, "TTFT and throughput per benchmark case", body.data, data.data);
 	ctq_strbuf_free(&data);
 	ctq_strbuf_free(&body);
 }
@@ -1023,9 +1023,12 @@ static void environment(struct rep *r, struct ctq_strbuf *mdb, struct ctq_strbuf
 	snprintf(buf, sizeof buf, isnan(mem) ? "unknown" : "%.1f GiB", mem / 1073741824.0);
 	kv(r, mdb, hb, "memory", buf);
 	const cJSON *b = ctq_json_get(m, "build");
-	snprintf(buf, sizeof buf, "%s; CUDA %s%s", jstr(b, "compiler"),
-		 cJSON_IsTrue(ctq_json_get(b, "cuda")) ? "on" : "off",
-		 cJSON_IsTrue(ctq_json_get(b, "sanitizers")) ? "; sanitizers" : "");
+	if (b)
+		snprintf(buf, sizeof buf, "%s; CUDA %s%s", jstr(b, "compiler"),
+			 cJSON_IsTrue(ctq_json_get(b, "cuda")) ? "on" : "off",
+			 cJSON_IsTrue(ctq_json_get(b, "sanitizers")) ? "; sanitizers" : "");
+	else
+		snprintf(buf, sizeof buf, "not recorded (this manifest predates or bypasses ctq run)");
 	kv(r, mdb, hb, "compiler", buf);
 	kv(r, mdb, hb, "build flags", jstr(b, "flags"));
 	const cJSON *cu = ctq_json_get(m, "cuda");
@@ -1386,6 +1389,9 @@ enum ctq_status ctq_report_write(const char *run_dir, const char *display,
 		if ((st = ctq_tmpdir_commit(r.plots, final_plots, true, err)))
 			goto done;
 		r.plots[0] = '\0';
+	} else {
+		/* Plots of an earlier report would no longer match this one. */
+		ctq_remove_tree(final_plots);
 	}
 	s->n_plots = r.n_plots;
 	snprintf(s->plot_note, sizeof s->plot_note, "%s", r.plot_note);
@@ -1427,7 +1433,7 @@ enum ctq_status ctq_report_trend_plots(const struct ctq_trend *t, const char *pl
 		ctq_strbuf_init(&data);
 		ctq_strbuf_init(&body);
 		size_t ns = 0;
-		ctq_strbuf_printf(&body, "set title \"%s\"\nset ylabel \"%s\"\nset xlabel \"run\"\n"
+		ctq_strbuf_printf(&body, "set title \"%s\"\nset ylabel \"%s\"\n"
 					 "set key outside bottom center horizontal font \",8\"\n"
 					 "set xtics (",
 				  fams[k].title, fams[k].ylabel);

@@ -1,0 +1,439 @@
+/* Criterion tests for `ctq run`, `ctq report` and the run manifest
+ * (harness/cmd_run.c, reports/report.h, reports/env.h,
+ * reports/junit_merge.h):
+ *   - a plan with a GPU step reports it skipped ("no CUDA device") on a
+ *     host without one, and with --gpu off everywhere;
+ *   - failing steps, dependent steps, missing requirements; bad plans exit
+ *     2 and write nothing;
+ *   - junit.xml (a testcase per step plus the steps' suites) and the
+ *     manifest's environment and checkpoint provenance (the
+ *     quantization_config digest against a golden from Python's
+ *     json.dumps(sort_keys=True));
+ *   - report.html is self-contained and renders in headless Chromium to a
+ *     page that is not blank (skipped, visibly, without chromium);
+ *   - two runs of plans/default.json compare as no regression. */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/fileio.h"
+#include "core/json.h"
+#include "harness/commands.h"
+#include "reference/backend.h"
+#include "reports/env.h"
+
+struct tmp {
+	char root[64];
+};
+
+static void tmp_make(struct tmp *t)
+{
+	snprintf(t->root, sizeof t->root, "/tmp/ctq-report-XXXXXX");
+	cr_assert(mkdtemp(t->root));
+}
+
+static void put(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	cr_assert(f, "%s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+static char *slurp(const char *path)
+{
+	char *text = NULL;
+	size_t n = 0;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_file_read(path, (size_t)64 << 20, &text, &n, &err), CTQ_OK, "%s: %s", path,
+		     err.message);
+	return text;
+}
+
+/* `ctq run PLAN --out OUT [extra]` with stdout silenced; its exit code. */
+static int run_plan(const char *plan, const char *out, const char *extra)
+{
+	char *argv[8] = {"run", (char *)plan, "--out", (char *)out};
+	int argc = 4;
+	if (extra)
+		argv[argc++] = (char *)extra, argv[argc++] = "off";
+	argv[argc] = NULL;
+	fflush(stdout);
+	FILE *saved = freopen("/dev/null", "w", stdout);
+	(void)saved;
+	int rc = ctq_cmd_run(argc, argv);
+	fflush(stdout);
+	return rc;
+}
+
+static cJSON *manifest(const char *out)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/manifest.json", out);
+	cJSON *m = NULL;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_json_load_file(path, (size_t)16 << 20, NULL, &m, &err), CTQ_OK, "%s", err.message);
+	return m;
+}
+
+static const cJSON *step(const cJSON *m, const char *id)
+{
+	const cJSON *s;
+	cJSON_ArrayForEach(s, ctq_json_get(m, "steps"))
+	{
+		const cJSON *sid = ctq_json_get(s, "id");
+		if (cJSON_IsString(sid) && !strcmp(sid->valuestring, id))
+			return s;
+	}
+	cr_assert_fail("no step %s in the manifest", id);
+	return NULL;
+}
+
+static const char *str(const cJSON *o, const char *key)
+{
+	const cJSON *v = ctq_json_get(o, key);
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static bool cuda_opens(void)
+{
+	struct ctq_backend b;
+	memset(&b, 0, sizeof b);
+	if (ctq_backend_open(&b, "cuda", NULL) != CTQ_OK)
+		return false;
+	ctq_backend_close(&b);
+	return true;
+}
+
+/* The small plan most tests use: a conformance folder, tiny probes, one GPU
+ * step, a tiny model made, quantized and benchmarked. */
+static const char small_plan[] =
+	"{\"name\": \"small\", \"about\": \"test plan\", \"steps\": ["
+	"{\"id\": \"conform\", \"command\": \"conform\", \"args\": [\"--suite\", \"suites/precedence\"]},"
+	"{\"id\": \"probe\", \"command\": \"probe\", \"args\": [\"--shapes\", \"64:128\", \"--backend\", \"reference\","
+	" \"--weights\", \"random\", \"--acts\", \"gaussian,bf16-limit\", \"--seed\", \"3\"]},"
+	"{\"id\": \"probe-gpu\", \"command\": \"probe\", \"needs\": \"gpu\", \"args\": [\"--shapes\", \"tiny\", \"--backend\", \"cuda\"]},"
+	"{\"id\": \"make\", \"command\": \"make-model\", \"args\": [\"--arch\", \"qwen3\", \"--preset\", \"tiny\", \"--layers\", \"1\", \"--quiet\", \"${run}/models/bf16\"]},"
+	"{\"id\": \"quantize\", \"command\": \"quantize\", \"after\": \"make\", \"args\": [\"${run}/models/bf16\", \"${run}/models/w8a8\", \"--quiet\"]},"
+	"{\"id\": \"bench\", \"command\": \"bench\", \"after\": [\"quantize\"], \"args\": [\"model\", \"--model\", \"${run}/models/w8a8\", \"--backend\", \"reference\","
+	" \"--input-len\", \"8\", \"--output-len\", \"4\", \"--reps\", \"3\"]}"
+	"]}";
+
+TestSuite(report);
+
+Test(report, gpu_step_is_skipped_without_a_cuda_device)
+{
+	if (cuda_opens())
+		cr_skip_test("a CUDA device is present here; --gpu off is tested below");
+	struct tmp t;
+	tmp_make(&t);
+	char plan[128], out[128];
+	snprintf(plan, sizeof plan, "%s/plan.json", t.root);
+	snprintf(out, sizeof out, "%s/run", t.root);
+	put(plan, small_plan);
+	cr_expect_eq(run_plan(plan, out, NULL), 0);
+	cJSON *m = manifest(out);
+	const cJSON *s = step(m, "probe-gpu");
+	cr_expect_str_eq(str(s, "status"), "skipped");
+	cr_expect(!strncmp(str(s, "reason"), "no CUDA device", 14), "reason: %s", str(s, "reason"));
+	cr_expect_str_eq(str(step(m, "bench"), "status"), "passed");
+	char path[256];
+	snprintf(path, sizeof path, "%s/junit.xml", out);
+	char *junit = slurp(path);
+	cr_expect(strstr(junit, "<skipped message=\"no CUDA device"), "%s", junit);
+	free(junit);
+	cJSON_Delete(m);
+	ctq_remove_tree(t.root);
+}
+
+Test(report, plan_run_writes_junit_manifest_and_report)
+{
+	struct tmp t;
+	tmp_make(&t);
+	char plan[128], out[128], path[256];
+	snprintf(plan, sizeof plan, "%s/plan.json", t.root);
+	snprintf(out, sizeof out, "%s/run", t.root);
+	put(plan, small_plan);
+	cr_assert_eq(run_plan(plan, out, "--gpu"), 0);
+	cJSON *m = manifest(out);
+	const cJSON *gs = step(m, "probe-gpu");
+	cr_expect_str_eq(str(gs, "status"), "skipped");
+	cr_expect_str_eq(str(gs, "reason"), "GPU steps turned off (--gpu off)");
+	static const char *const passed[] = {"conform", "probe", "make", "quantize", "bench"};
+	for (size_t i = 0; i < 5; i++) {
+		const cJSON *s = step(m, passed[i]);
+		cr_expect_str_eq(str(s, "status"), "passed", "%s: %s", passed[i], str(s, "reason"));
+		snprintf(path, sizeof path, "%s/%s", out, str(s, "log"));
+		cr_expect(ctq_path_exists(path), "%s", path);
+	}
+	/* Results land in the step folders; ${run} resolved to the final path. */
+	snprintf(path, sizeof path, "%s/conform/conform.csv", out);
+	cr_expect(ctq_path_exists(path));
+	snprintf(path, sizeof path, "%s/bench/bench_model.csv", out);
+	cr_expect(ctq_path_exists(path));
+	const cJSON *av = ctq_json_get(step(m, "bench"), "argv");
+	char want[256];
+	snprintf(want, sizeof want, "%s/models/w8a8", out);
+	cr_expect_str_eq(cJSON_GetArrayItem(av, 3)->valuestring, want);
+	cr_expect_str_eq(str(ctq_json_get(m, "seeds"), "probe"), "3");
+
+	/* Environment. */
+	const cJSON *host = ctq_json_get(m, "host"), *build = ctq_json_get(m, "build");
+	cr_expect(strlen(str(host, "os")) > 0 && strcmp(str(host, "os"), "unknown"));
+	cr_expect(cJSON_IsNumber(ctq_json_get(host, "memory_bytes")) &&
+		  ctq_json_get(host, "memory_bytes")->valuedouble > 0);
+	cr_expect(cJSON_IsNumber(ctq_json_get(host, "cpu_cores")));
+	cr_expect(strstr(str(build, "flags"), "CFLAGS="), "flags: %s", str(build, "flags"));
+	cr_expect(strlen(str(build, "compiler")) > 4);
+	cr_expect(ctq_json_get(m, "gpus") && ctq_json_get(m, "cuda"));
+	cr_expect_str_eq(str(ctq_json_get(m, "plan"), "name"), "small");
+	cr_expect_eq(strlen(str(ctq_json_get(m, "plan"), "sha256")), 64);
+
+	/* Checkpoint provenance: both models, their users, hashes. */
+	const cJSON *c;
+	int n_ck = 0;
+	cJSON_ArrayForEach(c, ctq_json_get(m, "checkpoints"))
+	{
+		n_ck++;
+		const cJSON *f = cJSON_GetArrayItem(ctq_json_get(c, "files"), 0);
+		cr_expect_eq(strlen(str(f, "sha256")), 64);
+		bool q = strstr(str(c, "path"), "w8a8") != NULL;
+		cr_expect_eq(strlen(str(c, "quantization_config_sha256")), q ? 64 : 4, "%s",
+			     str(c, "path"));
+	}
+	cr_expect_eq(n_ck, 2);
+
+	/* One junit.xml: the run's suite and the conformance suite, prefixed. */
+	snprintf(path, sizeof path, "%s/junit.xml", out);
+	char *junit = slurp(path);
+	cr_expect(strstr(junit, "<testsuite name=\"ctq.run\" tests=\"6\" failures=\"0\" errors=\"0\" skipped=\"1\""),
+		  "%.400s", junit);
+	cr_expect(strstr(junit, "<testsuite name=\"conform: ctq.conform\""));
+	cr_expect(strstr(junit, "name=\"bench (ctq bench model --model ${run}/models/w8a8"));
+	free(junit);
+
+	/* The report. */
+	snprintf(path, sizeof path, "%s/summary.md", out);
+	char *md = slurp(path);
+	cr_expect(strstr(md, "**Verdict: PASS**"));
+	cr_expect(strstr(md, "## Conformance") && strstr(md, "## Kernel probes") &&
+		  strstr(md, "## Performance") && strstr(md, "## Checkpoints"));
+	cr_expect(!strstr(md, ".tmp-"), "a temporary path leaked into the report");
+	free(md);
+	cJSON_Delete(m);
+	ctq_remove_tree(t.root);
+}
+
+Test(report, failed_steps_and_their_dependents)
+{
+	struct tmp t;
+	tmp_make(&t);
+	char plan[128], out[128], path[256];
+	snprintf(plan, sizeof plan, "%s/plan.json", t.root);
+	snprintf(out, sizeof out, "%s/run", t.root);
+	put(plan, "{\"name\": \"broken\", \"steps\": ["
+		  "{\"id\": \"probe-defect\", \"command\": \"probe\", \"args\": [\"--shapes\", \"64:64\", \"--weights\", \"random\","
+		  " \"--acts\", \"gaussian\", \"--inject-defect\", \"scale-shift\"]},"
+		  "{\"id\": \"bad-usage\", \"command\": \"inspect\", \"args\": [\"--no-such-option\"]},"
+		  "{\"id\": \"after-defect\", \"command\": \"inspect\", \"after\": \"probe-defect\", \"args\": [\"examples/precedence.json\"]},"
+		  "{\"id\": \"needs-file\", \"command\": \"inspect\", \"requires\": [\"${run}/nothing-here\"], \"args\": [\"examples/precedence.json\"]}"
+		  "]}");
+	cr_expect_eq(run_plan(plan, out, "--gpu"), 1);
+	cJSON *m = manifest(out);
+	cr_expect_str_eq(str(step(m, "probe-defect"), "status"), "failed");
+	cr_expect_str_eq(str(step(m, "bad-usage"), "status"), "error");
+	cr_expect_str_eq(str(step(m, "after-defect"), "status"), "skipped");
+	cr_expect_str_eq(str(step(m, "after-defect"), "reason"), "step probe-defect did not pass (failed)");
+	char want[256];
+	snprintf(want, sizeof want, "missing %s/nothing-here", out);
+	cr_expect_str_eq(str(step(m, "needs-file"), "reason"), want);
+	snprintf(path, sizeof path, "%s/junit.xml", out);
+	char *junit = slurp(path);
+	cr_expect(strstr(junit, "<failure message=\"a check failed"));
+	cr_expect(strstr(junit, "<error message=\"bad usage or input (exit 2"));
+	free(junit);
+	snprintf(path, sizeof path, "%s/summary.md", out);
+	char *md = slurp(path);
+	cr_expect(strstr(md, "**Verdict: FAIL**"));
+	cr_expect(strstr(md, "Log of step probe-defect"));
+	free(md);
+	cJSON_Delete(m);
+	ctq_remove_tree(t.root);
+}
+
+Test(report, bad_plans_exit_2_and_write_nothing)
+{
+	static const char *const bad[] = {
+		"[]",
+		"{\"name\": \"x\", \"steps\": []}",
+		"{\"name\": \"x y\", \"steps\": [{\"id\": \"a\", \"command\": \"conform\"}]}",
+		"{\"name\": \"x\", \"steps\": [{\"id\": \"a\", \"command\": \"fly\"}]}",
+		"{\"name\": \"x\", \"steps\": [{\"id\": \"a\", \"command\": \"run\"}]}",
+		"{\"name\": \"x\", \"steps\": [{\"id\": \"a\", \"command\": \"inspect\"}, {\"id\": \"a\", \"command\": \"inspect\"}]}",
+		"{\"name\": \"x\", \"steps\": [{\"id\": \"a\", \"command\": \"inspect\", \"after\": \"b\"}, {\"id\": \"b\", \"command\": \"inspect\"}]}",
+		"{\"name\": \"x\", \"steps\": [{\"id\": \"a\", \"command\": \"inspect\", \"needs\": \"tpu\"}]}",
+		"{\"name\": \"x\", \"steps\": [{\"id\": \"a\", \"command\": \"inspect\", \"args\": [1]}]}",
+		"{\"name\": \"x\", \"steps\": [{\"id\": \"a\", \"command\": \"inspect\", \"arg\": []}]}",
+		"{\"name\": \"x\", \"steps\": [{\"id\": \"logs\", \"command\": \"inspect\"}]}",
+		"{\"name\": \"x\", \"name\": \"y\", \"steps\": [{\"id\": \"a\", \"command\": \"inspect\"}]}",
+		"{\"name\": \"x\", \"steps\": [{\"id\": \"a\", \"command\": \"inspect\"}], \"extra\": 1}",
+		"{\"name\": \"x\", \"steps\": [{\"id\": \"a\", \"command\": \"inspect\"}",
+	};
+	struct tmp t;
+	tmp_make(&t);
+	char plan[128], out[128];
+	snprintf(plan, sizeof plan, "%s/plan.json", t.root);
+	snprintf(out, sizeof out, "%s/run", t.root);
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		put(plan, bad[i]);
+		cr_expect_eq(run_plan(plan, out, NULL), 2, "%s", bad[i]);
+		cr_expect(!ctq_path_exists(out), "%s wrote a run", bad[i]);
+	}
+	char missing[160];
+	snprintf(missing, sizeof missing, "%s/none.json", t.root);
+	cr_expect_eq(run_plan(missing, out, NULL), 2);
+	ctq_remove_tree(t.root);
+}
+
+Test(report, checkpoint_provenance_matches_python_digest)
+{
+	struct tmp t;
+	tmp_make(&t);
+	char path[256];
+	snprintf(path, sizeof path, "%s/config.json", t.root);
+	/* The quantization_config digest is sha256(json.dumps(block,
+	 * sort_keys=True)) — computed with Python 3 for this file. */
+	put(path, "{\"architectures\": [\"Qwen3ForCausalLM\"], \"model_type\": \"qwen3\", \"num_hidden_layers\": 2, "
+		  "\"quantization_config\": {\"quant_method\": \"compressed-tensors\", \"format\": \"int-quantized\", "
+		  "\"ignore\": [\"lm_head\"], \"config_groups\": {\"group_0\": {\"targets\": [\"Linear\"], "
+		  "\"weights\": {\"num_bits\": 8, \"type\": \"int\", \"symmetric\": true, \"strategy\": \"channel\", \"dynamic\": false}, "
+		  "\"input_activations\": {\"num_bits\": 8, \"type\": \"int\", \"symmetric\": true, \"strategy\": \"token\", \"dynamic\": true}}}, "
+		  "\"kv_cache_scheme\": null, \"version\": \"0.9.0\", \"global_compression_ratio\": 1.5, \"note\": \"caf\\u00e9\"}}");
+	snprintf(path, sizeof path, "%s/model.safetensors", t.root);
+	put(path, "hello tensors");
+	snprintf(path, sizeof path, "%s/tokenizer.json", t.root);
+	put(path, "{}");
+	cJSON *o = NULL;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_env_checkpoint(t.root, "shown/path", &o, &err), CTQ_OK, "%s", err.message);
+	cr_expect_str_eq(str(o, "path"), "shown/path");
+	cr_expect_str_eq(str(o, "quant_method"), "compressed-tensors");
+	cr_expect_str_eq(str(o, "quantization_config_sha256"),
+			 "98818646d10153c055989d393afe39e56f2dee57576a449b879a02034b85d47a");
+	const cJSON *files = ctq_json_get(o, "files");
+	cr_assert_eq(cJSON_GetArraySize(files), 1, "only tensor files are hashed");
+	const cJSON *f = cJSON_GetArrayItem(files, 0);
+	cr_expect_str_eq(str(f, "name"), "model.safetensors");
+	cr_expect_str_eq(str(f, "sha256"), "8a9ef160c1b90292638965b68c6b4a2489b72bd6257babc49698ab5065adbdc6");
+	cJSON_Delete(o);
+	snprintf(path, sizeof path, "%s/config.json", t.root);
+	put(path, "{\"model_type\": \"qwen3\", \"model_type\": \"qwen2\"}");
+	cr_expect_eq(ctq_env_checkpoint(t.root, NULL, &o, &err), CTQ_ERR_PARSE);
+	ctq_remove_tree(t.root);
+}
+
+/* ---- rendering ---------------------------------------------------------------------- */
+
+static bool find_chromium(char *buf, size_t cap)
+{
+	static const char *const names[] = {"chromium", "chromium-browser"};
+	for (size_t i = 0; i < 2; i++) {
+		char cmd[128];
+		snprintf(cmd, sizeof cmd, "command -v %s 2>/dev/null", names[i]);
+		FILE *p = popen(cmd, "r");
+		if (!p)
+			continue;
+		bool ok = fgets(buf, (int)cap, p) != NULL;
+		pclose(p);
+		if (ok) {
+			buf[strcspn(buf, "\n")] = '\0';
+			return true;
+		}
+	}
+	return false;
+}
+
+static long screenshot(const char *chromium, const char *html, const char *png)
+{
+	char cmd[3 * PATH_MAX];
+	const char *abs = html; /* the tests' folders are absolute (/tmp/...) */
+	unlink(png);
+	snprintf(cmd, sizeof cmd,
+		 "timeout 120 '%s' --headless --no-sandbox --disable-gpu --hide-scrollbars "
+		 "--screenshot='%s' --window-size=1200,1600 'file://%s' >/dev/null 2>&1",
+		 chromium, png, abs);
+	int rc = system(cmd);
+	struct stat sb;
+	cr_assert(stat(png, &sb) == 0, "chromium wrote no screenshot (exit %d): %s", rc, cmd);
+	return (long)sb.st_size;
+}
+
+Test(report, report_html_is_self_contained_and_renders, .timeout = 300)
+{
+	char chromium[512];
+	if (!find_chromium(chromium, sizeof chromium)) {
+		fprintf(stderr, "SKIP report::report_html_is_self_contained_and_renders: chromium is not "
+				"installed (apt-get install chromium, or make deps-report)\n");
+		cr_skip_test("chromium is not installed");
+	}
+	struct tmp t;
+	tmp_make(&t);
+	char plan[128], out[128], html[256], png[256], blank[256], blank_png[256];
+	snprintf(plan, sizeof plan, "%s/plan.json", t.root);
+	snprintf(out, sizeof out, "%s/run", t.root);
+	put(plan, small_plan);
+	cr_assert_eq(run_plan(plan, out, "--gpu"), 0);
+	/* ctq report regenerates it in place. */
+	char *argv[] = {"report", out, NULL};
+	fflush(stdout);
+	FILE *saved = freopen("/dev/null", "w", stdout);
+	(void)saved;
+	cr_assert_eq(ctq_cmd_report(2, argv), 0);
+	snprintf(html, sizeof html, "%s/report.html", out);
+	char *text = slurp(html);
+	cr_expect(!strstr(text, "http://") && !strstr(text, "https://"), "an external resource");
+	for (const char *c = strstr(text, "src=\""); c; c = strstr(c + 1, "src=\""))
+		cr_expect(!strncmp(c, "src=\"data:image/png;base64,", 27), "src that is not a data URI");
+	cr_expect(strstr(text, "<h2>Environment</h2>") < strstr(text, "<h2>Verdicts</h2>"));
+	cr_expect(strstr(text, "<h2>Verdicts</h2>") < strstr(text, "<h2>Conformance</h2>"));
+	free(text);
+	/* A blank page of the same size as the control: the report's
+	 * screenshot must carry far more than it (text, tables, plots). */
+	snprintf(blank, sizeof blank, "%s/blank.html", t.root);
+	put(blank, "<!DOCTYPE html><html><body style=\"background:#fff\"></body></html>");
+	snprintf(png, sizeof png, "%s/report.png", t.root);
+	snprintf(blank_png, sizeof blank_png, "%s/blank.png", t.root);
+	long size = screenshot(chromium, html, png), blank_size = screenshot(chromium, blank, blank_png);
+	cr_expect(size > 8 * blank_size && size > 40000,
+		  "the screenshot looks blank: %ld bytes (a blank page: %ld)", size, blank_size);
+	ctq_remove_tree(t.root);
+}
+
+/* ---- the default plan ---------------------------------------------------------------- */
+
+Test(report, two_default_runs_compare_as_no_regression, .timeout = 600)
+{
+	struct tmp t;
+	tmp_make(&t);
+	char a[128], b[128], c[128];
+	snprintf(a, sizeof a, "%s/a", t.root);
+	snprintf(b, sizeof b, "%s/b", t.root);
+	snprintf(c, sizeof c, "%s/compare", t.root);
+	cr_assert_eq(run_plan("plans/default.json", a, NULL), 0);
+	cr_assert_eq(run_plan("plans/default.json", b, NULL), 0);
+	char *argv[] = {"compare", a, b, "--policy", "policies/compare.json", "--out", c, "--quiet", NULL};
+	fflush(stdout);
+	FILE *saved = freopen("/dev/null", "w", stdout);
+	(void)saved;
+	cr_expect_eq(ctq_cmd_compare(8, argv), 0);
+	char path[256];
+	snprintf(path, sizeof path, "%s/compare.md", c);
+	char *md = slurp(path);
+	cr_expect(strstr(md, "**Verdict: no regression**"), "%.600s", md);
+	free(md);
+	ctq_remove_tree(t.root);
+}
