@@ -104,8 +104,10 @@ enum ctq_status ctq_tp_check_linear(const struct ctq_checkpoint *ck, const struc
 			goto done;
 		}
 		if (sh->kind == CTQ_SHARD_ROW) {
+			/* Accumulators exist only for quantized modules. */
 			for (int64_t i = 0; i < M * N; i++) {
-				accsum[i] += accr[i];
+				if (l.quantized)
+					accsum[i] += accr[i];
 				ysum[i] += ctq_bf16_to_f32(yr[i]);
 			}
 		} else {

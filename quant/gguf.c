@@ -4,6 +4,7 @@
  * un-permutation; the import (tensor mapping, config.json,
  * tokenizer.json). */
 #include "quant/gguf.h"
+#include "core/utf8.h"
 
 #include "core/dtype.h"
 #include "core/fileio.h"
@@ -117,45 +118,6 @@ bool ctq_ggml_type_dequantizable(uint32_t t)
 
 /* ---- errors and the cursor ------------------------------------------------ */
 
-/* Well-formed UTF-8 (no overlongs, surrogates or code points past
- * U+10FFFF), as JSON writers and the `tokenizers` library require. */
-static bool utf8_ok(const unsigned char *s, size_t n)
-{
-	size_t i = 0;
-	while (i < n) {
-		unsigned c = s[i], lo = 0x80, hi = 0xbf;
-		size_t len;
-		if (c < 0x80) {
-			i++;
-			continue;
-		} else if (c >= 0xc2 && c <= 0xdf) {
-			len = 2;
-		} else if (c >= 0xe0 && c <= 0xef) {
-			len = 3;
-			if (c == 0xe0)
-				lo = 0xa0;
-			else if (c == 0xed)
-				hi = 0x9f;
-		} else if (c >= 0xf0 && c <= 0xf4) {
-			len = 4;
-			if (c == 0xf0)
-				lo = 0x90;
-			else if (c == 0xf4)
-				hi = 0x8f;
-		} else {
-			return false;
-		}
-		if (n - i < len)
-			return false;
-		for (size_t k = 1; k < len; k++) {
-			unsigned b = s[i + k];
-			if (b < (k == 1 ? lo : 0x80u) || b > (k == 1 ? hi : 0xbfu))
-				return false;
-		}
-		i += len;
-	}
-	return true;
-}
 
 static bool has_control(const unsigned char *s, size_t n)
 {
@@ -171,7 +133,7 @@ static bool has_control(const unsigned char *s, size_t n)
 static const char *shown(const char *s, size_t len, char *buf, size_t cap)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	bool plain = utf8_ok(u, len) && !has_control(u, len);
+	bool plain = ctq_utf8_valid(u, len, NULL) && !has_control(u, len);
 	size_t o = 0;
 	for (size_t i = 0; i < len && o + 8 < cap; i++) {
 		if (o >= 80 && (!plain || (u[i] & 0xc0) != 0x80)) {
@@ -268,7 +230,7 @@ static enum ctq_status cur_string(struct cursor *c, const char *what,
 			       " byte(s) remain)", what, n, cur_left(c));
 	const char *src = (const char *)c->f->map + c->off;
 	if (name_rules && (memchr(src, '\0', (size_t)n) ||
-			   !utf8_ok((const unsigned char *)src, (size_t)n) ||
+			   !ctq_utf8_valid((const unsigned char *)src, (size_t)n, NULL) ||
 			   has_control((const unsigned char *)src, (size_t)n)))
 		return GG_FAIL(c->f, at, "%s is not UTF-8 text without NUL or control bytes", what);
 	/* n < file size, so n + 1 cannot overflow. */
@@ -1511,8 +1473,8 @@ static enum ctq_status read_tokenizer(struct import *im)
 					    &im->has_special[s], err)))
 			return st;
 	if (im->chat_template &&
-	    (!utf8_ok((const unsigned char *)im->chat_template->v.str.s,
-		      (size_t)im->chat_template->v.str.len) ||
+	    (!ctq_utf8_valid((const unsigned char *)im->chat_template->v.str.s,
+			     (size_t)im->chat_template->v.str.len, NULL) ||
 	     strlen(im->chat_template->v.str.s) != im->chat_template->v.str.len))
 		return IM_FAIL(im, im->chat_template->file_offset,
 			       "tokenizer.chat_template is not UTF-8 text without NUL bytes");
@@ -1524,7 +1486,7 @@ static enum ctq_status read_tokenizer(struct import *im)
 	for (uint64_t i = 0; i < n; i++) {
 		const struct ctq_gguf_value *t = &items[i];
 		if (!t->v.str.len || strlen(t->v.str.s) != t->v.str.len ||
-		    !utf8_ok((const unsigned char *)t->v.str.s, (size_t)t->v.str.len))
+		    !ctq_utf8_valid((const unsigned char *)t->v.str.s, (size_t)t->v.str.len, NULL))
 			return IM_FAIL(im, t->file_offset,
 				       "token %" PRIu64 " is empty, holds a NUL byte or is not UTF-8", i);
 		im->sorted_tokens[i] = t->v.str.s;
@@ -1561,7 +1523,7 @@ static enum ctq_status read_tokenizer(struct import *im)
 		const char *s = m[i].v.str.s;
 		size_t len = (size_t)m[i].v.str.len;
 		const char *sp = memchr(s, ' ', len);
-		if (strlen(s) != len || !utf8_ok((const unsigned char *)s, len) || !sp || sp == s ||
+		if (strlen(s) != len || !ctq_utf8_valid((const unsigned char *)s, len, NULL) || !sp || sp == s ||
 		    sp == s + len - 1 || memchr(sp + 1, ' ', len - (size_t)(sp - s) - 1)) {
 			st = IM_FAIL(im, m[i].file_offset,
 				     "merge %" PRIu64 " \"%s\" is not two tokens separated by one space", i,

@@ -7,6 +7,7 @@
  * against tests/fixtures/oracle.safetensors.
  */
 #include "quant/safetensors.h"
+#include "core/utf8.h"
 
 #include "core/fileio.h"
 #include "core/json.h"
@@ -60,57 +61,11 @@ static enum ctq_status index_fail(struct ctq_error *err, const char *file,
 	return CTQ_ERR_CHECKPOINT;
 }
 
-/* Well-formed UTF-8 (no overlongs, surrogates or code points past
- * U+10FFFF), as Rust's str requires of a header. *bad gets the offset of
- * the first offending byte. */
-static bool utf8_valid(const unsigned char *s, size_t n, size_t *bad)
-{
-	size_t i = 0;
-	while (i < n) {
-		unsigned c = s[i];
-		size_t len;
-		unsigned lo = 0x80, hi = 0xbf;
-		if (c < 0x80) {
-			i++;
-			continue;
-		} else if (c >= 0xc2 && c <= 0xdf) {
-			len = 2;
-		} else if (c >= 0xe0 && c <= 0xef) {
-			len = 3;
-			if (c == 0xe0)
-				lo = 0xa0;
-			else if (c == 0xed)
-				hi = 0x9f;
-		} else if (c >= 0xf0 && c <= 0xf4) {
-			len = 4;
-			if (c == 0xf0)
-				lo = 0x90;
-			else if (c == 0xf4)
-				hi = 0x8f;
-		} else {
-			*bad = i;
-			return false;
-		}
-		if (n - i < len) {
-			*bad = i;
-			return false;
-		}
-		for (size_t k = 1; k < len; k++) {
-			unsigned b = s[i + k];
-			if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xbf)) {
-				*bad = i;
-				return false;
-			}
-		}
-		i += len;
-	}
-	return true;
-}
 
 static bool str_utf8(const char *s)
 {
 	size_t bad;
-	return utf8_valid((const unsigned char *)s, strlen(s), &bad);
+	return ctq_utf8_valid((const unsigned char *)s, strlen(s), &bad);
 }
 
 /* A JSON number that is an integer in [0, 2^53]. */
@@ -204,7 +159,7 @@ static enum ctq_status parse_header(const struct ctq_st_file *f, cJSON **root,
 	char *text = NULL;
 	size_t bad = 0;
 	*root = NULL;
-	if (!utf8_valid((const unsigned char *)f->header, f->header_bytes, &bad))
+	if (!ctq_utf8_valid((const unsigned char *)f->header, f->header_bytes, &bad))
 		return st_fail(err, path, 8 + bad,
 			       "header byte 0x%02x is not valid UTF-8; expected a UTF-8 JSON object",
 			       (unsigned char)f->header[bad]);
