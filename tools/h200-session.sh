@@ -23,11 +23,11 @@ step() { echo "=== $* ($(date -u +%H:%M:%S))" | tee -a "$log"; }
 
 if has build; then
 	step build
-	sh tools/unpack-deps.sh offline-deps /tmp/deps >>"$log" 2>&1
-	make -j"$(nproc)" DEPS_PREFIX=/tmp/deps all build/tests/gpu/test_kernels build/tests/gpu/test_runner_gpu \
+	sh tools/unpack-deps.sh offline-deps deps-prefix >>"$log" 2>&1
+	make -j"$(nproc)" DEPS_PREFIX=deps-prefix all build/tests/gpu/test_kernels build/tests/gpu/test_runner_gpu \
 		build/tests/gpu/test_tp_gpu build/tests/test_runner >>"$log" 2>&1 || { tail -30 "$log"; exit 1; }
 fi
-export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH=$PWD/deps-prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv >>"$log" 2>&1
 
 if has oracle; then
