@@ -45,9 +45,9 @@ static void usage(FILE *f)
 		"\n"
 		"commands:\n");
 	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f,
-		"  %-10s %s\n"
+		"  %-12s %s\n"
 		"\n"
 		"`ctq <command> --help` describes a command.\n"
 		"exit codes: 0 all passed; 1 a check failed or a regression was found;\n"
