@@ -28,6 +28,7 @@ struct rep {
 	size_t n_plots;
 	char plot_note[256];
 	size_t checks_failed, probes_failed, files_bad;
+	size_t gates, gates_failed; /* accuracy gates that ctq eval recorded */
 	struct ctq_error *err;
 };
 
@@ -196,6 +197,17 @@ static void plot_name(char *buf, size_t cap, const char *prefix, const char *dir
 }
 
 /* ---- manifests of steps --------------------------------------------------------- */
+
+static const char *jstr(const cJSON *o, const char *dotted)
+{
+	return ctq_json_str_at(o, dotted, "unknown");
+}
+
+static double jnum(const cJSON *o, const char *key)
+{
+	const cJSON *v = ctq_json_get(o, key);
+	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
 
 /* The value after option opt in the argv of dir/manifest.json; NULL. */
 static char *step_option(const char *run_dir, const char *display, const char *dir,
@@ -543,6 +555,33 @@ struct subject {
 	size_t a, b, c, d; /* reference (ref) vs candidate (new), eval/stats.h */
 };
 
+/* The gate ctq eval recorded in the manifest of the step in dir (eval.verdict,
+ * written only with a reference model): a sentence under the table, and a
+ * failed gate (inferior or inconclusive) fails a report that has no steps. */
+static void eval_gate(struct rep *r, const char *dir)
+{
+	char path[1200];
+	snprintf(path, sizeof path, "%s%s%s", r->dir, *dir ? "/" : "", dir);
+	cJSON *m = NULL;
+	if (ctq_results_manifest(path, &m, NULL) || !m)
+		return;
+	const cJSON *ev = ctq_json_get(m, "eval");
+	const char *verdict = ctq_json_str_at(ev, "verdict", NULL);
+	if (verdict) {
+		bool ok = !strcmp(verdict, "non-inferior");
+		char line[600];
+		snprintf(line, sizeof line,
+			 "Gate recorded by ctq eval: %s (margin %.3g points overall, %.3g per subject with "
+			 "n >= %.0f; non-inferior only when the whole 95%% interval lies above -margin)%s.",
+			 verdict, jnum(ev, "margin_points"), jnum(ev, "subject_margin_points"),
+			 jnum(ev, "min_subject_n"), ok ? "" : ": FAILED");
+		para(r, line);
+		r->gates++;
+		r->gates_failed += !ok;
+	}
+	cJSON_Delete(m);
+}
+
 static enum ctq_status eval_file(struct rep *r, const struct ctq_result_file *f)
 {
 	char path[1200];
@@ -646,6 +685,7 @@ static enum ctq_status eval_file(struct rep *r, const struct ctq_result_file *f)
 		snprintf(line, sizeof line, "Macro average (mean of %zu subject accuracies): %.2f%%.", ns,
 			 100 * macro);
 	para(r, line);
+	eval_gate(r, f->dir);
 
 	struct ctq_strbuf data, body;
 	ctq_strbuf_init(&data);
@@ -968,17 +1008,6 @@ static enum ctq_status gemm_file(struct rep *r, const struct ctq_result_file *f)
 }
 
 /* ---- environment, steps, provenance ------------------------------------------------- */
-
-static const char *jstr(const cJSON *o, const char *dotted)
-{
-	return ctq_json_str_at(o, dotted, "unknown");
-}
-
-static double jnum(const cJSON *o, const char *key)
-{
-	const cJSON *v = ctq_json_get(o, key);
-	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
 
 static void kv(struct rep *r, struct ctq_strbuf *mdb, struct ctq_strbuf *hb, const char *k,
 	       const char *v)
@@ -1315,7 +1344,7 @@ enum ctq_status ctq_report_write(const char *run_dir, const char *display,
 	ctq_strbuf_init(&shtml);
 	const char *verdict = steps(&r, &smd, &shtml, counts);
 	if (!verdict)
-		verdict = r.checks_failed || r.probes_failed ? "FAIL" : "PASS";
+		verdict = r.checks_failed || r.probes_failed || r.gates_failed ? "FAIL" : "PASS";
 	snprintf(s->verdict, sizeof s->verdict, "%s", verdict);
 	const char *title = ctq_json_str_at(r.m, "plan.name", NULL);
 	char headline[600];
@@ -1323,6 +1352,11 @@ enum ctq_status ctq_report_write(const char *run_dir, const char *display,
 		snprintf(headline, sizeof headline, "%zu step(s): %zu passed, %zu failed, %zu error, %zu skipped",
 			 counts[0] + counts[1] + counts[2] + counts[3], counts[0], counts[1], counts[3],
 			 counts[2]);
+	else if (r.gates)
+		snprintf(headline, sizeof headline,
+			 "%zu failed conformance check(s), %zu failed probe(s), %zu of %zu accuracy gate(s) "
+			 "failed",
+			 r.checks_failed, r.probes_failed, r.gates_failed, r.gates);
 	else
 		snprintf(headline, sizeof headline, "%zu failed conformance check(s), %zu failed probe(s)",
 			 r.checks_failed, r.probes_failed);
@@ -1331,8 +1365,14 @@ enum ctq_status ctq_report_write(const char *run_dir, const char *display,
 	if (cJSON_IsArray(gpus) && cJSON_GetArraySize(gpus) > 0)
 		snprintf(hw, sizeof hw, "%d x %s", cJSON_GetArraySize(gpus),
 			 jstr(cJSON_GetArrayItem(gpus, 0), "name"));
-	else
-		snprintf(hw, sizeof hw, "no GPU (CPU reference only)");
+	else {
+		/* A single command's manifest names the device it ran on. */
+		static const char *const keys[] = {"eval.device", "bench_model.device", "probe.device"};
+		const char *dev = NULL;
+		for (size_t i = 0; !dev && i < sizeof keys / sizeof *keys; i++)
+			dev = ctq_json_str_at(r.m, keys[i], NULL);
+		snprintf(hw, sizeof hw, "%s", dev ? dev : "no GPU (CPU reference only)");
+	}
 	ctq_strbuf_printf(&top_md, "# ctq qualification report%s%s\n\n**Verdict: %s** — %s.\n\n"
 				   "Hardware: %s. Run directory: `%s`.%s%s\n\n",
 			  title ? ": " : "", title ? title : "", verdict, headline, hw, r.display,

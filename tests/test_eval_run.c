@@ -24,6 +24,7 @@
 #include "model/tokenizer.h"
 #include "quant/quantize.h"
 #include "quant/synth.h"
+#include "reports/report.h"
 
 #define TOKENIZER "tests/fixtures/tokenizers/gpt2-small"
 #define VOCAB 2048
@@ -357,6 +358,22 @@ static cJSON *manifest_eval(const char *run, cJSON **root)
 	return ev;
 }
 
+/* ctq report on an eval run directory: its verdict and a phrase of summary.md. */
+static void report_expect(const char *run, const char *verdict, const char *phrase)
+{
+	setenv("CTQ_GNUPLOT", "none", 1);
+	struct ctq_report_summary sum;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_report_write(run, NULL, &sum, &err), CTQ_OK, "%s", err.message);
+	cr_expect_str_eq(sum.verdict, verdict);
+	char path[200], *text = NULL;
+	size_t n = 0;
+	snprintf(path, sizeof path, "%s/summary.md", run);
+	cr_assert_eq(ctq_file_read(path, 1 << 22, &text, &n, &err), CTQ_OK, "%s", err.message);
+	cr_expect(strstr(text, phrase), "summary.md of %s lacks \"%s\"", run, phrase);
+	free(text);
+}
+
 Test(eval_run, command_paired_verdict_and_outputs)
 {
 	struct fixture f;
@@ -388,6 +405,7 @@ Test(eval_run, command_paired_verdict_and_outputs)
 	cr_expect_eq(ctq_json_get(ctq_json_get(ev, "ref_model"), "linear_w8a8")->valuedouble, 0);
 	cr_expect(ctq_json_get(m, "tokens_fed")->valuedouble < ctq_json_get(m, "prompt_tokens")->valuedouble);
 	cJSON_Delete(root);
+	report_expect(f.out, "PASS", "Gate recorded by ctq eval: non-inferior");
 	ctq_remove_tree(f.out);
 
 	/* Margin 0 on 16 questions: the interval straddles zero, so
@@ -400,6 +418,8 @@ Test(eval_run, command_paired_verdict_and_outputs)
 	cr_expect_str_eq(ctq_json_get(ev, "verdict")->valuestring, "inconclusive");
 	cr_expect_str_eq(ctq_json_get(ev, "categories")->valuestring, "lm-eval mmlu groups");
 	cJSON_Delete(root);
+	/* ctq report on the run alone carries the failed gate into its verdict. */
+	report_expect(f.out, "FAIL", "1 of 1 accuracy gate(s) failed");
 	drop_models(&f);
 }
 
