@@ -529,7 +529,7 @@ static void start_item(struct slot *sl, struct group *g, const struct ctq_eval_s
 	sl->steady = g->suffix_mean;
 }
 
-enum ctq_status ctq_eval_score(struct ctq_runner *r, const struct ctq_eval_set *s,
+enum ctq_status ctq_eval_score(struct ctq_runner *r, int tp, const struct ctq_eval_set *s,
 			       double (*logprob)[4], ctq_eval_progress_fn progress, void *pctx,
 			       struct ctq_eval_counters *counters, struct ctq_error *err)
 {
@@ -657,7 +657,8 @@ enum ctq_status ctq_eval_score(struct ctq_runner *r, const struct ctq_eval_set *
 					   s->n - done);
 			break;
 		}
-		if ((st = ctq_runner_forward(r, ids, sl_of, pos, T, rows, n_rows, logits, err)))
+		if ((st = tp > 1 ? ctq_runner_tp_forward(r, tp, ids, sl_of, pos, T, rows, n_rows, logits, err)
+				 : ctq_runner_forward(r, ids, sl_of, pos, T, rows, n_rows, logits, err)))
 			break;
 		c.tokens_fed += T;
 		c.calls++;

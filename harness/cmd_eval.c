@@ -61,6 +61,8 @@ static void help(void)
 	       "                       model's max_position_embeddings, else %d)\n"
 	       "  --max-tokens N       tokens per forward call (default 4096 cuda, 512 reference)\n"
 	       "  --slots N            KV-cache slots, questions in flight (default 32)\n"
+	       "  --tp N               tensor parallelism over N ranks (default 1): GPUs 0..N-1\n"
+	       "                       with NCCL, or N in-process ranks on the reference backend\n"
 	       "  --margin P           overall non-inferiority margin, points (default 1.0)\n"
 	       "  --subject-margin P   per-subject margin, points (default 5.0)\n"
 	       "  --min-subject-n N    subjects with fewer questions get no verdict (default 100)\n"
@@ -219,31 +221,38 @@ static enum ctq_status model_open(struct model_run *m, const char *tokenizer,
 	return CTQ_OK;
 }
 
-static enum ctq_status model_score(struct model_run *m, struct ctq_backend *b, long slots,
-				   long max_tokens, struct progress *pg, struct ctq_error *err)
+static enum ctq_status model_score(struct model_run *m, struct ctq_backend *b, int tp,
+				   struct ctq_tp_group *group, long slots, long max_tokens,
+				   struct progress *pg, struct ctq_error *err)
 {
 	const struct ctq_eval_set *s = m->set;
 	m->lp = calloc(s->n ? s->n : 1, sizeof *m->lp);
 	if (!m->lp)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval", "out of memory");
 	int64_t longest = s->max_len;
-	struct ctq_runner_options opt = {
-		.max_slots = slots < (long)s->n ? slots : (long)(s->n ? s->n : 1),
-		.max_len = longest,
-		.max_tokens = max_tokens};
-	struct ctq_runner r;
-	memset(&r, 0, sizeof r);
+	struct ctq_runner r[8];
+	memset(r, 0, sizeof r);
 	double t = now_s();
-	enum ctq_status st = ctq_runner_load(&r, b, m->dir, &opt, err);
+	enum ctq_status st = CTQ_OK;
+	for (int k = 0; k < tp && !st; k++) {
+		struct ctq_runner_options opt = {
+			.max_slots = slots < (long)s->n ? slots : (long)(s->n ? s->n : 1),
+			.max_len = longest,
+			.max_tokens = max_tokens,
+			.tp = tp, .rank = k, .group = group};
+		st = ctq_runner_load(&r[k], &b[k], m->dir, &opt, err);
+	}
 	m->load_s = now_s() - t;
-	if (st)
-		return st;
-	m->n_quantized = r.n_quantized;
-	m->n_dense = r.n_dense;
-	m->weight_bytes = r.weight_bytes;
-	pg->t0 = pg->last = now_s();
-	st = ctq_eval_score(&r, s, m->lp, progress_cb, pg, &m->counters, err);
-	ctq_runner_free(&r);
+	if (!st) {
+		m->n_quantized = r[0].n_quantized;
+		m->n_dense = r[0].n_dense;
+		for (int k = 0; k < tp; k++)
+			m->weight_bytes += r[k].weight_bytes;
+		pg->t0 = pg->last = now_s();
+		st = ctq_eval_score(r, tp, s, m->lp, progress_cb, pg, &m->counters, err);
+	}
+	for (int k = 0; k < tp; k++)
+		ctq_runner_free(&r[k]);
 	return st;
 }
 
@@ -449,7 +458,7 @@ static int split_list(char *s, const char **v, int cap)
 struct opts {
 	enum ctq_bench bench;
 	const char *model, *ref, *data, *split, *backend, *tokenizer, *out;
-	long shots, limit, max_context, max_tokens, slots, min_subject_n;
+	long shots, limit, max_context, max_tokens, slots, min_subject_n, tp;
 	double margin, subject_margin;
 	enum ctq_protocol protocol;
 	bool add_bos, progress;
@@ -476,6 +485,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	o->backend = "cuda";
 	o->shots = 5;
 	o->slots = 32;
+	o->tp = 1;
 	o->max_tokens = -1;
 	o->margin = 1.0;
 	o->subject_margin = 5.0;
@@ -523,6 +533,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			ok = ctq_opt_int("eval", a, v, 1, 1L << 20, &o->max_tokens);
 		else if (!strcmp(a, "--slots"))
 			ok = ctq_opt_int("eval", a, v, 1, 4096, &o->slots);
+		else if (!strcmp(a, "--tp"))
+			ok = ctq_opt_int("eval", a, v, 1, 8, &o->tp);
 		else if (!strcmp(a, "--min-subject-n"))
 			ok = ctq_opt_int("eval", a, v, 1, 1L << 30, &o->min_subject_n);
 		else if (!strcmp(a, "--margin"))
@@ -601,7 +613,8 @@ int ctq_cmd_eval(int argc, char **argv)
 	struct ctq_eval_data data;
 	struct model_run cand, base;
 	struct ctq_eval_set shared;
-	struct ctq_backend b;
+	struct ctq_backend b[8];
+	struct ctq_tp_group *group = NULL;
 	struct ctq_run run;
 	struct ctq_csv csv;
 	struct ctq_strbuf table;
@@ -613,7 +626,7 @@ int ctq_cmd_eval(int argc, char **argv)
 	memset(&cand, 0, sizeof cand);
 	memset(&base, 0, sizeof base);
 	memset(&shared, 0, sizeof shared);
-	memset(&b, 0, sizeof b);
+	memset(b, 0, sizeof b);
 	memset(&run, 0, sizeof run);
 	memset(&csv, 0, sizeof csv);
 	ctq_strbuf_init(&table);
@@ -635,9 +648,18 @@ int ctq_cmd_eval(int argc, char **argv)
 				      ctq_bench_name(o.bench), o.split);
 			goto fail;
 		}
-	/* The backend first: no GPU is exit 3 before any tokenizing. */
-	if (ctq_backend_open(&b, o.backend, &err) || model_open(&cand, o.tokenizer, &err) ||
-	    (have_ref && model_open(&base, o.tokenizer, &err)))
+	/* The backends first: no GPU is exit 3 before any tokenizing. With --tp
+	 * on CUDA, rank k runs on GPU k and the ranks share one NCCL clique. */
+	const bool cuda = !strcmp(o.backend, "cuda");
+	for (long k = 0; k < o.tp; k++)
+		if (o.tp > 1 && cuda ? ctq_backend_cuda(&b[k], (int)k, &err)
+				     : ctq_backend_open(&b[k], o.backend, &err))
+			goto fail;
+	if (o.tp > 1 && (cuda ? ctq_backend_cuda_tp_init(b, (int)o.tp, &err)
+			      : !(group = ctq_tp_group_new((int)o.tp)) &&
+					ctq_error_set(&err, CTQ_ERR_NOMEM, "--tp", "out of memory")))
+		goto fail;
+	if (model_open(&cand, o.tokenizer, &err) || (have_ref && model_open(&base, o.tokenizer, &err)))
 		goto fail;
 	int64_t model_ctx = cand.context;
 	if (have_ref && base.context && (!model_ctx || base.context < model_ctx))
@@ -668,7 +690,12 @@ int ctq_cmd_eval(int argc, char **argv)
 	}
 
 	char desc[256];
-	b.ops->describe(&b, desc, sizeof desc);
+	b[0].ops->describe(&b[0], desc, sizeof desc);
+	if (o.tp > 1) {
+		size_t dl = strlen(desc);
+		snprintf(desc + dl, sizeof desc - dl, " x %ld ranks (tp %ld%s)", o.tp, o.tp,
+			 cuda ? ", NCCL" : ", in-process");
+	}
 	const char *pid = ctq_protocol_id(o.bench, o.protocol);
 	const bool macro_head = ctq_protocol_macro(o.bench, o.protocol);
 	printf("ctq eval %s: protocol %s, %ld-shot, split %s, %zu questions in %zu subjects, on %s\n",
@@ -686,11 +713,11 @@ int ctq_cmd_eval(int argc, char **argv)
 	pg.on = o.progress || isatty(2);
 	if (have_ref) {
 		pg.label = "reference";
-		if (model_score(&base, &b, o.slots, o.max_tokens, &pg, &err))
+		if (model_score(&base, b, (int)o.tp, group, o.slots, o.max_tokens, &pg, &err))
 			goto fail;
 	}
 	pg.label = have_ref ? "candidate" : "eval";
-	if (model_score(&cand, &b, o.slots, o.max_tokens, &pg, &err))
+	if (model_score(&cand, b, (int)o.tp, group, o.slots, o.max_tokens, &pg, &err))
 		goto fail;
 
 	/* Per-subject tallies. */
@@ -969,6 +996,7 @@ int ctq_cmd_eval(int argc, char **argv)
 								   : 0);
 	}
 	cJSON_AddStringToObject(ev, "device", desc);
+	cJSON_AddNumberToObject(ev, "tp", (double)o.tp);
 	cJSON_AddNumberToObject(ev, "acc_micro", (double)overall->t.k_new / (double)overall->t.n);
 	cJSON_AddNumberToObject(ev, "acc_macro", overall->macro_new);
 	if (have_ref) {
@@ -1001,6 +1029,8 @@ done:
 	model_run_free(&base);
 	ctq_eval_set_free(&shared);
 	ctq_eval_data_free(&data);
-	ctq_backend_close(&b);
+	for (long k = 0; k < o.tp; k++)
+		ctq_backend_close(&b[k]);
+	ctq_tp_group_free(group);
 	return rc;
 }

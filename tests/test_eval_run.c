@@ -25,6 +25,7 @@
 #include "quant/quantize.h"
 #include "quant/synth.h"
 #include "reports/report.h"
+#include "reports/table.h"
 
 #define TOKENIZER "tests/fixtures/tokenizers/gpt2-small"
 #define VOCAB 2048
@@ -145,7 +146,7 @@ static void check_scorer(const char *model, struct ctq_eval_set *s, size_t *n_ca
 	load_runner(&plain, &b, model, 1, s->max_len, s->max_len);
 	double (*lp)[4] = calloc(s->n, sizeof *lp);
 	struct ctq_eval_counters c;
-	cr_assert_eq(ctq_eval_score(&batched, s, lp, NULL, NULL, &c, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(ctq_eval_score(&batched, 1, s, lp, NULL, NULL, &c, &err), CTQ_OK, "%s", err.message);
 	cr_expect(c.tokens_fed < c.prompt_tokens, "prefix sharing: %lld fed of %lld",
 		  (long long)c.tokens_fed, (long long)c.prompt_tokens);
 	*n_calls = (size_t)c.calls;
@@ -420,6 +421,96 @@ Test(eval_run, command_paired_verdict_and_outputs)
 	cJSON_Delete(root);
 	/* ctq report on the run alone carries the failed gate into its verdict. */
 	report_expect(f.out, "FAIL", "1 of 1 accuracy gate(s) failed");
+	drop_models(&f);
+}
+
+/* The chosen letters and log-probabilities of a run's eval_questions.csv. */
+static size_t read_choices(const char *run, char chosen[][4], double (*lp)[4], size_t cap)
+{
+	char path[160];
+	snprintf(path, sizeof path, "%s/eval_questions.csv", run);
+	struct ctq_table t;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_table_load(&t, path, &err), CTQ_OK, "%s", err.message);
+	int cc = ctq_table_col(&t, "chosen");
+	static const char *const lpc[4] = {"logprob_A", "logprob_B", "logprob_C", "logprob_D"};
+	cr_assert(cc >= 0);
+	cr_assert_leq(t.n_rows, cap);
+	for (size_t i = 0; i < t.n_rows; i++) {
+		snprintf(chosen[i], 4, "%s", ctq_table_get(&t, i, cc));
+		for (int k = 0; k < 4; k++) {
+			int c = ctq_table_col(&t, lpc[k]);
+			cr_assert(c >= 0);
+			lp[i][k] = strtod(ctq_table_get(&t, i, c), NULL);
+		}
+	}
+	size_t n = t.n_rows;
+	ctq_table_free(&t);
+	return n;
+}
+
+/* --tp 2 on the reference backend (two in-process ranks, row-parallel sums
+ * in rank order) scores the same questions as one rank: the same letters,
+ * log-probabilities equal up to float summation order, tp recorded. */
+Test(eval_run, tensor_parallel_scores_match_one_rank)
+{
+	struct fixture f;
+	make_models(&f);
+	char out2[128];
+	snprintf(out2, sizeof out2, "%s/run-tp2", f.dir);
+	const char *one[] = {"eval", "mmlu", "--model", f.w8a8, "--tokenizer", TOKENIZER, "--backend",
+			     "reference", "--out", f.out, "--slots", "4", NULL};
+	const char *two[] = {"eval", "mmlu", "--model", f.w8a8, "--tokenizer", TOKENIZER, "--backend",
+			     "reference", "--out", out2, "--slots", "4", "--tp", "2", NULL};
+	cr_assert_eq(run_cmd(one), 0);
+	cr_assert_eq(run_cmd(two), 0);
+	static char c1[64][4], c2[64][4];
+	static double l1[64][4], l2[64][4];
+	size_t n1 = read_choices(f.out, c1, l1, 64), n2 = read_choices(out2, c2, l2, 64);
+	cr_assert_eq(n1, 16);
+	cr_assert_eq(n2, n1);
+	double worst = 0;
+	for (size_t i = 0; i < n1; i++) {
+		cr_expect_str_eq(c2[i], c1[i], "question %zu", i);
+		for (int k = 0; k < 4; k++) {
+			double d = fabs(l2[i][k] - l1[i][k]);
+			worst = d > worst ? d : worst;
+		}
+	}
+	/* Not bit-equal even in exact arithmetic: a row-parallel layer (o_proj,
+	 * down_proj) quantizes each rank's activation shard with its own
+	 * per-token scale, as vLLM's ranks do. */
+	cr_expect_lt(worst, 1e-2, "largest log-probability difference %g", worst);
+	fprintf(stderr, "W8A8 tp2 vs tp1: largest |d logprob| %g\n", worst);
+	cJSON *root;
+	cJSON *ev = manifest_eval(out2, &root);
+	cr_expect_eq(ctq_json_get(ev, "tp")->valuedouble, 2);
+	cr_expect(strstr(ctq_json_get(ev, "device")->valuestring, "tp 2"));
+	cJSON_Delete(root);
+	/* BF16 linears have no activation scales: only summation order differs. */
+	const char *one_b[] = {"eval", "mmlu", "--model", f.bf16, "--tokenizer", TOKENIZER, "--backend",
+			       "reference", "--out", f.out, "--slots", "4", NULL};
+	const char *two_b[] = {"eval", "mmlu", "--model", f.bf16, "--tokenizer", TOKENIZER, "--backend",
+			       "reference", "--out", out2, "--slots", "4", "--tp", "2", NULL};
+	ctq_remove_tree(f.out);
+	ctq_remove_tree(out2);
+	cr_assert_eq(run_cmd(one_b), 0);
+	cr_assert_eq(run_cmd(two_b), 0);
+	n1 = read_choices(f.out, c1, l1, 64);
+	cr_assert_eq(read_choices(out2, c2, l2, 64), n1);
+	worst = 0;
+	for (size_t i = 0; i < n1; i++) {
+		cr_expect_str_eq(c2[i], c1[i], "question %zu", i);
+		for (int k = 0; k < 4; k++)
+			worst = fmax(worst, fabs(l2[i][k] - l1[i][k]));
+	}
+	fprintf(stderr, "BF16 tp2 vs tp1: largest |d logprob| %g\n", worst);
+	cr_expect_lt(worst, 1e-4, "BF16: largest log-probability difference %g", worst);
+	ctq_remove_tree(out2);
+	/* Ranks must divide the heads: 3 does not divide the tiny model's. */
+	const char *three[] = {"eval", "mmlu", "--model", f.w8a8, "--tokenizer", TOKENIZER, "--backend",
+			       "reference", "--out", out2, "--tp", "3", NULL};
+	cr_expect_neq(run_cmd(three), 0);
 	drop_models(&f);
 }
 
