@@ -9,6 +9,7 @@
 #include "harness/commands.h"
 #include "core/rng.h"
 #include "model/runner.h"
+#include "reference/backend.h"
 #include "reports/csv.h"
 #include "reports/run.h"
 
@@ -38,6 +39,9 @@ static void help(void)
 	       "  --warmup N         untimed runs first (default 1)\n"
 	       "  --reps N           timed runs (default 3)\n"
 	       "  --seed S           prompt seed (default 1)\n"
+	       "  --tp N             tensor parallelism over N ranks (default 1): GPUs 0..N-1\n"
+	       "                     with NCCL, or N in-process ranks on the reference backend;\n"
+	       "                     memory figures are rank 0's\n"
 	       "  --out DIR          run directory (default runs/<UTC time>-<revision>)\n"
 	       "\n"
 	       "Gains are ratios of medians: TTFT reduction = 1 - new/ref; prefill and decode\n"
@@ -138,14 +142,23 @@ struct cell {
 
 struct ctx {
 	const char *backend;
-	long batches[16], lens[16], out_len, warmup, reps, seed;
+	long batches[16], lens[16], out_len, warmup, reps, seed, tp;
 	int n_b, n_l;
 	struct ctq_csv *csv;
 	cJSON *manifest;
 };
 
 /* One timed run: prefill batch × len tokens, then out_len - 1 decode steps. */
-static enum ctq_status run_once(struct ctq_runner *r, long batch, long len, long out_len,
+/* One forward pass on one runner or on the tp ranks r[0..tp-1]. */
+static enum ctq_status fwd(struct ctq_runner *r, int tp, const int32_t *ids, const int32_t *slot,
+			   const int32_t *pos, int64_t T, const int64_t *rows, int64_t n_rows,
+			   float *logits, struct ctq_error *err)
+{
+	return tp > 1 ? ctq_runner_tp_forward(r, tp, ids, slot, pos, T, rows, n_rows, logits, err)
+		      : ctq_runner_forward(r, ids, slot, pos, T, rows, n_rows, logits, err);
+}
+
+static enum ctq_status run_once(struct ctq_runner *r, int tp, long batch, long len, long out_len,
 				struct ctq_rng *rng, double *ttft, double *steps,
 				struct ctq_error *err)
 {
@@ -177,8 +190,8 @@ static enum ctq_status run_once(struct ctq_runner *r, long batch, long len, long
 		int64_t nseq = (T - off) / len < per ? (T - off) / len : per;
 		for (int64_t s = 0; s < nseq; s++)
 			local[s] = s * len + len - 1;
-		st = ctq_runner_forward(r, ids + off, slot + off, pos + off, nseq * len, local, nseq,
-					logits + (off / len) * V, err);
+		st = fwd(r, tp, ids + off, slot + off, pos + off, nseq * len, local, nseq,
+			 logits + (off / len) * V, err);
 		off += nseq * len;
 	}
 	*ttft = now_s() - t0;
@@ -195,7 +208,7 @@ static enum ctq_status run_once(struct ctq_runner *r, long batch, long len, long
 			rows[s] = s;
 		}
 		double t1 = now_s();
-		st = ctq_runner_forward(r, ids, slot, pos, batch, rows, batch, logits, err);
+		st = fwd(r, tp, ids, slot, pos, batch, rows, batch, logits, err);
 		steps[step - 1] = now_s() - t1;
 	}
 done:
@@ -211,9 +224,14 @@ static enum ctq_status bench_one(struct ctx *C, const char *role, const char *mo
 		max_b = C->batches[i] > max_b ? C->batches[i] : max_b;
 	for (int i = 0; i < C->n_l; i++)
 		max_l = C->lens[i] > max_l ? C->lens[i] : max_l;
-	struct ctq_backend b;
-	struct ctq_runner r;
-	memset(&r, 0, sizeof r);
+	const int tp = (int)C->tp;
+	struct ctq_backend bk[8];
+	struct ctq_runner rk[8];
+	struct ctq_tp_group *group = NULL;
+	memset(bk, 0, sizeof bk);
+	memset(rk, 0, sizeof rk);
+	struct ctq_backend *const b0 = &bk[0];
+	struct ctq_runner *const r0 = &rk[0];
 	double *steps = malloc((size_t)C->out_len * sizeof *steps);
 	double *samples = malloc((size_t)C->reps * 3 * sizeof *samples);
 	enum ctq_status st;
@@ -221,54 +239,91 @@ static enum ctq_status bench_one(struct ctx *C, const char *role, const char *mo
 		free(steps), free(samples);
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "bench", "out of memory");
 	}
-	if ((st = ctq_backend_open(&b, C->backend, err))) {
+	/* With --tp on CUDA, rank k runs on GPU k and the ranks share one NCCL
+	 * clique; on the reference backend the ranks are threads of this process. */
+	const bool cuda = !strcmp(C->backend, "cuda");
+	st = CTQ_OK;
+	for (int k = 0; k < tp && !st; k++)
+		st = tp > 1 && cuda ? ctq_backend_cuda(&bk[k], k, err) : ctq_backend_open(&bk[k], C->backend, err);
+	if (!st && tp > 1)
+		st = cuda ? ctq_backend_cuda_tp_init(bk, tp, err)
+		     : !(group = ctq_tp_group_new(tp)) ? ctq_error_set(err, CTQ_ERR_NOMEM, "--tp", "out of memory")
+						       : CTQ_OK;
+	if (st) {
 		free(steps), free(samples);
+		for (int k = 0; k < tp; k++)
+			ctq_backend_close(&bk[k]);
+		ctq_tp_group_free(group);
 		return st;
 	}
 	struct ctq_runner_options opt = {
 		.max_slots = max_b, .max_len = max_l + C->out_len,
-		.max_tokens = max_l > 8192 ? max_l : (max_b * max_l < 8192 ? max_b * max_l : 8192)};
+		.max_tokens = max_l > 8192 ? max_l : (max_b * max_l < 8192 ? max_b * max_l : 8192),
+		.tp = tp, .group = group};
 	if (opt.max_tokens < max_b)
 		opt.max_tokens = max_b;
 	size_t free0 = 0, free1 = 0, total = 0, min_free = 0;
-	bool mem = b.ops->mem_info && !b.ops->mem_info(&b, &free0, &total, err);
+	bool mem = b0->ops->mem_info && !b0->ops->mem_info(b0, &free0, &total, err);
 	double cached = page_cache_fraction(model);
 	double tl = now_s();
-	if ((st = ctq_runner_load(&r, &b, model, &opt, err)))
+	for (int k = 0; k < tp && !st; k++) {
+		opt.rank = k;
+		st = ctq_runner_load(&rk[k], &bk[k], model, &opt, err);
+	}
+	if (st)
 		goto done;
 	tl = now_s() - tl;
-	if (mem && (st = b.ops->mem_info(&b, &free1, &total, err)))
+	if (mem && (st = b0->ops->mem_info(b0, &free1, &total, err)))
 		goto done;
 	min_free = free1;
-	const struct ctq_model_config *c = &r.cfg;
-	const uint64_t kv_tok = (uint64_t)(2 * c->layers * c->kv_heads * c->head_dim) * b.ops->act_bytes;
+	const struct ctq_model_config *c = &r0->cfg;
+	const uint64_t kv_tok = (uint64_t)(2 * c->layers * c->kv_heads * c->head_dim) * b0->ops->act_bytes;
+	/* Rank 0 holds its share of the KV heads. */
+	const uint64_t kv_tok_rank = tp > 1 ? (uint64_t)(2 * c->layers * r0->kv_local * c->head_dim) *
+						      b0->ops->act_bytes
+					    : kv_tok;
+	uint64_t weight_bytes = 0;
+	for (int k = 0; k < tp; k++)
+		weight_bytes += rk[k].weight_bytes;
 	char desc[256];
-	b.ops->describe(&b, desc, sizeof desc);
+	b0->ops->describe(b0, desc, sizeof desc);
+	if (tp > 1) {
+		size_t dl = strlen(desc);
+		snprintf(desc + dl, sizeof desc - dl, " x %d ranks (tp %d, %s)", tp, tp,
+			 cuda ? "NCCL" : "in-process");
+	}
+	if (!cJSON_GetObjectItemCaseSensitive(C->manifest, "device"))
+		cJSON_AddStringToObject(C->manifest, "device", desc);
 	printf("\n[%s] %s on %s: %lld linear modules W8A8, %lld BF16\n", role, model, desc,
-	       (long long)r.n_quantized, (long long)r.n_dense);
+	       (long long)r0->n_quantized, (long long)r0->n_dense);
 	printf("  weights %.3f GB; KV cache %llu bytes per token (%lld layers x %lld kv heads x %lld x 2 x %zu B)\n",
-	       (double)r.weight_bytes / 1e9, (unsigned long long)kv_tok, (long long)c->layers,
-	       (long long)c->kv_heads, (long long)c->head_dim, b.ops->act_bytes);
+	       (double)weight_bytes / 1e9, (unsigned long long)kv_tok, (long long)c->layers,
+	       (long long)c->kv_heads, (long long)c->head_dim, b0->ops->act_bytes);
+	if (tp > 1)
+		printf("  rank 0 of %d: weights %.3f GB, KV cache %llu bytes per token\n", tp,
+		       (double)r0->weight_bytes / 1e9, (unsigned long long)kv_tok_rank);
 	printf("  load %.2f s with %.0f%% of the tensor files in the page cache (%s)\n", tl,
 	       100.0 * (isnan(cached) ? 0 : cached),
 	       isnan(cached) ? "unknown" : cached > 0.9 ? "warm" : cached < 0.1 ? "cold" : "partly warm");
 	if (mem) {
 		const uint64_t loaded = (uint64_t)(free0 - free1);
-		const uint64_t kv_alloc = (uint64_t)(opt.max_slots * opt.max_len) * kv_tok;
+		const uint64_t kv_alloc = (uint64_t)(opt.max_slots * opt.max_len) * kv_tok_rank;
 		const uint64_t room = (uint64_t)free1 + kv_alloc;
-		printf("  device: %.2f GB taken by the load (weights, KV cache for %lld x %lld, scratch); %.2f GB free of %.2f\n",
-		       (double)loaded / 1e9, (long long)opt.max_slots, (long long)opt.max_len,
+		printf("  device%s: %.2f GB taken by the load (weights, KV cache for %lld x %lld, scratch); %.2f GB free of %.2f\n",
+		       tp > 1 ? " (rank 0)" : "", (double)loaded / 1e9, (long long)opt.max_slots, (long long)opt.max_len,
 		       (double)free1 / 1e9, (double)total / 1e9);
 		printf("  largest KV cache that fits beside the weights: %.0f tokens (e.g. batch %ld x context %.0f)\n",
-		       (double)room / (double)kv_tok, max_b, (double)room / (double)kv_tok / (double)max_b);
+		       (double)room / (double)kv_tok_rank, max_b,
+		       (double)room / (double)kv_tok_rank / (double)max_b);
 		cJSON *mj = cJSON_AddObjectToObject(C->manifest, role);
 		cJSON_AddStringToObject(mj, "model", model);
-		cJSON_AddNumberToObject(mj, "weight_bytes", (double)r.weight_bytes);
+		cJSON_AddNumberToObject(mj, "weight_bytes", (double)weight_bytes);
+		cJSON_AddNumberToObject(mj, "tp", tp);
 		cJSON_AddNumberToObject(mj, "kv_bytes_per_token", (double)kv_tok);
 		cJSON_AddNumberToObject(mj, "load_s", tl);
 		cJSON_AddNumberToObject(mj, "page_cache_fraction", isnan(cached) ? -1 : cached);
 		cJSON_AddNumberToObject(mj, "device_total_bytes", (double)total);
-		cJSON_AddNumberToObject(mj, "kv_tokens_that_fit", (double)room / (double)kv_tok);
+		cJSON_AddNumberToObject(mj, "kv_tokens_that_fit", (double)room / (double)kv_tok_rank);
 	}
 	printf("  %-6s %6s %6s %10s %12s %12s %12s %10s\n", "batch", "input", "output", "TTFT ms",
 	       "prefill t/s", "decode ms", "decode t/s", "TPOT p99");
@@ -279,10 +334,10 @@ static enum ctq_status bench_one(struct ctx *C, const char *role, const char *mo
 			long nrep = 0;
 			for (long rep = -C->warmup; rep < C->reps && !st; rep++) {
 				double ttft = 0;
-				if ((st = run_once(&r, C->batches[bi], C->lens[li], C->out_len, &rng, &ttft, steps, err)))
+				if ((st = run_once(rk, tp, C->batches[bi], C->lens[li], C->out_len, &rng, &ttft, steps, err)))
 					break;
 				size_t fr = 0, tot = 0;
-				if (mem && !b.ops->mem_info(&b, &fr, &tot, err) && fr < min_free)
+				if (mem && !b0->ops->mem_info(b0, &fr, &tot, err) && fr < min_free)
 					min_free = fr;
 				if (rep < 0)
 					continue;
@@ -315,7 +370,7 @@ static enum ctq_status bench_one(struct ctx *C, const char *role, const char *mo
 				ctq_csv_fieldf(w, "%.3f", dec_tps);
 				ctq_csv_fieldf(w, "%.6f", p50 * 1e3);
 				ctq_csv_fieldf(w, "%.6f", p99 * 1e3);
-				ctq_csv_fieldf(w, "%llu", (unsigned long long)r.weight_bytes);
+				ctq_csv_fieldf(w, "%llu", (unsigned long long)weight_bytes);
 				ctq_csv_fieldf(w, "%llu", (unsigned long long)kv_tok);
 				if (mem) {
 					ctq_csv_fieldf(w, "%llu", (unsigned long long)(total - free1));
@@ -336,12 +391,15 @@ static enum ctq_status bench_one(struct ctx *C, const char *role, const char *mo
 		printf("  device memory: resident %.2f GB after load, peak %.2f GB during the runs\n",
 		       (double)(total - free1) / 1e9, (double)(total - min_free) / 1e9);
 	if (!st)
-		printf("  forward passes replayed as device graphs: %lld\n", (long long)r.graph_replays);
+		printf("  forward passes replayed as device graphs: %lld\n", (long long)r0->graph_replays);
 done:
 	free(steps);
 	free(samples);
-	ctq_runner_free(&r);
-	ctq_backend_close(&b);
+	for (int k = 0; k < tp; k++) {
+		ctq_runner_free(&rk[k]);
+		ctq_backend_close(&bk[k]);
+	}
+	ctq_tp_group_free(group);
 	return st;
 }
 
@@ -349,7 +407,7 @@ int ctq_cmd_bench_model(int argc, char **argv)
 {
 	const char *model = NULL, *ref = NULL, *out = NULL;
 	struct ctx C = {.backend = "cuda", .batches = {1}, .lens = {128}, .out_len = 32, .warmup = 1,
-			.reps = 3, .seed = 1, .n_b = 1, .n_l = 1};
+			.reps = 3, .seed = 1, .n_b = 1, .n_l = 1, .tp = 1};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v;
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -380,6 +438,9 @@ int ctq_cmd_bench_model(int argc, char **argv)
 				return CTQ_EXIT_USAGE;
 		} else if (!strcmp(a, "--reps")) {
 			if (!ctq_opt_int("bench model", a, v, 1, 1000, &C.reps))
+				return CTQ_EXIT_USAGE;
+		} else if (!strcmp(a, "--tp")) {
+			if (!ctq_opt_int("bench model", a, v, 1, 8, &C.tp))
 				return CTQ_EXIT_USAGE;
 		} else if (!strcmp(a, "--seed")) {
 			if (!ctq_opt_int("bench model", a, v, 0, 0x7fffffffL, &C.seed))
@@ -414,6 +475,7 @@ int ctq_cmd_bench_model(int argc, char **argv)
 	C.csv = &csv;
 	C.manifest = cJSON_AddObjectToObject(run.manifest, "bench_model");
 	cJSON_AddStringToObject(C.manifest, "timing", "wall clock after backend synchronisation");
+	cJSON_AddNumberToObject(C.manifest, "tp", (double)C.tp);
 	if ((ref && bench_one(&C, "ref", ref, ref_cells, &err)) || bench_one(&C, "new", model, new_cells, &err))
 		goto fail;
 	if (ctq_csv_close(&csv, &err))
