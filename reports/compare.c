@@ -706,8 +706,9 @@ static enum ctq_status cmp_eval(struct pair_ctx *x, struct ctq_error *err)
 	int rcb = ctq_table_col(&x->tb, "ref_correct"), rcn = ctq_table_col(&x->tn, "ref_correct");
 	int hb = ctq_table_col(&x->tb, "prompt_sha256"), hn = ctq_table_col(&x->tn, "prompt_sha256");
 	int sn = ctq_table_col(&x->tn, "subject");
+	int chb = ctq_table_col(&x->tb, "chosen"), chn = ctq_table_col(&x->tn, "chosen");
 	struct tally all = {0}, ref = {0}, subj = {0};
-	size_t prompt_diff = 0, n_ref = 0, added, removed;
+	size_t prompt_diff = 0, n_ref = 0, added, removed, n_chosen = 0, n_agree = 0;
 	const char *cur = NULL;
 	/* The index is sorted by "benchmark, subject, id": subjects are runs. */
 	for (size_t i = 0; i < x->in.n && !st; i++) {
@@ -733,6 +734,10 @@ static enum ctq_status cmp_eval(struct pair_ctx *x, struct ctq_error *err)
 		if (hb >= 0 && hn >= 0 &&
 		    strcmp(ctq_table_get(&x->tb, rb, hb), ctq_table_get(&x->tn, rn, hn)) != 0)
 			prompt_diff++;
+		if (chb >= 0 && chn >= 0) {
+			n_chosen++;
+			n_agree += !strcmp(ctq_table_get(&x->tb, rb, chb), ctq_table_get(&x->tn, rn, chn));
+		}
 	}
 	if (!st && cur)
 		st = acc_row(x, cur, "accuracy", &subj, false, err);
@@ -749,6 +754,22 @@ static enum ctq_status cmp_eval(struct pair_ctx *x, struct ctq_error *err)
 		snprintf(r->detail + len, sizeof r->detail - len,
 			 "; %zu prompt(s) differ, %zu question(s) new, %zu gone", prompt_diff, added,
 			 removed);
+	}
+	if (n_chosen) {
+		/* Argmax agreement: the share of questions whose chosen letter is the
+		 * same in both runs (TP against one rank, a kernel change against the
+		 * last build). Informational: accuracy gates, agreement explains. */
+		struct ctq_cmp_row *r = new_row(x->c, CTQ_FAM_EVAL, x->file, err);
+		if (!r)
+			return CTQ_ERR_NOMEM;
+		snprintf(r->key, sizeof r->key, "(all questions)");
+		snprintf(r->metric, sizeof r->metric, "answer agreement");
+		r->cand = (double)n_agree / (double)n_chosen;
+		r->summary = true;
+		snprintf(r->verdict, sizeof r->verdict, "%s", n_agree == n_chosen ? "same" : "changed");
+		snprintf(r->detail, sizeof r->detail,
+			 "%zu of %zu questions choose the same letter (%.2f%%), %zu differ", n_agree,
+			 n_chosen, 100.0 * r->cand, n_chosen - n_agree);
 	}
 	return CTQ_OK;
 }

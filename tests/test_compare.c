@@ -80,6 +80,25 @@ static void find_row(const struct dirs *d, const char *key, const char *metric, 
 	ctq_table_free(&t);
 }
 
+/* The NEW value of the row (key, metric) of compare.csv; NaN when absent. */
+static double find_new(const struct dirs *d, const char *key, const char *metric)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/compare.csv", d->out);
+	struct ctq_table t;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_table_load(&t, path, &err), CTQ_OK, "%s", err.message);
+	int ck = ctq_table_col(&t, "key"), cm = ctq_table_col(&t, "metric"), cn = ctq_table_col(&t, "new");
+	double v = NAN;
+	for (size_t i = 0; i < t.n_rows; i++)
+		if (!strcmp(ctq_table_get(&t, i, ck), key) && !strcmp(ctq_table_get(&t, i, cm), metric)) {
+			v = strtod(ctq_table_get(&t, i, cn), NULL);
+			break;
+		}
+	ctq_table_free(&t);
+	return v;
+}
+
 /* ---- writers of the four result families ---------------------------------------- */
 
 static void bench_csv(const char *dir, const char *rel, double ttft, double sd, int reps, uint64_t seed)
@@ -138,7 +157,8 @@ static void eval_pair(const struct dirs *d, int n, int r2w, int w2r)
 {
 	char *b = malloc((size_t)n * 128 + 256), *c = malloc((size_t)n * 128 + 256);
 	cr_assert(b && c);
-	const char *h = "benchmark,protocol,split,subject,category,id,correct,ref_correct\n";
+	/* The answer is always A: a right answer chose A, a wrong one B. */
+	const char *h = "benchmark,protocol,split,subject,category,id,correct,ref_correct,chosen\n";
 	size_t nb = (size_t)sprintf(b, "%s", h), nc = (size_t)sprintf(c, "%s", h);
 	struct ctq_rng r;
 	ctq_rng_seed(&r, 42);
@@ -150,8 +170,10 @@ static void eval_pair(const struct dirs *d, int n, int r2w, int w2r)
 		else if (!ok && flipped_w2r < w2r)
 			okn = true, flipped_w2r++;
 		const char *subj = i % 2 ? "anatomy" : "law";
-		nb += (size_t)sprintf(b + nb, "mmlu,mmlu-hendrycks,test,%s,other,%d,%s,\n", subj, i, ok ? "true" : "false");
-		nc += (size_t)sprintf(c + nc, "mmlu,mmlu-hendrycks,test,%s,other,%d,%s,\n", subj, i, okn ? "true" : "false");
+		nb += (size_t)sprintf(b + nb, "mmlu,mmlu-hendrycks,test,%s,other,%d,%s,,%s\n", subj, i,
+				      ok ? "true" : "false", ok ? "A" : "B");
+		nc += (size_t)sprintf(c + nc, "mmlu,mmlu-hendrycks,test,%s,other,%d,%s,,%s\n", subj, i,
+				      okn ? "true" : "false", okn ? "A" : "B");
 	}
 	put(d->base, "eval/eval_questions.csv", b);
 	put(d->cand, "eval/eval_questions.csv", c);
@@ -187,6 +209,10 @@ Test(compare, flipped_answers_regress)
 	char v[64];
 	find_row(&d, "(all questions)", "accuracy", v, sizeof v);
 	cr_expect_str_eq(v, "regression|true");
+	/* 32 of 300 answers changed letter: agreement 268/300, reported, not gated. */
+	find_row(&d, "(all questions)", "answer agreement", v, sizeof v);
+	cr_expect_str_eq(v, "changed|false");
+	cr_expect_float_eq(find_new(&d, "(all questions)", "answer agreement"), 268.0 / 300.0, 1e-9);
 	ctq_remove_tree(d.root);
 }
 
