@@ -4,7 +4,8 @@
 # transformers goldens for the tiny synthetic models, then probes and
 # benchmarks the qwen3-4b-shape synthetic model in BF16 and W8A8.
 # Usage: tools/h200-session.sh OUT_DIR [stage...]
-#   stages: build tests oracle probe bench smollm2
+#   stages: build tests oracle probe bench smollm2 (and, by name: tp tpeval
+#   gputests benchref quick)
 # smollm2: the SmolLM2 GGUF arrives in parts (the device tool carries at most
 # 64 MiB per call): gpu-carry/smollm2.gguf.part-* are kept in
 # $CTQ_PERSIST between calls and assembled once all are there (sha256 in
@@ -63,6 +64,43 @@ fi
 if has tp; then
 	step "tp: NCCL tensor parallelism over $(nvidia-smi -L | wc -l) GPU(s)"
 	NCCL_NVLS_ENABLE=0 ./build/tests/gpu/test_tp_gpu --jobs 1 --verbose 2>&1 | grep -E "tp2|FAIL|SKIP|Assert|Synthesis|rel-L2" | tee -a "$log"
+fi
+if has tpeval; then
+	# eval and bench at --tp 2 against --tp 1 (needs 2 GPUs): answer agreement
+	# of the same W8A8 checkpoint through ctq compare; SmolLM2 (9 heads, 3 KV
+	# heads) only divides over 3 ranks, so it runs at --tp 3 on hosts with 3+.
+	ngpu=$(nvidia-smi -L | wc -l)
+	step "tpeval over $ngpu GPU(s)"
+	for m in "q06 qwen3-0.6b-shape" "q4b qwen3-4b-shape --outliers"; do
+		set -- $m
+		name=$1 preset=$2
+		shift 2
+		if [ ! -d "$models/$name-w8a8" ]; then
+			./build/ctq make-model --arch qwen3 --preset "$preset" "$@" --seed 1 "$models/$name" 2>&1 | tail -1 | tee -a "$log"
+			./build/ctq quantize "$models/$name" "$models/$name-w8a8" 2>&1 | tail -1 | tee -a "$log"
+		fi
+	done
+	data=../shared/datasets
+	[ -d "$data" ] || data=gpu-carry/datasets
+	for t in 1 2; do
+		NCCL_NVLS_ENABLE=0 ./build/ctq eval mmlu --model "$models/q06-w8a8" \
+			--tokenizer tests/fixtures/tokenizers/gpt2-small --data "$data/mmlu" --split val \
+			--shots 5 --backend cuda --tp $t --out "$out/tpeval-q06-tp$t" 2>&1 | tail -3 | tee -a "$log"
+		NCCL_NVLS_ENABLE=0 ./build/ctq bench model --model "$models/q4b-w8a8" --backend cuda --tp $t \
+			--batch 1,8 --input-len 128,2048 --output-len 32 --warmup 1 --reps 3 \
+			--out "$out/tpbench-q4b-tp$t" 2>&1 | tail -8 | tee -a "$log"
+	done
+	./build/ctq compare "$out/tpeval-q06-tp1" "$out/tpeval-q06-tp2" --out "$out/tpeval-compare" 2>&1 |
+		grep -E "agreement|accuracy|compare:" | tee -a "$log"
+	if [ "$ngpu" -ge 3 ] && [ -d "$models/smollm2-w8a8" ]; then
+		for t in 1 3; do
+			NCCL_NVLS_ENABLE=0 ./build/ctq eval mmlu --model "$models/smollm2-w8a8" --data "$data/mmlu" \
+				--split val --shots 5 --backend cuda --tp $t --out "$out/tpeval-smollm2-tp$t" 2>&1 |
+				tail -3 | tee -a "$log"
+		done
+		./build/ctq compare "$out/tpeval-smollm2-tp1" "$out/tpeval-smollm2-tp3" --out "$out/tpeval-smollm2-compare" 2>&1 |
+			grep -E "agreement|accuracy|compare:" | tee -a "$log"
+	fi
 fi
 if has gputests; then
 	step gpu tests
