@@ -917,7 +917,7 @@ enum ctq_status ctq_compare_runs(struct ctq_comparison *c, const char *base_dir,
 		case CTQ_FAM_PROBE: st = cmp_probe(&x, err); break;
 		case CTQ_FAM_BENCH_MODEL: st = cmp_timing(&x, err); break;
 		case CTQ_FAM_EVAL: st = cmp_eval(&x, err); break;
-		default: c->n_files--; break; /* bench_gemm: reported, not compared */
+		default: c->n_files--; break; /* bench_gemm, bench_serve: reported, not compared */
 		}
 		pair_free(&x);
 	}
@@ -1321,7 +1321,7 @@ enum ctq_status ctq_trend_collect(struct ctq_trend *t, char *const *dirs, size_t
 	for (size_t i = 0; i < n_runs && !st; i++)
 		for (size_t j = 0; j < rs[i].n && !st; j++) {
 			const struct ctq_result_file *r = &rs[i].v[j];
-			if (r->fam == CTQ_FAM_BENCH_GEMM)
+			if (r->fam == CTQ_FAM_BENCH_GEMM || r->fam == CTQ_FAM_BENCH_SERVE)
 				continue;
 			char path[1200];
 			snprintf(path, sizeof path, "%s/%s", dirs[i], r->rel);

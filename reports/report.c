@@ -29,6 +29,7 @@ struct rep {
 	char plot_note[256];
 	size_t checks_failed, probes_failed, files_bad;
 	size_t gates, gates_failed; /* accuracy gates that ctq eval recorded */
+	size_t serve_errors;        /* failed requests of ctq bench serve */
 	struct ctq_error *err;
 };
 
@@ -887,6 +888,73 @@ static void perf_plots(struct rep *r, const struct perf_case *pc, size_t n)
 }
 
 /* bench_gemm.csv: TOPS against M per series, with peak lines (report.h). */
+/* ---- serving load ------------------------------------------------------------------ */
+
+/* A ctq bench serve run: the summary its manifest holds (throughput and
+ * percentiles) and the request statuses of bench_serve.csv. */
+static enum ctq_status serve_file(struct rep *r, const struct ctq_result_file *f)
+{
+	char path[1200];
+	snprintf(path, sizeof path, "%s/%s", r->dir, f->rel);
+	struct ctq_table t;
+	enum ctq_status st = ctq_table_load(&t, path, r->err);
+	if (st)
+		return st;
+	int cs = ctq_table_col(&t, "status");
+	if (cs < 0) {
+		ctq_table_free(&t);
+		return ctq_error_set(r->err, CTQ_ERR_PARSE, path, "has no status column");
+	}
+	size_t ok = 0;
+	for (size_t i = 0; i < t.n_rows; i++)
+		ok += !strcmp(ctq_table_get(&t, i, cs), "ok");
+	const size_t n = t.n_rows;
+	ctq_table_free(&t);
+	r->serve_errors += n - ok;
+	snprintf(path, sizeof path, "%s%s%s", r->dir, *f->dir ? "/" : "", f->dir);
+	cJSON *m = NULL;
+	ctq_results_manifest(path, &m, NULL);
+	const cJSON *sv = ctq_json_get(m, "bench_serve");
+	char line[900];
+	snprintf(line, sizeof line, "%s — %s on %s", f->rel, ctq_json_str_at(sv, "model", "?"),
+		 ctq_json_str_at(sv, "device", "?"));
+	heading(r, 3, line);
+	snprintf(line, sizeof line,
+		 "%zu requests of %.0f + %.0f tokens, %s arrival, concurrency %.0f, %.0f KV slots of %.0f "
+		 "positions, %.0f tokens per forward call: %zu served, %zu failed%s.",
+		 n, jnum(sv, "input_tokens"), jnum(sv, "output_tokens"),
+		 ctq_json_str_at(sv, "arrival", "?"), jnum(sv, "concurrency"), jnum(sv, "max_batch"),
+		 jnum(sv, "cache_len"), jnum(sv, "max_tokens"), ok, n - ok,
+		 n - ok ? " (FAILED: every request must be served)" : "");
+	para(r, line);
+	static const char *const cols[] = {"total s", "requests/s", "output tokens/s",
+					   "tokens/s through the model", "forward calls", NULL};
+	table_head(r, cols);
+	row_begin(r);
+	cellf(r, "num", "%.3f", jnum(sv, "total_s"));
+	cellf(r, "num", "%.2f", jnum(sv, "requests_per_s"));
+	cellf(r, "num", "%.1f", jnum(sv, "output_tokens_per_s"));
+	cellf(r, "num", "%.1f", jnum(sv, "tokens_per_s"));
+	cellf(r, "num", "%.0f", jnum(sv, "forward_calls"));
+	row_end(r);
+	table_end(r);
+	static const char *const pcols[] = {"ms", "mean", "p50", "p90", "p99", NULL};
+	static const char *const dists[] = {"ttft_ms", "latency_ms", "tpot_ms", "queue_ms"};
+	table_head(r, pcols);
+	for (size_t d = 0; d < sizeof dists / sizeof *dists; d++) {
+		const cJSON *j = ctq_json_get(sv, dists[d]);
+		row_begin(r);
+		cell(r, dists[d], NULL);
+		static const char *const k[] = {"mean", "p50", "p90", "p99"};
+		for (int i = 0; i < 4; i++)
+			cellf(r, "num", "%.3f", jnum(j, k[i]));
+		row_end(r);
+	}
+	table_end(r);
+	cJSON_Delete(m);
+	return CTQ_OK;
+}
+
 static enum ctq_status gemm_file(struct rep *r, const struct ctq_result_file *f)
 {
 	char path[1200];
@@ -1112,11 +1180,14 @@ static void environment(struct rep *r, struct ctq_strbuf *mdb, struct ctq_strbuf
 	const char *argv0 = NULL;
 	struct ctq_strbuf cl;
 	ctq_strbuf_init(&cl);
+	/* The bench families record their argv from the family name on. */
+	const char *cmd = ctq_json_str_at(m, "command", "");
+	const char *lead = !strncmp(cmd, "bench-", 6) ? "ctq bench " : "ctq ";
 	const cJSON *a;
 	cJSON_ArrayForEach(a, ctq_json_get(m, "argv"))
 	{
 		if (cJSON_IsString(a))
-			ctq_strbuf_printf(&cl, "%s%s", cl.len ? " " : "ctq ", a->valuestring);
+			ctq_strbuf_printf(&cl, "%s%s", cl.len ? " " : lead, a->valuestring);
 		argv0 = "";
 	}
 	if (argv0)
@@ -1274,6 +1345,7 @@ static enum ctq_status sections(struct rep *r)
 		{CTQ_FAM_EVAL, "Accuracy"},
 		{CTQ_FAM_BENCH_MODEL, "Performance"},
 		{CTQ_FAM_BENCH_GEMM, "GEMM throughput"},
+		{CTQ_FAM_BENCH_SERVE, "Serving load"},
 	};
 	struct perf_case *pc = NULL;
 	size_t npc = 0, cap = 0;
@@ -1292,6 +1364,7 @@ static enum ctq_status sections(struct rep *r)
 			case CTQ_FAM_EVAL: st = eval_file(r, f); break;
 			case CTQ_FAM_BENCH_MODEL: st = bench_file(r, f, &pc, &npc, &cap); break;
 			case CTQ_FAM_BENCH_GEMM: st = gemm_file(r, f); break;
+			case CTQ_FAM_BENCH_SERVE: st = serve_file(r, f); break;
 			default: break;
 			}
 		}
@@ -1344,7 +1417,8 @@ enum ctq_status ctq_report_write(const char *run_dir, const char *display,
 	ctq_strbuf_init(&shtml);
 	const char *verdict = steps(&r, &smd, &shtml, counts);
 	if (!verdict)
-		verdict = r.checks_failed || r.probes_failed || r.gates_failed ? "FAIL" : "PASS";
+		verdict = r.checks_failed || r.probes_failed || r.gates_failed || r.serve_errors ? "FAIL"
+															: "PASS";
 	snprintf(s->verdict, sizeof s->verdict, "%s", verdict);
 	const char *title = ctq_json_str_at(r.m, "plan.name", NULL);
 	char headline[600];
@@ -1367,7 +1441,8 @@ enum ctq_status ctq_report_write(const char *run_dir, const char *display,
 			 jstr(cJSON_GetArrayItem(gpus, 0), "name"));
 	else {
 		/* A single command's manifest names the device it ran on. */
-		static const char *const keys[] = {"eval.device", "bench_model.device", "probe.device"};
+		static const char *const keys[] = {"eval.device", "bench_model.device", "bench_serve.device",
+						   "probe.device"};
 		const char *dev = NULL;
 		for (size_t i = 0; !dev && i < sizeof keys / sizeof *keys; i++)
 			dev = ctq_json_str_at(r.m, keys[i], NULL);

@@ -10,10 +10,11 @@
 #include <sys/stat.h>
 
 static const char *const fam_names[CTQ_FAM_COUNT] = {
-	"conformance", "probe", "timing", "gemm", "accuracy",
+	"conformance", "probe", "timing", "gemm", "accuracy", "serving",
 };
 static const char *const fam_files[CTQ_FAM_COUNT] = {
 	"conform.csv", "probe.csv", "bench_model.csv", "bench_gemm.csv", "eval_questions.csv",
+	"bench_serve.csv",
 };
 
 const char *ctq_family_name(enum ctq_family f)

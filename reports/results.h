@@ -1,6 +1,6 @@
 /* ctq result files of a run directory: finds the CSVs ctq commands write
  * (conform.csv, probe.csv, bench_model.csv, bench_gemm.csv,
- * eval_questions.csv) anywhere below a run directory (a plan run keeps one
+ * eval_questions.csv, bench_serve.csv) anywhere below a run directory (a plan run keeps one
  * folder per step) and reads its manifest. Report and compare both start
  * here.
  *
@@ -22,10 +22,11 @@ enum ctq_family {
 	CTQ_FAM_BENCH_MODEL, /* bench_model.csv: one row per timed repetition */
 	CTQ_FAM_BENCH_GEMM,  /* bench_gemm.csv: kernel throughput against M */
 	CTQ_FAM_EVAL,        /* eval_questions.csv: one row per question */
+	CTQ_FAM_BENCH_SERVE, /* bench_serve.csv: one row per served request */
 	CTQ_FAM_COUNT
 };
 
-/* "conformance", "probe", "timing", "gemm", "accuracy". */
+/* "conformance", "probe", "timing", "gemm", "accuracy", "serving". */
 const char *ctq_family_name(enum ctq_family f);
 /* The file name the family is written as. */
 const char *ctq_family_file(enum ctq_family f);

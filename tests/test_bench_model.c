@@ -1,8 +1,10 @@
-/* Criterion tests for `ctq bench model` on the CPU reference
- * (harness/cmd_bench_model.c): the run directory it writes (one CSV row per
- * timed run, gains with --ref-model), the tensor-parallel topology in the
- * manifest with --tp, and the refusals (ranks that do not divide the heads,
- * a bad --tp). Timings are not checked: they belong to benchmarks. */
+/* Criterion tests for `ctq bench model` and `ctq bench serve` on the CPU
+ * reference (harness/cmd_bench_model.c, harness/cmd_bench_serve.c): the run
+ * directory each writes (one CSV row per timed run, gains with --ref-model;
+ * one row per request), the tensor-parallel topology in the manifest with
+ * --tp, continuous batching that leaves every request's greedy tokens as
+ * generated alone, and the refusals. Timings are not checked: they belong
+ * to benchmarks. */
 #include <criterion/criterion.h>
 #include <omp.h>
 #include <stdio.h>
@@ -11,9 +13,13 @@
 
 #include "core/fileio.h"
 #include "core/json.h"
+#include "core/rng.h"
 #include "harness/commands.h"
+#include "model/runner.h"
+#include "reference/backend.h"
 #include "quant/quantize.h"
 #include "quant/synth.h"
+#include "reports/report.h"
 #include "reports/table.h"
 
 static void one_thread(void)
@@ -118,5 +124,107 @@ Test(bench_model, rows_gains_and_tp_topology)
 	const char *nine[] = {"bench", "model", "--model", f.w8a8, "--backend", "reference", "--tp", "9",
 			      NULL};
 	cr_expect_eq(run_cmd(nine), 2);
+	ctq_remove_tree(f.dir);
+}
+
+/* ---- bench serve ---------------------------------------------------------------- */
+
+/* The tokens column of bench_serve.csv, row i. */
+static void serve_tokens(const char *run, size_t i, char *out, size_t cap)
+{
+	char path[200];
+	snprintf(path, sizeof path, "%s/bench_serve.csv", run);
+	struct ctq_table t;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_table_load(&t, path, &err), CTQ_OK, "%s", err.message);
+	int c = ctq_table_col(&t, "tokens");
+	cr_assert(c >= 0 && i < t.n_rows);
+	snprintf(out, cap, "%s", ctq_table_get(&t, i, c));
+	ctq_table_free(&t);
+}
+
+/* Continuous batching with chunked prompts (7 tokens per call over 3 slots,
+ * decode and prefill mixed in one call) and Poisson arrivals must produce,
+ * for every request, the greedy tokens of that prompt generated alone. The
+ * prompts are rebuilt here from the seed as the command draws them. */
+Test(bench_model, serve_tokens_do_not_depend_on_scheduling)
+{
+	struct fixture f;
+	make_models(&f);
+	enum { N_REQ = 6, IN = 16, OUT = 8 };
+	const char *mixed[] = {"bench", "serve", "--model", f.w8a8, "--backend", "reference",
+			       "--requests", "6", "--concurrency", "4", "--max-batch", "3", "--max-tokens",
+			       "7", "--input-len", "16", "--output-len", "8", "--seed", "5", "--out", f.out,
+			       NULL};
+	cr_assert_eq(run_cmd(mixed), 0);
+	cr_expect_eq(csv_rows(f.out, "bench_serve.csv", "status", "ok"), N_REQ);
+	cr_expect_eq(manifest_num(f.out, "bench_serve", "errors"), 0);
+	cr_expect_eq(manifest_num(f.out, "bench_serve", "completed"), N_REQ);
+
+	struct ctq_backend b;
+	struct ctq_runner r;
+	struct ctq_error err = {0};
+	memset(&r, 0, sizeof r);
+	cr_assert_eq(ctq_backend_open(&b, "reference", &err), CTQ_OK, "%s", err.message);
+	struct ctq_runner_options opt = {.max_slots = 1, .max_len = IN + OUT, .max_tokens = IN};
+	cr_assert_eq(ctq_runner_load(&r, &b, f.w8a8, &opt, &err), CTQ_OK, "%s", err.message);
+	struct ctq_rng rng;
+	ctq_rng_seed(&rng, 5);
+	size_t distinct = 0;
+	char first_seen[32] = "";
+	for (int i = 0; i < N_REQ; i++) {
+		int32_t prompt[IN];
+		for (int t = 0; t < IN; t++)
+			prompt[t] = (int32_t)ctq_rng_below(&rng, (uint64_t)r.cfg.vocab);
+		int32_t *gen = NULL;
+		int64_t n_gen = 0;
+		cr_assert_eq(ctq_runner_generate(&r, 1, prompt, IN, OUT, true, &gen, &n_gen, &err), CTQ_OK,
+			     "%s", err.message);
+		cr_assert_eq(n_gen, OUT);
+		char want[512], got[512];
+		size_t len = 0;
+		for (int t = 0; t < OUT; t++)
+			len += (size_t)snprintf(want + len, sizeof want - len, t ? " %d" : "%d", gen[t]);
+		free(gen);
+		serve_tokens(f.out, (size_t)i, got, sizeof got);
+		cr_expect_str_eq(got, want, "request %d", i);
+		if (strcmp(first_seen, want))
+			distinct++;
+		snprintf(first_seen, sizeof first_seen, "%s", want);
+	}
+	cr_expect_gt(distinct, 1, "the prompts lead to different continuations");
+	ctq_runner_free(&r);
+	ctq_backend_close(&b);
+	/* ctq report shows the serving section and passes with 0 errors. */
+	setenv("CTQ_GNUPLOT", "none", 1);
+	struct ctq_report_summary sum;
+	cr_assert_eq(ctq_report_write(f.out, NULL, &sum, &err), CTQ_OK, "%s", err.message);
+	cr_expect_str_eq(sum.verdict, "PASS");
+	char path[200], *text = NULL;
+	size_t n = 0;
+	snprintf(path, sizeof path, "%s/summary.md", f.out);
+	cr_assert_eq(ctq_file_read(path, 1 << 22, &text, &n, &err), CTQ_OK, "%s", err.message);
+	cr_expect(strstr(text, "## Serving load"));
+	cr_expect(strstr(text, "6 served, 0 failed"));
+	cr_expect(strstr(text, "| command | ctq bench serve --model"));
+	free(text);
+	ctq_remove_tree(f.out);
+
+	/* Poisson arrivals: the same tokens, and every request served. */
+	char out2[128];
+	snprintf(out2, sizeof out2, "%s/poisson", f.dir);
+	const char *poisson[] = {"bench", "serve", "--model", f.w8a8, "--backend", "reference",
+				 "--requests", "6", "--concurrency", "2", "--input-len", "16",
+				 "--output-len", "8", "--seed", "5", "--arrival", "poisson:2000",
+				 "--out", out2, NULL};
+	cr_assert_eq(run_cmd(poisson), 0);
+	cr_expect_eq(csv_rows(out2, "bench_serve.csv", "status", "ok"), N_REQ);
+
+	/* Refusals: a cache too short for a request, a bad arrival. */
+	const char *short_cache[] = {"bench", "serve", "--model", f.w8a8, "--backend", "reference",
+				     "--input-len", "16", "--output-len", "8", "--cache-len", "20", NULL};
+	cr_expect_eq(run_cmd(short_cache), 2);
+	const char *bad_arrival[] = {"bench", "serve", "--model", f.w8a8, "--arrival", "poisson:0", NULL};
+	cr_expect_eq(run_cmd(bad_arrival), 2);
 	ctq_remove_tree(f.dir);
 }
