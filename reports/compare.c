@@ -591,13 +591,30 @@ static size_t run_end(const struct index *ix, size_t i)
 
 static const char *const timing_metrics[] = {"ttft_ms", "decode_ms_per_step"};
 
+/* Whether the CSV at path has a "role" column (its header names it). */
+static bool has_col(const char *path)
+{
+	struct ctq_table t;
+	if (ctq_table_load(&t, path, NULL))
+		return false;
+	bool yes = ctq_table_col(&t, "role") >= 0;
+	ctq_table_free(&t);
+	return yes;
+}
+
 static enum ctq_status cmp_timing(struct pair_ctx *x, struct ctq_error *err)
 {
-	static const char *const keys[] = {"backend", "batch", "input_tokens", "output_tokens"};
-	int cb[6], cn[6];
-	enum ctq_status st = pair_load(x, keys, 4, false, cb, cn, err);
-	if (st || (st = need_cols(&x->tb, x->base_path, timing_metrics, 2, cb + 4, err)) ||
-	    (st = need_cols(&x->tn, x->new_path, timing_metrics, 2, cn + 4, err)))
+	/* bench model --ref-model writes both roles into one file: the role is
+	 * part of the key when both sides have it. */
+	static const char *const keys_role[] = {"role", "backend", "batch", "input_tokens",
+						"output_tokens"};
+	const bool role = has_col(x->base_path) && has_col(x->new_path);
+	const char *const *keys = role ? keys_role : keys_role + 1;
+	const int nk = role ? 5 : 4;
+	int cb[7], cn[7];
+	enum ctq_status st = pair_load(x, keys, nk, false, cb, cn, err);
+	if (st || (st = need_cols(&x->tb, x->base_path, timing_metrics, 2, cb + nk, err)) ||
+	    (st = need_cols(&x->tn, x->new_path, timing_metrics, 2, cn + nk, err)))
 		return st;
 	double *sb = malloc((x->tb.n_rows + 1) * sizeof *sb); /* samples of one key */
 	double *sn = malloc((x->tn.n_rows + 1) * sizeof *sn);
@@ -612,8 +629,8 @@ static enum ctq_status cmp_timing(struct pair_ctx *x, struct ctq_error *err)
 		if (kb) {
 			size_t lo = (size_t)(kb - x->ib.v), hi = run_end(&x->ib, lo);
 			for (int m = 0; m < 2 && !st; m++) {
-				size_t nb = gather(&x->tb, &x->ib, lo, hi, cb[4 + m], sb);
-				size_t nn = gather(&x->tn, &x->in, i, j, cn[4 + m], sn);
+				size_t nb = gather(&x->tb, &x->ib, lo, hi, cb[nk + m], sb);
+				size_t nn = gather(&x->tn, &x->in, i, j, cn[nk + m], sn);
 				struct ctq_timing_result tr;
 				if ((st = ctq_compare_timing(sb, nb, sn, nn, x->p, &tr, err)))
 					break;
@@ -1229,19 +1246,22 @@ static enum ctq_status trend_file(struct ctq_trend *t, size_t run, const char *p
 			}
 		}
 	} else if (fam == CTQ_FAM_BENCH_MODEL) {
-		static const char *const keys[] = {"backend", "batch", "input_tokens", "output_tokens"};
-		int cols[6];
+		static const char *const keys_role[] = {"role", "backend", "batch", "input_tokens",
+							"output_tokens"};
+		const bool role = ctq_table_col(&tb, "role") >= 0;
+		const int nk = role ? 5 : 4;
+		int cols[7];
 		struct index ix = {0};
-		if (!(st = need_cols(&tb, path, keys, 4, cols, err)) &&
-		    !(st = need_cols(&tb, path, timing_metrics, 2, cols + 4, err)) &&
-		    !(st = index_build(&ix, &tb, cols, 4, false, err))) {
+		if (!(st = need_cols(&tb, path, role ? keys_role : keys_role + 1, nk, cols, err)) &&
+		    !(st = need_cols(&tb, path, timing_metrics, 2, cols + nk, err)) &&
+		    !(st = index_build(&ix, &tb, cols, nk, false, err))) {
 			double *v = malloc((tb.n_rows + 1) * sizeof *v);
 			if (!v)
 				st = ctq_error_set(err, CTQ_ERR_NOMEM, "trend", "out of memory");
 			for (size_t i = 0; v && i < ix.n && !st;) {
 				size_t j = run_end(&ix, i);
 				for (int m = 0; m < 2 && !st; m++) {
-					size_t n = gather(&tb, &ix, i, j, cols[4 + m], v);
+					size_t n = gather(&tb, &ix, i, j, cols[nk + m], v);
 					struct ctq_sample_summary s;
 					if (!(st = ctq_sample_summarize(v, n, &s, err)))
 						st = put(t, run, fam, file, ix.v[i].key, timing_metrics[m], "ms",

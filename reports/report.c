@@ -740,6 +740,8 @@ static enum ctq_status eval_file(struct rep *r, const struct ctq_result_file *f)
 
 struct perf_case {
 	char label[400];
+	char series_ttft[200], series_tps[200]; /* role/backend and the fixed other axis */
+	double batch, input;
 	double ttft[3];   /* median, min, max */
 	double prefill, decode_ms, decode_tps; /* medians */
 };
@@ -776,6 +778,9 @@ static enum ctq_status bench_file(struct rep *r, const struct ctq_result_file *f
 			ctq_table_free(&t);
 			return ctq_error_set(r->err, CTQ_ERR_PARSE, path, "has no column \"%s\"", names[i]);
 		}
+	/* With --ref-model one file holds both roles: a case is (role, backend,
+	 * batch, input, output). */
+	const int crole = ctq_table_col(&t, "role");
 	char model[400] = "", v[300];
 	if (step_option(r->dir, r->display, f->dir, "--model", v, sizeof v))
 		snprintf(model, sizeof model, " — model %s", v);
@@ -801,7 +806,7 @@ static enum ctq_status bench_file(struct rep *r, const struct ctq_result_file *f
 		size_t n = 0;
 		double *tt = buf, *pf = buf + t.n_rows, *dm = buf + 2 * t.n_rows, *dt = buf + 3 * t.n_rows;
 		for (size_t j = i; j < t.n_rows; j++) {
-			bool same = true;
+			bool same = crole < 0 || !strcmp(ctq_table_get(&t, i, crole), ctq_table_get(&t, j, crole));
 			for (int k = 0; k < 4 && same; k++)
 				same = !strcmp(ctq_table_get(&t, i, c[k]), ctq_table_get(&t, j, c[k]));
 			if (!same)
@@ -817,9 +822,14 @@ static enum ctq_status bench_file(struct rep *r, const struct ctq_result_file *f
 		if ((st = ctq_sample_summarize(tt, n, &s, r->err)))
 			break;
 		double med_pf = median_of(pf, n), med_dm = median_of(dm, n), med_dt = median_of(dt, n);
+		const char *role = crole >= 0 ? ctq_table_get(&t, i, crole) : "";
 		row_begin(r);
-		for (int k = 0; k < 4; k++)
-			cell(r, ctq_table_get(&t, i, c[k]), k ? "num" : NULL);
+		if (*role)
+			cellf(r, NULL, "%s (%s)", ctq_table_get(&t, i, c[0]), role);
+		else
+			cell(r, ctq_table_get(&t, i, c[0]), NULL);
+		for (int k = 1; k < 4; k++)
+			cell(r, ctq_table_get(&t, i, c[k]), "num");
 		cellf(r, "num", "%zu", n);
 		cellf(r, "num", "%.4g [%.4g, %.4g]", s.median, s.min, s.max);
 		cellf(r, s.cv > 0.2 ? "num warn" : "num", "%.3g", s.cv);
@@ -839,8 +849,17 @@ static enum ctq_status bench_file(struct rep *r, const struct ctq_result_file *f
 			*cap = nc;
 		}
 		struct perf_case *pc = &(*cases)[(*n_cases)++];
-		snprintf(pc->label, sizeof pc->label, "%s %s b%s in%s", *f->dir ? f->dir : "run",
-			 ctq_table_get(&t, i, c[0]), ctq_table_get(&t, i, c[1]), ctq_table_get(&t, i, c[2]));
+		snprintf(pc->label, sizeof pc->label, "%s %s%s%s b%s in%s", *f->dir ? f->dir : "run",
+			 ctq_table_get(&t, i, c[0]), *role ? " " : "", role, ctq_table_get(&t, i, c[1]),
+			 ctq_table_get(&t, i, c[2]));
+		snprintf(pc->series_ttft, sizeof pc->series_ttft, "%s_%s%s%s_b%s_out%s",
+			 *f->dir ? f->dir : "run", ctq_table_get(&t, i, c[0]), *role ? "_" : "", role,
+			 ctq_table_get(&t, i, c[1]), ctq_table_get(&t, i, c[3]));
+		snprintf(pc->series_tps, sizeof pc->series_tps, "%s_%s%s%s_in%s_out%s",
+			 *f->dir ? f->dir : "run", ctq_table_get(&t, i, c[0]), *role ? "_" : "", role,
+			 ctq_table_get(&t, i, c[2]), ctq_table_get(&t, i, c[3]));
+		pc->batch = ctq_table_num(&t, i, c[1]);
+		pc->input = ctq_table_num(&t, i, c[2]);
 		pc->ttft[0] = s.median;
 		pc->ttft[1] = s.min;
 		pc->ttft[2] = s.max;
@@ -887,7 +906,6 @@ static void perf_plots(struct rep *r, const struct perf_case *pc, size_t n)
 	ctq_strbuf_free(&body);
 }
 
-/* bench_gemm.csv: TOPS against M per series, with peak lines (report.h). */
 /* ---- serving load ------------------------------------------------------------------ */
 
 /* A ctq bench serve run: the summary its manifest holds (throughput and
@@ -955,6 +973,7 @@ static enum ctq_status serve_file(struct rep *r, const struct ctq_result_file *f
 	return CTQ_OK;
 }
 
+/* bench_gemm.csv: TOPS against M per series, with peak lines (report.h). */
 static enum ctq_status gemm_file(struct rep *r, const struct ctq_result_file *f)
 {
 	char path[1200];

@@ -119,6 +119,25 @@ static void bench_csv(const char *dir, const char *rel, double ttft, double sd, 
 	free(buf);
 }
 
+/* A bench model --ref-model file: the ref and new roles, reps rows each. */
+static void bench_csv_roles(const char *dir, const char *rel, double ttft_ref, double ttft_new,
+			    int reps, uint64_t seed)
+{
+	char *buf = malloc(65536);
+	cr_assert(buf);
+	size_t n = (size_t)sprintf(buf, "role,backend,batch,input_tokens,output_tokens,rep,ttft_ms,"
+					"decode_ms_per_step\n");
+	struct ctq_rng r;
+	ctq_rng_seed(&r, seed);
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < reps; i++)
+			n += (size_t)sprintf(buf + n, "%s,cuda,1,128,32,%d,%.6f,%.6f\n", k ? "new" : "ref", i,
+					     (k ? ttft_new : ttft_ref) + 0.2 * ctq_rng_normal(&r),
+					     1.0 + 0.01 * ctq_rng_normal(&r));
+	put(dir, rel, buf);
+	free(buf);
+}
+
 static void conform_csv(const char *dir, const char *rel, int failing_case)
 {
 	char buf[8192];
@@ -213,6 +232,23 @@ Test(compare, flipped_answers_regress)
 	find_row(&d, "(all questions)", "answer agreement", v, sizeof v);
 	cr_expect_str_eq(v, "changed|false");
 	cr_expect_float_eq(find_new(&d, "(all questions)", "answer agreement"), 268.0 / 300.0, 1e-9);
+	ctq_remove_tree(d.root);
+}
+
+/* Both roles of a --ref-model file pair by role: the W8A8 side slowing
+ * down is a regression of that role alone (ref 6 ms, new 10 -> 12 ms). */
+Test(compare, roles_of_one_bench_file_pair_separately)
+{
+	struct dirs d;
+	make_dirs(&d);
+	bench_csv_roles(d.base, "bench/bench_model.csv", 6.0, 10.0, 10, 1);
+	bench_csv_roles(d.cand, "bench/bench_model.csv", 6.0, 12.0, 10, 2);
+	cr_expect_eq(compare(&d), 1);
+	char v[64];
+	find_row(&d, "new, cuda, 1, 128, 32", "ttft_ms", v, sizeof v);
+	cr_expect_str_eq(v, "slower|true");
+	find_row(&d, "ref, cuda, 1, 128, 32", "ttft_ms", v, sizeof v);
+	cr_expect_str_eq(v, "same|false");
 	ctq_remove_tree(d.root);
 }
 
