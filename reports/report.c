@@ -906,6 +906,106 @@ static void perf_plots(struct rep *r, const struct perf_case *pc, size_t n)
 	ctq_strbuf_free(&body);
 }
 
+/* One side of the scaling plot: for each series (a name of pc) with at
+ * least two cases, a data block of (x, y) sorted by x, and its plot clause.
+ * Returns the number of blocks written (their indices continue from
+ * *index). */
+static size_t scaling_blocks(const struct perf_case *pc, size_t n, bool ttft_side,
+			     struct ctq_strbuf *data, struct ctq_strbuf *clauses, size_t *index)
+{
+	size_t blocks = 0;
+	bool *seen = calloc(n ? n : 1, sizeof *seen);
+	size_t *m = malloc((n ? n : 1) * sizeof *m);
+	if (!seen || !m) {
+		free(seen);
+		free(m);
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (seen[i])
+			continue;
+		const char *name = ttft_side ? pc[i].series_ttft : pc[i].series_tps;
+		size_t k = 0;
+		for (size_t j = i; j < n; j++)
+			if (!strcmp(name, ttft_side ? pc[j].series_ttft : pc[j].series_tps)) {
+				seen[j] = true;
+				m[k++] = j;
+			}
+		if (k < 2)
+			continue;
+		/* Insertion sort by x (input length or batch). */
+		for (size_t a = 1; a < k; a++)
+			for (size_t b = a; b > 0; b--) {
+				double xb = ttft_side ? pc[m[b]].input : pc[m[b]].batch;
+				double xa = ttft_side ? pc[m[b - 1]].input : pc[m[b - 1]].batch;
+				if (xa <= xb)
+					break;
+				size_t t = m[b];
+				m[b] = m[b - 1];
+				m[b - 1] = t;
+			}
+		ctq_strbuf_append(data, "# ");
+		ctq_strbuf_append(data, name);
+		ctq_strbuf_append(data, ttft_side ? "\n# input_tokens ttft_ms_median\n"
+						  : "\n# batch decode_tokens_per_s prefill_tokens_per_s\n");
+		for (size_t a = 0; a < k; a++) {
+			const struct perf_case *c = &pc[m[a]];
+			if (ttft_side)
+				ctq_strbuf_printf(data, "%.9g %.9g\n", c->input, c->ttft[0]);
+			else
+				ctq_strbuf_printf(data, "%.9g %.9g %.9g\n", c->batch, c->decode_tps, c->prefill);
+		}
+		ctq_strbuf_append(data, "\n\n");
+		ctq_strbuf_printf(clauses, "%s\"perf_scaling.dat\" index %zu using 1:2 with linespoints pt 7 title ",
+				  blocks ? ", " : "", *index);
+		ctq_plot_quoted(clauses, name);
+		(*index)++;
+		blocks++;
+	}
+	free(seen);
+	free(m);
+	return blocks;
+}
+
+/* TTFT against input length (one line per role, backend and batch) and
+ * decode throughput against batch (one per role, backend and input), the
+ * two views bench model's cases support; drawn only where a series has two
+ * or more points. */
+static void scaling_plots(struct rep *r, const struct perf_case *pc, size_t n)
+{
+	struct ctq_strbuf data, left, right, body;
+	ctq_strbuf_init(&data);
+	ctq_strbuf_init(&left);
+	ctq_strbuf_init(&right);
+	ctq_strbuf_init(&body);
+	size_t index = 0;
+	size_t nl = scaling_blocks(pc, n, true, &data, &left, &index);
+	size_t nr = scaling_blocks(pc, n, false, &data, &right, &index);
+	if (nl || nr) {
+		ctq_strbuf_printf(&body, "set multiplot layout 1,%d\nset key bottom right font \",8\"\n"
+					 "set logscale x 2\nset grid\n", nl && nr ? 2 : 1);
+		if (nl)
+			ctq_strbuf_printf(&body, "set title \"TTFT against input length (median)\"\n"
+						 "set xlabel \"input tokens\"\nset ylabel \"TTFT ms\"\n"
+						 "set logscale y\nplot %s\nunset logscale y\n",
+					  ctq_strbuf_str(&left));
+		if (nr)
+			ctq_strbuf_printf(&body, "set title \"decode throughput against batch (median)\"\n"
+						 "set xlabel \"batch (sequences)\"\nset ylabel \"decode tokens/s\"\n"
+						 "plot %s\n",
+					  ctq_strbuf_str(&right));
+		ctq_strbuf_append(&body, "unset multiplot\n");
+		if (!data.oom && !body.oom && !left.oom && !right.oom)
+			plot(r, "perf_scaling", nl && nr ? 1200 : 700, 500,
+			     "TTFT against input length and decode throughput against batch", body.data,
+			     data.data);
+	}
+	ctq_strbuf_free(&data);
+	ctq_strbuf_free(&left);
+	ctq_strbuf_free(&right);
+	ctq_strbuf_free(&body);
+}
+
 /* ---- serving load ------------------------------------------------------------------ */
 
 /* A ctq bench serve run: the summary its manifest holds (throughput and
@@ -1392,6 +1492,7 @@ static enum ctq_status sections(struct rep *r)
 				"TTFT is the prefill of the whole batch. A TTFT cv above 0.2 (amber) makes "
 				"`ctq compare` call that case ambiguous.");
 			perf_plots(r, pc, npc);
+			scaling_plots(r, pc, npc);
 		}
 	}
 	free(pc);

@@ -106,6 +106,24 @@ Test(bench_model, rows_gains_and_tp_topology)
 	cr_expect_eq(csv_rows(f.out, "bench_model.csv", "role", "ref"), 4);
 	cr_expect_eq(csv_rows(f.out, "bench_model_gains.csv", NULL, NULL), 2);
 	cr_expect_eq(manifest_num(f.out, "bench_model", "tp"), 1);
+	/* The report keys cases by role (2 roles x 2 batches) and, with gnuplot,
+	 * draws decode throughput against batch. */
+	unsetenv("CTQ_GNUPLOT");
+	struct ctq_report_summary sum;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_report_write(f.out, NULL, &sum, &err), CTQ_OK, "%s", err.message);
+	char path[200], *text = NULL;
+	size_t n = 0;
+	snprintf(path, sizeof path, "%s/summary.md", f.out);
+	cr_assert_eq(ctq_file_read(path, 1 << 22, &text, &n, &err), CTQ_OK, "%s", err.message);
+	cr_expect(strstr(text, "| reference (ref) | 2 |") && strstr(text, "| reference (new) | 2 |"),
+		  "one table row per role");
+	free(text);
+	snprintf(path, sizeof path, "%s/plots/perf_scaling.png", f.out);
+	if (sum.plot_note[0])
+		cr_log_warn("no plots (%s): perf_scaling.png not checked", sum.plot_note);
+	else
+		cr_expect(ctq_path_exists(path), "%s", path);
 	ctq_remove_tree(f.out);
 
 	const char *two[] = {"bench", "model", "--model", f.w8a8, "--backend", "reference", "--tp", "2",
