@@ -197,12 +197,7 @@ static enum ctq_status run_once(struct ctq_runner *r, int tp, long batch, long l
 	*ttft = now_s() - t0;
 	for (long step = 1; step < out_len && !st; step++) {
 		for (long s = 0; s < batch; s++) {
-			const float *lg = logits + s * V;
-			int64_t best = 0;
-			for (int64_t i = 1; i < V; i++)
-				if (lg[i] > lg[best])
-					best = i;
-			ids[s] = (int32_t)best;
+			ids[s] = ctq_argmax(logits + s * V, V);
 			slot[s] = (int32_t)s;
 			pos[s] = (int32_t)(len + step - 1);
 			rows[s] = s;

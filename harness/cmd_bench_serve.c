@@ -185,15 +185,6 @@ static const char *const header[] = {
 	"latency_ms", "tpot_ms", "status", "tokens",
 };
 
-static int32_t argmax(const float *v, int64_t n)
-{
-	int64_t best = 0;
-	for (int64_t i = 1; i < n; i++)
-		if (v[i] > v[best])
-			best = i;
-	return (int32_t)best;
-}
-
 int ctq_cmd_bench_serve(int argc, char **argv)
 {
 	struct serve_opts o;
@@ -351,7 +342,7 @@ int ctq_cmd_bench_serve(int argc, char **argv)
 		now = now_s() - t0;
 		for (int64_t k = 0; k < n_rows; k++) {
 			struct req *x = &q[row_req[k]];
-			x->next = argmax(logits + k * V, V);
+			x->next = ctq_argmax(logits + k * V, V);
 			x->out[x->generated] = x->next;
 			if (x->state == REQ_PREFILL) {
 				x->state = REQ_DECODE;

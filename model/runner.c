@@ -730,7 +730,7 @@ done:
 	return st;
 }
 
-static int32_t argmax(const float *v, int64_t n)
+int32_t ctq_argmax(const float *v, int64_t n)
 {
 	int64_t best = 0;
 	for (int64_t i = 1; i < n; i++)
@@ -779,7 +779,7 @@ enum ctq_status ctq_runner_generate(struct ctq_runner *r, int tp, const int32_t 
 	}
 	int64_t count = 0;
 	while (!st && count < max_new) {
-		int32_t next = argmax(logits, V);
+		int32_t next = ctq_argmax(logits, V);
 		toks[count++] = next;
 		if (!ignore_eos && next == r->cfg.eos_id)
 			break;

@@ -116,6 +116,9 @@ enum ctq_status ctq_runner_tp_forward(struct ctq_runner *ranks, int tp, const in
 enum ctq_status ctq_model_config_parse(struct ctq_model_config *c, const cJSON *root,
 				       struct ctq_error *err);
 
+/* The index of the largest of v[0..n-1], the first on ties (greedy decoding). */
+int32_t ctq_argmax(const float *v, int64_t n);
+
 /* log-softmax of one row of logits at token: log p(token). */
 double ctq_logprob(const float *logits, int64_t vocab, int32_t token);
 

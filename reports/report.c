@@ -210,14 +210,24 @@ static double jnum(const cJSON *o, const char *key)
 	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
-/* The value after option opt in the argv of dir/manifest.json; NULL. */
-static char *step_option(const char *run_dir, const char *display, const char *dir,
-			 const char *opt, char *buf, size_t cap)
+/* The manifest of the step whose folder is dir under run_dir ("" for the
+ * run itself); NULL without one. Owned by the caller. */
+static cJSON *step_manifest(const char *run_dir, const char *dir)
 {
 	char path[1200];
 	snprintf(path, sizeof path, "%s%s%s", run_dir, *dir ? "/" : "", dir);
 	cJSON *m = NULL;
-	if (ctq_results_manifest(path, &m, NULL) || !m)
+	if (ctq_results_manifest(path, &m, NULL))
+		return NULL;
+	return m;
+}
+
+/* The value after option opt in the argv of dir/manifest.json; NULL. */
+static char *step_option(const char *run_dir, const char *display, const char *dir,
+			 const char *opt, char *buf, size_t cap)
+{
+	cJSON *m = step_manifest(run_dir, dir);
+	if (!m)
 		return NULL;
 	const cJSON *argv = ctq_json_get(m, "argv"), *a;
 	bool next = false;
@@ -561,10 +571,8 @@ struct subject {
  * failed gate (inferior or inconclusive) fails a report that has no steps. */
 static void eval_gate(struct rep *r, const char *dir)
 {
-	char path[1200];
-	snprintf(path, sizeof path, "%s%s%s", r->dir, *dir ? "/" : "", dir);
-	cJSON *m = NULL;
-	if (ctq_results_manifest(path, &m, NULL) || !m)
+	cJSON *m = step_manifest(r->dir, dir);
+	if (!m)
 		return;
 	const cJSON *ev = ctq_json_get(m, "eval");
 	const char *verdict = ctq_json_str_at(ev, "verdict", NULL);
@@ -1029,9 +1037,7 @@ static enum ctq_status serve_file(struct rep *r, const struct ctq_result_file *f
 	const size_t n = t.n_rows;
 	ctq_table_free(&t);
 	r->serve_errors += n - ok;
-	snprintf(path, sizeof path, "%s%s%s", r->dir, *f->dir ? "/" : "", f->dir);
-	cJSON *m = NULL;
-	ctq_results_manifest(path, &m, NULL);
+	cJSON *m = step_manifest(r->dir, f->dir);
 	const cJSON *sv = ctq_json_get(m, "bench_serve");
 	char line[900];
 	snprintf(line, sizeof line, "%s — %s on %s", f->rel, ctq_json_str_at(sv, "model", "?"),
