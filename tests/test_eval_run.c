@@ -24,6 +24,7 @@
 #include "model/tokenizer.h"
 #include "quant/quantize.h"
 #include "quant/synth.h"
+#include "tests/model_fixture.h"
 #include "reports/report.h"
 #include "reports/table.h"
 
@@ -40,33 +41,14 @@ static void one_thread(void)
 
 TestSuite(eval_run, .init = one_thread);
 
-struct fixture {
-	char dir[64], bf16[96], w8a8[96], out[96];
-};
-
 static void make_models(struct fixture *f)
 {
-	snprintf(f->dir, sizeof f->dir, "/tmp/ctq-eval-XXXXXX");
-	cr_assert(mkdtemp(f->dir));
-	snprintf(f->bf16, sizeof f->bf16, "%s/bf16", f->dir);
-	snprintf(f->w8a8, sizeof f->w8a8, "%s/w8a8", f->dir);
-	snprintf(f->out, sizeof f->out, "%s/run", f->dir);
-	struct ctq_synth_spec s;
-	struct ctq_error err = {0};
-	cr_assert_eq(ctq_synth_spec_init(&s, "qwen3", "tiny", &err), CTQ_OK, "%s", err.message);
-	s.vocab_size = VOCAB;
-	s.seed = 7;
-	cr_assert_eq(ctq_synth_write(&s, f->bf16, 0, NULL, NULL, &err), CTQ_OK, "%s", err.message);
-	struct ctq_quantize_result res;
-	memset(&res, 0, sizeof res);
-	cr_assert_eq(ctq_quantize_checkpoint(f->bf16, f->w8a8, NULL, &res, &err), CTQ_OK, "%s",
-		     err.message);
-	ctq_quantize_result_free(&res);
+	fixture_make(f, "eval", VOCAB, 7);
 }
 
 static void drop_models(struct fixture *f)
 {
-	ctq_remove_tree(f->dir);
+	fixture_drop(f);
 }
 
 struct prepared {
