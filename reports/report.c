@@ -261,12 +261,19 @@ struct folder {
 	char last_case[256];
 };
 
+/* Loads the result file f of the run into t; path receives its path. */
+static enum ctq_status load_result(struct rep *r, const struct ctq_result_file *f,
+				   struct ctq_table *t, char *path, size_t cap)
+{
+	snprintf(path, cap, "%s/%s", r->dir, f->rel);
+	return ctq_table_load(t, path, r->err);
+}
+
 static enum ctq_status conform_file(struct rep *r, const struct ctq_result_file *f)
 {
 	char path[1200];
-	snprintf(path, sizeof path, "%s/%s", r->dir, f->rel);
 	struct ctq_table t;
-	enum ctq_status st = ctq_table_load(&t, path, r->err);
+	enum ctq_status st = load_result(r, f, &t, path, sizeof path);
 	if (st)
 		return st;
 	int c_case = ctq_table_col(&t, "case_id"), c_sem = ctq_table_col(&t, "semantics");
@@ -370,9 +377,8 @@ struct probe_layer {
 static enum ctq_status probe_file(struct rep *r, const struct ctq_result_file *f)
 {
 	char path[1200];
-	snprintf(path, sizeof path, "%s/%s", r->dir, f->rel);
 	struct ctq_table t;
-	enum ctq_status st = ctq_table_load(&t, path, r->err);
+	enum ctq_status st = load_result(r, f, &t, path, sizeof path);
 	if (st)
 		return st;
 	static const char *const names[] = {"layer", "K", "N", "M", "weights", "acts", "backend",
@@ -594,9 +600,8 @@ static void eval_gate(struct rep *r, const char *dir)
 static enum ctq_status eval_file(struct rep *r, const struct ctq_result_file *f)
 {
 	char path[1200];
-	snprintf(path, sizeof path, "%s/%s", r->dir, f->rel);
 	struct ctq_table t;
-	enum ctq_status st = ctq_table_load(&t, path, r->err);
+	enum ctq_status st = load_result(r, f, &t, path, sizeof path);
 	if (st)
 		return st;
 	int cs = ctq_table_col(&t, "subject"), cc = ctq_table_col(&t, "correct");
@@ -772,9 +777,8 @@ static enum ctq_status bench_file(struct rep *r, const struct ctq_result_file *f
 				  struct perf_case **cases, size_t *n_cases, size_t *cap)
 {
 	char path[1200];
-	snprintf(path, sizeof path, "%s/%s", r->dir, f->rel);
 	struct ctq_table t;
-	enum ctq_status st = ctq_table_load(&t, path, r->err);
+	enum ctq_status st = load_result(r, f, &t, path, sizeof path);
 	if (st)
 		return st;
 	static const char *const names[] = {"backend", "batch", "input_tokens", "output_tokens",
@@ -1021,9 +1025,8 @@ static void scaling_plots(struct rep *r, const struct perf_case *pc, size_t n)
 static enum ctq_status serve_file(struct rep *r, const struct ctq_result_file *f)
 {
 	char path[1200];
-	snprintf(path, sizeof path, "%s/%s", r->dir, f->rel);
 	struct ctq_table t;
-	enum ctq_status st = ctq_table_load(&t, path, r->err);
+	enum ctq_status st = load_result(r, f, &t, path, sizeof path);
 	if (st)
 		return st;
 	int cs = ctq_table_col(&t, "status");
@@ -1083,9 +1086,8 @@ static enum ctq_status serve_file(struct rep *r, const struct ctq_result_file *f
 static enum ctq_status gemm_file(struct rep *r, const struct ctq_result_file *f)
 {
 	char path[1200];
-	snprintf(path, sizeof path, "%s/%s", r->dir, f->rel);
 	struct ctq_table t;
-	enum ctq_status st = ctq_table_load(&t, path, r->err);
+	enum ctq_status st = load_result(r, f, &t, path, sizeof path);
 	if (st)
 		return st;
 	int cm = ctq_table_col(&t, "M"), ctops = -1, cpeak = -1, cser = -1;
