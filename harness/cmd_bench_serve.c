@@ -11,6 +11,7 @@
 #include "harness/commands.h"
 #include "core/rng.h"
 #include "model/runner.h"
+#include "reference/backend.h"
 #include "reports/csv.h"
 #include "reports/run.h"
 
@@ -40,6 +41,8 @@ static void help(void)
 	       "                       poisson:RATE (requests per second, seeded)\n"
 	       "  --seed S             prompt and arrival seed (default 1)\n"
 	       "  --backend B          cuda (default) or reference\n"
+	       "  --tp N               tensor parallelism over N ranks (default 1): GPUs 0..N-1\n"
+	       "                       with NCCL, or N in-process ranks on the reference backend\n"
 	       "  --out DIR            run directory (default runs/<UTC time>-<revision>)\n"
 	       "\n"
 	       "Latency runs from a request's arrival to its last token; TTFT from arrival to\n"
@@ -98,14 +101,14 @@ struct req {
 
 struct serve_opts {
 	const char *model, *backend, *out;
-	long requests, concurrency, max_batch, cache_len, input_len, output_len, max_tokens, seed;
+	long requests, concurrency, max_batch, cache_len, input_len, output_len, max_tokens, seed, tp;
 	double rate; /* 0: closed loop */
 };
 
 static int parse(int argc, char **argv, struct serve_opts *o)
 {
 	*o = (struct serve_opts){.backend = "cuda", .requests = 64, .concurrency = 8, .input_len = 128,
-				 .output_len = 32, .seed = 1, .max_tokens = -1};
+				 .output_len = 32, .seed = 1, .max_tokens = -1, .tp = 1};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v;
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -137,6 +140,8 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 			ok = ctq_opt_int("bench serve", a, v, 1, 1L << 20, &o->max_tokens);
 		else if (!strcmp(a, "--seed"))
 			ok = ctq_opt_int("bench serve", a, v, 0, 0x7fffffffL, &o->seed);
+		else if (!strcmp(a, "--tp"))
+			ok = ctq_opt_int("bench serve", a, v, 1, 8, &o->tp);
 		else if (!strcmp(a, "--arrival")) {
 			char *end = NULL;
 			if (!strcmp(v, "closed"))
@@ -193,12 +198,16 @@ int ctq_cmd_bench_serve(int argc, char **argv)
 		return rc < 0 ? CTQ_EXIT_OK : rc;
 	const long n_req = o.requests, in_flight = o.concurrency < o.max_batch ? o.concurrency : o.max_batch;
 	struct ctq_error err = {0};
-	struct ctq_backend b;
-	struct ctq_runner r;
+	const int tp = (int)o.tp;
+	struct ctq_backend bk[8];
+	struct ctq_runner rk[8];
+	struct ctq_tp_group *group = NULL;
+	struct ctq_backend *const b0 = &bk[0];
+	struct ctq_runner *const r0 = &rk[0];
 	struct ctq_run run;
 	struct ctq_csv csv;
-	memset(&b, 0, sizeof b);
-	memset(&r, 0, sizeof r);
+	memset(bk, 0, sizeof bk);
+	memset(rk, 0, sizeof rk);
 	memset(&run, 0, sizeof run);
 	memset(&csv, 0, sizeof csv);
 	struct req *q = calloc((size_t)n_req, sizeof *q);
@@ -216,15 +225,26 @@ int ctq_cmd_bench_serve(int argc, char **argv)
 		ctq_error_set(&err, CTQ_ERR_NOMEM, "bench serve", "out of memory");
 		goto fail;
 	}
-	if (ctq_backend_open(&b, o.backend, &err))
+	/* With --tp on CUDA, rank k runs on GPU k and the ranks share one NCCL
+	 * clique; on the reference backend the ranks are threads of this process. */
+	const bool cuda = !strcmp(o.backend, "cuda");
+	for (int k = 0; k < tp; k++)
+		if (tp > 1 && cuda ? ctq_backend_cuda(&bk[k], k, &err) : ctq_backend_open(&bk[k], o.backend, &err))
+			goto fail;
+	if (tp > 1 && (cuda ? ctq_backend_cuda_tp_init(bk, tp, &err)
+			    : !(group = ctq_tp_group_new(tp)) &&
+				      ctq_error_set(&err, CTQ_ERR_NOMEM, "--tp", "out of memory")))
 		goto fail;
-	struct ctq_runner_options opt = {.max_slots = o.max_batch, .max_len = o.cache_len,
-					 .max_tokens = o.max_tokens};
 	double t_load = now_s();
-	if (ctq_runner_load(&r, &b, o.model, &opt, &err))
-		goto fail;
+	for (int k = 0; k < tp; k++) {
+		struct ctq_runner_options opt = {.max_slots = o.max_batch, .max_len = o.cache_len,
+						 .max_tokens = o.max_tokens, .tp = tp, .rank = k,
+						 .group = group};
+		if (ctq_runner_load(&rk[k], &bk[k], o.model, &opt, &err))
+			goto fail;
+	}
 	t_load = now_s() - t_load;
-	const int64_t V = r.cfg.vocab;
+	const int64_t V = r0->cfg.vocab;
 	logits = malloc((size_t)(o.max_batch * V) * 4);
 	if (!logits) {
 		ctq_error_set(&err, CTQ_ERR_NOMEM, "bench serve", "out of memory");
@@ -249,7 +269,12 @@ int ctq_cmd_bench_serve(int argc, char **argv)
 	for (long s = 0; s < o.max_batch; s++)
 		slot_req[s] = -1;
 	char desc[256];
-	b.ops->describe(&b, desc, sizeof desc);
+	b0->ops->describe(b0, desc, sizeof desc);
+	if (tp > 1) {
+		size_t dl = strlen(desc);
+		snprintf(desc + dl, sizeof desc - dl, " x %d ranks (tp %d, %s)", tp, tp,
+			 cuda ? "NCCL" : "in-process");
+	}
 	printf("ctq bench serve: %s on %s; %ld requests of %ld + %ld tokens, concurrency %ld, %ld slots "
 	       "of %ld positions, %ld tokens per call, arrival %s",
 	       o.model, desc, n_req, o.input_len, o.output_len, o.concurrency, o.max_batch, o.cache_len,
@@ -327,7 +352,8 @@ int ctq_cmd_bench_serve(int argc, char **argv)
 				row_req[n_rows++] = i;
 			}
 		}
-		if (ctq_runner_forward(&r, ids, slot, pos, T, rows, n_rows, logits, &err)) {
+		if (tp > 1 ? ctq_runner_tp_forward(rk, tp, ids, slot, pos, T, rows, n_rows, logits, &err)
+			   : ctq_runner_forward(r0, ids, slot, pos, T, rows, n_rows, logits, &err)) {
 			/* Every request in flight fails with the call; the run stops. */
 			for (long s = 0; s < o.max_batch; s++)
 				if (slot_req[s] >= 0) {
@@ -457,7 +483,8 @@ int ctq_cmd_bench_serve(int argc, char **argv)
 	cJSON_AddNumberToObject(m, "tokens_per_s", (double)fed_total / wall);
 	cJSON_AddNumberToObject(m, "forward_calls", (double)calls);
 	cJSON_AddNumberToObject(m, "decode_tokens", (double)decode_tokens);
-	cJSON_AddNumberToObject(m, "graph_replays", (double)r.graph_replays);
+	cJSON_AddNumberToObject(m, "graph_replays", (double)r0->graph_replays);
+	cJSON_AddNumberToObject(m, "tp", tp);
 	for (int d = 0; d < 4; d++) {
 		cJSON *j = cJSON_AddObjectToObject(m, dist[d].name);
 		cJSON_AddNumberToObject(j, "mean", isnan(dist[d].mean) ? -1 : dist[d].mean);
@@ -480,7 +507,10 @@ fail:
 done:
 	free(q), free(pool), free(outs), free(ids), free(slot), free(pos), free(rows), free(row_req);
 	free(slot_req), free(tmp), free(logits);
-	ctq_runner_free(&r);
-	ctq_backend_close(&b);
+	for (int k = 0; k < tp; k++) {
+		ctq_runner_free(&rk[k]);
+		ctq_backend_close(&bk[k]);
+	}
+	ctq_tp_group_free(group);
 	return rc;
 }

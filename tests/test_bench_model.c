@@ -221,6 +221,26 @@ Test(bench_model, serve_tokens_do_not_depend_on_scheduling)
 	cr_assert_eq(run_cmd(poisson), 0);
 	cr_expect_eq(csv_rows(out2, "bench_serve.csv", "status", "ok"), N_REQ);
 
+	ctq_remove_tree(out2);
+
+	/* --tp 2 (two in-process ranks) on the BF16 model serves the same tokens
+	 * as one rank: only the summation order of the row-parallel sums differs. */
+	const char *bf1[] = {"bench", "serve", "--model", f.bf16, "--backend", "reference", "--requests",
+			     "6", "--concurrency", "3", "--input-len", "16", "--output-len", "8", "--seed",
+			     "5", "--out", f.out, NULL};
+	const char *bf2[] = {"bench", "serve", "--model", f.bf16, "--backend", "reference", "--requests",
+			     "6", "--concurrency", "3", "--input-len", "16", "--output-len", "8", "--seed",
+			     "5", "--tp", "2", "--out", out2, NULL};
+	cr_assert_eq(run_cmd(bf1), 0);
+	cr_assert_eq(run_cmd(bf2), 0);
+	cr_expect_eq(manifest_num(out2, "bench_serve", "tp"), 2);
+	for (size_t i = 0; i < N_REQ; i++) {
+		char a[512], b2[512];
+		serve_tokens(f.out, i, a, sizeof a);
+		serve_tokens(out2, i, b2, sizeof b2);
+		cr_expect_str_eq(b2, a, "request %zu at tp 2", i);
+	}
+
 	/* Refusals: a cache too short for a request, a bad arrival. */
 	const char *short_cache[] = {"bench", "serve", "--model", f.w8a8, "--backend", "reference",
 				     "--input-len", "16", "--output-len", "8", "--cache-len", "20", NULL};

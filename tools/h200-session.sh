@@ -89,6 +89,9 @@ if has tpeval; then
 		NCCL_NVLS_ENABLE=0 ./build/ctq bench model --model "$models/q4b-w8a8" --backend cuda --tp $t \
 			--batch 1,8 --input-len 128,2048 --output-len 32 --warmup 1 --reps 3 \
 			--out "$out/tpbench-q4b-tp$t" 2>&1 | tail -8 | tee -a "$log"
+		NCCL_NVLS_ENABLE=0 ./build/ctq bench serve --model "$models/q4b-w8a8" --backend cuda --tp $t \
+			--requests 128 --concurrency 16 --input-len 512 --output-len 128 \
+			--out "$out/tpserve-q4b-tp$t" 2>&1 | tail -8 | tee -a "$log"
 	done
 	./build/ctq compare "$out/tpeval-q06-tp1" "$out/tpeval-q06-tp2" --out "$out/tpeval-compare" 2>&1 |
 		grep -E "agreement|accuracy|compare:" | tee -a "$log"
