@@ -442,8 +442,10 @@ Test(eval_run, tensor_parallel_scores_match_one_rank)
 	snprintf(out2, sizeof out2, "%s/run-tp2", f.dir);
 	const char *one[] = {"eval", "mmlu", "--model", f.w8a8, "--tokenizer", TOKENIZER, "--backend",
 			     "reference", "--out", f.out, "--slots", "4", NULL};
-	const char *two[] = {"eval", "mmlu", "--model", f.w8a8, "--tokenizer", TOKENIZER, "--backend",
-			     "reference", "--out", out2, "--slots", "4", "--tp", "2", NULL};
+	/* With a reference model too: both models load in turn on the same ranks. */
+	const char *two[] = {"eval", "mmlu", "--model", f.w8a8, "--ref-model", f.bf16, "--tokenizer",
+			     TOKENIZER, "--backend", "reference", "--out", out2, "--slots", "4", "--tp",
+			     "2", "--margin", "60", "--subject-margin", "60", NULL};
 	cr_assert_eq(run_cmd(one), 0);
 	cr_assert_eq(run_cmd(two), 0);
 	static char c1[64][4], c2[64][4];
