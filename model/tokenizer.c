@@ -619,6 +619,40 @@ static enum ctq_status add_step(struct loader *L, const struct pre_step *s, cons
 	return CTQ_OK;
 }
 
+/* A Sequence: node[key] must be an array; fn loads each item at
+ * path.key[i], one level deeper. */
+typedef enum ctq_status (*item_loader)(struct loader *L, const cJSON *item, const char *path,
+				       int depth, void *ctx);
+
+static enum ctq_status load_sequence(struct loader *L, const cJSON *node, const char *path,
+				     const char *key, int depth, item_loader fn, void *ctx)
+{
+	char p[CTQ_PATH_MAX];
+	const cJSON *list = ctq_json_get(node, key);
+	key_path(p, path, key);
+	if (!cJSON_IsArray(list))
+		return fail(L, CTQ_ERR_INVALID_CONFIG, p, "is %s; expected an array",
+			    ctq_json_type_name(list));
+	size_t i = 0;
+	for (const cJSON *c = list->child; c; c = c->next, i++) {
+		char q[CTQ_PATH_MAX];
+		index_path(q, p, i);
+		enum ctq_status st = fn(L, c, q, depth + 1, ctx);
+		if (st)
+			return st;
+	}
+	return CTQ_OK;
+}
+
+static enum ctq_status load_pre_tokenizer(struct loader *L, const cJSON *node, const char *path,
+					  int depth, bool *has_byte_level);
+
+static enum ctq_status pre_tokenizer_item(struct loader *L, const cJSON *item, const char *path,
+					  int depth, void *ctx)
+{
+	return load_pre_tokenizer(L, item, path, depth, ctx);
+}
+
 static enum ctq_status load_pre_tokenizer(struct loader *L, const cJSON *node, const char *path,
 					  int depth, bool *has_byte_level)
 {
@@ -630,22 +664,9 @@ static enum ctq_status load_pre_tokenizer(struct loader *L, const cJSON *node, c
 	if (depth > MAX_NESTING)
 		return fail(L, CTQ_ERR_INVALID_CONFIG, path,
 			    "pre-tokenizer Sequences nested deeper than %d", MAX_NESTING);
-	if (strcmp(type, "Sequence") == 0) {
-		const cJSON *list = ctq_json_get(node, "pretokenizers");
-		key_path(p, path, "pretokenizers");
-		if (!cJSON_IsArray(list))
-			return fail(L, CTQ_ERR_INVALID_CONFIG, p, "is %s; expected an array",
-				    ctq_json_type_name(list));
-		size_t i = 0;
-		for (const cJSON *c = list->child; c; c = c->next, i++) {
-			char q[CTQ_PATH_MAX];
-			index_path(q, p, i);
-			st = load_pre_tokenizer(L, c, q, depth + 1, has_byte_level);
-			if (st)
-				return st;
-		}
-		return CTQ_OK;
-	}
+	if (strcmp(type, "Sequence") == 0)
+		return load_sequence(L, node, path, "pretokenizers", depth, pre_tokenizer_item,
+				     has_byte_level);
 	struct pre_step s = {.kind = STEP_SPLIT, .behavior = SPLIT_ISOLATED};
 	if (strcmp(type, "ByteLevel") == 0) {
 		bool use_regex;
@@ -715,6 +736,16 @@ static enum ctq_status load_pre_tokenizer(struct loader *L, const cJSON *node, c
 }
 
 static enum ctq_status load_normalizer(struct loader *L, const cJSON *node, const char *path,
+				       int depth);
+
+static enum ctq_status normalizer_item(struct loader *L, const cJSON *item, const char *path,
+				       int depth, void *ctx)
+{
+	(void)ctx;
+	return load_normalizer(L, item, path, depth);
+}
+
+static enum ctq_status load_normalizer(struct loader *L, const cJSON *node, const char *path,
 				       int depth)
 {
 	if (!node || cJSON_IsNull(node))
@@ -727,22 +758,8 @@ static enum ctq_status load_normalizer(struct loader *L, const cJSON *node, cons
 		L->T->nfc = true;
 		return CTQ_OK;
 	}
-	if (strcmp(type, "Sequence") == 0 && depth < MAX_NESTING) {
-		char p[CTQ_PATH_MAX];
-		const cJSON *list = ctq_json_get(node, "normalizers");
-		key_path(p, path, "normalizers");
-		if (!cJSON_IsArray(list))
-			return fail(L, CTQ_ERR_INVALID_CONFIG, p, "is %s; expected an array",
-				    ctq_json_type_name(list));
-		size_t i = 0;
-		for (const cJSON *c = list->child; c; c = c->next, i++) {
-			char q[CTQ_PATH_MAX];
-			index_path(q, p, i);
-			if ((st = load_normalizer(L, c, q, depth + 1)))
-				return st;
-		}
-		return CTQ_OK;
-	}
+	if (strcmp(type, "Sequence") == 0 && depth < MAX_NESTING)
+		return load_sequence(L, node, path, "normalizers", depth, normalizer_item, NULL);
 	char p[CTQ_PATH_MAX];
 	key_path(p, path, "type");
 	return fail(L, CTQ_ERR_UNSUPPORTED_FORMAT, p,
@@ -1192,6 +1209,16 @@ static enum ctq_status load_template(struct loader *L, const cJSON *node, const 
 }
 
 static enum ctq_status load_post_processor(struct loader *L, const cJSON *node, const char *path,
+					   int depth);
+
+static enum ctq_status post_processor_item(struct loader *L, const cJSON *item, const char *path,
+					   int depth, void *ctx)
+{
+	(void)ctx;
+	return load_post_processor(L, item, path, depth);
+}
+
+static enum ctq_status load_post_processor(struct loader *L, const cJSON *node, const char *path,
 					   int depth)
 {
 	if (!node || cJSON_IsNull(node))
@@ -1204,22 +1231,8 @@ static enum ctq_status load_post_processor(struct loader *L, const cJSON *node, 
 		return CTQ_OK;
 	if (strcmp(type, "TemplateProcessing") == 0)
 		return load_template(L, node, path);
-	if (strcmp(type, "Sequence") == 0 && depth < MAX_NESTING) {
-		char p[CTQ_PATH_MAX];
-		const cJSON *list = ctq_json_get(node, "processors");
-		key_path(p, path, "processors");
-		if (!cJSON_IsArray(list))
-			return fail(L, CTQ_ERR_INVALID_CONFIG, p, "is %s; expected an array",
-				    ctq_json_type_name(list));
-		size_t i = 0;
-		for (const cJSON *c = list->child; c; c = c->next, i++) {
-			char q[CTQ_PATH_MAX];
-			index_path(q, p, i);
-			if ((st = load_post_processor(L, c, q, depth + 1)))
-				return st;
-		}
-		return CTQ_OK;
-	}
+	if (strcmp(type, "Sequence") == 0 && depth < MAX_NESTING)
+		return load_sequence(L, node, path, "processors", depth, post_processor_item, NULL);
 	char p[CTQ_PATH_MAX];
 	key_path(p, path, "type");
 	return fail(L, CTQ_ERR_UNSUPPORTED_FORMAT, p,
