@@ -2,8 +2,9 @@
  * epilogue of core/numerics.h fused (per-token scale, per-channel scale, bias,
  * BF16 rounding, each step rounded separately), or the raw int32
  * accumulators for bit-exact checks. Correct for every M, N, K (edges are
- * zero-filled in shared memory); the fast Hopper kernel replaces it in
- * kernels/gemm_w8a8_sm90.cu.
+ * zero-filled in shared memory). ctq_gemm_w8a8_launch dispatches: M <= 16
+ * to the weight-streaming GEMV (kernels/gemv_w8a8.cu), Hopper with K % 16
+ * == 0 to the wgmma kernel (kernels/gemm_w8a8_sm90.cu), the rest here.
  *
  * Tiles: 64 (M) × 64 (N) × 64 (K) bytes, 256 threads, 4×4 outputs per thread.
  * Shared rows are padded to 68 bytes so the 32-bit reads of one warp spread
@@ -11,6 +12,7 @@
 #include "core/dtype.h"
 #include "core/numerics.h"
 #include "kernels/cuda_check.h"
+#include "kernels/gemm_sm90.h"
 #include "kernels/kernels.h"
 #include "reference/backend.h"
 
@@ -137,6 +139,8 @@ extern "C" enum ctq_status ctq_gemm_w8a8_launch(const int8_t *q, const int8_t *w
 		return CTQ_OK;
 	if (ctq_gemv_w8a8_fits(M, defects))
 		return ctq_gemv_w8a8_launch(q, w, s_a, s_w, bias, M, N, K, acc, y, defects, stream, err);
+	if (ctq_gemm_sm90_fits(q, w, M, N, K, defects))
+		return ctq_gemm_sm90_launch(q, w, s_a, s_w, bias, M, N, K, acc, y, -1, stream, err);
 	if ((M + BM - 1) / BM > 65535)
 		return ctq_error_set(err, CTQ_ERR_USAGE, "M", "is %lld; at most %d rows",
 				     (long long)M, 65535 * BM);

@@ -3,6 +3,7 @@
  * (q, s, acc) and the BF16 output of the W8A8 path must be bit-identical to
  * reference/ref_ops; the BF16 GEMM (cuBLAS) is compared with a tolerance. */
 #include <criterion/criterion.h>
+#include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "core/numerics.h"
 #include "core/rng.h"
 #include "harness/probe.h"
+#include "kernels/gemm_sm90.h"
 #include "reference/backend.h"
 #include "reference/ref_ops.h"
 
@@ -280,4 +282,74 @@ Test(kernels, probe_catches_planted_defects_on_the_gpu, .init = setup, .fini = t
 		cr_assert(strstr(r.reason, "model.layers.3.mlp.down_proj"), "reason lacks the layer: %s", r.reason);
 	}
 	gpu.defects = 0;
+}
+
+/* Every tile configuration of the Hopper kernel, forced, on edges the table
+ * would not pick for them: M and N off the tile grid, K a multiple of 16
+ * but not of the 128-byte stage, odd N (unpaired BF16 stores), saturated
+ * operands at K = 9728. Accumulators and BF16 outputs bit-exact. */
+static void check_sm90_tile(int tile, int64_t M, int64_t N, int64_t K, enum pattern p, bool extreme_w)
+{
+	size_t mk = (size_t)(M * K), nk = (size_t)(N * K), mn = (size_t)(M * N);
+	uint16_t *x = malloc(mk * 2), *y = malloc(mn * 2), *y_ref = malloc(mn * 2);
+	int8_t *w = malloc(nk), *q = malloc(mk);
+	float *sw = malloc((size_t)N * 4), *b = malloc((size_t)N * 4), *sa = malloc((size_t)M * 4);
+	int32_t *acc = malloc(mn * 4), *acc_ref = malloc(mn * 4);
+	struct ctq_rng r;
+	ctq_rng_seed(&r, (uint64_t)(tile * 1000003 + M * 31 + N * 7 + K));
+	fill_x(x, M, K, p, (uint64_t)(M + N + K + tile));
+	for (size_t i = 0; i < nk; i++)
+		w[i] = extreme_w ? (int8_t)((ctq_rng_next(&r) & 1) ? 127 : -128)
+				 : (int8_t)((int)ctq_rng_below(&r, 256) - 128);
+	for (int64_t n = 0; n < N; n++) {
+		sw[n] = (float)((0.5 + ctq_rng_uniform(&r)) * 4e-4);
+		b[n] = (float)(0.1 * ctq_rng_normal(&r));
+	}
+	struct ctq_error err = {0};
+	ctq_ref_quantize_bf16(x, M, K, q, sa);
+	cr_assert_eq(ctq_ref_gemm_i8(q, w, M, N, K, acc_ref, &err), CTQ_OK);
+	ctq_ref_w8a8_epilogue(acc_ref, sa, sw, b, M, N, y_ref);
+	void *dq = dev_copy(q, mk), *dw = dev_copy(w, nk), *dsw = dev_copy(sw, (size_t)N * 4);
+	void *db = dev_copy(b, (size_t)N * 4), *dsa = dev_copy(sa, (size_t)M * 4), *dy = NULL, *dacc = NULL;
+	cr_assert_eq(gpu.ops->alloc(&gpu, mn * 2, &dy, &err), CTQ_OK);
+	cr_assert_eq(gpu.ops->alloc(&gpu, mn * 4, &dacc, &err), CTQ_OK);
+	cr_assert_eq(gpu.ops->sync(&gpu, &err), CTQ_OK);
+	cr_assert(ctq_gemm_sm90_fits(dq, dw, M, N, K, 0), "sm90 kernel refuses M=%lld N=%lld K=%lld",
+		  (long long)M, (long long)N, (long long)K);
+	cr_assert_eq(ctq_gemm_sm90_launch(dq, dw, NULL, NULL, NULL, M, N, K, dacc, NULL, tile, NULL, &err),
+		     CTQ_OK, "%s", err.message);
+	cr_assert_eq(ctq_gemm_sm90_launch(dq, dw, dsa, dsw, db, M, N, K, NULL, dy, tile, NULL, &err),
+		     CTQ_OK, "%s", err.message);
+	cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "tile %d M=%lld N=%lld K=%lld: %s", tile,
+		     (long long)M, (long long)N, (long long)K, cudaGetErrorString(cudaGetLastError()));
+	from_dev(acc, dacc, mn * 4);
+	from_dev(y, dy, mn * 2);
+	for (size_t i = 0; i < mn; i++) {
+		cr_assert_eq(acc[i], acc_ref[i], "sm90 tile %d M=%lld N=%lld K=%lld p=%d: acc[%zu,%zu] %d vs %d",
+			     tile, (long long)M, (long long)N, (long long)K, p, i / (size_t)N,
+			     i % (size_t)N, acc[i], acc_ref[i]);
+		cr_assert_eq(y[i], y_ref[i], "sm90 tile %d M=%lld N=%lld K=%lld p=%d: y[%zu,%zu] %#06x vs %#06x",
+			     tile, (long long)M, (long long)N, (long long)K, p, i / (size_t)N,
+			     i % (size_t)N, y[i], y_ref[i]);
+	}
+	gpu.ops->free(&gpu, dq), gpu.ops->free(&gpu, dw), gpu.ops->free(&gpu, dsw);
+	gpu.ops->free(&gpu, db), gpu.ops->free(&gpu, dsa), gpu.ops->free(&gpu, dy);
+	gpu.ops->free(&gpu, dacc);
+	free(x), free(y), free(y_ref), free(w), free(q), free(sw), free(b), free(sa), free(acc);
+	free(acc_ref);
+}
+
+Test(kernels, sm90_every_tile_bit_exact, .init = setup, .fini = teardown, .timeout = 600)
+{
+	if (!ctq_gemm_sm90_available())
+		cr_skip_test("not a compute capability 9.0 GPU: the sm90 kernel is not used here");
+	static const int64_t dims[][3] = {
+		{17, 64, 16}, {64, 256, 128}, {100, 129, 144}, {129, 300, 2576},
+		{257, 513, 1040}, {1000, 2560, 4096}, {512, 1024, 9728},
+	};
+	for (int t = 0; t < ctq_gemm_sm90_tiles(); t++) {
+		for (size_t i = 0; i < sizeof dims / sizeof *dims; i++)
+			check_sm90_tile(t, dims[i][0], dims[i][1], dims[i][2], (enum pattern)(i % 5), false);
+		check_sm90_tile(t, 128, 256, 9728, P_HUGE, true);
+	}
 }

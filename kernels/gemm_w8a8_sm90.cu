@@ -1,0 +1,457 @@
+/* ctq W8A8 GEMM for Hopper (sm_90a): wgmma.mma_async s8·s8→s32 fed by TMA
+ * through a multi-stage shared-memory pipeline, one producer warp group and
+ * one or two consumer warp groups (warp specialisation), a persistent grid
+ * that walks output tiles with M fastest, and the epilogue of
+ * core/numerics.h fused (per-token scale, per-channel scale, bias, BF16,
+ * each step rounded separately) — or the raw int32 accumulators for the
+ * bit-exact checks. Integer accumulation is exact, so the result is
+ * bit-identical to the reference and to the dp4a kernel whatever the tile.
+ *
+ * Tiles are BM (64 · consumers) × BN × 128 bytes of K. Operands are K-major
+ * (q (M, K) and w (N, K) both row-major), the only layout wgmma takes for
+ * 8-bit types; TMA writes them with the 128-byte swizzle and each k32 step
+ * advances the descriptor by 32 bytes inside the swizzle atom. TMA fills
+ * out-of-range rows and K columns with zeros, so edges need no special
+ * case in the main loop; the epilogue checks bounds.
+ *
+ * Needs K % 16 == 0 (TMA global strides are multiples of 16 bytes) and
+ * 16-byte aligned q and w; ctq_gemm_w8a8_launch falls back to the dp4a
+ * kernel otherwise, and on GPUs other than compute capability 9.0. */
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <stdlib.h>
+
+#include "core/dtype.h"
+#include "core/numerics.h"
+#include "kernels/cuda_check.h"
+#include "kernels/gemm_sm90.h"
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define CTQ_SM90_DEVICE 1
+#endif
+
+#define KBYTES 128 /* K bytes per pipeline stage: one 128-byte swizzle atom */
+
+#ifdef CTQ_SM90_DEVICE
+__device__ __forceinline__ uint32_t smem_addr(const void *p)
+{
+	return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void bar_init(uint64_t *bar, unsigned count)
+{
+	asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count));
+}
+
+__device__ __forceinline__ void bar_expect_tx(uint64_t *bar, unsigned bytes)
+{
+	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
+		     "r"(bytes)
+		     : "memory");
+}
+
+__device__ __forceinline__ void bar_arrive(uint64_t *bar)
+{
+	asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+
+__device__ __forceinline__ void bar_wait(uint64_t *bar, unsigned parity)
+{
+	asm volatile("{\n"
+		     ".reg .pred done;\n"
+		     "wait_%=:\n"
+		     "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+		     "@!done bra wait_%=;\n"
+		     "}\n" ::"r"(smem_addr(bar)),
+		     "r"(parity)
+		     : "memory");
+}
+
+__device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, int c0, int c1,
+					    uint64_t *bar)
+{
+	asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+		     " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(smem_addr(dst)),
+		     "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(smem_addr(bar))
+		     : "memory");
+}
+
+/* Shared-memory matrix descriptor: K-major, 128-byte swizzle, 8-row groups
+ * 1024 bytes apart (stride byte offset), leading byte offset unused. */
+__device__ __forceinline__ uint64_t smem_desc(const void *p)
+{
+	const uint64_t a = smem_addr(p);
+	return ((a & 0x3ffff) >> 4) | (1ull << 16) | ((uint64_t)(1024 >> 4) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence(void)
+{
+	asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void wgmma_commit(void)
+{
+	asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+template <int N> __device__ __forceinline__ void wgmma_wait(void)
+{
+	asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+/* wgmma m64nNk32 s32 += s8 · s8 with both operands from shared memory
+ * (acc == 0: D = A·B). Generated: one "+r" per accumulator register. */
+__device__ __forceinline__ void wgmma_m64n64k32(int32_t *d, uint64_t da, uint64_t db, int acc)
+{
+	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+		     "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 "
+		     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p;\n}\n"
+		     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
+		     : "l"(da), "l"(db), "r"(acc));
+}
+
+__device__ __forceinline__ void wgmma_m64n128k32(int32_t *d, uint64_t da, uint64_t db, int acc)
+{
+	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+		     "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 "
+		     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p;\n}\n"
+		     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
+		     : "l"(da), "l"(db), "r"(acc));
+}
+
+__device__ __forceinline__ void wgmma_m64n256k32(int32_t *d, uint64_t da, uint64_t db, int acc)
+{
+	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+		     "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 "
+		     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, %128, %129, p;\n}\n"
+		     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]), "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]), "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79]), "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]), "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]), "+r"(d[88]), "+r"(d[89]), "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]), "+r"(d[96]), "+r"(d[97]), "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]), "+r"(d[102]), "+r"(d[103]), "+r"(d[104]), "+r"(d[105]), "+r"(d[106]), "+r"(d[107]), "+r"(d[108]), "+r"(d[109]), "+r"(d[110]), "+r"(d[111]), "+r"(d[112]), "+r"(d[113]), "+r"(d[114]), "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]), "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]), "+r"(d[126]), "+r"(d[127])
+		     : "l"(da), "l"(db), "r"(acc));
+}
+
+template <int BN> struct Wgmma;
+template <> struct Wgmma<64> {
+	static __device__ __forceinline__ void run(int32_t *d, uint64_t a, uint64_t b, int acc)
+	{
+		wgmma_m64n64k32(d, a, b, acc);
+	}
+};
+template <> struct Wgmma<128> {
+	static __device__ __forceinline__ void run(int32_t *d, uint64_t a, uint64_t b, int acc)
+	{
+		wgmma_m64n128k32(d, a, b, acc);
+	}
+};
+template <> struct Wgmma<256> {
+	static __device__ __forceinline__ void run(int32_t *d, uint64_t a, uint64_t b, int acc)
+	{
+		wgmma_m64n256k32(d, a, b, acc);
+	}
+};
+#endif /* CTQ_SM90_DEVICE */
+
+template <int CONSUMERS, int BN, int STAGES> struct Sm90Config {
+	static constexpr int BM = 64 * CONSUMERS;
+	static constexpr int THREADS = 128 * (CONSUMERS + 1);
+	static constexpr int A_BYTES = BM * KBYTES;
+	static constexpr int B_BYTES = BN * KBYTES;
+	static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+	/* + 1024 for aligning the dynamic buffer, + the barriers */
+	static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8;
+};
+
+template <int CONSUMERS, int BN, int STAGES>
+__global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
+gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_w,
+		      const float *__restrict__ s_a, const float *__restrict__ s_w,
+		      const float *__restrict__ bias, int M, int N, int K,
+		      int32_t *__restrict__ acc_out, uint16_t *__restrict__ y)
+{
+#ifdef CTQ_SM90_DEVICE
+	using C = Sm90Config<CONSUMERS, BN, STAGES>;
+	extern __shared__ uint8_t smem_raw[];
+	uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+	uint64_t *full = (uint64_t *)(smem + STAGES * C::STAGE_BYTES);
+	uint64_t *empty = full + STAGES;
+	const int wg = threadIdx.x / 128;
+	const int k_tiles = (K + KBYTES - 1) / KBYTES;
+	const int m_tiles = (M + C::BM - 1) / C::BM, n_tiles = (N + BN - 1) / BN;
+	const int tiles = m_tiles * n_tiles;
+
+	if (threadIdx.x == 0) {
+		for (int s = 0; s < STAGES; s++) {
+			bar_init(&full[s], 1);
+			bar_init(&empty[s], CONSUMERS);
+		}
+		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+	}
+	__syncthreads();
+
+	if (wg == 0) {
+		/* producer: one thread issues every TMA load */
+		asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+		if (threadIdx.x == 0) {
+			int s = 0;
+			unsigned phase = 0;
+			for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+				const int m0 = (t % m_tiles) * C::BM, n0 = (t / m_tiles) * BN;
+				for (int kt = 0; kt < k_tiles; kt++) {
+					bar_wait(&empty[s], phase ^ 1);
+					uint8_t *a = smem + s * C::STAGE_BYTES;
+					bar_expect_tx(&full[s], C::STAGE_BYTES);
+					tma_load_2d(a, &map_q, kt * KBYTES, m0, &full[s]);
+					tma_load_2d(a + C::A_BYTES, &map_w, kt * KBYTES, n0, &full[s]);
+					if (++s == STAGES) {
+						s = 0;
+						phase ^= 1;
+					}
+				}
+			}
+		}
+		return;
+	}
+
+	asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+	const int c = wg - 1;
+	const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;
+	const bool leader = (threadIdx.x & 127) == 0;
+	int s = 0;
+	unsigned phase = 0;
+	int32_t d[BN / 2];
+	for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+		const int m0 = (t % m_tiles) * C::BM, n0 = (t / m_tiles) * BN;
+		int prev = -1;
+		for (int kt = 0; kt < k_tiles; kt++) {
+			bar_wait(&full[s], phase);
+			const uint8_t *a = smem + s * C::STAGE_BYTES + c * 64 * KBYTES;
+			const uint8_t *b = smem + s * C::STAGE_BYTES + C::A_BYTES;
+			wgmma_fence();
+#pragma unroll
+			for (int kk = 0; kk < KBYTES / 32; kk++)
+				Wgmma<BN>::run(d, smem_desc(a + kk * 32), smem_desc(b + kk * 32),
+					       kt > 0 || kk > 0);
+			wgmma_commit();
+			/* keep this stage's MMAs in flight; the previous stage's are
+			 * done once at most one group is pending */
+			wgmma_wait<1>();
+			if (prev >= 0 && leader)
+				bar_arrive(&empty[prev]);
+			prev = s;
+			if (++s == STAGES) {
+				s = 0;
+				phase ^= 1;
+			}
+		}
+		wgmma_wait<0>();
+		if (prev >= 0 && leader)
+			bar_arrive(&empty[prev]);
+
+		/* epilogue: accumulator fragment layout of wgmma m64nN — warp w
+		 * holds rows 16w..16w+15, lane l rows l/4 and l/4 + 8, columns
+		 * 8j + 2(l%4) + {0, 1} in registers 4j + {0, 1} and 4j + {2, 3} */
+		const int r0 = m0 + c * 64 + warp * 16 + (lane >> 2);
+#pragma unroll
+		for (int j = 0; j < BN / 8; j++) {
+			const int n = n0 + 8 * j + 2 * (lane & 3);
+			if (n >= N)
+				continue;
+			const bool two = n + 1 < N;
+			const float sw0 = s_w[n], sw1 = two ? s_w[n + 1] : 0.0f;
+			const float b0 = bias ? bias[n] : 0.0f, b1 = bias && two ? bias[n + 1] : 0.0f;
+#pragma unroll
+			for (int h = 0; h < 2; h++) {
+				const int m = r0 + 8 * h;
+				if (m >= M)
+					continue;
+				const int32_t v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
+				const size_t o = (size_t)m * (size_t)N + (size_t)n;
+				if (acc_out) {
+					acc_out[o] = v0;
+					if (two)
+						acc_out[o + 1] = v1;
+					continue;
+				}
+				const float sa = s_a[m];
+				const uint16_t y0 = ctq_w8a8_epilogue(v0, sa, sw0, b0);
+				if (two && (o & 1) == 0) {
+					const uint16_t y1 = ctq_w8a8_epilogue(v1, sa, sw1, b1);
+					*(uint32_t *)(y + o) = (uint32_t)y0 | ((uint32_t)y1 << 16);
+				} else {
+					y[o] = y0;
+					if (two)
+						y[o + 1] = ctq_w8a8_epilogue(v1, sa, sw1, b1);
+				}
+			}
+		}
+	}
+#endif
+}
+
+/* ---- host side ---- */
+
+static PFN_cuTensorMapEncodeTiled_v12000 encode_tiled;
+
+static enum ctq_status get_encoder(struct ctq_error *err)
+{
+	if (encode_tiled)
+		return CTQ_OK;
+	cudaDriverEntryPointQueryResult q;
+	void *fn = NULL;
+	enum ctq_status st = CTQ_CUDA(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn,
+								      12000, cudaEnableDefault, &q),
+				      err);
+	if (st != CTQ_OK)
+		return st;
+	if (q != cudaDriverEntryPointSuccess || !fn)
+		return ctq_error_set(err, CTQ_ERR_ENV, "cuTensorMapEncodeTiled",
+				     "not found in the CUDA driver (query result %d)", (int)q);
+	encode_tiled = (PFN_cuTensorMapEncodeTiled_v12000)fn;
+	return CTQ_OK;
+}
+
+/* 2-D int8 tensor (rows, K) row-major, boxes of 128 bytes × box_rows. */
+static enum ctq_status make_map(CUtensorMap *map, const int8_t *p, int64_t rows, int64_t K,
+				int box_rows, struct ctq_error *err)
+{
+	const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows};
+	const cuuint64_t strides[1] = {(cuuint64_t)K};
+	const cuuint32_t box[2] = {KBYTES, (cuuint32_t)box_rows};
+	const cuuint32_t estr[2] = {1, 1};
+	CUresult r = encode_tiled(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)p, dims, strides, box,
+				  estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+				  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+	if (r != CUDA_SUCCESS)
+		return ctq_error_set(err, CTQ_ERR_ENV, "cuTensorMapEncodeTiled",
+				     "failed with CUresult %d for a (%lld, %lld) int8 tensor", (int)r,
+				     (long long)rows, (long long)K);
+	return CTQ_OK;
+}
+
+static int sm_count(void)
+{
+	static int n;
+	if (!n) {
+		int dev = 0;
+		if (cudaGetDevice(&dev) != cudaSuccess ||
+		    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0)
+			n = 132;
+	}
+	return n;
+}
+
+template <int CONSUMERS, int BN, int STAGES>
+static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a, const float *s_w,
+			      const float *bias, int64_t M, int64_t N, int64_t K, int32_t *acc,
+			      uint16_t *y, void *stream, struct ctq_error *err)
+{
+	using C = Sm90Config<CONSUMERS, BN, STAGES>;
+	auto kernel = gemm_w8a8_sm90_kernel<CONSUMERS, BN, STAGES>;
+	/* the shared-memory opt-in is per device (tensor-parallel ranks run
+	 * one GPU per thread in one process) */
+	static unsigned long long attr_set;
+	enum ctq_status st;
+	int dev = 0;
+	if ((st = CTQ_CUDA(cudaGetDevice(&dev), err)) != CTQ_OK)
+		return st;
+	const unsigned long long bit = 1ull << (dev & 63);
+	if (!(__atomic_load_n(&attr_set, __ATOMIC_ACQUIRE) & bit)) {
+		st = CTQ_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+						   C::SMEM),
+			      err);
+		if (st != CTQ_OK)
+			return st;
+		__atomic_fetch_or(&attr_set, bit, __ATOMIC_RELEASE);
+	}
+	CUtensorMap mq, mw;
+	if ((st = make_map(&mq, q, M, K, C::BM, err)) != CTQ_OK ||
+	    (st = make_map(&mw, w, N, K, BN, err)) != CTQ_OK)
+		return st;
+	const int64_t tiles = ((M + C::BM - 1) / C::BM) * ((N + BN - 1) / BN);
+	const int grid = (int)(tiles < sm_count() ? tiles : sm_count());
+	kernel<<<grid, C::THREADS, C::SMEM, (cudaStream_t)stream>>>(mq, mw, s_a, s_w, bias, (int)M,
+								     (int)N, (int)K, acc, y);
+	return CTQ_LAUNCH(err);
+}
+
+/* Tile table: the candidate with the fewest waves of tiles over the SMs,
+ * weighted by how much slower a smaller tile runs per output element (less
+ * operand reuse per byte of shared memory traffic). */
+struct tile_choice {
+	int consumers, bn;
+	double cost; /* relative time of one tile per output element */
+};
+
+static const struct tile_choice TILES[] = {
+	{2, 256, 1.00},
+	{2, 128, 1.10},
+	{1, 128, 1.35},
+	{1, 64, 1.80},
+};
+
+int ctq_gemm_sm90_pick(int64_t M, int64_t N)
+{
+	const int sms = sm_count();
+	int best = 0;
+	double best_cost = 0;
+	for (int i = 0; i < (int)(sizeof TILES / sizeof TILES[0]); i++) {
+		const int64_t bm = 64 * TILES[i].consumers, bn = TILES[i].bn;
+		const int64_t tiles = ((M + bm - 1) / bm) * ((N + bn - 1) / bn);
+		const int64_t waves = (tiles + sms - 1) / sms;
+		const double cost = (double)waves * (double)(bm * bn) * TILES[i].cost;
+		if (i == 0 || cost < best_cost) {
+			best = i;
+			best_cost = cost;
+		}
+	}
+	return best;
+}
+
+extern "C" bool ctq_gemm_sm90_available(void)
+{
+	static int avail = -1;
+	if (avail < 0) {
+		int dev = 0, major = 0, minor = 0;
+		avail = cudaGetDevice(&dev) == cudaSuccess &&
+			cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+			cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
+			major == 9 && minor == 0;
+		if (avail && getenv("CTQ_NO_SM90"))
+			avail = 0;
+	}
+	return avail;
+}
+
+extern "C" bool ctq_gemm_sm90_fits(const int8_t *q, const int8_t *w, int64_t M, int64_t N, int64_t K,
+				   unsigned defects)
+{
+	return defects == 0 && ctq_gemm_sm90_available() && K % 16 == 0 && K > 0 &&
+	       ((uintptr_t)q % 16) == 0 && ((uintptr_t)w % 16) == 0 && M <= 0x7fffffff &&
+	       N <= 0x7fffffff && K <= CTQ_K_MAX;
+}
+
+extern "C" enum ctq_status ctq_gemm_sm90_launch(const int8_t *q, const int8_t *w, const float *s_a,
+						const float *s_w, const float *bias, int64_t M,
+						int64_t N, int64_t K, int32_t *acc, uint16_t *y,
+						int tile, void *stream, struct ctq_error *err)
+{
+	enum ctq_status st = get_encoder(err);
+	if (st != CTQ_OK)
+		return st;
+	if (tile < 0)
+		tile = ctq_gemm_sm90_pick(M, N);
+	switch (tile) {
+	case 0:
+		return launch<2, 256, 4>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+	case 1:
+		return launch<2, 128, 6>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+	case 2:
+		return launch<1, 128, 8>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+	case 3:
+		return launch<1, 64, 8>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+	}
+	return ctq_error_set(err, CTQ_ERR_USAGE, "tile", "is %d; the sm90 tile table has 0..3", tile);
+}
+
+extern "C" int ctq_gemm_sm90_tiles(void)
+{
+	return (int)(sizeof TILES / sizeof TILES[0]);
+}
