@@ -18,6 +18,7 @@ int ctq_cmd_bench(int argc, char **argv);
 int ctq_cmd_generate(int argc, char **argv);
 int ctq_cmd_bench_model(int argc, char **argv);
 int ctq_cmd_bench_serve(int argc, char **argv);
+int ctq_cmd_bench_gemm(int argc, char **argv);
 int ctq_cmd_make_model(int argc, char **argv);
 int ctq_cmd_quantize(int argc, char **argv);
 int ctq_cmd_import_gguf(int argc, char **argv);

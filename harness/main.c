@@ -17,7 +17,8 @@ static const struct {
 	{"generate", ctq_cmd_generate,
 	 "greedy text from a checkpoint (tokenizer, runner, backend) for a human check"},
 	{"bench", ctq_cmd_bench,
-	 "benchmarks: `bench model` (TTFT, prefill and decode throughput), `bench serve` (load)"},
+	 "benchmarks: `bench model` (TTFT, prefill and decode throughput), `bench serve` (load),\n"
+	 "               `bench gemm` (W8A8 GEMM TOPS against M vs cuBLAS)"},
 	{"probe", ctq_cmd_probe,
 	 "isolate the W8A8 kernels per layer geometry: NaN/Inf, rel-L2 vs references"},
 	{"make-model", ctq_cmd_make_model,

@@ -1,0 +1,776 @@
+/* ctq bench gemm: W8A8 GEMM throughput against M for each linear shape of a
+ * preset or a checkpoint. Each point (shape, M) is checked bit-exact
+ * against the CPU reference on a subset of rows, then timed side by side in
+ * this process: ctq_w8a8 (quantization + GEMM + epilogue), ctq_gemm,
+ * ctq_quantize, cuBLAS BF16 and cuBLASLt int8 (kernels/bench_gemm.h, the
+ * driver). Metrics, CSV, plots and targets: reports/bench_gemm.h. */
+#include "harness/commands.h"
+#include "core/dtype.h"
+#include "core/fileio.h"
+#include "core/numerics.h"
+#include "core/rng.h"
+#include "kernels/bench_gemm.h"
+#include "quant/resolve.h"
+#include "quant/safetensors.h"
+#include "reports/bench_gemm.h"
+#include "reports/csv.h"
+#include "reports/env.h"
+#include "reports/plot.h"
+#include "reports/run.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SHAPES 64
+#define MAX_M 32
+/* Graph launches are lengthened to at least this (kernels/bench_gemm.h). */
+#define MIN_GRAPH_US 1000.0
+
+static void help(void)
+{
+	printf("usage: ctq bench gemm [--shapes PRESET|K:N,... | --model DIR] [options]\n"
+	       "\n"
+	       "Times the W8A8 GEMM against M for each linear shape, side by side with cuBLAS:\n"
+	       "  ctq_w8a8      per-token quantization + int8 GEMM + fused epilogue (end to end)\n"
+	       "  ctq_gemm      int8 GEMM + fused epilogue on pre-quantized activations\n"
+	       "  ctq_quantize  the quantization kernel alone\n"
+	       "  cublas_bf16   cublasGemmEx, BF16 in and out, FP32 compute\n"
+	       "  cublaslt_i8   cuBLASLt int8 x int8 -> int32 (COMPUTE_32I, TN)\n"
+	       "Every point is first checked bit-exact against the CPU reference (q, scales,\n"
+	       "int32 accumulators and BF16 outputs on a subset of rows, all columns).\n"
+	       "\n"
+	       "options:\n"
+	       "  --shapes S        qwen3-4b (K:N 2560:6144, 4096:2560, 2560:19456, 9728:2560;\n"
+	       "                    default), qwen3-0.6b, or a list of K:N\n"
+	       "  --model DIR       the distinct (K, N) of a checkpoint's W8A8 linear modules,\n"
+	       "                    fused as served (q/k/v, gate/up); all linear modules but\n"
+	       "                    lm_head for a checkpoint without W8A8 modules\n"
+	       "  --m LIST          token counts (default 1,16,32,64,128,256,512,1024,2048,4096,8192)\n"
+	       "  --warmup N        untimed graph launches per implementation (default 3)\n"
+	       "  --samples N       timed graph launches (default 30; 20 or more for a baseline)\n"
+	       "  --check-rows N    rows compared with the reference per point (default 32)\n"
+	       "  --device N        CUDA device (default 0)\n"
+	       "  --seed S          input seed (default 1)\n"
+	       "  --peak-tops X     INT8 dense peak in TOPS (default: by device name; H200 1979)\n"
+	       "  --hbm-gbps X      memory bandwidth in GB/s (default: by device name; H200 4800)\n"
+	       "  --out DIR         run directory (default runs/<UTC time>-<revision>)\n"
+	       "\n"
+	       "Timing: each implementation cycles through enough copies of its buffers that\n"
+	       "one pass touches at least 3x the L2; a CUDA graph of consecutive calls (at\n"
+	       "least %.0f us) is one sample, timed with CUDA events; per-call median, min, cv.\n"
+	       "Writes bench_gemm.csv, bench_gemm_samples.csv, manifest.json and\n"
+	       "plots/gemm_<shape>.png (TOPS against M, with gnuplot); `ctq report RUN` checks\n"
+	       "the targets.\n"
+	       "exit: 0 done; 1 a ctq output differs from the reference; 2 bad usage or input;\n"
+	       "      3 no GPU (or a build without CUDA).\n",
+	       MIN_GRAPH_US);
+}
+
+struct shape {
+	char name[64];
+	int64_t K, N;
+};
+
+struct opts {
+	const char *shapes, *model, *out;
+	long m[MAX_M];
+	int n_m;
+	long warmup, samples, check_rows, device, seed;
+	double peak_tops, hbm_gbps;
+};
+
+static int parse_m(const char *s, long *v)
+{
+	char buf[512];
+	snprintf(buf, sizeof buf, "%s", s);
+	int n = 0;
+	for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+		if (n == MAX_M || !ctq_opt_int("bench gemm", "--m", t, 1, 1L << 20, &v[n]))
+			return -1;
+		n++;
+	}
+	return n;
+}
+
+static bool parse_double(const char *opt, const char *v, double *out)
+{
+	char *end;
+	double d = strtod(v, &end);
+	if (end == v || *end || !(d > 0) || isinf(d)) {
+		fprintf(stderr, "ctq bench gemm: %s is \"%s\"; expected a positive number\n", opt, v);
+		return false;
+	}
+	*out = d;
+	return true;
+}
+
+static bool add_shape(struct shape *s, size_t *n, const char *name, int64_t K, int64_t N)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (s[i].K == K && s[i].N == N) {
+			size_t l = strlen(s[i].name);
+			if (!strstr(s[i].name, name) && l + strlen(name) + 1 < sizeof s[i].name)
+				snprintf(s[i].name + l, sizeof s[i].name - l, "+%s", name);
+			return true;
+		}
+	if (*n == MAX_SHAPES)
+		return false;
+	snprintf(s[*n].name, sizeof s[*n].name, "%s", name);
+	s[*n].K = K;
+	s[*n].N = N;
+	(*n)++;
+	return true;
+}
+
+/* A preset or a K:N list; false on a bad value (printed). */
+static bool shapes_from_arg(const char *arg, struct shape *s, size_t *n)
+{
+	static const struct {
+		const char *preset, *name;
+		int64_t K, N;
+	} presets[] = {
+		{"qwen3-4b", "qkv_proj", 2560, 6144},      {"qwen3-4b", "o_proj", 4096, 2560},
+		{"qwen3-4b", "gate_up_proj", 2560, 19456}, {"qwen3-4b", "down_proj", 9728, 2560},
+		{"qwen3-0.6b", "qkv_proj", 1024, 4096},    {"qwen3-0.6b", "o_proj", 2048, 1024},
+		{"qwen3-0.6b", "gate_up_proj", 1024, 6144}, {"qwen3-0.6b", "down_proj", 3072, 1024},
+	};
+	*n = 0;
+	for (size_t i = 0; i < sizeof presets / sizeof *presets; i++)
+		if (!strcmp(arg, presets[i].preset))
+			add_shape(s, n, presets[i].name, presets[i].K, presets[i].N);
+	if (*n)
+		return true;
+	const char *c = arg;
+	while (*c) {
+		char *end;
+		long long K = strtoll(c, &end, 10), N;
+		if (end == c || *end != ':')
+			goto bad;
+		c = end + 1;
+		N = strtoll(c, &end, 10);
+		if (end == c || (*end && *end != ',') || K < 1 || N < 1 || K > CTQ_K_MAX || N > (1LL << 20))
+			goto bad;
+		char name[48];
+		snprintf(name, sizeof name, "%lld:%lld", K, N);
+		if (!add_shape(s, n, name, K, N))
+			goto bad;
+		c = *end ? end + 1 : end;
+	}
+	if (*n)
+		return true;
+bad:
+	fprintf(stderr, "ctq bench gemm: --shapes is \"%s\"; expected qwen3-4b, qwen3-0.6b or K:N[,K:N...] "
+			"(K <= %ld, at most %d shapes)\n",
+		arg, CTQ_K_MAX, MAX_SHAPES);
+	return false;
+}
+
+/* The distinct (K, N) of a checkpoint's linear modules, read from the
+ * weight tensors; the members of a fused set (q/k/v, gate/up) add up to one
+ * GEMM as serving engines run them. */
+static enum ctq_status shapes_from_model(const char *dir, struct shape *s, size_t *n,
+					 struct ctq_error *err)
+{
+	struct ctq_qconfig cfg;
+	struct ctq_modules mods;
+	struct ctq_plan plan;
+	struct ctq_checkpoint ck;
+	memset(&plan, 0, sizeof plan);
+	memset(&ck, 0, sizeof ck);
+	memset(&cfg, 0, sizeof cfg);
+	*n = 0;
+	enum ctq_status st = ctq_load_target(dir, NULL, NULL, 0, NULL, &cfg, &mods, err);
+	if (st || (st = ctq_plan_resolve(&plan, &cfg, &mods, CTQ_SEM_STRICT, NULL, err)) ||
+	    (st = ctq_checkpoint_open(&ck, dir, err)))
+		goto done;
+	bool any_w8a8 = false;
+	for (size_t i = 0; i < plan.n; i++)
+		any_w8a8 |= plan.entries[i].scheme && !strcmp(plan.entries[i].scheme, "w8a8-int8");
+	for (size_t i = 0; i < mods.n && !st; i++) {
+		const struct ctq_module *m = &mods.v[i];
+		const struct ctq_plan_entry *e = &plan.entries[i];
+		if (m->kind != CTQ_MODULE_LINEAR)
+			continue;
+		const char *leaf = strrchr(m->name, '.') ? strrchr(m->name, '.') + 1 : m->name;
+		if (any_w8a8 ? !e->scheme || strcmp(e->scheme, "w8a8-int8") : !strcmp(leaf, "lm_head"))
+			continue;
+		/* A fused set is taken once, at its first member. */
+		const struct ctq_fused_set *f = m->fused >= 0 ? &mods.fused[m->fused] : NULL;
+		if (f && f->members[0] != i)
+			continue;
+		int64_t K = 0, N = 0;
+		size_t nm = f ? f->n_members : 1;
+		for (size_t j = 0; j < nm && !st; j++) {
+			const char *name = mods.v[f ? f->members[j] : i].name;
+			char tn[CTQ_PATH_MAX + 16];
+			snprintf(tn, sizeof tn, "%s.weight", name);
+			const struct ctq_st_tensor *t = ctq_checkpoint_find(&ck, tn, NULL);
+			if (!t) {
+				if (!strcmp(leaf, "lm_head"))
+					break; /* tied to the embeddings */
+				st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, tn, "is missing from %s", dir);
+			} else if (t->ndim != 2 || (K && t->shape[1] != K)) {
+				st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, tn,
+						   "has %d dimensions or a K unlike its fused set's %lld", t->ndim,
+						   (long long)K);
+			} else {
+				K = t->shape[1];
+				N += t->shape[0];
+			}
+		}
+		if (!st && K && N && !add_shape(s, n, f ? f->key : leaf, K, N))
+			st = ctq_error_set(err, CTQ_ERR_USAGE, dir, "has more than %d distinct linear shapes",
+					   MAX_SHAPES);
+	}
+	if (!st && !*n)
+		st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, dir, "has no linear module to benchmark");
+done:
+	ctq_checkpoint_close(&ck);
+	ctq_plan_free(&plan);
+	ctq_modules_free(&mods);
+	ctq_qconfig_free(&cfg);
+	return st;
+}
+
+/* Seeded inputs of one shape, x for the largest M (smaller M use its first
+ * rows): activations uniform in ±scale with a per-row scale in [0.25, 2),
+ * so the per-token scales differ; int8 weights uniform in [-127, 127];
+ * weight scales around 1e-3; small biases. No zeros that could flatter a
+ * kernel (METHOD: random data, never zeros). */
+struct host_inputs {
+	uint16_t *x; /* (M_max, K) bf16 */
+	int8_t *w;   /* (N, K) */
+	float *s_w;  /* (N) */
+	float *bias; /* (N) */
+};
+
+static void inputs_free(struct host_inputs *h)
+{
+	free(h->x);
+	free(h->w);
+	free(h->s_w);
+	free(h->bias);
+	memset(h, 0, sizeof *h);
+}
+
+static enum ctq_status inputs_make(struct host_inputs *h, int64_t M, int64_t N, int64_t K,
+				   uint64_t seed, struct ctq_error *err)
+{
+	h->x = malloc((size_t)(M * K) * sizeof *h->x);
+	h->w = malloc((size_t)(N * K));
+	h->s_w = malloc((size_t)N * sizeof *h->s_w);
+	h->bias = malloc((size_t)N * sizeof *h->bias);
+	if (!h->x || !h->w || !h->s_w || !h->bias) {
+		inputs_free(h);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of host memory for M %lld x K %lld",
+				     (long long)M, (long long)K);
+	}
+	struct ctq_rng r;
+	ctq_rng_seed(&r, seed);
+	for (int64_t n = 0; n < N * K; n++)
+		h->w[n] = (int8_t)((int)ctq_rng_below(&r, 255) - 127);
+	for (int64_t n = 0; n < N; n++) {
+		h->s_w[n] = (float)(1e-3 * (0.5 + ctq_rng_uniform(&r)));
+		h->bias[n] = (float)(0.05 * (2 * ctq_rng_uniform(&r) - 1));
+	}
+	for (int64_t m = 0; m < M; m++) {
+		float scale = (float)(0.25 + 1.75 * ctq_rng_uniform(&r));
+		for (int64_t k = 0; k < K; k++) {
+			/* 24 random bits per element, mapped to [-1, 1). */
+			float u = (float)((int64_t)(ctq_rng_next(&r) >> 40) - (1 << 23)) * (1.0f / (1 << 23));
+			h->x[m * K + k] = ctq_f32_to_bf16(scale * u);
+		}
+	}
+	return CTQ_OK;
+}
+
+struct session {
+	const struct opts *o;
+	struct ctq_gemm_bench *b;
+	struct ctq_gemm_device dev;
+	struct ctq_gemm_peaks peaks;
+	struct ctq_csv *csv, *samples_csv;
+	struct ctq_gemm_row *rows; /* (n_rows) every row written */
+	size_t n_rows, cap_rows;
+	size_t failures, i8_failures, points, n_points;
+	char first_failure[400];
+	double *times; /* (samples) */
+};
+
+static enum ctq_status keep_row(struct session *S, const struct ctq_gemm_row *r, struct ctq_error *err)
+{
+	if (S->n_rows == S->cap_rows) {
+		size_t c = S->cap_rows ? 2 * S->cap_rows : 64;
+		struct ctq_gemm_row *v = realloc(S->rows, c * sizeof *v);
+		if (!v)
+			return ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
+		S->rows = v;
+		S->cap_rows = c;
+	}
+	S->rows[S->n_rows++] = *r;
+	return CTQ_OK;
+}
+
+/* One point: load, check against the reference, time each implementation,
+ * then the five rows (speedups need the BF16 median). */
+static enum ctq_status point(struct session *S, const struct shape *sh, const struct host_inputs *h,
+			     int64_t M, struct ctq_error *err)
+{
+	const struct opts *o = S->o;
+	const int64_t N = sh->N, K = sh->K;
+	struct ctq_gemm_inputs in = {.M = M, .N = N, .K = K, .x = h->x, .w = h->w, .s_w = h->s_w, .bias = h->bias};
+	for (int i = 0; i < CTQ_GEMM_IMPL_COUNT; i++)
+		in.copies[i] = ctq_gemm_copies(ctq_gemm_touched_bytes((enum ctq_gemm_impl)i, M, N, K),
+					       S->dev.l2_bytes);
+	int64_t rows[1024];
+	const int64_t nr = ctq_gemm_check_rows(M, o->check_rows, rows);
+	struct ctq_gemm_outputs out = {.rows = rows, .n_rows = nr};
+	out.q = malloc((size_t)(nr * K));
+	out.s = malloc((size_t)nr * sizeof *out.s);
+	out.acc = malloc((size_t)(nr * N) * sizeof *out.acc);
+	out.y_w8a8 = malloc((size_t)(nr * N) * sizeof *out.y_w8a8);
+	out.y_gemm = malloc((size_t)(nr * N) * sizeof *out.y_gemm);
+	out.acc_i8 = malloc((size_t)(nr * N) * sizeof *out.acc_i8);
+	enum ctq_status st = CTQ_OK;
+	char mismatch[300] = "", i8_mismatch[300] = "";
+	if (!out.q || !out.s || !out.acc || !out.y_w8a8 || !out.y_gemm || !out.acc_i8) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
+		goto done;
+	}
+	if ((st = ctq_gemm_bench_load(S->b, &in, err)) || (st = ctq_gemm_bench_run_once(S->b, &out, err)))
+		goto done;
+	struct ctq_gemm_check_in ci = {
+		.M = M, .N = N, .K = K, .x = h->x, .w = h->w, .s_w = h->s_w, .bias = h->bias,
+		.rows = rows, .n_rows = nr, .q = out.q, .s = out.s, .acc = out.acc, .y_gemm = out.y_gemm,
+		.y_w8a8 = out.y_w8a8, .acc_i8 = out.i8_ok ? out.acc_i8 : NULL};
+	if ((st = ctq_gemm_check(&ci, mismatch, sizeof mismatch, i8_mismatch, sizeof i8_mismatch, err)))
+		goto done;
+	if (mismatch[0]) {
+		if (!S->failures++)
+			snprintf(S->first_failure, sizeof S->first_failure, "%s M=%lld: %s", sh->name,
+				 (long long)M, mismatch);
+		fprintf(stderr, "ctq bench gemm: FAIL %s (K=%lld, N=%lld) M=%lld: %s\n", sh->name, (long long)K,
+			(long long)N, (long long)M, mismatch);
+	}
+	if (i8_mismatch[0]) {
+		S->i8_failures++;
+		fprintf(stderr, "ctq bench gemm: warning: %s M=%lld: %s (baseline, not ctq)\n", sh->name,
+			(long long)M, i8_mismatch);
+	}
+	struct ctq_gemm_row r[CTQ_GEMM_IMPL_COUNT];
+	memset(r, 0, sizeof r);
+	for (int i = 0; i < CTQ_GEMM_IMPL_COUNT && !st; i++) {
+		struct ctq_gemm_row *x = &r[i];
+		const enum ctq_gemm_impl impl = (enum ctq_gemm_impl)i;
+		snprintf(x->shape, sizeof x->shape, "%s", sh->name);
+		x->K = K, x->N = N, x->M = M, x->impl = impl;
+		x->time_us_median = x->time_us_min = x->time_cv = NAN;
+		const bool ctq = ctq_gemm_impl_is_ctq(impl);
+		snprintf(x->check, sizeof x->check, "%s",
+			 ctq ? (mismatch[0] ? "fail" : "pass")
+			     : impl == CTQ_GEMM_I8 && out.i8_ok ? (i8_mismatch[0] ? "fail" : "pass") : "-");
+		if (ctq && mismatch[0]) {
+			snprintf(x->note, sizeof x->note, "not timed: %s", mismatch);
+		} else {
+			struct ctq_gemm_timing t = {.warmup = (int)o->warmup, .samples = (int)o->samples,
+						    .min_graph_us = MIN_GRAPH_US, .time_us = S->times};
+			if ((st = ctq_gemm_bench_time(S->b, impl, &t, err)))
+				break;
+			snprintf(x->note, sizeof x->note, "%s", impl == CTQ_GEMM_I8 && i8_mismatch[0] ? i8_mismatch : t.note);
+			if (t.supported) {
+				struct ctq_gemm_stats s;
+				ctq_gemm_stats(t.time_us, (size_t)t.samples, &s);
+				x->samples = t.samples, x->copies = t.copies, x->calls = t.calls;
+				x->time_us_median = s.median, x->time_us_min = s.min, x->time_cv = s.cv;
+				for (int k = 0; k < t.samples; k++) {
+					ctq_csv_field(S->samples_csv, sh->name);
+					ctq_csv_fieldf(S->samples_csv, "%lld", (long long)K);
+					ctq_csv_fieldf(S->samples_csv, "%lld", (long long)N);
+					ctq_csv_fieldf(S->samples_csv, "%lld", (long long)M);
+					ctq_csv_field(S->samples_csv, ctq_gemm_impl_name(impl));
+					ctq_csv_fieldf(S->samples_csv, "%d", k);
+					ctq_csv_fieldf(S->samples_csv, "%.9g", t.time_us[k]);
+					ctq_csv_end_row(S->samples_csv);
+				}
+			}
+		}
+		ctq_gemm_row_metrics(x, &S->peaks);
+	}
+	if (st)
+		goto done;
+	ctq_gemm_rows_speedup(r, CTQ_GEMM_IMPL_COUNT);
+	for (int i = 0; i < CTQ_GEMM_IMPL_COUNT && !st; i++) {
+		ctq_gemm_csv_row(S->csv, &r[i]);
+		st = keep_row(S, &r[i], err);
+	}
+	S->points++;
+	fprintf(stderr,
+		"bench gemm [%zu/%zu] %s K=%lld N=%lld M=%lld: check %s; ctq_gemm %.2f us %.0f TOPS "
+		"(%.1f%% peak, %.2fx bf16); ctq_w8a8 %.2f us; quantize %.2f us; cublas_bf16 %.2f us; "
+		"cublaslt_i8 %.2f us\n",
+		S->points, S->n_points, sh->name, (long long)K, (long long)N, (long long)M,
+		mismatch[0] ? "FAIL" : "ok", r[CTQ_GEMM_GEMM].time_us_median, r[CTQ_GEMM_GEMM].tops,
+		r[CTQ_GEMM_GEMM].pct_int8_peak, r[CTQ_GEMM_GEMM].speedup_vs_bf16, r[CTQ_GEMM_W8A8].time_us_median,
+		r[CTQ_GEMM_QUANTIZE].time_us_median, r[CTQ_GEMM_BF16].time_us_median,
+		r[CTQ_GEMM_I8].time_us_median);
+done:
+	free(out.q);
+	free(out.s);
+	free(out.acc);
+	free(out.y_w8a8);
+	free(out.y_gemm);
+	free(out.acc_i8);
+	return st;
+}
+
+static const char *const samples_header[] = {"shape", "K", "N", "M", "impl", "sample", "time_us"};
+
+static void print_summary(const struct session *S, const struct shape *shapes, size_t n_shapes)
+{
+	printf("\n%-20s %6s %10s %10s %8s %7s %8s %10s %7s %10s %10s %7s\n", "shape", "M", "w8a8 us",
+	       "gemm us", "TOPS", "%peak", "%HBM(w)", "bf16 us", "speedup", "i8 us", "quant us", "%HBM");
+	for (size_t s = 0; s < n_shapes; s++)
+		for (size_t i = 0; i < S->n_rows; i += CTQ_GEMM_IMPL_COUNT) {
+			const struct ctq_gemm_row *r = &S->rows[i];
+			if (strcmp(r->shape, shapes[s].name))
+				continue;
+			const struct ctq_gemm_row *g = &r[CTQ_GEMM_GEMM], *q = &r[CTQ_GEMM_QUANTIZE];
+			printf("%-20.20s %6lld %10.2f %10.2f %8.1f %7.1f %8.1f %10.2f %6.2fx %10.2f %10.2f %7.1f\n",
+			       r->shape, (long long)r->M, r[CTQ_GEMM_W8A8].time_us_median, g->time_us_median, g->tops,
+			       g->pct_int8_peak, g->pct_hbm_weights, r[CTQ_GEMM_BF16].time_us_median,
+			       g->speedup_vs_bf16, r[CTQ_GEMM_I8].time_us_median, q->time_us_median, q->pct_hbm);
+		}
+}
+
+static cJSON *num_or_null(double v)
+{
+	return isnan(v) || isinf(v) ? cJSON_CreateNull() : cJSON_CreateNumber(v);
+}
+
+/* Method, peaks and options into the manifest (bench_gemm). */
+static cJSON *manifest_begin(cJSON *m, const struct session *S, const struct shape *shapes,
+			     size_t n_shapes, const char *source)
+{
+	const struct opts *o = S->o;
+	char desc[400];
+	snprintf(desc, sizeof desc, "%s (sm_%d%d, %d SMs, L2 %.1f MiB, %.1f GiB)", S->dev.name, S->dev.major,
+		 S->dev.minor, S->dev.sms, (double)S->dev.l2_bytes / 1048576.0,
+		 (double)S->dev.mem_bytes / 1073741824.0);
+	cJSON *g = cJSON_AddObjectToObject(m, "bench_gemm");
+	cJSON_AddStringToObject(g, "device", desc);
+	cJSON_AddStringToObject(g, "device_name", S->dev.name);
+	cJSON_AddNumberToObject(g, "device_index", (double)o->device);
+	cJSON_AddNumberToObject(g, "l2_bytes", (double)S->dev.l2_bytes);
+	cJSON *p = cJSON_AddObjectToObject(g, "peaks");
+	cJSON_AddItemToObject(p, "int8_dense_tops", num_or_null(S->peaks.int8_tops));
+	cJSON_AddItemToObject(p, "hbm_gbps", num_or_null(S->peaks.hbm_gbps));
+	cJSON_AddStringToObject(p, "source", S->peaks.source);
+	cJSON *me = cJSON_AddObjectToObject(g, "method");
+	cJSON_AddStringToObject(me, "timing",
+				"CUDA events between back-to-back launches of a CUDA graph of consecutive "
+				"calls (call j on buffer copy j % copies), per-call time = launch time / calls; "
+				"graphs lengthened by whole cycles to at least min_graph_us");
+	cJSON_AddStringToObject(me, "cache",
+				"each implementation cycles through `copies` distinct buffer sets "
+				"(activations, weights, outputs) so one pass touches >= l2_factor x L2; "
+				"copies capped at max_copies (tiny ctq_quantize points may then fit in L2)");
+	cJSON_AddStringToObject(me, "statistics",
+				"median, min and cv (sample stddev / mean) over `samples` launches after "
+				"`warmup` untimed ones");
+	cJSON_AddStringToObject(me, "check",
+				"before timing, per point: ctq_quantize q and scales, ctq GEMM int32 "
+				"accumulators (acc != NULL), ctq_gemm and ctq_w8a8 BF16 outputs, bit-exact "
+				"against reference/ref_ops on check_rows rows (first and last included), all "
+				"columns; cuBLASLt int32 likewise (a note, not a failure); outputs poisoned first");
+	cJSON_AddNumberToObject(me, "samples", (double)o->samples);
+	cJSON_AddNumberToObject(me, "warmup", (double)o->warmup);
+	cJSON_AddNumberToObject(me, "min_graph_us", MIN_GRAPH_US);
+	cJSON_AddNumberToObject(me, "l2_factor", CTQ_GEMM_L2_FACTOR);
+	cJSON_AddNumberToObject(me, "max_copies", CTQ_GEMM_MAX_COPIES);
+	cJSON_AddNumberToObject(me, "check_rows", (double)o->check_rows);
+	cJSON_AddNumberToObject(me, "seed", (double)o->seed);
+	cJSON *by = cJSON_AddObjectToObject(me, "bytes");
+	cJSON_AddStringToObject(by, "ctq_w8a8", "x 2MK + w NK + s_w,bias 8N + y 2MN (q/s round trip not counted)");
+	cJSON_AddStringToObject(by, "ctq_gemm", "q MK + s_a 4M + w NK + s_w,bias 8N + y 2MN");
+	cJSON_AddStringToObject(by, "ctq_quantize", "x 2MK + q MK + s 4M");
+	cJSON_AddStringToObject(by, "cublas_bf16", "x 2MK + w 2NK + y 2MN");
+	cJSON_AddStringToObject(by, "cublaslt_i8", "q MK + w NK + acc 4MN");
+	cJSON_AddStringToObject(me, "ops", "2MNK (none for ctq_quantize); TOPS = ops / median");
+	cJSON_AddStringToObject(g, "shapes_from", source);
+	cJSON *sa = cJSON_AddArrayToObject(g, "shapes");
+	for (size_t i = 0; i < n_shapes; i++) {
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "name", shapes[i].name);
+		cJSON_AddNumberToObject(x, "K", (double)shapes[i].K);
+		cJSON_AddNumberToObject(x, "N", (double)shapes[i].N);
+		cJSON_AddItemToArray(sa, x);
+	}
+	cJSON *ma = cJSON_AddArrayToObject(g, "m");
+	for (int i = 0; i < o->n_m; i++)
+		cJSON_AddItemToArray(ma, cJSON_CreateNumber((double)o->m[i]));
+	return g;
+}
+
+/* Targets on stdout and into the manifest. */
+static enum ctq_status targets(struct session *S, cJSON *g, struct ctq_error *err)
+{
+	struct ctq_gemm_target *t = NULL;
+	size_t nt = 0;
+	enum ctq_status st = ctq_gemm_targets(S->rows, S->n_rows, &t, &nt, err);
+	if (st)
+		return st;
+	cJSON *ta = cJSON_AddArrayToObject(g, "targets");
+	printf("\ntargets (ctq report RUN lists them per shape):\n");
+	for (int id = 0; id < CTQ_GEMM_TGT_COUNT; id++) {
+		const char *detail, *shape;
+		enum ctq_gemm_verdict v = ctq_gemm_target_overall(t, nt, (enum ctq_gemm_target_id)id, &detail, &shape);
+		printf("  %-12s %s%s%s%s%s\n", ctq_gemm_verdict_name(v), ctq_gemm_target_text((enum ctq_gemm_target_id)id),
+		       detail ? " — " : "", shape ? shape : "", detail ? ": " : "", detail ? detail : "");
+	}
+	for (size_t i = 0; i < nt; i++) {
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "target", ctq_gemm_target_text(t[i].id));
+		cJSON_AddStringToObject(x, "shape", t[i].shape);
+		cJSON_AddStringToObject(x, "verdict", ctq_gemm_verdict_name(t[i].verdict));
+		cJSON_AddStringToObject(x, "detail", t[i].detail);
+		cJSON_AddItemToArray(ta, x);
+	}
+	free(t);
+	return CTQ_OK;
+}
+
+/* One TOPS-against-M plot per shape into RUN/plots (with gnuplot). */
+static void plots(const struct session *S, const struct ctq_run *run, const struct shape *shapes,
+		  size_t n_shapes)
+{
+	struct ctq_plotter p;
+	ctq_plot_init(&p);
+	if (!p.available) {
+		printf("bench gemm: no plots (%s)\n", p.why);
+		return;
+	}
+	char dir[1200];
+	struct ctq_error e = {0};
+	if (ctq_mkdirs(ctq_run_path(run, "plots", dir, sizeof dir), &e)) {
+		printf("bench gemm: no plots (%s)\n", e.message);
+		return;
+	}
+	for (size_t s = 0; s < n_shapes; s++) {
+		char name[128];
+		ctq_gemm_plot_name(name, sizeof name, shapes[s].name);
+		struct ctq_strbuf body, data;
+		ctq_strbuf_init(&body);
+		ctq_strbuf_init(&data);
+		if (ctq_gemm_plot(S->rows, S->n_rows, shapes[s].name, name, S->peaks.int8_tops, &body, &data) &&
+		    !body.oom && !data.oom &&
+		    ctq_plot_render(&p, dir, name, 900, 520, body.data, data.data, &e))
+			printf("bench gemm: plot %s not drawn: %s\n", name, e.message);
+		ctq_strbuf_free(&body);
+		ctq_strbuf_free(&data);
+	}
+}
+
+#ifndef CTQ_HAVE_CUDA
+/* This build has no CUDA (nvcc was not found): the driver refuses. */
+enum ctq_status ctq_gemm_bench_open(struct ctq_gemm_bench **out, int device,
+				    struct ctq_gemm_device *info, struct ctq_error *err)
+{
+	(void)device;
+	*out = NULL;
+	memset(info, 0, sizeof *info);
+	return ctq_error_set(err, CTQ_ERR_ENV, "--device",
+			     "this ctq was built without CUDA (nvcc was not found at build time); "
+			     "bench gemm needs a GPU");
+}
+
+void ctq_gemm_bench_close(struct ctq_gemm_bench *b)
+{
+	(void)b;
+}
+
+enum ctq_status ctq_gemm_bench_load(struct ctq_gemm_bench *b, const struct ctq_gemm_inputs *in,
+				    struct ctq_error *err)
+{
+	(void)b, (void)in;
+	return ctq_error_set(err, CTQ_ERR_ENV, "bench gemm", "this ctq was built without CUDA");
+}
+
+enum ctq_status ctq_gemm_bench_run_once(struct ctq_gemm_bench *b, struct ctq_gemm_outputs *out,
+					struct ctq_error *err)
+{
+	(void)b, (void)out;
+	return ctq_error_set(err, CTQ_ERR_ENV, "bench gemm", "this ctq was built without CUDA");
+}
+
+enum ctq_status ctq_gemm_bench_time(struct ctq_gemm_bench *b, enum ctq_gemm_impl impl,
+				    struct ctq_gemm_timing *t, struct ctq_error *err)
+{
+	(void)b, (void)impl, (void)t;
+	return ctq_error_set(err, CTQ_ERR_ENV, "bench gemm", "this ctq was built without CUDA");
+}
+#endif
+
+int ctq_cmd_bench_gemm(int argc, char **argv)
+{
+	struct opts o = {.shapes = NULL, .m = {1, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192},
+			 .n_m = 11, .warmup = 3, .samples = 30, .check_rows = 32, .seed = 1};
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			help();
+			return CTQ_EXIT_OK;
+		}
+		if (!(v = ctq_opt_value(argc, argv, &i)))
+			return CTQ_EXIT_USAGE;
+		bool ok = true;
+		if (!strcmp(a, "--shapes"))
+			o.shapes = v;
+		else if (!strcmp(a, "--model"))
+			o.model = v;
+		else if (!strcmp(a, "--out"))
+			o.out = v;
+		else if (!strcmp(a, "--m"))
+			ok = (o.n_m = parse_m(v, o.m)) > 0;
+		else if (!strcmp(a, "--warmup"))
+			ok = ctq_opt_int("bench gemm", a, v, 0, 1000, &o.warmup);
+		else if (!strcmp(a, "--samples"))
+			ok = ctq_opt_int("bench gemm", a, v, 1, 10000, &o.samples);
+		else if (!strcmp(a, "--check-rows"))
+			ok = ctq_opt_int("bench gemm", a, v, 1, 1024, &o.check_rows);
+		else if (!strcmp(a, "--device"))
+			ok = ctq_opt_int("bench gemm", a, v, 0, 1023, &o.device);
+		else if (!strcmp(a, "--seed"))
+			ok = ctq_opt_int("bench gemm", a, v, 0, 0x7fffffffL, &o.seed);
+		else if (!strcmp(a, "--peak-tops"))
+			ok = parse_double(a, v, &o.peak_tops);
+		else if (!strcmp(a, "--hbm-gbps"))
+			ok = parse_double(a, v, &o.hbm_gbps);
+		else {
+			fprintf(stderr, "ctq bench gemm: unknown option %s (see --help)\n", a);
+			return CTQ_EXIT_USAGE;
+		}
+		if (!ok)
+			return CTQ_EXIT_USAGE;
+	}
+	if (o.shapes && o.model) {
+		fprintf(stderr, "ctq bench gemm: give --shapes or --model, not both\n");
+		return CTQ_EXIT_USAGE;
+	}
+	struct shape shapes[MAX_SHAPES];
+	size_t n_shapes = 0;
+	struct ctq_error err = {0};
+	char source[1100];
+	if (o.model) {
+		if (shapes_from_model(o.model, shapes, &n_shapes, &err)) {
+			ctq_print_error("bench gemm", &err);
+			return ctq_status_exit_code(err.status);
+		}
+		snprintf(source, sizeof source, "checkpoint %s", o.model);
+	} else {
+		if (!shapes_from_arg(o.shapes ? o.shapes : "qwen3-4b", shapes, &n_shapes))
+			return CTQ_EXIT_USAGE;
+		snprintf(source, sizeof source, "--shapes %s", o.shapes ? o.shapes : "qwen3-4b");
+	}
+	printf("bench gemm: %zu shape(s) from %s:", n_shapes, source);
+	for (size_t i = 0; i < n_shapes; i++)
+		printf("%s %s K=%lld N=%lld", i ? "," : "", shapes[i].name, (long long)shapes[i].K,
+		       (long long)shapes[i].N);
+	printf("\n");
+	fflush(stdout);
+	if (o.samples < 20)
+		fprintf(stderr, "ctq bench gemm: warning: %ld samples; a baseline wants 20 or more\n", o.samples);
+
+	/* The device first: without one, exit 3 before any run directory. */
+	struct session S;
+	memset(&S, 0, sizeof S);
+	S.o = &o;
+	S.n_points = n_shapes * (size_t)o.n_m;
+	if (ctq_gemm_bench_open(&S.b, (int)o.device, &S.dev, &err)) {
+		ctq_print_error("bench gemm", &err);
+		return ctq_status_exit_code(err.status);
+	}
+	ctq_gemm_peaks_for(S.dev.name, o.peak_tops, o.hbm_gbps, &S.peaks);
+	printf("bench gemm: %s, sm_%d%d, %d SMs, L2 %.1f MiB; peaks: %.0f INT8 TOPS, %.0f GB/s (%s)\n",
+	       S.dev.name, S.dev.major, S.dev.minor, S.dev.sms, (double)S.dev.l2_bytes / 1048576.0,
+	       S.peaks.int8_tops, S.peaks.hbm_gbps, S.peaks.source);
+	fflush(stdout);
+
+	struct ctq_run run;
+	struct ctq_csv csv, scsv;
+	struct host_inputs h;
+	memset(&run, 0, sizeof run);
+	memset(&csv, 0, sizeof csv);
+	memset(&scsv, 0, sizeof scsv);
+	memset(&h, 0, sizeof h);
+	int rc = CTQ_EXIT_USAGE;
+	char path[1200];
+	S.times = malloc((size_t)o.samples * sizeof *S.times);
+	if (!S.times) {
+		ctq_error_set(&err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
+		goto fail;
+	}
+	if (ctq_run_begin(&run, o.out, "bench-gemm", argc, argv, &err) ||
+	    ctq_csv_open(&csv, ctq_run_path(&run, "bench_gemm.csv", path, sizeof path), ctq_gemm_csv_header,
+			 ctq_gemm_csv_cols, &err) ||
+	    ctq_csv_open(&scsv, ctq_run_path(&run, "bench_gemm_samples.csv", path, sizeof path),
+			 samples_header, sizeof samples_header / sizeof *samples_header, &err))
+		goto fail;
+	S.csv = &csv;
+	S.samples_csv = &scsv;
+	char desc[400];
+	snprintf(desc, sizeof desc, "%s (sm_%d%d, %d SMs, %.1f GiB)", S.dev.name, S.dev.major, S.dev.minor,
+		 S.dev.sms, (double)S.dev.mem_bytes / 1073741824.0);
+	ctq_env_capture(run.manifest, &(struct ctq_env_options){.query_gpus = true, .cuda_device_desc = desc});
+	cJSON *g = manifest_begin(run.manifest, &S, shapes, n_shapes, source);
+	long m_max = 1;
+	for (int i = 0; i < o.n_m; i++)
+		m_max = o.m[i] > m_max ? o.m[i] : m_max;
+	for (size_t s = 0; s < n_shapes; s++) {
+		if (inputs_make(&h, m_max, shapes[s].N, shapes[s].K, (uint64_t)o.seed * 1000003u + s, &err))
+			goto fail;
+		for (int i = 0; i < o.n_m; i++)
+			if (point(&S, &shapes[s], &h, o.m[i], &err))
+				goto fail;
+		inputs_free(&h);
+	}
+	ctq_gemm_bench_close(S.b);
+	S.b = NULL;
+	if (ctq_csv_close(&csv, &err) || ctq_csv_close(&scsv, &err))
+		goto fail;
+	print_summary(&S, shapes, n_shapes);
+	if (targets(&S, g, &err))
+		goto fail;
+	plots(&S, &run, shapes, n_shapes);
+	cJSON *ck = cJSON_AddObjectToObject(g, "check");
+	cJSON_AddNumberToObject(ck, "points", (double)S.points);
+	cJSON_AddNumberToObject(ck, "ctq_failures", (double)S.failures);
+	cJSON_AddNumberToObject(ck, "cublaslt_i8_failures", (double)S.i8_failures);
+	if (S.failures)
+		cJSON_AddStringToObject(ck, "first_failure", S.first_failure);
+	char final_dir[sizeof run.final_dir];
+	snprintf(final_dir, sizeof final_dir, "%s", run.final_dir);
+	if (ctq_run_commit(&run, &err))
+		goto fail;
+	printf("\nbench gemm: results in %s/ (bench_gemm.csv, bench_gemm_samples.csv, plots/)\n", final_dir);
+	if (S.failures) {
+		fprintf(stderr, "ctq bench gemm: %zu of %zu point(s) differ from the reference; first: %s\n",
+			S.failures, S.points, S.first_failure);
+		rc = CTQ_EXIT_FAIL;
+	} else {
+		rc = CTQ_EXIT_OK;
+	}
+	goto done;
+fail:
+	ctq_print_error("bench gemm", &err);
+	rc = ctq_status_exit_code(err.status);
+	ctq_csv_close(&csv, NULL);
+	ctq_csv_close(&scsv, NULL);
+	ctq_run_abort(&run);
+done:
+	inputs_free(&h);
+	ctq_gemm_bench_close(S.b);
+	free(S.times);
+	free(S.rows);
+	return rc;
+}
