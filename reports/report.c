@@ -3,6 +3,7 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "eval/stats.h"
+#include "reports/bench_gemm.h"
 #include "reports/plot.h"
 #include "reports/results.h"
 #include "reports/table.h"
@@ -30,6 +31,7 @@ struct rep {
 	size_t checks_failed, probes_failed, files_bad;
 	size_t gates, gates_failed; /* accuracy gates that ctq eval recorded */
 	size_t serve_errors;        /* failed requests of ctq bench serve */
+	size_t gemm_failed;         /* ctq bench gemm rows whose ctq output differs from the reference */
 	struct ctq_error *err;
 };
 
@@ -1082,123 +1084,183 @@ static enum ctq_status serve_file(struct rep *r, const struct ctq_result_file *f
 	return CTQ_OK;
 }
 
-/* bench_gemm.csv: TOPS against M per series, with peak lines (report.h). */
+/* The points of a shape where cuBLASLt refused the shape, with its note. */
+static bool i8_note(const struct ctq_gemm_row *rows, size_t n, const char *shape, char *buf, size_t cap)
+{
+	size_t len = 0;
+	const char *note = NULL;
+	for (size_t i = 0; i < n; i++) {
+		const struct ctq_gemm_row *x = &rows[i];
+		if (x->impl != CTQ_GEMM_I8 || strcmp(x->shape, shape) || !isnan(x->time_us_median))
+			continue;
+		if (!len)
+			len = (size_t)snprintf(buf, cap, "cublaslt_i8 not timed at M =");
+		if (len < cap)
+			len += (size_t)snprintf(buf + len, cap - len, " %lld", (long long)x->M);
+		note = x->note;
+	}
+	if (len && len < cap)
+		snprintf(buf + len, cap - len, " (%s).", note && *note ? note : "no note");
+	return len > 0;
+}
+
+/* bench_gemm.csv (ctq bench gemm, reports/bench_gemm.h): how it was timed,
+ * the points whose ctq outputs differ from the reference (a failure), the
+ * targets per shape as pass / miss, a table and a TOPS-against-M plot per
+ * shape. */
 static enum ctq_status gemm_file(struct rep *r, const struct ctq_result_file *f)
 {
-	char path[1200];
-	struct ctq_table t;
-	enum ctq_status st = load_result(r, f, &t, path, sizeof path);
-	if (st)
+	char path[1200], line[1200];
+	snprintf(path, sizeof path, "%s/%s", r->dir, f->rel);
+	struct ctq_gemm_row *rows = NULL;
+	size_t n = 0, nt = 0;
+	struct ctq_gemm_target *t = NULL;
+	enum ctq_status st = ctq_gemm_rows_load(path, &rows, &n, r->err);
+	if (st || (st = ctq_gemm_targets(rows, n, &t, &nt, r->err))) {
+		free(rows);
 		return st;
-	int cm = ctq_table_col(&t, "M"), ctops = -1, cpeak = -1, cser = -1;
-	int cn = ctq_table_col(&t, "N"), ck = ctq_table_col(&t, "K");
-	for (size_t i = 0; i < t.n_cols; i++) {
-		char low[128];
-		snprintf(low, sizeof low, "%s", t.header[i]);
-		for (char *c = low; *c; c++)
-			if (*c >= 'A' && *c <= 'Z')
-				*c = (char)(*c - 'A' + 'a');
-		if (strstr(low, "tops") && strstr(low, "peak") && cpeak < 0)
-			cpeak = (int)i;
-		else if (strstr(low, "tops") && ctops < 0)
-			ctops = (int)i;
 	}
-	static const char *const sers[] = {"kernel", "backend", "name"};
-	for (int i = 0; i < 3 && cser < 0; i++)
-		cser = ctq_table_col(&t, sers[i]);
-	heading(r, 3, f->rel);
-	if (cm < 0 || ctops < 0) {
-		para(r, "bench_gemm.csv has no M column or no TOPS column; nothing to plot.");
-		ctq_table_free(&t);
-		return CTQ_OK;
+	cJSON *m = step_manifest(r->dir, f->dir);
+	const cJSON *g = ctq_json_get(m, "bench_gemm");
+	snprintf(line, sizeof line, "%s — %s", f->rel, ctq_json_str_at(g, "device", "unknown device"));
+	heading(r, 3, line);
+	const cJSON *pk = ctq_json_get(g, "peaks"), *me = ctq_json_get(g, "method");
+	char tops[32] = "unknown", gbps[32] = "unknown";
+	if (!isnan(jnum(pk, "int8_dense_tops")))
+		snprintf(tops, sizeof tops, "%.0f", jnum(pk, "int8_dense_tops"));
+	if (!isnan(jnum(pk, "hbm_gbps")))
+		snprintf(gbps, sizeof gbps, "%.0f", jnum(pk, "hbm_gbps"));
+	snprintf(line, sizeof line,
+		 "Peaks: INT8 dense %s TOPS, HBM %s GB/s (%s). Per-call times from CUDA graphs of "
+		 "consecutive calls rotating through buffer copies that touch >= %gx the L2; %g samples "
+		 "after %g warm-up launches; median, min and cv. Every point was checked bit-exact against "
+		 "the CPU reference on %g rows before timing. Targets are held by ctq_gemm (the GEMM with "
+		 "its fused epilogue) and ctq_quantize; %% of peak and speedups are against the INT8 peak "
+		 "and cuBLAS BF16.",
+		 tops, gbps, ctq_json_str_at(pk, "source", "unknown"), jnum(me, "l2_factor"),
+		 jnum(me, "samples"), jnum(me, "warmup"), jnum(me, "check_rows"));
+	para(r, line);
+	size_t failed = 0;
+	for (size_t i = 0; i < n; i++)
+		if (ctq_gemm_impl_is_ctq(rows[i].impl) && !strcmp(rows[i].check, "fail")) {
+			if (!failed++)
+				snprintf(line, sizeof line, "FAILED: %s M=%lld %s differs from the reference (%s).",
+					 rows[i].shape, (long long)rows[i].M, ctq_gemm_impl_name(rows[i].impl),
+					 rows[i].note);
+		}
+	if (failed) {
+		r->gemm_failed += failed;
+		para(r, line);
 	}
-	/* Series labels in first-seen order; data blocks separated for `index`. */
-	char (*labels)[256] = calloc(t.n_rows + 1, sizeof *labels);
-	double *peaks = calloc(t.n_rows + 1, sizeof *peaks);
-	if (!labels || !peaks) {
-		free(labels);
-		free(peaks);
-		ctq_table_free(&t);
+
+	/* Targets: one row per target, one column per shape. */
+	const char **shapes = calloc(n + 1, sizeof *shapes);
+	size_t ns = 0;
+	for (size_t i = 0; shapes && i < n; i++) {
+		size_t j = 0;
+		while (j < ns && strcmp(shapes[j], rows[i].shape))
+			j++;
+		if (j == ns)
+			shapes[ns++] = rows[i].shape;
+	}
+	const char **cols = calloc(ns + 3, sizeof *cols);
+	if (!shapes || !cols) {
+		free(shapes);
+		free(cols);
+		free(t);
+		free(rows);
+		cJSON_Delete(m);
 		return ctq_error_set(r->err, CTQ_ERR_NOMEM, path, "out of memory");
 	}
-	size_t ns = 0, np = 0;
-	for (size_t i = 0; i < t.n_rows; i++) {
-		char lab[256];
-		snprintf(lab, sizeof lab, "%s%s%s%s%s", cser >= 0 ? ctq_table_get(&t, i, cser) : "gemm",
-			 cn >= 0 ? " N=" : "", cn >= 0 ? ctq_table_get(&t, i, cn) : "",
-			 ck >= 0 ? " K=" : "", ck >= 0 ? ctq_table_get(&t, i, ck) : "");
-		size_t j;
-		for (j = 0; j < ns; j++)
-			if (!strcmp(labels[j], lab))
-				break;
-		if (j == ns)
-			snprintf(labels[ns++], sizeof *labels, "%s", lab);
-		double pk = cpeak >= 0 ? ctq_table_num(&t, i, cpeak) : NAN;
-		size_t q;
-		for (q = 0; q < np; q++)
-			if (peaks[q] == pk)
-				break;
-		if (!isnan(pk) && q == np)
-			peaks[np++] = pk;
-	}
-	static const char *const cols[] = {"series", "points", "max TOPS", "at M", NULL};
+	cols[0] = "target";
+	cols[1] = "all shapes";
+	for (size_t s = 0; s < ns; s++)
+		cols[s + 2] = shapes[s];
 	table_head(r, cols);
-	struct ctq_strbuf data, body;
-	ctq_strbuf_init(&data);
-	ctq_strbuf_init(&body);
-	for (size_t j = 0; j < ns; j++) {
-		size_t pts = 0;
-		double best = NAN, best_m = NAN;
-		ctq_strbuf_printf(&data, "# series %zu: %s\n", j, labels[j]);
-		for (size_t i = 0; i < t.n_rows; i++) {
-			char lab[256];
-			snprintf(lab, sizeof lab, "%s%s%s%s%s",
-				 cser >= 0 ? ctq_table_get(&t, i, cser) : "gemm", cn >= 0 ? " N=" : "",
-				 cn >= 0 ? ctq_table_get(&t, i, cn) : "", ck >= 0 ? " K=" : "",
-				 ck >= 0 ? ctq_table_get(&t, i, ck) : "");
-			if (strcmp(lab, labels[j]) != 0)
-				continue;
-			double m = ctq_table_num(&t, i, cm), v = ctq_table_num(&t, i, ctops);
-			ctq_strbuf_printf(&data, "%.9g %.9g\n", m, v);
-			pts++;
-			if (!isnan(v) && (isnan(best) || v > best))
-				best = v, best_m = m;
-		}
-		ctq_strbuf_append(&data, "\n\n");
+	for (int id = 0; id < CTQ_GEMM_TGT_COUNT; id++) {
+		const char *wd, *wsh;
+		enum ctq_gemm_verdict v = ctq_gemm_target_overall(t, nt, (enum ctq_gemm_target_id)id, &wd, &wsh);
+		static const char *const cls[] = {"passed", "failed", "skipped"};
 		row_begin(r);
-		cell(r, labels[j], NULL);
-		cellf(r, "num", "%zu", pts);
-		cellf(r, "num", "%.4g", best);
-		cellf(r, "num", "%.0f", best_m);
+		cell(r, ctq_gemm_target_text((enum ctq_gemm_target_id)id), NULL);
+		cell(r, ctq_gemm_verdict_name(v), cls[v]);
+		for (size_t s = 0; s < ns; s++)
+			for (size_t k = 0; k < nt; k++)
+				if ((int)t[k].id == id && !strcmp(t[k].shape, shapes[s]))
+					cellf(r, cls[t[k].verdict], "%s: %s", ctq_gemm_verdict_name(t[k].verdict),
+					      t[k].detail);
 		row_end(r);
 	}
 	table_end(r);
-	ctq_strbuf_printf(&body,
-			  "set title \"GEMM throughput against M\"\nset logscale x 2\n"
-			  "set xlabel \"M (tokens)\"\nset ylabel \"TOPS\"\nset key outside right\n");
-	for (size_t q = 0; q < np; q++)
-		ctq_strbuf_printf(&body,
-				  "set arrow from graph 0, first %.9g to graph 1, first %.9g nohead dt 2 lc rgb \"#888888\"\n"
-				  "set label \"peak %.4g TOPS\" at graph 0.02, first %.9g offset 0,0.7 font \",8\"\n",
-				  peaks[q], peaks[q], peaks[q], peaks[q]);
-	ctq_strbuf_append(&body, "plot ");
-	for (size_t j = 0; j < ns; j++) {
-		char lab[300];
-		snprintf(lab, sizeof lab, "%s", labels[j]);
-		for (char *c = lab; *c; c++)
-			if (*c == '"')
-				*c = '\'';
-		ctq_strbuf_printf(&body, "%s\"gemm.dat\" index %zu using 1:2 with linespoints pt 7 title \"%s\"",
-				  j ? ", " : "", j, lab);
+
+	static const char *const pcols[] = {"M", "ctq_w8a8 us", "ctq_gemm us", "ctq_gemm TOPS", "% INT8 peak",
+					    "% HBM (int8 weights)", "cv", "cublas_bf16 us", "speedup vs BF16",
+					    "cublaslt_i8 us", "ctq_quantize us", "quantize % HBM", NULL};
+	for (size_t s = 0; s < ns; s++) {
+		const struct ctq_gemm_row *any = NULL;
+		for (size_t i = 0; i < n && !any; i++)
+			if (!strcmp(rows[i].shape, shapes[s]))
+				any = &rows[i];
+		snprintf(line, sizeof line, "%s: K=%lld, N=%lld", shapes[s], (long long)any->K, (long long)any->N);
+		heading(r, 4, line);
+		table_head(r, pcols);
+		/* Points in M order; the five rows of a point share shape and M. */
+		int64_t last = 0;
+		for (;;) {
+			int64_t next = INT64_MAX;
+			for (size_t i = 0; i < n; i++)
+				if (!strcmp(rows[i].shape, shapes[s]) && rows[i].M > last && rows[i].M < next)
+					next = rows[i].M;
+			if (next == INT64_MAX)
+				break;
+			last = next;
+			const struct ctq_gemm_row *p[CTQ_GEMM_IMPL_COUNT] = {0};
+			for (size_t i = 0; i < n; i++)
+				if (!strcmp(rows[i].shape, shapes[s]) && rows[i].M == next)
+					p[rows[i].impl] = &rows[i];
+			char v[12][48];
+#define G(i, field) (p[i] ? p[i]->field : NAN)
+			snprintf(v[0], sizeof v[0], "%lld", (long long)next);
+			fmt_g(v[1], sizeof v[1], G(CTQ_GEMM_W8A8, time_us_median));
+			fmt_g(v[2], sizeof v[2], G(CTQ_GEMM_GEMM, time_us_median));
+			fmt_g(v[3], sizeof v[3], G(CTQ_GEMM_GEMM, tops));
+			fmt_g(v[4], sizeof v[4], G(CTQ_GEMM_GEMM, pct_int8_peak));
+			fmt_g(v[5], sizeof v[5], G(CTQ_GEMM_GEMM, pct_hbm_weights));
+			fmt_g(v[6], sizeof v[6], G(CTQ_GEMM_GEMM, time_cv));
+			fmt_g(v[7], sizeof v[7], G(CTQ_GEMM_BF16, time_us_median));
+			fmt_g(v[8], sizeof v[8], G(CTQ_GEMM_GEMM, speedup_vs_bf16));
+			fmt_g(v[9], sizeof v[9], G(CTQ_GEMM_I8, time_us_median));
+			fmt_g(v[10], sizeof v[10], G(CTQ_GEMM_QUANTIZE, time_us_median));
+			fmt_g(v[11], sizeof v[11], G(CTQ_GEMM_QUANTIZE, pct_hbm));
+#undef G
+			bool bad = p[CTQ_GEMM_GEMM] && !strcmp(p[CTQ_GEMM_GEMM]->check, "fail");
+			row_begin(r);
+			for (int c = 0; c < 12; c++)
+				cell(r, c == 2 && bad ? "FAIL" : v[c], c == 2 && bad ? "bad" : "num");
+			row_end(r);
+		}
+		table_end(r);
+		if (i8_note(rows, n, shapes[s], line, sizeof line))
+			para(r, line);
+		struct ctq_strbuf body, data;
+		ctq_strbuf_init(&body);
+		ctq_strbuf_init(&data);
+		char name[300], base[200];
+		ctq_gemm_plot_name(base, sizeof base, shapes[s]);
+		plot_name(name, sizeof name, base, f->dir);
+		snprintf(line, sizeof line, "%s (K=%lld, N=%lld): TOPS against M (dashed: INT8 peak)", shapes[s],
+			 (long long)any->K, (long long)any->N);
+		if (ctq_gemm_plot(rows, n, shapes[s], name, jnum(pk, "int8_dense_tops"), &body, &data) &&
+		    !body.oom && !data.oom)
+			plot(r, name, 900, 520, line, body.data, data.data);
+		ctq_strbuf_free(&body);
+		ctq_strbuf_free(&data);
 	}
-	ctq_strbuf_append(&body, "\n");
-	if (ns && !data.oom && !body.oom)
-		plot(r, "gemm", 1000, 500, "GEMM TOPS against M (dashed: peak)", body.data, data.data);
-	ctq_strbuf_free(&data);
-	ctq_strbuf_free(&body);
-	free(labels);
-	free(peaks);
-	ctq_table_free(&t);
+	free(shapes);
+	free(cols);
+	free(t);
+	free(rows);
+	cJSON_Delete(m);
 	return CTQ_OK;
 }
 
@@ -1545,8 +1607,9 @@ enum ctq_status ctq_report_write(const char *run_dir, const char *display,
 	ctq_strbuf_init(&shtml);
 	const char *verdict = steps(&r, &smd, &shtml, counts);
 	if (!verdict)
-		verdict = r.checks_failed || r.probes_failed || r.gates_failed || r.serve_errors ? "FAIL"
-															: "PASS";
+		verdict = r.checks_failed || r.probes_failed || r.gates_failed || r.serve_errors || r.gemm_failed
+				  ? "FAIL"
+				  : "PASS";
 	snprintf(s->verdict, sizeof s->verdict, "%s", verdict);
 	const char *title = ctq_json_str_at(r.m, "plan.name", NULL);
 	char headline[600];
@@ -1570,7 +1633,7 @@ enum ctq_status ctq_report_write(const char *run_dir, const char *display,
 	else {
 		/* A single command's manifest names the device it ran on. */
 		static const char *const keys[] = {"eval.device", "bench_model.device", "bench_serve.device",
-						   "probe.device"};
+						   "bench_gemm.device", "probe.device"};
 		const char *dev = NULL;
 		for (size_t i = 0; !dev && i < sizeof keys / sizeof *keys; i++)
 			dev = ctq_json_str_at(r.m, keys[i], NULL);

@@ -6,13 +6,10 @@
  * suite folder, the failing checks), kernel probes (worst kernel and
  * quantization rel-L2, NaN/Inf, rel-L2 per layer), accuracy (per subject,
  * candidate vs reference with paired deltas), performance (TTFT, prefill
- * and decode throughput; GEMM TOPS against M when bench_gemm.csv exists)
- * — and checkpoint provenance. Plots go to RUN/plots/ (reports/plot.h).
- *
- * bench_gemm.csv, which no ctq command writes yet, is read by column name:
- * "M", a throughput column whose name contains "tops" (not "peak"), series
- * from "kernel", "backend" or "name" (with "N" and "K" when present), and
- * peak lines from a column whose name contains "peak".
+ * and decode throughput), GEMM throughput (ctq bench gemm: the targets per
+ * shape as pass / miss, TOPS against M per shape; a ctq output that differed
+ * from the reference fails the verdict) — and checkpoint provenance. Plots
+ * go to RUN/plots/ (reports/plot.h).
  *
  * What it is not: a comparison (reports/compare.h) or a dashboard.
  */
