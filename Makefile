@@ -60,6 +60,7 @@ NVCCFLAGS   += -std=c++17 $(CUDA_ARCH) -I. -MMD -MP -Xcompiler -fno-strict-alias
 
 ifeq ($(CUDA),1)
   CPPFLAGS += -DCTQ_HAVE_CUDA
+  GPU_TEST_CPPFLAGS := -isystem $(CUDA_HOME)/include
   CUDA_LIBDIR := $(CUDA_HOME)/lib64
   LDFLAGS  += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR)
   # NCCL: beside the toolkit's libraries here (lib/), in lib64 or the system elsewhere.
@@ -119,7 +120,7 @@ $(BUILD)/tests/test_%: tests/test_%.c $(BUILD)/libctq.a $(HARNESS_OBJ)
 $(BUILD)/tests/gpu/%: tests/gpu/%.c $(BUILD)/libctq.a $(HARNESS_OBJ)
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -Wno-missing-prototypes $(LDFLAGS) -o $@ $< $(HARNESS_LIB_OBJ) $(BUILD)/libctq.a -lcriterion $(LDLIBS)
+	$(Q)$(CC) $(CPPFLAGS) $(GPU_TEST_CPPFLAGS) $(CFLAGS) $(WARN) -Wno-missing-prototypes $(LDFLAGS) -o $@ $< $(HARNESS_LIB_OBJ) $(BUILD)/libctq.a -lcriterion $(LDLIBS)
 
 # ---- set-up ----------------------------------------------------------------
 DEB_PKGS := libcjson-dev libcsv-dev libcriterion-dev libpcre2-dev gnuplot-nox

@@ -255,8 +255,11 @@ gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_co
 			if (n >= N)
 				continue;
 			const bool two = n + 1 < N;
-			const float sw0 = s_w[n], sw1 = two ? s_w[n + 1] : 0.0f;
-			const float b0 = bias ? bias[n] : 0.0f, b1 = bias && two ? bias[n + 1] : 0.0f;
+			/* the debug path (acc_out) has no scales */
+			const float sw0 = acc_out ? 0.0f : s_w[n];
+			const float sw1 = acc_out || !two ? 0.0f : s_w[n + 1];
+			const float b0 = bias && !acc_out ? bias[n] : 0.0f;
+			const float b1 = bias && !acc_out && two ? bias[n + 1] : 0.0f;
 #pragma unroll
 			for (int h = 0; h < 2; h++) {
 				const int m = r0 + 8 * h;
