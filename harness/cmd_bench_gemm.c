@@ -6,16 +6,13 @@
  * driver). Metrics, CSV, plots and targets: reports/bench_gemm.h. */
 #include "harness/commands.h"
 #include "core/dtype.h"
-#include "core/fileio.h"
 #include "core/numerics.h"
 #include "core/rng.h"
 #include "kernels/bench_gemm.h"
 #include "quant/resolve.h"
 #include "quant/safetensors.h"
 #include "reports/bench_gemm.h"
-#include "reports/csv.h"
 #include "reports/env.h"
-#include "reports/plot.h"
 #include "reports/run.h"
 
 #include <math.h>
@@ -290,30 +287,37 @@ struct session {
 	struct ctq_gemm_bench *b;
 	struct ctq_gemm_device dev;
 	struct ctq_gemm_peaks peaks;
-	struct ctq_csv *csv, *samples_csv;
-	struct ctq_gemm_row *rows; /* (n_rows) every row written */
+	struct ctq_gemm_row *rows; /* (n_rows) */
+	double *samples;           /* (n_rows, o->samples) per-call times of each row */
 	size_t n_rows, cap_rows;
 	size_t failures, i8_failures, points, n_points;
 	char first_failure[400];
-	double *times; /* (samples) */
 };
 
-static enum ctq_status keep_row(struct session *S, const struct ctq_gemm_row *r, struct ctq_error *err)
+static enum ctq_status keep_row(struct session *S, const struct ctq_gemm_row *r, const double *t,
+				struct ctq_error *err)
 {
+	const size_t ns = (size_t)S->o->samples;
 	if (S->n_rows == S->cap_rows) {
 		size_t c = S->cap_rows ? 2 * S->cap_rows : 64;
 		struct ctq_gemm_row *v = realloc(S->rows, c * sizeof *v);
-		if (!v)
+		if (v)
+			S->rows = v;
+		double *w = v ? realloc(S->samples, c * ns * sizeof *w) : NULL;
+		if (!w)
 			return ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
-		S->rows = v;
+		S->samples = w;
 		S->cap_rows = c;
 	}
-	S->rows[S->n_rows++] = *r;
+	S->rows[S->n_rows] = *r;
+	if (r->samples > 0)
+		memcpy(S->samples + S->n_rows * ns, t, (size_t)r->samples * sizeof *t);
+	S->n_rows++;
 	return CTQ_OK;
 }
 
 /* One point: load, check against the reference, time each implementation,
- * then the five rows (speedups need the BF16 median). */
+ * then keep the five rows (speedups need the BF16 median). */
 static enum ctq_status point(struct session *S, const struct shape *sh, const struct host_inputs *h,
 			     int64_t M, struct ctq_error *err)
 {
@@ -332,9 +336,10 @@ static enum ctq_status point(struct session *S, const struct shape *sh, const st
 	out.y_w8a8 = malloc((size_t)(nr * N) * sizeof *out.y_w8a8);
 	out.y_gemm = malloc((size_t)(nr * N) * sizeof *out.y_gemm);
 	out.acc_i8 = malloc((size_t)(nr * N) * sizeof *out.acc_i8);
+	double *times = malloc((size_t)CTQ_GEMM_IMPL_COUNT * (size_t)o->samples * sizeof *times);
 	enum ctq_status st = CTQ_OK;
 	char mismatch[300] = "", i8_mismatch[300] = "";
-	if (!out.q || !out.s || !out.acc || !out.y_w8a8 || !out.y_gemm || !out.acc_i8) {
+	if (!out.q || !out.s || !out.acc || !out.y_w8a8 || !out.y_gemm || !out.acc_i8 || !times) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
 		goto done;
 	}
@@ -355,7 +360,7 @@ static enum ctq_status point(struct session *S, const struct shape *sh, const st
 	}
 	if (i8_mismatch[0]) {
 		S->i8_failures++;
-		fprintf(stderr, "ctq bench gemm: warning: %s M=%lld: %s (baseline, not ctq)\n", sh->name,
+		fprintf(stderr, "ctq bench gemm: warning: %s M=%lld: %s (a baseline, not ctq)\n", sh->name,
 			(long long)M, i8_mismatch);
 	}
 	struct ctq_gemm_row r[CTQ_GEMM_IMPL_COUNT];
@@ -374,25 +379,17 @@ static enum ctq_status point(struct session *S, const struct shape *sh, const st
 			snprintf(x->note, sizeof x->note, "not timed: %s", mismatch);
 		} else {
 			struct ctq_gemm_timing t = {.warmup = (int)o->warmup, .samples = (int)o->samples,
-						    .min_graph_us = MIN_GRAPH_US, .time_us = S->times};
+						    .min_graph_us = MIN_GRAPH_US,
+						    .time_us = times + (size_t)i * (size_t)o->samples};
 			if ((st = ctq_gemm_bench_time(S->b, impl, &t, err)))
 				break;
-			snprintf(x->note, sizeof x->note, "%s", impl == CTQ_GEMM_I8 && i8_mismatch[0] ? i8_mismatch : t.note);
+			snprintf(x->note, sizeof x->note, "%s",
+				 impl == CTQ_GEMM_I8 && i8_mismatch[0] ? i8_mismatch : t.note);
 			if (t.supported) {
 				struct ctq_gemm_stats s;
 				ctq_gemm_stats(t.time_us, (size_t)t.samples, &s);
 				x->samples = t.samples, x->copies = t.copies, x->calls = t.calls;
 				x->time_us_median = s.median, x->time_us_min = s.min, x->time_cv = s.cv;
-				for (int k = 0; k < t.samples; k++) {
-					ctq_csv_field(S->samples_csv, sh->name);
-					ctq_csv_fieldf(S->samples_csv, "%lld", (long long)K);
-					ctq_csv_fieldf(S->samples_csv, "%lld", (long long)N);
-					ctq_csv_fieldf(S->samples_csv, "%lld", (long long)M);
-					ctq_csv_field(S->samples_csv, ctq_gemm_impl_name(impl));
-					ctq_csv_fieldf(S->samples_csv, "%d", k);
-					ctq_csv_fieldf(S->samples_csv, "%.9g", t.time_us[k]);
-					ctq_csv_end_row(S->samples_csv);
-				}
 			}
 		}
 		ctq_gemm_row_metrics(x, &S->peaks);
@@ -400,14 +397,12 @@ static enum ctq_status point(struct session *S, const struct shape *sh, const st
 	if (st)
 		goto done;
 	ctq_gemm_rows_speedup(r, CTQ_GEMM_IMPL_COUNT);
-	for (int i = 0; i < CTQ_GEMM_IMPL_COUNT && !st; i++) {
-		ctq_gemm_csv_row(S->csv, &r[i]);
-		st = keep_row(S, &r[i], err);
-	}
+	for (int i = 0; i < CTQ_GEMM_IMPL_COUNT && !st; i++)
+		st = keep_row(S, &r[i], times + (size_t)i * (size_t)o->samples, err);
 	S->points++;
 	fprintf(stderr,
 		"bench gemm [%zu/%zu] %s K=%lld N=%lld M=%lld: check %s; ctq_gemm %.2f us %.0f TOPS "
-		"(%.1f%% peak, %.2fx bf16); ctq_w8a8 %.2f us; quantize %.2f us; cublas_bf16 %.2f us; "
+		"(%.1f%% peak, %.2fx bf16); ctq_w8a8 %.2f us; ctq_quantize %.2f us; cublas_bf16 %.2f us; "
 		"cublaslt_i8 %.2f us\n",
 		S->points, S->n_points, sh->name, (long long)K, (long long)N, (long long)M,
 		mismatch[0] ? "FAIL" : "ok", r[CTQ_GEMM_GEMM].time_us_median, r[CTQ_GEMM_GEMM].tops,
@@ -421,154 +416,42 @@ done:
 	free(out.y_w8a8);
 	free(out.y_gemm);
 	free(out.acc_i8);
+	free(times);
 	return st;
 }
 
-static const char *const samples_header[] = {"shape", "K", "N", "M", "impl", "sample", "time_us"};
-
-static void print_summary(const struct session *S, const struct shape *shapes, size_t n_shapes)
+static void print_summary(const struct session *S)
 {
-	printf("\n%-20s %6s %10s %10s %8s %7s %8s %10s %7s %10s %10s %7s\n", "shape", "M", "w8a8 us",
+	printf("\n%-20s %6s %10s %10s %8s %7s %8s %10s %8s %10s %10s %7s\n", "shape", "M", "w8a8 us",
 	       "gemm us", "TOPS", "%peak", "%HBM(w)", "bf16 us", "speedup", "i8 us", "quant us", "%HBM");
-	for (size_t s = 0; s < n_shapes; s++)
-		for (size_t i = 0; i < S->n_rows; i += CTQ_GEMM_IMPL_COUNT) {
-			const struct ctq_gemm_row *r = &S->rows[i];
-			if (strcmp(r->shape, shapes[s].name))
-				continue;
-			const struct ctq_gemm_row *g = &r[CTQ_GEMM_GEMM], *q = &r[CTQ_GEMM_QUANTIZE];
-			printf("%-20.20s %6lld %10.2f %10.2f %8.1f %7.1f %8.1f %10.2f %6.2fx %10.2f %10.2f %7.1f\n",
-			       r->shape, (long long)r->M, r[CTQ_GEMM_W8A8].time_us_median, g->time_us_median, g->tops,
-			       g->pct_int8_peak, g->pct_hbm_weights, r[CTQ_GEMM_BF16].time_us_median,
-			       g->speedup_vs_bf16, r[CTQ_GEMM_I8].time_us_median, q->time_us_median, q->pct_hbm);
-		}
-}
-
-static cJSON *num_or_null(double v)
-{
-	return isnan(v) || isinf(v) ? cJSON_CreateNull() : cJSON_CreateNumber(v);
-}
-
-/* Method, peaks and options into the manifest (bench_gemm). */
-static cJSON *manifest_begin(cJSON *m, const struct session *S, const struct shape *shapes,
-			     size_t n_shapes, const char *source)
-{
-	const struct opts *o = S->o;
-	char desc[400];
-	snprintf(desc, sizeof desc, "%s (sm_%d%d, %d SMs, L2 %.1f MiB, %.1f GiB)", S->dev.name, S->dev.major,
-		 S->dev.minor, S->dev.sms, (double)S->dev.l2_bytes / 1048576.0,
-		 (double)S->dev.mem_bytes / 1073741824.0);
-	cJSON *g = cJSON_AddObjectToObject(m, "bench_gemm");
-	cJSON_AddStringToObject(g, "device", desc);
-	cJSON_AddStringToObject(g, "device_name", S->dev.name);
-	cJSON_AddNumberToObject(g, "device_index", (double)o->device);
-	cJSON_AddNumberToObject(g, "l2_bytes", (double)S->dev.l2_bytes);
-	cJSON *p = cJSON_AddObjectToObject(g, "peaks");
-	cJSON_AddItemToObject(p, "int8_dense_tops", num_or_null(S->peaks.int8_tops));
-	cJSON_AddItemToObject(p, "hbm_gbps", num_or_null(S->peaks.hbm_gbps));
-	cJSON_AddStringToObject(p, "source", S->peaks.source);
-	cJSON *me = cJSON_AddObjectToObject(g, "method");
-	cJSON_AddStringToObject(me, "timing",
-				"CUDA events between back-to-back launches of a CUDA graph of consecutive "
-				"calls (call j on buffer copy j % copies), per-call time = launch time / calls; "
-				"graphs lengthened by whole cycles to at least min_graph_us");
-	cJSON_AddStringToObject(me, "cache",
-				"each implementation cycles through `copies` distinct buffer sets "
-				"(activations, weights, outputs) so one pass touches >= l2_factor x L2; "
-				"copies capped at max_copies (tiny ctq_quantize points may then fit in L2)");
-	cJSON_AddStringToObject(me, "statistics",
-				"median, min and cv (sample stddev / mean) over `samples` launches after "
-				"`warmup` untimed ones");
-	cJSON_AddStringToObject(me, "check",
-				"before timing, per point: ctq_quantize q and scales, ctq GEMM int32 "
-				"accumulators (acc != NULL), ctq_gemm and ctq_w8a8 BF16 outputs, bit-exact "
-				"against reference/ref_ops on check_rows rows (first and last included), all "
-				"columns; cuBLASLt int32 likewise (a note, not a failure); outputs poisoned first");
-	cJSON_AddNumberToObject(me, "samples", (double)o->samples);
-	cJSON_AddNumberToObject(me, "warmup", (double)o->warmup);
-	cJSON_AddNumberToObject(me, "min_graph_us", MIN_GRAPH_US);
-	cJSON_AddNumberToObject(me, "l2_factor", CTQ_GEMM_L2_FACTOR);
-	cJSON_AddNumberToObject(me, "max_copies", CTQ_GEMM_MAX_COPIES);
-	cJSON_AddNumberToObject(me, "check_rows", (double)o->check_rows);
-	cJSON_AddNumberToObject(me, "seed", (double)o->seed);
-	cJSON *by = cJSON_AddObjectToObject(me, "bytes");
-	cJSON_AddStringToObject(by, "ctq_w8a8", "x 2MK + w NK + s_w,bias 8N + y 2MN (q/s round trip not counted)");
-	cJSON_AddStringToObject(by, "ctq_gemm", "q MK + s_a 4M + w NK + s_w,bias 8N + y 2MN");
-	cJSON_AddStringToObject(by, "ctq_quantize", "x 2MK + q MK + s 4M");
-	cJSON_AddStringToObject(by, "cublas_bf16", "x 2MK + w 2NK + y 2MN");
-	cJSON_AddStringToObject(by, "cublaslt_i8", "q MK + w NK + acc 4MN");
-	cJSON_AddStringToObject(me, "ops", "2MNK (none for ctq_quantize); TOPS = ops / median");
-	cJSON_AddStringToObject(g, "shapes_from", source);
-	cJSON *sa = cJSON_AddArrayToObject(g, "shapes");
-	for (size_t i = 0; i < n_shapes; i++) {
-		cJSON *x = cJSON_CreateObject();
-		cJSON_AddStringToObject(x, "name", shapes[i].name);
-		cJSON_AddNumberToObject(x, "K", (double)shapes[i].K);
-		cJSON_AddNumberToObject(x, "N", (double)shapes[i].N);
-		cJSON_AddItemToArray(sa, x);
+	for (size_t i = 0; i + CTQ_GEMM_IMPL_COUNT <= S->n_rows; i += CTQ_GEMM_IMPL_COUNT) {
+		const struct ctq_gemm_row *r = &S->rows[i];
+		const struct ctq_gemm_row *g = &r[CTQ_GEMM_GEMM], *q = &r[CTQ_GEMM_QUANTIZE];
+		printf("%-20.20s %6lld %10.2f %10.2f %8.1f %7.1f %8.1f %10.2f %7.2fx %10.2f %10.2f %7.1f\n",
+		       r->shape, (long long)r->M, r[CTQ_GEMM_W8A8].time_us_median, g->time_us_median, g->tops,
+		       g->pct_int8_peak, g->pct_hbm_weights, r[CTQ_GEMM_BF16].time_us_median, g->speedup_vs_bf16,
+		       r[CTQ_GEMM_I8].time_us_median, q->time_us_median, q->pct_hbm);
 	}
-	cJSON *ma = cJSON_AddArrayToObject(g, "m");
-	for (int i = 0; i < o->n_m; i++)
-		cJSON_AddItemToArray(ma, cJSON_CreateNumber((double)o->m[i]));
-	return g;
 }
 
-/* Targets on stdout and into the manifest. */
-static enum ctq_status targets(struct session *S, cJSON *g, struct ctq_error *err)
+/* One line per target over every shape; `ctq report` lists them per shape. */
+static enum ctq_status print_targets(const struct session *S, struct ctq_error *err)
 {
 	struct ctq_gemm_target *t = NULL;
 	size_t nt = 0;
 	enum ctq_status st = ctq_gemm_targets(S->rows, S->n_rows, &t, &nt, err);
 	if (st)
 		return st;
-	cJSON *ta = cJSON_AddArrayToObject(g, "targets");
-	printf("\ntargets (ctq report RUN lists them per shape):\n");
+	printf("\ntargets (per shape: ctq report RUN):\n");
 	for (int id = 0; id < CTQ_GEMM_TGT_COUNT; id++) {
 		const char *detail, *shape;
 		enum ctq_gemm_verdict v = ctq_gemm_target_overall(t, nt, (enum ctq_gemm_target_id)id, &detail, &shape);
-		printf("  %-12s %s%s%s%s%s\n", ctq_gemm_verdict_name(v), ctq_gemm_target_text((enum ctq_gemm_target_id)id),
-		       detail ? " — " : "", shape ? shape : "", detail ? ": " : "", detail ? detail : "");
-	}
-	for (size_t i = 0; i < nt; i++) {
-		cJSON *x = cJSON_CreateObject();
-		cJSON_AddStringToObject(x, "target", ctq_gemm_target_text(t[i].id));
-		cJSON_AddStringToObject(x, "shape", t[i].shape);
-		cJSON_AddStringToObject(x, "verdict", ctq_gemm_verdict_name(t[i].verdict));
-		cJSON_AddStringToObject(x, "detail", t[i].detail);
-		cJSON_AddItemToArray(ta, x);
+		printf("  %-12s %s%s%s%s%s\n", ctq_gemm_verdict_name(v),
+		       ctq_gemm_target_text((enum ctq_gemm_target_id)id), shape ? " -- " : "", shape ? shape : "",
+		       detail ? ": " : "", detail ? detail : "");
 	}
 	free(t);
 	return CTQ_OK;
-}
-
-/* One TOPS-against-M plot per shape into RUN/plots (with gnuplot). */
-static void plots(const struct session *S, const struct ctq_run *run, const struct shape *shapes,
-		  size_t n_shapes)
-{
-	struct ctq_plotter p;
-	ctq_plot_init(&p);
-	if (!p.available) {
-		printf("bench gemm: no plots (%s)\n", p.why);
-		return;
-	}
-	char dir[1200];
-	struct ctq_error e = {0};
-	if (ctq_mkdirs(ctq_run_path(run, "plots", dir, sizeof dir), &e)) {
-		printf("bench gemm: no plots (%s)\n", e.message);
-		return;
-	}
-	for (size_t s = 0; s < n_shapes; s++) {
-		char name[128];
-		ctq_gemm_plot_name(name, sizeof name, shapes[s].name);
-		struct ctq_strbuf body, data;
-		ctq_strbuf_init(&body);
-		ctq_strbuf_init(&data);
-		if (ctq_gemm_plot(S->rows, S->n_rows, shapes[s].name, name, S->peaks.int8_tops, &body, &data) &&
-		    !body.oom && !data.oom &&
-		    ctq_plot_render(&p, dir, name, 900, 520, body.data, data.data, &e))
-			printf("bench gemm: plot %s not drawn: %s\n", name, e.message);
-		ctq_strbuf_free(&body);
-		ctq_strbuf_free(&data);
-	}
 }
 
 #ifndef CTQ_HAVE_CUDA
@@ -697,32 +580,16 @@ int ctq_cmd_bench_gemm(int argc, char **argv)
 	fflush(stdout);
 
 	struct ctq_run run;
-	struct ctq_csv csv, scsv;
 	struct host_inputs h;
 	memset(&run, 0, sizeof run);
-	memset(&csv, 0, sizeof csv);
-	memset(&scsv, 0, sizeof scsv);
 	memset(&h, 0, sizeof h);
 	int rc = CTQ_EXIT_USAGE;
-	char path[1200];
-	S.times = malloc((size_t)o.samples * sizeof *S.times);
-	if (!S.times) {
-		ctq_error_set(&err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
+	if (ctq_run_begin(&run, o.out, "bench-gemm", argc, argv, &err))
 		goto fail;
-	}
-	if (ctq_run_begin(&run, o.out, "bench-gemm", argc, argv, &err) ||
-	    ctq_csv_open(&csv, ctq_run_path(&run, "bench_gemm.csv", path, sizeof path), ctq_gemm_csv_header,
-			 ctq_gemm_csv_cols, &err) ||
-	    ctq_csv_open(&scsv, ctq_run_path(&run, "bench_gemm_samples.csv", path, sizeof path),
-			 samples_header, sizeof samples_header / sizeof *samples_header, &err))
-		goto fail;
-	S.csv = &csv;
-	S.samples_csv = &scsv;
-	char desc[400];
+	char desc[400], plot_note[400];
 	snprintf(desc, sizeof desc, "%s (sm_%d%d, %d SMs, %.1f GiB)", S.dev.name, S.dev.major, S.dev.minor,
 		 S.dev.sms, (double)S.dev.mem_bytes / 1073741824.0);
 	ctq_env_capture(run.manifest, &(struct ctq_env_options){.query_gpus = true, .cuda_device_desc = desc});
-	cJSON *g = manifest_begin(run.manifest, &S, shapes, n_shapes, source);
 	long m_max = 1;
 	for (int i = 0; i < o.n_m; i++)
 		m_max = o.m[i] > m_max ? o.m[i] : m_max;
@@ -736,23 +603,29 @@ int ctq_cmd_bench_gemm(int argc, char **argv)
 	}
 	ctq_gemm_bench_close(S.b);
 	S.b = NULL;
-	if (ctq_csv_close(&csv, &err) || ctq_csv_close(&scsv, &err))
+	snprintf(desc, sizeof desc, "%s (sm_%d%d, %d SMs, L2 %.1f MiB, %.1f GiB)", S.dev.name, S.dev.major,
+		 S.dev.minor, S.dev.sms, (double)S.dev.l2_bytes / 1048576.0, (double)S.dev.mem_bytes / 1073741824.0);
+	struct ctq_gemm_run_info info = {
+		.device = desc, .device_name = S.dev.name, .device_index = (int)o.device,
+		.l2_bytes = S.dev.l2_bytes, .peaks = S.peaks, .samples = (int)o.samples,
+		.warmup = (int)o.warmup, .check_rows = (int)o.check_rows, .min_graph_us = MIN_GRAPH_US,
+		.seed = o.seed, .shapes_from = source, .m = o.m, .n_m = o.n_m, .points = S.points,
+		.ctq_failures = S.failures, .i8_failures = S.i8_failures,
+		.first_failure = S.failures ? S.first_failure : NULL};
+	if (ctq_gemm_write(run.tmp_dir, run.manifest, &info, S.rows, S.n_rows, S.samples, (size_t)o.samples,
+			   plot_note, sizeof plot_note, &err))
 		goto fail;
-	print_summary(&S, shapes, n_shapes);
-	if (targets(&S, g, &err))
+	print_summary(&S);
+	if (print_targets(&S, &err))
 		goto fail;
-	plots(&S, &run, shapes, n_shapes);
-	cJSON *ck = cJSON_AddObjectToObject(g, "check");
-	cJSON_AddNumberToObject(ck, "points", (double)S.points);
-	cJSON_AddNumberToObject(ck, "ctq_failures", (double)S.failures);
-	cJSON_AddNumberToObject(ck, "cublaslt_i8_failures", (double)S.i8_failures);
-	if (S.failures)
-		cJSON_AddStringToObject(ck, "first_failure", S.first_failure);
+	if (plot_note[0])
+		printf("bench gemm: %s\n", plot_note);
 	char final_dir[sizeof run.final_dir];
 	snprintf(final_dir, sizeof final_dir, "%s", run.final_dir);
 	if (ctq_run_commit(&run, &err))
 		goto fail;
-	printf("\nbench gemm: results in %s/ (bench_gemm.csv, bench_gemm_samples.csv, plots/)\n", final_dir);
+	printf("\nbench gemm: results in %s/ (bench_gemm.csv, %s, manifest.json, plots/)\n", final_dir,
+	       CTQ_GEMM_SAMPLES_FILE);
 	if (S.failures) {
 		fprintf(stderr, "ctq bench gemm: %zu of %zu point(s) differ from the reference; first: %s\n",
 			S.failures, S.points, S.first_failure);
@@ -764,13 +637,11 @@ int ctq_cmd_bench_gemm(int argc, char **argv)
 fail:
 	ctq_print_error("bench gemm", &err);
 	rc = ctq_status_exit_code(err.status);
-	ctq_csv_close(&csv, NULL);
-	ctq_csv_close(&scsv, NULL);
 	ctq_run_abort(&run);
 done:
 	inputs_free(&h);
 	ctq_gemm_bench_close(S.b);
-	free(S.times);
 	free(S.rows);
+	free(S.samples);
 	return rc;
 }

@@ -2,7 +2,9 @@
 #include "reports/bench_gemm.h"
 #include "core/dtype.h"
 #include "core/numerics.h"
+#include "core/fileio.h"
 #include "reference/ref_ops.h"
+#include "reports/plot.h"
 #include "reports/table.h"
 
 #include <math.h>
@@ -282,13 +284,14 @@ enum ctq_status ctq_gemm_rows_load(const char *path, struct ctq_gemm_row **rows,
 		r->bytes = d[16], r->gbps = d[17], r->hbm_gbps = d[18], r->pct_hbm = d[19];
 		r->weight_bytes = d[20], r->pct_hbm_weights = d[21], r->speedup_vs_bf16 = d[22];
 	}
+	const size_t n_rows = t.n_rows;
 	ctq_table_free(&t);
 	if (st) {
 		free(v);
 		return st;
 	}
 	*rows = v;
-	*n = t.n_rows;
+	*n = n_rows;
 	return CTQ_OK;
 }
 
@@ -336,7 +339,7 @@ size_t ctq_gemm_plot(const struct ctq_gemm_row *rows, size_t n, const char *shap
 	ctq_strbuf_printf(body, "set title \"%s (K=%lld, N=%lld): TOPS against M\"\n"
 				"set logscale x 2\nset grid\nset key top left font \",9\"\n"
 				"set xlabel \"M (tokens)\"\nset ylabel \"TOPS (2MNK / median time)\"\n"
-				"set yrange [0:*]\nplot ",
+				"set yrange [0:*]\nset offsets 0, 0, graph 0.06, 0\nplot ",
 			  shape, (long long)K, (long long)N);
 	size_t drawn = 0;
 	for (size_t l = 0; l < sizeof lines / sizeof *lines; l++) {
@@ -536,6 +539,172 @@ enum ctq_gemm_verdict ctq_gemm_target_overall(const struct ctq_gemm_target *t, s
 		}
 	}
 	return v;
+}
+
+/* ---- the run directory ------------------------------------------------------------------- */
+
+static cJSON *num_or_null(double v)
+{
+	return isnan(v) || isinf(v) ? cJSON_CreateNull() : cJSON_CreateNumber(v);
+}
+
+static const char *const samples_header[] = {"shape", "K", "N", "M", "impl", "sample", "time_us"};
+
+static enum ctq_status write_csvs(const char *dir, const struct ctq_gemm_row *rows, size_t n,
+				  const double *samples, size_t stride, struct ctq_error *err)
+{
+	char path[1200];
+	struct ctq_csv w, sw;
+	memset(&w, 0, sizeof w);
+	memset(&sw, 0, sizeof sw);
+	snprintf(path, sizeof path, "%s/bench_gemm.csv", dir);
+	enum ctq_status st = ctq_csv_open(&w, path, ctq_gemm_csv_header, ctq_gemm_csv_cols, err);
+	if (st)
+		return st;
+	for (size_t i = 0; i < n; i++)
+		ctq_gemm_csv_row(&w, &rows[i]);
+	if ((st = ctq_csv_close(&w, err)))
+		return st;
+	snprintf(path, sizeof path, "%s/%s", dir, CTQ_GEMM_SAMPLES_FILE);
+	if ((st = ctq_csv_open(&sw, path, samples_header, sizeof samples_header / sizeof *samples_header, err)))
+		return st;
+	for (size_t i = 0; i < n; i++)
+		for (int k = 0; samples && k < rows[i].samples && (size_t)k < stride; k++) {
+			ctq_csv_field(&sw, rows[i].shape);
+			ctq_csv_fieldf(&sw, "%lld", (long long)rows[i].K);
+			ctq_csv_fieldf(&sw, "%lld", (long long)rows[i].N);
+			ctq_csv_fieldf(&sw, "%lld", (long long)rows[i].M);
+			ctq_csv_field(&sw, ctq_gemm_impl_name(rows[i].impl));
+			ctq_csv_fieldf(&sw, "%d", k);
+			ctq_csv_fieldf(&sw, "%.9g", samples[i * stride + (size_t)k]);
+			ctq_csv_end_row(&sw);
+		}
+	return ctq_csv_close(&sw, err);
+}
+
+static void write_manifest(cJSON *m, const struct ctq_gemm_run_info *in, const struct ctq_gemm_row *rows,
+			   size_t n, const struct ctq_gemm_target *t, size_t nt)
+{
+	cJSON_DeleteItemFromObjectCaseSensitive(m, "bench_gemm");
+	cJSON *g = cJSON_AddObjectToObject(m, "bench_gemm");
+	cJSON_AddStringToObject(g, "device", in->device ? in->device : "unknown");
+	cJSON_AddStringToObject(g, "device_name", in->device_name ? in->device_name : "unknown");
+	cJSON_AddNumberToObject(g, "device_index", in->device_index);
+	cJSON_AddNumberToObject(g, "l2_bytes", (double)in->l2_bytes);
+	cJSON *p = cJSON_AddObjectToObject(g, "peaks");
+	cJSON_AddItemToObject(p, "int8_dense_tops", num_or_null(in->peaks.int8_tops));
+	cJSON_AddItemToObject(p, "hbm_gbps", num_or_null(in->peaks.hbm_gbps));
+	cJSON_AddStringToObject(p, "source", in->peaks.source);
+	cJSON *me = cJSON_AddObjectToObject(g, "method");
+	cJSON_AddStringToObject(me, "timing",
+				"CUDA events between back-to-back launches of a CUDA graph of `calls` consecutive "
+				"calls (call j on buffer copy j % copies); per-call time = launch time / calls; "
+				"graphs lengthened by whole cycles of copies to at least min_graph_us");
+	cJSON_AddStringToObject(me, "cache",
+				"each implementation cycles through `copies` distinct buffer sets (activations, "
+				"weights, outputs) so that one pass touches >= l2_factor x the L2 size; copies "
+				"capped at max_copies (the smallest ctq_quantize points may then stay in L2)");
+	cJSON_AddStringToObject(me, "statistics",
+				"median, min and cv (sample stddev / mean) of the per-call times of `samples` "
+				"launches after `warmup` untimed ones");
+	cJSON_AddStringToObject(me, "check",
+				"before timing, per point: ctq_quantize q and scales, the ctq GEMM's int32 "
+				"accumulators (acc != NULL), ctq_gemm and ctq_w8a8 BF16 outputs, bit-exact against "
+				"reference/ref_ops on check_rows rows (first and last included), all columns; "
+				"outputs poisoned before each run; a mismatch fails the point (not timed) and the "
+				"command (exit 1); cuBLASLt's int32 is checked too (a note, not a failure)");
+	cJSON_AddNumberToObject(me, "samples", in->samples);
+	cJSON_AddNumberToObject(me, "warmup", in->warmup);
+	cJSON_AddNumberToObject(me, "min_graph_us", in->min_graph_us);
+	cJSON_AddNumberToObject(me, "l2_factor", CTQ_GEMM_L2_FACTOR);
+	cJSON_AddNumberToObject(me, "max_copies", CTQ_GEMM_MAX_COPIES);
+	cJSON_AddNumberToObject(me, "check_rows", in->check_rows);
+	cJSON_AddNumberToObject(me, "seed", (double)in->seed);
+	cJSON_AddStringToObject(me, "ops", "2MNK (none for ctq_quantize); TOPS = ops / median time");
+	cJSON *by = cJSON_AddObjectToObject(me, "bytes");
+	cJSON_AddStringToObject(by, "ctq_w8a8", "x 2MK + w NK + s_w, bias 8N + y 2MN (q/s round trip not counted)");
+	cJSON_AddStringToObject(by, "ctq_gemm", "q MK + s_a 4M + w NK + s_w, bias 8N + y 2MN");
+	cJSON_AddStringToObject(by, "ctq_quantize", "x 2MK + q MK + s 4M");
+	cJSON_AddStringToObject(by, "cublas_bf16", "x 2MK + w 2NK + y 2MN");
+	cJSON_AddStringToObject(by, "cublaslt_i8", "q MK + w NK + acc 4MN");
+	cJSON_AddStringToObject(by, "pct_hbm_weights", "weight bytes alone (NK int8, 2NK bf16) / time, % of HBM");
+	cJSON_AddStringToObject(g, "shapes_from", in->shapes_from ? in->shapes_from : "unknown");
+	cJSON *sa = cJSON_AddArrayToObject(g, "shapes");
+	for (size_t i = 0; i < n; i++) {
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = !strcmp(rows[j].shape, rows[i].shape);
+		if (seen)
+			continue;
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "name", rows[i].shape);
+		cJSON_AddNumberToObject(x, "K", (double)rows[i].K);
+		cJSON_AddNumberToObject(x, "N", (double)rows[i].N);
+		cJSON_AddItemToArray(sa, x);
+	}
+	cJSON *ma = cJSON_AddArrayToObject(g, "m");
+	for (int i = 0; in->m && i < in->n_m; i++)
+		cJSON_AddItemToArray(ma, cJSON_CreateNumber((double)in->m[i]));
+	cJSON *ck = cJSON_AddObjectToObject(g, "check");
+	cJSON_AddNumberToObject(ck, "points", (double)in->points);
+	cJSON_AddNumberToObject(ck, "ctq_failures", (double)in->ctq_failures);
+	cJSON_AddNumberToObject(ck, "cublaslt_i8_failures", (double)in->i8_failures);
+	if (in->first_failure)
+		cJSON_AddStringToObject(ck, "first_failure", in->first_failure);
+	cJSON *ta = cJSON_AddArrayToObject(g, "targets");
+	for (size_t i = 0; i < nt; i++) {
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "target", ctq_gemm_target_text(t[i].id));
+		cJSON_AddStringToObject(x, "shape", t[i].shape);
+		cJSON_AddStringToObject(x, "verdict", ctq_gemm_verdict_name(t[i].verdict));
+		cJSON_AddStringToObject(x, "detail", t[i].detail);
+		cJSON_AddItemToArray(ta, x);
+	}
+}
+
+enum ctq_status ctq_gemm_write(const char *dir, cJSON *manifest, const struct ctq_gemm_run_info *info,
+			       const struct ctq_gemm_row *rows, size_t n, const double *samples,
+			       size_t stride, char *plot_note, size_t cap, struct ctq_error *err)
+{
+	if (cap)
+		plot_note[0] = '\0';
+	struct ctq_gemm_target *t = NULL;
+	size_t nt = 0;
+	enum ctq_status st = write_csvs(dir, rows, n, samples, stride, err);
+	if (st || (st = ctq_gemm_targets(rows, n, &t, &nt, err)))
+		return st;
+	write_manifest(manifest, info, rows, n, t, nt);
+	free(t);
+	struct ctq_plotter p;
+	ctq_plot_init(&p);
+	if (!p.available) {
+		snprintf(plot_note, cap, "no plots: %s", p.why);
+		return CTQ_OK;
+	}
+	char pdir[1200];
+	snprintf(pdir, sizeof pdir, "%s/plots", dir);
+	if ((st = ctq_mkdirs(pdir, err)))
+		return st;
+	for (size_t i = 0; i < n; i++) {
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = !strcmp(rows[j].shape, rows[i].shape);
+		if (seen)
+			continue;
+		char name[128];
+		ctq_gemm_plot_name(name, sizeof name, rows[i].shape);
+		struct ctq_strbuf body, data;
+		ctq_strbuf_init(&body);
+		ctq_strbuf_init(&data);
+		struct ctq_error pe = {0};
+		if (ctq_gemm_plot(rows, n, rows[i].shape, name, info->peaks.int8_tops, &body, &data) &&
+		    !body.oom && !data.oom &&
+		    ctq_plot_render(&p, pdir, name, 900, 520, body.data, data.data, &pe) && cap)
+			snprintf(plot_note, cap, "plot %s not drawn: %s", name, pe.message);
+		ctq_strbuf_free(&body);
+		ctq_strbuf_free(&data);
+	}
+	return CTQ_OK;
 }
 
 /* ---- the reference check ---------------------------------------------------------------- */

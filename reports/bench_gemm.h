@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "core/status.h"
 #include "core/strbuf.h"
 #include "kernels/bench_gemm.h"
@@ -120,6 +122,38 @@ size_t ctq_gemm_plot(const struct ctq_gemm_row *rows, size_t n, const char *shap
 		     struct ctq_strbuf *data);
 /* "gemm_<shape>" with characters outside [A-Za-z0-9_-] replaced by '_'. */
 void ctq_gemm_plot_name(char *buf, size_t cap, const char *shape);
+
+/* ---- the run directory ------------------------------------------------------- */
+
+/* What a bench gemm run was, for its manifest. Strings borrowed. */
+struct ctq_gemm_run_info {
+	const char *device;      /* description, e.g. "NVIDIA H200 (sm_90, 132 SMs, L2 60.0 MiB, 139.8 GiB)" */
+	const char *device_name; /* ctq_gemm_device.name */
+	int device_index;
+	int64_t l2_bytes;
+	struct ctq_gemm_peaks peaks;
+	int samples, warmup, check_rows;
+	double min_graph_us;
+	long seed;
+	const char *shapes_from; /* "--shapes qwen3-4b", "checkpoint DIR" */
+	const long *m;           /* (n_m) the M list asked for */
+	int n_m;
+	size_t points, ctq_failures, i8_failures;
+	const char *first_failure; /* or NULL */
+};
+
+#define CTQ_GEMM_SAMPLES_FILE "bench_gemm_samples.csv"
+
+/* Writes a bench gemm run into dir (the run's temporary directory):
+ * bench_gemm.csv (rows), bench_gemm_samples.csv (row i's per-call times
+ * are samples[i * stride ..], rows[i].samples of them), the "bench_gemm"
+ * member of manifest (device, peaks, method, byte counts, shapes, M list,
+ * check counts, targets per shape), and plots/gemm_<shape>.{dat,gp,png}
+ * when gnuplot is available; plot_note (cap bytes) says why a plot is
+ * missing, "" otherwise. Errors: io-error, out-of-memory. */
+enum ctq_status ctq_gemm_write(const char *dir, cJSON *manifest, const struct ctq_gemm_run_info *info,
+			       const struct ctq_gemm_row *rows, size_t n, const double *samples,
+			       size_t stride, char *plot_note, size_t cap, struct ctq_error *err);
 
 /* ---- targets --------------------------------------------------------------- */
 
