@@ -5,7 +5,9 @@
 # benchmarks the qwen3-4b-shape synthetic model in BF16 and W8A8.
 # Usage: tools/h200-session.sh OUT_DIR [stage...]
 #   stages: build tests oracle probe bench smollm2 (and, by name: tp tpeval
-#   gputests benchref quick)
+#   gputests benchref quick gemm)
+# gemm: ctq bench gemm on the qwen3-4b shapes (4 shapes x 11 M x 5
+# implementations, 30 samples), then ctq report on it.
 # smollm2: the SmolLM2 GGUF arrives in parts (the device tool carries at most
 # 64 MiB per call): gpu-carry/smollm2.gguf.part-* are kept in
 # $CTQ_PERSIST between calls and assembled once all are there (sha256 in
@@ -26,7 +28,7 @@ if has build; then
 	step build
 	sh tools/unpack-deps.sh offline-deps deps-prefix >>"$log" 2>&1
 	make -j"$(nproc)" DEPS_PREFIX=deps-prefix all build/tests/gpu/test_kernels build/tests/gpu/test_runner_gpu \
-		build/tests/gpu/test_tp_gpu build/tests/test_runner >>"$log" 2>&1 || { tail -30 "$log"; exit 1; }
+		build/tests/gpu/test_tp_gpu build/tests/gpu/test_bench_gemm_gpu build/tests/test_runner >>"$log" 2>&1 || { tail -30 "$log"; exit 1; }
 fi
 export LD_LIBRARY_PATH=$PWD/deps-prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv >>"$log" 2>&1
@@ -131,6 +133,12 @@ if has bench; then
 		./build/ctq bench model --model "$models/$v" --backend cuda --batch 1 --input-len 128,2048 \
 			--output-len 64 --warmup 1 --reps 3 --out "$out/bench-$v" 2>&1 | tee -a "$log"
 	done
+fi
+if has gemm; then
+	step bench gemm qwen3-4b
+	./build/tests/gpu/test_bench_gemm_gpu --jobs 1 2>&1 | tail -2 | tee -a "$log"
+	./build/ctq bench gemm --shapes qwen3-4b --out "$out/bench-gemm" 2>"$out/bench-gemm.log" | tee -a "$log"
+	./build/ctq report "$out/bench-gemm" 2>&1 | tee -a "$log"
 fi
 if has smollm2; then
 	persist=${CTQ_PERSIST:-/tmp/ctq-persist}
