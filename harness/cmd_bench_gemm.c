@@ -574,9 +574,14 @@ int ctq_cmd_bench_gemm(int argc, char **argv)
 		return ctq_status_exit_code(err.status);
 	}
 	ctq_gemm_peaks_for(S.dev.name, o.peak_tops, o.hbm_gbps, &S.peaks);
-	printf("bench gemm: %s, sm_%d%d, %d SMs, L2 %.1f MiB; peaks: %.0f INT8 TOPS, %.0f GB/s (%s)\n",
-	       S.dev.name, S.dev.major, S.dev.minor, S.dev.sms, (double)S.dev.l2_bytes / 1048576.0,
-	       S.peaks.int8_tops, S.peaks.hbm_gbps, S.peaks.source);
+	char pk[64] = "unknown INT8 TOPS", bw[64] = "unknown GB/s";
+	if (!isnan(S.peaks.int8_tops))
+		snprintf(pk, sizeof pk, "%.0f INT8 TOPS", S.peaks.int8_tops);
+	if (!isnan(S.peaks.hbm_gbps))
+		snprintf(bw, sizeof bw, "%.0f GB/s", S.peaks.hbm_gbps);
+	printf("bench gemm: %s, sm_%d%d, %d SMs, L2 %.1f MiB; peaks: %s, %s (%s)\n", S.dev.name,
+	       S.dev.major, S.dev.minor, S.dev.sms, (double)S.dev.l2_bytes / 1048576.0, pk, bw,
+	       S.peaks.source);
 	fflush(stdout);
 
 	struct ctq_run run;
