@@ -76,6 +76,53 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, i
 		     : "memory");
 }
 
+/* Multicast: the same box lands at the same shared-memory offset in every
+ * CTA of the cluster named in mask, completing bytes on the barrier at the
+ * same offset in each. */
+__device__ __forceinline__ void tma_load_2d_multicast(void *dst, const CUtensorMap *map, int c0,
+						      int c1, uint64_t *bar, uint16_t mask)
+{
+	asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+		     ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(smem_addr(dst)),
+		     "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(smem_addr(bar)), "h"(mask)
+		     : "memory");
+}
+
+__device__ __forceinline__ unsigned cluster_rank(void)
+{
+	unsigned r;
+	asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+	return r;
+}
+
+__device__ __forceinline__ void cluster_sync(void)
+{
+	asm volatile("barrier.cluster.arrive.release.aligned;\n"
+		     "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+/* Arrive on the barrier at the same offset in CTA `cta` of the cluster. */
+__device__ __forceinline__ void bar_arrive_remote(uint64_t *bar, unsigned cta)
+{
+	uint32_t remote;
+	asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_addr(bar)), "r"(cta));
+	asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote)
+		     : "memory");
+}
+
+/* Wait that also acquires what other CTAs of the cluster released. */
+__device__ __forceinline__ void bar_wait_cluster(uint64_t *bar, unsigned parity)
+{
+	asm volatile("{\n"
+		     ".reg .pred done;\n"
+		     "wait_%=:\n"
+		     "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+		     "@!done bra wait_%=;\n"
+		     "}\n" ::"r"(smem_addr(bar)),
+		     "r"(parity)
+		     : "memory");
+}
+
 /* Shared-memory matrix descriptor: K-major, 128-byte swizzle, 8-row groups
  * 1024 bytes apart (stride byte offset), leading byte offset unused. */
 __device__ __forceinline__ uint64_t smem_desc(const void *p)
@@ -149,42 +196,66 @@ template <> struct Wgmma<256> {
 };
 #endif /* CTQ_SM90_DEVICE */
 
-template <int CONSUMERS, int BN, int STAGES> struct Sm90Config {
+template <int CONSUMERS, int BN, int STAGES, int CLUSTER> struct Sm90Config {
 	static constexpr int BM = 64 * CONSUMERS;
 	static constexpr int THREADS = 128 * (CONSUMERS + 1);
 	static constexpr int A_BYTES = BM * KBYTES;
 	static constexpr int B_BYTES = BN * KBYTES;
 	static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
-	/* + 1024 for aligning the dynamic buffer, + the barriers */
-	static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8;
+	/* epilogue staging per consumer: 64 rows of EPI_COLS BF16 outputs,
+	 * rows padded by 16 bytes so the fragment writes hit 32 banks */
+	static constexpr int EPI_COLS = BN < 128 ? BN : 128;
+	static constexpr int EPI_LD = EPI_COLS + 8;
+	static constexpr int EPI_BYTES = 64 * EPI_LD * 2;
+	/* pipeline stages, staging, barriers; the dynamic buffer is 1024-byte
+	 * aligned (checked in the kernel), which the 128-byte swizzle needs */
+	static constexpr int SMEM = STAGES * STAGE_BYTES + CONSUMERS * EPI_BYTES + 2 * STAGES * 8;
+	static_assert(SMEM <= 232448, "shared memory beyond the 227 KiB opt-in");
 };
 
-template <int CONSUMERS, int BN, int STAGES>
+__device__ __forceinline__ void wg_sync(int id)
+{
+	asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
+}
+
+/* CLUSTER = 2: two CTAs on neighbouring M tiles of the same N tile form a
+ * cluster; each loads its own activation tile and half of the shared weight
+ * tile, multicast to both, so the weight bytes crossing L2 per CTA halve. A
+ * stage is refilled only after the consumers of both CTAs released it. */
+template <int CONSUMERS, int BN, int STAGES, int CLUSTER>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_w,
 		      const float *__restrict__ s_a, const float *__restrict__ s_w,
 		      const float *__restrict__ bias, int M, int N, int K,
-		      int32_t *__restrict__ acc_out, uint16_t *__restrict__ y)
+		      int32_t *__restrict__ acc_out, uint16_t *__restrict__ y, int dbg_nostore)
 {
 #ifdef CTQ_SM90_DEVICE
-	using C = Sm90Config<CONSUMERS, BN, STAGES>;
-	extern __shared__ uint8_t smem_raw[];
-	uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-	uint64_t *full = (uint64_t *)(smem + STAGES * C::STAGE_BYTES);
+	using C = Sm90Config<CONSUMERS, BN, STAGES, CLUSTER>;
+	extern __shared__ __align__(1024) uint8_t smem[];
+	if (smem_addr(smem) & 1023)
+		__trap();
+	uint64_t *full = (uint64_t *)(smem + STAGES * C::STAGE_BYTES + CONSUMERS * C::EPI_BYTES);
 	uint64_t *empty = full + STAGES;
 	const int wg = threadIdx.x / 128;
+	const unsigned rank = CLUSTER > 1 ? cluster_rank() : 0;
 	const int k_tiles = (K + KBYTES - 1) / KBYTES;
 	const int m_tiles = (M + C::BM - 1) / C::BM, n_tiles = (N + BN - 1) / BN;
-	const int tiles = m_tiles * n_tiles;
+	/* a unit is CLUSTER vertically adjacent tiles, one per CTA of a cluster */
+	const int m_units = (m_tiles + CLUSTER - 1) / CLUSTER;
+	const int units = m_units * n_tiles;
+	const int first = blockIdx.x / CLUSTER, step = gridDim.x / CLUSTER;
 
 	if (threadIdx.x == 0) {
 		for (int s = 0; s < STAGES; s++) {
 			bar_init(&full[s], 1);
-			bar_init(&empty[s], CONSUMERS);
+			bar_init(&empty[s], CONSUMERS * CLUSTER);
 		}
 		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 	}
-	__syncthreads();
+	if (CLUSTER > 1)
+		cluster_sync();
+	else
+		__syncthreads();
 
 	if (wg == 0) {
 		/* producer: one thread issues every TMA load */
@@ -192,14 +263,24 @@ gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_co
 		if (threadIdx.x == 0) {
 			int s = 0;
 			unsigned phase = 0;
-			for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-				const int m0 = (t % m_tiles) * C::BM, n0 = (t / m_tiles) * BN;
+			for (int u = first; u < units; u += step) {
+				const int m0 = ((u % m_units) * CLUSTER + (int)rank) * C::BM;
+				const int n0 = (u / m_units) * BN;
 				for (int kt = 0; kt < k_tiles; kt++) {
-					bar_wait(&empty[s], phase ^ 1);
 					uint8_t *a = smem + s * C::STAGE_BYTES;
+					if (CLUSTER > 1)
+						bar_wait_cluster(&empty[s], phase ^ 1);
+					else
+						bar_wait(&empty[s], phase ^ 1);
 					bar_expect_tx(&full[s], C::STAGE_BYTES);
 					tma_load_2d(a, &map_q, kt * KBYTES, m0, &full[s]);
-					tma_load_2d(a + C::A_BYTES, &map_w, kt * KBYTES, n0, &full[s]);
+					if (CLUSTER > 1)
+						tma_load_2d_multicast(a + C::A_BYTES + rank * (BN / CLUSTER) * KBYTES,
+								      &map_w, kt * KBYTES,
+								      n0 + (int)rank * (BN / CLUSTER), &full[s],
+								      (uint16_t)((1u << CLUSTER) - 1));
+					else
+						tma_load_2d(a + C::A_BYTES, &map_w, kt * KBYTES, n0, &full[s]);
 					if (++s == STAGES) {
 						s = 0;
 						phase ^= 1;
@@ -207,85 +288,132 @@ gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_co
 				}
 			}
 		}
-		return;
-	}
-
-	asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-	const int c = wg - 1;
-	const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;
-	const bool leader = (threadIdx.x & 127) == 0;
-	int s = 0;
-	unsigned phase = 0;
-	int32_t d[BN / 2];
-	for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-		const int m0 = (t % m_tiles) * C::BM, n0 = (t / m_tiles) * BN;
-		int prev = -1;
-		for (int kt = 0; kt < k_tiles; kt++) {
-			bar_wait(&full[s], phase);
-			const uint8_t *a = smem + s * C::STAGE_BYTES + c * 64 * KBYTES;
-			const uint8_t *b = smem + s * C::STAGE_BYTES + C::A_BYTES;
-			wgmma_fence();
+	} else {
+		asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+		const int c = wg - 1;
+		const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;
+		const bool leader = (threadIdx.x & 127) == 0;
+		int s = 0;
+		unsigned phase = 0;
+		int32_t d[BN / 2];
+		for (int u = first; u < units; u += step) {
+			const int m0 = ((u % m_units) * CLUSTER + (int)rank) * C::BM;
+			const int n0 = (u / m_units) * BN;
+			int prev = -1;
+			for (int kt = 0; kt < k_tiles; kt++) {
+				bar_wait(&full[s], phase);
+				const uint8_t *a = smem + s * C::STAGE_BYTES + c * 64 * KBYTES;
+				const uint8_t *b = smem + s * C::STAGE_BYTES + C::A_BYTES;
+				wgmma_fence();
 #pragma unroll
-			for (int kk = 0; kk < KBYTES / 32; kk++)
-				Wgmma<BN>::run(d, smem_desc(a + kk * 32), smem_desc(b + kk * 32),
-					       kt > 0 || kk > 0);
-			wgmma_commit();
-			/* keep this stage's MMAs in flight; the previous stage's are
-			 * done once at most one group is pending */
-			wgmma_wait<1>();
-			if (prev >= 0 && leader)
+				for (int kk = 0; kk < KBYTES / 32; kk++)
+					Wgmma<BN>::run(d, smem_desc(a + kk * 32), smem_desc(b + kk * 32),
+						       kt > 0 || kk > 0);
+				wgmma_commit();
+				/* keep this stage's MMAs in flight; the previous stage's
+				 * are done once at most one group is pending */
+				wgmma_wait<1>();
+				if (prev >= 0 && leader) {
+					bar_arrive(&empty[prev]);
+					if (CLUSTER > 1)
+						bar_arrive_remote(&empty[prev], rank ^ 1);
+				}
+				prev = s;
+				if (++s == STAGES) {
+					s = 0;
+					phase ^= 1;
+				}
+			}
+			wgmma_wait<0>();
+			if (prev >= 0 && leader) {
 				bar_arrive(&empty[prev]);
-			prev = s;
-			if (++s == STAGES) {
-				s = 0;
-				phase ^= 1;
+				if (CLUSTER > 1)
+					bar_arrive_remote(&empty[prev], rank ^ 1);
 			}
-		}
-		wgmma_wait<0>();
-		if (prev >= 0 && leader)
-			bar_arrive(&empty[prev]);
 
-		/* epilogue: accumulator fragment layout of wgmma m64nN — warp w
-		 * holds rows 16w..16w+15, lane l rows l/4 and l/4 + 8, columns
-		 * 8j + 2(l%4) + {0, 1} in registers 4j + {0, 1} and 4j + {2, 3} */
-		const int r0 = m0 + c * 64 + warp * 16 + (lane >> 2);
-#pragma unroll
-		for (int j = 0; j < BN / 8; j++) {
-			const int n = n0 + 8 * j + 2 * (lane & 3);
-			if (n >= N)
-				continue;
-			const bool two = n + 1 < N;
-			/* the debug path (acc_out) has no scales */
-			const float sw0 = acc_out ? 0.0f : s_w[n];
-			const float sw1 = acc_out || !two ? 0.0f : s_w[n + 1];
-			const float b0 = bias && !acc_out ? bias[n] : 0.0f;
-			const float b1 = bias && !acc_out && two ? bias[n + 1] : 0.0f;
-#pragma unroll
-			for (int h = 0; h < 2; h++) {
-				const int m = r0 + 8 * h;
-				if (m >= M)
+			/* epilogue: accumulator fragment layout of wgmma m64nN —
+			 * warp w holds rows 16w..16w+15, lane l rows l/4 and
+			 * l/4 + 8, columns 8j + 2(l%4) + {0, 1} in registers
+			 * 4j + {0, 1} and 4j + {2, 3} */
+			const int r0 = m0 + c * 64 + warp * 16 + (lane >> 2);
+			if (acc_out) {
+				/* the debug path: raw accumulators, no scales */
+				if (r0 >= M)
 					continue;
-				const int32_t v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
-				const size_t o = (size_t)m * (size_t)N + (size_t)n;
-				if (acc_out) {
-					acc_out[o] = v0;
-					if (two)
-						acc_out[o + 1] = v1;
-					continue;
+#pragma unroll
+				for (int j = 0; j < BN / 8; j++) {
+					const int n = n0 + 8 * j + 2 * (lane & 3);
+#pragma unroll
+					for (int h = 0; h < 2; h++) {
+						const int m = r0 + 8 * h;
+						if (m >= M || n >= N)
+							continue;
+						const size_t o = (size_t)m * (size_t)N + (size_t)n;
+						acc_out[o] = d[4 * j + 2 * h];
+						if (n + 1 < N)
+							acc_out[o + 1] = d[4 * j + 2 * h + 1];
+					}
 				}
-				const float sa = s_a[m];
-				const uint16_t y0 = ctq_w8a8_epilogue(v0, sa, sw0, b0);
-				if (two && (o & 1) == 0) {
-					const uint16_t y1 = ctq_w8a8_epilogue(v1, sa, sw1, b1);
-					*(uint32_t *)(y + o) = (uint32_t)y0 | ((uint32_t)y1 << 16);
-				} else {
-					y[o] = y0;
-					if (two)
-						y[o + 1] = ctq_w8a8_epilogue(v1, sa, sw1, b1);
+				continue;
+			}
+			/* BF16 outputs go through shared memory, EPI_COLS columns
+			 * at a time, and leave as 16-byte row-contiguous stores */
+			uint16_t *stage = (uint16_t *)(smem + STAGES * C::STAGE_BYTES + c * C::EPI_BYTES);
+			const float sa0 = r0 < M ? s_a[r0] : 0.0f;
+			const float sa1 = r0 + 8 < M ? s_a[r0 + 8] : 0.0f;
+			const int tid = threadIdx.x & 127;
+#pragma unroll
+			for (int half = 0; half < BN / C::EPI_COLS; half++) {
+				wg_sync(1 + c); /* the previous copy-out has read the buffer */
+#pragma unroll
+				for (int jj = 0; jj < C::EPI_COLS / 8; jj++) {
+					const int j = half * (C::EPI_COLS / 8) + jj;
+					const int cl = 8 * jj + 2 * (lane & 3); /* column in the staging buffer */
+					const int n = n0 + 8 * j + 2 * (lane & 3);
+					const float sw0 = n < N ? s_w[n] : 0.0f, sw1 = n + 1 < N ? s_w[n + 1] : 0.0f;
+					const float b0 = bias && n < N ? bias[n] : 0.0f;
+					const float b1 = bias && n + 1 < N ? bias[n + 1] : 0.0f;
+#pragma unroll
+					for (int h = 0; h < 2; h++) {
+						const float sa = h ? sa1 : sa0;
+						const uint16_t y0 = ctq_w8a8_epilogue(d[4 * j + 2 * h], sa, sw0, b0);
+						const uint16_t y1 = ctq_w8a8_epilogue(d[4 * j + 2 * h + 1], sa, sw1, b1);
+						const int rl = warp * 16 + (lane >> 2) + 8 * h;
+						*(uint32_t *)(stage + rl * C::EPI_LD + cl) =
+							(uint32_t)y0 | ((uint32_t)y1 << 16);
+					}
+				}
+				wg_sync(1 + c);
+				/* copy-out: 16 threads per row, 8 BF16 each */
+				const int nb = n0 + half * C::EPI_COLS;
+				constexpr int PER_ROW = C::EPI_COLS / 8;
+				constexpr int ROWS_PER_PASS = 128 / PER_ROW;
+#pragma unroll
+				for (int pass = 0; pass < 64 / ROWS_PER_PASS; pass++) {
+					const int rl = pass * ROWS_PER_PASS + tid / PER_ROW;
+					const int cl = (tid % PER_ROW) * 8;
+					const int m = m0 + c * 64 + rl, n = nb + cl;
+					if (m >= M || n >= N)
+						continue;
+					const uint4 v = *(const uint4 *)(stage + rl * C::EPI_LD + cl);
+					uint16_t *dst = y + (size_t)m * (size_t)N + (size_t)n;
+					if (n + 8 <= N && ((uintptr_t)dst & 15) == 0) {
+						*(uint4 *)dst = v;
+					} else {
+						const uint32_t wv[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+						for (int i = 0; i < 8; i++)
+							if (n + i < N)
+								dst[i] = (uint16_t)(wv[i >> 1] >> (16 * (i & 1)));
+					}
 				}
 			}
 		}
 	}
+	/* no CTA leaves while its peer may still multicast into it or arrive
+	 * on its barriers */
+	if (CLUSTER > 1)
+		cluster_sync();
 #endif
 }
 
@@ -341,13 +469,21 @@ static int sm_count(void)
 	return n;
 }
 
-template <int CONSUMERS, int BN, int STAGES>
+static int dbg_nostore_now(void *stream)
+{
+	cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+	return getenv("CTQ_SM90_DEBUG_NOSTORE") &&
+	       cudaStreamIsCapturing((cudaStream_t)stream, &cs) == cudaSuccess &&
+	       cs == cudaStreamCaptureStatusActive;
+}
+
+template <int CONSUMERS, int BN, int STAGES, int CLUSTER>
 static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a, const float *s_w,
 			      const float *bias, int64_t M, int64_t N, int64_t K, int32_t *acc,
 			      uint16_t *y, void *stream, struct ctq_error *err)
 {
-	using C = Sm90Config<CONSUMERS, BN, STAGES>;
-	auto kernel = gemm_w8a8_sm90_kernel<CONSUMERS, BN, STAGES>;
+	using C = Sm90Config<CONSUMERS, BN, STAGES, CLUSTER>;
+	auto kernel = gemm_w8a8_sm90_kernel<CONSUMERS, BN, STAGES, CLUSTER>;
 	/* the shared-memory opt-in is per device (tensor-parallel ranks run
 	 * one GPU per thread in one process) */
 	static unsigned long long attr_set;
@@ -366,12 +502,28 @@ static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a
 	}
 	CUtensorMap mq, mw;
 	if ((st = make_map(&mq, q, M, K, C::BM, err)) != CTQ_OK ||
-	    (st = make_map(&mw, w, N, K, BN, err)) != CTQ_OK)
+	    (st = make_map(&mw, w, N, K, BN / CLUSTER, err)) != CTQ_OK)
 		return st;
-	const int64_t tiles = ((M + C::BM - 1) / C::BM) * ((N + BN - 1) / BN);
-	const int grid = (int)(tiles < sm_count() ? tiles : sm_count());
-	kernel<<<grid, C::THREADS, C::SMEM, (cudaStream_t)stream>>>(mq, mw, s_a, s_w, bias, (int)M,
-								     (int)N, (int)K, acc, y);
+	const int64_t m_units = ((M + C::BM - 1) / C::BM + CLUSTER - 1) / CLUSTER;
+	const int64_t units = m_units * ((N + BN - 1) / BN);
+	const int64_t clusters = sm_count() / CLUSTER;
+	cudaLaunchConfig_t cfg = {};
+	cudaLaunchAttribute attr[1];
+	cfg.gridDim = dim3((unsigned)((units < clusters ? units : clusters) * CLUSTER));
+	cfg.blockDim = dim3(C::THREADS);
+	cfg.dynamicSmemBytes = C::SMEM;
+	cfg.stream = (cudaStream_t)stream;
+	attr[0].id = cudaLaunchAttributeClusterDimension;
+	attr[0].val.clusterDim.x = CLUSTER;
+	attr[0].val.clusterDim.y = 1;
+	attr[0].val.clusterDim.z = 1;
+	cfg.attrs = attr;
+	cfg.numAttrs = 1;
+	st = CTQ_CUDA(cudaLaunchKernelEx(&cfg, kernel, mq, mw, s_a, s_w, bias, (int)M, (int)N, (int)K,
+					 acc, y, dbg_nostore_now(stream)),
+		      err);
+	if (st != CTQ_OK)
+		return st;
 	return CTQ_LAUNCH(err);
 }
 
@@ -379,15 +531,16 @@ static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a
  * weighted by how much slower a smaller tile runs per output element (less
  * operand reuse per byte of shared memory traffic). */
 struct tile_choice {
-	int consumers, bn;
+	int consumers, bn, cluster;
 	double cost; /* relative time of one tile per output element */
 };
 
 static const struct tile_choice TILES[] = {
-	{2, 256, 1.00},
-	{2, 128, 1.10},
-	{1, 128, 1.35},
-	{1, 64, 1.80},
+	{2, 256, 2, 0.90},
+	{2, 256, 1, 1.00},
+	{2, 128, 1, 1.10},
+	{1, 128, 1, 1.35},
+	{1, 64, 1, 1.80},
 };
 
 int ctq_gemm_sm90_pick(int64_t M, int64_t N)
@@ -396,9 +549,10 @@ int ctq_gemm_sm90_pick(int64_t M, int64_t N)
 	int best = 0;
 	double best_cost = 0;
 	for (int i = 0; i < (int)(sizeof TILES / sizeof TILES[0]); i++) {
-		const int64_t bm = 64 * TILES[i].consumers, bn = TILES[i].bn;
-		const int64_t tiles = ((M + bm - 1) / bm) * ((N + bn - 1) / bn);
-		const int64_t waves = (tiles + sms - 1) / sms;
+		const int64_t bm = 64 * TILES[i].consumers * TILES[i].cluster, bn = TILES[i].bn;
+		const int64_t units = ((M + bm - 1) / bm) * ((N + bn - 1) / bn);
+		const int64_t slots = sms / TILES[i].cluster;
+		const int64_t waves = (units + slots - 1) / slots;
 		const double cost = (double)waves * (double)(bm * bn) * TILES[i].cost;
 		if (i == 0 || cost < best_cost) {
 			best = i;
@@ -439,19 +593,25 @@ extern "C" enum ctq_status ctq_gemm_sm90_launch(const int8_t *q, const int8_t *w
 	enum ctq_status st = get_encoder(err);
 	if (st != CTQ_OK)
 		return st;
-	if (tile < 0)
-		tile = ctq_gemm_sm90_pick(M, N);
+	if (tile < 0) {
+		/* CTQ_SM90_TILE forces one configuration (tuning experiments) */
+		const char *force = getenv("CTQ_SM90_TILE");
+		tile = force && *force ? atoi(force) : ctq_gemm_sm90_pick(M, N);
+	}
 	switch (tile) {
 	case 0:
-		return launch<2, 256, 4>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+		return launch<2, 256, 4, 2>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
 	case 1:
-		return launch<2, 128, 6>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+		return launch<2, 256, 4, 1>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
 	case 2:
-		return launch<1, 128, 8>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+		return launch<2, 128, 6, 1>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
 	case 3:
-		return launch<1, 64, 8>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+		return launch<1, 128, 8, 1>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+	case 4:
+		return launch<1, 64, 8, 1>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
 	}
-	return ctq_error_set(err, CTQ_ERR_USAGE, "tile", "is %d; the sm90 tile table has 0..3", tile);
+	return ctq_error_set(err, CTQ_ERR_USAGE, "tile", "is %d; the sm90 tile table has 0..%d", tile,
+			     ctq_gemm_sm90_tiles() - 1);
 }
 
 extern "C" int ctq_gemm_sm90_tiles(void)
