@@ -9,6 +9,8 @@
  * Tiles: 64 (M) × 64 (N) × 64 (K) bytes, 256 threads, 4×4 outputs per thread.
  * Shared rows are padded to 68 bytes so the 32-bit reads of one warp spread
  * over banks. */
+#include <stdlib.h>
+
 #include "core/dtype.h"
 #include "core/numerics.h"
 #include "kernels/cuda_check.h"
@@ -125,6 +127,19 @@ __global__ void bias_bf16_kernel(uint16_t *__restrict__ y, const float *__restri
 	y[i] = ctq_f32_to_bf16(__fadd_rn(ctq_bf16_to_f32(y[i]), bias[i % N]));
 }
 
+/* Where the Hopper kernel exists, the GEMV takes only M <= this (measured
+ * crossover, bench gemm on the H200); CTQ_GEMV_MAX_M overrides it for
+ * tuning. */
+static int64_t gemv_max_m(void)
+{
+	static int64_t v = -1;
+	if (v < 0) {
+		const char *e = getenv("CTQ_GEMV_MAX_M");
+		v = e && *e ? atoll(e) : 1;
+	}
+	return v;
+}
+
 extern "C" enum ctq_status ctq_gemm_w8a8_launch(const int8_t *q, const int8_t *w,
 						const float *s_a, const float *s_w,
 						const float *bias, int64_t M, int64_t N, int64_t K,
@@ -137,9 +152,10 @@ extern "C" enum ctq_status ctq_gemm_w8a8_launch(const int8_t *q, const int8_t *w
 				     (long long)K, CTQ_K_MAX);
 	if (M <= 0 || N <= 0)
 		return CTQ_OK;
-	if (ctq_gemv_w8a8_fits(M, defects))
+	const bool sm90 = ctq_gemm_sm90_fits(q, w, M, N, K, defects);
+	if (ctq_gemv_w8a8_fits(M, defects) && (!sm90 || M <= gemv_max_m()))
 		return ctq_gemv_w8a8_launch(q, w, s_a, s_w, bias, M, N, K, acc, y, defects, stream, err);
-	if (ctq_gemm_sm90_fits(q, w, M, N, K, defects))
+	if (sm90)
 		return ctq_gemm_sm90_launch(q, w, s_a, s_w, bias, M, N, K, acc, y, -1, stream, err);
 	if ((M + BM - 1) / BM > 65535)
 		return ctq_error_set(err, CTQ_ERR_USAGE, "M", "is %lld; at most %d rows",

@@ -20,6 +20,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/dtype.h"
 #include "core/numerics.h"
@@ -76,23 +77,28 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, i
 		     : "memory");
 }
 
-/* Multicast: the same box lands at the same shared-memory offset in every
- * CTA of the cluster named in mask, completing bytes on the barrier at the
- * same offset in each. */
-__device__ __forceinline__ void tma_load_2d_multicast(void *dst, const CUtensorMap *map, int c0,
-						      int c1, uint64_t *bar, uint16_t mask)
-{
-	asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-		     ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(smem_addr(dst)),
-		     "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(smem_addr(bar)), "h"(mask)
-		     : "memory");
-}
-
 __device__ __forceinline__ unsigned cluster_rank(void)
 {
 	unsigned r;
 	asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
 	return r;
+}
+
+__device__ __forceinline__ unsigned cluster_size(void)
+{
+	unsigned r;
+	asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(r));
+	return r;
+}
+
+/* A 32-bit load from the same shared-memory offset in CTA `cta`. */
+__device__ __forceinline__ int32_t ld_remote(const void *p, unsigned cta)
+{
+	uint32_t remote;
+	int32_t v;
+	asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_addr(p)), "r"(cta));
+	asm volatile("ld.shared::cluster.b32 %0, [%1];\n" : "=r"(v) : "r"(remote) : "memory");
+	return v;
 }
 
 __device__ __forceinline__ void cluster_sync(void)
@@ -121,6 +127,28 @@ __device__ __forceinline__ void bar_wait_cluster(uint64_t *bar, unsigned parity)
 		     "}\n" ::"r"(smem_addr(bar)),
 		     "r"(parity)
 		     : "memory");
+}
+
+/* TMA store of one box from shared memory (bulk async group), and the
+ * waits on those groups. Generic-proxy writes to the box must be fenced
+ * (fence_async_smem) before the store reads them. */
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap *map, const void *src, int c0, int c1)
+{
+	asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+			     (uint64_t)map),
+		     "r"(c0), "r"(c1), "r"(smem_addr(src))
+		     : "memory");
+	asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+
+template <int N> __device__ __forceinline__ void tma_store_wait_read(void)
+{
+	asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void fence_async_smem(void)
+{
+	asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
 /* Shared-memory matrix descriptor: K-major, 128-byte swizzle, 8-row groups
@@ -196,7 +224,7 @@ template <> struct Wgmma<256> {
 };
 #endif /* CTQ_SM90_DEVICE */
 
-template <int CONSUMERS, int BN, int STAGES, int CLUSTER> struct Sm90Config {
+template <int CONSUMERS, int BN, int STAGES, bool KSPLIT> struct Sm90Config {
 	static constexpr int BM = 64 * CONSUMERS;
 	static constexpr int THREADS = 128 * (CONSUMERS + 1);
 	static constexpr int A_BYTES = BM * KBYTES;
@@ -206,10 +234,13 @@ template <int CONSUMERS, int BN, int STAGES, int CLUSTER> struct Sm90Config {
 	 * rows padded by 16 bytes so the fragment writes hit 32 banks */
 	static constexpr int EPI_COLS = BN < 128 ? BN : 128;
 	static constexpr int EPI_LD = EPI_COLS + 8;
-	static constexpr int EPI_BYTES = 64 * EPI_LD * 2;
+	static constexpr int EPI_STAGE = 64 * EPI_LD * 2 > 16384 ? 64 * EPI_LD * 2 : 16384;
+	/* split-K: the int32 partial tile of a CTA, read by the cluster's rank 0 */
+	static constexpr int EPI_BYTES = KSPLIT && 64 * BN * 4 > EPI_STAGE ? 64 * BN * 4 : EPI_STAGE;
+	static_assert(!KSPLIT || CONSUMERS == 1, "split-K runs with one consumer warp group");
 	/* pipeline stages, staging, barriers; the dynamic buffer is 1024-byte
 	 * aligned (checked in the kernel), which the 128-byte swizzle needs */
-	static constexpr int SMEM = STAGES * STAGE_BYTES + CONSUMERS * EPI_BYTES + 2 * STAGES * 8;
+	static constexpr int SMEM = STAGES * STAGE_BYTES + CONSUMERS * EPI_BYTES + (2 * STAGES + 2) * 8;
 	static_assert(SMEM <= 232448, "shared memory beyond the 227 KiB opt-in");
 };
 
@@ -218,41 +249,50 @@ __device__ __forceinline__ void wg_sync(int id)
 	asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
 }
 
-/* CLUSTER = 2: two CTAs on neighbouring M tiles of the same N tile form a
- * cluster; each loads its own activation tile and half of the shared weight
- * tile, multicast to both, so the weight bytes crossing L2 per CTA halve. A
- * stage is refilled only after the consumers of both CTAs released it. */
-template <int CONSUMERS, int BN, int STAGES, int CLUSTER>
+/* KSPLIT: split-K over a thread-block cluster for small M, where the output
+ * tiles are too few to keep 132 SMs streaming weights. The cluster's CTAs
+ * (launched with cluster size = number of splits) share one output tile and
+ * take consecutive ranges of K; ranks > 0 leave their int32 partial tile in
+ * shared memory and signal rank 0 (a remote mbarrier arrive), which adds
+ * them through distributed shared memory — integer sums, so bit-exact in any
+ * order — runs the epilogue, and signals back that the partials were read. */
+template <int CONSUMERS, int BN, int STAGES, bool KSPLIT>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_w,
 		      const float *__restrict__ s_a, const float *__restrict__ s_w,
 		      const float *__restrict__ bias, int M, int N, int K,
-		      int32_t *__restrict__ acc_out, uint16_t *__restrict__ y, int dbg_nostore)
+		      int32_t *__restrict__ acc_out, uint16_t *__restrict__ y,
+		      const __grid_constant__ CUtensorMap map_y, int tma_y)
 {
 #ifdef CTQ_SM90_DEVICE
-	using C = Sm90Config<CONSUMERS, BN, STAGES, CLUSTER>;
+	using C = Sm90Config<CONSUMERS, BN, STAGES, KSPLIT>;
 	extern __shared__ __align__(1024) uint8_t smem[];
 	if (smem_addr(smem) & 1023)
 		__trap();
 	uint64_t *full = (uint64_t *)(smem + STAGES * C::STAGE_BYTES + CONSUMERS * C::EPI_BYTES);
 	uint64_t *empty = full + STAGES;
+	uint64_t *ready = empty + STAGES;   /* rank 0: the partials of every other rank are in place */
+	uint64_t *consumed = ready + 1;     /* ranks > 0: rank 0 has read this CTA's partials */
 	const int wg = threadIdx.x / 128;
-	const unsigned rank = CLUSTER > 1 ? cluster_rank() : 0;
+	const unsigned splits = KSPLIT ? cluster_size() : 1, rank = KSPLIT ? cluster_rank() : 0;
 	const int k_tiles = (K + KBYTES - 1) / KBYTES;
+	const int per_split = (k_tiles + (int)splits - 1) / (int)splits;
+	const int kt_begin = (int)rank * per_split;
+	const int kt_end = kt_begin + per_split < k_tiles ? kt_begin + per_split : k_tiles;
 	const int m_tiles = (M + C::BM - 1) / C::BM, n_tiles = (N + BN - 1) / BN;
-	/* a unit is CLUSTER vertically adjacent tiles, one per CTA of a cluster */
-	const int m_units = (m_tiles + CLUSTER - 1) / CLUSTER;
-	const int units = m_units * n_tiles;
-	const int first = blockIdx.x / CLUSTER, step = gridDim.x / CLUSTER;
+	const int units = m_tiles * n_tiles;
+	const int first = blockIdx.x / (int)splits, step = gridDim.x / (int)splits;
 
 	if (threadIdx.x == 0) {
 		for (int s = 0; s < STAGES; s++) {
 			bar_init(&full[s], 1);
-			bar_init(&empty[s], CONSUMERS * CLUSTER);
+			bar_init(&empty[s], CONSUMERS);
 		}
+		bar_init(ready, splits > 1 ? splits - 1 : 1);
+		bar_init(consumed, 1);
 		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 	}
-	if (CLUSTER > 1)
+	if (KSPLIT)
 		cluster_sync();
 	else
 		__syncthreads();
@@ -264,23 +304,13 @@ gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_co
 			int s = 0;
 			unsigned phase = 0;
 			for (int u = first; u < units; u += step) {
-				const int m0 = ((u % m_units) * CLUSTER + (int)rank) * C::BM;
-				const int n0 = (u / m_units) * BN;
-				for (int kt = 0; kt < k_tiles; kt++) {
+				const int m0 = (u % m_tiles) * C::BM, n0 = (u / m_tiles) * BN;
+				for (int kt = kt_begin; kt < kt_end; kt++) {
 					uint8_t *a = smem + s * C::STAGE_BYTES;
-					if (CLUSTER > 1)
-						bar_wait_cluster(&empty[s], phase ^ 1);
-					else
-						bar_wait(&empty[s], phase ^ 1);
+					bar_wait(&empty[s], phase ^ 1);
 					bar_expect_tx(&full[s], C::STAGE_BYTES);
 					tma_load_2d(a, &map_q, kt * KBYTES, m0, &full[s]);
-					if (CLUSTER > 1)
-						tma_load_2d_multicast(a + C::A_BYTES + rank * (BN / CLUSTER) * KBYTES,
-								      &map_w, kt * KBYTES,
-								      n0 + (int)rank * (BN / CLUSTER), &full[s],
-								      (uint16_t)((1u << CLUSTER) - 1));
-					else
-						tma_load_2d(a + C::A_BYTES, &map_w, kt * KBYTES, n0, &full[s]);
+					tma_load_2d(a + C::A_BYTES, &map_w, kt * KBYTES, n0, &full[s]);
 					if (++s == STAGES) {
 						s = 0;
 						phase ^= 1;
@@ -292,15 +322,20 @@ gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_co
 		asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
 		const int c = wg - 1;
 		const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;
-		const bool leader = (threadIdx.x & 127) == 0;
+		const int tid = threadIdx.x & 127;
+		const bool leader = tid == 0;
 		int s = 0;
-		unsigned phase = 0;
+		unsigned phase = 0, red_phase = 0;
 		int32_t d[BN / 2];
 		for (int u = first; u < units; u += step) {
-			const int m0 = ((u % m_units) * CLUSTER + (int)rank) * C::BM;
-			const int n0 = (u / m_units) * BN;
+			const int m0 = (u % m_tiles) * C::BM, n0 = (u / m_tiles) * BN;
 			int prev = -1;
-			for (int kt = 0; kt < k_tiles; kt++) {
+			if (kt_begin >= kt_end) {
+#pragma unroll
+				for (int i = 0; i < BN / 2; i++)
+					d[i] = 0;
+			}
+			for (int kt = kt_begin; kt < kt_end; kt++) {
 				bar_wait(&full[s], phase);
 				const uint8_t *a = smem + s * C::STAGE_BYTES + c * 64 * KBYTES;
 				const uint8_t *b = smem + s * C::STAGE_BYTES + C::A_BYTES;
@@ -308,16 +343,13 @@ gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_co
 #pragma unroll
 				for (int kk = 0; kk < KBYTES / 32; kk++)
 					Wgmma<BN>::run(d, smem_desc(a + kk * 32), smem_desc(b + kk * 32),
-						       kt > 0 || kk > 0);
+						       kt > kt_begin || kk > 0);
 				wgmma_commit();
 				/* keep this stage's MMAs in flight; the previous stage's
 				 * are done once at most one group is pending */
 				wgmma_wait<1>();
-				if (prev >= 0 && leader) {
+				if (prev >= 0 && leader)
 					bar_arrive(&empty[prev]);
-					if (CLUSTER > 1)
-						bar_arrive_remote(&empty[prev], rank ^ 1);
-				}
 				prev = s;
 				if (++s == STAGES) {
 					s = 0;
@@ -325,10 +357,35 @@ gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_co
 				}
 			}
 			wgmma_wait<0>();
-			if (prev >= 0 && leader) {
+			if (prev >= 0 && leader)
 				bar_arrive(&empty[prev]);
-				if (CLUSTER > 1)
-					bar_arrive_remote(&empty[prev], rank ^ 1);
+
+			if (KSPLIT && splits > 1) {
+				int32_t *part = (int32_t *)(smem + STAGES * C::STAGE_BYTES);
+				if (rank > 0) {
+					/* the previous tile's partials must have been read */
+					if (red_phase)
+						bar_wait_cluster(consumed, (red_phase - 1) & 1);
+#pragma unroll
+					for (int i = 0; i < BN / 2; i++)
+						part[i * 128 + tid] = d[i];
+					wg_sync(1 + c);
+					if (leader)
+						bar_arrive_remote(ready, 0);
+					red_phase++;
+					continue;
+				}
+				bar_wait_cluster(ready, red_phase & 1);
+				for (unsigned r = 1; r < splits; r++) {
+#pragma unroll
+					for (int i = 0; i < BN / 2; i++)
+						d[i] += ld_remote(&part[i * 128 + tid], r);
+				}
+				wg_sync(1 + c);
+				if (leader)
+					for (unsigned r = 1; r < splits; r++)
+						bar_arrive_remote(consumed, r);
+				red_phase++;
 			}
 
 			/* epilogue: accumulator fragment layout of wgmma m64nN —
@@ -356,12 +413,54 @@ gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_co
 				}
 				continue;
 			}
-			/* BF16 outputs go through shared memory, EPI_COLS columns
-			 * at a time, and leave as 16-byte row-contiguous stores */
 			uint16_t *stage = (uint16_t *)(smem + STAGES * C::STAGE_BYTES + c * C::EPI_BYTES);
 			const float sa0 = r0 < M ? s_a[r0] : 0.0f;
 			const float sa1 = r0 + 8 < M ? s_a[r0 + 8] : 0.0f;
-			const int tid = threadIdx.x & 127;
+			if (tma_y) {
+				/* 64 × 64 BF16 boxes (128-byte rows, 128-byte swizzle:
+				 * 16-byte chunk k of row r at chunk k ^ (r % 8), which
+				 * also spreads the fragment writes over 32 banks), two
+				 * buffers per consumer; TMA stores them asynchronously
+				 * and clips rows >= M and columns >= N, so the next
+				 * tile's main loop overlaps the stores */
+#pragma unroll
+				for (int box = 0; box < BN / 64; box++) {
+					uint8_t *buf = (uint8_t *)stage + (box & 1) * 8192;
+					if (tid == 0) { /* this buffer's last store has read it */
+						if (BN / 64 > 1)
+							tma_store_wait_read<1>();
+						else
+							tma_store_wait_read<0>();
+					}
+					wg_sync(1 + c);
+#pragma unroll
+					for (int jj = 0; jj < 8; jj++) {
+						const int j = box * 8 + jj;
+						const int n = n0 + 8 * j + 2 * (lane & 3);
+						const float sw0 = n < N ? s_w[n] : 0.0f;
+						const float sw1 = n + 1 < N ? s_w[n + 1] : 0.0f;
+						const float b0 = bias && n < N ? bias[n] : 0.0f;
+						const float b1 = bias && n + 1 < N ? bias[n + 1] : 0.0f;
+#pragma unroll
+						for (int h = 0; h < 2; h++) {
+							const float sa = h ? sa1 : sa0;
+							const uint16_t y0 = ctq_w8a8_epilogue(d[4 * j + 2 * h], sa, sw0, b0);
+							const uint16_t y1 = ctq_w8a8_epilogue(d[4 * j + 2 * h + 1], sa, sw1, b1);
+							const int rl = warp * 16 + (lane >> 2) + 8 * h;
+							*(uint32_t *)(buf + rl * 128 + ((jj ^ (rl & 7)) << 4) + 4 * (lane & 3)) =
+								(uint32_t)y0 | ((uint32_t)y1 << 16);
+						}
+					}
+					fence_async_smem();
+					wg_sync(1 + c);
+					if (tid == 0)
+						tma_store_2d(&map_y, buf, n0 + box * 64, m0 + c * 64);
+				}
+				continue;
+			}
+			/* without TMA (N % 8 != 0 or an unaligned y): EPI_COLS
+			 * columns at a time through shared memory, out as 16-byte
+			 * row-contiguous stores */
 #pragma unroll
 			for (int half = 0; half < BN / C::EPI_COLS; half++) {
 				wg_sync(1 + c); /* the previous copy-out has read the buffer */
@@ -410,10 +509,17 @@ gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_co
 			}
 		}
 	}
-	/* no CTA leaves while its peer may still multicast into it or arrive
-	 * on its barriers */
-	if (CLUSTER > 1)
-		cluster_sync();
+	/* the TMA stores must have read shared memory before the CTA leaves */
+	if (wg > 0 && (threadIdx.x & 127) == 0)
+		tma_store_wait_read<0>();
+	/* split-K: ranks > 0 stay until rank 0 has read their last partials */
+	if (KSPLIT && wg > 0 && rank > 0) {
+		unsigned done = 0;
+		for (int u = first; u < units; u += step)
+			done++;
+		if (done)
+			bar_wait_cluster(consumed, (done - 1) & 1);
+	}
 #endif
 }
 
@@ -436,6 +542,25 @@ static enum ctq_status get_encoder(struct ctq_error *err)
 		return ctq_error_set(err, CTQ_ERR_ENV, "cuTensorMapEncodeTiled",
 				     "not found in the CUDA driver (query result %d)", (int)q);
 	encode_tiled = (PFN_cuTensorMapEncodeTiled_v12000)fn;
+	return CTQ_OK;
+}
+
+/* 2-D BF16 output (M, N) row-major, 64 × 64 boxes with the 128-byte
+ * swizzle (the epilogue's staging layout). */
+static enum ctq_status make_map_y(CUtensorMap *map, uint16_t *y, int64_t M, int64_t N,
+				  struct ctq_error *err)
+{
+	const cuuint64_t dims[2] = {(cuuint64_t)N, (cuuint64_t)M};
+	const cuuint64_t strides[1] = {(cuuint64_t)N * 2};
+	const cuuint32_t box[2] = {64, 64};
+	const cuuint32_t estr[2] = {1, 1};
+	CUresult r = encode_tiled(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)y, dims, strides,
+				  box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+				  CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+	if (r != CUDA_SUCCESS)
+		return ctq_error_set(err, CTQ_ERR_ENV, "cuTensorMapEncodeTiled",
+				     "failed with CUresult %d for a (%lld, %lld) BF16 output", (int)r,
+				     (long long)M, (long long)N);
 	return CTQ_OK;
 }
 
@@ -469,21 +594,13 @@ static int sm_count(void)
 	return n;
 }
 
-static int dbg_nostore_now(void *stream)
-{
-	cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-	return getenv("CTQ_SM90_DEBUG_NOSTORE") &&
-	       cudaStreamIsCapturing((cudaStream_t)stream, &cs) == cudaSuccess &&
-	       cs == cudaStreamCaptureStatusActive;
-}
-
-template <int CONSUMERS, int BN, int STAGES, int CLUSTER>
+template <int CONSUMERS, int BN, int STAGES, bool KSPLIT>
 static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a, const float *s_w,
 			      const float *bias, int64_t M, int64_t N, int64_t K, int32_t *acc,
-			      uint16_t *y, void *stream, struct ctq_error *err)
+			      uint16_t *y, int splits, void *stream, struct ctq_error *err)
 {
-	using C = Sm90Config<CONSUMERS, BN, STAGES, CLUSTER>;
-	auto kernel = gemm_w8a8_sm90_kernel<CONSUMERS, BN, STAGES, CLUSTER>;
+	using C = Sm90Config<CONSUMERS, BN, STAGES, KSPLIT>;
+	auto kernel = gemm_w8a8_sm90_kernel<CONSUMERS, BN, STAGES, KSPLIT>;
 	/* the shared-memory opt-in is per device (tensor-parallel ranks run
 	 * one GPU per thread in one process) */
 	static unsigned long long attr_set;
@@ -496,31 +613,39 @@ static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a
 		st = CTQ_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
 						   C::SMEM),
 			      err);
+		if (st == CTQ_OK && KSPLIT)
+			st = CTQ_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+				      err);
 		if (st != CTQ_OK)
 			return st;
 		__atomic_fetch_or(&attr_set, bit, __ATOMIC_RELEASE);
 	}
-	CUtensorMap mq, mw;
+	if (!KSPLIT)
+		splits = 1;
+	CUtensorMap mq, mw, my;
+	memset(&my, 0, sizeof my);
 	if ((st = make_map(&mq, q, M, K, C::BM, err)) != CTQ_OK ||
-	    (st = make_map(&mw, w, N, K, BN / CLUSTER, err)) != CTQ_OK)
+	    (st = make_map(&mw, w, N, K, BN, err)) != CTQ_OK)
 		return st;
-	const int64_t m_units = ((M + C::BM - 1) / C::BM + CLUSTER - 1) / CLUSTER;
-	const int64_t units = m_units * ((N + BN - 1) / BN);
-	const int64_t clusters = sm_count() / CLUSTER;
+	const int tma_y = y && !acc && N % 8 == 0 && (uintptr_t)y % 16 == 0;
+	if (tma_y && (st = make_map_y(&my, y, M, N, err)) != CTQ_OK)
+		return st;
+	const int64_t units = ((M + C::BM - 1) / C::BM) * ((N + BN - 1) / BN);
+	const int64_t slots = sm_count() / splits;
 	cudaLaunchConfig_t cfg = {};
 	cudaLaunchAttribute attr[1];
-	cfg.gridDim = dim3((unsigned)((units < clusters ? units : clusters) * CLUSTER));
+	cfg.gridDim = dim3((unsigned)((units < slots ? units : slots) * splits));
 	cfg.blockDim = dim3(C::THREADS);
 	cfg.dynamicSmemBytes = C::SMEM;
 	cfg.stream = (cudaStream_t)stream;
 	attr[0].id = cudaLaunchAttributeClusterDimension;
-	attr[0].val.clusterDim.x = CLUSTER;
+	attr[0].val.clusterDim.x = (unsigned)splits;
 	attr[0].val.clusterDim.y = 1;
 	attr[0].val.clusterDim.z = 1;
 	cfg.attrs = attr;
 	cfg.numAttrs = 1;
 	st = CTQ_CUDA(cudaLaunchKernelEx(&cfg, kernel, mq, mw, s_a, s_w, bias, (int)M, (int)N, (int)K,
-					 acc, y, dbg_nostore_now(stream)),
+					 acc, y, my, tma_y),
 		      err);
 	if (st != CTQ_OK)
 		return st;
@@ -529,30 +654,51 @@ static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a
 
 /* Tile table: the candidate with the fewest waves of tiles over the SMs,
  * weighted by how much slower a smaller tile runs per output element (less
- * operand reuse per byte of shared memory traffic). */
+ * operand reuse per byte of shared memory traffic). Measured on the H200
+ * (bench gemm, reports/baselines/h200/): {2, 256} and {2, 128} within a few
+ * percent of each other at M >= 2048, {1, 64} best at M <= 128.
+ * Not in the table any more: a cluster of 2 CTAs sharing the weight tile
+ * through TMA multicast, which measured 10-25% slower than {2, 256} at
+ * M = 1024..8192 (the main loop is not L2-bound once the epilogue is
+ * staged). */
 struct tile_choice {
-	int consumers, bn, cluster;
+	int consumers, bn;
 	double cost; /* relative time of one tile per output element */
 };
 
 static const struct tile_choice TILES[] = {
-	{2, 256, 2, 0.90},
-	{2, 256, 1, 1.00},
-	{2, 128, 1, 1.10},
-	{1, 128, 1, 1.35},
-	{1, 64, 1, 1.80},
+	{2, 256, 1.00},
+	{2, 128, 1.05},
+	{1, 128, 1.35},
+	{1, 64, 1.80},
 };
+#define N_TILES ((int)(sizeof TILES / sizeof TILES[0]))
+
+/* Small M: one 64-row M tile, 64-column N tiles, and split-K over a cluster
+ * when those tiles leave SMs idle: each split keeps at least 4 stages of K. */
+static int small_m_splits(int64_t M, int64_t N, int64_t K)
+{
+	const int64_t tiles = ((M + 63) / 64) * ((N + 63) / 64);
+	const int64_t k_tiles = (K + KBYTES - 1) / KBYTES;
+	int64_t s = sm_count() / (tiles > 0 ? tiles : 1);
+	if (s > 8)
+		s = 8;
+	while (s > 1 && k_tiles / s < 4)
+		s--;
+	return s < 1 ? 1 : (int)s;
+}
 
 int ctq_gemm_sm90_pick(int64_t M, int64_t N)
 {
+	if (M <= 128)
+		return N_TILES; /* the split-K small-M configuration */
 	const int sms = sm_count();
 	int best = 0;
 	double best_cost = 0;
-	for (int i = 0; i < (int)(sizeof TILES / sizeof TILES[0]); i++) {
-		const int64_t bm = 64 * TILES[i].consumers * TILES[i].cluster, bn = TILES[i].bn;
-		const int64_t units = ((M + bm - 1) / bm) * ((N + bn - 1) / bn);
-		const int64_t slots = sms / TILES[i].cluster;
-		const int64_t waves = (units + slots - 1) / slots;
+	for (int i = 0; i < N_TILES; i++) {
+		const int64_t bm = 64 * TILES[i].consumers, bn = TILES[i].bn;
+		const int64_t tiles = ((M + bm - 1) / bm) * ((N + bn - 1) / bn);
+		const int64_t waves = (tiles + sms - 1) / sms;
 		const double cost = (double)waves * (double)(bm * bn) * TILES[i].cost;
 		if (i == 0 || cost < best_cost) {
 			best = i;
@@ -600,21 +746,27 @@ extern "C" enum ctq_status ctq_gemm_sm90_launch(const int8_t *q, const int8_t *w
 	}
 	switch (tile) {
 	case 0:
-		return launch<2, 256, 4, 2>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+		return launch<2, 256, 4, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, 1, stream, err);
 	case 1:
-		return launch<2, 256, 4, 1>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+		return launch<2, 128, 6, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, 1, stream, err);
 	case 2:
-		return launch<2, 128, 6, 1>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+		return launch<1, 128, 8, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, 1, stream, err);
 	case 3:
-		return launch<1, 128, 8, 1>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
-	case 4:
-		return launch<1, 64, 8, 1>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+		return launch<1, 64, 8, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, 1, stream, err);
+	case 4: {
+		const char *force = getenv("CTQ_SM90_SPLITS");
+		int splits = force && *force ? atoi(force) : small_m_splits(M, N, K);
+		if (splits < 1 || splits > 16)
+			return ctq_error_set(err, CTQ_ERR_USAGE, "CTQ_SM90_SPLITS",
+					     "is %d; split-K runs 1..16 ways", splits);
+		return launch<1, 64, 8, true>(q, w, s_a, s_w, bias, M, N, K, acc, y, splits, stream, err);
 	}
-	return ctq_error_set(err, CTQ_ERR_USAGE, "tile", "is %d; the sm90 tile table has 0..%d", tile,
+	}
+	return ctq_error_set(err, CTQ_ERR_USAGE, "tile", "is %d; the sm90 tiles are 0..%d", tile,
 			     ctq_gemm_sm90_tiles() - 1);
 }
 
 extern "C" int ctq_gemm_sm90_tiles(void)
 {
-	return (int)(sizeof TILES / sizeof TILES[0]);
+	return N_TILES + 1;
 }
