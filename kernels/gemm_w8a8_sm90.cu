@@ -176,6 +176,15 @@ template <int N> __device__ __forceinline__ void wgmma_wait(void)
 
 /* wgmma m64nNk32 s32 += s8 · s8 with both operands from shared memory
  * (acc == 0: D = A·B). Generated: one "+r" per accumulator register. */
+__device__ __forceinline__ void wgmma_m64n32k32(int32_t *d, uint64_t da, uint64_t db, int acc)
+{
+	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+		     "wgmma.mma_async.sync.aligned.m64n32k32.s32.s8.s8 "
+		     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p;\n}\n"
+		     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15])
+		     : "l"(da), "l"(db), "r"(acc));
+}
+
 __device__ __forceinline__ void wgmma_m64n64k32(int32_t *d, uint64_t da, uint64_t db, int acc)
 {
 	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
@@ -204,6 +213,12 @@ __device__ __forceinline__ void wgmma_m64n256k32(int32_t *d, uint64_t da, uint64
 }
 
 template <int BN> struct Wgmma;
+template <> struct Wgmma<32> {
+	static __device__ __forceinline__ void run(int32_t *d, uint64_t a, uint64_t b, int acc)
+	{
+		wgmma_m64n32k32(d, a, b, acc);
+	}
+};
 template <> struct Wgmma<64> {
 	static __device__ __forceinline__ void run(int32_t *d, uint64_t a, uint64_t b, int acc)
 	{
@@ -224,10 +239,18 @@ template <> struct Wgmma<256> {
 };
 #endif /* CTQ_SM90_DEVICE */
 
-template <int CONSUMERS, int BN, int STAGES, bool KSPLIT> struct Sm90Config {
+/* A_ROWS < BM (small M, one M tile): only the first A_ROWS activation rows
+ * are loaded; wgmma still reads 64 rows, the rest from whatever follows in
+ * shared memory, which only feeds accumulator rows >= M that are never
+ * stored (each output row depends on its own activation row alone). The
+ * smaller stage buys a deeper pipeline: more weight bytes in flight. */
+template <int CONSUMERS, int BN, int STAGES, bool KSPLIT, int A_ROWS = 64 * CONSUMERS>
+struct Sm90Config {
 	static constexpr int BM = 64 * CONSUMERS;
 	static constexpr int THREADS = 128 * (CONSUMERS + 1);
-	static constexpr int A_BYTES = BM * KBYTES;
+	static constexpr int A_BYTES = A_ROWS * KBYTES;
+	static_assert(A_ROWS % 8 == 0 && A_ROWS <= BM && (A_ROWS == BM || CONSUMERS == 1),
+		      "A_ROWS: whole 8-row swizzle atoms, one consumer when short");
 	static constexpr int B_BYTES = BN * KBYTES;
 	static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
 	/* epilogue staging per consumer: 64 rows of EPI_COLS BF16 outputs,
@@ -256,7 +279,7 @@ __device__ __forceinline__ void wg_sync(int id)
  * shared memory and signal rank 0 (a remote mbarrier arrive), which adds
  * them through distributed shared memory — integer sums, so bit-exact in any
  * order — runs the epilogue, and signals back that the partials were read. */
-template <int CONSUMERS, int BN, int STAGES, bool KSPLIT>
+template <int CONSUMERS, int BN, int STAGES, bool KSPLIT, int A_ROWS>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_w,
 		      const float *__restrict__ s_a, const float *__restrict__ s_w,
@@ -265,7 +288,7 @@ gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_co
 		      const __grid_constant__ CUtensorMap map_y, int tma_y)
 {
 #ifdef CTQ_SM90_DEVICE
-	using C = Sm90Config<CONSUMERS, BN, STAGES, KSPLIT>;
+	using C = Sm90Config<CONSUMERS, BN, STAGES, KSPLIT, A_ROWS>;
 	extern __shared__ __align__(1024) uint8_t smem[];
 	if (smem_addr(smem) & 1023)
 		__trap();
@@ -594,13 +617,13 @@ static int sm_count(void)
 	return n;
 }
 
-template <int CONSUMERS, int BN, int STAGES, bool KSPLIT>
+template <int CONSUMERS, int BN, int STAGES, bool KSPLIT, int A_ROWS = 64 * CONSUMERS>
 static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a, const float *s_w,
 			      const float *bias, int64_t M, int64_t N, int64_t K, int32_t *acc,
 			      uint16_t *y, int splits, void *stream, struct ctq_error *err)
 {
-	using C = Sm90Config<CONSUMERS, BN, STAGES, KSPLIT>;
-	auto kernel = gemm_w8a8_sm90_kernel<CONSUMERS, BN, STAGES, KSPLIT>;
+	using C = Sm90Config<CONSUMERS, BN, STAGES, KSPLIT, A_ROWS>;
+	auto kernel = gemm_w8a8_sm90_kernel<CONSUMERS, BN, STAGES, KSPLIT, A_ROWS>;
 	/* the shared-memory opt-in is per device (tensor-parallel ranks run
 	 * one GPU per thread in one process) */
 	static unsigned long long attr_set;
@@ -624,10 +647,13 @@ static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a
 		splits = 1;
 	CUtensorMap mq, mw, my;
 	memset(&my, 0, sizeof my);
-	if ((st = make_map(&mq, q, M, K, C::BM, err)) != CTQ_OK ||
+	if (A_ROWS < C::BM && M > A_ROWS)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "M", "is %lld; this configuration loads %d rows",
+				     (long long)M, A_ROWS);
+	if ((st = make_map(&mq, q, M, K, A_ROWS, err)) != CTQ_OK ||
 	    (st = make_map(&mw, w, N, K, BN, err)) != CTQ_OK)
 		return st;
-	const int tma_y = y && !acc && N % 8 == 0 && (uintptr_t)y % 16 == 0;
+	const int tma_y = BN >= 64 && y && !acc && N % 8 == 0 && (uintptr_t)y % 16 == 0;
 	if (tma_y && (st = make_map_y(&my, y, M, N, err)) != CTQ_OK)
 		return st;
 	const int64_t units = ((M + C::BM - 1) / C::BM) * ((N + BN - 1) / BN);
@@ -674,24 +700,29 @@ static const struct tile_choice TILES[] = {
 };
 #define N_TILES ((int)(sizeof TILES / sizeof TILES[0]))
 
-/* Small M: one 64-row M tile, 64-column N tiles, and split-K over a cluster
- * when those tiles leave SMs idle: each split keeps at least 4 stages of K. */
-static int small_m_splits(int64_t M, int64_t N, int64_t K)
+/* Small M (<= 64, one M tile): 32- or 64-column N tiles, whichever needs
+ * fewer weight rows per SM (N = 2560 gives 80 tiles of 32 instead of 40 of
+ * 64), activation boxes of 16, 32 or 64 rows, and 12-24 stages. Split-K
+ * over a cluster (CTQ_SM90_SPLITS > 1) is kept for experiments: it
+ * measured slower than no split at every small M on the Qwen3-4B shapes. */
+static int small_m_bn(int64_t N)
 {
-	const int64_t tiles = ((M + 63) / 64) * ((N + 63) / 64);
-	const int64_t k_tiles = (K + KBYTES - 1) / KBYTES;
-	int64_t s = sm_count() / (tiles > 0 ? tiles : 1);
-	if (s > 8)
-		s = 8;
-	while (s > 1 && k_tiles / s < 4)
-		s--;
-	return s < 1 ? 1 : (int)s;
+	const int64_t sms = sm_count();
+	const int64_t w64 = ((N + 63) / 64 + sms - 1) / sms * 64;
+	const int64_t w32 = ((N + 31) / 32 + sms - 1) / sms * 32;
+	return w32 < w64 ? 32 : 64;
+}
+
+static int small_m_splits(void)
+{
+	const char *force = getenv("CTQ_SM90_SPLITS");
+	return force && *force ? atoi(force) : 1;
 }
 
 int ctq_gemm_sm90_pick(int64_t M, int64_t N)
 {
-	if (M <= 128)
-		return N_TILES; /* the split-K small-M configuration */
+	if (M <= 64)
+		return N_TILES; /* the small-M configurations */
 	const int sms = sm_count();
 	int best = 0;
 	double best_cost = 0;
@@ -754,12 +785,22 @@ extern "C" enum ctq_status ctq_gemm_sm90_launch(const int8_t *q, const int8_t *w
 	case 3:
 		return launch<1, 64, 8, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, 1, stream, err);
 	case 4: {
-		const char *force = getenv("CTQ_SM90_SPLITS");
-		int splits = force && *force ? atoi(force) : small_m_splits(M, N, K);
+		const int splits = small_m_splits();
 		if (splits < 1 || splits > 16)
 			return ctq_error_set(err, CTQ_ERR_USAGE, "CTQ_SM90_SPLITS",
 					     "is %d; split-K runs 1..16 ways", splits);
-		return launch<1, 64, 8, true>(q, w, s_a, s_w, bias, M, N, K, acc, y, splits, stream, err);
+		if (splits > 1 || M > 64)
+			return launch<1, 64, 8, true>(q, w, s_a, s_w, bias, M, N, K, acc, y, splits, stream,
+						      err);
+		const bool n32 = small_m_bn(N) == 32;
+		if (M <= 16)
+			return n32 ? launch<1, 32, 24, false, 16>(q, w, s_a, s_w, bias, M, N, K, acc, y, 1, stream, err)
+				   : launch<1, 64, 16, false, 16>(q, w, s_a, s_w, bias, M, N, K, acc, y, 1, stream, err);
+		if (M <= 32)
+			return n32 ? launch<1, 32, 20, false, 32>(q, w, s_a, s_w, bias, M, N, K, acc, y, 1, stream, err)
+				   : launch<1, 64, 16, false, 32>(q, w, s_a, s_w, bias, M, N, K, acc, y, 1, stream, err);
+		return n32 ? launch<1, 32, 16, false, 64>(q, w, s_a, s_w, bias, M, N, K, acc, y, 1, stream, err)
+			   : launch<1, 64, 12, false, 64>(q, w, s_a, s_w, bias, M, N, K, acc, y, 1, stream, err);
 	}
 	}
 	return ctq_error_set(err, CTQ_ERR_USAGE, "tile", "is %d; the sm90 tiles are 0..%d", tile,

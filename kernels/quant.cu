@@ -111,6 +111,60 @@ quantize_vec_kernel(const uint16_t *__restrict__ x, int64_t K, int8_t *__restric
 	}
 }
 
+/* Many rows (M >= 256) of K % 8 == 0, K <= 4096: one warp per row, no
+ * block barriers; a block of 8 warps takes 8 rows, so a full SM keeps 64
+ * rows in flight and M = 8192 runs in about one wave. Each lane loads all
+ * its 16-byte groups before using any (memory-level parallelism), the
+ * amax is a warp shuffle reduction, and every lane computes the same
+ * scale from the same amax. */
+#define QW_WARPS 8
+#define QW_MAX_CHUNKS 16
+
+template <int QW_CHUNKS>
+__global__ void __launch_bounds__(QW_WARPS * 32)
+quantize_warp_kernel(const uint16_t *__restrict__ x, int64_t M, int64_t K, int8_t *__restrict__ q,
+		     float *__restrict__ s)
+{
+	const int lane = threadIdx.x & 31;
+	const int64_t row = (int64_t)blockIdx.x * QW_WARPS + (threadIdx.x >> 5);
+	if (row >= M)
+		return;
+	const uint4 *xr = (const uint4 *)(x + row * K);
+	uint2 *qr = (uint2 *)(q + row * K);
+	const int groups = (int)(K / 8);
+	uint4 v[QW_CHUNKS];
+	float amax = 0.0f;
+#pragma unroll
+	for (int c = 0; c < QW_CHUNKS; c++) {
+		const int g = c * 32 + lane;
+		if (g < groups)
+			v[c] = __ldg(xr + g);
+	}
+#pragma unroll
+	for (int c = 0; c < QW_CHUNKS; c++) {
+		const int g = c * 32 + lane;
+		if (g < groups) {
+			amax = amax_pair(amax_pair(amax, v[c].x), v[c].y);
+			amax = amax_pair(amax_pair(amax, v[c].z), v[c].w);
+		}
+	}
+	for (int off = 16; off > 0; off >>= 1)
+		amax = ctq_amax_update(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+	const float sc = amax == 0.0f ? 0.0f : ctq_act_scale(amax);
+	if (lane == 0)
+		s[row] = sc;
+#pragma unroll
+	for (int c = 0; c < QW_CHUNKS; c++) {
+		const int g = c * 32 + lane;
+		if (g < groups) {
+			uint2 o;
+			o.x = quant_pair(v[c].x, sc) | (quant_pair(v[c].y, sc) << 16);
+			o.y = quant_pair(v[c].z, sc) | (quant_pair(v[c].w, sc) << 16);
+			qr[g] = o;
+		}
+	}
+}
+
 extern "C" enum ctq_status ctq_quantize_launch(const uint16_t *x, int64_t M, int64_t K, int8_t *q,
 					       float *s, void *stream, struct ctq_error *err)
 {
@@ -119,8 +173,23 @@ extern "C" enum ctq_status ctq_quantize_launch(const uint16_t *x, int64_t M, int
 	if (M > 0x7fffffffLL)
 		return ctq_error_set(err, CTQ_ERR_USAGE, "M", "is %lld; at most 2^31-1 rows",
 				     (long long)M);
-	if (K % 8 == 0 && K <= (int64_t)QV_THREADS * 8 * QV_CHUNKS && (uintptr_t)x % 16 == 0 &&
-	    (uintptr_t)q % 8 == 0)
+	const bool vec = K % 8 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)q % 8 == 0;
+	if (vec && M >= 256 && K <= 32 * 8 * QW_MAX_CHUNKS) {
+		/* registers for just the chunks a lane holds: occupancy */
+		const unsigned blocks = (unsigned)((M + QW_WARPS - 1) / QW_WARPS);
+		cudaStream_t st = (cudaStream_t)stream;
+		const int64_t chunks = (K / 8 + 31) / 32;
+		if (chunks <= 4)
+			quantize_warp_kernel<4><<<blocks, QW_WARPS * 32, 0, st>>>(x, M, K, q, s);
+		else if (chunks <= 8)
+			quantize_warp_kernel<8><<<blocks, QW_WARPS * 32, 0, st>>>(x, M, K, q, s);
+		else if (chunks <= 10)
+			quantize_warp_kernel<10><<<blocks, QW_WARPS * 32, 0, st>>>(x, M, K, q, s);
+		else if (chunks <= 12)
+			quantize_warp_kernel<12><<<blocks, QW_WARPS * 32, 0, st>>>(x, M, K, q, s);
+		else
+			quantize_warp_kernel<16><<<blocks, QW_WARPS * 32, 0, st>>>(x, M, K, q, s);
+	} else if (vec && K <= (int64_t)QV_THREADS * 8 * QV_CHUNKS)
 		quantize_vec_kernel<<<(unsigned)M, QV_THREADS, 0, (cudaStream_t)stream>>>(x, K, q, s);
 	else
 		quantize_kernel<<<(unsigned)M, QUANT_THREADS, 0, (cudaStream_t)stream>>>(x, K, q, s);

@@ -119,8 +119,11 @@ static void check_quantize(int64_t M, int64_t K, enum pattern p)
 
 Test(kernels, quantize_is_bit_exact, .init = setup, .fini = teardown)
 {
-	static const int64_t Ms[] = {1, 2, 7, 64, 129, 1024};
-	static const int64_t Ks[] = {1, 3, 17, 255, 2560, 9728};
+	/* M >= 256 with K % 8 == 0 up to 4096 takes the warp-per-row kernel,
+	 * one instantiation per register budget (K/256 chunks <= 4, 8, 10,
+	 * 12, 16) */
+	static const int64_t Ms[] = {1, 2, 7, 64, 129, 300, 1024};
+	static const int64_t Ks[] = {1, 3, 8, 17, 255, 1024, 2048, 2560, 3072, 4096, 9728};
 	for (size_t i = 0; i < sizeof Ms / sizeof *Ms; i++)
 		for (size_t j = 0; j < sizeof Ks / sizeof *Ks; j++)
 			for (int p = P_GAUSS; p <= P_TIES; p++)
@@ -371,4 +374,18 @@ Test(kernels, sm90_split_k_bit_exact, .init = setup, .fini = teardown, .timeout 
 					(enum pattern)((i + k) % 5), k == 3);
 	}
 	unsetenv("CTQ_SM90_SPLITS");
+}
+
+/* The small-M configurations (M <= 64: 16/32/64-row activation boxes,
+ * 32- or 64-column N tiles chosen by N). */
+Test(kernels, sm90_small_m_bit_exact, .init = setup, .fini = teardown, .timeout = 600)
+{
+	if (!ctq_gemm_sm90_available())
+		cr_skip_test("not a compute capability 9.0 GPU: the sm90 kernel is not used here");
+	static const int64_t Ms[] = {1, 2, 15, 16, 17, 32, 33, 63, 64};
+	static const int64_t NK[][2] = {{2560, 2560}, {6144, 144}, {136, 9728}, {19456, 256}};
+	for (size_t i = 0; i < sizeof Ms / sizeof *Ms; i++)
+		for (size_t j = 0; j < sizeof NK / sizeof *NK; j++)
+			check_sm90_tile(ctq_gemm_sm90_tiles() - 1, Ms[i], NK[j][0], NK[j][1],
+					(enum pattern)((i + j) % 5), (i + j) % 7 == 0);
 }
