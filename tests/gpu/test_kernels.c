@@ -119,10 +119,10 @@ static void check_quantize(int64_t M, int64_t K, enum pattern p)
 
 Test(kernels, quantize_is_bit_exact, .init = setup, .fini = teardown)
 {
-	/* M >= 256 with K % 8 == 0 up to 4096 takes the warp-per-row kernel,
+	/* M >= 4096 with K % 8 == 0 up to 4096 takes the warp-per-row kernel,
 	 * one instantiation per register budget (K/256 chunks <= 4, 8, 10,
 	 * 12, 16) */
-	static const int64_t Ms[] = {1, 2, 7, 64, 129, 300, 1024};
+	static const int64_t Ms[] = {1, 2, 7, 64, 129, 300, 4096};
 	static const int64_t Ks[] = {1, 3, 8, 17, 255, 1024, 2048, 2560, 3072, 4096, 9728};
 	for (size_t i = 0; i < sizeof Ms / sizeof *Ms; i++)
 		for (size_t j = 0; j < sizeof Ks / sizeof *Ks; j++)
