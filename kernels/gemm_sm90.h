@@ -19,9 +19,9 @@ bool ctq_gemm_sm90_available(void);
  * positive multiple of 16, q and w 16-byte aligned. */
 bool ctq_gemm_sm90_fits(const int8_t *q, const int8_t *w, int64_t M, int64_t N, int64_t K,
 			unsigned defects);
-/* Number of configurations (the last one is split-K over a cluster for
- * small M; CTQ_SM90_SPLITS forces its split count), and the one picked
- * for an M × N output (CTQ_SM90_TILE forces one). */
+/* Number of configurations (0..3 cooperative tiles, 4 ping-pong, the
+ * last the small-M family for M <= 64), and the one picked for an M × N
+ * output (CTQ_SM90_TILE forces one, for tuning). */
 int ctq_gemm_sm90_tiles(void);
 int ctq_gemm_sm90_pick(int64_t M, int64_t N);
 /* Same contract as ctq_gemm_w8a8_launch; tile < 0 lets the table choose. */

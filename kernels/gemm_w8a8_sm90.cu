@@ -84,51 +84,6 @@ __device__ __forceinline__ unsigned cluster_rank(void)
 	return r;
 }
 
-__device__ __forceinline__ unsigned cluster_size(void)
-{
-	unsigned r;
-	asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(r));
-	return r;
-}
-
-/* A 32-bit load from the same shared-memory offset in CTA `cta`. */
-__device__ __forceinline__ int32_t ld_remote(const void *p, unsigned cta)
-{
-	uint32_t remote;
-	int32_t v;
-	asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_addr(p)), "r"(cta));
-	asm volatile("ld.shared::cluster.b32 %0, [%1];\n" : "=r"(v) : "r"(remote) : "memory");
-	return v;
-}
-
-__device__ __forceinline__ void cluster_sync(void)
-{
-	asm volatile("barrier.cluster.arrive.release.aligned;\n"
-		     "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-
-/* Arrive on the barrier at the same offset in CTA `cta` of the cluster. */
-__device__ __forceinline__ void bar_arrive_remote(uint64_t *bar, unsigned cta)
-{
-	uint32_t remote;
-	asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_addr(bar)), "r"(cta));
-	asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote)
-		     : "memory");
-}
-
-/* Wait that also acquires what other CTAs of the cluster released. */
-__device__ __forceinline__ void bar_wait_cluster(uint64_t *bar, unsigned parity)
-{
-	asm volatile("{\n"
-		     ".reg .pred done;\n"
-		     "wait_%=:\n"
-		     "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
-		     "@!done bra wait_%=;\n"
-		     "}\n" ::"r"(smem_addr(bar)),
-		     "r"(parity)
-		     : "memory");
-}
-
 /* TMA store of one box from shared memory (bulk async group), and the
  * waits on those groups. Generic-proxy writes to the box must be fenced
  * (fence_async_smem) before the store reads them. */
@@ -239,47 +194,176 @@ template <> struct Wgmma<256> {
 };
 #endif /* CTQ_SM90_DEVICE */
 
-/* A_ROWS < BM (small M, one M tile): only the first A_ROWS activation rows
- * are loaded; wgmma still reads 64 rows, the rest from whatever follows in
- * shared memory, which only feeds accumulator rows >= M that are never
- * stored (each output row depends on its own activation row alone). The
- * smaller stage buys a deeper pipeline: more weight bytes in flight. */
-template <int CONSUMERS, int BN, int STAGES, bool KSPLIT, int A_ROWS = 64 * CONSUMERS>
+/* Shapes of one configuration.
+ *   cooperative (PP = false): the CTA tile is 64·CONSUMERS × BN, each
+ *     consumer warp group owns 64 rows of it, all of them on the same K
+ *     stage at once.
+ *   ping-pong (PP = true, two consumers): each consumer owns a whole
+ *     128 × BN tile (two m64 wgmma per k step), and the two take the CTA's
+ *     tiles in turn. The producer fills the stage ring in tile order, so the
+ *     second consumer's main loop starts as the first one's ends and runs
+ *     while the first one does its epilogue: the epilogue leaves the
+ *     critical path.
+ * A_ROWS < 64 (cooperative, one consumer, M <= A_ROWS): only the first
+ * A_ROWS activation rows are loaded; wgmma still reads 64 rows, the rest
+ * from whatever follows in shared memory, which only feeds accumulator rows
+ * >= M that are never stored (each output row depends on its own activation
+ * row alone). The smaller stage buys a deeper pipeline: more weight bytes
+ * in flight. */
+template <int CONSUMERS, int BN, int STAGES, bool PP, int A_ROWS = (PP ? 128 : 64 * CONSUMERS)>
 struct Sm90Config {
-	static constexpr int BM = 64 * CONSUMERS;
+	static constexpr int TILE_M = PP ? 128 : 64 * CONSUMERS; /* rows of one output tile */
+	static constexpr int BLOCKS = PP ? 2 : 1;                /* 64-row blocks per consumer */
 	static constexpr int THREADS = 128 * (CONSUMERS + 1);
 	static constexpr int A_BYTES = A_ROWS * KBYTES;
-	static_assert(A_ROWS % 8 == 0 && A_ROWS <= BM && (A_ROWS == BM || CONSUMERS == 1),
-		      "A_ROWS: whole 8-row swizzle atoms, one consumer when short");
 	static constexpr int B_BYTES = BN * KBYTES;
 	static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
-	/* epilogue staging per consumer: 64 rows of EPI_COLS BF16 outputs,
-	 * rows padded by 16 bytes so the fragment writes hit 32 banks */
+	/* epilogue staging per consumer: two 64 × 64 BF16 boxes for the TMA
+	 * stores, or 64 rows of EPI_COLS padded by 16 bytes (32 banks) for the
+	 * plain stores */
 	static constexpr int EPI_COLS = BN < 128 ? BN : 128;
 	static constexpr int EPI_LD = EPI_COLS + 8;
-	static constexpr int EPI_STAGE = 64 * EPI_LD * 2 > 16384 ? 64 * EPI_LD * 2 : 16384;
-	/* split-K: the int32 partial tile of a CTA, read by the cluster's rank 0 */
-	static constexpr int EPI_BYTES = KSPLIT && 64 * BN * 4 > EPI_STAGE ? 64 * BN * 4 : EPI_STAGE;
-	static_assert(!KSPLIT || CONSUMERS == 1, "split-K runs with one consumer warp group");
+	static constexpr int EPI_BYTES = 64 * EPI_LD * 2 > 16384 ? 64 * EPI_LD * 2 : 16384;
 	/* pipeline stages, staging, barriers; the dynamic buffer is 1024-byte
 	 * aligned (checked in the kernel), which the 128-byte swizzle needs */
 	static constexpr int SMEM = STAGES * STAGE_BYTES + CONSUMERS * EPI_BYTES + (2 * STAGES + 2) * 8;
 	static_assert(SMEM <= 232448, "shared memory beyond the 227 KiB opt-in");
+	static_assert(!PP || CONSUMERS == 2, "ping-pong takes two consumers");
+	static_assert(A_ROWS % 8 == 0 && (A_ROWS == (PP ? 128 : 64 * CONSUMERS) || CONSUMERS == 1),
+		      "A_ROWS: whole 8-row swizzle atoms; short only with one consumer");
 };
 
+#ifdef CTQ_SM90_DEVICE
 __device__ __forceinline__ void wg_sync(int id)
 {
 	asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
 }
 
-/* KSPLIT: split-K over a thread-block cluster for small M, where the output
- * tiles are too few to keep 132 SMs streaming weights. The cluster's CTAs
- * (launched with cluster size = number of splits) share one output tile and
- * take consecutive ranges of K; ranks > 0 leave their int32 partial tile in
- * shared memory and signal rank 0 (a remote mbarrier arrive), which adds
- * them through distributed shared memory — integer sums, so bit-exact in any
- * order — runs the epilogue, and signals back that the partials were read. */
-template <int CONSUMERS, int BN, int STAGES, bool KSPLIT, int A_ROWS>
+/* The epilogue of one 64 × BN accumulator block whose first row is mb.
+ * Fragment layout of wgmma m64nN: warp w holds rows 16w..16w+15, lane l rows
+ * l/4 and l/4 + 8, columns 8j + 2(l%4) + {0, 1} in registers 4j + {0, 1}
+ * and 4j + {2, 3}. boxes counts this consumer's TMA stores (two buffers
+ * used in turn). */
+template <class C, int BN>
+__device__ __forceinline__ void epilogue64(const int32_t (&d)[BN / 2], int mb, int n0, int M, int N,
+					   const float *__restrict__ s_a, const float *__restrict__ s_w,
+					   const float *__restrict__ bias, int32_t *__restrict__ acc_out,
+					   uint16_t *__restrict__ y, const CUtensorMap *map_y, int tma_y,
+					   uint8_t *stage, int bar_id, unsigned &boxes)
+{
+	const int tid = threadIdx.x & 127, lane = tid & 31, warp = tid >> 5;
+	const int r0 = mb + warp * 16 + (lane >> 2);
+	if (acc_out) {
+		/* the debug path: raw accumulators, no scales */
+#pragma unroll
+		for (int j = 0; j < BN / 8; j++) {
+			const int n = n0 + 8 * j + 2 * (lane & 3);
+#pragma unroll
+			for (int h = 0; h < 2; h++) {
+				const int m = r0 + 8 * h;
+				if (m >= M || n >= N)
+					continue;
+				const size_t o = (size_t)m * (size_t)N + (size_t)n;
+				acc_out[o] = d[4 * j + 2 * h];
+				if (n + 1 < N)
+					acc_out[o + 1] = d[4 * j + 2 * h + 1];
+			}
+		}
+		return;
+	}
+	if (mb >= M)
+		return;
+	const float sa0 = r0 < M ? s_a[r0] : 0.0f;
+	const float sa1 = r0 + 8 < M ? s_a[r0 + 8] : 0.0f;
+	if (tma_y) {
+		/* 64 × 64 BF16 boxes (128-byte rows, 128-byte swizzle: 16-byte
+		 * chunk k of row r at chunk k ^ (r % 8), which also spreads the
+		 * fragment writes over 32 banks); TMA stores them asynchronously
+		 * and clips rows >= M and columns >= N, so the stores overlap
+		 * what follows */
+#pragma unroll
+		for (int box = 0; box < BN / 64; box++) {
+			uint8_t *buf = stage + (boxes & 1) * 8192;
+			if (tid == 0) /* the store that last read this buffer is done reading */
+				tma_store_wait_read<1>();
+			wg_sync(bar_id);
+#pragma unroll
+			for (int jj = 0; jj < 8; jj++) {
+				const int j = box * 8 + jj;
+				const int n = n0 + 8 * j + 2 * (lane & 3);
+				const float sw0 = n < N ? s_w[n] : 0.0f, sw1 = n + 1 < N ? s_w[n + 1] : 0.0f;
+				const float b0 = bias && n < N ? bias[n] : 0.0f;
+				const float b1 = bias && n + 1 < N ? bias[n + 1] : 0.0f;
+#pragma unroll
+				for (int h = 0; h < 2; h++) {
+					const float sa = h ? sa1 : sa0;
+					const uint16_t y0 = ctq_w8a8_epilogue(d[4 * j + 2 * h], sa, sw0, b0);
+					const uint16_t y1 = ctq_w8a8_epilogue(d[4 * j + 2 * h + 1], sa, sw1, b1);
+					const int rl = warp * 16 + (lane >> 2) + 8 * h;
+					*(uint32_t *)(buf + rl * 128 + ((jj ^ (rl & 7)) << 4) + 4 * (lane & 3)) =
+						(uint32_t)y0 | ((uint32_t)y1 << 16);
+				}
+			}
+			fence_async_smem();
+			wg_sync(bar_id);
+			if (tid == 0)
+				tma_store_2d(map_y, buf, n0 + box * 64, mb);
+			boxes++;
+		}
+		return;
+	}
+	/* without TMA (N % 8 != 0, an unaligned y, or BN < 64): EPI_COLS
+	 * columns at a time through shared memory, out as 16-byte
+	 * row-contiguous stores */
+	uint16_t *st = (uint16_t *)stage;
+#pragma unroll
+	for (int half = 0; half < BN / C::EPI_COLS; half++) {
+		wg_sync(bar_id); /* the previous copy-out has read the buffer */
+#pragma unroll
+		for (int jj = 0; jj < C::EPI_COLS / 8; jj++) {
+			const int j = half * (C::EPI_COLS / 8) + jj;
+			const int cl = 8 * jj + 2 * (lane & 3);
+			const int n = n0 + 8 * j + 2 * (lane & 3);
+			const float sw0 = n < N ? s_w[n] : 0.0f, sw1 = n + 1 < N ? s_w[n + 1] : 0.0f;
+			const float b0 = bias && n < N ? bias[n] : 0.0f;
+			const float b1 = bias && n + 1 < N ? bias[n + 1] : 0.0f;
+#pragma unroll
+			for (int h = 0; h < 2; h++) {
+				const float sa = h ? sa1 : sa0;
+				const uint16_t y0 = ctq_w8a8_epilogue(d[4 * j + 2 * h], sa, sw0, b0);
+				const uint16_t y1 = ctq_w8a8_epilogue(d[4 * j + 2 * h + 1], sa, sw1, b1);
+				const int rl = warp * 16 + (lane >> 2) + 8 * h;
+				*(uint32_t *)(st + rl * C::EPI_LD + cl) = (uint32_t)y0 | ((uint32_t)y1 << 16);
+			}
+		}
+		wg_sync(bar_id);
+		const int nb = n0 + half * C::EPI_COLS;
+		constexpr int PER_ROW = C::EPI_COLS / 8;
+		constexpr int ROWS_PER_PASS = 128 / PER_ROW;
+#pragma unroll
+		for (int pass = 0; pass < 64 / ROWS_PER_PASS; pass++) {
+			const int rl = pass * ROWS_PER_PASS + tid / PER_ROW;
+			const int cl = (tid % PER_ROW) * 8;
+			const int m = mb + rl, n = nb + cl;
+			if (m >= M || n >= N)
+				continue;
+			const uint4 v = *(const uint4 *)(st + rl * C::EPI_LD + cl);
+			uint16_t *dst = y + (size_t)m * (size_t)N + (size_t)n;
+			if (n + 8 <= N && ((uintptr_t)dst & 15) == 0) {
+				*(uint4 *)dst = v;
+			} else {
+				const uint32_t wv[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+				for (int i = 0; i < 8; i++)
+					if (n + i < N)
+						dst[i] = (uint16_t)(wv[i >> 1] >> (16 * (i & 1)));
+			}
+		}
+	}
+}
+#endif
+
+template <int CONSUMERS, int BN, int STAGES, bool PP, int A_ROWS>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_w,
 		      const float *__restrict__ s_a, const float *__restrict__ s_w,
@@ -288,47 +372,42 @@ gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_co
 		      const __grid_constant__ CUtensorMap map_y, int tma_y)
 {
 #ifdef CTQ_SM90_DEVICE
-	using C = Sm90Config<CONSUMERS, BN, STAGES, KSPLIT, A_ROWS>;
+	using C = Sm90Config<CONSUMERS, BN, STAGES, PP, A_ROWS>;
 	extern __shared__ __align__(1024) uint8_t smem[];
 	if (smem_addr(smem) & 1023)
 		__trap();
 	uint64_t *full = (uint64_t *)(smem + STAGES * C::STAGE_BYTES + CONSUMERS * C::EPI_BYTES);
 	uint64_t *empty = full + STAGES;
-	uint64_t *ready = empty + STAGES;   /* rank 0: the partials of every other rank are in place */
-	uint64_t *consumed = ready + 1;     /* ranks > 0: rank 0 has read this CTA's partials */
+	/* ping-pong: turn[c] lets consumer c start its next main loop once the
+	 * other consumer has finished its own. Besides keeping the two main
+	 * loops apart, this keeps every full[] barrier a consumer waits on at
+	 * most one phase behind (a parity wait cannot tell two phases apart) */
+	uint64_t *turn = empty + STAGES;
 	const int wg = threadIdx.x / 128;
-	const unsigned splits = KSPLIT ? cluster_size() : 1, rank = KSPLIT ? cluster_rank() : 0;
 	const int k_tiles = (K + KBYTES - 1) / KBYTES;
-	const int per_split = (k_tiles + (int)splits - 1) / (int)splits;
-	const int kt_begin = (int)rank * per_split;
-	const int kt_end = kt_begin + per_split < k_tiles ? kt_begin + per_split : k_tiles;
-	const int m_tiles = (M + C::BM - 1) / C::BM, n_tiles = (N + BN - 1) / BN;
-	const int units = m_tiles * n_tiles;
-	const int first = blockIdx.x / (int)splits, step = gridDim.x / (int)splits;
+	const int m_tiles = (M + C::TILE_M - 1) / C::TILE_M, n_tiles = (N + BN - 1) / BN;
+	const int tiles = m_tiles * n_tiles;
 
 	if (threadIdx.x == 0) {
 		for (int s = 0; s < STAGES; s++) {
 			bar_init(&full[s], 1);
-			bar_init(&empty[s], CONSUMERS);
+			bar_init(&empty[s], PP ? 1 : CONSUMERS);
 		}
-		bar_init(ready, splits > 1 ? splits - 1 : 1);
-		bar_init(consumed, 1);
+		bar_init(&turn[0], 1);
+		bar_init(&turn[1], 1);
 		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 	}
-	if (KSPLIT)
-		cluster_sync();
-	else
-		__syncthreads();
+	__syncthreads();
 
 	if (wg == 0) {
-		/* producer: one thread issues every TMA load */
+		/* producer: one thread issues every TMA load, tiles in order */
 		asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
 		if (threadIdx.x == 0) {
 			int s = 0;
 			unsigned phase = 0;
-			for (int u = first; u < units; u += step) {
-				const int m0 = (u % m_tiles) * C::BM, n0 = (u / m_tiles) * BN;
-				for (int kt = kt_begin; kt < kt_end; kt++) {
+			for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+				const int m0 = (t % m_tiles) * C::TILE_M, n0 = (t / m_tiles) * BN;
+				for (int kt = 0; kt < k_tiles; kt++) {
 					uint8_t *a = smem + s * C::STAGE_BYTES;
 					bar_wait(&empty[s], phase ^ 1);
 					bar_expect_tx(&full[s], C::STAGE_BYTES);
@@ -344,29 +423,34 @@ gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_co
 	} else {
 		asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
 		const int c = wg - 1;
-		const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;
-		const int tid = threadIdx.x & 127;
-		const bool leader = tid == 0;
-		int s = 0;
-		unsigned phase = 0, red_phase = 0;
-		int32_t d[BN / 2];
-		for (int u = first; u < units; u += step) {
-			const int m0 = (u % m_tiles) * C::BM, n0 = (u / m_tiles) * BN;
+		const bool leader = (threadIdx.x & 127) == 0;
+		uint8_t *stage = smem + STAGES * C::STAGE_BYTES + c * C::EPI_BYTES;
+		unsigned boxes = 0;
+		/* ping-pong: consumer c takes every other tile of this CTA and
+		 * skips the other's stages in the ring */
+		int j = PP ? c : 0;
+		unsigned pos = PP ? (unsigned)(c * k_tiles) : 0; /* stages consumed or skipped */
+		unsigned turns = 0; /* main loops this consumer has run */
+		int32_t d0[BN / 2], d1[PP ? BN / 2 : 1];
+		for (int t = blockIdx.x + j * gridDim.x; t < tiles; t += (PP ? 2 : 1) * gridDim.x) {
+			const int m0 = (t % m_tiles) * C::TILE_M, n0 = (t / m_tiles) * BN;
 			int prev = -1;
-			if (kt_begin >= kt_end) {
-#pragma unroll
-				for (int i = 0; i < BN / 2; i++)
-					d[i] = 0;
-			}
-			for (int kt = kt_begin; kt < kt_end; kt++) {
-				bar_wait(&full[s], phase);
-				const uint8_t *a = smem + s * C::STAGE_BYTES + c * 64 * KBYTES;
+			if (PP && (c == 1 || turns > 0))
+				bar_wait(&turn[c], (c == 1 ? turns : turns - 1) & 1);
+			for (int kt = 0; kt < k_tiles; kt++, pos++) {
+				const int s = (int)(pos % STAGES);
+				bar_wait(&full[s], (pos / STAGES) & 1);
+				const uint8_t *a = smem + s * C::STAGE_BYTES + (PP ? 0 : c * 64 * KBYTES);
 				const uint8_t *b = smem + s * C::STAGE_BYTES + C::A_BYTES;
 				wgmma_fence();
 #pragma unroll
-				for (int kk = 0; kk < KBYTES / 32; kk++)
-					Wgmma<BN>::run(d, smem_desc(a + kk * 32), smem_desc(b + kk * 32),
-						       kt > kt_begin || kk > 0);
+				for (int kk = 0; kk < KBYTES / 32; kk++) {
+					const uint64_t db = smem_desc(b + kk * 32);
+					Wgmma<BN>::run(d0, smem_desc(a + kk * 32), db, kt > 0 || kk > 0);
+					if constexpr (PP)
+						Wgmma<BN>::run(d1, smem_desc(a + 64 * KBYTES + kk * 32), db,
+							       kt > 0 || kk > 0);
+				}
 				wgmma_commit();
 				/* keep this stage's MMAs in flight; the previous stage's
 				 * are done once at most one group is pending */
@@ -374,174 +458,28 @@ gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_co
 				if (prev >= 0 && leader)
 					bar_arrive(&empty[prev]);
 				prev = s;
-				if (++s == STAGES) {
-					s = 0;
-					phase ^= 1;
-				}
 			}
 			wgmma_wait<0>();
 			if (prev >= 0 && leader)
 				bar_arrive(&empty[prev]);
-
-			if (KSPLIT && splits > 1) {
-				int32_t *part = (int32_t *)(smem + STAGES * C::STAGE_BYTES);
-				if (rank > 0) {
-					/* the previous tile's partials must have been read */
-					if (red_phase)
-						bar_wait_cluster(consumed, (red_phase - 1) & 1);
-#pragma unroll
-					for (int i = 0; i < BN / 2; i++)
-						part[i * 128 + tid] = d[i];
-					wg_sync(1 + c);
-					if (leader)
-						bar_arrive_remote(ready, 0);
-					red_phase++;
-					continue;
-				}
-				bar_wait_cluster(ready, red_phase & 1);
-				for (unsigned r = 1; r < splits; r++) {
-#pragma unroll
-					for (int i = 0; i < BN / 2; i++)
-						d[i] += ld_remote(&part[i * 128 + tid], r);
-				}
-				wg_sync(1 + c);
+			if (PP) {
+				pos += k_tiles; /* the other consumer's tile */
 				if (leader)
-					for (unsigned r = 1; r < splits; r++)
-						bar_arrive_remote(consumed, r);
-				red_phase++;
+					bar_arrive(&turn[1 - c]);
+				turns++;
 			}
 
-			/* epilogue: accumulator fragment layout of wgmma m64nN —
-			 * warp w holds rows 16w..16w+15, lane l rows l/4 and
-			 * l/4 + 8, columns 8j + 2(l%4) + {0, 1} in registers
-			 * 4j + {0, 1} and 4j + {2, 3} */
-			const int r0 = m0 + c * 64 + warp * 16 + (lane >> 2);
-			if (acc_out) {
-				/* the debug path: raw accumulators, no scales */
-				if (r0 >= M)
-					continue;
-#pragma unroll
-				for (int j = 0; j < BN / 8; j++) {
-					const int n = n0 + 8 * j + 2 * (lane & 3);
-#pragma unroll
-					for (int h = 0; h < 2; h++) {
-						const int m = r0 + 8 * h;
-						if (m >= M || n >= N)
-							continue;
-						const size_t o = (size_t)m * (size_t)N + (size_t)n;
-						acc_out[o] = d[4 * j + 2 * h];
-						if (n + 1 < N)
-							acc_out[o + 1] = d[4 * j + 2 * h + 1];
-					}
-				}
-				continue;
-			}
-			uint16_t *stage = (uint16_t *)(smem + STAGES * C::STAGE_BYTES + c * C::EPI_BYTES);
-			const float sa0 = r0 < M ? s_a[r0] : 0.0f;
-			const float sa1 = r0 + 8 < M ? s_a[r0 + 8] : 0.0f;
-			if (tma_y) {
-				/* 64 × 64 BF16 boxes (128-byte rows, 128-byte swizzle:
-				 * 16-byte chunk k of row r at chunk k ^ (r % 8), which
-				 * also spreads the fragment writes over 32 banks), two
-				 * buffers per consumer; TMA stores them asynchronously
-				 * and clips rows >= M and columns >= N, so the next
-				 * tile's main loop overlaps the stores */
-#pragma unroll
-				for (int box = 0; box < BN / 64; box++) {
-					uint8_t *buf = (uint8_t *)stage + (box & 1) * 8192;
-					if (tid == 0) { /* this buffer's last store has read it */
-						if (BN / 64 > 1)
-							tma_store_wait_read<1>();
-						else
-							tma_store_wait_read<0>();
-					}
-					wg_sync(1 + c);
-#pragma unroll
-					for (int jj = 0; jj < 8; jj++) {
-						const int j = box * 8 + jj;
-						const int n = n0 + 8 * j + 2 * (lane & 3);
-						const float sw0 = n < N ? s_w[n] : 0.0f;
-						const float sw1 = n + 1 < N ? s_w[n + 1] : 0.0f;
-						const float b0 = bias && n < N ? bias[n] : 0.0f;
-						const float b1 = bias && n + 1 < N ? bias[n + 1] : 0.0f;
-#pragma unroll
-						for (int h = 0; h < 2; h++) {
-							const float sa = h ? sa1 : sa0;
-							const uint16_t y0 = ctq_w8a8_epilogue(d[4 * j + 2 * h], sa, sw0, b0);
-							const uint16_t y1 = ctq_w8a8_epilogue(d[4 * j + 2 * h + 1], sa, sw1, b1);
-							const int rl = warp * 16 + (lane >> 2) + 8 * h;
-							*(uint32_t *)(buf + rl * 128 + ((jj ^ (rl & 7)) << 4) + 4 * (lane & 3)) =
-								(uint32_t)y0 | ((uint32_t)y1 << 16);
-						}
-					}
-					fence_async_smem();
-					wg_sync(1 + c);
-					if (tid == 0)
-						tma_store_2d(&map_y, buf, n0 + box * 64, m0 + c * 64);
-				}
-				continue;
-			}
-			/* without TMA (N % 8 != 0 or an unaligned y): EPI_COLS
-			 * columns at a time through shared memory, out as 16-byte
-			 * row-contiguous stores */
-#pragma unroll
-			for (int half = 0; half < BN / C::EPI_COLS; half++) {
-				wg_sync(1 + c); /* the previous copy-out has read the buffer */
-#pragma unroll
-				for (int jj = 0; jj < C::EPI_COLS / 8; jj++) {
-					const int j = half * (C::EPI_COLS / 8) + jj;
-					const int cl = 8 * jj + 2 * (lane & 3); /* column in the staging buffer */
-					const int n = n0 + 8 * j + 2 * (lane & 3);
-					const float sw0 = n < N ? s_w[n] : 0.0f, sw1 = n + 1 < N ? s_w[n + 1] : 0.0f;
-					const float b0 = bias && n < N ? bias[n] : 0.0f;
-					const float b1 = bias && n + 1 < N ? bias[n + 1] : 0.0f;
-#pragma unroll
-					for (int h = 0; h < 2; h++) {
-						const float sa = h ? sa1 : sa0;
-						const uint16_t y0 = ctq_w8a8_epilogue(d[4 * j + 2 * h], sa, sw0, b0);
-						const uint16_t y1 = ctq_w8a8_epilogue(d[4 * j + 2 * h + 1], sa, sw1, b1);
-						const int rl = warp * 16 + (lane >> 2) + 8 * h;
-						*(uint32_t *)(stage + rl * C::EPI_LD + cl) =
-							(uint32_t)y0 | ((uint32_t)y1 << 16);
-					}
-				}
-				wg_sync(1 + c);
-				/* copy-out: 16 threads per row, 8 BF16 each */
-				const int nb = n0 + half * C::EPI_COLS;
-				constexpr int PER_ROW = C::EPI_COLS / 8;
-				constexpr int ROWS_PER_PASS = 128 / PER_ROW;
-#pragma unroll
-				for (int pass = 0; pass < 64 / ROWS_PER_PASS; pass++) {
-					const int rl = pass * ROWS_PER_PASS + tid / PER_ROW;
-					const int cl = (tid % PER_ROW) * 8;
-					const int m = m0 + c * 64 + rl, n = nb + cl;
-					if (m >= M || n >= N)
-						continue;
-					const uint4 v = *(const uint4 *)(stage + rl * C::EPI_LD + cl);
-					uint16_t *dst = y + (size_t)m * (size_t)N + (size_t)n;
-					if (n + 8 <= N && ((uintptr_t)dst & 15) == 0) {
-						*(uint4 *)dst = v;
-					} else {
-						const uint32_t wv[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-						for (int i = 0; i < 8; i++)
-							if (n + i < N)
-								dst[i] = (uint16_t)(wv[i >> 1] >> (16 * (i & 1)));
-					}
-				}
-			}
+			const int mb = m0 + (PP ? 0 : c * 64);
+			epilogue64<C, BN>(d0, mb, n0, M, N, s_a, s_w, bias, acc_out, y, &map_y, tma_y, stage,
+					  1 + c, boxes);
+			if constexpr (PP)
+				epilogue64<C, BN>(d1, mb + 64, n0, M, N, s_a, s_w, bias, acc_out, y, &map_y, tma_y,
+						  stage, 1 + c, boxes);
 		}
-	}
-	/* the TMA stores must have read shared memory before the CTA leaves */
-	if (wg > 0 && (threadIdx.x & 127) == 0)
-		tma_store_wait_read<0>();
-	/* split-K: ranks > 0 stay until rank 0 has read their last partials */
-	if (KSPLIT && wg > 0 && rank > 0) {
-		unsigned done = 0;
-		for (int u = first; u < units; u += step)
-			done++;
-		if (done)
-			bar_wait_cluster(consumed, (done - 1) & 1);
+		/* the TMA stores must have read shared memory before the CTA
+		 * leaves */
+		if (leader)
+			tma_store_wait_read<0>();
 	}
 #endif
 }
@@ -617,13 +555,13 @@ static int sm_count(void)
 	return n;
 }
 
-template <int CONSUMERS, int BN, int STAGES, bool KSPLIT, int A_ROWS = 64 * CONSUMERS>
+template <int CONSUMERS, int BN, int STAGES, bool PP, int A_ROWS = (PP ? 128 : 64 * CONSUMERS)>
 static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a, const float *s_w,
 			      const float *bias, int64_t M, int64_t N, int64_t K, int32_t *acc,
-			      uint16_t *y, int splits, void *stream, struct ctq_error *err)
+			      uint16_t *y, void *stream, struct ctq_error *err)
 {
-	using C = Sm90Config<CONSUMERS, BN, STAGES, KSPLIT, A_ROWS>;
-	auto kernel = gemm_w8a8_sm90_kernel<CONSUMERS, BN, STAGES, KSPLIT, A_ROWS>;
+	using C = Sm90Config<CONSUMERS, BN, STAGES, PP, A_ROWS>;
+	auto kernel = gemm_w8a8_sm90_kernel<CONSUMERS, BN, STAGES, PP, A_ROWS>;
 	/* the shared-memory opt-in is per device (tensor-parallel ranks run
 	 * one GPU per thread in one process) */
 	static unsigned long long attr_set;
@@ -636,87 +574,61 @@ static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a
 		st = CTQ_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
 						   C::SMEM),
 			      err);
-		if (st == CTQ_OK && KSPLIT)
-			st = CTQ_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
-				      err);
 		if (st != CTQ_OK)
 			return st;
 		__atomic_fetch_or(&attr_set, bit, __ATOMIC_RELEASE);
 	}
-	if (!KSPLIT)
-		splits = 1;
-	CUtensorMap mq, mw, my;
-	memset(&my, 0, sizeof my);
-	if (A_ROWS < C::BM && M > A_ROWS)
+	if (A_ROWS < C::TILE_M && M > A_ROWS)
 		return ctq_error_set(err, CTQ_ERR_USAGE, "M", "is %lld; this configuration loads %d rows",
 				     (long long)M, A_ROWS);
+	CUtensorMap mq, mw, my;
+	memset(&my, 0, sizeof my);
 	if ((st = make_map(&mq, q, M, K, A_ROWS, err)) != CTQ_OK ||
 	    (st = make_map(&mw, w, N, K, BN, err)) != CTQ_OK)
 		return st;
 	const int tma_y = BN >= 64 && y && !acc && N % 8 == 0 && (uintptr_t)y % 16 == 0;
 	if (tma_y && (st = make_map_y(&my, y, M, N, err)) != CTQ_OK)
 		return st;
-	const int64_t units = ((M + C::BM - 1) / C::BM) * ((N + BN - 1) / BN);
-	const int64_t slots = sm_count() / splits;
-	cudaLaunchConfig_t cfg = {};
-	cudaLaunchAttribute attr[1];
-	cfg.gridDim = dim3((unsigned)((units < slots ? units : slots) * splits));
-	cfg.blockDim = dim3(C::THREADS);
-	cfg.dynamicSmemBytes = C::SMEM;
-	cfg.stream = (cudaStream_t)stream;
-	attr[0].id = cudaLaunchAttributeClusterDimension;
-	attr[0].val.clusterDim.x = (unsigned)splits;
-	attr[0].val.clusterDim.y = 1;
-	attr[0].val.clusterDim.z = 1;
-	cfg.attrs = attr;
-	cfg.numAttrs = 1;
-	st = CTQ_CUDA(cudaLaunchKernelEx(&cfg, kernel, mq, mw, s_a, s_w, bias, (int)M, (int)N, (int)K,
-					 acc, y, my, tma_y),
-		      err);
-	if (st != CTQ_OK)
-		return st;
+	const int64_t tiles = ((M + C::TILE_M - 1) / C::TILE_M) * ((N + BN - 1) / BN);
+	const int64_t sms = sm_count();
+	const unsigned grid = (unsigned)(tiles < sms ? tiles : sms);
+	kernel<<<grid, C::THREADS, C::SMEM, (cudaStream_t)stream>>>(mq, mw, s_a, s_w, bias, (int)M, (int)N,
+								      (int)K, acc, y, my, tma_y);
 	return CTQ_LAUNCH(err);
 }
 
 /* Tile table: the candidate with the fewest waves of tiles over the SMs,
- * weighted by how much slower a smaller tile runs per output element (less
- * operand reuse per byte of shared memory traffic). Measured on the H200
- * (bench gemm, reports/baselines/h200/): {2, 256} and {2, 128} within a few
- * percent of each other at M >= 2048, {1, 64} best at M <= 128.
- * Not in the table any more: a cluster of 2 CTAs sharing the weight tile
- * through TMA multicast, which measured 10-25% slower than {2, 256} at
- * M = 1024..8192 (the main loop is not L2-bound once the epilogue is
- * staged). */
+ * weighted by its measured time per output element (bench gemm on the
+ * H200, reports/baselines/h200/). Tried and dropped: a cluster of two CTAs
+ * sharing the weight tile by TMA multicast (10-25% slower than {2, 256} at
+ * M = 1024..8192), and split-K over a cluster with a distributed-shared-
+ * memory reduction for small M (slower than no split at every M <= 128 on
+ * the Qwen3-4B shapes). */
 struct tile_choice {
 	int consumers, bn;
+	bool pp;
 	double cost; /* relative time of one tile per output element */
 };
 
 static const struct tile_choice TILES[] = {
-	{2, 256, 1.00},
-	{2, 128, 1.05},
-	{1, 128, 1.35},
-	{1, 64, 1.80},
+	{2, 256, false, 1.00},
+	{2, 128, false, 1.05},
+	{1, 128, false, 1.35},
+	{1, 64, false, 1.80},
+	{2, 128, true, 0.85},
 };
 #define N_TILES ((int)(sizeof TILES / sizeof TILES[0]))
 
-/* Small M (<= 64, one M tile): 32- or 64-column N tiles, whichever needs
- * fewer weight rows per SM (N = 2560 gives 80 tiles of 32 instead of 40 of
- * 64), activation boxes of 16, 32 or 64 rows, and 12-24 stages. Split-K
- * over a cluster (CTQ_SM90_SPLITS > 1) is kept for experiments: it
- * measured slower than no split at every small M on the Qwen3-4B shapes. */
+/* Small M (<= 64, one M tile): 32- or 64-column N tiles, whichever puts
+ * fewer weight rows on the busiest SM (N = 2560 gives 80 tiles of 32
+ * instead of 40 of 64), activation boxes of 16, 32 or 64 rows, 12-24
+ * stages. */
 static int small_m_bn(int64_t N)
 {
 	const int64_t sms = sm_count();
 	const int64_t w64 = ((N + 63) / 64 + sms - 1) / sms * 64;
 	const int64_t w32 = ((N + 31) / 32 + sms - 1) / sms * 32;
 	return w32 < w64 ? 32 : 64;
-}
-
-static int small_m_splits(void)
-{
-	const char *force = getenv("CTQ_SM90_SPLITS");
-	return force && *force ? atoi(force) : 1;
 }
 
 int ctq_gemm_sm90_pick(int64_t M, int64_t N)
@@ -727,10 +639,13 @@ int ctq_gemm_sm90_pick(int64_t M, int64_t N)
 	int best = 0;
 	double best_cost = 0;
 	for (int i = 0; i < N_TILES; i++) {
-		const int64_t bm = 64 * TILES[i].consumers, bn = TILES[i].bn;
+		const int64_t bm = TILES[i].pp ? 128 : 64 * TILES[i].consumers;
+		const int64_t bn = TILES[i].bn;
 		const int64_t tiles = ((M + bm - 1) / bm) * ((N + bn - 1) / bn);
-		const int64_t waves = (tiles + sms - 1) / sms;
-		const double cost = (double)waves * (double)(bm * bn) * TILES[i].cost;
+		/* ping-pong: a CTA's two consumers each hold a tile at once */
+		const int64_t slots = TILES[i].pp ? 2 * sms : sms;
+		const int64_t waves = (tiles + slots - 1) / slots;
+		const double cost = (double)waves * (double)(bm * bn) * (TILES[i].pp ? 2 : 1) * TILES[i].cost;
 		if (i == 0 || cost < best_cost) {
 			best = i;
 			best_cost = cost;
@@ -777,30 +692,27 @@ extern "C" enum ctq_status ctq_gemm_sm90_launch(const int8_t *q, const int8_t *w
 	}
 	switch (tile) {
 	case 0:
-		return launch<2, 256, 4, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, 1, stream, err);
+		return launch<2, 256, 4, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
 	case 1:
-		return launch<2, 128, 6, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, 1, stream, err);
+		return launch<2, 128, 6, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
 	case 2:
-		return launch<1, 128, 8, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, 1, stream, err);
+		return launch<1, 128, 8, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
 	case 3:
-		return launch<1, 64, 8, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, 1, stream, err);
-	case 4: {
-		const int splits = small_m_splits();
-		if (splits < 1 || splits > 16)
-			return ctq_error_set(err, CTQ_ERR_USAGE, "CTQ_SM90_SPLITS",
-					     "is %d; split-K runs 1..16 ways", splits);
-		if (splits > 1 || M > 64)
-			return launch<1, 64, 8, true>(q, w, s_a, s_w, bias, M, N, K, acc, y, splits, stream,
-						      err);
+		return launch<1, 64, 8, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+	case 4:
+		return launch<2, 128, 6, true>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+	case 5: {
+		if (M > 64)
+			return launch<1, 64, 8, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
 		const bool n32 = small_m_bn(N) == 32;
 		if (M <= 16)
-			return n32 ? launch<1, 32, 24, false, 16>(q, w, s_a, s_w, bias, M, N, K, acc, y, 1, stream, err)
-				   : launch<1, 64, 16, false, 16>(q, w, s_a, s_w, bias, M, N, K, acc, y, 1, stream, err);
+			return n32 ? launch<1, 32, 24, false, 16>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err)
+				   : launch<1, 64, 16, false, 16>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
 		if (M <= 32)
-			return n32 ? launch<1, 32, 20, false, 32>(q, w, s_a, s_w, bias, M, N, K, acc, y, 1, stream, err)
-				   : launch<1, 64, 16, false, 32>(q, w, s_a, s_w, bias, M, N, K, acc, y, 1, stream, err);
-		return n32 ? launch<1, 32, 16, false, 64>(q, w, s_a, s_w, bias, M, N, K, acc, y, 1, stream, err)
-			   : launch<1, 64, 12, false, 64>(q, w, s_a, s_w, bias, M, N, K, acc, y, 1, stream, err);
+			return n32 ? launch<1, 32, 20, false, 32>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err)
+				   : launch<1, 64, 16, false, 32>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+		return n32 ? launch<1, 32, 16, false, 64>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err)
+			   : launch<1, 64, 12, false, 64>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
 	}
 	}
 	return ctq_error_set(err, CTQ_ERR_USAGE, "tile", "is %d; the sm90 tiles are 0..%d", tile,

@@ -357,25 +357,6 @@ Test(kernels, sm90_every_tile_bit_exact, .init = setup, .fini = teardown, .timeo
 	}
 }
 
-/* Split-K over a cluster (the small-M configuration) at forced split
- * counts, including more splits than K has stages (empty ranks). */
-Test(kernels, sm90_split_k_bit_exact, .init = setup, .fini = teardown, .timeout = 600)
-{
-	if (!ctq_gemm_sm90_available())
-		cr_skip_test("not a compute capability 9.0 GPU: the sm90 kernel is not used here");
-	static const int64_t dims[][3] = {
-		{16, 2560, 9728}, {100, 136, 2576}, {1, 64, 1024}, {128, 6144, 2560}, {5, 200, 256},
-	};
-	static const char *splits[] = {"2", "3", "4", "8"};
-	for (size_t k = 0; k < 4; k++) {
-		setenv("CTQ_SM90_SPLITS", splits[k], 1);
-		for (size_t i = 0; i < sizeof dims / sizeof *dims; i++)
-			check_sm90_tile(ctq_gemm_sm90_tiles() - 1, dims[i][0], dims[i][1], dims[i][2],
-					(enum pattern)((i + k) % 5), k == 3);
-	}
-	unsetenv("CTQ_SM90_SPLITS");
-}
-
 /* The small-M configurations (M <= 64: 16/32/64-row activation boxes,
  * 32- or 64-column N tiles chosen by N). */
 Test(kernels, sm90_small_m_bit_exact, .init = setup, .fini = teardown, .timeout = 600)
