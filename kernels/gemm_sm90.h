@@ -23,7 +23,7 @@ bool ctq_gemm_sm90_fits(const int8_t *q, const int8_t *w, int64_t M, int64_t N, 
  * last the small-M family for M <= 64), and the one picked for an M × N
  * output (CTQ_SM90_TILE forces one, for tuning). */
 int ctq_gemm_sm90_tiles(void);
-int ctq_gemm_sm90_pick(int64_t M, int64_t N);
+int ctq_gemm_sm90_pick(int64_t M, int64_t N, int64_t K);
 /* Same contract as ctq_gemm_w8a8_launch; tile < 0 lets the table choose. */
 enum ctq_status ctq_gemm_sm90_launch(const int8_t *q, const int8_t *w, const float *s_a,
 				     const float *s_w, const float *bias, int64_t M, int64_t N,

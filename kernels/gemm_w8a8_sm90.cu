@@ -1,10 +1,10 @@
 /* ctq W8A8 GEMM for Hopper (sm_90a): wgmma.mma_async s8·s8→s32 fed by TMA
  * through a multi-stage shared-memory pipeline, one producer warp group and
- * one or two consumer warp groups (warp specialisation), a persistent grid
- * that walks output tiles with M fastest, and the epilogue of
- * core/numerics.h fused (per-token scale, per-channel scale, bias, BF16,
- * each step rounded separately) — or the raw int32 accumulators for the
- * bit-exact checks. Integer accumulation is exact, so the result is
+ * one or two consumer warp groups (warp specialisation; cooperative or
+ * ping-pong), a persistent grid that walks output tiles with M fastest, and
+ * the epilogue of core/numerics.h fused (per-token scale, per-channel
+ * scale, bias, BF16, each step rounded separately) and written by TMA
+ * stores — or the raw int32 accumulators for the bit-exact checks. Integer accumulation is exact, so the result is
  * bit-identical to the reference and to the dp4a kernel whatever the tile.
  *
  * Tiles are BM (64 · consumers) × BN × 128 bytes of K. Operands are K-major
@@ -597,27 +597,21 @@ static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a
 	return CTQ_LAUNCH(err);
 }
 
-/* Tile table: the candidate with the fewest waves of tiles over the SMs,
- * weighted by its measured time per output element (bench gemm on the
- * H200, reports/baselines/h200/). Tried and dropped: a cluster of two CTAs
- * sharing the weight tile by TMA multicast (10-25% slower than {2, 256} at
- * M = 1024..8192), and split-K over a cluster with a distributed-shared-
- * memory reduction for small M (slower than no split at every M <= 128 on
- * the Qwen3-4B shapes). */
-struct tile_choice {
-	int consumers, bn;
-	bool pp;
-	double cost; /* relative time of one tile per output element */
-};
-
-static const struct tile_choice TILES[] = {
-	{2, 256, false, 1.00},
-	{2, 128, false, 1.05},
-	{1, 128, false, 1.35},
-	{1, 64, false, 1.80},
-	{2, 128, true, 0.85},
-};
-#define N_TILES ((int)(sizeof TILES / sizeof TILES[0]))
+/* Which configuration for an M × N × K product: a table read off forced-
+ * tile runs of bench gemm on the H200 (CTQ_SM90_TILE=0, 1, 4 at M = 256 ..
+ * 8192 on the Qwen3-4B shapes, reports/baselines/h200/bench-gemm-tiles.txt):
+ *   M <= 64            the small-M family (more stages, fewer rows loaded)
+ *   M <= 512           {2, 128} cooperative: most tiles, SMs busiest
+ *   K <= 3072          ping-pong {2, 128}: the epilogue is a third of a
+ *                      cooperative tile's time at K = 2560, hidden here
+ *   longer K: M <= 1024 or M >= 8192 {2, 256} cooperative (best operand
+ *                      reuse per shared-memory byte once the main loop
+ *                      dominates), in between ping-pong
+ * Tried and dropped: a cluster of two CTAs sharing the weight tile by TMA
+ * multicast (10-25% slower than {2, 256} at M = 1024..8192), and split-K
+ * over a cluster with a distributed-shared-memory reduction for small M
+ * (slower than no split at every M <= 128 on the Qwen3-4B shapes). */
+#define N_TILES 5 /* 0..3 cooperative, 4 ping-pong; 5 is the small-M family */
 
 /* Small M (<= 64, one M tile): 32- or 64-column N tiles, whichever puts
  * fewer weight rows on the busiest SM (N = 2560 gives 80 tiles of 32
@@ -631,27 +625,16 @@ static int small_m_bn(int64_t N)
 	return w32 < w64 ? 32 : 64;
 }
 
-int ctq_gemm_sm90_pick(int64_t M, int64_t N)
+int ctq_gemm_sm90_pick(int64_t M, int64_t N, int64_t K)
 {
+	(void)N;
 	if (M <= 64)
-		return N_TILES; /* the small-M configurations */
-	const int sms = sm_count();
-	int best = 0;
-	double best_cost = 0;
-	for (int i = 0; i < N_TILES; i++) {
-		const int64_t bm = TILES[i].pp ? 128 : 64 * TILES[i].consumers;
-		const int64_t bn = TILES[i].bn;
-		const int64_t tiles = ((M + bm - 1) / bm) * ((N + bn - 1) / bn);
-		/* ping-pong: a CTA's two consumers each hold a tile at once */
-		const int64_t slots = TILES[i].pp ? 2 * sms : sms;
-		const int64_t waves = (tiles + slots - 1) / slots;
-		const double cost = (double)waves * (double)(bm * bn) * (TILES[i].pp ? 2 : 1) * TILES[i].cost;
-		if (i == 0 || cost < best_cost) {
-			best = i;
-			best_cost = cost;
-		}
-	}
-	return best;
+		return N_TILES;
+	if (M <= 512)
+		return 1;
+	if (K <= 3072)
+		return 4;
+	return M <= 1024 || M >= 8192 ? 0 : 4;
 }
 
 extern "C" bool ctq_gemm_sm90_available(void)
@@ -688,7 +671,7 @@ extern "C" enum ctq_status ctq_gemm_sm90_launch(const int8_t *q, const int8_t *w
 	if (tile < 0) {
 		/* CTQ_SM90_TILE forces one configuration (tuning experiments) */
 		const char *force = getenv("CTQ_SM90_TILE");
-		tile = force && *force ? atoi(force) : ctq_gemm_sm90_pick(M, N);
+		tile = force && *force ? atoi(force) : ctq_gemm_sm90_pick(M, N, K);
 	}
 	switch (tile) {
 	case 0:
