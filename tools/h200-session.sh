@@ -5,7 +5,7 @@
 # benchmarks the qwen3-4b-shape synthetic model in BF16 and W8A8.
 # Usage: tools/h200-session.sh OUT_DIR [stage...]
 #   stages: build tests oracle probe bench smollm2 (and, by name: tp tpeval
-#   gputests benchref quick gemm)
+#   gputests benchref quick gemm serve decodeprof)
 # gemm: ctq bench gemm on the qwen3-4b shapes (4 shapes x 11 M x 5
 # implementations, 30 samples), then ctq report on it.
 # smollm2: the SmolLM2 GGUF arrives in parts (the device tool carries at most
@@ -139,6 +139,41 @@ if has gemm; then
 	./build/tests/gpu/test_bench_gemm_gpu --jobs 1 2>&1 | tail -2 | tee -a "$log"
 	./build/ctq bench gemm --shapes qwen3-4b --out "$out/bench-gemm" 2>"$out/bench-gemm.log" | tee -a "$log"
 	./build/ctq report "$out/bench-gemm" 2>&1 | tee -a "$log"
+fi
+if has serve; then
+	# serving load on the qwen3-4b-shape model, BF16 then W8A8 (Step 8)
+	if [ ! -d "$models/q4b" ]; then
+		./build/ctq make-model --arch qwen3 --preset qwen3-4b-shape --outliers --seed 1 "$models/q4b" 2>&1 | tail -1 | tee -a "$log"
+		./build/ctq quantize "$models/q4b" "$models/q4b-w8a8" 2>&1 | tail -1 | tee -a "$log"
+	fi
+	for v in q4b q4b-w8a8; do
+		step bench serve $v
+		timeout 200 ./build/ctq bench serve --model "$models/$v" --backend cuda --requests 64 --concurrency 16 \
+			--input-len 512 --output-len 64 --out "$out/serve-$v" 2>&1 | tail -9 | tee -a "$log"
+	done
+fi
+if has decodeprof; then
+	# per-kernel device time of decode steps (batch 1, 128-token context) by
+	# Nsight Compute, graphs profiled node by node: where a token's time goes
+	step decode kernel times
+	timeout 240 ncu --clock-control none --metrics gpu__time_duration.sum --csv --launch-skip 2000 \
+		--launch-count 400 ./build/ctq bench model --model "$models/q4b-w8a8" --backend cuda --batch 1 \
+		--input-len 128 --output-len 8 --warmup 0 --reps 1 --out "$out/decodeprof-run" \
+		>"$out/decodeprof.csv" 2>"$out/decodeprof.log"
+	python3 - "$out/decodeprof.csv" <<'PY' | tee -a "$log"
+import csv, sys, collections
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+head = rows[0]; rows = rows[1:]
+ki, vi = head.index("Kernel Name"), head.index("Metric Value")
+tot = collections.Counter(); cnt = collections.Counter()
+for r in rows:
+    name = r[ki].split("(")[0].split("<")[0]
+    tot[name] += float(r[vi].replace(",", "")); cnt[name] += 1
+s = sum(tot.values())
+print(f"{len(rows)} kernels, {s/1e3:.1f} us in all")
+for k, v in tot.most_common(12):
+    print(f"  {k:40s} {cnt[k]:5d} launches {v/1e3:9.1f} us {100*v/s:5.1f}%  {v/cnt[k]/1e3:7.2f} us each")
+PY
 fi
 if has smollm2; then
 	persist=${CTQ_PERSIST:-/tmp/ctq-persist}
