@@ -602,6 +602,74 @@ static bool has_col(const char *path)
 	return yes;
 }
 
+/* One timing row of family fam: the verdict of the samples sb (nb) against
+ * sn (nn), both borrowed, under x->p. note, when not NULL, opens the
+ * detail; refuse makes the row ambiguous whatever the statistics say (the
+ * note says why). *out (may be NULL) gets the row. NOMEM only. */
+static enum ctq_status timing_row(struct pair_ctx *x, int fam, const char *key, const char *metric,
+				  const double *sb, size_t nb, const double *sn, size_t nn,
+				  const char *note, bool refuse, struct ctq_cmp_row **out,
+				  struct ctq_error *err)
+{
+	struct ctq_timing_result tr;
+	enum ctq_status st = ctq_compare_timing(sb, nb, sn, nn, x->p, &tr, err);
+	if (st)
+		return st;
+	struct ctq_cmp_row *r = new_row(x->c, fam, x->file, err);
+	if (!r)
+		return CTQ_ERR_NOMEM;
+	snprintf(r->key, sizeof r->key, "%s", key);
+	snprintf(r->metric, sizeof r->metric, "%s", metric);
+	r->base = tr.base.median;
+	r->cand = tr.cand.median;
+	r->change = tr.change;
+	r->p = tr.mwu.p;
+	if (refuse)
+		set_verdict(x->c, r, "ambiguous", false);
+	else
+		set_verdict(x->c, r, tr.verdict, tr.regression);
+	snprintf(r->detail, sizeof r->detail, "%s%sn %zu/%zu, cv %.3g/%.3g; %s",
+		 note && !refuse ? note : "", note && !refuse ? "; " : "", nb, nn, tr.base.cv,
+		 tr.cand.cv, refuse ? note : tr.why);
+	if (out)
+		*out = r;
+	return CTQ_OK;
+}
+
+/* Timing rows of every key of both tables, the rows of a key being its
+ * samples: nm metrics, their columns at cb[nk..] and cn[nk..]. A metric
+ * neither side measured (empty cells) gets no row. note and refuse as
+ * timing_row. */
+static enum ctq_status timing_keys(struct pair_ctx *x, int fam, const char *const *metrics, int nm,
+				   int nk, const int *cb, const int *cn, const char *note,
+				   bool refuse, struct ctq_error *err)
+{
+	double *sb = malloc((x->tb.n_rows + 1) * sizeof *sb); /* samples of one key */
+	double *sn = malloc((x->tn.n_rows + 1) * sizeof *sn);
+	enum ctq_status st = CTQ_OK;
+	if (!sb || !sn)
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, "compare", "out of memory");
+	for (size_t i = 0; i < x->in.n && !st;) {
+		size_t j = run_end(&x->in, i);
+		const struct keyed *kb = index_find(&x->ib, x->in.v[i].key);
+		if (kb) {
+			size_t lo = (size_t)(kb - x->ib.v), hi = run_end(&x->ib, lo);
+			const char *key = nk ? x->in.v[i].key : "(all requests)";
+			for (int m = 0; m < nm && !st; m++) {
+				size_t nb = gather(&x->tb, &x->ib, lo, hi, cb[nk + m], sb);
+				size_t nn = gather(&x->tn, &x->in, i, j, cn[nk + m], sn);
+				if (nb || nn)
+					st = timing_row(x, fam, key, metrics[m], sb, nb, sn, nn, note, refuse,
+							NULL, err);
+			}
+		}
+		i = j;
+	}
+	free(sb);
+	free(sn);
+	return st;
+}
+
 static enum ctq_status cmp_timing(struct pair_ctx *x, struct ctq_error *err)
 {
 	/* bench model --ref-model writes both roles into one file: the role is
@@ -616,45 +684,7 @@ static enum ctq_status cmp_timing(struct pair_ctx *x, struct ctq_error *err)
 	if (st || (st = need_cols(&x->tb, x->base_path, timing_metrics, 2, cb + nk, err)) ||
 	    (st = need_cols(&x->tn, x->new_path, timing_metrics, 2, cn + nk, err)))
 		return st;
-	double *sb = malloc((x->tb.n_rows + 1) * sizeof *sb); /* samples of one key */
-	double *sn = malloc((x->tn.n_rows + 1) * sizeof *sn);
-	if (!sb || !sn) {
-		free(sb);
-		free(sn);
-		return ctq_error_set(err, CTQ_ERR_NOMEM, "compare", "out of memory");
-	}
-	for (size_t i = 0; i < x->in.n && !st;) {
-		size_t j = run_end(&x->in, i);
-		const struct keyed *kb = index_find(&x->ib, x->in.v[i].key);
-		if (kb) {
-			size_t lo = (size_t)(kb - x->ib.v), hi = run_end(&x->ib, lo);
-			for (int m = 0; m < 2 && !st; m++) {
-				size_t nb = gather(&x->tb, &x->ib, lo, hi, cb[nk + m], sb);
-				size_t nn = gather(&x->tn, &x->in, i, j, cn[nk + m], sn);
-				struct ctq_timing_result tr;
-				if ((st = ctq_compare_timing(sb, nb, sn, nn, x->p, &tr, err)))
-					break;
-				struct ctq_cmp_row *r = new_row(x->c, CTQ_FAM_BENCH_MODEL, x->file, err);
-				if (!r) {
-					st = CTQ_ERR_NOMEM;
-					break;
-				}
-				snprintf(r->key, sizeof r->key, "%s", x->in.v[i].key);
-				snprintf(r->metric, sizeof r->metric, "%s", timing_metrics[m]);
-				r->base = tr.base.median;
-				r->cand = tr.cand.median;
-				r->change = tr.change;
-				r->p = tr.mwu.p;
-				set_verdict(x->c, r, tr.verdict, tr.regression);
-				snprintf(r->detail, sizeof r->detail, "n %zu/%zu, cv %.3g/%.3g; %s", nb, nn,
-					 tr.base.cv, tr.cand.cv, tr.why);
-			}
-		}
-		i = j;
-	}
-	free(sb);
-	free(sn);
-	return st;
+	return timing_keys(x, CTQ_FAM_BENCH_MODEL, timing_metrics, 2, nk, cb, cn, NULL, false, err);
 }
 
 /* ---- accuracy ---------------------------------------------------------------- */
