@@ -1,7 +1,9 @@
 /* ctq regression comparison (see compare.h). */
 #include "reports/compare.h"
 #include "core/json.h"
+#include "core/fileio.h"
 #include "eval/stats.h"
+#include "reports/bench_gemm.h"
 #include "reports/csv.h"
 #include "reports/table.h"
 
@@ -32,6 +34,13 @@ static const struct {
 	[CTQ_POL_TIMING_MAX_CV] = {"timing", "max_cv", 0.20, 0, 1e9, false,
 		"A side whose coefficient of variation exceeds 20% is dominated by noise (warm-up, "
 		"frequency scaling, a shared host); a verdict at a 5% threshold would be a guess."},
+	[CTQ_POL_SERVE_MAX_CV] = {"serving", "max_cv", 1.0, 0, 1e9, false,
+		"Per-request latencies of bench serve spread by design, not by noise: in a closed "
+		"loop the first wave of requests shares its prefill, so TTFT's cv is 0.76 in the H200 "
+		"baselines (reports/baselines/h200/serve-*), which timing.max_cv would never judge. "
+		"Above 1.0 the spread exceeds the mean: stalls, not a schedule (the CPU reference "
+		"beside two busy processes on two cores gave 1.5 to 2.1). Threshold, alpha and "
+		"min_samples are timing's."},
 	[CTQ_POL_ACC_ALPHA] = {"accuracy", "alpha", 0.05, 1e-12, 1, false,
 		"Exact McNemar test on the questions whose answer changed (lm-eval PR #3835 makes the "
 		"same paired argument); conservative with few discordant pairs."},
@@ -50,7 +59,8 @@ static const struct {
 	[CTQ_POL_MISSING_IS_REGRESSION] = {"missing", "is_regression", 0, 0, 1, true,
 		"Runs of different plans or machines legitimately hold different files (GPU steps are "
 		"skipped without a GPU); a step that failed is caught by the run's own exit code and "
-		"by the steps comparison."},
+		"by the steps comparison. The same holds for GEMM points and serving keys in one run "
+		"only (another --shapes or M list)."},
 };
 
 const char *ctq_compare_policy_name(enum ctq_policy_key k)
@@ -94,7 +104,7 @@ enum ctq_status ctq_compare_policy_load(struct ctq_compare_policy *p, const char
 				break;
 		if (known == CTQ_POL_COUNT) {
 			st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, sec->string,
-					   "unknown policy section (timing, accuracy, probe, missing)");
+					   "unknown policy section (timing, serving, accuracy, probe, missing)");
 			break;
 		}
 		if (!cJSON_IsObject(sec)) {
@@ -687,6 +697,286 @@ static enum ctq_status cmp_timing(struct pair_ctx *x, struct ctq_error *err)
 	return timing_keys(x, CTQ_FAM_BENCH_MODEL, timing_metrics, 2, nk, cb, cn, NULL, false, err);
 }
 
+/* A key only in the baseline: "removed", a regression when the policy says
+ * missing observations are. */
+static enum ctq_status removed_rows(struct pair_ctx *x, int fam, const char *metric,
+				    size_t *removed, struct ctq_error *err)
+{
+	*removed = 0;
+	for (size_t i = 0; i < x->ib.n; i++) {
+		if (index_find(&x->in, x->ib.v[i].key) || (i && !strcmp(x->ib.v[i].key, x->ib.v[i - 1].key)))
+			continue;
+		struct ctq_cmp_row *r = new_row(x->c, fam, x->file, err);
+		if (!r)
+			return CTQ_ERR_NOMEM;
+		snprintf(r->key, sizeof r->key, "%s", x->ib.v[i].key[0] ? x->ib.v[i].key : "(all requests)");
+		snprintf(r->metric, sizeof r->metric, "%s", metric);
+		set_verdict(x->c, r, "removed", x->p->v[CTQ_POL_MISSING_IS_REGRESSION] != 0);
+		snprintf(r->detail, sizeof r->detail, "only in the baseline run (policy %s)",
+			 ctq_compare_policy_name(CTQ_POL_MISSING_IS_REGRESSION));
+		(*removed)++;
+	}
+	return CTQ_OK;
+}
+
+/* ---- GEMM points (bench_gemm.csv, reports/bench_gemm.h) ------------------------ */
+
+/* The per-call times beside a bench_gemm.csv (CTQ_GEMM_SAMPLES_FILE),
+ * indexed by the point's key; present false when there is no such file. */
+struct gemm_samples {
+	bool present;
+	char path[1200];
+	struct ctq_table t;
+	struct index ix;
+	int col; /* time_us */
+};
+
+static enum ctq_status gemm_samples_load(struct gemm_samples *s, const char *csv_path,
+					 struct ctq_error *err)
+{
+	static const char *const names[] = {"shape", "K", "N", "M", "impl", "time_us"};
+	const char *slash = strrchr(csv_path, '/');
+	int cols[6];
+	snprintf(s->path, sizeof s->path, "%.*s%s", slash ? (int)(slash - csv_path + 1) : 0, csv_path,
+		 CTQ_GEMM_SAMPLES_FILE);
+	if (!ctq_path_exists(s->path))
+		return CTQ_OK;
+	s->present = true;
+	enum ctq_status st;
+	if ((st = ctq_table_load(&s->t, s->path, err)) ||
+	    (st = need_cols(&s->t, s->path, names, 6, cols, err)) ||
+	    (st = index_build(&s->ix, &s->t, cols, 5, false, err)))
+		return st;
+	s->col = cols[5];
+	return CTQ_OK;
+}
+
+static void gemm_samples_free(struct gemm_samples *s)
+{
+	ctq_table_free(&s->t);
+	index_free(&s->ix);
+}
+
+/* The samples of key into out (room for every row); 0 without any. */
+static size_t gemm_samples_of(const struct gemm_samples *s, const char *key, double *out)
+{
+	const struct keyed *k = s->present ? index_find(&s->ix, key) : NULL;
+	if (!k)
+		return 0;
+	size_t lo = (size_t)(k - s->ix.v);
+	return gather(&s->t, &s->ix, lo, run_end(&s->ix, lo), s->col, out);
+}
+
+/* bench_gemm.csv by (shape, K, N, M, impl): the per-call samples of each
+ * point through the timing verdict; a ctq implementation whose check is not
+ * pass on the new side is a regression whatever its time. K and N are part
+ * of the key so that a shape name reused with other dimensions (another
+ * model) does not pair. */
+static enum ctq_status cmp_gemm(struct pair_ctx *x, struct ctq_error *err)
+{
+	static const char *const keys[] = {"shape", "K", "N", "M", "impl", "check", "time_us_median",
+					   "note"};
+	int cb[8], cn[8];
+	struct gemm_samples gb = {0}, gn = {0};
+	double *sb = NULL, *sn = NULL;
+	size_t paired = 0, added = 0, removed = 0, slower = 0, faster = 0, same = 0, ambiguous = 0,
+	       failed = 0;
+	char note[1400];
+	enum ctq_status st = pair_load(x, keys, 5, true, cb, cn, err);
+	if (st || (st = need_cols(&x->tb, x->base_path, keys + 5, 3, cb + 5, err)) ||
+	    (st = need_cols(&x->tn, x->new_path, keys + 5, 3, cn + 5, err)) ||
+	    (st = gemm_samples_load(&gb, x->base_path, err)) ||
+	    (st = gemm_samples_load(&gn, x->new_path, err)))
+		goto done;
+	sb = malloc((gb.t.n_rows + 1) * sizeof *sb);
+	sn = malloc((gn.t.n_rows + 1) * sizeof *sn);
+	if (!sb || !sn) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, "compare", "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < x->in.n && !st; i++) {
+		const char *key = x->in.v[i].key;
+		const size_t rn = x->in.v[i].row;
+		const struct keyed *kb = index_find(&x->ib, key);
+		enum ctq_gemm_impl impl;
+		const bool ctq = ctq_gemm_impl_parse(ctq_table_get(&x->tn, rn, cn[4]), &impl) &&
+				 ctq_gemm_impl_is_ctq(impl);
+		const char *ckn = ctq_table_get(&x->tn, rn, cn[5]);
+		const char *ckb = kb ? ctq_table_get(&x->tb, kb->row, cb[5]) : "(absent)";
+		if (ctq && (strcmp(ckn, "pass") || strcmp(ckb, "pass"))) {
+			const bool bad = strcmp(ckn, "pass") != 0;
+			struct ctq_cmp_row *r = new_row(x->c, CTQ_FAM_BENCH_GEMM, x->file, err);
+			if (!r) {
+				st = CTQ_ERR_NOMEM;
+				break;
+			}
+			snprintf(r->key, sizeof r->key, "%s", key);
+			snprintf(r->metric, sizeof r->metric, "check %s -> %s", ckb, ckn);
+			set_verdict(x->c, r, bad ? "regression" : "improvement", bad);
+			if (bad)
+				snprintf(r->detail, sizeof r->detail,
+					 "the ctq output is not bit-exact against the CPU reference: %s",
+					 ctq_table_get(&x->tn, rn, cn[7]));
+			else
+				snprintf(r->detail, sizeof r->detail, "now bit-exact against the CPU reference");
+			failed += bad;
+			if (bad)
+				continue;
+		}
+		if (!kb) {
+			added++;
+			continue;
+		}
+		paired++;
+		const double mb = ctq_table_num(&x->tb, kb->row, cb[6]);
+		const double mn = ctq_table_num(&x->tn, rn, cn[6]);
+		if (isnan(mb) && isnan(mn))
+			continue; /* timed on neither side (a failed check, unsupported) */
+		size_t nb = gemm_samples_of(&gb, key, sb), nn = gemm_samples_of(&gn, key, sn);
+		size_t len = 0;
+		note[0] = '\0';
+		if (!gb.present || !gn.present)
+			len = (size_t)snprintf(note, sizeof note, "no per-call samples (%s%s%s missing), "
+				 "the medians are bench_gemm.csv's", !gb.present ? gb.path : "",
+				 !gb.present && !gn.present ? " and " : "", !gn.present ? gn.path : "");
+		if (isnan(mb) != isnan(mn) && len < sizeof note)
+			snprintf(note + len, sizeof note - len, "%snot timed on the %s side: %s",
+				 len ? "; " : "", isnan(mb) ? "base" : "new",
+				 isnan(mb) ? ctq_table_get(&x->tb, kb->row, cb[7])
+					   : ctq_table_get(&x->tn, rn, cn[7]));
+		struct ctq_cmp_row *r;
+		if ((st = timing_row(x, CTQ_FAM_BENCH_GEMM, key, "time_us", sb, nb, sn, nn,
+				     note[0] ? note : NULL, false, &r, err)))
+			break;
+		if (isnan(r->base))
+			r->base = mb;
+		if (isnan(r->cand))
+			r->cand = mn;
+		if (isnan(r->change) && r->base > 0 && isfinite(r->cand))
+			r->change = (r->cand - r->base) / r->base;
+		slower += !strcmp(r->verdict, "slower");
+		faster += !strcmp(r->verdict, "faster");
+		same += !strcmp(r->verdict, "same");
+		ambiguous += !strcmp(r->verdict, "ambiguous");
+	}
+	if (st || (st = removed_rows(x, CTQ_FAM_BENCH_GEMM, "time_us", &removed, err)))
+		goto done;
+	struct ctq_cmp_row *r = new_row(x->c, CTQ_FAM_BENCH_GEMM, x->file, err);
+	if (!r) {
+		st = CTQ_ERR_NOMEM;
+		goto done;
+	}
+	r->summary = true;
+	snprintf(r->key, sizeof r->key, "(all points)");
+	snprintf(r->metric, sizeof r->metric, "points regressed");
+	r->base = 0;
+	r->cand = (double)(slower + failed);
+	snprintf(r->detail, sizeof r->detail,
+		 "%zu points paired: %zu slower, %zu faster, %zu same, %zu ambiguous; %zu failed "
+		 "checks; %zu new, %zu gone", paired, slower, faster, same, ambiguous, failed, added,
+		 removed);
+	snprintf(r->verdict, sizeof r->verdict, "%s",
+		 slower + failed ? "regression" : faster ? "improvement" : "same");
+done:
+	free(sb);
+	free(sn);
+	gemm_samples_free(&gb);
+	gemm_samples_free(&gn);
+	return st;
+}
+
+/* ---- serving load (bench_serve.csv, harness/cmd_bench_serve.c) --------------- */
+
+static const char *const serve_metrics[] = {"ttft_ms", "tpot_ms", "latency_ms"};
+
+/* The load a bench_serve.csv was served under, from the bench_serve member
+ * of the manifest in its folder, as "name value, ..."; "" without one. */
+static void serve_load(const char *csv_path, char *buf, size_t cap)
+{
+	static const char *const names[] = {"requests", "concurrency", "max_batch", "cache_len",
+					    "max_tokens", "input_tokens", "output_tokens", "arrival",
+					    "rate_per_s", "tp"};
+	char dir[1200];
+	const char *slash = strrchr(csv_path, '/');
+	snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - csv_path) : 1, slash ? csv_path : ".");
+	cJSON *m = NULL;
+	size_t len = 0;
+	buf[0] = '\0';
+	if (ctq_results_manifest(dir, &m, NULL) || !m)
+		return;
+	const cJSON *sv = ctq_json_get(m, "bench_serve");
+	for (size_t i = 0; i < sizeof names / sizeof *names && len < cap; i++) {
+		const cJSON *v = ctq_json_get(sv, names[i]);
+		if (cJSON_IsNumber(v))
+			len += (size_t)snprintf(buf + len, cap - len, "%s%s %g", len ? ", " : "", names[i],
+						v->valuedouble);
+		else if (cJSON_IsString(v))
+			len += (size_t)snprintf(buf + len, cap - len, "%s%s %s", len ? ", " : "", names[i],
+						v->valuestring);
+	}
+	cJSON_Delete(m);
+}
+
+/* bench_serve.csv, one row per request: TTFT, TPOT and latency over the
+ * served requests of each key (the role when both files have one, else the
+ * whole file) through the timing verdict, with serving.max_cv for the
+ * noise limit; a request not served on the new side is a regression. When
+ * the manifests say the two loads differ (concurrency, lengths, arrival),
+ * the latencies are shown but not judged. */
+static enum ctq_status cmp_serve(struct pair_ctx *x, struct ctq_error *err)
+{
+	static const char *const keys[] = {"role", "status", "ttft_ms", "tpot_ms", "latency_ms"};
+	const bool role = has_col(x->base_path) && has_col(x->new_path);
+	const int nk = role ? 1 : 0;
+	int cb[5], cn[5];
+	enum ctq_status st = pair_load(x, keys, nk, false, cb, cn, err);
+	if (st || (st = need_cols(&x->tb, x->base_path, keys + 1, 4, cb + nk, err)) ||
+	    (st = need_cols(&x->tn, x->new_path, keys + 1, 4, cn + nk, err)))
+		return st;
+	struct ctq_compare_policy sp = *x->p;
+	sp.v[CTQ_POL_TIMING_MAX_CV] = sp.v[CTQ_POL_SERVE_MAX_CV];
+	const struct ctq_compare_policy *saved = x->p;
+	x->p = &sp;
+	char lb[600], ln[600], note[1400];
+	serve_load(x->base_path, lb, sizeof lb);
+	serve_load(x->new_path, ln, sizeof ln);
+	const bool differ = lb[0] && ln[0] && strcmp(lb, ln) != 0;
+	snprintf(note, sizeof note, "the loads differ (base: %s; new: %s), latencies do not compare", lb,
+		 ln);
+	/* Timing columns follow the status column: cb + nk + 1. */
+	st = timing_keys(x, CTQ_FAM_BENCH_SERVE, serve_metrics, 3, nk, cb + 1, cn + 1,
+			 differ ? note : NULL, differ, err);
+	x->p = saved;
+	for (size_t i = 0; i < x->in.n && !st;) {
+		size_t j = run_end(&x->in, i), nb = 0, n_base = 0, nn = 0;
+		const struct keyed *kb = index_find(&x->ib, x->in.v[i].key);
+		if (kb)
+			for (size_t k = (size_t)(kb - x->ib.v), hi = run_end(&x->ib, k); k < hi; k++, n_base++)
+				nb += strcmp(ctq_table_get(&x->tb, x->ib.v[k].row, cb[nk]), "ok") != 0;
+		for (size_t k = i; k < j; k++)
+			nn += strcmp(ctq_table_get(&x->tn, x->in.v[k].row, cn[nk]), "ok") != 0;
+		struct ctq_cmp_row *r = new_row(x->c, CTQ_FAM_BENCH_SERVE, x->file, err);
+		if (!r) {
+			st = CTQ_ERR_NOMEM;
+			break;
+		}
+		snprintf(r->key, sizeof r->key, "%s", nk ? x->in.v[i].key : "(all requests)");
+		snprintf(r->metric, sizeof r->metric, "errors");
+		r->base = kb ? (double)nb : NAN;
+		r->cand = (double)nn;
+		if (nn)
+			set_verdict(x->c, r, "regression", true);
+		else if (nb)
+			set_verdict(x->c, r, "improvement", false);
+		snprintf(r->detail, sizeof r->detail,
+			 "requests not served (status other than ok): %zu of %zu new, %zu of %zu base%s", nn,
+			 j - i, nb, n_base, kb ? "" : " (no such key in the baseline)");
+		i = j;
+	}
+	size_t removed;
+	return st ? st : removed_rows(x, CTQ_FAM_BENCH_SERVE, "errors", &removed, err);
+}
+
 /* ---- accuracy ---------------------------------------------------------------- */
 
 static bool truthy(const char *s)
@@ -928,7 +1218,8 @@ enum ctq_status ctq_compare_runs(struct ctq_comparison *c, const char *base_dir,
 				cJSON_IsArray(ctq_json_get(mn, "steps")))) {
 		st = ctq_error_set(err, CTQ_ERR_USAGE, new_dir,
 				   "neither run holds results to compare (conform.csv, probe.csv, "
-				   "bench_model.csv, eval_questions.csv, or a plan's steps)");
+				   "bench_model.csv, bench_gemm.csv, bench_serve.csv, "
+				   "eval_questions.csv, or a plan's steps)");
 		goto done;
 	}
 	if ((st = cmp_steps(c, mb, mn, err)) || (st = pair_files(&rb, &rn, &pg, err)))
@@ -964,7 +1255,9 @@ enum ctq_status ctq_compare_runs(struct ctq_comparison *c, const char *base_dir,
 		case CTQ_FAM_PROBE: st = cmp_probe(&x, err); break;
 		case CTQ_FAM_BENCH_MODEL: st = cmp_timing(&x, err); break;
 		case CTQ_FAM_EVAL: st = cmp_eval(&x, err); break;
-		default: c->n_files--; break; /* bench_gemm, bench_serve: reported, not compared */
+		case CTQ_FAM_BENCH_GEMM: st = cmp_gemm(&x, err); break;
+		case CTQ_FAM_BENCH_SERVE: st = cmp_serve(&x, err); break;
+		default: c->n_files--; break;
 		}
 		pair_free(&x);
 	}
@@ -1012,7 +1305,8 @@ static void fmt_change(char *buf, size_t cap, const struct ctq_cmp_row *r)
 {
 	if (isnan(r->change))
 		snprintf(buf, cap, "-");
-	else if (r->fam == CTQ_FAM_BENCH_MODEL)
+	else if (r->fam == CTQ_FAM_BENCH_MODEL || r->fam == CTQ_FAM_BENCH_GEMM ||
+		 r->fam == CTQ_FAM_BENCH_SERVE)
 		snprintf(buf, cap, "%+.1f%%", 100 * r->change);
 	else if (r->fam == CTQ_FAM_EVAL)
 		snprintf(buf, cap, "%+.2f pt", 100 * r->change);
@@ -1060,10 +1354,12 @@ enum ctq_status ctq_comparison_write_csv(const struct ctq_comparison *c, const c
 	return ctq_csv_close(&w, err);
 }
 
-/* Rows worth a line: everything but unchanged per-subject accuracy rows. */
+/* Rows worth a line: every model and serving timing, and of the rest
+ * (unchanged accuracy subjects, GEMM points: hundreds) what changed. */
 static bool shown(const struct ctq_cmp_row *r)
 {
-	return r->summary || r->fam == CTQ_FAM_BENCH_MODEL || strcmp(r->verdict, "same") != 0;
+	return r->summary || r->fam == CTQ_FAM_BENCH_MODEL || r->fam == CTQ_FAM_BENCH_SERVE ||
+	       strcmp(r->verdict, "same") != 0;
 }
 
 void ctq_comparison_print(const struct ctq_comparison *c, FILE *f)
@@ -1125,9 +1421,12 @@ void ctq_comparison_markdown(const struct ctq_comparison *c, const char *base_di
 	run_line(out, "new", new_dir);
 	ctq_strbuf_append(out, "\n");
 	static const int order[] = {CTQ_FAM_STEPS, CTQ_FAM_CONFORM, CTQ_FAM_PROBE,
-				    CTQ_FAM_BENCH_MODEL, CTQ_FAM_EVAL, CTQ_FAM_BENCH_GEMM};
+				    CTQ_FAM_BENCH_MODEL, CTQ_FAM_BENCH_GEMM, CTQ_FAM_BENCH_SERVE,
+				    CTQ_FAM_EVAL};
 	static const char *const titles[] = {"Plan steps", "Conformance", "Kernel probes",
-					     "Timings", "Accuracy (paired by question)", "GEMM"};
+					     "Timings", "GEMM points (unchanged ones in compare.csv)",
+					     "Serving load (per request)",
+					     "Accuracy (paired by question)"};
 	for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
 		size_t shown_n = 0;
 		for (size_t i = 0; i < c->n; i++)
@@ -1169,7 +1468,8 @@ void ctq_comparison_markdown(const struct ctq_comparison *c, const char *base_di
 		ctq_strbuf_append(out, " |\n");
 	}
 	ctq_strbuf_append(out,
-			  "\nTimings: two-sided Mann-Whitney U on the repetitions (exact without ties "
+			  "\nTimings: two-sided Mann-Whitney U on the samples (bench model "
+			  "repetitions, bench gemm per-call times, bench serve requests; exact without ties "
 			  "when a side has at most 8 samples, else the normal approximation with tie "
 			  "and continuity corrections, as scipy.stats.mannwhitneyu); change = relative "
 			  "change of the median. Accuracy: exact McNemar p on the discordant "

@@ -14,6 +14,17 @@
  *                faster / slower / same, or ambiguous when the samples are
  *                too few or too noisy (or the change is large but not
  *                significant). Slower is a regression.
+ *   gemm         bench_gemm.csv by (shape, K, N, M, impl): the per-call
+ *                samples of bench_gemm_samples.csv beside it through the same
+ *                timing verdict (no samples file: ambiguous, the CSV medians
+ *                shown); a ctq implementation whose check is not pass on the
+ *                new side is a regression whatever its time.
+ *   serving      bench_serve.csv, one row per request, by role when both
+ *                files have a role column, else the whole file: ttft_ms,
+ *                tpot_ms and latency_ms over the served requests through the
+ *                timing verdict with serving.max_cv as the noise limit (not
+ *                judged when the manifests beside the files show another
+ *                load); a request not served on the new side is a regression.
  *   accuracy     eval_questions.csv by (benchmark, subject, id): paired by
  *                question, exact McNemar on the discordant pairs and the
  *                difference with Newcombe's interval (eval/stats.h); a
@@ -23,8 +34,10 @@
  *                regression.
  *
  * Files pair by their path inside the run directory; a family with exactly
- * one file on each side pairs whatever the paths. The policy (thresholds
- * with their reasons) is policies/compare.json or the built-in copy.
+ * one file on each side pairs whatever the paths. GEMM points and serving
+ * keys only in the baseline are "removed" (a regression when
+ * missing.is_regression). The policy (thresholds with their reasons) is
+ * policies/compare.json or the built-in copy.
  *
  * What it is not: a history store; `ctq compare --trend` tabulates N runs
  * but calls no regression.
@@ -48,12 +61,14 @@ enum ctq_policy_key {
 	CTQ_POL_TIMING_ALPHA,         /* Mann-Whitney significance level */
 	CTQ_POL_TIMING_MIN_SAMPLES,   /* fewer per side: ambiguous */
 	CTQ_POL_TIMING_MAX_CV,        /* a side noisier than this: ambiguous */
+	CTQ_POL_SERVE_MAX_CV,         /* the same for per-request serving latencies */
 	CTQ_POL_ACC_ALPHA,            /* McNemar significance level */
 	CTQ_POL_ACC_MIN_DROP,         /* smallest accuracy drop that gates (fraction) */
 	CTQ_POL_PROBE_FACTOR,         /* rel-L2 growth factor that gates */
 	CTQ_POL_PROBE_KERNEL_FLOOR,   /* kernel rel-L2 below it never gates */
 	CTQ_POL_PROBE_QUANT_FLOOR,    /* quantization rel-L2 below it never gates */
-	CTQ_POL_MISSING_IS_REGRESSION,/* a result file gone from NEW gates (0/1) */
+	CTQ_POL_MISSING_IS_REGRESSION,/* a result file, GEMM point or serving key gone
+				       * from NEW gates (0/1) */
 	CTQ_POL_COUNT
 };
 

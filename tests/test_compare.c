@@ -6,6 +6,11 @@
  *   - noise-only differences (same distributions, other seeds; symmetric
  *     answer flips; rel-L2 within the factor) exit 0;
  *   - improvements, ambiguous timings, file pairing, bad input (exit 2);
+ *   - GEMM points (bench_gemm.csv with its per-call samples, written by the
+ *     bench gemm writer): slower, same, too noisy, too few samples, a failed
+ *     ctq check, no samples file, a point gone under the missing policy;
+ *   - serving loads (bench_serve.csv): slower TTFT, unserved requests,
+ *     another load (not judged), noise only;
  *   - the CSV reader (reports/table.h) and --trend over three runs. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -17,6 +22,7 @@
 #include "core/fileio.h"
 #include "core/rng.h"
 #include "harness/commands.h"
+#include "reports/bench_gemm.h"
 #include "reports/compare.h"
 #include "reports/table.h"
 
@@ -47,17 +53,24 @@ static void put(const char *dir, const char *rel, const char *text)
 	fclose(f);
 }
 
-/* Runs `ctq compare BASE NEW --out OUT [--quiet]` with stdout to /dev/null. */
-static int compare(const struct dirs *d)
+/* Runs `ctq compare BASE NEW --out OUT --quiet [--policy FILE]` with
+ * stdout to /dev/null (OUT is replaced). */
+static int compare_policy(const struct dirs *d, const char *policy)
 {
 	char *argv[] = {"compare", (char *)d->base, (char *)d->cand, "--out", (char *)d->out, "--quiet",
-			NULL};
+			"--policy", (char *)policy, NULL};
+	ctq_remove_tree(d->out);
 	fflush(stdout);
 	FILE *saved = freopen("/dev/null", "w", stdout);
 	(void)saved;
-	int rc = ctq_cmd_compare(6, argv);
+	int rc = ctq_cmd_compare(policy ? 8 : 6, argv);
 	fflush(stdout);
 	return rc;
+}
+
+static int compare(const struct dirs *d)
+{
+	return compare_policy(d, NULL);
 }
 
 /* Reads OUT/compare.csv and returns the row whose key and metric match (or
@@ -75,6 +88,25 @@ static void find_row(const struct dirs *d, const char *key, const char *metric, 
 	for (size_t i = 0; i < t.n_rows; i++)
 		if (!strcmp(ctq_table_get(&t, i, ck), key) && strstr(ctq_table_get(&t, i, cm), metric)) {
 			snprintf(out, cap, "%s|%s", ctq_table_get(&t, i, cv), ctq_table_get(&t, i, cr));
+			break;
+		}
+	ctq_table_free(&t);
+}
+
+/* The column col of the row (key, metric) of compare.csv into out; "" when absent. */
+static void find_cell(const struct dirs *d, const char *key, const char *metric, const char *col,
+		      char *out, size_t cap)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/compare.csv", d->out);
+	struct ctq_table t;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_table_load(&t, path, &err), CTQ_OK, "%s", err.message);
+	int ck = ctq_table_col(&t, "key"), cm = ctq_table_col(&t, "metric"), cc = ctq_table_col(&t, col);
+	out[0] = '\0';
+	for (size_t i = 0; i < t.n_rows; i++)
+		if (!strcmp(ctq_table_get(&t, i, ck), key) && !strcmp(ctq_table_get(&t, i, cm), metric)) {
+			snprintf(out, cap, "%s", ctq_table_get(&t, i, cc));
 			break;
 		}
 	ctq_table_free(&t);
@@ -200,6 +232,108 @@ static void eval_pair(const struct dirs *d, int n, int r2w, int w2r)
 	free(c);
 }
 
+/* A GEMM point of a bench gemm run: n per-call samples around median_us
+ * with a relative spread; n 0 is a point that was not timed. */
+struct gemm_point {
+	const char *shape;
+	long M;
+	const char *impl, *check;
+	double median_us, rel_sd;
+	int n;
+};
+
+/* DIR/gemm/bench_gemm.csv through the bench gemm writer (reports/bench_gemm.h)
+ * and, with samples, DIR/gemm/bench_gemm_samples.csv beside it. */
+static void gemm_run(const char *dir, const struct gemm_point *pts, size_t n, uint64_t seed,
+		     bool samples)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/gemm", dir);
+	cr_assert_eq(ctq_mkdirs(path, NULL), CTQ_OK);
+	snprintf(path, sizeof path, "%s/gemm/bench_gemm.csv", dir);
+	struct ctq_csv w;
+	cr_assert_eq(ctq_csv_open(&w, path, ctq_gemm_csv_header, ctq_gemm_csv_cols, NULL), CTQ_OK);
+	char *buf = malloc(65536);
+	cr_assert(buf);
+	size_t len = (size_t)sprintf(buf, "shape,K,N,M,impl,sample,time_us\n");
+	const struct ctq_gemm_peaks peaks = {NAN, NAN, "test"};
+	struct ctq_rng r;
+	ctq_rng_seed(&r, seed);
+	for (size_t i = 0; i < n; i++) {
+		const struct gemm_point *p = &pts[i];
+		double v[64];
+		cr_assert(p->n <= 64);
+		for (int k = 0; k < p->n; k++) {
+			v[k] = p->median_us * (1 + p->rel_sd * ctq_rng_normal(&r));
+			len += (size_t)sprintf(buf + len, "%s,2560,6144,%ld,%s,%d,%.9g\n", p->shape, p->M,
+					       p->impl, k, v[k]);
+		}
+		struct ctq_gemm_stats st;
+		ctq_gemm_stats(v, (size_t)p->n, &st);
+		struct ctq_gemm_row row;
+		memset(&row, 0, sizeof row);
+		snprintf(row.shape, sizeof row.shape, "%s", p->shape);
+		row.K = 2560, row.N = 6144, row.M = p->M;
+		cr_assert(ctq_gemm_impl_parse(p->impl, &row.impl), "%s", p->impl);
+		snprintf(row.check, sizeof row.check, "%s", p->check);
+		row.samples = p->n, row.copies = 1, row.calls = 1;
+		row.time_us_median = p->n ? st.median : NAN;
+		row.time_us_min = p->n ? st.min : NAN;
+		row.time_cv = p->n ? st.cv : NAN;
+		ctq_gemm_row_metrics(&row, &peaks);
+		if (!p->n)
+			snprintf(row.note, sizeof row.note, "not timed: y[3,5] 1 vs 2");
+		ctq_gemm_csv_row(&w, &row);
+	}
+	cr_assert_eq(ctq_csv_close(&w, NULL), CTQ_OK);
+	if (samples)
+		put(dir, "gemm/bench_gemm_samples.csv", buf);
+	free(buf);
+}
+
+/* A bench_serve.csv of n requests (input 128, output 16 tokens) shaped like
+ * a closed loop: the first quarter (the first wave, prefilled together)
+ * waits 4 x ttft ms, the rest ttft ms, so TTFT's cv is about 0.75 as in the
+ * H200 baselines; TPOT around tpot ms; 2% spread each; the last `errors`
+ * requests failed. */
+static void serve_csv(const char *dir, const char *rel, int n, double ttft, double tpot, int errors,
+		      uint64_t seed)
+{
+	char *buf = malloc(65536);
+	cr_assert(buf);
+	size_t len = (size_t)sprintf(buf, "request,input_tokens,output_tokens,arrival_s,queue_ms,"
+					  "ttft_ms,latency_ms,tpot_ms,status,tokens\n");
+	struct ctq_rng r;
+	ctq_rng_seed(&r, seed);
+	for (int i = 0; i < n; i++) {
+		double t = (i < n / 4 ? 4 : 1) * ttft * (1 + 0.02 * ctq_rng_normal(&r));
+		double p = tpot * (1 + 0.02 * ctq_rng_normal(&r));
+		if (i >= n - errors)
+			len += (size_t)sprintf(buf + len, "%d,128,3,0.000000,,,,,error,1 2 3\n", i);
+		else
+			len += (size_t)sprintf(buf + len, "%d,128,16,0.000000,0.01,%.6f,%.6f,%.6f,ok,1 2 3\n", i,
+					       t, t + 15 * p, p);
+	}
+	put(dir, rel, buf);
+	free(buf);
+}
+
+/* Runs `ctq compare RUN... --trend --out OUT` (n runs) with stdout to /dev/null. */
+static int trend(char (*runs)[96], int n, const char *out)
+{
+	char *argv[8] = {"compare"};
+	cr_assert(n <= 4);
+	for (int i = 0; i < n; i++)
+		argv[1 + i] = runs[i];
+	argv[n + 1] = "--trend";
+	argv[n + 2] = "--out";
+	argv[n + 3] = (char *)out;
+	fflush(stdout);
+	FILE *saved = freopen("/dev/null", "w", stdout);
+	(void)saved;
+	return ctq_cmd_compare(n + 4, argv);
+}
+
 TestSuite(compare);
 
 /* ---- planted regressions ----------------------------------------------------------- */
@@ -322,6 +456,160 @@ Test(compare, failed_plan_step_regresses)
 	ctq_remove_tree(d.root);
 }
 
+/* One GEMM file holding every timing verdict and a failed ctq check:
+ *   M=1  ctq_gemm     10 -> 11 us, 1% spread, 30 samples      slower (regression)
+ *   M=1  ctq_w8a8     20 -> 20 us                             same
+ *   M=1  cublas_bf16  cv 30% on both sides                    ambiguous (too noisy)
+ *   M=16 ctq_gemm     2 samples a side, +20%                  ambiguous (too few)
+ *   M=16 ctq_w8a8     check pass -> fail, not timed           regression */
+Test(compare, gemm_point_verdicts)
+{
+	static const struct gemm_point base[] = {
+		{"qkv_proj", 1, "ctq_gemm", "pass", 10.0, 0.01, 30},
+		{"qkv_proj", 1, "ctq_w8a8", "pass", 20.0, 0.01, 30},
+		{"qkv_proj", 1, "cublas_bf16", "-", 10.0, 0.30, 30},
+		{"qkv_proj", 16, "ctq_gemm", "pass", 10.0, 0.01, 2},
+		{"qkv_proj", 16, "ctq_w8a8", "pass", 20.0, 0.01, 30},
+	};
+	static const struct gemm_point cand[] = {
+		{"qkv_proj", 1, "ctq_gemm", "pass", 11.0, 0.01, 30},
+		{"qkv_proj", 1, "ctq_w8a8", "pass", 20.0, 0.01, 30},
+		{"qkv_proj", 1, "cublas_bf16", "-", 10.0, 0.30, 30},
+		{"qkv_proj", 16, "ctq_gemm", "pass", 12.0, 0.01, 2},
+		{"qkv_proj", 16, "ctq_w8a8", "fail", 0, 0, 0},
+	};
+	static const struct {
+		const char *key, *metric, *want;
+	} rows[] = {
+		{"qkv_proj, 2560, 6144, 1, ctq_gemm", "time_us", "slower|true"},
+		{"qkv_proj, 2560, 6144, 1, ctq_w8a8", "time_us", "same|false"},
+		{"qkv_proj, 2560, 6144, 1, cublas_bf16", "time_us", "ambiguous|false"},
+		{"qkv_proj, 2560, 6144, 16, ctq_gemm", "time_us", "ambiguous|false"},
+		{"qkv_proj, 2560, 6144, 16, ctq_w8a8", "check pass -> fail", "regression|true"},
+		{"(all points)", "points regressed", "regression|false"},
+	};
+	struct dirs d;
+	make_dirs(&d);
+	gemm_run(d.base, base, 5, 1, true);
+	gemm_run(d.cand, cand, 5, 2, true);
+	cr_expect_eq(compare(&d), 1);
+	char v[64], detail[600];
+	for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+		find_row(&d, rows[i].key, rows[i].metric, v, sizeof v);
+		cr_expect_str_eq(v, rows[i].want, "%s %s", rows[i].key, rows[i].metric);
+	}
+	cr_expect_float_eq(find_new(&d, "(all points)", "points regressed"), 2, 1e-12);
+	find_cell(&d, "qkv_proj, 2560, 6144, 1, cublas_bf16", "time_us", "detail", detail, sizeof detail);
+	cr_expect(strstr(detail, "too noisy"), "%s", detail);
+	find_cell(&d, "qkv_proj, 2560, 6144, 16, ctq_gemm", "time_us", "detail", detail, sizeof detail);
+	cr_expect(strstr(detail, "too few samples: 2 base, 2 new"), "%s", detail);
+	/* The slower point's median is the samples' (about 11 us), not a default. */
+	cr_expect(fabs(find_new(&d, "qkv_proj, 2560, 6144, 1, ctq_gemm", "time_us") - 11.0) < 0.1);
+	ctq_remove_tree(d.root);
+}
+
+/* Without bench_gemm_samples.csv on one side a point gets no verdict: a
+ * 20% slower median in bench_gemm.csv is ambiguous, and says why. */
+Test(compare, gemm_without_samples_is_ambiguous)
+{
+	static const struct gemm_point base[] = {{"o_proj", 8, "ctq_gemm", "pass", 10.0, 0.01, 30}};
+	static const struct gemm_point cand[] = {{"o_proj", 8, "ctq_gemm", "pass", 12.0, 0.01, 30}};
+	struct dirs d;
+	make_dirs(&d);
+	gemm_run(d.base, base, 1, 1, true);
+	gemm_run(d.cand, cand, 1, 2, false);
+	cr_expect_eq(compare(&d), 0);
+	char v[64], detail[600];
+	find_row(&d, "o_proj, 2560, 6144, 8, ctq_gemm", "time_us", v, sizeof v);
+	cr_expect_str_eq(v, "ambiguous|false");
+	find_cell(&d, "o_proj, 2560, 6144, 8, ctq_gemm", "time_us", "detail", detail, sizeof detail);
+	cr_expect(strstr(detail, "new/gemm/bench_gemm_samples.csv missing"), "%s", detail);
+	cr_expect(strstr(detail, "too few samples: 30 base, 0 new"), "%s", detail);
+	find_cell(&d, "o_proj, 2560, 6144, 8, ctq_gemm", "time_us", "change", v, sizeof v);
+	cr_expect(fabs(strtod(v, NULL) - 0.2) < 0.02, "change %s", v);
+	ctq_remove_tree(d.root);
+}
+
+/* A point only in the baseline follows missing.is_regression. */
+Test(compare, gemm_point_gone_follows_the_missing_policy)
+{
+	static const struct gemm_point base[] = {{"o_proj", 8, "ctq_gemm", "pass", 10.0, 0.01, 30},
+						 {"o_proj", 64, "ctq_gemm", "pass", 10.0, 0.01, 30}};
+	struct dirs d;
+	make_dirs(&d);
+	gemm_run(d.base, base, 2, 1, true);
+	gemm_run(d.cand, base, 1, 2, true);
+	char v[64], policy[128];
+	cr_expect_eq(compare(&d), 0);
+	find_row(&d, "o_proj, 2560, 6144, 64, ctq_gemm", "time_us", v, sizeof v);
+	cr_expect_str_eq(v, "removed|false");
+	snprintf(policy, sizeof policy, "%s/policy.json", d.root);
+	put(d.root, "policy.json", "{\"missing\": {\"is_regression\": true}}");
+	cr_expect_eq(compare_policy(&d, policy), 1);
+	find_row(&d, "o_proj, 2560, 6144, 64, ctq_gemm", "time_us", v, sizeof v);
+	cr_expect_str_eq(v, "removed|true");
+	ctq_remove_tree(d.root);
+}
+
+/* 64 requests a side, each change alone:
+ *   TTFT 100 -> 120 ms: slower (judged under serving.max_cv: timing.max_cv
+ *   would call its cv of 0.75 too noisy), TPOT and errors unchanged;
+ *   two requests not served on the new side: a regression whatever the
+ *   latencies. */
+Test(compare, serving_regressions)
+{
+	static const struct {
+		const char *id;
+		double ttft_new;
+		int errors_new;
+		const char *ttft, *tpot, *errors;
+	} cases[] = {
+		{"slower-ttft", 120.0, 0, "slower|true", "same|false", "same|false"},
+		{"unserved", 100.0, 2, "same|false", "same|false", "regression|true"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct dirs d;
+		make_dirs(&d);
+		serve_csv(d.base, "serve/bench_serve.csv", 64, 100.0, 20.0, 0, 1);
+		serve_csv(d.cand, "serve/bench_serve.csv", 64, cases[i].ttft_new, 20.0, cases[i].errors_new, 2);
+		cr_expect_eq(compare(&d), 1, "%s", cases[i].id);
+		const char *const metrics[] = {"ttft_ms", "tpot_ms", "errors"};
+		const char *const want[] = {cases[i].ttft, cases[i].tpot, cases[i].errors};
+		char v[64];
+		for (int m = 0; m < 3; m++) {
+			find_row(&d, "(all requests)", metrics[m], v, sizeof v);
+			cr_expect_str_eq(v, want[m], "%s: %s", cases[i].id, metrics[m]);
+		}
+		cr_expect_float_eq(find_new(&d, "(all requests)", "errors"), cases[i].errors_new, 1e-12,
+				   "%s", cases[i].id);
+		ctq_remove_tree(d.root);
+	}
+}
+
+/* Manifests that show another load (concurrency 8 -> 16): the latencies are
+ * shown, not judged, so a 50% slower TTFT does not regress. */
+Test(compare, another_serving_load_is_not_judged)
+{
+	struct dirs d;
+	make_dirs(&d);
+	serve_csv(d.base, "serve/bench_serve.csv", 64, 100.0, 20.0, 0, 1);
+	serve_csv(d.cand, "serve/bench_serve.csv", 64, 150.0, 20.0, 0, 2);
+	put(d.base, "serve/manifest.json", "{\"bench_serve\": {\"requests\": 64, \"concurrency\": 8}}");
+	put(d.cand, "serve/manifest.json", "{\"bench_serve\": {\"requests\": 64, \"concurrency\": 16}}");
+	cr_expect_eq(compare(&d), 0);
+	char v[64], detail[600];
+	find_row(&d, "(all requests)", "ttft_ms", v, sizeof v);
+	cr_expect_str_eq(v, "ambiguous|false");
+	find_cell(&d, "(all requests)", "ttft_ms", "detail", detail, sizeof detail);
+	cr_expect(strstr(detail, "concurrency 8") && strstr(detail, "concurrency 16"), "%s", detail);
+	/* The same load again: judged, and slower. */
+	put(d.cand, "serve/manifest.json", "{\"bench_serve\": {\"requests\": 64, \"concurrency\": 8}}");
+	cr_expect_eq(compare(&d), 1);
+	find_row(&d, "(all requests)", "ttft_ms", v, sizeof v);
+	cr_expect_str_eq(v, "slower|true");
+	ctq_remove_tree(d.root);
+}
+
 /* ---- noise only --------------------------------------------------------------------- */
 
 Test(compare, noise_only_differences_do_not_regress)
@@ -336,6 +624,14 @@ Test(compare, noise_only_differences_do_not_regress)
 		probe_csv(d.base, "probe/probe.csv", 5, 1e-5, -1, 1.0);
 		probe_csv(d.cand, "probe/probe.csv", 5, 5e-5, -1, 1.2);
 		eval_pair(&d, 300, 6, 6);
+		static const struct gemm_point pts[] = {
+			{"qkv_proj", 1, "ctq_gemm", "pass", 10.0, 0.01, 30},
+			{"qkv_proj", 1, "ctq_w8a8", "pass", 20.0, 0.02, 30},
+		};
+		gemm_run(d.base, pts, 2, 300 + seed, true);
+		gemm_run(d.cand, pts, 2, 400 + seed, true);
+		serve_csv(d.base, "serve/bench_serve.csv", 64, 100.0, 20.0, 0, 500 + seed);
+		serve_csv(d.cand, "serve/bench_serve.csv", 64, 100.0, 20.0, 0, 600 + seed);
 		cr_expect_eq(compare(&d), 0, "seed %llu", (unsigned long long)seed);
 		char v[64];
 		find_row(&d, "cuda, 1, 128, 32", "ttft_ms", v, sizeof v);
@@ -443,11 +739,7 @@ Test(compare, trend_over_three_runs)
 		conform_csv(runs[i], "conform/conform.csv", i == 2 ? 4 : -1);
 	}
 	snprintf(out, sizeof out, "%s/trend", root);
-	char *argv[] = {"compare", runs[0], runs[1], runs[2], "--trend", "--out", out, NULL};
-	fflush(stdout);
-	FILE *saved = freopen("/dev/null", "w", stdout);
-	(void)saved;
-	cr_expect_eq(ctq_cmd_compare(7, argv), 0);
+	cr_expect_eq(trend(runs, 3, out), 0);
 	char path[160];
 	snprintf(path, sizeof path, "%s/trend.csv", out);
 	struct ctq_table t;
@@ -464,3 +756,4 @@ Test(compare, trend_over_three_runs)
 	cr_expect(ctq_path_exists(path));
 	ctq_remove_tree(root);
 }
+
