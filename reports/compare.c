@@ -1527,6 +1527,43 @@ static enum ctq_status put(struct ctq_trend *t, size_t run, int fam, const char 
 	return CTQ_OK;
 }
 
+/* The median of each of nm metric columns over the rows of each key (nk
+ * key columns; none: one key, "(all requests)"), one series per key and
+ * metric; a key without a number in a column gets no value there. */
+static enum ctq_status trend_medians(struct ctq_trend *t, size_t run, int fam, const char *file,
+				     const struct ctq_table *tb, const char *path,
+				     const char *const *keys, int nk, const char *const *metrics,
+				     int nm, const char *unit, struct ctq_error *err)
+{
+	int cols[16];
+	struct index ix = {0};
+	double *v = NULL;
+	enum ctq_status st;
+	if ((st = need_cols(tb, path, keys, nk, cols, err)) ||
+	    (st = need_cols(tb, path, metrics, nm, cols + nk, err)) ||
+	    (st = index_build(&ix, tb, cols, nk, false, err)))
+		goto done;
+	if (!(v = malloc((tb->n_rows + 1) * sizeof *v))) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, "trend", "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < ix.n && !st;) {
+		size_t j = run_end(&ix, i);
+		for (int m = 0; m < nm && !st; m++) {
+			size_t n = gather(tb, &ix, i, j, cols[nk + m], v);
+			struct ctq_sample_summary s;
+			if (n && !(st = ctq_sample_summarize(v, n, &s, err)))
+				st = put(t, run, fam, file, nk ? ix.v[i].key : "(all requests)", metrics[m],
+					 unit, s.median, err);
+		}
+		i = j;
+	}
+done:
+	free(v);
+	index_free(&ix);
+	return st;
+}
+
 static enum ctq_status trend_file(struct ctq_trend *t, size_t run, const char *path,
 				  enum ctq_family fam, const char *file, struct ctq_error *err)
 {
@@ -1579,29 +1616,32 @@ static enum ctq_status trend_file(struct ctq_trend *t, size_t run, const char *p
 		static const char *const keys_role[] = {"role", "backend", "batch", "input_tokens",
 							"output_tokens"};
 		const bool role = ctq_table_col(&tb, "role") >= 0;
-		const int nk = role ? 5 : 4;
-		int cols[7];
-		struct index ix = {0};
-		if (!(st = need_cols(&tb, path, role ? keys_role : keys_role + 1, nk, cols, err)) &&
-		    !(st = need_cols(&tb, path, timing_metrics, 2, cols + nk, err)) &&
-		    !(st = index_build(&ix, &tb, cols, nk, false, err))) {
-			double *v = malloc((tb.n_rows + 1) * sizeof *v);
-			if (!v)
-				st = ctq_error_set(err, CTQ_ERR_NOMEM, "trend", "out of memory");
-			for (size_t i = 0; v && i < ix.n && !st;) {
-				size_t j = run_end(&ix, i);
-				for (int m = 0; m < 2 && !st; m++) {
-					size_t n = gather(&tb, &ix, i, j, cols[nk + m], v);
-					struct ctq_sample_summary s;
-					if (!(st = ctq_sample_summarize(v, n, &s, err)))
-						st = put(t, run, fam, file, ix.v[i].key, timing_metrics[m], "ms",
-							 s.median, err);
-				}
-				i = j;
+		st = trend_medians(t, run, fam, file, &tb, path, role ? keys_role : keys_role + 1,
+				   role ? 5 : 4, timing_metrics, 2, "ms", err);
+	} else if (fam == CTQ_FAM_BENCH_GEMM) {
+		static const char *const keys[] = {"shape", "K", "N", "M", "impl"};
+		static const char *const metric[] = {"time_us_median"};
+		st = trend_medians(t, run, fam, file, &tb, path, keys, 5, metric, 1, "us", err);
+	} else if (fam == CTQ_FAM_BENCH_SERVE) {
+		static const char *const role[] = {"role"};
+		const int rc = ctq_table_col(&tb, "role"), sc = ctq_table_col(&tb, "status");
+		if (sc < 0)
+			st = ctq_error_set(err, CTQ_ERR_PARSE, path, "has no column \"status\"");
+		else
+			st = trend_medians(t, run, fam, file, &tb, path, role, rc >= 0, serve_metrics, 3,
+					   "ms", err);
+		for (size_t r = 0; r < tb.n_rows && !st; r++) {
+			struct ctq_trend_series *s = series(t, fam, file,
+							    rc >= 0 ? ctq_table_get(&tb, r, rc)
+								    : "(all requests)",
+							    "errors", "", err);
+			if (!s) {
+				st = CTQ_ERR_NOMEM;
+				break;
 			}
-			free(v);
+			s->v[run] = (isnan(s->v[run]) ? 0 : s->v[run]) +
+				    (strcmp(ctq_table_get(&tb, r, sc), "ok") != 0);
 		}
-		index_free(&ix);
 	} else if (fam == CTQ_FAM_EVAL) {
 		int cc = ctq_table_col(&tb, "correct"), rc = ctq_table_col(&tb, "ref_correct");
 		if (cc < 0) {
@@ -1671,8 +1711,6 @@ enum ctq_status ctq_trend_collect(struct ctq_trend *t, char *const *dirs, size_t
 	for (size_t i = 0; i < n_runs && !st; i++)
 		for (size_t j = 0; j < rs[i].n && !st; j++) {
 			const struct ctq_result_file *r = &rs[i].v[j];
-			if (r->fam == CTQ_FAM_BENCH_GEMM || r->fam == CTQ_FAM_BENCH_SERVE)
-				continue;
 			char path[1200];
 			snprintf(path, sizeof path, "%s/%s", dirs[i], r->rel);
 			st = trend_file(t, i, path, r->fam,

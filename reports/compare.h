@@ -162,10 +162,11 @@ struct ctq_trend {
 	size_t n, cap;
 };
 
-/* One value per run of every series: timing medians, conformance failure
- * counts, the worst kernel and quantization rel-L2 and the non-finite
- * mismatch count of each probe file and backend, and each eval file's
- * accuracy. Errors as ctq_compare_runs. */
+/* One value per run of every series: timing medians (bench model keys,
+ * GEMM points, serving latencies) and serving error counts, conformance
+ * failure counts, the worst kernel and quantization rel-L2 and the
+ * non-finite mismatch count of each probe file and backend, and each eval
+ * file's accuracy. Errors as ctq_compare_runs. */
 enum ctq_status ctq_trend_collect(struct ctq_trend *t, char *const *dirs, size_t n_runs,
 				  struct ctq_error *err);
 void ctq_trend_free(struct ctq_trend *t);

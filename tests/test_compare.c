@@ -757,3 +757,43 @@ Test(compare, trend_over_three_runs)
 	ctq_remove_tree(root);
 }
 
+/* --trend tabulates GEMM medians and serving latencies and errors per run. */
+Test(compare, trend_of_gemm_and_serving)
+{
+	char root[64] = "/tmp/ctq-trend-XXXXXX", runs[3][96], out[96];
+	cr_assert(mkdtemp(root));
+	for (int i = 0; i < 3; i++) {
+		snprintf(runs[i], sizeof runs[i], "%s/run%d", root, i);
+		const struct gemm_point pt = {"qkv_proj", 1, "ctq_gemm", "pass", 10.0 + i, 0.0, 5};
+		gemm_run(runs[i], &pt, 1, (uint64_t)i, true);
+		serve_csv(runs[i], "serve/bench_serve.csv", 16, 100.0, 20.0, i == 2 ? 3 : 0, (uint64_t)i);
+	}
+	snprintf(out, sizeof out, "%s/trend", root);
+	cr_expect_eq(trend(runs, 3, out), 0);
+	char path[160];
+	snprintf(path, sizeof path, "%s/trend.csv", out);
+	struct ctq_table t;
+	cr_assert_eq(ctq_table_load(&t, path, NULL), CTQ_OK);
+	int ck = ctq_table_col(&t, "key"), cm = ctq_table_col(&t, "metric");
+	int cr = ctq_table_col(&t, "run"), cv = ctq_table_col(&t, "value");
+	double gemm[3] = {-1, -1, -1}, errors[3] = {-1, -1, -1}, ttft[3] = {-1, -1, -1};
+	for (size_t i = 0; i < t.n_rows; i++) {
+		const char *k = ctq_table_get(&t, i, ck), *m = ctq_table_get(&t, i, cm);
+		int run = (int)ctq_table_num(&t, i, cr) - 1;
+		double v = ctq_table_num(&t, i, cv);
+		if (!strcmp(k, "qkv_proj, 2560, 6144, 1, ctq_gemm") && !strcmp(m, "time_us_median"))
+			gemm[run] = v;
+		else if (!strcmp(k, "(all requests)") && !strcmp(m, "errors"))
+			errors[run] = v;
+		else if (!strcmp(k, "(all requests)") && !strcmp(m, "ttft_ms"))
+			ttft[run] = v;
+	}
+	for (int i = 0; i < 3; i++) {
+		cr_expect_float_eq(gemm[i], 10.0 + i, 1e-9, "run %d: %g", i + 1, gemm[i]);
+		cr_expect(fabs(ttft[i] - 100.0) < 5, "run %d: ttft %g", i + 1, ttft[i]);
+	}
+	cr_expect(errors[0] == 0 && errors[1] == 0 && errors[2] == 3, "%g %g %g", errors[0], errors[1],
+		  errors[2]);
+	ctq_table_free(&t);
+	ctq_remove_tree(root);
+}
