@@ -19,11 +19,13 @@ struct cuda_impl {
 	cudaStream_t stream;
 	cublasHandle_t cublas;
 	void *cublas_ws; /* cuBLAS workspace: set explicitly so graph capture never allocates */
+	float *att_scratch; /* split-key attention partials (decode), allocated once */
 	ncclComm_t comm; /* tensor-parallel communicator, or NULL */
 	cudaDeviceProp prop;
 };
 
 #define CUBLAS_WS_BYTES ((size_t)32 << 20)
+#define ATT_SCRATCH_BYTES ((size_t)16 << 20)
 
 static struct cuda_impl *impl(struct ctq_backend *b)
 {
@@ -39,6 +41,8 @@ static void cu_destroy(struct ctq_backend *b)
 		cublasDestroy(c->cublas);
 	if (c->cublas_ws)
 		cudaFree(c->cublas_ws);
+	if (c->att_scratch)
+		cudaFree(c->att_scratch);
 #ifndef CTQ_NO_NCCL
 	if (c->comm)
 		ncclCommDestroy(c->comm);
@@ -221,7 +225,9 @@ static enum ctq_status cu_attention(struct ctq_backend *b, const void *q, const 
 {
 	return ctq_attention_launch((const uint16_t *)q, (const uint16_t *)k, (const uint16_t *)v, ld,
 				    (uint16_t *)k_cache, (uint16_t *)v_cache, slot, pos, T, heads,
-				    kv_heads, d, max_len, (uint16_t *)out, impl(b)->stream, err);
+				    kv_heads, d, max_len, (uint16_t *)out, impl(b)->att_scratch,
+				    ATT_SCRATCH_BYTES, impl(b)->prop.multiProcessorCount, impl(b)->stream,
+				    err);
 }
 
 static enum ctq_status cu_silu_mul(struct ctq_backend *b, const void *gu, int64_t M, int64_t I,
@@ -379,7 +385,8 @@ extern "C" enum ctq_status ctq_backend_cuda(struct ctq_backend *b, int device,
 	    (st = CTQ_CUBLAS(cublasCreate(&c->cublas), err)) ||
 	    (st = CTQ_CUBLAS(cublasSetStream(c->cublas, c->stream), err)) ||
 	    (st = CTQ_CUDA(cudaMalloc(&c->cublas_ws, CUBLAS_WS_BYTES), err)) ||
-	    (st = CTQ_CUBLAS(cublasSetWorkspace(c->cublas, c->cublas_ws, CUBLAS_WS_BYTES), err))) {
+	    (st = CTQ_CUBLAS(cublasSetWorkspace(c->cublas, c->cublas_ws, CUBLAS_WS_BYTES), err)) ||
+	    (st = CTQ_CUDA(cudaMalloc((void **)&c->att_scratch, ATT_SCRATCH_BYTES), err))) {
 		cu_destroy(b);
 		b->ops = NULL;
 		return st;

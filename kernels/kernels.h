@@ -60,7 +60,8 @@ enum ctq_status ctq_rope_launch(uint16_t *x, int64_t ld, const int32_t *pos, int
 enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_t *k, const uint16_t *v,
 				     int64_t ld, uint16_t *kc, uint16_t *vc, const int32_t *slot,
 				     const int32_t *pos, int64_t T, int64_t heads, int64_t kv_heads,
-				     int64_t d, int64_t max_len, uint16_t *out, void *stream,
+				     int64_t d, int64_t max_len, uint16_t *out, float *scratch,
+				     size_t scratch_bytes, int sms, void *stream,
 				     struct ctq_error *err);
 enum ctq_status ctq_silu_mul_launch(const uint16_t *gu, int64_t M, int64_t I, uint16_t *out,
 				    void *stream, struct ctq_error *err);

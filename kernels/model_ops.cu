@@ -7,6 +7,7 @@
 #include "kernels/kernels.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 __device__ __forceinline__ float ld_bf16(const uint16_t *p) { return ctq_bf16_to_f32(*p); }
 
@@ -191,6 +192,174 @@ __global__ void silu_mul_kernel(const uint16_t *gu, int64_t M, int64_t I, uint16
 	out[i] = ctq_f32_to_bf16(s * u);
 }
 
+/* Grouped-query attention, split over the key range (flash-decoding). One
+ * block per (token, KV head, chunk of keys) serves all heads / kv_heads
+ * query heads of the group, so each K and V row is read once for the
+ * group; keys go in sub-chunks of ATT_SC with an online softmax. With one
+ * chunk the block writes the output; with several it writes unnormalised
+ * partials (acc, running max m, sum l) that attention_combine_kernel
+ * merges. Decode (few tokens) gets enough chunks to cover the SMs.
+ * Needs d even, d / 2 dividing 128 (d = 64, 128, 256) and a group of at
+ * most ATT_GMAX heads; other shapes keep attention_kernel. */
+#define ATT_SC 64
+#define ATT_GMAX 8
+
+__global__ void __launch_bounds__(128)
+attention_gqa_kernel(const uint16_t *q, int64_t ld, const uint16_t *kc, const uint16_t *vc,
+		     const int32_t *slot, const int32_t *pos, int heads, int kv_heads, int d,
+		     int64_t max_len, float scale, int chunks, uint16_t *out, float *part_acc,
+		     float *part_ml)
+{
+	__shared__ float qs[ATT_GMAX * ATT_MAX_D];
+	__shared__ float p[ATT_GMAX][ATT_SC];
+	__shared__ float alpha_s[ATT_GMAX], m_s[ATT_GMAX], sum_s[ATT_GMAX];
+	const int t = blockIdx.x, kh = blockIdx.y, c = blockIdx.z;
+	const int G = heads / kv_heads, row = kv_heads * d;
+	const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+	const int64_t n = (int64_t)pos[t] + 1;
+	const int64_t per = (n + chunks - 1) / chunks;
+	const int64_t j_begin = (int64_t)c * per;
+	const int64_t j_end = j_begin + per < n ? j_begin + per : n;
+	const uint16_t *kb = kc + (int64_t)slot[t] * max_len * row + (int64_t)kh * d;
+	const uint16_t *vb = vc + (int64_t)slot[t] * max_len * row + (int64_t)kh * d;
+	for (int i = tid; i < G * d; i += 128)
+		qs[i] = ld_bf16(q + (int64_t)t * ld + (int64_t)(kh * G) * d + i) * scale;
+	/* V: thread owns the dimension pair `pair` for the heads g = grp,
+	 * grp + groups, ... */
+	const int pairs = d / 2, groups = 128 / pairs;
+	const int pair = tid % pairs, grp = tid / pairs;
+	float acc[ATT_GMAX][2];
+	float m[ATT_GMAX], l[ATT_GMAX];
+#pragma unroll
+	for (int g = 0; g < ATT_GMAX; g++) {
+		acc[g][0] = acc[g][1] = 0.0f;
+		m[g] = -INFINITY;
+		l[g] = 0.0f;
+	}
+	__syncthreads();
+	for (int64_t j0 = j_begin; j0 < j_end; j0 += ATT_SC) {
+		/* scores: a warp per key (16 keys per warp), lanes across d */
+		for (int kk = warp; kk < ATT_SC; kk += 4) {
+			const int64_t j = j0 + kk;
+			float part[ATT_GMAX];
+#pragma unroll
+			for (int g = 0; g < ATT_GMAX; g++)
+				part[g] = 0.0f;
+			if (j < j_end) {
+				const uint16_t *kr = kb + j * row;
+				for (int e = lane; e < d; e += 32) {
+					const float kv = ld_bf16(kr + e);
+#pragma unroll
+					for (int g = 0; g < ATT_GMAX; g++)
+						if (g < G)
+							part[g] += qs[g * d + e] * kv;
+				}
+			}
+#pragma unroll
+			for (int g = 0; g < ATT_GMAX; g++) {
+				if (g >= G)
+					break;
+				float v = part[g];
+				for (int o = 16; o > 0; o >>= 1)
+					v += __shfl_xor_sync(0xffffffffu, v, o);
+				if (lane == 0)
+					p[g][kk] = j < j_end ? v : -INFINITY;
+			}
+		}
+		__syncthreads();
+		/* softmax bookkeeping: warp w takes heads w, w + 4 */
+		for (int g = warp; g < G; g += 4) {
+			const float a = p[g][lane], b = p[g][lane + 32];
+			float mx = fmaxf(a, b);
+			for (int o = 16; o > 0; o >>= 1)
+				mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+			const float mo = m[g];
+			const float mn = fmaxf(mo, mx);
+			const float ea = a == -INFINITY ? 0.0f : __expf(a - mn);
+			const float eb = b == -INFINITY ? 0.0f : __expf(b - mn);
+			p[g][lane] = ea;
+			p[g][lane + 32] = eb;
+			float sm = ea + eb;
+			for (int o = 16; o > 0; o >>= 1)
+				sm += __shfl_xor_sync(0xffffffffu, sm, o);
+			if (lane == 0) {
+				alpha_s[g] = mo == -INFINITY ? 0.0f : __expf(mo - mn);
+				m_s[g] = mn;
+				sum_s[g] = sm;
+			}
+		}
+		__syncthreads();
+#pragma unroll
+		for (int g = 0; g < ATT_GMAX; g++) {
+			if (g >= G)
+				break;
+			const float al = alpha_s[g];
+			l[g] = l[g] * al + sum_s[g];
+			m[g] = m_s[g];
+			acc[g][0] *= al;
+			acc[g][1] *= al;
+		}
+		const int cnt = (int)(j_end - j0 < ATT_SC ? j_end - j0 : ATT_SC);
+		for (int kk = 0; kk < cnt; kk++) {
+			const uint32_t v2 = *(const uint32_t *)(vb + (j0 + kk) * row + 2 * pair);
+			const float v0 = ctq_bf16_to_f32((uint16_t)(v2 & 0xffff));
+			const float v1 = ctq_bf16_to_f32((uint16_t)(v2 >> 16));
+#pragma unroll
+			for (int g = 0; g < ATT_GMAX; g++) {
+				if (g < G && g % groups == grp) {
+					const float pj = p[g][kk];
+					acc[g][0] += pj * v0;
+					acc[g][1] += pj * v1;
+				}
+			}
+		}
+		__syncthreads();
+	}
+#pragma unroll
+	for (int g = 0; g < ATT_GMAX; g++) {
+		if (g >= G || g % groups != grp)
+			continue;
+		const int64_t h = (int64_t)kh * G + g;
+		if (chunks == 1) {
+			uint16_t *o = out + ((int64_t)t * heads + h) * d + 2 * pair;
+			o[0] = ctq_f32_to_bf16(acc[g][0] / l[g]);
+			o[1] = ctq_f32_to_bf16(acc[g][1] / l[g]);
+		} else {
+			const int64_t e = ((int64_t)t * heads + h) * chunks + c;
+			part_acc[e * d + 2 * pair] = acc[g][0];
+			part_acc[e * d + 2 * pair + 1] = acc[g][1];
+			if (pair == 0) {
+				part_ml[2 * e] = m[g];
+				part_ml[2 * e + 1] = l[g];
+			}
+		}
+	}
+}
+
+/* Merges the chunks of attention_gqa_kernel: one block per (token, head),
+ * one thread per dimension. */
+__global__ void attention_combine_kernel(const float *part_acc, const float *part_ml, int heads,
+					 int d, int chunks, uint16_t *out)
+{
+	const int64_t th = (int64_t)blockIdx.x * heads + blockIdx.y;
+	const float *ml = part_ml + th * chunks * 2;
+	float mx = -INFINITY;
+	for (int c = 0; c < chunks; c++)
+		mx = fmaxf(mx, ml[2 * c]);
+	for (int i = threadIdx.x; i < d; i += blockDim.x) {
+		float num = 0.0f, den = 0.0f;
+		for (int c = 0; c < chunks; c++) {
+			const float mc = ml[2 * c];
+			if (mc == -INFINITY)
+				continue;
+			const float w = __expf(mc - mx);
+			num += w * part_acc[(th * chunks + c) * d + i];
+			den += w * ml[2 * c + 1];
+		}
+		out[th * d + i] = ctq_f32_to_bf16(num / den);
+	}
+}
+
 static unsigned blocks(int64_t n, int threads)
 {
 	return (unsigned)((n + threads - 1) / threads);
@@ -244,7 +413,8 @@ extern "C" enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_
 						uint16_t *vc, const int32_t *slot,
 						const int32_t *pos, int64_t T, int64_t heads,
 						int64_t kv_heads, int64_t d, int64_t max_len,
-						uint16_t *out, void *stream, struct ctq_error *err)
+						uint16_t *out, float *scratch, size_t scratch_bytes,
+						int sms, void *stream, struct ctq_error *err)
 {
 	if (T <= 0)
 		return CTQ_OK;
@@ -257,9 +427,41 @@ extern "C" enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_
 	enum ctq_status st = CTQ_LAUNCH(err);
 	if (st)
 		return st;
-	attention_kernel<<<dim3((unsigned)T, (unsigned)heads), ATT_THREADS, 0,
-			   (cudaStream_t)stream>>>(q, ld, kc, vc, slot, pos, heads, kv_heads, d,
-						   max_len, 1.0f / sqrtf((float)d), out);
+	const float scale = 1.0f / sqrtf((float)d);
+	const int64_t G = heads / kv_heads;
+	const bool gqa = d % 2 == 0 && d / 2 <= 128 && 128 % (d / 2) == 0 && G <= ATT_GMAX &&
+			 T <= 0x7fffffff && heads <= 0x7fffffff && !getenv("CTQ_ATTENTION_SIMPLE");
+	if (!gqa) {
+		attention_kernel<<<dim3((unsigned)T, (unsigned)heads), ATT_THREADS, 0,
+				   (cudaStream_t)stream>>>(q, ld, kc, vc, slot, pos, heads, kv_heads, d,
+							   max_len, scale, out);
+		return CTQ_LAUNCH(err);
+	}
+	/* chunks: enough (token, KV head, chunk) blocks for two per SM, each
+	 * chunk at least one sub-chunk of keys long, partials within scratch */
+	int64_t chunks = 1;
+	const int64_t units = T * kv_heads;
+	if (scratch && units < 2 * (int64_t)sms) {
+		chunks = (2 * (int64_t)sms + units - 1) / units;
+		const int64_t by_len = (max_len + ATT_SC - 1) / ATT_SC;
+		if (chunks > by_len)
+			chunks = by_len;
+		if (chunks > 64)
+			chunks = 64;
+		while (chunks > 1 && (size_t)(T * heads * chunks) * (size_t)(d + 2) * sizeof(float) > scratch_bytes)
+			chunks--;
+	}
+	float *part_acc = scratch;
+	float *part_ml = scratch ? scratch + T * heads * chunks * d : NULL;
+	attention_gqa_kernel<<<dim3((unsigned)T, (unsigned)kv_heads, (unsigned)chunks), 128, 0,
+			       (cudaStream_t)stream>>>(q, ld, kc, vc, slot, pos, (int)heads,
+						       (int)kv_heads, (int)d, max_len, scale,
+						       (int)chunks, out, part_acc, part_ml);
+	if ((st = CTQ_LAUNCH(err)) != CTQ_OK || chunks == 1)
+		return st;
+	attention_combine_kernel<<<dim3((unsigned)T, (unsigned)heads), d < 128 ? 64 : 128, 0,
+				   (cudaStream_t)stream>>>(part_acc, part_ml, (int)heads, (int)d,
+							   (int)chunks, out);
 	return CTQ_LAUNCH(err);
 }
 

@@ -370,3 +370,88 @@ Test(kernels, sm90_small_m_bit_exact, .init = setup, .fini = teardown, .timeout 
 			check_sm90_tile(ctq_gemm_sm90_tiles() - 1, Ms[i], NK[j][0], NK[j][1],
 					(enum pattern)((i + j) % 5), (i + j) % 7 == 0);
 }
+
+/* Attention on the GPU against the CPU reference op: a prefill of L tokens
+ * into slot 1 of the cache, then one decode token at position L (the split-
+ * key path with partials merged when the context is long and the tokens
+ * few). Outputs are BF16 on the GPU, f32 on the CPU: rel-L2 within 1e-2. */
+static void check_attention(int64_t L, int64_t heads, int64_t kv_heads, int64_t d)
+{
+	struct ctq_backend ref;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_backend_reference(&ref, &err), CTQ_OK, "%s", err.message);
+	const int64_t ld = (heads + 2 * kv_heads) * d, slots = 2, max_len = L + 8;
+	const int64_t tokens = L + 1;
+	float *x = malloc((size_t)(tokens * ld) * sizeof(float));
+	uint16_t *xb = malloc((size_t)(tokens * ld) * 2);
+	struct ctq_rng r;
+	ctq_rng_seed(&r, (uint64_t)(L * 131 + heads * 7 + kv_heads * 3 + d));
+	for (int64_t i = 0; i < tokens * ld; i++) {
+		xb[i] = ctq_f32_to_bf16((float)ctq_rng_normal(&r));
+		x[i] = ctq_bf16_to_f32(xb[i]);
+	}
+	int32_t *slot = malloc((size_t)tokens * 4), *pos = malloc((size_t)tokens * 4);
+	for (int64_t t = 0; t < tokens; t++) {
+		slot[t] = 1;
+		pos[t] = (int32_t)t;
+	}
+	const size_t cache_elems = (size_t)(slots * max_len * kv_heads * d);
+	const size_t out_elems = (size_t)(tokens * heads * d);
+	float *out_ref = malloc(out_elems * sizeof(float)), *out_gpu = malloc(out_elems * sizeof(float));
+	uint16_t *outb = malloc(out_elems * 2);
+	/* reference */
+	float *kc = calloc(cache_elems, sizeof(float)), *vc = calloc(cache_elems, sizeof(float));
+	cr_assert_eq(ref.ops->attention(&ref, x, x + heads * d, x + (heads + kv_heads) * d, ld, kc, vc,
+					slot, pos, L, heads, kv_heads, d, max_len, out_ref, &err),
+		     CTQ_OK, "%s", err.message);
+	cr_assert_eq(ref.ops->attention(&ref, x + L * ld, x + L * ld + heads * d,
+					x + L * ld + (heads + kv_heads) * d, ld, kc, vc, slot + L, pos + L,
+					1, heads, kv_heads, d, max_len, out_ref + L * heads * d, &err),
+		     CTQ_OK, "%s", err.message);
+	/* GPU */
+	void *dx = dev_copy(xb, (size_t)(tokens * ld) * 2), *dslot = dev_copy(slot, (size_t)tokens * 4);
+	void *dpos = dev_copy(pos, (size_t)tokens * 4), *dkc = NULL, *dvc = NULL, *dout = NULL;
+	cr_assert_eq(gpu.ops->alloc(&gpu, cache_elems * 2, &dkc, &err), CTQ_OK);
+	cr_assert_eq(gpu.ops->alloc(&gpu, cache_elems * 2, &dvc, &err), CTQ_OK);
+	cr_assert_eq(gpu.ops->alloc(&gpu, out_elems * 2, &dout, &err), CTQ_OK);
+	uint16_t *bx = dx;
+	cr_assert_eq(gpu.ops->attention(&gpu, bx, bx + heads * d, bx + (heads + kv_heads) * d, ld, dkc, dvc,
+					dslot, dpos, L, heads, kv_heads, d, max_len, dout, &err),
+		     CTQ_OK, "%s", err.message);
+	cr_assert_eq(gpu.ops->attention(&gpu, bx + L * ld, bx + L * ld + heads * d,
+					bx + L * ld + (heads + kv_heads) * d, ld, dkc, dvc,
+					(int32_t *)dslot + L, (int32_t *)dpos + L, 1, heads, kv_heads, d,
+					max_len, (uint16_t *)dout + L * heads * d, &err),
+		     CTQ_OK, "%s", err.message);
+	from_dev(outb, dout, out_elems * 2);
+	for (size_t i = 0; i < out_elems; i++)
+		out_gpu[i] = ctq_bf16_to_f32(outb[i]);
+	/* prefill rows, then the decode row */
+	const size_t np = (size_t)(L * heads * d), nd = (size_t)(heads * d);
+	double e[2] = {0, 0}, n2[2] = {0, 0};
+	for (size_t i = 0; i < out_elems; i++) {
+		const int w = i >= np;
+		e[w] += (double)(out_gpu[i] - out_ref[i]) * (out_gpu[i] - out_ref[i]);
+		n2[w] += (double)out_ref[i] * out_ref[i];
+	}
+	const double rp = sqrt(e[0] / n2[0]), rd = sqrt(e[1] / n2[1]);
+	cr_log_info("attention L=%lld heads=%lld kv=%lld d=%lld: prefill rel-L2 %.3e, decode %.3e",
+		    (long long)L, (long long)heads, (long long)kv_heads, (long long)d, rp, rd);
+	cr_assert(rp < 1e-2 && rd < 1e-2,
+		  "attention L=%lld heads=%lld kv=%lld d=%lld: prefill rel-L2 %.3e, decode %.3e (%zu values)",
+		  (long long)L, (long long)heads, (long long)kv_heads, (long long)d, rp, rd, nd);
+	gpu.ops->free(&gpu, dx), gpu.ops->free(&gpu, dslot), gpu.ops->free(&gpu, dpos);
+	gpu.ops->free(&gpu, dkc), gpu.ops->free(&gpu, dvc), gpu.ops->free(&gpu, dout);
+	free(x), free(xb), free(slot), free(pos), free(out_ref), free(out_gpu), free(outb), free(kc), free(vc);
+	ctq_backend_close(&ref);
+}
+
+Test(kernels, attention_matches_reference, .init = setup, .fini = teardown, .timeout = 600)
+{
+	check_attention(1024, 32, 8, 128); /* Qwen3-4B heads: decode splits the keys */
+	check_attention(100, 16, 16, 64);  /* no grouping */
+	check_attention(37, 16, 2, 128);   /* groups of 8 */
+	check_attention(300, 12, 4, 256);  /* d = 256 */
+	check_attention(65, 9, 3, 64);     /* SmolLM2's heads */
+	check_attention(50, 8, 4, 80);     /* d = 80: the per-head kernel */
+}
