@@ -627,11 +627,29 @@ static int small_m_bn(int64_t N)
 
 int ctq_gemm_sm90_pick(int64_t M, int64_t N, int64_t K)
 {
-	(void)N;
 	if (M <= 64)
 		return N_TILES;
-	if (M <= 512)
-		return 1;
+	if (M <= 512) {
+		/* the fewest waves of tiles, weighted by the per-element cost of
+		 * smaller tiles (less operand reuse): at M = 128, N = 2560 this is
+		 * 64 x 64 (80 tiles), not 128 x 128 (20 tiles) */
+		static const struct {
+			int bm, bn, tile;
+			double cost;
+		} cand[] = {{128, 256, 0, 1.00}, {128, 128, 1, 1.05}, {64, 128, 2, 1.35}, {64, 64, 3, 1.80}};
+		const int64_t sms = sm_count();
+		int best = 1;
+		double best_cost = 0;
+		for (int i = 0; i < 4; i++) {
+			const int64_t tiles = ((M + cand[i].bm - 1) / cand[i].bm) * ((N + cand[i].bn - 1) / cand[i].bn);
+			const double cost = (double)((tiles + sms - 1) / sms) * cand[i].bm * cand[i].bn * cand[i].cost;
+			if (i == 0 || cost < best_cost) {
+				best = cand[i].tile;
+				best_cost = cost;
+			}
+		}
+		return best;
+	}
 	if (K <= 3072)
 		return 4;
 	return M <= 1024 || M >= 8192 ? 0 : 4;
