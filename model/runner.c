@@ -480,6 +480,28 @@ static enum ctq_status linear(struct ctq_runner *r, const struct ctq_lin *l, con
 	return o->linear_dense(r->b, x, l->w, l->bias, M, l->N, l->K, y, err);
 }
 
+/* RMSNorm (nw != NULL) or SiLU·mul (nw == NULL) of x, then the linear l.
+ * A W8A8 l on a backend with the fused producers gets its activations
+ * quantized where they are made (no BF16 round trip, one kernel fewer);
+ * otherwise the op writes `mid` and the linear reads it. */
+static enum ctq_status producer_linear(struct ctq_runner *r, const void *x, const float *nw,
+				       const struct ctq_lin *l, int64_t M, void *mid, void *y,
+				       struct ctq_error *err)
+{
+	struct ctq_backend *b = r->b;
+	const struct ctq_backend_ops *o = b->ops;
+	const float eps = r->cfg.rms_eps;
+	enum ctq_status st;
+	if (l->quantized && !r->opt.no_fuse && o->rmsnorm_quant && o->silu_mul_quant &&
+	    o->linear_w8a8_q) {
+		st = nw ? o->rmsnorm_quant(b, x, nw, M, l->K, eps, r->ws, err)
+			: o->silu_mul_quant(b, x, M, l->K, r->ws, err);
+		return st ? st : o->linear_w8a8_q(b, r->ws, l->w, l->scale, l->bias, M, l->N, l->K, y, err);
+	}
+	st = nw ? o->rmsnorm(b, x, nw, M, l->K, eps, mid, err) : o->silu_mul(b, x, M, l->K, mid, err);
+	return st ? st : linear(r, l, mid, M, y, err);
+}
+
 /* ---- tensor-parallel group (host memory backends) --------------------------- */
 
 struct ctq_tp_group {
@@ -561,15 +583,14 @@ static enum ctq_status compute(struct ctq_runner *r, int64_t T, int64_t head_row
 	const struct ctq_backend_ops *o = b->ops;
 	const struct ctq_model_config *c = &r->cfg;
 	const int64_t H = c->hidden, d = c->head_dim, nH = r->heads_local, nKV = r->kv_local;
-	const int64_t ld = (nH + 2 * nKV) * d, I = r->inter_local;
+	const int64_t ld = (nH + 2 * nKV) * d;
 	const size_t ab = o->act_bytes;
 	enum ctq_status st;
 	if ((st = o->embed(b, r->embed, r->d_ids, T, H, r->x, err)))
 		return st;
 	for (int64_t l = 0; l < c->layers; l++) {
 		const struct ctq_layer *y = &r->layers[l];
-		if ((st = o->rmsnorm(b, r->x, y->in_norm, T, H, c->rms_eps, r->h, err)) ||
-		    (st = linear(r, &y->qkv, r->h, T, r->qkv, err)))
+		if ((st = producer_linear(r, r->x, y->in_norm, &y->qkv, T, r->h, r->qkv, err)))
 			return st;
 		void *q = r->qkv, *k = AT(r->qkv, nH * d), *v = AT(r->qkv, (nH + nKV) * d);
 		if (c->qk_norm && ((st = o->head_norm(b, q, ld, T, nH, d, y->q_norm, c->rms_eps, err)) ||
@@ -582,10 +603,8 @@ static enum ctq_status compute(struct ctq_runner *r, int64_t T, int64_t head_row
 		    (st = linear(r, &y->o, r->attn, T, r->h, err)) ||
 		    (st = allreduce(r, r->h, T * H, err)) ||
 		    (st = o->add(b, r->x, r->h, T * H, err)) ||
-		    (st = o->rmsnorm(b, r->x, y->post_norm, T, H, c->rms_eps, r->h, err)) ||
-		    (st = linear(r, &y->gu, r->h, T, r->gu, err)) ||
-		    (st = o->silu_mul(b, r->gu, T, I, r->act, err)) ||
-		    (st = linear(r, &y->down, r->act, T, r->h, err)) ||
+		    (st = producer_linear(r, r->x, y->post_norm, &y->gu, T, r->h, r->gu, err)) ||
+		    (st = producer_linear(r, r->gu, NULL, &y->down, T, r->act, r->h, err)) ||
 		    (st = allreduce(r, r->h, T * H, err)) ||
 		    (st = o->add(b, r->x, r->h, T * H, err)))
 			return st;

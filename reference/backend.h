@@ -135,6 +135,20 @@ struct ctq_backend_ops {
 	/* Optional: device memory free and total, in bytes. */
 	enum ctq_status (*mem_info)(struct ctq_backend *b, size_t *free_bytes, size_t *total_bytes,
 				    struct ctq_error *err);
+	/* Optional fused W8A8 producers: the output of rmsnorm (or silu_mul),
+	 * bit-identical to that op's, quantized per token straight into a
+	 * w8a8 workspace (q (M, K) int8, then s (M) f32 at the offsets of
+	 * ctq_w8a8_workspace_bytes(M, K)); linear_w8a8_q runs the int8 GEMM
+	 * and epilogue on such a workspace. The runner uses them together or
+	 * not at all. */
+	enum ctq_status (*rmsnorm_quant)(struct ctq_backend *b, const void *x, const float *w,
+					 int64_t M, int64_t H, float eps, void *ws,
+					 struct ctq_error *err);
+	enum ctq_status (*silu_mul_quant)(struct ctq_backend *b, const void *gu, int64_t M, int64_t I,
+					  void *ws, struct ctq_error *err);
+	enum ctq_status (*linear_w8a8_q)(struct ctq_backend *b, const void *ws, const int8_t *w,
+					 const float *s_w, const float *bias, int64_t M, int64_t N,
+					 int64_t K, void *y, struct ctq_error *err);
 	size_t act_bytes; /* bytes of one activation element: 4 (f32) or 2 (bf16) */
 };
 
@@ -149,6 +163,12 @@ static inline size_t ctq_w8a8_workspace_bytes(int64_t M, int64_t K)
 {
 	size_t q = ((size_t)M * (size_t)K + 255) & ~(size_t)255;
 	return q + (size_t)M * sizeof(float);
+}
+
+/* The scales inside such a workspace. */
+static inline float *ctq_w8a8_workspace_scales(void *ws, int64_t M, int64_t K)
+{
+	return (float *)((char *)ws + (ctq_w8a8_workspace_bytes(M, K) - (size_t)M * sizeof(float)));
 }
 
 /* The CPU reference backend. */

@@ -150,6 +150,9 @@ static const struct ctq_backend_ops ref_ops = {
 	.attention = ctq_refm_attention,
 	.silu_mul = ctq_refm_silu_mul,
 	.rows_to_host = ctq_refm_rows_to_host,
+	.rmsnorm_quant = ctq_refm_rmsnorm_quant,
+	.silu_mul_quant = ctq_refm_silu_mul_quant,
+	.linear_w8a8_q = ctq_refm_linear_w8a8_q,
 	.act_bytes = 4,
 };
 

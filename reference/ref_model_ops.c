@@ -77,21 +77,56 @@ enum ctq_status ctq_refm_linear_dense(struct ctq_backend *b, const void *x, cons
 	return CTQ_OK;
 }
 
+enum ctq_status ctq_refm_linear_w8a8_q(struct ctq_backend *b, const void *ws, const int8_t *w,
+				       const float *s_w, const float *bias, int64_t M, int64_t N,
+				       int64_t K, void *y, struct ctq_error *err)
+{
+	(void)b;
+	const float *s = ctq_w8a8_workspace_scales((void *)ws, M, K);
+	int32_t *acc = ctq_malloc((size_t)(M * N) * sizeof *acc + 1);
+	if (!acc)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "reference", "out of memory");
+	enum ctq_status st = ctq_ref_gemm_i8(ws, w, M, N, K, acc, err);
+	if (!st)
+		ctq_ref_w8a8_epilogue_f32(acc, s, s_w, bias, M, N, y);
+	free(acc);
+	return st;
+}
+
 enum ctq_status ctq_refm_linear_w8a8(struct ctq_backend *b, const void *x, const int8_t *w,
 				     const float *s_w, const float *bias, int64_t M, int64_t N,
 				     int64_t K, void *y, void *ws, struct ctq_error *err)
 {
-	(void)b;
-	int8_t *q = ws;
-	float *s = (float *)((char *)ws + (ctq_w8a8_workspace_bytes(M, K) - (size_t)M * sizeof(float)));
-	int32_t *acc = ctq_malloc((size_t)(M * N) * sizeof *acc + 1);
-	if (!acc)
+	ctq_ref_quantize_f32(x, M, K, ws, ctq_w8a8_workspace_scales(ws, M, K));
+	return ctq_refm_linear_w8a8_q(b, ws, w, s_w, bias, M, N, K, y, err);
+}
+
+/* The fused producers: the op into a scratch row block, then quantized as
+ * linear_w8a8 would quantize it (so bit-identical to the unfused pair). */
+enum ctq_status ctq_refm_rmsnorm_quant(struct ctq_backend *b, const void *x, const float *w,
+				       int64_t M, int64_t H, float eps, void *ws,
+				       struct ctq_error *err)
+{
+	float *tmp = ctq_malloc((size_t)(M * H) * sizeof *tmp + 1);
+	if (!tmp)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "reference", "out of memory");
-	ctq_ref_quantize_f32(x, M, K, q, s);
-	enum ctq_status st = ctq_ref_gemm_i8(q, w, M, N, K, acc, err);
+	enum ctq_status st = ctq_refm_rmsnorm(b, x, w, M, H, eps, tmp, err);
 	if (!st)
-		ctq_ref_w8a8_epilogue_f32(acc, s, s_w, bias, M, N, y);
-	free(acc);
+		ctq_ref_quantize_f32(tmp, M, H, ws, ctq_w8a8_workspace_scales(ws, M, H));
+	free(tmp);
+	return st;
+}
+
+enum ctq_status ctq_refm_silu_mul_quant(struct ctq_backend *b, const void *gu, int64_t M,
+					int64_t I, void *ws, struct ctq_error *err)
+{
+	float *tmp = ctq_malloc((size_t)(M * I) * sizeof *tmp + 1);
+	if (!tmp)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "reference", "out of memory");
+	enum ctq_status st = ctq_refm_silu_mul(b, gu, M, I, tmp, err);
+	if (!st)
+		ctq_ref_quantize_f32(tmp, M, I, ws, ctq_w8a8_workspace_scales(ws, M, I));
+	free(tmp);
 	return st;
 }
 

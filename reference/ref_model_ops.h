@@ -32,6 +32,14 @@ enum ctq_status ctq_refm_attention(struct ctq_backend *b, const void *q, const v
 				   struct ctq_error *err);
 enum ctq_status ctq_refm_silu_mul(struct ctq_backend *b, const void *gu, int64_t M, int64_t I,
 				  void *out, struct ctq_error *err);
+enum ctq_status ctq_refm_linear_w8a8_q(struct ctq_backend *b, const void *ws, const int8_t *w,
+				       const float *s_w, const float *bias, int64_t M, int64_t N,
+				       int64_t K, void *y, struct ctq_error *err);
+enum ctq_status ctq_refm_rmsnorm_quant(struct ctq_backend *b, const void *x, const float *w,
+				       int64_t M, int64_t H, float eps, void *ws,
+				       struct ctq_error *err);
+enum ctq_status ctq_refm_silu_mul_quant(struct ctq_backend *b, const void *gu, int64_t M,
+					int64_t I, void *ws, struct ctq_error *err);
 enum ctq_status ctq_refm_rows_to_host(struct ctq_backend *b, const void *x, int64_t N,
 				      const int64_t *idx, int64_t n, float *out,
 				      struct ctq_error *err);

@@ -176,6 +176,41 @@ Test(runner, w8a8_close_to_bf16)
 	drop_model(&m);
 }
 
+/* Quantizing inside RMSNorm and SiLU·mul (the fused producers) changes
+ * nothing but the number of ops: the logits are the same bits as with
+ * rmsnorm / silu_mul then linear_w8a8 (and on a hybrid checkpoint, whose
+ * BF16 linears keep the unfused path). */
+Test(runner, fused_producers_are_bit_identical)
+{
+	static const char *archs[] = {"qwen3", "qwen2", "llama"};
+	for (int a = 0; a < 3; a++) {
+		struct tmpmodel m;
+		make_model(&m, archs[a], true);
+		struct ctq_backend b;
+		struct ctq_error err = {0};
+		ctq_backend_reference(&b, &err);
+		cr_assert(b.ops->rmsnorm_quant && b.ops->silu_mul_quant && b.ops->linear_w8a8_q);
+		struct ctq_runner_options plain = opts;
+		plain.no_fuse = true;
+		struct ctq_runner rf, rp;
+		cr_assert_eq(ctq_runner_load(&rf, &b, m.qdir, &opts, &err), CTQ_OK, "%s", err.message);
+		cr_assert_eq(ctq_runner_load(&rp, &b, m.qdir, &plain, &err), CTQ_OK, "%s", err.message);
+		cr_assert_gt(rf.n_quantized, 0);
+		int32_t ids[T_TOK];
+		ids_for(rf.cfg.vocab, ids);
+		float *f = full_logits(&rf, ids), *p = full_logits(&rp, ids);
+		const size_t n = (size_t)(T_TOK * rf.cfg.vocab);
+		cr_expect(!memcmp(f, p, n * sizeof *f), "%s: fused and unfused logits differ (rel-L2 %g)",
+			  archs[a], rel_l2(f, p, n));
+		free(f);
+		free(p);
+		ctq_runner_free(&rf);
+		ctq_runner_free(&rp);
+		ctq_backend_close(&b);
+		drop_model(&m);
+	}
+}
+
 /* Goldens from Hugging Face transformers (tests/oracle/hf_logits.py). */
 Test(runner, logits_match_transformers)
 {
