@@ -230,6 +230,29 @@ static enum ctq_status cu_attention(struct ctq_backend *b, const void *q, const 
 				    err);
 }
 
+static enum ctq_status cu_rmsnorm_quant(struct ctq_backend *b, const void *x, const float *w,
+				       int64_t M, int64_t H, float eps, void *ws, struct ctq_error *err)
+{
+	return ctq_rmsnorm_quant_launch((const uint16_t *)x, M, w, H, eps, (int8_t *)ws,
+					ctq_w8a8_workspace_scales(ws, M, H), impl(b)->stream, err);
+}
+
+static enum ctq_status cu_silu_mul_quant(struct ctq_backend *b, const void *gu, int64_t M,
+					 int64_t I, void *ws, struct ctq_error *err)
+{
+	return ctq_silu_mul_quant_launch((const uint16_t *)gu, M, I, (int8_t *)ws,
+					 ctq_w8a8_workspace_scales(ws, M, I), impl(b)->stream, err);
+}
+
+static enum ctq_status cu_linear_w8a8_q(struct ctq_backend *b, const void *ws, const int8_t *w,
+					const float *s_w, const float *bias, int64_t M, int64_t N,
+					int64_t K, void *y, struct ctq_error *err)
+{
+	return ctq_gemm_w8a8_launch((const int8_t *)ws, w, ctq_w8a8_workspace_scales((void *)ws, M, K),
+				    s_w, bias, M, N, K, NULL, (uint16_t *)y, b->defects, impl(b)->stream,
+				    err);
+}
+
 static enum ctq_status cu_silu_mul(struct ctq_backend *b, const void *gu, int64_t M, int64_t I,
 				   void *out, struct ctq_error *err)
 {
@@ -353,6 +376,9 @@ static struct ctq_backend_ops make_cuda_ops(void)
 	o.mem_info = cu_mem_info;
 	o.bind = cu_bind;
 	o.allreduce_sum = cu_allreduce_sum;
+	o.rmsnorm_quant = cu_rmsnorm_quant;
+	o.silu_mul_quant = cu_silu_mul_quant;
+	o.linear_w8a8_q = cu_linear_w8a8_q;
 	o.act_bytes = 2;
 	return o;
 }

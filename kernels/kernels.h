@@ -66,6 +66,16 @@ enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_t *k, const
 enum ctq_status ctq_silu_mul_launch(const uint16_t *gu, int64_t M, int64_t I, uint16_t *out,
 				    void *stream, struct ctq_error *err);
 
+/* Fused W8A8 producers: the BF16 output of ctq_rmsnorm_launch (plain rows,
+ * ld = H) or ctq_silu_mul_launch, quantized per row into q (M, K) int8 and
+ * s (M) f32, never stored as BF16. Bit-identical to the op then
+ * ctq_quantize_launch. */
+enum ctq_status ctq_rmsnorm_quant_launch(const uint16_t *x, int64_t M, const float *w, int64_t H,
+					 float eps, int8_t *q, float *s, void *stream,
+					 struct ctq_error *err);
+enum ctq_status ctq_silu_mul_quant_launch(const uint16_t *gu, int64_t M, int64_t I, int8_t *q,
+					  float *s, void *stream, struct ctq_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,6 +3,7 @@
  * a paged-by-slot KV cache. Every kernel computes in f32 and rounds its
  * output to BF16 once. Shapes as in reference/backend.h. */
 #include "core/dtype.h"
+#include "core/numerics.h"
 #include "kernels/cuda_check.h"
 #include "kernels/kernels.h"
 
@@ -360,6 +361,80 @@ __global__ void attention_combine_kernel(const float *part_acc, const float *par
 	}
 }
 
+/* Fused W8A8 producers: the BF16 values rmsnorm_kernel / silu_mul_kernel
+ * would write, computed the same way (the same block size and reduction
+ * for the sum of squares), never stored; their per-row absolute maximum
+ * gives the scale and they are quantized as quantize_kernel would (core/
+ * numerics.h), into q (M, K) and s (M). Each row is read again from L1/L2
+ * for each pass instead of being kept. */
+__device__ __forceinline__ float block_amax(float v, float *red)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		v = ctq_amax_update(v, __shfl_xor_sync(0xffffffffu, v, o));
+	const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = (blockDim.x + 31) >> 5;
+	__syncthreads();
+	if (lane == 0)
+		red[w] = v;
+	__syncthreads();
+	float a = 0.0f;
+	for (int i = 0; i < nw; i++)
+		a = ctq_amax_update(a, red[i]);
+	return a;
+}
+
+__device__ __forceinline__ float rms_value(const uint16_t *xr, const float *w, int64_t k, float inv)
+{
+	const float n = ctq_bf16_to_f32(ctq_f32_to_bf16(ld_bf16(xr + k) * inv));
+	return ctq_bf16_to_f32(ctq_f32_to_bf16(n * w[k]));
+}
+
+__global__ void rmsnorm_quant_kernel(const uint16_t *x, const float *w, int64_t H, float eps,
+				     int8_t *q, float *s)
+{
+	__shared__ float red[32];
+	const int64_t r = blockIdx.x;
+	const uint16_t *xr = x + r * H;
+	float ss = 0.0f;
+	for (int64_t k = threadIdx.x; k < H; k += blockDim.x) {
+		float v = ld_bf16(xr + k);
+		ss += v * v;
+	}
+	ss = block_sum(ss, red);
+	const float inv = rsqrtf(ss / (float)H + eps);
+	float amax = 0.0f;
+	for (int64_t k = threadIdx.x; k < H; k += blockDim.x)
+		amax = ctq_amax_update(amax, rms_value(xr, w, k, inv));
+	amax = block_amax(amax, red);
+	const float sc = amax == 0.0f ? 0.0f : ctq_act_scale(amax);
+	if (threadIdx.x == 0)
+		s[r] = sc;
+	for (int64_t k = threadIdx.x; k < H; k += blockDim.x)
+		q[r * H + k] = ctq_quantize(rms_value(xr, w, k, inv), sc);
+}
+
+__device__ __forceinline__ float silu_value(const uint16_t *gr, int64_t I, int64_t c)
+{
+	const float g = ld_bf16(gr + c), u = ld_bf16(gr + I + c);
+	const float sg = ctq_bf16_to_f32(ctq_f32_to_bf16(g / (1.0f + __expf(-g))));
+	return ctq_bf16_to_f32(ctq_f32_to_bf16(sg * u));
+}
+
+__global__ void silu_mul_quant_kernel(const uint16_t *gu, int64_t I, int8_t *q, float *s)
+{
+	__shared__ float red[32];
+	const int64_t r = blockIdx.x;
+	const uint16_t *gr = gu + r * 2 * I;
+	float amax = 0.0f;
+	for (int64_t c = threadIdx.x; c < I; c += blockDim.x)
+		amax = ctq_amax_update(amax, silu_value(gr, I, c));
+	amax = block_amax(amax, red);
+	const float sc = amax == 0.0f ? 0.0f : ctq_act_scale(amax);
+	if (threadIdx.x == 0)
+		s[r] = sc;
+	for (int64_t c = threadIdx.x; c < I; c += blockDim.x)
+		q[r * I + c] = ctq_quantize(silu_value(gr, I, c), sc);
+}
+
 static unsigned blocks(int64_t n, int threads)
 {
 	return (unsigned)((n + threads - 1) / threads);
@@ -471,5 +546,27 @@ extern "C" enum ctq_status ctq_silu_mul_launch(const uint16_t *gu, int64_t M, in
 	if (M * I <= 0)
 		return CTQ_OK;
 	silu_mul_kernel<<<blocks(M * I, 256), 256, 0, (cudaStream_t)stream>>>(gu, M, I, out);
+	return CTQ_LAUNCH(err);
+}
+
+extern "C" enum ctq_status ctq_rmsnorm_quant_launch(const uint16_t *x, int64_t M, const float *w,
+						    int64_t H, float eps, int8_t *q, float *s,
+						    void *stream, struct ctq_error *err)
+{
+	if (M <= 0)
+		return CTQ_OK;
+	/* the block size of ctq_rmsnorm_launch: the same sum of squares */
+	int threads = H >= 1024 ? 1024 : H >= 256 ? 256 : 128;
+	rmsnorm_quant_kernel<<<(unsigned)M, threads, 0, (cudaStream_t)stream>>>(x, w, H, eps, q, s);
+	return CTQ_LAUNCH(err);
+}
+
+extern "C" enum ctq_status ctq_silu_mul_quant_launch(const uint16_t *gu, int64_t M, int64_t I,
+						     int8_t *q, float *s, void *stream,
+						     struct ctq_error *err)
+{
+	if (M <= 0)
+		return CTQ_OK;
+	silu_mul_quant_kernel<<<(unsigned)M, 256, 0, (cudaStream_t)stream>>>(gu, I, q, s);
 	return CTQ_LAUNCH(err);
 }

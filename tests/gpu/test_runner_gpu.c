@@ -35,7 +35,7 @@ static void make_model(char *dir, size_t cap, const char *arch, const char *qdir
 	}
 }
 
-static float *logits_with(const char *backend, const char *dir, bool no_graphs)
+static float *logits_fused(const char *backend, const char *dir, bool no_graphs, bool no_fuse)
 {
 	struct ctq_backend b;
 	struct ctq_error err = {0};
@@ -43,6 +43,7 @@ static float *logits_with(const char *backend, const char *dir, bool no_graphs)
 	struct ctq_runner r;
 	struct ctq_runner_options o = opts;
 	o.no_graphs = no_graphs;
+	o.no_fuse = no_fuse;
 	cr_assert_eq(ctq_runner_load(&r, &b, dir, &o, &err), CTQ_OK, "%s", err.message);
 	int64_t V = r.cfg.vocab;
 	int32_t ids[T_TOK], slot[T_TOK] = {0}, pos[T_TOK];
@@ -63,6 +64,11 @@ static float *logits_with(const char *backend, const char *dir, bool no_graphs)
 	ctq_runner_free(&r);
 	ctq_backend_close(&b);
 	return lg;
+}
+
+static float *logits_with(const char *backend, const char *dir, bool no_graphs)
+{
+	return logits_fused(backend, dir, no_graphs, false);
 }
 
 static float *logits_on(const char *backend, const char *dir)
@@ -141,4 +147,35 @@ Test(runner_gpu, graph_replay_equals_direct_launches, .timeout = 120)
 	}
 	ctq_remove_tree(dir);
 	ctq_remove_tree(qdir);
+}
+
+/* The fused W8A8 producers (quantization inside RMSNorm and SiLU·mul) give
+ * the same bits as the op then the quantization kernel, on the GPU too. */
+Test(runner_gpu, fused_producers_bit_identical_on_the_gpu, .timeout = 120)
+{
+	static const char *archs[] = {"qwen3", "qwen2", "llama"};
+	for (int a = 0; a < 3; a++) {
+		char dir[64], qdir[96];
+		snprintf(qdir, sizeof qdir, "/tmp/ctq-gpu-fuse-%s-%d", archs[a], (int)getpid());
+		make_model(dir, sizeof dir, archs[a], qdir);
+		float *f = logits_fused("cuda", qdir, false, false), *p = logits_fused("cuda", qdir, false, true);
+		int64_t V = 0; /* the vocabulary, from the checkpoint */
+		{
+			struct ctq_backend b;
+			struct ctq_error err = {0};
+			struct ctq_runner r;
+			cr_assert_eq(ctq_backend_open(&b, "reference", &err), CTQ_OK);
+			cr_assert_eq(ctq_runner_load(&r, &b, qdir, &opts, &err), CTQ_OK, "%s", err.message);
+			V = r.cfg.vocab;
+			ctq_runner_free(&r);
+			ctq_backend_close(&b);
+		}
+		const size_t n = (size_t)(T_TOK * V);
+		cr_expect(!memcmp(f, p, n * sizeof *f), "%s: fused and unfused CUDA logits differ (rel-L2 %g)",
+			  archs[a], rel_l2(f, p, n));
+		free(f);
+		free(p);
+		ctq_remove_tree(dir);
+		ctq_remove_tree(qdir);
+	}
 }
