@@ -160,20 +160,18 @@ if has decodeprof; then
 		--launch-count 400 ./build/ctq bench model --model "$models/q4b-w8a8" --backend cuda --batch 1 \
 		--input-len 128 --output-len 8 --warmup 0 --reps 1 --out "$out/decodeprof-run" \
 		>"$out/decodeprof.csv" 2>"$out/decodeprof.log"
-	python3 - "$out/decodeprof.csv" <<'PY' | tee -a "$log"
-import csv, sys, collections
-rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
-head = rows[0]; rows = rows[1:]
-ki, vi = head.index("Kernel Name"), head.index("Metric Value")
-tot = collections.Counter(); cnt = collections.Counter()
-for r in rows:
-    name = r[ki].split("(")[0].split("<")[0]
-    tot[name] += float(r[vi].replace(",", "")); cnt[name] += 1
-s = sum(tot.values())
-print(f"{len(rows)} kernels, {s/1e3:.1f} us in all")
-for k, v in tot.most_common(12):
-    print(f"  {k:40s} {cnt[k]:5d} launches {v/1e3:9.1f} us {100*v/s:5.1f}%  {v/cnt[k]/1e3:7.2f} us each")
-PY
+	python3 tools/ncu-summary.py "$out/decodeprof.csv" | tee -a "$log"
+fi
+if has prefillprof; then
+	# per-kernel device time of the 128-token prefill (batch 1): ncu with the
+	# caches left warm (--cache-control none), then the sum of kernel times
+	# against the TTFT the bench measured without the profiler
+	step prefill kernel times
+	timeout 240 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+		--launch-count 3000 ./build/ctq bench model --model "$models/${CTQ_PROF_MODEL:-q4b}" --backend cuda \
+		--batch 1 --input-len 128 --output-len 1 --warmup 0 --reps 1 --out "$out/prefillprof-run" \
+		>"$out/prefillprof.csv" 2>"$out/prefillprof.log"
+	python3 tools/ncu-summary.py "$out/prefillprof.csv" | tee -a "$log"
 fi
 if has smollm2; then
 	persist=${CTQ_PERSIST:-/tmp/ctq-persist}
