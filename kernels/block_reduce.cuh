@@ -1,0 +1,41 @@
+/* Device helpers shared by the model-op kernels (kernels/model_ops.cu,
+ * kernels/attention.cu): a BF16 load and block-wide sum / max over warp
+ * shuffles (any block size up to 1024; every thread gets the result). */
+#ifndef CTQ_KERNELS_BLOCK_REDUCE_CUH
+#define CTQ_KERNELS_BLOCK_REDUCE_CUH
+
+#include "core/dtype.h"
+
+__device__ __forceinline__ float ld_bf16(const uint16_t *p) { return ctq_bf16_to_f32(*p); }
+
+__device__ __forceinline__ float block_sum(float v, float *red)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = (blockDim.x + 31) >> 5;
+	__syncthreads();
+	if (lane == 0)
+		red[w] = v;
+	__syncthreads();
+	float s = 0.0f;
+	for (int i = 0; i < nw; i++)
+		s += red[i];
+	return s;
+}
+
+__device__ __forceinline__ float block_max(float v, float *red)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+	const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = (blockDim.x + 31) >> 5;
+	__syncthreads();
+	if (lane == 0)
+		red[w] = v;
+	__syncthreads();
+	float s = -INFINITY;
+	for (int i = 0; i < nw; i++)
+		s = fmaxf(s, red[i]);
+	return s;
+}
+
+#endif
