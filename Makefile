@@ -122,6 +122,12 @@ $(BUILD)/tests/gpu/%: tests/gpu/%.c $(BUILD)/libctq.a $(HARNESS_OBJ)
 	$(if $(Q),@echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(GPU_TEST_CPPFLAGS) $(CFLAGS) $(WARN) -Wno-missing-prototypes $(LDFLAGS) -o $@ $< $(HARNESS_LIB_OBJ) $(BUILD)/libctq.a -lcriterion $(LDLIBS)
 
+# GPU dev tools (tools/*.c with a CUDA build): build/tools/bench_ops
+$(BUILD)/tools/%: tools/%.c $(BUILD)/libctq.a
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  CC      $<")
+	$(Q)$(CC) $(CPPFLAGS) $(GPU_TEST_CPPFLAGS) $(CFLAGS) $(WARN) -Wno-missing-prototypes $(LDFLAGS) -o $@ $< $(BUILD)/libctq.a $(LDLIBS)
+
 # ---- set-up ----------------------------------------------------------------
 DEB_PKGS := libcjson-dev libcsv-dev libcriterion-dev libpcre2-dev gnuplot-nox
 

@@ -120,16 +120,16 @@ attention_kernel(const uint16_t *q, int64_t ld, const uint16_t *kc, const uint16
 #define ATT_SC 64
 #define ATT_GMAX 8
 
-__global__ void __launch_bounds__(128)
-attention_gqa_kernel(const uint16_t *q, int64_t ld, const uint16_t *kc, const uint16_t *vc,
-		     const int32_t *slot, const int32_t *pos, int heads, int kv_heads, int d,
-		     int64_t max_len, float scale, int chunks, uint16_t *out, float *part_acc,
-		     float *part_ml)
+/* The block (128 threads) for token t, KV head kh, chunk c of chunks; also
+ * the per-token path of attention_mma_kernel (c = 0, chunks = 1). */
+__device__ void gqa_block(const uint16_t *q, int64_t ld, const uint16_t *kc, const uint16_t *vc,
+			  const int32_t *slot, const int32_t *pos, int heads, int kv_heads, int d,
+			  int64_t max_len, float scale, int chunks, uint16_t *out, float *part_acc,
+			  float *part_ml, int t, int kh, int c)
 {
 	__shared__ float qs[ATT_GMAX * ATT_MAX_D];
 	__shared__ float p[ATT_GMAX][ATT_SC];
 	__shared__ float alpha_s[ATT_GMAX], m_s[ATT_GMAX], sum_s[ATT_GMAX];
-	const int t = blockIdx.x, kh = blockIdx.y, c = blockIdx.z;
 	const int G = heads / kv_heads, row = kv_heads * d;
 	const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 	const int64_t n = (int64_t)pos[t] + 1;
@@ -252,6 +252,258 @@ attention_gqa_kernel(const uint16_t *q, int64_t ld, const uint16_t *kc, const ui
 	}
 }
 
+__global__ void __launch_bounds__(128)
+attention_gqa_kernel(const uint16_t *q, int64_t ld, const uint16_t *kc, const uint16_t *vc,
+		     const int32_t *slot, const int32_t *pos, int heads, int kv_heads, int d,
+		     int64_t max_len, float scale, int chunks, uint16_t *out, float *part_acc,
+		     float *part_ml)
+{
+	gqa_block(q, ld, kc, vc, slot, pos, heads, kv_heads, d, max_len, scale, chunks, out, part_acc,
+		  part_ml, blockIdx.x, blockIdx.y, blockIdx.z);
+}
+
+/* ---- prefill: flash-attention on BF16 tensor cores ----
+ * Block: 4 warps, 64 query rows (row r: token t0 + r / G, head kh * G +
+ * r % G), one KV head. Keys in tiles of AM_BK, K and V tiles double-
+ * buffered in shared memory by cp.async, rows of D BF16 stored with the
+ * 16-byte chunk index XOR (row & 7) so ldmatrix reads are conflict-free.
+ * Per warp and tile: S (16 x AM_BK) = Q Kᵀ by mma.m16n8k16 (Q held in
+ * registers), scaled to log2 units, causally masked (key j visible to a row
+ * of position p iff j <= p), online softmax (running max and sum per row),
+ * P rounded to BF16 and O (16 x D) += P V with V read by ldmatrix.trans.
+ * Tiles past a warp's last visible key are skipped by that warp. */
+#define AM_ROWS 64
+#define AM_BK 64
+#define AM_MIN_T 64 /* fewer tokens: decode batches of distinct slots */
+
+__device__ __forceinline__ uint32_t am_smem_addr(const void *p)
+{
+	return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* element offset of (row, chunk) in a swizzled tile of rows of D BF16 */
+template <int D> __device__ __forceinline__ int am_off(int row, int chunk)
+{
+	return row * D + ((chunk ^ (row & 7)) << 3);
+}
+
+template <int D>
+__device__ __forceinline__ void am_load_tile(uint16_t *dst, const uint16_t *base, int64_t row_stride,
+					     int64_t j0, int64_t jmax)
+{
+	constexpr int CH = D / 8;
+	for (int i = threadIdx.x; i < AM_BK * CH; i += 128) {
+		const int r = i / CH, c = i % CH;
+		const int64_t j = j0 + r;
+		const bool ok = j <= jmax;
+		const uint16_t *src = ok ? base + j * row_stride + c * 8 : base;
+		asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(
+				     am_smem_addr(dst + am_off<D>(r, c))),
+			     "l"(src), "r"(ok ? 16 : 0));
+	}
+	asm volatile("cp.async.commit_group;\n" ::);
+}
+
+__device__ __forceinline__ void am_mma(float *c, const uint32_t *a, uint32_t b0, uint32_t b1)
+{
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+		     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+		     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* two f32 -> BF16 pair (round to nearest even), lo in the low half */
+__device__ __forceinline__ uint32_t am_pack_bf16(float lo, float hi)
+{
+	uint32_t r;
+	asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+	return r;
+}
+
+template <int D>
+__global__ void __launch_bounds__(128)
+attention_mma_kernel(const uint16_t *q, int64_t ld, const uint16_t *kc, const uint16_t *vc,
+		     const int32_t *slot, const int32_t *pos, int T, int heads, int kv_heads,
+		     int64_t max_len, float scale, uint16_t *out)
+{
+	extern __shared__ __align__(128) uint16_t am_smem[];
+	uint16_t *ks = am_smem, *vs = am_smem + 2 * AM_BK * D;
+	const int G = heads / kv_heads, BT = AM_ROWS / G;
+	const int kh = blockIdx.y;
+	const int t0 = (gridDim.x - 1 - blockIdx.x) * BT; /* the longest tiles first */
+	const int nt = T - t0 < BT ? T - t0 : BT;
+	const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+	const int s0 = slot[t0], p0 = pos[t0];
+	const bool run = tid >= nt || (slot[t0 + tid] == s0 && pos[t0 + tid] == p0 + tid);
+	if (!__syncthreads_and(run)) {
+		for (int i = 0; i < nt; i++) {
+			__syncthreads();
+			gqa_block(q, ld, kc, vc, slot, pos, heads, kv_heads, D, max_len, scale, 1, out,
+				  NULL, NULL, t0 + i, kh, 0);
+		}
+		return;
+	}
+	const int64_t row_stride = (int64_t)kv_heads * D;
+	const uint16_t *kb = kc + (int64_t)s0 * max_len * row_stride + (int64_t)kh * D;
+	const uint16_t *vb = vc + (int64_t)s0 * max_len * row_stride + (int64_t)kh * D;
+	const int64_t jmax = (int64_t)p0 + nt - 1; /* the last key any row sees */
+	const int ntiles = (int)(jmax / AM_BK) + 1;
+
+	/* this thread's rows: r_lo = warp * 16 + g and r_lo + 8 */
+	const int g = lane >> 2, tq = lane & 3;
+	const int r_lo = warp * 16 + g, r_hi = r_lo + 8;
+	const int tok_lo = r_lo / G, tok_hi = r_hi / G;
+	const int64_t plo = (int64_t)p0 + tok_lo, phi = (int64_t)p0 + tok_hi;
+	const int wfirst = (warp * 16) / G, wlast = (warp * 16 + 15) / G;
+	const int64_t wmin = (int64_t)p0 + wfirst;
+	const int64_t wmax = (int64_t)p0 + (wlast < nt - 1 ? wlast : nt - 1);
+	const bool wlive = wfirst < nt;
+
+	/* Q fragments, straight from global memory */
+	constexpr int KS = D / 16;
+	uint32_t qa[KS][4];
+	{
+		const bool vlo = tok_lo < nt, vhi = tok_hi < nt;
+		const uint16_t *qlo = q + (int64_t)(t0 + tok_lo) * ld + (int64_t)(kh * G + r_lo % G) * D;
+		const uint16_t *qhi = q + (int64_t)(t0 + tok_hi) * ld + (int64_t)(kh * G + r_hi % G) * D;
+#pragma unroll
+		for (int k = 0; k < KS; k++) {
+			const int c = k * 16 + 2 * tq;
+			qa[k][0] = vlo ? *(const uint32_t *)(qlo + c) : 0u;
+			qa[k][1] = vhi ? *(const uint32_t *)(qhi + c) : 0u;
+			qa[k][2] = vlo ? *(const uint32_t *)(qlo + c + 8) : 0u;
+			qa[k][3] = vhi ? *(const uint32_t *)(qhi + c + 8) : 0u;
+		}
+	}
+	float o[D / 8][4];
+#pragma unroll
+	for (int n = 0; n < D / 8; n++)
+		o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+	float m_lo = -INFINITY, m_hi = -INFINITY, l_lo = 0.0f, l_hi = 0.0f;
+	const float sl2 = scale * 1.4426950408889634f;
+
+	am_load_tile<D>(ks, kb, row_stride, 0, jmax);
+	am_load_tile<D>(vs, vb, row_stride, 0, jmax);
+	for (int kt = 0; kt < ntiles; kt++) {
+		const int buf = kt & 1;
+		if (kt + 1 < ntiles) {
+			am_load_tile<D>(ks + (buf ^ 1) * AM_BK * D, kb, row_stride, (int64_t)(kt + 1) * AM_BK, jmax);
+			am_load_tile<D>(vs + (buf ^ 1) * AM_BK * D, vb, row_stride, (int64_t)(kt + 1) * AM_BK, jmax);
+			asm volatile("cp.async.wait_group 2;\n" ::);
+		} else {
+			asm volatile("cp.async.wait_group 0;\n" ::);
+		}
+		__syncthreads();
+		const int64_t j0 = (int64_t)kt * AM_BK;
+		if (wlive && j0 <= wmax) {
+			const uint16_t *kt_s = ks + buf * AM_BK * D, *vt_s = vs + buf * AM_BK * D;
+			float sc[AM_BK / 8][4];
+#pragma unroll
+			for (int n = 0; n < AM_BK / 8; n++) {
+				sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.0f;
+#pragma unroll
+				for (int k = 0; k < KS; k += 2) {
+					/* matrices (keys n*8.., chunks 2k .. 2k+3) */
+					uint32_t b[4];
+					const int r = n * 8 + (lane & 7), ch = 2 * k + (lane >> 3);
+					asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+						     : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+						     : "r"(am_smem_addr(kt_s + am_off<D>(r, ch))));
+					am_mma(sc[n], qa[k], b[0], b[1]);
+					am_mma(sc[n], qa[k + 1], b[2], b[3]);
+				}
+			}
+			/* scale, mask, row maxima */
+			const bool mask = j0 + AM_BK - 1 > wmin;
+			float mx_lo = -INFINITY, mx_hi = -INFINITY;
+#pragma unroll
+			for (int n = 0; n < AM_BK / 8; n++) {
+				const int64_t j = j0 + n * 8 + 2 * tq;
+#pragma unroll
+				for (int e = 0; e < 2; e++) {
+					float a = sc[n][e] * sl2, b2 = sc[n][2 + e] * sl2;
+					if (mask) {
+						if (j + e > plo)
+							a = -INFINITY;
+						if (j + e > phi)
+							b2 = -INFINITY;
+					}
+					sc[n][e] = a;
+					sc[n][2 + e] = b2;
+					mx_lo = fmaxf(mx_lo, a);
+					mx_hi = fmaxf(mx_hi, b2);
+				}
+			}
+#pragma unroll
+			for (int off = 1; off <= 2; off <<= 1) {
+				mx_lo = fmaxf(mx_lo, __shfl_xor_sync(0xffffffffu, mx_lo, off));
+				mx_hi = fmaxf(mx_hi, __shfl_xor_sync(0xffffffffu, mx_hi, off));
+			}
+			const float mn_lo = fmaxf(m_lo, mx_lo), mn_hi = fmaxf(m_hi, mx_hi);
+			/* a row with nothing visible yet keeps everything at zero */
+			const float base_lo = mn_lo == -INFINITY ? 0.0f : mn_lo;
+			const float base_hi = mn_hi == -INFINITY ? 0.0f : mn_hi;
+			const float al_lo = exp2f(m_lo - base_lo), al_hi = exp2f(m_hi - base_hi);
+			m_lo = mn_lo;
+			m_hi = mn_hi;
+			float sum_lo = 0.0f, sum_hi = 0.0f;
+			uint32_t pa[AM_BK / 16][4];
+#pragma unroll
+			for (int n = 0; n < AM_BK / 8; n++) {
+				const float e0 = exp2f(sc[n][0] - base_lo), e1 = exp2f(sc[n][1] - base_lo);
+				const float e2 = exp2f(sc[n][2] - base_hi), e3 = exp2f(sc[n][3] - base_hi);
+				sum_lo += e0 + e1;
+				sum_hi += e2 + e3;
+				/* C fragment of n-tile n -> A fragment of k-step n / 2 */
+				pa[n >> 1][(n & 1) * 2 + 0] = am_pack_bf16(e0, e1);
+				pa[n >> 1][(n & 1) * 2 + 1] = am_pack_bf16(e2, e3);
+			}
+			l_lo = l_lo * al_lo + sum_lo;
+			l_hi = l_hi * al_hi + sum_hi;
+#pragma unroll
+			for (int n = 0; n < D / 8; n++) {
+				o[n][0] *= al_lo;
+				o[n][1] *= al_lo;
+				o[n][2] *= al_hi;
+				o[n][3] *= al_hi;
+			}
+			/* O += P V: k-steps of 16 keys, n-tiles of 8 dimensions */
+#pragma unroll
+			for (int k = 0; k < AM_BK / 16; k++) {
+#pragma unroll
+				for (int n = 0; n < D / 8; n += 2) {
+					uint32_t b[4];
+					const int mi = lane >> 3;
+					const int r = k * 16 + (mi & 1) * 8 + (lane & 7), ch = n + (mi >> 1);
+					asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+						     : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+						     : "r"(am_smem_addr(vt_s + am_off<D>(r, ch))));
+					am_mma(o[n], pa[k], b[0], b[1]);
+					am_mma(o[n + 1], pa[k], b[2], b[3]);
+				}
+			}
+		}
+		__syncthreads();
+	}
+	/* the sums over the quad, then O / l */
+#pragma unroll
+	for (int off = 1; off <= 2; off <<= 1) {
+		l_lo += __shfl_xor_sync(0xffffffffu, l_lo, off);
+		l_hi += __shfl_xor_sync(0xffffffffu, l_hi, off);
+	}
+	const float inv_lo = 1.0f / l_lo, inv_hi = 1.0f / l_hi;
+	uint16_t *olo = out + ((int64_t)(t0 + tok_lo) * heads + kh * G + r_lo % G) * D;
+	uint16_t *ohi = out + ((int64_t)(t0 + tok_hi) * heads + kh * G + r_hi % G) * D;
+#pragma unroll
+	for (int n = 0; n < D / 8; n++) {
+		const int c = n * 8 + 2 * tq;
+		if (tok_lo < nt)
+			*(uint32_t *)(olo + c) = am_pack_bf16(o[n][0] * inv_lo, o[n][1] * inv_lo);
+		if (tok_hi < nt)
+			*(uint32_t *)(ohi + c) = am_pack_bf16(o[n][2] * inv_hi, o[n][3] * inv_hi);
+	}
+}
+
 /* Merges the chunks of attention_gqa_kernel: one block per (token, head),
  * one thread per dimension. */
 __global__ void attention_combine_kernel(const float *part_acc, const float *part_ml, int heads,
@@ -303,6 +555,26 @@ extern "C" enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_
 		attention_kernel<<<dim3((unsigned)T, (unsigned)heads), ATT_THREADS, 0,
 				   (cudaStream_t)stream>>>(q, ld, kc, vc, slot, pos, heads, kv_heads, d,
 							   max_len, scale, out);
+		return CTQ_LAUNCH(err);
+	}
+	/* prefill: tensor cores for D = 64 / 128 and groups of 1, 2, 4 or 8
+	 * (the per-token fallback inside needs what gqa_block needs) */
+	if (T >= AM_MIN_T && (d == 64 || d == 128) && (G == 1 || G == 2 || G == 4 || G == 8) &&
+	    !getenv("CTQ_ATTENTION_NO_MMA")) {
+		const int BT = AM_ROWS / (int)G;
+		const dim3 grid((unsigned)((T + BT - 1) / BT), (unsigned)kv_heads);
+		const size_t smem = (size_t)4 * AM_BK * (size_t)d * 2;
+		if (d == 128) {
+			cudaFuncSetAttribute(attention_mma_kernel<128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+					     (int)smem);
+			attention_mma_kernel<128><<<grid, 128, smem, (cudaStream_t)stream>>>(
+				q, ld, kc, vc, slot, pos, (int)T, (int)heads, (int)kv_heads, max_len, scale, out);
+		} else {
+			cudaFuncSetAttribute(attention_mma_kernel<64>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+					     (int)smem);
+			attention_mma_kernel<64><<<grid, 128, smem, (cudaStream_t)stream>>>(
+				q, ld, kc, vc, slot, pos, (int)T, (int)heads, (int)kv_heads, max_len, scale, out);
+		}
 		return CTQ_LAUNCH(err);
 	}
 	/* chunks: enough (token, KV head, chunk) blocks for two per SM, each

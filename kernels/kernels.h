@@ -1,4 +1,4 @@
-/* ctq CUDA launchers (kernels/*.cu). C linkage, no CUDA types beyond the
+/* ctq CUDA launchers (the .cu files in kernels/). C linkage, no CUDA types beyond the
  * stream handle passed as void *. All pointers are device pointers; shapes
  * are row-major as in reference/ref_ops.h. Each launcher checks its launch
  * and returns a status; none synchronizes. */

@@ -5,7 +5,8 @@
 # benchmarks the qwen3-4b-shape synthetic model in BF16 and W8A8.
 # Usage: tools/h200-session.sh OUT_DIR [stage...]
 #   stages: build tests oracle probe bench smollm2 (and, by name: tp tpeval
-#   gputests benchref quick gemm serve decodeprof)
+#   gputests benchref quick gemm serve decodeprof
+#   prefillprof ops)
 # gemm: ctq bench gemm on the qwen3-4b shapes (4 shapes x 11 M x 5
 # implementations, 30 samples), then ctq report on it.
 # smollm2: the SmolLM2 GGUF arrives in parts (the device tool carries at most
@@ -28,7 +29,8 @@ if has build; then
 	step build
 	sh tools/unpack-deps.sh offline-deps deps-prefix >>"$log" 2>&1
 	make -j"$(nproc)" DEPS_PREFIX=deps-prefix all build/tests/gpu/test_kernels build/tests/gpu/test_runner_gpu \
-		build/tests/gpu/test_tp_gpu build/tests/gpu/test_bench_gemm_gpu build/tests/test_runner >>"$log" 2>&1 || { tail -30 "$log"; exit 1; }
+		build/tests/gpu/test_tp_gpu build/tests/gpu/test_bench_gemm_gpu build/tests/gpu/test_attention \
+		build/tools/bench_ops build/tests/test_runner >>"$log" 2>&1 || { tail -30 "$log"; exit 1; }
 fi
 export LD_LIBRARY_PATH=$PWD/deps-prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv >>"$log" 2>&1
@@ -110,6 +112,7 @@ fi
 if has gputests; then
 	step gpu tests
 	./build/tests/gpu/test_kernels --jobs 1 2>&1 | tail -2 | tee -a "$log"
+	./build/tests/gpu/test_attention --jobs 1 --verbose 2>&1 | grep -E "worst|FAIL|Assert|Synthesis" | tee -a "$log"
 	CTQ_FIXTURES=tests/fixtures ./build/tests/gpu/test_runner_gpu --jobs 1 2>&1 | grep -E "FAIL|Assert|Synthesis|rel-L2" | tee -a "$log"
 fi
 if has benchref; then
@@ -161,6 +164,11 @@ if has decodeprof; then
 		--input-len 128 --output-len 8 --warmup 0 --reps 1 --out "$out/decodeprof-run" \
 		>"$out/decodeprof.csv" 2>"$out/decodeprof.log"
 	python3 tools/ncu-summary.py "$out/decodeprof.csv" | tee -a "$log"
+fi
+if has ops; then
+	# device time per launch of the model ops at the Qwen3-4B shapes
+	step ops
+	./build/tools/bench_ops 2>&1 | tee -a "$log"
 fi
 if has prefillprof; then
 	# per-kernel device time of the 128-token prefill (batch 1): ncu with the
