@@ -504,6 +504,187 @@ attention_mma_kernel(const uint16_t *q, int64_t ld, const uint16_t *kc, const ui
 	}
 }
 
+/* ---- decode: split-key attention, keys streamed with 16-byte loads ----
+ * Block (128 threads) per (token, KV head, chunk of kpc keys); chunks past
+ * the token's context exit at once, so one launch shape (fixed at graph
+ * capture) serves every context length. A key row of D BF16 is read by D / 8
+ * lanes, 16 bytes each; a warp holds 32 / (D / 8) such streams, the block
+ * 4x that, each stream walking the chunk's keys with stride `streams`,
+ * AD_U keys per step with all their K and V loads issued first. Each
+ * stream keeps the G heads' running max (log2 units), sum and 8-dimension
+ * slice of the weighted sum; streams merge in shared memory, chunks in
+ * attention_decode_combine_kernel. */
+#define AD_U 4
+
+template <int D, int G>
+__global__ void __launch_bounds__(128)
+attention_decode_kernel(const uint16_t *q, int64_t ld, const uint16_t *kc, const uint16_t *vc,
+			const int32_t *slot, const int32_t *pos, int heads, int kv_heads, int64_t max_len,
+			float sl2, int kpc, uint16_t *out, float *part_acc, float *part_ml)
+{
+	constexpr int LPR = D / 8, RPW = 32 / LPR, NS = 4 * RPW;
+	__shared__ float sm_acc[NS][G][D];
+	__shared__ float sm_m[NS][G], sm_l[NS][G];
+	const int t = blockIdx.x, kh = blockIdx.y, c = blockIdx.z, chunks = gridDim.z;
+	const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+	const int sub = lane / LPR, li = lane % LPR, sidx = warp * RPW + sub;
+	const int64_t n = (int64_t)pos[t] + 1;
+	const int64_t j_begin = (int64_t)c * kpc;
+	if (j_begin >= n)
+		return;
+	const int64_t j_end = j_begin + kpc < n ? j_begin + kpc : n;
+	const int64_t row = (int64_t)kv_heads * D;
+	const uint16_t *kb = kc + (int64_t)slot[t] * max_len * row + (int64_t)kh * D + li * 8;
+	const uint16_t *vb = vc + (int64_t)slot[t] * max_len * row + (int64_t)kh * D + li * 8;
+	float qf[G][8], acc[G][8], m[G], l[G];
+#pragma unroll
+	for (int g = 0; g < G; g++) {
+		const uint4 qv = *(const uint4 *)(q + (int64_t)t * ld + (int64_t)(kh * G + g) * D + li * 8);
+		const uint32_t w4[4] = {qv.x, qv.y, qv.z, qv.w};
+#pragma unroll
+		for (int e = 0; e < 4; e++) {
+			qf[g][2 * e] = ctq_bf16_to_f32((uint16_t)(w4[e] & 0xffff)) * sl2;
+			qf[g][2 * e + 1] = ctq_bf16_to_f32((uint16_t)(w4[e] >> 16)) * sl2;
+		}
+#pragma unroll
+		for (int e = 0; e < 8; e++)
+			acc[g][e] = 0.0f;
+		m[g] = -INFINITY;
+		l[g] = 0.0f;
+	}
+	for (int64_t j0 = j_begin + sidx; j0 < j_end; j0 += (int64_t)NS * AD_U) {
+		uint4 kr[AD_U], vr[AD_U];
+#pragma unroll
+		for (int u = 0; u < AD_U; u++) {
+			const int64_t j = j0 + (int64_t)u * NS;
+			if (j < j_end) {
+				kr[u] = *(const uint4 *)(kb + j * row);
+				vr[u] = *(const uint4 *)(vb + j * row);
+			}
+		}
+		float sc[AD_U][G];
+#pragma unroll
+		for (int u = 0; u < AD_U; u++) {
+			const uint32_t w4[4] = {kr[u].x, kr[u].y, kr[u].z, kr[u].w};
+			float kf[8];
+#pragma unroll
+			for (int e = 0; e < 4; e++) {
+				kf[2 * e] = ctq_bf16_to_f32((uint16_t)(w4[e] & 0xffff));
+				kf[2 * e + 1] = ctq_bf16_to_f32((uint16_t)(w4[e] >> 16));
+			}
+#pragma unroll
+			for (int g = 0; g < G; g++) {
+				float a = 0.0f;
+#pragma unroll
+				for (int e = 0; e < 8; e++)
+					a += qf[g][e] * kf[e];
+#pragma unroll
+				for (int off = LPR / 2; off > 0; off >>= 1)
+					a += __shfl_xor_sync(0xffffffffu, a, off);
+				sc[u][g] = j0 + (int64_t)u * NS < j_end ? a : -INFINITY;
+			}
+		}
+#pragma unroll
+		for (int g = 0; g < G; g++) {
+			float mx = m[g];
+#pragma unroll
+			for (int u = 0; u < AD_U; u++)
+				mx = fmaxf(mx, sc[u][g]);
+			/* the first key of a step is always visible: mx is finite */
+			const float al = exp2f(m[g] - mx);
+			l[g] *= al;
+#pragma unroll
+			for (int e = 0; e < 8; e++)
+				acc[g][e] *= al;
+			m[g] = mx;
+		}
+#pragma unroll
+		for (int u = 0; u < AD_U; u++) {
+			if (j0 + (int64_t)u * NS >= j_end)
+				break;
+			const uint32_t w4[4] = {vr[u].x, vr[u].y, vr[u].z, vr[u].w};
+			float vf[8];
+#pragma unroll
+			for (int e = 0; e < 4; e++) {
+				vf[2 * e] = ctq_bf16_to_f32((uint16_t)(w4[e] & 0xffff));
+				vf[2 * e + 1] = ctq_bf16_to_f32((uint16_t)(w4[e] >> 16));
+			}
+#pragma unroll
+			for (int g = 0; g < G; g++) {
+				const float p = exp2f(sc[u][g] - m[g]);
+				l[g] += p;
+#pragma unroll
+				for (int e = 0; e < 8; e++)
+					acc[g][e] += p * vf[e];
+			}
+		}
+	}
+	/* merge the NS streams */
+#pragma unroll
+	for (int g = 0; g < G; g++) {
+#pragma unroll
+		for (int e = 0; e < 8; e++)
+			sm_acc[sidx][g][li * 8 + e] = acc[g][e];
+		if (li == 0) {
+			sm_m[sidx][g] = m[g];
+			sm_l[sidx][g] = l[g];
+		}
+	}
+	__syncthreads();
+	const bool single = kpc >= max_len || j_begin + kpc >= n && c == 0;
+	for (int i = tid; i < G * D; i += 128) {
+		const int g = i / D, e = i % D;
+		float M = -INFINITY;
+#pragma unroll
+		for (int s2 = 0; s2 < NS; s2++)
+			M = fmaxf(M, sm_m[s2][g]);
+		float L = 0.0f, A = 0.0f;
+#pragma unroll
+		for (int s2 = 0; s2 < NS; s2++) {
+			const float w = sm_m[s2][g] == -INFINITY ? 0.0f : exp2f(sm_m[s2][g] - M);
+			L += w * sm_l[s2][g];
+			A += w * sm_acc[s2][g][e];
+		}
+		const int64_t h = (int64_t)kh * G + g;
+		if (single) {
+			out[((int64_t)t * heads + h) * D + e] = ctq_f32_to_bf16(A / L);
+		} else {
+			const int64_t pe = ((int64_t)t * heads + h) * chunks + c;
+			part_acc[pe * D + e] = A;
+			if (e == 0) {
+				part_ml[2 * pe] = M;
+				part_ml[2 * pe + 1] = L;
+			}
+		}
+	}
+}
+
+/* Merges the chunks of attention_decode_kernel that the token's context
+ * reaches: one block per (token, head), one thread per dimension. */
+__global__ void attention_decode_combine_kernel(const float *part_acc, const float *part_ml,
+						const int32_t *pos, int heads, int d, int chunks, int kpc,
+						uint16_t *out)
+{
+	const int64_t th = (int64_t)blockIdx.x * heads + blockIdx.y;
+	const int64_t n = (int64_t)pos[blockIdx.x] + 1;
+	const int live = (int)((n + kpc - 1) / kpc);
+	if (live <= 1)
+		return; /* chunk 0 wrote the output itself */
+	const float *ml = part_ml + th * chunks * 2;
+	float mx = -INFINITY;
+	for (int c = 0; c < live; c++)
+		mx = fmaxf(mx, ml[2 * c]);
+	for (int i = threadIdx.x; i < d; i += blockDim.x) {
+		float num = 0.0f, den = 0.0f;
+		for (int c = 0; c < live; c++) {
+			const float w = exp2f(ml[2 * c] - mx);
+			num += w * part_acc[(th * chunks + c) * d + i];
+			den += w * ml[2 * c + 1];
+		}
+		out[th * d + i] = ctq_f32_to_bf16(num / den);
+	}
+}
+
 /* Merges the chunks of attention_gqa_kernel: one block per (token, head),
  * one thread per dimension. */
 __global__ void attention_combine_kernel(const float *part_acc, const float *part_ml, int heads,
@@ -577,6 +758,48 @@ extern "C" enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_
 		}
 		return CTQ_LAUNCH(err);
 	}
+	/* decode: key chunks of kpc (64 doubled while the grid would pass 16
+	 * blocks per SM or the partials the scratch) */
+	if ((d == 64 || d == 128) && (G == 1 || G == 2 || G == 4 || G == 8) && scratch &&
+	    !getenv("CTQ_ATTENTION_GQA")) {
+		int64_t kpc = 64, chunks = (max_len + kpc - 1) / kpc;
+		while (kpc < max_len && (T * kv_heads * chunks > 16 * (int64_t)sms ||
+					 (size_t)(T * heads * chunks) * (size_t)(d + 2) * sizeof(float) > scratch_bytes)) {
+			kpc *= 2;
+			chunks = (max_len + kpc - 1) / kpc;
+		}
+		if (chunks > 1 && (size_t)(T * heads * chunks) * (size_t)(d + 2) * sizeof(float) > scratch_bytes)
+			goto gqa; /* no room for partials at this batch: the older kernel */
+		const float sl2 = scale * 1.4426950408889634f;
+		float *pa = scratch, *pm = scratch + T * heads * chunks * d;
+		const dim3 grid((unsigned)T, (unsigned)kv_heads, (unsigned)chunks);
+		cudaStream_t s = (cudaStream_t)stream;
+#define AD_LAUNCH(DD, GG)                                                                          \
+	attention_decode_kernel<DD, GG><<<grid, 128, 0, s>>>(q, ld, kc, vc, slot, pos, (int)heads,  \
+							     (int)kv_heads, max_len, sl2, (int)kpc, out, \
+							     pa, pm)
+		if (d == 128)
+			switch (G) {
+			case 1: AD_LAUNCH(128, 1); break;
+			case 2: AD_LAUNCH(128, 2); break;
+			case 4: AD_LAUNCH(128, 4); break;
+			default: AD_LAUNCH(128, 8); break;
+			}
+		else
+			switch (G) {
+			case 1: AD_LAUNCH(64, 1); break;
+			case 2: AD_LAUNCH(64, 2); break;
+			case 4: AD_LAUNCH(64, 4); break;
+			default: AD_LAUNCH(64, 8); break;
+			}
+#undef AD_LAUNCH
+		if ((st = CTQ_LAUNCH(err)) != CTQ_OK || chunks == 1)
+			return st;
+		attention_decode_combine_kernel<<<dim3((unsigned)T, (unsigned)heads), (unsigned)d, 0, s>>>(
+			pa, pm, pos, (int)heads, (int)d, (int)chunks, (int)kpc, out);
+		return CTQ_LAUNCH(err);
+	}
+gqa:;
 	/* chunks: enough (token, KV head, chunk) blocks for two per SM, each
 	 * chunk at least one sub-chunk of keys long, partials within scratch */
 	int64_t chunks = 1;
