@@ -12,6 +12,17 @@
 
 #define GEMV_MAX_M 16
 #define GEMV_WARPS 8
+#define GEMV_U 4
+
+/* a weight row is read once: stream it past L1 (ld.global.nc.L1::no_allocate) */
+__device__ __forceinline__ int4 ld_stream(const int8_t *p)
+{
+	int4 v;
+	asm volatile("ld.global.nc.L1::no_allocate.v4.s32 {%0,%1,%2,%3}, [%4];\n"
+		     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+		     : "l"(p));
+	return v;
+}
 
 template <int MT>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
@@ -30,19 +41,34 @@ gemv_w8a8_kernel(const int8_t *__restrict__ q, const int8_t *__restrict__ w,
 		acc[m] = 0;
 	const int8_t *wr = w + n * K;
 	if (vec) {
-		for (int64_t k = (int64_t)lane * 16; k < K; k += 32 * 16) {
-			const int4 wv = __ldg((const int4 *)(wr + k));
+		/* GEMV_U weight loads per lane in flight before any is used: the
+		 * bytes in flight per SM, not the warps, bound a weight stream
+		 * when N is small (N = 2560: about 19 warps per SM) */
+		for (int64_t k0 = (int64_t)lane * 16; k0 < K; k0 += 32 * 16 * GEMV_U) {
+			int4 wv[GEMV_U];
 #pragma unroll
-			for (int m = 0; m < MT; m++) {
-				if (m >= M)
+			for (int u = 0; u < GEMV_U; u++) {
+				const int64_t k = k0 + (int64_t)u * 32 * 16;
+				if (k < K)
+					wv[u] = ld_stream(wr + k);
+			}
+#pragma unroll
+			for (int u = 0; u < GEMV_U; u++) {
+				const int64_t k = k0 + (int64_t)u * 32 * 16;
+				if (k >= K)
 					break;
-				const int4 qv = __ldg((const int4 *)(q + (int64_t)m * K + k));
-				int a = acc[m];
-				a = __dp4a(qv.x, wv.x, a);
-				a = __dp4a(qv.y, wv.y, a);
-				a = __dp4a(qv.z, wv.z, a);
-				a = __dp4a(qv.w, wv.w, a);
-				acc[m] = a;
+#pragma unroll
+				for (int m = 0; m < MT; m++) {
+					if (m >= M)
+						break;
+					const int4 qv = __ldg((const int4 *)(q + (int64_t)m * K + k));
+					int a = acc[m];
+					a = __dp4a(qv.x, wv[u].x, a);
+					a = __dp4a(qv.y, wv[u].y, a);
+					a = __dp4a(qv.z, wv[u].z, a);
+					a = __dp4a(qv.w, wv[u].w, a);
+					acc[m] = a;
+				}
 			}
 		}
 	} else {

@@ -596,8 +596,8 @@ static enum ctq_status compute(struct ctq_runner *r, int64_t T, int64_t head_row
 		if (c->qk_norm && ((st = o->head_norm(b, q, ld, T, nH, d, y->q_norm, c->rms_eps, err)) ||
 				   (st = o->head_norm(b, k, ld, T, nKV, d, y->k_norm, c->rms_eps, err))))
 			return st;
-		if ((st = o->rope(b, q, ld, r->d_pos, T, nH, d, r->inv_freq, err)) ||
-		    (st = o->rope(b, k, ld, r->d_pos, T, nKV, d, r->inv_freq, err)) ||
+		/* the k heads follow the q heads in a qkv row: one RoPE for both */
+		if ((st = o->rope(b, q, ld, r->d_pos, T, nH + nKV, d, r->inv_freq, err)) ||
 		    (st = o->attention(b, q, k, v, ld, r->k_cache[l], r->v_cache[l], r->d_slot, r->d_pos, T,
 				       nH, nKV, d, r->opt.max_len, r->attn, err)) ||
 		    (st = linear(r, &y->o, r->attn, T, r->h, err)) ||
