@@ -262,6 +262,62 @@ attention_gqa_kernel(const uint16_t *q, int64_t ld, const uint16_t *kc, const ui
 		  part_ml, blockIdx.x, blockIdx.y, blockIdx.z);
 }
 
+/* Qwen3's q/k norm and RoPE in one pass: block (token, head) of a qkv view;
+ * the head's RMSNorm exactly as rmsnorm_kernel computes it for rows of d
+ * (same block size, same sum of squares, BF16 rounding twice), the BF16
+ * result kept in shared memory, then rope_kernel's rotation of it. */
+__global__ void qk_norm_rope_kernel(uint16_t *x, int64_t ld, int nq, int d, const float *wq,
+				    const float *wk, float eps, const int32_t *pos,
+				    const float *inv_freq)
+{
+	__shared__ float red[32];
+	__shared__ uint16_t yb[ATT_MAX_D];
+	const int64_t t = blockIdx.x;
+	const int h = blockIdx.y;
+	uint16_t *v = x + t * ld + (int64_t)h * d;
+	const float *w = h < nq ? wq : wk;
+	float ss = 0.0f;
+	for (int k = threadIdx.x; k < d; k += blockDim.x) {
+		const float a = ld_bf16(v + k);
+		ss += a * a;
+	}
+	ss = block_sum(ss, red);
+	const float inv = rsqrtf(ss / (float)d + eps);
+	for (int k = threadIdx.x; k < d; k += blockDim.x) {
+		const float n = ctq_bf16_to_f32(ctq_f32_to_bf16(ld_bf16(v + k) * inv));
+		yb[k] = ctq_f32_to_bf16(n * w[k]);
+	}
+	__syncthreads();
+	const int half = d / 2;
+	for (int i = threadIdx.x; i < half; i += blockDim.x) {
+		float s, c;
+		sincosf((float)pos[t] * inv_freq[i], &s, &c);
+		c = ctq_bf16_to_f32(ctq_f32_to_bf16(c));
+		s = ctq_bf16_to_f32(ctq_f32_to_bf16(s));
+		const float x1 = ctq_bf16_to_f32(yb[i]), x2 = ctq_bf16_to_f32(yb[i + half]);
+		v[i] = ctq_f32_to_bf16(x1 * c - x2 * s);
+		v[i + half] = ctq_f32_to_bf16(x2 * c + x1 * s);
+	}
+}
+
+extern "C" enum ctq_status ctq_qk_norm_rope_launch(uint16_t *x, int64_t ld, int64_t T, int64_t nq,
+						   int64_t nk, int64_t d, const float *wq,
+						   const float *wk, float eps, const int32_t *pos,
+						   const float *inv_freq, void *stream,
+						   struct ctq_error *err)
+{
+	if (T <= 0)
+		return CTQ_OK;
+	if (d > ATT_MAX_D || d % 2)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "qk_norm_rope", "head_dim %lld: even and at most %d",
+				     (long long)d, ATT_MAX_D);
+	/* the block size of ctq_rmsnorm_launch for rows of d: the same sum */
+	const int threads = d >= 1024 ? 1024 : d >= 256 ? 256 : 128;
+	qk_norm_rope_kernel<<<dim3((unsigned)T, (unsigned)(nq + nk)), threads, 0, (cudaStream_t)stream>>>(
+		x, ld, (int)nq, (int)d, wq, wk, eps, pos, inv_freq);
+	return CTQ_LAUNCH(err);
+}
+
 /* ---- prefill: flash-attention on BF16 tensor cores ----
  * Block: 4 warps, 64 query rows (row r: token t0 + r / G, head kh * G +
  * r % G), one KV head. Keys in tiles of AM_BK, K and V tiles double-

@@ -217,6 +217,15 @@ static enum ctq_status cu_rope(struct ctq_backend *b, void *x, int64_t ld, const
 	return ctq_rope_launch((uint16_t *)x, ld, pos, T, heads, d, inv_freq, impl(b)->stream, err);
 }
 
+static enum ctq_status cu_qk_norm_rope(struct ctq_backend *b, void *x, int64_t ld, int64_t T,
+				       int64_t nq, int64_t nk, int64_t d, const float *wq,
+				       const float *wk, float eps, const int32_t *pos,
+				       const float *inv_freq, struct ctq_error *err)
+{
+	return ctq_qk_norm_rope_launch((uint16_t *)x, ld, T, nq, nk, d, wq, wk, eps, pos, inv_freq,
+				       impl(b)->stream, err);
+}
+
 static enum ctq_status cu_attention(struct ctq_backend *b, const void *q, const void *k,
 				    const void *v, int64_t ld, void *k_cache, void *v_cache,
 				    const int32_t *slot, const int32_t *pos, int64_t T, int64_t heads,
@@ -366,6 +375,7 @@ static struct ctq_backend_ops make_cuda_ops(void)
 	o.linear_w8a8 = cu_linear_w8a8;
 	o.head_norm = cu_head_norm;
 	o.rope = cu_rope;
+	o.qk_norm_rope = cu_qk_norm_rope;
 	o.attention = cu_attention;
 	o.silu_mul = cu_silu_mul;
 	o.rows_to_host = cu_rows_to_host;

@@ -63,6 +63,13 @@ enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_t *k, const
 				     int64_t d, int64_t max_len, uint16_t *out, float *scratch,
 				     size_t scratch_bytes, int sms, void *stream,
 				     struct ctq_error *err);
+/* Qwen3's q/k norm then RoPE, in place: the nq q heads normed by wq, the nk
+ * k heads after them by wk, then all rotated; bit-identical to
+ * ctq_rmsnorm_launch per head then ctq_rope_launch. */
+enum ctq_status ctq_qk_norm_rope_launch(uint16_t *x, int64_t ld, int64_t T, int64_t nq, int64_t nk,
+					int64_t d, const float *wq, const float *wk, float eps,
+					const int32_t *pos, const float *inv_freq, void *stream,
+					struct ctq_error *err);
 enum ctq_status ctq_silu_mul_launch(const uint16_t *gu, int64_t M, int64_t I, uint16_t *out,
 				    void *stream, struct ctq_error *err);
 

@@ -593,11 +593,18 @@ static enum ctq_status compute(struct ctq_runner *r, int64_t T, int64_t head_row
 		if ((st = producer_linear(r, r->x, y->in_norm, &y->qkv, T, r->h, r->qkv, err)))
 			return st;
 		void *q = r->qkv, *k = AT(r->qkv, nH * d), *v = AT(r->qkv, (nH + nKV) * d);
-		if (c->qk_norm && ((st = o->head_norm(b, q, ld, T, nH, d, y->q_norm, c->rms_eps, err)) ||
-				   (st = o->head_norm(b, k, ld, T, nKV, d, y->k_norm, c->rms_eps, err))))
-			return st;
-		/* the k heads follow the q heads in a qkv row: one RoPE for both */
-		if ((st = o->rope(b, q, ld, r->d_pos, T, nH + nKV, d, r->inv_freq, err)) ||
+		/* the k heads follow the q heads in a qkv row: one RoPE for both,
+		 * fused with the q/k norm where the backend offers it */
+		if (c->qk_norm && o->qk_norm_rope && !r->opt.no_fuse) {
+			st = o->qk_norm_rope(b, q, ld, T, nH, nKV, d, y->q_norm, y->k_norm, c->rms_eps, r->d_pos,
+					     r->inv_freq, err);
+		} else {
+			if (c->qk_norm && ((st = o->head_norm(b, q, ld, T, nH, d, y->q_norm, c->rms_eps, err)) ||
+					   (st = o->head_norm(b, k, ld, T, nKV, d, y->k_norm, c->rms_eps, err))))
+				return st;
+			st = o->rope(b, q, ld, r->d_pos, T, nH + nKV, d, r->inv_freq, err);
+		}
+		if (st ||
 		    (st = o->attention(b, q, k, v, ld, r->k_cache[l], r->v_cache[l], r->d_slot, r->d_pos, T,
 				       nH, nKV, d, r->opt.max_len, r->attn, err)) ||
 		    (st = linear(r, &y->o, r->attn, T, r->h, err)) ||

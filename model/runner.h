@@ -43,7 +43,7 @@ struct ctq_runner_options {
 	int64_t max_tokens;  /* tokens per forward call */
 	int tp, rank;        /* 0/0 or 1/0: no tensor parallelism */
 	bool no_graphs;      /* never replay decode steps as device graphs */
-	bool no_fuse;        /* never quantize inside RMSNorm / SiLU·mul (A/B checks) */
+	bool no_fuse;        /* unfused ops only: no quantization inside RMSNorm / SiLU·mul, no fused q/k norm + RoPE (A/B checks) */
 	struct ctq_tp_group *group; /* required when tp > 1 */
 };
 

@@ -150,6 +150,14 @@ struct ctq_backend_ops {
 					 const float *s_w, const float *bias, int64_t M, int64_t N,
 					 int64_t K, void *y, struct ctq_error *err);
 	size_t act_bytes; /* bytes of one activation element: 4 (f32) or 2 (bf16) */
+	/* Optional: Qwen3's q/k norm then RoPE in one pass, in place on a qkv
+	 * view: head_norm of the nq q heads by wq and of the nk k heads that
+	 * follow them by wk, then rope of all nq + nk heads; identical to
+	 * those three ops. */
+	enum ctq_status (*qk_norm_rope)(struct ctq_backend *b, void *x, int64_t ld, int64_t T,
+					int64_t nq, int64_t nk, int64_t d, const float *wq,
+					const float *wk, float eps, const int32_t *pos,
+					const float *inv_freq, struct ctq_error *err);
 };
 
 struct ctq_backend {
