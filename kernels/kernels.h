@@ -35,6 +35,13 @@ enum ctq_status ctq_gemv_w8a8_launch(const int8_t *q, const int8_t *w, const flo
 				     int64_t K, int32_t *acc, uint16_t *y, unsigned defects,
 				     void *stream, struct ctq_error *err);
 
+/* BF16 y (M, N) = bf16(x (M, K) · w (N, K)ᵀ) with f32 accumulation for
+ * decode (kernels/gemv_bf16.cu): 1 <= M <= 4, K % 8 == 0, x and w 16-byte
+ * aligned. */
+bool ctq_gemv_bf16_fits(const void *x, const void *w, int64_t M, int64_t K);
+enum ctq_status ctq_gemv_bf16_launch(const uint16_t *x, const uint16_t *w, int64_t M, int64_t N,
+				     int64_t K, uint16_t *y, void *stream, struct ctq_error *err);
+
 /* The epilogue alone over an int32 accumulator. */
 enum ctq_status ctq_w8a8_epilogue_launch(const int32_t *acc, const float *s_a, const float *s_w,
 					 const float *bias, int64_t M, int64_t N, uint16_t *y,

@@ -29,7 +29,7 @@ if has build; then
 	step build
 	sh tools/unpack-deps.sh offline-deps deps-prefix >>"$log" 2>&1
 	make -j"$(nproc)" DEPS_PREFIX=deps-prefix all build/tests/gpu/test_kernels build/tests/gpu/test_runner_gpu \
-		build/tests/gpu/test_tp_gpu build/tests/gpu/test_bench_gemm_gpu build/tests/gpu/test_attention \
+		build/tests/gpu/test_tp_gpu build/tests/gpu/test_bench_gemm_gpu build/tests/gpu/test_attention build/tests/gpu/test_dense \
 		build/tools/bench_ops build/tests/test_runner >>"$log" 2>&1 || { tail -30 "$log"; exit 1; }
 fi
 export LD_LIBRARY_PATH=$PWD/deps-prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -113,6 +113,7 @@ if has gputests; then
 	step gpu tests
 	./build/tests/gpu/test_kernels --jobs 1 2>&1 | tail -2 | tee -a "$log"
 	./build/tests/gpu/test_attention --jobs 1 --verbose 2>&1 | grep -E "worst|FAIL|Assert|Synthesis" | tee -a "$log"
+	./build/tests/gpu/test_dense --jobs 1 --verbose 2>&1 | grep -E "worst|FAIL|Assert|Synthesis" | tee -a "$log"
 	CTQ_FIXTURES=tests/fixtures ./build/tests/gpu/test_runner_gpu --jobs 1 2>&1 | grep -E "FAIL|Assert|Synthesis|rel-L2" | tee -a "$log"
 fi
 if has benchref; then
