@@ -123,6 +123,25 @@ static int op_add(int64_t M)
 	return ctq_add_launch(x, y, M * H, st, &e) ? fail("add", &e) : 0;
 }
 
+/* BF16 decode linear (M = 1) with the weights rotated through a 1 GiB pool,
+ * so that no launch finds its matrix in the 50 MB L2 */
+static uint16_t *wpool;
+#define WPOOL_ELEMS ((size_t)512 << 20)
+static const int64_t gemv_shape[5][2] = {{6144, 2560}, {2560, 4096}, {19456, 2560}, {2560, 9728}, {151936, 2560}};
+
+static int op_gemv_bf16(int64_t shape)
+{
+	static size_t off;
+	struct ctq_error e = {0};
+	const int64_t N = gemv_shape[shape][0], K = gemv_shape[shape][1];
+	const size_t n = (size_t)(N * K);
+	if (off + n > WPOOL_ELEMS)
+		off = 0;
+	const int rc = ctq_gemv_bf16_launch(x, wpool + off, 1, N, K, y, st, &e) ? fail("gemv_bf16", &e) : 0;
+	off += (n + 127) & ~(size_t)127;
+	return rc;
+}
+
 static int cmp_f(const void *a, const void *b)
 {
 	const float x1 = *(const float *)a, x2 = *(const float *)b;
@@ -244,6 +263,13 @@ int main(int argc, char **argv)
 	bench(filter, "quantize M=8192 K=2560", op_quantize_h, 8192, 0, 1);
 	bench(filter, "quantize M=8192 K=9728", op_quantize_i, 8192, 0, 1);
 	bench(filter, "rope T=1", op_rope, 1, 100, 1);
+	CK(cudaMalloc((void **)&wpool, WPOOL_ELEMS * 2));
+	CK(cudaMemset(wpool, 0x3c, WPOOL_ELEMS * 2));
+	bench(filter, "gemv_bf16 M=1 qkv 2560->6144", op_gemv_bf16, 0, 0, 1);
+	bench(filter, "gemv_bf16 M=1 o 4096->2560", op_gemv_bf16, 1, 0, 1);
+	bench(filter, "gemv_bf16 M=1 gate_up 2560->19456", op_gemv_bf16, 2, 0, 1);
+	bench(filter, "gemv_bf16 M=1 down 9728->2560", op_gemv_bf16, 3, 0, 1);
+	bench(filter, "gemv_bf16 M=1 lm_head 2560->151936", op_gemv_bf16, 4, 0, 1);
 	bench(filter, "add M=1", op_add, 1, 0, 1);
 	return 0;
 }
