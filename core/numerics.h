@@ -6,6 +6,7 @@
  *   per-token activation quantization:
  *     amax = max_k |x[m,k]|,  s = amax / 127,
  *     q = clamp(rint(x / s), -128, 127)  (ties to even), amax == 0 -> s = 0, q = 0
+ *     (kernels use ctq_quantize_fast: the same q without a division)
  *   W8A8 GEMM epilogue:
  *     acc = sum_k q[m,k] * w[n,k]   (int32, exact for K <= CTQ_K_MAX)
  *     y = bf16(((float)acc * s_a[m]) * s_w[n] + bias[n]), each step rounded
@@ -78,6 +79,68 @@ CTQ_NUM_FN int8_t ctq_quantize(float x, float s)
 	if (r < -128.0f)
 		return -128;
 	return (int8_t)r;
+}
+
+/* The fast form of ctq_quantize for a whole row: one correctly rounded
+ * reciprocal per row, then per element a multiply and additions instead
+ * of the IEEE division, rint and conversions; the exact formula is kept
+ * for the rare element next to a rounding boundary or outside
+ * [-127.5, 127.5]. ctq_quantize_fast(x, s, ctq_quantize_inv(s)) ==
+ * ctq_quantize(x, s) for every float x and s.
+ *
+ * Why it is exact. Let t = x / s (real), z = fl(t) (the division of
+ * ctq_quantize), inv = fl(1 / s), y = fl(x * inv); u = 2^-24. The fast
+ * formula is used only where s > 0 and inv is finite and normal (else
+ * ctq_quantize_inv gives NaN, which sends every element to the exact
+ * formula; s = 0, Inf or NaN give q = 0 for the whole row there), and
+ * its result only where |y| < 127.5 and y is more than TOL from every
+ * half-integer. Three ranges of |t|:
+ *  - |t| < 1/4: |z| <= 1/4 and |y| < 1/4 + 2^-24 (an underflowing
+ *    product included), so both round to 0 (the fast result).
+ *  - 1/4 <= |t| < 128: no underflow, so y = t (1 + e1)(1 + e2) and
+ *    z = t (1 + e3) with |e_i| <= u, and |y - z| <= |t| (3u + u^2)
+ *    < 3 * 2^-17 + 2^-41 < CTQ_QUANT_FAST_TOL = 2^-14. rint is monotone,
+ *    so rint(y) != rint(z) needs a half-integer h in the closed interval
+ *    between y and z, within |y - z| < TOL of y: such a y is sent to the
+ *    exact formula. Otherwise rint(y) == rint(z), in [-127, 127] as
+ *    |y| < 127.5: no clamp needed. Ties (z == h) go to the exact formula.
+ *  - |t| >= 128: |y| >= 128 (1 - u)^2 > 127.5: the exact formula.
+ * The test is computed exactly where it matters: for |y| < 2^22,
+ * m = y + 1.5 * 2^23 has an ulp of 1, so m - 1.5 * 2^23 = rint(y) (ties
+ * to even: 1.5 * 2^23 is even) and the low byte of m's bits is rint(y)
+ * mod 256; y - rint(y) is exact (a multiple of ulp(y) of at most 2^23
+ * ulps when rint(y) != 0, or y itself); 0.5 - |y - r| is exact for
+ * |y - r| >= 1/4 (Sterbenz) and >= 1/4 otherwise (rounding is monotone),
+ * so "> TOL" decides exactly as in real arithmetic. NaN, Inf or a large y
+ * fail the comparisons: exact formula. Every step is rounded on its own
+ * (CTQ_FMUL / CTQ_FADD are not contracted into a fused multiply-add on
+ * the device; the host builds with -ffp-contract=off). tests/test_ref_ops.c
+ * checks all 65536 bf16 x against hundreds of scales, and that TOL = 0
+ * would be wrong. */
+#define CTQ_QUANT_FAST_TOL 0x1p-14f
+
+/* The reciprocal ctq_quantize_fast wants for row scale s: fl(1 / s), or a
+ * NaN where the fast formula does not apply (s <= 0, NaN, Inf, or 1 / s
+ * not a finite normal float: s below about 2^-128 or above 2^126). */
+CTQ_NUM_FN float ctq_quantize_inv(float s)
+{
+	const float inv = CTQ_FDIV(1.0f, s);
+	if (s > 0.0f && inv >= 0x1p-126f && inv <= 0x1.fffffep127f)
+		return inv;
+	return ctq_f32_from_bits(0x7fc00000u);
+}
+
+CTQ_NUM_FN int8_t ctq_quantize_fast(float x, float s, float inv)
+{
+	const float y = CTQ_FMUL(x, inv);
+	const float m = CTQ_FADD(y, 0x1.8p23f); /* 1.5 * 2^23 + rint(y) */
+	const float r = CTQ_FADD(m, -0x1.8p23f);
+	/* distance from y to the nearest half-integer */
+	const float d = CTQ_FADD(0.5f, -fabsf(CTQ_FADD(y, -r)));
+	if (!(d > CTQ_QUANT_FAST_TOL && fabsf(y) < 127.5f))
+		return ctq_quantize(x, s);
+	const int32_t b = (int32_t)(ctq_f32_bits(m) & 0xffu);
+	return (int8_t)(b - ((b & 0x80) << 1));
 }
 
 /* One W8A8 output element: bf16(((float)acc * sa) * sw + bias). */

@@ -31,7 +31,7 @@ __global__ void rmsnorm_kernel(const uint16_t *x, int64_t ld, int64_t inner, con
 	float ss = 0.0f;
 	for (int64_t k = threadIdx.x; k < H; k += blockDim.x) {
 		float v = ld_bf16(x + off + k);
-		ss += v * v;
+		ss = __fmaf_rn(v, v, ss); /* rmsnorm_quant_*kernel: the same steps */
 	}
 	ss = block_sum(ss, red);
 	const float inv = rsqrtf(ss / (float)H + eps);
@@ -78,77 +78,210 @@ __global__ void silu_mul_kernel(const uint16_t *gu, int64_t M, int64_t I, uint16
 }
 
 /* Fused W8A8 producers: the BF16 values rmsnorm_kernel / silu_mul_kernel
- * would write, computed the same way (the same block size and reduction
- * for the sum of squares), never stored; their per-row absolute maximum
- * gives the scale and they are quantized as quantize_kernel would (core/
- * numerics.h), into q (M, K) and s (M). Each row is read again from L1/L2
- * for each pass instead of being kept. */
-__device__ __forceinline__ float block_amax(float v, float *red)
+ * would write, computed the same way, never stored; their per-row absolute
+ * maximum gives the scale and they are quantized as ctq_quantize_launch
+ * would (core/numerics.h), into q (M, K) and s (M). Each thread loads its
+ * inputs before using any, computes each BF16 value once and keeps its
+ * bits in registers for the amax and the quantization (the *_regs_kernel
+ * forms); rows past their register budget (or unaligned / K % 8 != 0 for
+ * SiLU·mul) take the forms that read the row again for each pass.
+ *
+ * The absolute maximum is an integer max of the sign-cleared BF16 bit
+ * patterns: |x| orders like (bits & 0x7fff), NaN patterns above Inf (the
+ * sticky-NaN max of ctq_amax_update; kernels/quant.cu amax_bits). */
+__device__ __forceinline__ uint32_t block_amax_bits(uint32_t a, uint32_t *red)
 {
-	for (int o = 16; o > 0; o >>= 1)
-		v = ctq_amax_update(v, __shfl_xor_sync(0xffffffffu, v, o));
+	a = __reduce_max_sync(0xffffffffu, a);
 	const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = (blockDim.x + 31) >> 5;
 	__syncthreads();
 	if (lane == 0)
-		red[w] = v;
+		red[w] = a;
 	__syncthreads();
-	float a = 0.0f;
+	a = 0;
 	for (int i = 0; i < nw; i++)
-		a = ctq_amax_update(a, red[i]);
+		a = max(a, red[i]);
 	return a;
+}
+
+/* The row scale from the integer amax, and the reciprocal for
+ * ctq_quantize_fast. */
+__device__ __forceinline__ float scale_of_bits(uint32_t a)
+{
+	return a == 0 ? 0.0f : ctq_act_scale(ctq_bf16_to_f32((uint16_t)a));
+}
+
+/* rmsnorm_kernel's output for x = xv, weight wk, 1/rms inv: BF16 bits. */
+__device__ __forceinline__ uint16_t rms_bits(float xv, float wk, float inv)
+{
+	const float n = ctq_bf16_to_f32(ctq_f32_to_bf16(xv * inv));
+	return ctq_f32_to_bf16(n * wk);
 }
 
 __device__ __forceinline__ float rms_value(const uint16_t *xr, const float *w, int64_t k, float inv)
 {
-	const float n = ctq_bf16_to_f32(ctq_f32_to_bf16(ld_bf16(xr + k) * inv));
-	return ctq_bf16_to_f32(ctq_f32_to_bf16(n * w[k]));
+	return ctq_bf16_to_f32(rms_bits(ld_bf16(xr + k), w[k], inv));
 }
 
+/* The sum of squares in rmsnorm_kernel's order: thread t adds x[k]^2 for
+ * k = t, t + blockDim.x, ... with one rounding per step (__fmaf_rn, what
+ * rmsnorm_kernel's ss += v * v is), then block_sum; NPT = elements per
+ * thread, the row held in registers. The launch uses rmsnorm's block size,
+ * so the sum, 1/rms and every BF16 value are rmsnorm_kernel's. */
+template <int NPT>
+__global__ void __launch_bounds__(1024)
+rmsnorm_quant_regs_kernel(const uint16_t *x, const float *w, int64_t H, float eps, int8_t *q,
+			  float *s)
+{
+	__shared__ float red[32];
+	__shared__ uint32_t red_a[32];
+	const int64_t r = blockIdx.x;
+	const uint16_t *xr = x + r * H; /* (H) bf16 */
+	const int T = (int)blockDim.x, t = (int)threadIdx.x;
+	float xv[NPT], wv[NPT];
+#pragma unroll
+	for (int j = 0; j < NPT; j++)
+		if (t + j * T < H) {
+			xv[j] = ld_bf16(xr + t + j * T);
+			wv[j] = w[t + j * T];
+		}
+	float ss = 0.0f;
+#pragma unroll
+	for (int j = 0; j < NPT; j++)
+		if (t + j * T < H)
+			ss = __fmaf_rn(xv[j], xv[j], ss);
+	ss = block_sum(ss, red);
+	const float inv = rsqrtf(ss / (float)H + eps);
+	uint16_t vb[NPT];
+	uint32_t a = 0;
+#pragma unroll
+	for (int j = 0; j < NPT; j++)
+		if (t + j * T < H) {
+			vb[j] = rms_bits(xv[j], wv[j], inv);
+			a = max(a, (uint32_t)(vb[j] & 0x7fffu));
+		}
+	a = block_amax_bits(a, red_a);
+	const float sc = scale_of_bits(a), sinv = ctq_quantize_inv(sc);
+	if (t == 0)
+		s[r] = sc;
+#pragma unroll
+	for (int j = 0; j < NPT; j++)
+		if (t + j * T < H)
+			q[r * H + t + j * T] = ctq_quantize_fast(ctq_bf16_to_f32(vb[j]), sc, sinv);
+}
+
+/* Any H: the row read again (L1/L2) for each pass, the same sums. */
 __global__ void rmsnorm_quant_kernel(const uint16_t *x, const float *w, int64_t H, float eps,
 				     int8_t *q, float *s)
 {
 	__shared__ float red[32];
+	__shared__ uint32_t red_a[32];
 	const int64_t r = blockIdx.x;
 	const uint16_t *xr = x + r * H;
 	float ss = 0.0f;
 	for (int64_t k = threadIdx.x; k < H; k += blockDim.x) {
 		float v = ld_bf16(xr + k);
-		ss += v * v;
+		ss = __fmaf_rn(v, v, ss);
 	}
 	ss = block_sum(ss, red);
 	const float inv = rsqrtf(ss / (float)H + eps);
-	float amax = 0.0f;
+	uint32_t a = 0;
 	for (int64_t k = threadIdx.x; k < H; k += blockDim.x)
-		amax = ctq_amax_update(amax, rms_value(xr, w, k, inv));
-	amax = block_amax(amax, red);
-	const float sc = amax == 0.0f ? 0.0f : ctq_act_scale(amax);
+		a = max(a, (uint32_t)(rms_bits(ld_bf16(xr + k), w[k], inv) & 0x7fffu));
+	a = block_amax_bits(a, red_a);
+	const float sc = scale_of_bits(a), sinv = ctq_quantize_inv(sc);
 	if (threadIdx.x == 0)
 		s[r] = sc;
 	for (int64_t k = threadIdx.x; k < H; k += blockDim.x)
-		q[r * H + k] = ctq_quantize(rms_value(xr, w, k, inv), sc);
+		q[r * H + k] = ctq_quantize_fast(rms_value(xr, w, k, inv), sc, sinv);
 }
 
-__device__ __forceinline__ float silu_value(const uint16_t *gr, int64_t I, int64_t c)
+/* silu_mul_kernel's output for gate g, up u: BF16 bits (HF: act_fn(gate)
+ * is a BF16 tensor, then times up; the division is kept as it is). */
+__device__ __forceinline__ uint16_t silu_bits(float g, float u)
 {
-	const float g = ld_bf16(gr + c), u = ld_bf16(gr + I + c);
 	const float sg = ctq_bf16_to_f32(ctq_f32_to_bf16(g / (1.0f + __expf(-g))));
-	return ctq_bf16_to_f32(ctq_f32_to_bf16(sg * u));
+	return ctq_f32_to_bf16(sg * u);
 }
 
+/* Two (gate, up) pairs packed as bf16 words to two output BF16 patterns. */
+__device__ __forceinline__ uint32_t silu_pair(uint32_t g2, uint32_t u2)
+{
+	const uint16_t lo = silu_bits(__uint_as_float(g2 << 16), __uint_as_float(u2 << 16));
+	const uint16_t hi = silu_bits(__uint_as_float(g2 & 0xffff0000u),
+				      __uint_as_float(u2 & 0xffff0000u));
+	return (uint32_t)lo | ((uint32_t)hi << 16);
+}
+
+__device__ __forceinline__ uint32_t quant_pair_bits(uint32_t two_bf16, float sc, float inv)
+{
+	const int8_t a = ctq_quantize_fast(__uint_as_float(two_bf16 << 16), sc, inv);
+	const int8_t b = ctq_quantize_fast(__uint_as_float(two_bf16 & 0xffff0000u), sc, inv);
+	return (uint32_t)(uint8_t)a | ((uint32_t)(uint8_t)b << 8);
+}
+
+/* I % 8 == 0, 16-byte aligned gu, 8-byte aligned q: one row per block,
+ * thread t holding the 8-wide groups g = t, t + blockDim.x, ... (C at
+ * most): gate and up loaded 16 bytes at a time, the 8 outputs kept as
+ * four words of BF16 pairs, q stored 8 bytes at a time. */
+template <int C>
+__global__ void __launch_bounds__(1024)
+silu_mul_quant_regs_kernel(const uint16_t *gu, int64_t I, int8_t *q, float *s)
+{
+	__shared__ uint32_t red_a[32];
+	const int64_t r = blockIdx.x;
+	const int groups = (int)(I / 8), T = (int)blockDim.x, t = (int)threadIdx.x;
+	const uint4 *gr = (const uint4 *)(gu + r * 2 * I); /* (groups) gate, then (groups) up */
+	uint2 *qr = (uint2 *)(q + r * I);                  /* (groups) */
+	uint4 gv[C], uv[C];
+#pragma unroll
+	for (int c = 0; c < C; c++)
+		if (t + c * T < groups) {
+			gv[c] = __ldg(gr + t + c * T);
+			uv[c] = __ldg(gr + groups + t + c * T);
+		}
+	uint32_t a = 0;
+#pragma unroll
+	for (int c = 0; c < C; c++)
+		if (t + c * T < groups) {
+			gv[c].x = silu_pair(gv[c].x, uv[c].x);
+			gv[c].y = silu_pair(gv[c].y, uv[c].y);
+			gv[c].z = silu_pair(gv[c].z, uv[c].z);
+			gv[c].w = silu_pair(gv[c].w, uv[c].w);
+			a = __vmaxu2(a, gv[c].x & 0x7fff7fffu);
+			a = __vmaxu2(a, gv[c].y & 0x7fff7fffu);
+			a = __vmaxu2(a, gv[c].z & 0x7fff7fffu);
+			a = __vmaxu2(a, gv[c].w & 0x7fff7fffu);
+		}
+	a = block_amax_bits(max(a & 0xffffu, a >> 16), red_a);
+	const float sc = scale_of_bits(a), sinv = ctq_quantize_inv(sc);
+	if (t == 0)
+		s[r] = sc;
+#pragma unroll
+	for (int c = 0; c < C; c++)
+		if (t + c * T < groups) {
+			uint2 o;
+			o.x = quant_pair_bits(gv[c].x, sc, sinv) | (quant_pair_bits(gv[c].y, sc, sinv) << 16);
+			o.y = quant_pair_bits(gv[c].z, sc, sinv) | (quant_pair_bits(gv[c].w, sc, sinv) << 16);
+			qr[t + c * T] = o;
+		}
+}
+
+/* Any I and alignment: the values computed once per pass. */
 __global__ void silu_mul_quant_kernel(const uint16_t *gu, int64_t I, int8_t *q, float *s)
 {
-	__shared__ float red[32];
+	__shared__ uint32_t red_a[32];
 	const int64_t r = blockIdx.x;
 	const uint16_t *gr = gu + r * 2 * I;
-	float amax = 0.0f;
+	uint32_t a = 0;
 	for (int64_t c = threadIdx.x; c < I; c += blockDim.x)
-		amax = ctq_amax_update(amax, silu_value(gr, I, c));
-	amax = block_amax(amax, red);
-	const float sc = amax == 0.0f ? 0.0f : ctq_act_scale(amax);
+		a = max(a, (uint32_t)(silu_bits(ld_bf16(gr + c), ld_bf16(gr + I + c)) & 0x7fffu));
+	a = block_amax_bits(a, red_a);
+	const float sc = scale_of_bits(a), sinv = ctq_quantize_inv(sc);
 	if (threadIdx.x == 0)
 		s[r] = sc;
 	for (int64_t c = threadIdx.x; c < I; c += blockDim.x)
-		q[r * I + c] = ctq_quantize(silu_value(gr, I, c), sc);
+		q[r * I + c] = ctq_quantize_fast(
+			ctq_bf16_to_f32(silu_bits(ld_bf16(gr + c), ld_bf16(gr + I + c))), sc, sinv);
 }
 
 static unsigned blocks(int64_t n, int threads)
@@ -214,9 +347,23 @@ extern "C" enum ctq_status ctq_rmsnorm_quant_launch(const uint16_t *x, int64_t M
 {
 	if (M <= 0)
 		return CTQ_OK;
+	cudaStream_t st = (cudaStream_t)stream;
 	/* the block size of ctq_rmsnorm_launch: the same sum of squares */
-	int threads = H >= 1024 ? 1024 : H >= 256 ? 256 : 128;
-	rmsnorm_quant_kernel<<<(unsigned)M, threads, 0, (cudaStream_t)stream>>>(x, w, H, eps, q, s);
+	const int threads = H >= 1024 ? 1024 : H >= 256 ? 256 : 128;
+	const int64_t npt = (H + threads - 1) / threads;
+	const unsigned grid = (unsigned)M;
+	if (npt <= 2)
+		rmsnorm_quant_regs_kernel<2><<<grid, threads, 0, st>>>(x, w, H, eps, q, s);
+	else if (npt <= 3)
+		rmsnorm_quant_regs_kernel<3><<<grid, threads, 0, st>>>(x, w, H, eps, q, s);
+	else if (npt <= 4)
+		rmsnorm_quant_regs_kernel<4><<<grid, threads, 0, st>>>(x, w, H, eps, q, s);
+	else if (npt <= 8)
+		rmsnorm_quant_regs_kernel<8><<<grid, threads, 0, st>>>(x, w, H, eps, q, s);
+	else if (npt <= 16)
+		rmsnorm_quant_regs_kernel<16><<<grid, threads, 0, st>>>(x, w, H, eps, q, s);
+	else
+		rmsnorm_quant_kernel<<<grid, threads, 0, st>>>(x, w, H, eps, q, s);
 	return CTQ_LAUNCH(err);
 }
 
@@ -226,6 +373,22 @@ extern "C" enum ctq_status ctq_silu_mul_quant_launch(const uint16_t *gu, int64_t
 {
 	if (M <= 0)
 		return CTQ_OK;
-	silu_mul_quant_kernel<<<(unsigned)M, 256, 0, (cudaStream_t)stream>>>(gu, I, q, s);
+	cudaStream_t st = (cudaStream_t)stream;
+	const unsigned grid = (unsigned)M;
+	const int64_t groups = I / 8;
+	if (I > 0 && I % 8 == 0 && (uintptr_t)gu % 16 == 0 && (uintptr_t)q % 8 == 0 &&
+	    groups <= 4 * 1024) {
+		/* up to 1024 threads, the fewest groups (1, 2 or 4) per thread */
+		const int C = groups <= 1024 ? 1 : groups <= 2048 ? 2 : 4;
+		const int threads = (int)((groups + C - 1) / C + 31) / 32 * 32;
+		if (C == 1)
+			silu_mul_quant_regs_kernel<1><<<grid, threads, 0, st>>>(gu, I, q, s);
+		else if (C == 2)
+			silu_mul_quant_regs_kernel<2><<<grid, threads, 0, st>>>(gu, I, q, s);
+		else
+			silu_mul_quant_regs_kernel<4><<<grid, threads, 0, st>>>(gu, I, q, s);
+	} else {
+		silu_mul_quant_kernel<<<grid, 256, 0, st>>>(gu, I, q, s);
+	}
 	return CTQ_LAUNCH(err);
 }

@@ -1,170 +1,160 @@
-/* ctq per-token int8 quantization on the GPU: one block per row (token).
- * Two passes over the row — the absolute maximum (a sticky-NaN max,
- * core/numerics.h), then x / s rounded to nearest even and saturated. The
- * second pass reads the row from L1/L2 (quantize_kernel, any K) or from
- * registers (quantize_vec_kernel, K % 8 == 0 up to 10240). Bit-identical
- * to ctq_ref_quantize_bf16. */
+/* ctq per-token int8 quantization on the GPU, bit-identical to
+ * ctq_ref_quantize_bf16 (core/numerics.h): s = amax / 127 per row, q =
+ * clamp(rint(x / s)) ties to even.
+ *
+ * Launch table (ctq_quantize_launch; G = K / 8 16-byte groups of a row):
+ *   K % 8 == 0, x 16-byte and q 8-byte aligned (quantize_rows_kernel<C>):
+ *     M <= 256, G <= 8192: one row per block of 32 * ceil(G / C / 32)
+ *       threads (latency bound), C = 1, 2, 4 or 8, the fewest that keep
+ *       it <= 1024 threads: K = 2560 -> 320 x 1, 4096 -> 512 x 1,
+ *       9728 -> 608 x 2, 12288 -> 768 x 2.
+ *     M > 256, G <= 3072: w = 1, 2, 4 or 8 warps per row, the fewest with
+ *       at most 12 groups per thread (C rounded up to even), blocks of up
+ *       to 256 threads with up to 8 rows but at least ~264 blocks:
+ *       K = 2560 -> 1 warp x 10, 4096 -> 2 x 8, 9728 -> 4 x 10,
+ *       12288 -> 4 x 12, 16384 -> 8 x 8.
+ *     M > 256, 3072 < G <= 8192: one row per block as for few rows.
+ *   otherwise (K % 8 != 0, misaligned, K > 65536): quantize_kernel, one
+ *     256-thread block per row, the row read twice.
+ * In quantize_rows_kernel each thread loads all its groups before using
+ * any and keeps them in registers; q is stored 8 bytes at a time. Per
+ * element the work is small: the absolute maximum is an integer max over
+ * two bf16 at a time (amax_bits), and q comes from ctq_quantize_fast (a
+ * multiply by the row's reciprocal and three additions; the exact
+ * division only next to a rounding boundary). The thresholds are chosen
+ * for an H200 (132 SMs) and not yet measured. */
 #include "core/dtype.h"
 #include "core/numerics.h"
 #include "kernels/cuda_check.h"
 #include "kernels/kernels.h"
 
-#define QUANT_THREADS 256
-
-__global__ void quantize_kernel(const uint16_t *__restrict__ x, int64_t K, int8_t *__restrict__ q,
-				float *__restrict__ s)
+/* |b| of a bf16 b, as a float, orders exactly like b & 0x7fff as an
+ * unsigned integer (sign-magnitude with the exponent above the mantissa),
+ * and the NaN patterns (b & 0x7fff) > 0x7f80 come after Inf. So the
+ * integer max of the sign-cleared patterns is the pattern of the sticky-
+ * NaN absolute maximum of ctq_amax_update, and the max is associative and
+ * commutative like it. (A NaN amax may carry a different payload than a
+ * float fold would; s = amax / 127 is a NaN either way, and GPU float
+ * arithmetic is expected to return its canonical NaN 0x7fffffff for a NaN
+ * operand, so the bits of s would not change; tests/gpu/test_kernels.c
+ * only asks for a NaN, as the CPU's s keeps the payload.) Packed: two
+ * bf16 per 32-bit word, two 16-bit maxima per instruction. */
+__device__ __forceinline__ uint32_t amax_bits(uint32_t acc, uint32_t two_bf16)
 {
-	const int64_t row = blockIdx.x;
-	const uint16_t *xr = x + row * K;
-	int8_t *qr = q + row * K;
-	__shared__ float warp_amax[QUANT_THREADS / 32];
-	__shared__ float row_scale;
-
-	float amax = 0.0f;
-	for (int64_t k = threadIdx.x; k < K; k += blockDim.x)
-		amax = ctq_amax_update(amax, ctq_bf16_to_f32(xr[k]));
-	for (int off = 16; off > 0; off >>= 1)
-		amax = ctq_amax_update(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-	if ((threadIdx.x & 31) == 0)
-		warp_amax[threadIdx.x >> 5] = amax;
-	__syncthreads();
-	if (threadIdx.x == 0) {
-		float a = 0.0f;
-		for (int w = 0; w < (int)(blockDim.x >> 5); w++)
-			a = ctq_amax_update(a, warp_amax[w]);
-		float sc = a == 0.0f ? 0.0f : ctq_act_scale(a);
-		row_scale = sc;
-		s[row] = sc;
-	}
-	__syncthreads();
-	const float sc = row_scale;
-	for (int64_t k = threadIdx.x; k < K; k += blockDim.x)
-		qr[k] = ctq_quantize(ctq_bf16_to_f32(xr[k]), sc);
+	return __vmaxu2(acc, two_bf16 & 0x7fff7fffu);
 }
 
-/* The vectorised form for K % 8 == 0 with 16-byte aligned rows and
- * K <= QV_THREADS * 8 * QV_CHUNKS: each thread loads its 8-element groups
- * once (16-byte loads) and keeps them in registers for the second pass, so
- * the row is read from memory exactly once; q is stored 8 bytes at a time.
- * Same formulas, same bits (the amax reduction is order-independent). */
-#define QV_THREADS 128
-#define QV_CHUNKS 10
-
-__device__ __forceinline__ uint32_t quant_pair(uint32_t two_bf16, float sc)
+/* The row scale from the integer amax of a row (both 16-bit halves). */
+__device__ __forceinline__ float scale_from_bits(uint32_t packed)
 {
-	const int8_t a = ctq_quantize(ctq_bf16_to_f32((uint16_t)(two_bf16 & 0xffff)), sc);
-	const int8_t b = ctq_quantize(ctq_bf16_to_f32((uint16_t)(two_bf16 >> 16)), sc);
+	const uint32_t m = max(packed & 0xffffu, packed >> 16);
+	return m == 0 ? 0.0f : ctq_act_scale(ctq_bf16_to_f32((uint16_t)m));
+}
+
+/* Two bf16 (one word) to two q bytes in the low half of the result. */
+__device__ __forceinline__ uint32_t quant_pair(uint32_t two_bf16, float sc, float inv)
+{
+	const int8_t a = ctq_quantize_fast(__uint_as_float(two_bf16 << 16), sc, inv);
+	const int8_t b = ctq_quantize_fast(__uint_as_float(two_bf16 & 0xffff0000u), sc, inv);
 	return (uint32_t)(uint8_t)a | ((uint32_t)(uint8_t)b << 8);
 }
 
-__device__ __forceinline__ float amax_pair(float amax, uint32_t two_bf16)
+__device__ __forceinline__ uint2 quant_group(uint4 v, float sc, float inv)
 {
-	amax = ctq_amax_update(amax, ctq_bf16_to_f32((uint16_t)(two_bf16 & 0xffff)));
-	return ctq_amax_update(amax, ctq_bf16_to_f32((uint16_t)(two_bf16 >> 16)));
+	uint2 o;
+	o.x = quant_pair(v.x, sc, inv) | (quant_pair(v.y, sc, inv) << 16);
+	o.y = quant_pair(v.z, sc, inv) | (quant_pair(v.w, sc, inv) << 16);
+	return o;
 }
 
-__global__ void __launch_bounds__(QV_THREADS)
-quantize_vec_kernel(const uint16_t *__restrict__ x, int64_t K, int8_t *__restrict__ q,
-		    float *__restrict__ s)
+/* Rows of K = 8 * groups, tpr threads per row (blockDim.x = tpr * rows per
+ * block), each thread holding groups g = t, t + tpr, ... (C of them at
+ * most: coalesced across the row's threads). The row's amax: packed max
+ * per thread, a warp reduction, and with more than one warp per row the
+ * warps' maxima through shared memory (one barrier; every thread of the
+ * block reaches it, rows past M included). */
+template <int C, int MAX_THREADS>
+__global__ void __launch_bounds__(MAX_THREADS)
+quantize_rows_kernel(const uint16_t *__restrict__ x, int64_t M, int groups, int tpr,
+		     int8_t *__restrict__ q, float *__restrict__ s)
+{
+	__shared__ uint32_t warp_amax[MAX_THREADS / 32];
+	const int t = (int)threadIdx.x % tpr;
+	const int64_t row = (int64_t)blockIdx.x * (blockDim.x / tpr) + threadIdx.x / tpr;
+	const bool live = row < M;
+	const uint4 *xr = (const uint4 *)x + row * groups; /* (groups) uint4 */
+	uint2 *qr = (uint2 *)q + row * groups;            /* (groups) uint2 */
+	uint4 v[C];
+#pragma unroll
+	for (int c = 0; c < C; c++)
+		if (live && c * tpr + t < groups)
+			v[c] = __ldg(xr + c * tpr + t);
+	uint32_t a = 0;
+#pragma unroll
+	for (int c = 0; c < C; c++)
+		if (live && c * tpr + t < groups)
+			a = amax_bits(amax_bits(amax_bits(amax_bits(a, v[c].x), v[c].y), v[c].z),
+				      v[c].w);
+	a = __reduce_max_sync(0xffffffffu, max(a & 0xffffu, a >> 16));
+	if (tpr > 32) {
+		if ((threadIdx.x & 31) == 0)
+			warp_amax[threadIdx.x >> 5] = a;
+		__syncthreads();
+		const int w0 = (int)(threadIdx.x / tpr) * (tpr >> 5);
+		for (int w = 0; w < tpr >> 5; w++)
+			a = max(a, warp_amax[w0 + w]);
+	}
+	if (!live)
+		return;
+	const float sc = scale_from_bits(a);
+	const float inv = ctq_quantize_inv(sc);
+	if (t == 0)
+		s[row] = sc;
+#pragma unroll
+	for (int c = 0; c < C; c++)
+		if (c * tpr + t < groups)
+			qr[c * tpr + t] = quant_group(v[c], sc, inv);
+}
+
+/* Any K and alignment: one block per row, the row read twice (the second
+ * time from L1/L2). */
+#define QUANT_THREADS 256
+
+__global__ void __launch_bounds__(QUANT_THREADS)
+quantize_kernel(const uint16_t *__restrict__ x, int64_t K, int8_t *__restrict__ q,
+		float *__restrict__ s)
 {
 	const int64_t row = blockIdx.x;
-	const uint4 *xr = (const uint4 *)(x + row * K);
-	uint2 *qr = (uint2 *)(q + row * K);
-	const int groups = (int)(K / 8);
-	__shared__ float warp_amax[QV_THREADS / 32];
-	__shared__ float row_scale;
-	uint4 v[QV_CHUNKS];
-	float amax = 0.0f;
-#pragma unroll
-	for (int c = 0; c < QV_CHUNKS; c++) {
-		const int g = c * QV_THREADS + threadIdx.x;
-		if (g < groups) {
-			v[c] = __ldg(xr + g);
-			amax = amax_pair(amax_pair(amax, v[c].x), v[c].y);
-			amax = amax_pair(amax_pair(amax, v[c].z), v[c].w);
-		}
-	}
-	for (int off = 16; off > 0; off >>= 1)
-		amax = ctq_amax_update(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+	const uint16_t *xr = x + row * K; /* (K) bf16 */
+	int8_t *qr = q + row * K;
+	__shared__ uint32_t warp_amax[QUANT_THREADS / 32];
+	uint32_t a = 0;
+	for (int64_t k = threadIdx.x; k < K; k += blockDim.x)
+		a = max(a, (uint32_t)(xr[k] & 0x7fffu));
+	a = __reduce_max_sync(0xffffffffu, a);
 	if ((threadIdx.x & 31) == 0)
-		warp_amax[threadIdx.x >> 5] = amax;
+		warp_amax[threadIdx.x >> 5] = a;
 	__syncthreads();
-	if (threadIdx.x == 0) {
-		float a = 0.0f;
-		for (int w = 0; w < QV_THREADS / 32; w++)
-			a = ctq_amax_update(a, warp_amax[w]);
-		const float sc = a == 0.0f ? 0.0f : ctq_act_scale(a);
-		row_scale = sc;
+	for (int w = 0; w < QUANT_THREADS / 32; w++)
+		a = max(a, warp_amax[w]);
+	const float sc = scale_from_bits(a);
+	const float inv = ctq_quantize_inv(sc);
+	if (threadIdx.x == 0)
 		s[row] = sc;
-	}
-	__syncthreads();
-	const float sc = row_scale;
-#pragma unroll
-	for (int c = 0; c < QV_CHUNKS; c++) {
-		const int g = c * QV_THREADS + threadIdx.x;
-		if (g < groups) {
-			uint2 o;
-			o.x = quant_pair(v[c].x, sc) | (quant_pair(v[c].y, sc) << 16);
-			o.y = quant_pair(v[c].z, sc) | (quant_pair(v[c].w, sc) << 16);
-			qr[g] = o;
-		}
-	}
+	for (int64_t k = threadIdx.x; k < K; k += blockDim.x)
+		qr[k] = ctq_quantize_fast(ctq_bf16_to_f32(xr[k]), sc, inv);
 }
 
-/* Many rows (M >= 4096; below that the block kernel measured faster on
- * the H200) of K % 8 == 0, K <= 4096: one warp per row, no
- * block barriers; a block of 8 warps takes 8 rows, so a full SM keeps 64
- * rows in flight and M = 8192 runs in about one wave. Each lane loads all
- * its 16-byte groups before using any (memory-level parallelism), the
- * amax is a warp shuffle reduction, and every lane computes the same
- * scale from the same amax. */
-#define QW_WARPS 8
-#define QW_MAX_CHUNKS 16
+/* Up to this many rows one row per block (latency bound: about two blocks
+ * per SM of an H200, 132 SMs, at most); more rows share a block. */
+#define QR_FEW_ROWS 256
+/* Many rows: at most this many 16-byte groups per thread (registers) and
+ * 256 threads per block. */
+#define QR_MAX_C 12
+#define QR_GROUP_THREADS 256
 
-template <int QW_CHUNKS>
-__global__ void __launch_bounds__(QW_WARPS * 32)
-quantize_warp_kernel(const uint16_t *__restrict__ x, int64_t M, int64_t K, int8_t *__restrict__ q,
-		     float *__restrict__ s)
-{
-	const int lane = threadIdx.x & 31;
-	const int64_t row = (int64_t)blockIdx.x * QW_WARPS + (threadIdx.x >> 5);
-	if (row >= M)
-		return;
-	const uint4 *xr = (const uint4 *)(x + row * K);
-	uint2 *qr = (uint2 *)(q + row * K);
-	const int groups = (int)(K / 8);
-	uint4 v[QW_CHUNKS];
-	float amax = 0.0f;
-#pragma unroll
-	for (int c = 0; c < QW_CHUNKS; c++) {
-		const int g = c * 32 + lane;
-		if (g < groups)
-			v[c] = __ldg(xr + g);
-	}
-#pragma unroll
-	for (int c = 0; c < QW_CHUNKS; c++) {
-		const int g = c * 32 + lane;
-		if (g < groups) {
-			amax = amax_pair(amax_pair(amax, v[c].x), v[c].y);
-			amax = amax_pair(amax_pair(amax, v[c].z), v[c].w);
-		}
-	}
-	for (int off = 16; off > 0; off >>= 1)
-		amax = ctq_amax_update(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-	const float sc = amax == 0.0f ? 0.0f : ctq_act_scale(amax);
-	if (lane == 0)
-		s[row] = sc;
-#pragma unroll
-	for (int c = 0; c < QW_CHUNKS; c++) {
-		const int g = c * 32 + lane;
-		if (g < groups) {
-			uint2 o;
-			o.x = quant_pair(v[c].x, sc) | (quant_pair(v[c].y, sc) << 16);
-			o.y = quant_pair(v[c].z, sc) | (quant_pair(v[c].w, sc) << 16);
-			qr[g] = o;
-		}
-	}
-}
+#define QR_LAUNCH(n, max_threads)                                                     \
+	quantize_rows_kernel<n, max_threads><<<grid, tpr * rpb, 0, st>>>(x, M, (int)groups, tpr, q, s)
 
 extern "C" enum ctq_status ctq_quantize_launch(const uint16_t *x, int64_t M, int64_t K, int8_t *q,
 					       float *s, void *stream, struct ctq_error *err)
@@ -174,25 +164,51 @@ extern "C" enum ctq_status ctq_quantize_launch(const uint16_t *x, int64_t M, int
 	if (M > 0x7fffffffLL)
 		return ctq_error_set(err, CTQ_ERR_USAGE, "M", "is %lld; at most 2^31-1 rows",
 				     (long long)M);
-	const bool vec = K % 8 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)q % 8 == 0;
-	if (vec && M >= 4096 && K <= 32 * 8 * QW_MAX_CHUNKS) {
-		/* registers for just the chunks a lane holds: occupancy */
-		const unsigned blocks = (unsigned)((M + QW_WARPS - 1) / QW_WARPS);
-		cudaStream_t st = (cudaStream_t)stream;
-		const int64_t chunks = (K / 8 + 31) / 32;
-		if (chunks <= 4)
-			quantize_warp_kernel<4><<<blocks, QW_WARPS * 32, 0, st>>>(x, M, K, q, s);
-		else if (chunks <= 8)
-			quantize_warp_kernel<8><<<blocks, QW_WARPS * 32, 0, st>>>(x, M, K, q, s);
-		else if (chunks <= 10)
-			quantize_warp_kernel<10><<<blocks, QW_WARPS * 32, 0, st>>>(x, M, K, q, s);
-		else if (chunks <= 12)
-			quantize_warp_kernel<12><<<blocks, QW_WARPS * 32, 0, st>>>(x, M, K, q, s);
-		else
-			quantize_warp_kernel<16><<<blocks, QW_WARPS * 32, 0, st>>>(x, M, K, q, s);
-	} else if (vec && K <= (int64_t)QV_THREADS * 8 * QV_CHUNKS)
-		quantize_vec_kernel<<<(unsigned)M, QV_THREADS, 0, (cudaStream_t)stream>>>(x, K, q, s);
-	else
-		quantize_kernel<<<(unsigned)M, QUANT_THREADS, 0, (cudaStream_t)stream>>>(x, K, q, s);
+	cudaStream_t st = (cudaStream_t)stream;
+	const bool vec = K > 0 && K % 8 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)q % 8 == 0;
+	const int64_t groups = K / 8;
+	/* many rows: w warps per row (a power of two up to 8) so that a
+	 * thread holds at most QR_MAX_C groups, their count rounded up to even */
+	int w = 1;
+	while (w < 8 && groups > (int64_t)32 * w * QR_MAX_C)
+		w *= 2;
+	const bool grouped = vec && M > QR_FEW_ROWS && groups <= (int64_t)32 * w * QR_MAX_C;
+	if (grouped) {
+		const int tpr = 32 * w;
+		int C = (int)((groups + tpr - 1) / tpr);
+		C += C > 1 && C % 2;
+		/* rows per block: fill the block, but keep about 264 blocks */
+		int rpb = (int)(M / (2 * 132) < 8 ? M / (2 * 132) : 8);
+		if (rpb > QR_GROUP_THREADS / tpr)
+			rpb = QR_GROUP_THREADS / tpr;
+		if (rpb < 1)
+			rpb = 1;
+		const unsigned grid = (unsigned)((M + rpb - 1) / rpb);
+		switch (C) {
+		case 1: QR_LAUNCH(1, QR_GROUP_THREADS); break;
+		case 2: QR_LAUNCH(2, QR_GROUP_THREADS); break;
+		case 4: QR_LAUNCH(4, QR_GROUP_THREADS); break;
+		case 6: QR_LAUNCH(6, QR_GROUP_THREADS); break;
+		case 8: QR_LAUNCH(8, QR_GROUP_THREADS); break;
+		case 10: QR_LAUNCH(10, QR_GROUP_THREADS); break;
+		default: QR_LAUNCH(12, QR_GROUP_THREADS); break;
+		}
+	} else if (vec && groups <= 8 * 1024) {
+		/* one row per block, up to 1024 threads with 1, 2, 4 or 8
+		 * groups each: the fewest groups per thread that fit */
+		int C = 1;
+		while (groups > (int64_t)1024 * C)
+			C *= 2;
+		const int tpr = (int)((groups + C - 1) / C + 31) / 32 * 32, rpb = 1;
+		const unsigned grid = (unsigned)M;
+		switch (C) {
+		case 1: QR_LAUNCH(1, 1024); break;
+		case 2: QR_LAUNCH(2, 1024); break;
+		case 4: QR_LAUNCH(4, 1024); break;
+		default: QR_LAUNCH(8, 1024); break;
+		}
+	} else {
+		quantize_kernel<<<(unsigned)M, QUANT_THREADS, 0, st>>>(x, K, q, s);
+	}
 	return CTQ_LAUNCH(err);
 }

@@ -6,6 +6,7 @@
 
 #include "core/dtype.h"
 #include "core/numerics.h"
+#include "core/rng.h"
 #include "reference/ref_ops.h"
 
 Test(numerics, quantize_rounds_ties_to_even)
@@ -39,6 +40,143 @@ Test(numerics, amax_is_nan_sticky_in_any_order)
 	/* combining partial maxima (a GPU tree) gives the same bits */
 	cr_expect(isnan(ctq_amax_update(3.0f, NAN)));
 	cr_expect(isnan(ctq_amax_update(NAN, 3.0f)));
+}
+
+/* The GPU kernels take the absolute maximum of bf16 values as an integer
+ * max of h & 0x7fff (kernels/quant.cu amax_bits). That is the sticky-NaN
+ * ctq_amax_update exactly when |h| as a float is strictly increasing in
+ * h & 0x7fff up to Inf (0x7f80) and every pattern above is a NaN. */
+Test(numerics, bf16_abs_orders_like_its_bits)
+{
+	float prev = -1.0f;
+	for (uint32_t h = 0; h <= 0x7fff; h++) {
+		const float a = fabsf(ctq_bf16_to_f32((uint16_t)(h | 0x8000)));
+		if (h <= 0x7f80) {
+			cr_assert(a > prev, "bf16 %04x: |x| = %a not above %a", (unsigned)h, (double)a,
+				  (double)prev);
+			prev = a;
+		} else {
+			cr_assert(isnan(a), "bf16 %04x is not a NaN", (unsigned)h);
+		}
+		cr_assert_eq(ctq_f32_bits(a), ctq_f32_bits(ctq_bf16_to_f32((uint16_t)h)));
+	}
+}
+
+/* ---- ctq_quantize_fast == ctq_quantize -------------------------------- */
+
+/* Row scales for the fast-quantize checks: ctq_act_scale of amax drawn from
+ * Gaussians over 2^-40 .. 2^40, of random finite bf16 patterns, of bf16
+ * values that are then also quantized (x / s lands on +-127), the
+ * subnormal and overflow edges of 1 / s, and scales that never come from
+ * ctq_act_scale (0, negative, Inf, NaN, huge, subnormal). */
+#define FAST_SCALES 560
+
+static int fast_scales(float *s)
+{
+	static const uint16_t edge_amax[] = {
+		0x0001, 0x0002, 0x007f, 0x0080, 0x0081, 0x0100, 0x0300, 0x0380, 0x0381, 0x03c0,
+		0x0400, 0x0480, 0x3f80, 0x42fe, 0x4300, 0x7f00, 0x7f7f, 0x7f80, 0x7fc0,
+	};
+	static const float direct[] = {
+		0.0f, -0.0f, -1.0f, INFINITY, NAN, 0x1p126f, 0x1p127f, 0x1.fffffep127f,
+		0x1p-127f, 0x1p-128f, 0x1p-129f, 0x1p-140f, 0x1p-149f, 1.0f, 3.0f, 1.0f / 3.0f,
+	};
+	struct ctq_rng r;
+	ctq_rng_seed(&r, 20240601);
+	int n = 0;
+	for (size_t i = 0; i < sizeof edge_amax / sizeof *edge_amax; i++)
+		s[n++] = ctq_act_scale(ctq_bf16_to_f32(edge_amax[i]));
+	for (size_t i = 0; i < sizeof direct / sizeof *direct; i++)
+		s[n++] = direct[i];
+	for (int i = 0; i < 200; i++) {
+		const float a = fabsf((float)ldexp(ctq_rng_normal(&r), (int)ctq_rng_below(&r, 81) - 40));
+		s[n++] = ctq_act_scale(ctq_bf16_to_f32(ctq_f32_to_bf16(a)));
+	}
+	for (int i = 0; i < 125; i++) {
+		const uint16_t h = (uint16_t)ctq_rng_below(&r, 0x7f80); /* finite, >= 0 */
+		s[n++] = ctq_act_scale(ctq_bf16_to_f32(h));
+	}
+	/* amax = |x| for a bf16 x of the sweep: x / s is 127 up to rounding */
+	while (n < FAST_SCALES) {
+		const uint16_t h = (uint16_t)(0x3000 + ctq_rng_below(&r, 0x1800));
+		s[n++] = ctq_act_scale(ctq_bf16_to_f32(h));
+	}
+	return n;
+}
+
+/* The fast formula with the boundary guard CTQ_QUANT_FAST_TOL replaced by
+ * tol: tol = 0 is what the guard protects against, and the targeted cases
+ * below must catch it (a test that cannot fail is a defect). */
+static int8_t quantize_fast_tol(float x, float s, float inv, float tol)
+{
+	const float y = x * inv;
+	const float r = (y + 0x1.8p23f) - 0x1.8p23f;
+	const float d = 0.5f - fabsf(y - r);
+	if (!(d > tol && fabsf(y) < 127.5f))
+		return ctq_quantize(x, s);
+	return (int8_t)r;
+}
+
+Test(numerics, quantize_fast_equals_quantize_for_every_bf16)
+{
+	float s[FAST_SCALES];
+	const int ns = fast_scales(s);
+	long fast_rows = 0;
+	for (int i = 0; i < ns; i++) {
+		const float inv = ctq_quantize_inv(s[i]);
+		fast_rows += !isnan(inv);
+		for (uint32_t h = 0; h < 0x10000; h++) {
+			const float x = ctq_bf16_to_f32((uint16_t)h);
+			const int8_t f = ctq_quantize_fast(x, s[i], inv), e = ctq_quantize(x, s[i]);
+			if (f != e)
+				cr_assert_fail("quantize_fast x=%a (bf16 %04x) s=%a inv=%a: %d, exact %d",
+					       (double)x, (unsigned)h, (double)s[i], (double)inv, f, e);
+		}
+	}
+	/* most scales take the fast formula; the edges (0, NaN, tiny) do not */
+	cr_assert_gt(fast_rows, ns - 40, "only %ld of %d scales use the fast formula", fast_rows, ns);
+	cr_assert_lt(fast_rows, ns, "no scale exercises the exact-row fallback");
+}
+
+Test(numerics, quantize_fast_at_half_integers)
+{
+	float s[FAST_SCALES];
+	const int ns = fast_scales(s);
+	long cases = 0, wrong_without_guard = 0;
+	for (int i = 0; i < ns; i++) {
+		const float inv = ctq_quantize_inv(s[i]);
+		for (int n = -131; n <= 131; n++) {
+			/* x near (n + 1/2) s, so that x / s is at or beside a tie,
+			 * and its float and bf16 neighbours */
+			const float x0 = (float)(((double)n + 0.5) * (double)s[i]);
+			float xs[1 + 2 * 6 + 5];
+			int nx = 0;
+			float up = x0, down = x0;
+			xs[nx++] = x0;
+			for (int k = 0; k < 6; k++) {
+				up = nextafterf(up, INFINITY);
+				down = nextafterf(down, -INFINITY);
+				xs[nx++] = up;
+				xs[nx++] = down;
+			}
+			const uint16_t b = ctq_f32_to_bf16(x0);
+			for (int k = -2; k <= 2; k++)
+				xs[nx++] = ctq_bf16_to_f32((uint16_t)(b + k));
+			for (int j = 0; j < nx; j++) {
+				const float x = xs[j];
+				const int8_t f = ctq_quantize_fast(x, s[i], inv), e = ctq_quantize(x, s[i]);
+				cases++;
+				if (f != e)
+					cr_assert_fail("quantize_fast x=%a s=%a inv=%a (n=%d): %d, exact %d",
+						       (double)x, (double)s[i], (double)inv, n, f, e);
+				if (!isnan(inv))
+					wrong_without_guard += quantize_fast_tol(x, s[i], inv, 0.0f) != e;
+			}
+		}
+	}
+	/* the cases reach the boundary: without the guard some would be wrong */
+	cr_assert_gt(wrong_without_guard, 0,
+		     "no case in %ld would fail with CTQ_QUANT_FAST_TOL = 0: vacuous", cases);
 }
 
 Test(numerics, epilogue_rounds_each_step)

@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <cuda_runtime_api.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,7 @@
 #include "core/rng.h"
 #include "harness/probe.h"
 #include "kernels/gemm_sm90.h"
+#include "kernels/kernels.h"
 #include "reference/backend.h"
 #include "reference/ref_ops.h"
 
@@ -29,7 +31,9 @@ static void teardown(void)
 	ctq_backend_close(&gpu);
 }
 
-enum pattern { P_GAUSS, P_ZERO_ROWS, P_HUGE, P_DENORMAL, P_TIES };
+/* P_NAN_INF (not in the loops up to P_TIES): rows with a NaN, an Inf, both
+ * or neither, whose scales the CPU and the GPU write as different NaNs. */
+enum pattern { P_GAUSS, P_ZERO_ROWS, P_HUGE, P_DENORMAL, P_TIES, P_NAN_INF };
 
 static void fill_x(uint16_t *x, int64_t M, int64_t K, enum pattern p, uint64_t seed)
 {
@@ -47,6 +51,13 @@ static void fill_x(uint16_t *x, int64_t M, int64_t K, enum pattern p, uint64_t s
 				h = (uint16_t)((ctq_rng_next(&r) & 0x8000) | (1 + ctq_rng_below(&r, 0x7f)));
 			if (p == P_TIES) /* amax 127 -> s = 1: k + 0.5 values hit ties */
 				h = ctq_f32_to_bf16(k == 0 ? 127.0f : (float)((int)ctq_rng_below(&r, 200) - 100) + 0.5f);
+			if (p == P_NAN_INF && ((m % 4 == 1 && k == (m * 5) % K) ||
+					       (m % 4 == 2 && k == (m * 3) % K)))
+				h = m % 8 == 1 ? 0x7fc0 : m % 8 == 5 ? 0xffa1 : 0x7f80;
+			if (p == P_NAN_INF && m % 4 == 3 && k == (m * 11) % K)
+				h = 0xff80;
+			if (p == P_NAN_INF && m % 4 == 3 && k == (m * 13 + 1) % K)
+				h = 0x7fd3;
 			x[m * K + k] = h;
 		}
 }
@@ -119,15 +130,180 @@ static void check_quantize(int64_t M, int64_t K, enum pattern p)
 
 Test(kernels, quantize_is_bit_exact, .init = setup, .fini = teardown)
 {
-	/* M >= 4096 with K % 8 == 0 up to 4096 takes the warp-per-row kernel,
-	 * one instantiation per register budget (K/256 chunks <= 4, 8, 10,
-	 * 12, 16) */
+	/* M <= 256: one row per block; M = 300, 4096: warps per row
+	 * (kernels/quant.cu); K % 8 != 0: the scalar kernel */
 	static const int64_t Ms[] = {1, 2, 7, 64, 129, 300, 4096};
 	static const int64_t Ks[] = {1, 3, 8, 17, 255, 1024, 2048, 2560, 3072, 4096, 9728};
 	for (size_t i = 0; i < sizeof Ms / sizeof *Ms; i++)
 		for (size_t j = 0; j < sizeof Ks / sizeof *Ks; j++)
 			for (int p = P_GAUSS; p <= P_TIES; p++)
 				check_quantize(Ms[i], Ks[j], (enum pattern)p);
+}
+
+/* ctq_quantize_launch straight, x and q at element offsets x_off / q_off
+ * into their buffers (misaligned: the scalar kernel). Scales must be equal
+ * bit for bit, except that a NaN scale only has to be a NaN: the CPU
+ * division keeps the amax's NaN payload, the GPU's gives its canonical
+ * NaN. */
+static void check_quantize_launch(const char *id, int64_t M, int64_t K, enum pattern p,
+				  int64_t x_off, int64_t q_off)
+{
+	size_t mk = (size_t)(M * K);
+	uint16_t *x = malloc(mk * 2);
+	int8_t *q = malloc(mk), *q_ref = malloc(mk);
+	float *s = malloc((size_t)M * 4), *s_ref = malloc((size_t)M * 4);
+	fill_x(x, M, K, p, (uint64_t)(M * 1000 + K + 7 * p));
+	ctq_ref_quantize_bf16(x, M, K, q_ref, s_ref);
+	struct ctq_error err = {0};
+	void *dx = NULL, *dq = NULL, *ds = NULL;
+	cr_assert_eq(gpu.ops->alloc(&gpu, (mk + 16) * 2, &dx, &err), CTQ_OK);
+	cr_assert_eq(gpu.ops->alloc(&gpu, mk + 16, &dq, &err), CTQ_OK);
+	cr_assert_eq(gpu.ops->alloc(&gpu, (size_t)M * 4, &ds, &err), CTQ_OK);
+	uint16_t *dxo = (uint16_t *)dx + x_off;
+	int8_t *dqo = (int8_t *)dq + q_off;
+	cr_assert_eq(gpu.ops->upload(&gpu, dxo, x, mk * 2, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(gpu.ops->sync(&gpu, &err), CTQ_OK);
+	cr_assert_eq(ctq_quantize_launch(dxo, M, K, dqo, ds, NULL, &err), CTQ_OK, "%s: %s", id,
+		     err.message);
+	cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "%s: %s", id,
+		     cudaGetErrorString(cudaGetLastError()));
+	from_dev(q, dqo, mk);
+	from_dev(s, ds, (size_t)M * 4);
+	int64_t nan_rows = 0;
+	for (int64_t m = 0; m < M; m++) {
+		const bool both_nan = isnan(s[m]) && isnan(s_ref[m]);
+		nan_rows += both_nan;
+		cr_assert(both_nan || !memcmp(&s[m], &s_ref[m], 4), "%s p=%d: s[%lld] %a vs %a", id,
+			  p, (long long)m, s[m], s_ref[m]);
+		for (int64_t k = 0; k < K; k++)
+			cr_assert_eq(q[m * K + k], q_ref[m * K + k], "%s p=%d: q[%lld,%lld] %d vs %d",
+				     id, p, (long long)m, (long long)k, q[m * K + k], q_ref[m * K + k]);
+	}
+	if (p == P_NAN_INF && M >= 2)
+		cr_assert_gt(nan_rows, 0, "%s: no NaN row", id);
+	gpu.ops->free(&gpu, dx), gpu.ops->free(&gpu, dq), gpu.ops->free(&gpu, ds);
+	free(x), free(q), free(q_ref), free(s), free(s_ref);
+}
+
+Test(kernels, quantize_launch_paths_bit_exact, .init = setup, .fini = teardown, .timeout = 600)
+{
+	/* kernels/quant.cu: M <= 256 one row per block, 1 to 8 16-byte
+	 * groups per thread (K = 2560: 320 threads x 1; 9728: 608 x 2;
+	 * 12288: 768 x 2; 40000: 640 x 8); more rows: 1-8 warps per
+	 * row, up to 12 groups per thread (K = 2560: 1 warp x 10; 4096: 2 x 8;
+	 * 9728: 4 x 10; 12288: 4 x 12; 16384: 8 x 8); K past 24576 with many
+	 * rows: one row per block again; K % 8 != 0, misaligned x or q, or K
+	 * past 65536: the scalar kernel. */
+	static const struct { int64_t M, K, x_off, q_off; } c[] = {
+		{1, 2560, 0, 0},  {1, 4096, 0, 0},   {1, 9728, 0, 0},  {1, 12288, 0, 0},
+		{1, 40000, 0, 0}, {1, 65544, 0, 0},  {2, 2560, 0, 0},  {3, 9728, 0, 0},
+		{4, 4096, 0, 0},  {5, 12288, 0, 0},  {6, 2560, 0, 0},  {7, 9728, 0, 0},
+		{8, 9728, 0, 0},  {8, 2561, 0, 0},   {3, 9730, 0, 0},  {1, 2567, 0, 0},
+		{128, 9728, 0, 0}, {256, 2560, 0, 0}, {257, 9728, 0, 0}, {300, 12288, 0, 0},
+		{1000, 2560, 0, 0}, {1000, 4096, 0, 0}, {600, 16384, 0, 0}, {600, 32768, 0, 0},
+		{4096, 9728, 0, 0}, {8192, 9728, 0, 0}, {8192, 2560, 0, 0}, {300, 40, 0, 0},
+		{300, 8, 0, 0},   {2, 9728, 1, 0},   {2, 9728, 0, 1},  {4096, 2560, 1, 0},
+	};
+	for (size_t i = 0; i < sizeof c / sizeof *c; i++)
+		for (int p = P_GAUSS; p <= P_NAN_INF; p++) {
+			if (c[i].M * c[i].K > 8192 * 2560 && p != P_GAUSS && p != P_NAN_INF)
+				continue; /* time: the largest shapes with two patterns */
+			char id[96];
+			snprintf(id, sizeof id, "quantize M=%lld K=%lld x_off=%lld q_off=%lld",
+				 (long long)c[i].M, (long long)c[i].K, (long long)c[i].x_off,
+				 (long long)c[i].q_off);
+			check_quantize_launch(id, c[i].M, c[i].K, (enum pattern)p, c[i].x_off,
+					      c[i].q_off);
+		}
+}
+
+/* The fused producers against the unfused kernels + ctq_quantize_launch on
+ * the same device, q and s bit for bit: rmsnorm_quant (x (M, H) bf16, w
+ * (H) f32) and silu_mul_quant (gu (M, 2I) bf16). Row 1 of each is zero
+ * (scale 0). off: element offset of the inputs (misaligned: the scalar
+ * forms). */
+static void check_fused(const char *id, bool silu, int64_t M, int64_t K, int64_t off)
+{
+	const int64_t in_cols = silu ? 2 * K : K;
+	size_t n_in = (size_t)(M * in_cols), mk = (size_t)(M * K);
+	uint16_t *x = malloc(n_in * 2);
+	float *w = malloc((size_t)K * 4);
+	int8_t *q = malloc(mk), *q_ref = malloc(mk);
+	float *s = malloc((size_t)M * 4), *s_ref = malloc((size_t)M * 4);
+	struct ctq_rng r;
+	ctq_rng_seed(&r, (uint64_t)(M * 7919 + K * 31 + silu));
+	for (size_t i = 0; i < n_in; i++)
+		x[i] = ctq_f32_to_bf16((float)(2.0 * ctq_rng_normal(&r)));
+	if (M > 1)
+		memset(x + in_cols, 0, (size_t)in_cols * 2);
+	for (int64_t k = 0; k < K; k++)
+		w[k] = (float)(1.0 + 0.25 * ctq_rng_normal(&r));
+	struct ctq_error err = {0};
+	void *dx = NULL, *dw = dev_copy(w, (size_t)K * 4), *dy = NULL, *dq = NULL, *ds = NULL;
+	void *dq2 = NULL, *ds2 = NULL;
+	cr_assert_eq(gpu.ops->alloc(&gpu, (n_in + 16) * 2, &dx, &err), CTQ_OK);
+	cr_assert_eq(gpu.ops->alloc(&gpu, mk * 2, &dy, &err), CTQ_OK);
+	cr_assert_eq(gpu.ops->alloc(&gpu, mk, &dq, &err), CTQ_OK);
+	cr_assert_eq(gpu.ops->alloc(&gpu, mk, &dq2, &err), CTQ_OK);
+	cr_assert_eq(gpu.ops->alloc(&gpu, (size_t)M * 4, &ds, &err), CTQ_OK);
+	cr_assert_eq(gpu.ops->alloc(&gpu, (size_t)M * 4, &ds2, &err), CTQ_OK);
+	const uint16_t *dxo = (uint16_t *)dx + off;
+	cr_assert_eq(gpu.ops->upload(&gpu, (uint16_t *)dx + off, x, n_in * 2, &err), CTQ_OK);
+	cr_assert_eq(gpu.ops->sync(&gpu, &err), CTQ_OK);
+	const float eps = 1e-6f;
+	if (silu) {
+		cr_assert_eq(ctq_silu_mul_launch(dxo, M, K, dy, NULL, &err), CTQ_OK, "%s", err.message);
+		cr_assert_eq(ctq_silu_mul_quant_launch(dxo, M, K, dq2, ds2, NULL, &err), CTQ_OK, "%s",
+			     err.message);
+	} else {
+		cr_assert_eq(ctq_rmsnorm_launch(dxo, K, M, 1, dw, K, eps, dy, K, NULL, &err), CTQ_OK,
+			     "%s", err.message);
+		cr_assert_eq(ctq_rmsnorm_quant_launch(dxo, M, dw, K, eps, dq2, ds2, NULL, &err), CTQ_OK,
+			     "%s", err.message);
+	}
+	cr_assert_eq(ctq_quantize_launch(dy, M, K, dq, ds, NULL, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "%s: %s", id,
+		     cudaGetErrorString(cudaGetLastError()));
+	from_dev(q_ref, dq, mk), from_dev(q, dq2, mk);
+	from_dev(s_ref, ds, (size_t)M * 4), from_dev(s, ds2, (size_t)M * 4);
+	int64_t nonzero = 0;
+	for (int64_t m = 0; m < M; m++) {
+		cr_assert(!memcmp(&s[m], &s_ref[m], 4), "%s: s[%lld] %a vs unfused %a", id,
+			  (long long)m, s[m], s_ref[m]);
+		nonzero += s[m] != 0.0f;
+		for (int64_t k = 0; k < K; k++)
+			cr_assert_eq(q[m * K + k], q_ref[m * K + k], "%s: q[%lld,%lld] %d vs unfused %d",
+				     id, (long long)m, (long long)k, q[m * K + k], q_ref[m * K + k]);
+	}
+	cr_assert_eq(nonzero, M > 1 ? M - 1 : M, "%s: %lld rows of nonzero scale", id,
+		     (long long)nonzero);
+	gpu.ops->free(&gpu, dx), gpu.ops->free(&gpu, dw), gpu.ops->free(&gpu, dy);
+	gpu.ops->free(&gpu, dq), gpu.ops->free(&gpu, dq2), gpu.ops->free(&gpu, ds);
+	gpu.ops->free(&gpu, ds2);
+	free(x), free(w), free(q), free(q_ref), free(s), free(s_ref);
+}
+
+Test(kernels, fused_producers_match_unfused_then_quantize, .init = setup, .fini = teardown,
+     .timeout = 300)
+{
+	/* rmsnorm_quant: H = 2560 (1024 threads x 3 in registers), 1000 (256
+	 * x 4), 100 (128 x 1), 5120 (x 5 of 8), 20000 (the re-reading form);
+	 * silu_mul_quant: I = 9728 (608 threads x 2 groups), 3072 (384 x 1),
+	 * 20480 (640 x 4), 1003 and a misaligned gu (the scalar form) */
+	static const struct { bool silu; int64_t K, off; } c[] = {
+		{false, 2560, 0}, {false, 1000, 0}, {false, 100, 0}, {false, 5120, 0},
+		{false, 20000, 0}, {false, 2560, 1}, {true, 9728, 0}, {true, 3072, 0},
+		{true, 20480, 0}, {true, 1003, 0}, {true, 9728, 1},
+	};
+	static const int64_t Ms[] = {1, 3, 64};
+	for (size_t i = 0; i < sizeof c / sizeof *c; i++)
+		for (size_t j = 0; j < sizeof Ms / sizeof *Ms; j++) {
+			char id[96];
+			snprintf(id, sizeof id, "%s M=%lld %s=%lld off=%lld",
+				 c[i].silu ? "silu_mul_quant" : "rmsnorm_quant", (long long)Ms[j],
+				 c[i].silu ? "I" : "H", (long long)c[i].K, (long long)c[i].off);
+			check_fused(id, c[i].silu, Ms[j], c[i].K, c[i].off);
+		}
 }
 
 /* End to end: bf16 x -> quantize -> GEMM -> epilogue, and the int32
