@@ -608,7 +608,11 @@ attention_decode_kernel(const uint16_t *q, int64_t ld, const uint16_t *kc, const
 		m[g] = -INFINITY;
 		l[g] = 0.0f;
 	}
-	for (int64_t j0 = j_begin + sidx; j0 < j_end; j0 += (int64_t)NS * AD_U) {
+	/* The step loop is warp-uniform (its bound is the warp's first stream),
+	 * so every lane reaches the shuffles; a stream's keys past the chunk
+	 * score -inf and are skipped. */
+	for (int64_t b0 = j_begin + (int64_t)warp * RPW; b0 < j_end; b0 += (int64_t)NS * AD_U) {
+		const int64_t j0 = b0 + sub;
 		uint4 kr[AD_U], vr[AD_U];
 #pragma unroll
 		for (int u = 0; u < AD_U; u++) {
@@ -616,6 +620,9 @@ attention_decode_kernel(const uint16_t *q, int64_t ld, const uint16_t *kc, const
 			if (j < j_end) {
 				kr[u] = *(const uint4 *)(kb + j * row);
 				vr[u] = *(const uint4 *)(vb + j * row);
+			} else {
+				kr[u] = make_uint4(0u, 0u, 0u, 0u);
+				vr[u] = kr[u];
 			}
 		}
 		float sc[AD_U][G];
@@ -640,13 +647,15 @@ attention_decode_kernel(const uint16_t *q, int64_t ld, const uint16_t *kc, const
 				sc[u][g] = j0 + (int64_t)u * NS < j_end ? a : -INFINITY;
 			}
 		}
+		if (j0 >= j_end)
+			continue; /* nothing of this stream in the step (no shuffles below) */
 #pragma unroll
 		for (int g = 0; g < G; g++) {
 			float mx = m[g];
 #pragma unroll
 			for (int u = 0; u < AD_U; u++)
 				mx = fmaxf(mx, sc[u][g]);
-			/* the first key of a step is always visible: mx is finite */
+			/* the stream's first key of the step is visible: mx is finite */
 			const float al = exp2f(m[g] - mx);
 			l[g] *= al;
 #pragma unroll
