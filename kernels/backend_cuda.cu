@@ -226,6 +226,21 @@ static enum ctq_status cu_rope(struct ctq_backend *b, void *x, int64_t ld, const
 	return ctq_rope_launch((uint16_t *)x, ld, pos, T, heads, d, inv_freq, impl(b)->stream, err);
 }
 
+static enum ctq_status cu_add_rmsnorm(struct ctq_backend *b, void *x, const void *res, const float *w,
+				      int64_t M, int64_t H, float eps, void *y, struct ctq_error *err)
+{
+	return ctq_add_rmsnorm_launch((uint16_t *)x, (const uint16_t *)res, M, w, H, eps, (uint16_t *)y,
+				      impl(b)->stream, err);
+}
+
+static enum ctq_status cu_add_rmsnorm_quant(struct ctq_backend *b, void *x, const void *res,
+					    const float *w, int64_t M, int64_t H, float eps, void *ws,
+					    struct ctq_error *err)
+{
+	return ctq_add_rmsnorm_quant_launch((uint16_t *)x, (const uint16_t *)res, M, w, H, eps, (int8_t *)ws,
+					    ctq_w8a8_workspace_scales(ws, M, H), impl(b)->stream, err);
+}
+
 static enum ctq_status cu_qk_norm_rope(struct ctq_backend *b, void *x, int64_t ld, int64_t T,
 				       int64_t nq, int64_t nk, int64_t d, const float *wq,
 				       const float *wk, float eps, const int32_t *pos,
@@ -385,6 +400,8 @@ static struct ctq_backend_ops make_cuda_ops(void)
 	o.head_norm = cu_head_norm;
 	o.rope = cu_rope;
 	o.qk_norm_rope = cu_qk_norm_rope;
+	o.add_rmsnorm = cu_add_rmsnorm;
+	o.add_rmsnorm_quant = cu_add_rmsnorm_quant;
 	o.attention = cu_attention;
 	o.silu_mul = cu_silu_mul;
 	o.rows_to_host = cu_rows_to_host;

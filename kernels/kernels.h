@@ -70,6 +70,15 @@ enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_t *k, const
 				     int64_t d, int64_t max_len, uint16_t *out, float *scratch,
 				     size_t scratch_bytes, int sms, void *stream,
 				     struct ctq_error *err);
+/* The residual add fused into the RMSNorm after it (plain rows): x (M, H)
+ * += res as ctq_add_launch rounds it, then ctq_rmsnorm_launch's output of
+ * the new x into y (which may be res), or ctq_rmsnorm_quant_launch's q, s. */
+enum ctq_status ctq_add_rmsnorm_launch(uint16_t *x, const uint16_t *res, int64_t M, const float *w,
+				       int64_t H, float eps, uint16_t *y, void *stream,
+				       struct ctq_error *err);
+enum ctq_status ctq_add_rmsnorm_quant_launch(uint16_t *x, const uint16_t *res, int64_t M,
+					     const float *w, int64_t H, float eps, int8_t *q, float *s,
+					     void *stream, struct ctq_error *err);
 /* Qwen3's q/k norm then RoPE, in place: the nq q heads normed by wq, the nk
  * k heads after them by wk, then all rotated; bit-identical to
  * ctq_rmsnorm_launch per head then ctq_rope_launch. */

@@ -21,8 +21,14 @@ __global__ void embed_kernel(const uint16_t *table, const int32_t *ids, int64_t 
 }
 
 /* HF RMSNorm order: normalise in f32, round to BF16, then times the weight. */
-__global__ void rmsnorm_kernel(const uint16_t *x, int64_t ld, int64_t inner, const float *w,
-			       int64_t H, float eps, uint16_t *y, int64_t ldy)
+/* The residual add: a + b in f32, rounded to BF16 once. */
+__device__ __forceinline__ uint16_t add_bits(float a, float b)
+{
+	return ctq_f32_to_bf16(__fadd_rn(a, b));
+}
+
+__global__ void rmsnorm_kernel(uint16_t *x, int64_t ld, int64_t inner, const float *w,
+			       int64_t H, float eps, uint16_t *y, int64_t ldy, const uint16_t *res)
 {
 	__shared__ float red[32];
 	const int64_t r = blockIdx.x;
@@ -30,6 +36,10 @@ __global__ void rmsnorm_kernel(const uint16_t *x, int64_t ld, int64_t inner, con
 	const int64_t offy = (r / inner) * ldy + (r % inner) * H;
 	float ss = 0.0f;
 	for (int64_t k = threadIdx.x; k < H; k += blockDim.x) {
+		/* with res (plain rows, ld = H): add_kernel's sum first, stored
+		 * back; y may be res (read here, written after the barrier) */
+		if (res)
+			x[off + k] = add_bits(ld_bf16(x + off + k), ld_bf16(res + off + k));
 		float v = ld_bf16(x + off + k);
 		ss = __fmaf_rn(v, v, ss); /* rmsnorm_quant_*kernel: the same steps */
 	}
@@ -45,7 +55,7 @@ __global__ void add_kernel(uint16_t *x, const uint16_t *y, int64_t n)
 {
 	const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (i < n)
-		x[i] = ctq_f32_to_bf16(ld_bf16(x + i) + ld_bf16(y + i));
+		x[i] = add_bits(ld_bf16(x + i), ld_bf16(y + i));
 }
 
 __global__ void rope_kernel(uint16_t *x, int64_t ld, const int32_t *pos, int64_t heads, int64_t d,
@@ -129,19 +139,24 @@ __device__ __forceinline__ float rms_value(const uint16_t *xr, const float *w, i
  * so the sum, 1/rms and every BF16 value are rmsnorm_kernel's. */
 template <int NPT>
 __global__ void __launch_bounds__(1024)
-rmsnorm_quant_regs_kernel(const uint16_t *x, const float *w, int64_t H, float eps, int8_t *q,
-			  float *s)
+rmsnorm_quant_regs_kernel(uint16_t *x, const uint16_t *res, const float *w, int64_t H, float eps,
+			  int8_t *q, float *s)
 {
 	__shared__ float red[32];
 	__shared__ uint32_t red_a[32];
 	const int64_t r = blockIdx.x;
-	const uint16_t *xr = x + r * H; /* (H) bf16 */
+	uint16_t *xr = x + r * H; /* (H) bf16 */
 	const int T = (int)blockDim.x, t = (int)threadIdx.x;
 	float xv[NPT], wv[NPT];
 #pragma unroll
 	for (int j = 0; j < NPT; j++)
 		if (t + j * T < H) {
 			xv[j] = ld_bf16(xr + t + j * T);
+			if (res) { /* add_kernel's sum, stored back as the residual stream */
+				const uint16_t v = add_bits(xv[j], ld_bf16(res + r * H + t + j * T));
+				xr[t + j * T] = v;
+				xv[j] = ctq_bf16_to_f32(v);
+			}
 			wv[j] = w[t + j * T];
 		}
 	float ss = 0.0f;
@@ -170,15 +185,17 @@ rmsnorm_quant_regs_kernel(const uint16_t *x, const float *w, int64_t H, float ep
 }
 
 /* Any H: the row read again (L1/L2) for each pass, the same sums. */
-__global__ void rmsnorm_quant_kernel(const uint16_t *x, const float *w, int64_t H, float eps,
-				     int8_t *q, float *s)
+__global__ void rmsnorm_quant_kernel(uint16_t *x, const uint16_t *res, const float *w, int64_t H,
+				     float eps, int8_t *q, float *s)
 {
 	__shared__ float red[32];
 	__shared__ uint32_t red_a[32];
 	const int64_t r = blockIdx.x;
-	const uint16_t *xr = x + r * H;
+	uint16_t *xr = x + r * H;
 	float ss = 0.0f;
 	for (int64_t k = threadIdx.x; k < H; k += blockDim.x) {
+		if (res) /* each thread rereads only the elements it wrote */
+			xr[k] = add_bits(ld_bf16(xr + k), ld_bf16(res + r * H + k));
 		float v = ld_bf16(xr + k);
 		ss = __fmaf_rn(v, v, ss);
 	}
@@ -307,8 +324,20 @@ extern "C" enum ctq_status ctq_rmsnorm_launch(const uint16_t *x, int64_t ld, int
 	if (rows <= 0)
 		return CTQ_OK;
 	int threads = H >= 1024 ? 1024 : H >= 256 ? 256 : 128;
-	rmsnorm_kernel<<<(unsigned)rows, threads, 0, (cudaStream_t)stream>>>(x, ld, inner, w, H, eps,
-									    y, ldy);
+	/* x is only written with a residual (none here) */
+	rmsnorm_kernel<<<(unsigned)rows, threads, 0, (cudaStream_t)stream>>>(
+		(uint16_t *)x, ld, inner, w, H, eps, y, ldy, NULL);
+	return CTQ_LAUNCH(err);
+}
+
+extern "C" enum ctq_status ctq_add_rmsnorm_launch(uint16_t *x, const uint16_t *res, int64_t M,
+						  const float *w, int64_t H, float eps, uint16_t *y,
+						  void *stream, struct ctq_error *err)
+{
+	if (M <= 0)
+		return CTQ_OK;
+	int threads = H >= 1024 ? 1024 : H >= 256 ? 256 : 128;
+	rmsnorm_kernel<<<(unsigned)M, threads, 0, (cudaStream_t)stream>>>(x, H, 1, w, H, eps, y, H, res);
 	return CTQ_LAUNCH(err);
 }
 
@@ -341,9 +370,10 @@ extern "C" enum ctq_status ctq_silu_mul_launch(const uint16_t *gu, int64_t M, in
 	return CTQ_LAUNCH(err);
 }
 
-extern "C" enum ctq_status ctq_rmsnorm_quant_launch(const uint16_t *x, int64_t M, const float *w,
-						    int64_t H, float eps, int8_t *q, float *s,
-						    void *stream, struct ctq_error *err)
+/* rmsnorm_quant with an optional residual added into x first */
+static enum ctq_status rmsnorm_quant_any(uint16_t *x, const uint16_t *res, int64_t M, const float *w,
+					 int64_t H, float eps, int8_t *q, float *s, void *stream,
+					 struct ctq_error *err)
 {
 	if (M <= 0)
 		return CTQ_OK;
@@ -353,18 +383,33 @@ extern "C" enum ctq_status ctq_rmsnorm_quant_launch(const uint16_t *x, int64_t M
 	const int64_t npt = (H + threads - 1) / threads;
 	const unsigned grid = (unsigned)M;
 	if (npt <= 2)
-		rmsnorm_quant_regs_kernel<2><<<grid, threads, 0, st>>>(x, w, H, eps, q, s);
+		rmsnorm_quant_regs_kernel<2><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
 	else if (npt <= 3)
-		rmsnorm_quant_regs_kernel<3><<<grid, threads, 0, st>>>(x, w, H, eps, q, s);
+		rmsnorm_quant_regs_kernel<3><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
 	else if (npt <= 4)
-		rmsnorm_quant_regs_kernel<4><<<grid, threads, 0, st>>>(x, w, H, eps, q, s);
+		rmsnorm_quant_regs_kernel<4><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
 	else if (npt <= 8)
-		rmsnorm_quant_regs_kernel<8><<<grid, threads, 0, st>>>(x, w, H, eps, q, s);
+		rmsnorm_quant_regs_kernel<8><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
 	else if (npt <= 16)
-		rmsnorm_quant_regs_kernel<16><<<grid, threads, 0, st>>>(x, w, H, eps, q, s);
+		rmsnorm_quant_regs_kernel<16><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
 	else
-		rmsnorm_quant_kernel<<<grid, threads, 0, st>>>(x, w, H, eps, q, s);
+		rmsnorm_quant_kernel<<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
 	return CTQ_LAUNCH(err);
+}
+
+extern "C" enum ctq_status ctq_rmsnorm_quant_launch(const uint16_t *x, int64_t M, const float *w,
+						    int64_t H, float eps, int8_t *q, float *s,
+						    void *stream, struct ctq_error *err)
+{
+	/* x is only written with a residual (none here) */
+	return rmsnorm_quant_any((uint16_t *)x, NULL, M, w, H, eps, q, s, stream, err);
+}
+
+extern "C" enum ctq_status ctq_add_rmsnorm_quant_launch(uint16_t *x, const uint16_t *res, int64_t M,
+							const float *w, int64_t H, float eps, int8_t *q,
+							float *s, void *stream, struct ctq_error *err)
+{
+	return rmsnorm_quant_any(x, res, M, w, H, eps, q, s, stream, err);
 }
 
 extern "C" enum ctq_status ctq_silu_mul_quant_launch(const uint16_t *gu, int64_t M, int64_t I,

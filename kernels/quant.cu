@@ -145,9 +145,11 @@ quantize_kernel(const uint16_t *__restrict__ x, int64_t K, int8_t *__restrict__ 
 		qr[k] = ctq_quantize_fast(ctq_bf16_to_f32(xr[k]), sc, inv);
 }
 
-/* Up to this many rows one row per block (latency bound: about two blocks
- * per SM of an H200, 132 SMs, at most); more rows share a block. */
-#define QR_FEW_ROWS 256
+/* Up to this many rows one row per block; more rows share a block. On the
+ * H200 (ce8345ec4c4c) one row per block took 3.3-3.7 us at M = 256, the
+ * shared blocks 13-17 us at M = 512 (the old block kernel: 6.2-7.8 us), so
+ * the crossover moves up to be measured again (not yet run on a GPU). */
+#define QR_FEW_ROWS 2048
 /* Many rows: at most this many 16-byte groups per thread (registers) and
  * 256 threads per block. */
 #define QR_MAX_C 12

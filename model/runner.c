@@ -481,24 +481,36 @@ static enum ctq_status linear(struct ctq_runner *r, const struct ctq_lin *l, con
 }
 
 /* RMSNorm (nw != NULL) or SiLU·mul (nw == NULL) of x, then the linear l.
- * A W8A8 l on a backend with the fused producers gets its activations
- * quantized where they are made (no BF16 round trip, one kernel fewer);
- * otherwise the op writes `mid` and the linear reads it. */
-static enum ctq_status producer_linear(struct ctq_runner *r, const void *x, const float *nw,
-				       const struct ctq_lin *l, int64_t M, void *mid, void *y,
-				       struct ctq_error *err)
+ * With res != NULL (RMSNorm only) x += res first: the residual add of the
+ * block before, fused into the norm where the backend offers it. A W8A8 l
+ * on a backend with the fused producers gets its activations quantized
+ * where they are made (no BF16 round trip, one kernel fewer); otherwise
+ * the op writes `mid` and the linear reads it. */
+static enum ctq_status producer_linear(struct ctq_runner *r, void *x, const void *res,
+				       const float *nw, const struct ctq_lin *l, int64_t M, void *mid,
+				       void *y, struct ctq_error *err)
 {
 	struct ctq_backend *b = r->b;
 	const struct ctq_backend_ops *o = b->ops;
 	const float eps = r->cfg.rms_eps;
+	/* quantized where made: the fused producers and the GEMM on their workspace */
+	const bool fq = l->quantized && !r->opt.no_fuse && o->rmsnorm_quant && o->silu_mul_quant &&
+			o->linear_w8a8_q;
 	enum ctq_status st;
-	if (l->quantized && !r->opt.no_fuse && o->rmsnorm_quant && o->silu_mul_quant &&
-	    o->linear_w8a8_q) {
-		st = nw ? o->rmsnorm_quant(b, x, nw, M, l->K, eps, r->ws, err)
-			: o->silu_mul_quant(b, x, M, l->K, r->ws, err);
+	if (res && (r->opt.no_fuse || !(fq ? o->add_rmsnorm_quant : o->add_rmsnorm))) {
+		if ((st = o->add(b, x, res, M * l->K, err)))
+			return st;
+		res = NULL;
+	}
+	if (fq) {
+		st = !nw ? o->silu_mul_quant(b, x, M, l->K, r->ws, err)
+		   : res ? o->add_rmsnorm_quant(b, x, res, nw, M, l->K, eps, r->ws, err)
+			 : o->rmsnorm_quant(b, x, nw, M, l->K, eps, r->ws, err);
 		return st ? st : o->linear_w8a8_q(b, r->ws, l->w, l->scale, l->bias, M, l->N, l->K, y, err);
 	}
-	st = nw ? o->rmsnorm(b, x, nw, M, l->K, eps, mid, err) : o->silu_mul(b, x, M, l->K, mid, err);
+	st = !nw ? o->silu_mul(b, x, M, l->K, mid, err)
+	   : res ? o->add_rmsnorm(b, x, res, nw, M, l->K, eps, mid, err)
+		 : o->rmsnorm(b, x, nw, M, l->K, eps, mid, err);
 	return st ? st : linear(r, l, mid, M, y, err);
 }
 
@@ -585,12 +597,14 @@ static enum ctq_status compute(struct ctq_runner *r, int64_t T, int64_t head_row
 	const int64_t H = c->hidden, d = c->head_dim, nH = r->heads_local, nKV = r->kv_local;
 	const int64_t ld = (nH + 2 * nKV) * d;
 	const size_t ab = o->act_bytes;
+	const void *pending = NULL; /* a residual not yet added into x */
 	enum ctq_status st;
 	if ((st = o->embed(b, r->embed, r->d_ids, T, H, r->x, err)))
 		return st;
 	for (int64_t l = 0; l < c->layers; l++) {
 		const struct ctq_layer *y = &r->layers[l];
-		if ((st = producer_linear(r, r->x, y->in_norm, &y->qkv, T, r->h, r->qkv, err)))
+		/* the residual of the block before (pending) is added inside this norm */
+		if ((st = producer_linear(r, r->x, pending, y->in_norm, &y->qkv, T, r->h, r->qkv, err)))
 			return st;
 		void *q = r->qkv, *k = AT(r->qkv, nH * d), *v = AT(r->qkv, (nH + nKV) * d);
 		/* the k heads follow the q heads in a qkv row: one RoPE for both,
@@ -609,14 +623,17 @@ static enum ctq_status compute(struct ctq_runner *r, int64_t T, int64_t head_row
 				       nH, nKV, d, r->opt.max_len, r->attn, err)) ||
 		    (st = linear(r, &y->o, r->attn, T, r->h, err)) ||
 		    (st = allreduce(r, r->h, T * H, err)) ||
-		    (st = o->add(b, r->x, r->h, T * H, err)) ||
-		    (st = producer_linear(r, r->x, y->post_norm, &y->gu, T, r->h, r->gu, err)) ||
-		    (st = producer_linear(r, r->gu, NULL, &y->down, T, r->act, r->h, err)) ||
-		    (st = allreduce(r, r->h, T * H, err)) ||
-		    (st = o->add(b, r->x, r->h, T * H, err)))
+		    (st = producer_linear(r, r->x, r->h, y->post_norm, &y->gu, T, r->h, r->gu, err)) ||
+		    (st = producer_linear(r, r->gu, NULL, NULL, &y->down, T, r->act, r->h, err)) ||
+		    (st = allreduce(r, r->h, T * H, err)))
 			return st;
+		pending = r->h; /* x += h inside the next norm */
 	}
-	if ((st = o->rmsnorm(b, r->x, r->final_norm, T, H, c->rms_eps, r->h, err)))
+	if (pending && o->add_rmsnorm && !r->opt.no_fuse)
+		st = o->add_rmsnorm(b, r->x, pending, r->final_norm, T, H, c->rms_eps, r->h, err);
+	else if (!pending || !(st = o->add(b, r->x, pending, T * H, err)))
+		st = o->rmsnorm(b, r->x, r->final_norm, T, H, c->rms_eps, r->h, err);
+	if (st)
 		return st;
 	return head_rows > 0 ? head(r, head_rows, err) : CTQ_OK;
 }

@@ -150,6 +150,15 @@ struct ctq_backend_ops {
 					 const float *s_w, const float *bias, int64_t M, int64_t N,
 					 int64_t K, void *y, struct ctq_error *err);
 	size_t act_bytes; /* bytes of one activation element: 4 (f32) or 2 (bf16) */
+	/* Optional residual add fused into the RMSNorm that follows it: x (M, H)
+	 * += res, rounded as add does, then rmsnorm of the new x into y
+	 * (add_rmsnorm) or into a w8a8 workspace as rmsnorm_quant
+	 * (add_rmsnorm_quant); identical to add then that op. y may be res. */
+	enum ctq_status (*add_rmsnorm)(struct ctq_backend *b, void *x, const void *res, const float *w,
+				       int64_t M, int64_t H, float eps, void *y, struct ctq_error *err);
+	enum ctq_status (*add_rmsnorm_quant)(struct ctq_backend *b, void *x, const void *res,
+					     const float *w, int64_t M, int64_t H, float eps, void *ws,
+					     struct ctq_error *err);
 	/* Optional: Qwen3's q/k norm then RoPE in one pass, in place on a qkv
 	 * view: head_norm of the nq q heads by wq and of the nk k heads that
 	 * follow them by wk, then rope of all nq + nk heads; identical to

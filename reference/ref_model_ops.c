@@ -103,6 +103,21 @@ enum ctq_status ctq_refm_linear_w8a8(struct ctq_backend *b, const void *x, const
 
 /* The fused producers: the op into a scratch row block, then quantized as
  * linear_w8a8 would quantize it (so bit-identical to the unfused pair). */
+enum ctq_status ctq_refm_add_rmsnorm(struct ctq_backend *b, void *x, const void *res, const float *w,
+				     int64_t M, int64_t H, float eps, void *y, struct ctq_error *err)
+{
+	enum ctq_status st = ctq_refm_add(b, x, res, M * H, err);
+	return st ? st : ctq_refm_rmsnorm(b, x, w, M, H, eps, y, err);
+}
+
+enum ctq_status ctq_refm_add_rmsnorm_quant(struct ctq_backend *b, void *x, const void *res,
+					   const float *w, int64_t M, int64_t H, float eps, void *ws,
+					   struct ctq_error *err)
+{
+	enum ctq_status st = ctq_refm_add(b, x, res, M * H, err);
+	return st ? st : ctq_refm_rmsnorm_quant(b, x, w, M, H, eps, ws, err);
+}
+
 enum ctq_status ctq_refm_rmsnorm_quant(struct ctq_backend *b, const void *x, const float *w,
 				       int64_t M, int64_t H, float eps, void *ws,
 				       struct ctq_error *err)

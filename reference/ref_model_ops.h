@@ -35,6 +35,13 @@ enum ctq_status ctq_refm_silu_mul(struct ctq_backend *b, const void *gu, int64_t
 enum ctq_status ctq_refm_linear_w8a8_q(struct ctq_backend *b, const void *ws, const int8_t *w,
 				       const float *s_w, const float *bias, int64_t M, int64_t N,
 				       int64_t K, void *y, struct ctq_error *err);
+/* add then rmsnorm / rmsnorm_quant (the fused ops of the interface, as
+ * their definition). */
+enum ctq_status ctq_refm_add_rmsnorm(struct ctq_backend *b, void *x, const void *res, const float *w,
+				     int64_t M, int64_t H, float eps, void *y, struct ctq_error *err);
+enum ctq_status ctq_refm_add_rmsnorm_quant(struct ctq_backend *b, void *x, const void *res,
+					   const float *w, int64_t M, int64_t H, float eps, void *ws,
+					   struct ctq_error *err);
 enum ctq_status ctq_refm_rmsnorm_quant(struct ctq_backend *b, const void *x, const float *w,
 				       int64_t M, int64_t H, float eps, void *ws,
 				       struct ctq_error *err);
