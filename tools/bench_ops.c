@@ -75,6 +75,27 @@ static int op_qknorm(int64_t T)
 	return ctq_rmsnorm_launch(qkv, LD, T * NH, NH, w, HD, 1e-6f, qkv, LD, st, &e) ? fail("qk norm", &e) : 0;
 }
 
+static int op_add_rmsnorm(int64_t M)
+{
+	struct ctq_error e = {0};
+	return ctq_add_rmsnorm_launch(x, y, M, w, H, 1e-6f, y, st, &e) ? fail("add_rmsnorm", &e) : 0;
+}
+
+static int op_add_rmsnorm_quant(int64_t M)
+{
+	struct ctq_error e = {0};
+	return ctq_add_rmsnorm_quant_launch(x, y, M, w, H, 1e-6f, q8, s, st, &e) ? fail("add_rmsnorm_quant", &e)
+										     : 0;
+}
+
+static int op_qk_norm_rope(int64_t T)
+{
+	struct ctq_error e = {0};
+	return ctq_qk_norm_rope_launch(qkv, LD, T, NH, NKV, HD, w, w, 1e-6f, pos, inv_freq, st, &e)
+		       ? fail("qk_norm_rope", &e)
+		       : 0;
+}
+
 static int op_rmsnorm_quant(int64_t M)
 {
 	struct ctq_error e = {0};
@@ -251,6 +272,13 @@ int main(int argc, char **argv)
 	bench(filter, "attention prefill T=2048", op_attention, 2048, 0, 2048);
 	bench(filter, "attention prefill T=8192", op_attention, 8192, 0, 8192);
 	bench(filter, "rmsnorm M=1", op_rmsnorm, 1, 0, 1);
+	bench(filter, "rmsnorm M=2048", op_rmsnorm, 2048, 0, 1);
+	bench(filter, "add_rmsnorm M=1", op_add_rmsnorm, 1, 0, 1);
+	bench(filter, "add_rmsnorm M=2048", op_add_rmsnorm, 2048, 0, 1);
+	bench(filter, "add_rmsnorm_quant M=1", op_add_rmsnorm_quant, 1, 0, 1);
+	bench(filter, "add_rmsnorm_quant M=2048", op_add_rmsnorm_quant, 2048, 0, 1);
+	bench(filter, "qk_norm_rope T=1", op_qk_norm_rope, 1, 100, 1);
+	bench(filter, "qk_norm_rope T=2048", op_qk_norm_rope, 2048, 0, 2048);
 	bench(filter, "qk norm T=1", op_qknorm, 1, 0, 1);
 	bench(filter, "rmsnorm_quant M=1", op_rmsnorm_quant, 1, 0, 1);
 	bench(filter, "rmsnorm_quant M=2048", op_rmsnorm_quant, 2048, 0, 1);
@@ -271,5 +299,6 @@ int main(int argc, char **argv)
 	bench(filter, "gemv_bf16 M=1 down 9728->2560", op_gemv_bf16, 3, 0, 1);
 	bench(filter, "gemv_bf16 M=1 lm_head 2560->151936", op_gemv_bf16, 4, 0, 1);
 	bench(filter, "add M=1", op_add, 1, 0, 1);
+	bench(filter, "add M=2048", op_add, 2048, 0, 1);
 	return 0;
 }
