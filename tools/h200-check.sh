@@ -1,7 +1,9 @@
 #!/bin/sh
 # A GPU check with a time limit on every step, logging straight into OUT
 # (so that a step that hangs still leaves the log of the others):
-# build, the GPU test binaries, bench_ops, bench model W8A8 vs BF16, bench gemm.
+# build, the GPU test binaries, bench_ops, bench model W8A8 vs BF16 and bench gemm
+# (CTQ_CHECK_BENCH=1), Nsight Compute sections of the GEMM / quantize kernels
+# (CTQ_CHECK_NCU=1).
 # usage: tools/h200-check.sh OUT [step-seconds]
 set -u
 out=${1:?usage: tools/h200-check.sh OUT [step-seconds]}
@@ -42,5 +44,17 @@ if [ -n "${CTQ_CHECK_BENCH:-}" ]; then
 	timeout 90 ./build/ctq bench gemm --shapes qwen3-4b --out "$out/bench-gemm" >"$out/bench-gemm.txt" 2>&1
 	echo "rc $?" >>"$log"
 	grep -E "^(qkv|o_|gate|down)|miss|pass" "$out/bench-gemm.txt" >>"$log"
+fi
+if [ -n "${CTQ_CHECK_NCU:-}" ]; then
+	# the counters behind the Step 7 limits: the small-M GEMM and GEMV
+	# (M = 1, 16) and the quantize kernel at M = 8192, by Nsight Compute
+	step ncu
+	timeout 300 ncu --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+		-k regex:'gemm_w8a8_sm90_kernel|quantize_rows_kernel|gemv_w8a8_kernel' --launch-count 24 \
+		./build/ctq bench gemm --shapes 2560:6144,9728:2560 --m 1,16,8192 --warmup 1 --samples 1 \
+		--out "$out/ncu-gemm-run" >"$out/ncu-gemm.txt" 2>&1
+	echo "rc $?" >>"$log"
+	grep -E "gemm_w8a8_sm90|quantize_rows|gemv_w8a8|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Duration" \
+		"$out/ncu-gemm.txt" | head -150 >>"$log"
 fi
 step done
