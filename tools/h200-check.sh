@@ -49,12 +49,13 @@ if [ -n "${CTQ_CHECK_NCU:-}" ]; then
 	# the counters behind the Step 7 limits: the small-M GEMM and GEMV
 	# (M = 1, 16) and the quantize kernel at M = 8192, by Nsight Compute
 	step ncu
-	timeout 300 ncu --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
-		-k regex:'gemm_w8a8_sm90_kernel|quantize_rows_kernel|gemv_w8a8_kernel' --launch-count 24 \
-		./build/ctq bench gemm --shapes 2560:6144,9728:2560 --m 1,16,8192 --warmup 1 --samples 1 \
+	timeout 200 ncu --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+		--section ComputeWorkloadAnalysis --section WarpStateStats \
+		-k regex:'gemm_w8a8_sm90_kernel|quantize_rows_kernel|gemv_w8a8_kernel' --launch-count 40 \
+		./build/ctq bench gemm --shapes 2560:6144,4096:2560,9728:2560 --m 1,16,1024,8192 --warmup 1 --samples 1 \
 		--out "$out/ncu-gemm-run" >"$out/ncu-gemm.txt" 2>&1
 	echo "rc $?" >>"$log"
-	grep -E "gemm_w8a8_sm90|quantize_rows|gemv_w8a8|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Duration" \
-		"$out/ncu-gemm.txt" | head -150 >>"$log"
+	grep -E "gemm_w8a8_sm90|quantize_rows|gemv_w8a8|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Duration|Block Size|Grid Size|Registers|Issue Slots|Stall|Executed Ipc" \
+		"$out/ncu-gemm.txt" | head -300 >>"$log"
 fi
 step done
