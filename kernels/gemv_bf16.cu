@@ -38,35 +38,31 @@ __device__ __forceinline__ float dot8(uint4 w, uint4 x, float a)
 	return a;
 }
 
-/* S warps share a row (split K, interleaved by 256-element segments) when
- * N is small, as in gemv_w8a8.cu: enough bytes in flight per SM. The
- * partial sums meet in shared memory, added in warp order. */
-template <int MT, int S>
+template <int MT>
 __global__ void __launch_bounds__(GEMVB_WARPS * 32)
 gemv_bf16_kernel(const uint16_t *__restrict__ x, const uint16_t *__restrict__ w, int64_t N, int64_t K,
 		 uint16_t *__restrict__ y)
 {
-	__shared__ float part_sum[GEMVB_WARPS][MT];
-	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, part = warp % S;
-	const int64_t n = (int64_t)blockIdx.x * (GEMVB_WARPS / S) + warp / S;
-	const bool live = n < N;
+	const int lane = threadIdx.x & 31;
+	const int64_t n = (int64_t)blockIdx.x * GEMVB_WARPS + (threadIdx.x >> 5);
+	if (n >= N)
+		return;
 	float acc[MT];
 #pragma unroll
 	for (int m = 0; m < MT; m++)
 		acc[m] = 0.0f;
-	const uint16_t *wr = w + (live ? n : 0) * K;
-	const int64_t step = (int64_t)32 * 8 * S;
-	for (int64_t k0 = (int64_t)(part * 32 + lane) * 8; live && k0 < K; k0 += step * GEMVB_U) {
+	const uint16_t *wr = w + n * K;
+	for (int64_t k0 = (int64_t)lane * 8; k0 < K; k0 += 32 * 8 * GEMVB_U) {
 		uint4 wv[GEMVB_U];
 #pragma unroll
 		for (int u = 0; u < GEMVB_U; u++) {
-			const int64_t k = k0 + (int64_t)u * step;
+			const int64_t k = k0 + (int64_t)u * 32 * 8;
 			if (k < K)
 				wv[u] = ldb_stream(wr + k);
 		}
 #pragma unroll
 		for (int u = 0; u < GEMVB_U; u++) {
-			const int64_t k = k0 + (int64_t)u * step;
+			const int64_t k = k0 + (int64_t)u * 32 * 8;
 			if (k >= K)
 				break;
 #pragma unroll
@@ -75,26 +71,13 @@ gemv_bf16_kernel(const uint16_t *__restrict__ x, const uint16_t *__restrict__ w,
 		}
 	}
 #pragma unroll
-	for (int m = 0; m < MT; m++)
+	for (int m = 0; m < MT; m++) {
+		float a = acc[m];
 		for (int o = 16; o > 0; o >>= 1)
-			acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);
-	if (S > 1) {
+			a += __shfl_xor_sync(0xffffffffu, a, o);
 		if (lane == 0)
-#pragma unroll
-			for (int m = 0; m < MT; m++)
-				part_sum[warp][m] = acc[m];
-		__syncthreads();
-		if (part != 0)
-			return;
-#pragma unroll
-		for (int m = 0; m < MT; m++)
-			for (int j = 1; j < S; j++)
-				acc[m] += part_sum[warp + j][m];
+			y[(int64_t)m * N + n] = ctq_f32_to_bf16(a);
 	}
-	if (lane == 0 && live)
-#pragma unroll
-		for (int m = 0; m < MT; m++)
-			y[(int64_t)m * N + n] = ctq_f32_to_bf16(acc[m]);
 }
 
 extern "C" bool ctq_gemv_bf16_fits(const void *x, const void *w, int64_t M, int64_t K)
@@ -110,25 +93,13 @@ extern "C" enum ctq_status ctq_gemv_bf16_launch(const uint16_t *x, const uint16_
 		return ctq_error_set(err, CTQ_ERR_USAGE, "gemv_bf16",
 				     "M %lld, K %lld: needs 1 <= M <= %d, K %% 8 == 0 and 16-byte aligned operands",
 				     (long long)M, (long long)K, GEMVB_MAX_M);
+	const unsigned blocks = (unsigned)((N + GEMVB_WARPS - 1) / GEMVB_WARPS);
 	cudaStream_t s = (cudaStream_t)stream;
-	/* warps per row: enough rows in flight for the SMs (N = 2560: 4) */
-	const int S = N <= 4096 ? 4 : N <= 8192 ? 2 : 1;
-	const unsigned blocks = (unsigned)((N + GEMVB_WARPS / S - 1) / (GEMVB_WARPS / S));
-#define GEMVB_LAUNCH(MT_)                                                                                 \
-	do {                                                                                              \
-		if (S == 4)                                                                               \
-			gemv_bf16_kernel<MT_, 4><<<blocks, GEMVB_WARPS * 32, 0, s>>>(x, w, N, K, y);     \
-		else if (S == 2)                                                                          \
-			gemv_bf16_kernel<MT_, 2><<<blocks, GEMVB_WARPS * 32, 0, s>>>(x, w, N, K, y);     \
-		else                                                                                      \
-			gemv_bf16_kernel<MT_, 1><<<blocks, GEMVB_WARPS * 32, 0, s>>>(x, w, N, K, y);     \
-	} while (0)
 	switch (M) {
-	case 1: GEMVB_LAUNCH(1); break;
-	case 2: GEMVB_LAUNCH(2); break;
-	case 3: GEMVB_LAUNCH(3); break;
-	default: GEMVB_LAUNCH(4); break;
+	case 1: gemv_bf16_kernel<1><<<blocks, GEMVB_WARPS * 32, 0, s>>>(x, w, N, K, y); break;
+	case 2: gemv_bf16_kernel<2><<<blocks, GEMVB_WARPS * 32, 0, s>>>(x, w, N, K, y); break;
+	case 3: gemv_bf16_kernel<3><<<blocks, GEMVB_WARPS * 32, 0, s>>>(x, w, N, K, y); break;
+	default: gemv_bf16_kernel<4><<<blocks, GEMVB_WARPS * 32, 0, s>>>(x, w, N, K, y); break;
 	}
-#undef GEMVB_LAUNCH
 	return CTQ_LAUNCH(err);
 }

@@ -24,41 +24,37 @@ __device__ __forceinline__ int4 ld_stream(const int8_t *p)
 	return v;
 }
 
-/* S warps share a row (split K, interleaved by 512-byte segments) when N
- * is small: N = 2560 rows alone keep ~19 warps per SM streaming, too few
- * bytes in flight (o_proj read its weights at 43% of HBM, ce8345ec4c4c).
- * The S partial sums meet in shared memory; integer sums are exact in any
- * order. Every warp reaches the barrier (rows past N load nothing). */
-template <int MT, int S>
+template <int MT>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
 gemv_w8a8_kernel(const int8_t *__restrict__ q, const int8_t *__restrict__ w,
 		 const float *__restrict__ s_a, const float *__restrict__ s_w,
 		 const float *__restrict__ bias, int M, int64_t N, int64_t K,
 		 int32_t *__restrict__ acc_out, uint16_t *__restrict__ y, unsigned defects, bool vec)
 {
-	__shared__ int32_t part_sum[GEMV_WARPS][MT];
-	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, part = warp % S;
-	const int64_t n = (int64_t)blockIdx.x * (GEMV_WARPS / S) + warp / S;
-	const bool live = n < N;
+	const int lane = threadIdx.x & 31;
+	const int64_t n = (int64_t)blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
+	if (n >= N)
+		return;
 	int32_t acc[MT];
 #pragma unroll
 	for (int m = 0; m < MT; m++)
 		acc[m] = 0;
-	const int8_t *wr = w + (live ? n : 0) * K;
-	if (live && vec) {
-		/* GEMV_U weight loads per lane in flight before any is used */
-		const int64_t step = (int64_t)32 * 16 * S;
-		for (int64_t k0 = (int64_t)(part * 32 + lane) * 16; k0 < K; k0 += step * GEMV_U) {
+	const int8_t *wr = w + n * K;
+	if (vec) {
+		/* GEMV_U weight loads per lane in flight before any is used: the
+		 * bytes in flight per SM, not the warps, bound a weight stream
+		 * when N is small (N = 2560: about 19 warps per SM) */
+		for (int64_t k0 = (int64_t)lane * 16; k0 < K; k0 += 32 * 16 * GEMV_U) {
 			int4 wv[GEMV_U];
 #pragma unroll
 			for (int u = 0; u < GEMV_U; u++) {
-				const int64_t k = k0 + (int64_t)u * step;
+				const int64_t k = k0 + (int64_t)u * 32 * 16;
 				if (k < K)
 					wv[u] = ld_stream(wr + k);
 			}
 #pragma unroll
 			for (int u = 0; u < GEMV_U; u++) {
-				const int64_t k = k0 + (int64_t)u * step;
+				const int64_t k = k0 + (int64_t)u * 32 * 16;
 				if (k >= K)
 					break;
 #pragma unroll
@@ -75,8 +71,8 @@ gemv_w8a8_kernel(const int8_t *__restrict__ q, const int8_t *__restrict__ w,
 				}
 			}
 		}
-	} else if (live) {
-		for (int64_t k = part * 32 + lane; k < K; k += 32 * S) {
+	} else {
+		for (int64_t k = lane; k < K; k += 32) {
 			const int wk = wr[k];
 #pragma unroll
 			for (int m = 0; m < MT; m++)
@@ -88,20 +84,7 @@ gemv_w8a8_kernel(const int8_t *__restrict__ q, const int8_t *__restrict__ w,
 	for (int m = 0; m < MT; m++)
 		for (int o = 16; o > 0; o >>= 1)
 			acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);
-	if (S > 1) {
-		if (lane == 0)
-#pragma unroll
-			for (int m = 0; m < MT; m++)
-				part_sum[warp][m] = acc[m];
-		__syncthreads();
-		if (part != 0)
-			return;
-#pragma unroll
-		for (int m = 0; m < MT; m++)
-			for (int j = 1; j < S; j++)
-				acc[m] += part_sum[warp + j][m];
-	}
-	if (lane != 0 || !live)
+	if (lane != 0)
 		return;
 	for (int m = 0; m < M && m < MT; m++) {
 		if (acc_out) {
@@ -129,31 +112,16 @@ extern "C" enum ctq_status ctq_gemv_w8a8_launch(const int8_t *q, const int8_t *w
 						void *stream, struct ctq_error *err)
 {
 	const bool vec = K % 16 == 0 && ((uintptr_t)q % 16) == 0 && ((uintptr_t)w % 16) == 0;
+	const unsigned blocks = (unsigned)((N + GEMV_WARPS - 1) / GEMV_WARPS);
 	cudaStream_t s = (cudaStream_t)stream;
 	const int m = (int)M;
-	/* warps per row: enough rows in flight for the SMs (N = 2560: 4) */
-	const int S = N <= 4096 ? 4 : N <= 8192 ? 2 : 1;
-	const unsigned blocks = (unsigned)((N + GEMV_WARPS / S - 1) / (GEMV_WARPS / S));
-#define GEMV_LAUNCH(MT_)                                                                                  \
-	do {                                                                                              \
-		if (S == 4)                                                                               \
-			gemv_w8a8_kernel<MT_, 4><<<blocks, GEMV_WARPS * 32, 0, s>>>(q, w, s_a, s_w, bias, m, N, K, \
-										   acc, y, defects, vec);  \
-		else if (S == 2)                                                                          \
-			gemv_w8a8_kernel<MT_, 2><<<blocks, GEMV_WARPS * 32, 0, s>>>(q, w, s_a, s_w, bias, m, N, K, \
-										   acc, y, defects, vec);  \
-		else                                                                                      \
-			gemv_w8a8_kernel<MT_, 1><<<blocks, GEMV_WARPS * 32, 0, s>>>(q, w, s_a, s_w, bias, m, N, K, \
-										   acc, y, defects, vec);  \
-	} while (0)
 	if (M <= 1)
-		GEMV_LAUNCH(1);
+		gemv_w8a8_kernel<1><<<blocks, GEMV_WARPS * 32, 0, s>>>(q, w, s_a, s_w, bias, m, N, K, acc, y, defects, vec);
 	else if (M <= 4)
-		GEMV_LAUNCH(4);
+		gemv_w8a8_kernel<4><<<blocks, GEMV_WARPS * 32, 0, s>>>(q, w, s_a, s_w, bias, m, N, K, acc, y, defects, vec);
 	else if (M <= 8)
-		GEMV_LAUNCH(8);
+		gemv_w8a8_kernel<8><<<blocks, GEMV_WARPS * 32, 0, s>>>(q, w, s_a, s_w, bias, m, N, K, acc, y, defects, vec);
 	else
-		GEMV_LAUNCH(16);
-#undef GEMV_LAUNCH
+		gemv_w8a8_kernel<16><<<blocks, GEMV_WARPS * 32, 0, s>>>(q, w, s_a, s_w, bias, m, N, K, acc, y, defects, vec);
 	return CTQ_LAUNCH(err);
 }
