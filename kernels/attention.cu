@@ -312,7 +312,8 @@ extern "C" enum ctq_status ctq_qk_norm_rope_launch(uint16_t *x, int64_t ld, int6
 		return ctq_error_set(err, CTQ_ERR_USAGE, "qk_norm_rope", "head_dim %lld: even and at most %d",
 				     (long long)d, ATT_MAX_D);
 	/* the block size of ctq_rmsnorm_launch for rows of d: the same sum */
-	const int threads = ctq_rms_threads(d);
+	/* d <= ATT_MAX_D < 1024: the rule does not depend on the row count */
+	const int threads = ctq_rms_threads(T * nq, d);
 	qk_norm_rope_kernel<<<dim3((unsigned)T, (unsigned)(nq + nk)), threads, 0, (cudaStream_t)stream>>>(
 		x, ld, (int)nq, (int)d, wq, wk, eps, pos, inv_freq);
 	return CTQ_LAUNCH(err);

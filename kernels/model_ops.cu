@@ -137,8 +137,8 @@ __device__ __forceinline__ float rms_value(const uint16_t *xr, const float *w, i
  * rmsnorm_kernel's ss += v * v is), then block_sum; NPT = elements per
  * thread, the row held in registers. The launch uses rmsnorm's block size,
  * so the sum, 1/rms and every BF16 value are rmsnorm_kernel's. */
-template <int NPT>
-__global__ void __launch_bounds__(256) /* ctq_rms_threads */
+template <int NPT, int MAXT>
+__global__ void __launch_bounds__(MAXT) /* MAXT: ctq_rms_threads' 256 or 1024 */
 rmsnorm_quant_regs_kernel(uint16_t *x, const uint16_t *res, const float *w, int64_t H, float eps,
 			  int8_t *q, float *s)
 {
@@ -323,7 +323,7 @@ extern "C" enum ctq_status ctq_rmsnorm_launch(const uint16_t *x, int64_t ld, int
 {
 	if (rows <= 0)
 		return CTQ_OK;
-	const int threads = ctq_rms_threads(H);
+	const int threads = ctq_rms_threads(rows, H);
 	/* x is only written with a residual (none here) */
 	rmsnorm_kernel<<<(unsigned)rows, threads, 0, (cudaStream_t)stream>>>(
 		(uint16_t *)x, ld, inner, w, H, eps, y, ldy, NULL);
@@ -336,7 +336,7 @@ extern "C" enum ctq_status ctq_add_rmsnorm_launch(uint16_t *x, const uint16_t *r
 {
 	if (M <= 0)
 		return CTQ_OK;
-	const int threads = ctq_rms_threads(H);
+	const int threads = ctq_rms_threads(M, H);
 	rmsnorm_kernel<<<(unsigned)M, threads, 0, (cudaStream_t)stream>>>(x, H, 1, w, H, eps, y, H, res);
 	return CTQ_LAUNCH(err);
 }
@@ -379,19 +379,27 @@ static enum ctq_status rmsnorm_quant_any(uint16_t *x, const uint16_t *res, int64
 		return CTQ_OK;
 	cudaStream_t st = (cudaStream_t)stream;
 	/* the block size of ctq_rmsnorm_launch: the same sum of squares */
-	const int threads = ctq_rms_threads(H);
+	const int threads = ctq_rms_threads(M, H);
 	const int64_t npt = (H + threads - 1) / threads;
 	const unsigned grid = (unsigned)M;
-	if (npt <= 2)
-		rmsnorm_quant_regs_kernel<2><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
+	if (threads == 1024 && npt <= 2)
+		rmsnorm_quant_regs_kernel<2, 1024><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
+	else if (threads == 1024 && npt <= 4)
+		rmsnorm_quant_regs_kernel<4, 1024><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
+	else if (threads == 1024 && npt <= 8)
+		rmsnorm_quant_regs_kernel<8, 1024><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
+	else if (threads == 1024)
+		rmsnorm_quant_kernel<<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
+	else if (npt <= 2)
+		rmsnorm_quant_regs_kernel<2, 256><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
 	else if (npt <= 4)
-		rmsnorm_quant_regs_kernel<4><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
+		rmsnorm_quant_regs_kernel<4, 256><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
 	else if (npt <= 8)
-		rmsnorm_quant_regs_kernel<8><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
+		rmsnorm_quant_regs_kernel<8, 256><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
 	else if (npt <= 12)
-		rmsnorm_quant_regs_kernel<12><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
+		rmsnorm_quant_regs_kernel<12, 256><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
 	else if (npt <= 16)
-		rmsnorm_quant_regs_kernel<16><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
+		rmsnorm_quant_regs_kernel<16, 256><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
 	else
 		rmsnorm_quant_kernel<<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
 	return CTQ_LAUNCH(err);
