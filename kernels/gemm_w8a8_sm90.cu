@@ -158,6 +158,24 @@ __device__ __forceinline__ void wgmma_m64n128k32(int32_t *d, uint64_t da, uint64
 		     : "l"(da), "l"(db), "r"(acc));
 }
 
+__device__ __forceinline__ void wgmma_m64n160k32(int32_t *d, uint64_t da, uint64_t db, int acc)
+{
+	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\n"
+		     "wgmma.mma_async.sync.aligned.m64n160k32.s32.s8.s8 "
+		     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79}, %80, %81, p;\n}\n"
+		     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]), "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]), "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79])
+		     : "l"(da), "l"(db), "r"(acc));
+}
+
+__device__ __forceinline__ void wgmma_m64n192k32(int32_t *d, uint64_t da, uint64_t db, int acc)
+{
+	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+		     "wgmma.mma_async.sync.aligned.m64n192k32.s32.s8.s8 "
+		     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95}, %96, %97, p;\n}\n"
+		     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]), "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]), "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79]), "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]), "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]), "+r"(d[88]), "+r"(d[89]), "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95])
+		     : "l"(da), "l"(db), "r"(acc));
+}
+
 __device__ __forceinline__ void wgmma_m64n256k32(int32_t *d, uint64_t da, uint64_t db, int acc)
 {
 	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
@@ -184,6 +202,18 @@ template <> struct Wgmma<128> {
 	static __device__ __forceinline__ void run(int32_t *d, uint64_t a, uint64_t b, int acc)
 	{
 		wgmma_m64n128k32(d, a, b, acc);
+	}
+};
+template <> struct Wgmma<160> {
+	static __device__ __forceinline__ void run(int32_t *d, uint64_t a, uint64_t b, int acc)
+	{
+		wgmma_m64n160k32(d, a, b, acc);
+	}
+};
+template <> struct Wgmma<192> {
+	static __device__ __forceinline__ void run(int32_t *d, uint64_t a, uint64_t b, int acc)
+	{
+		wgmma_m64n192k32(d, a, b, acc);
 	}
 };
 template <> struct Wgmma<256> {
@@ -221,7 +251,9 @@ struct Sm90Config {
 	/* epilogue staging per consumer: two 64 × 64 BF16 boxes for the TMA
 	 * stores, or 64 rows of EPI_COLS padded by 16 bytes (32 banks) for the
 	 * plain stores */
-	static constexpr int EPI_COLS = BN < 128 ? BN : 128;
+	static constexpr int EPI_COLS = BN % 128 == 0 ? 128 : BN % 64 == 0 ? 64 : 32;
+	/* TMA stores take 64-column boxes */
+	static constexpr bool TMA_Y = BN % 64 == 0;
 	static constexpr int EPI_LD = EPI_COLS + 8;
 	static constexpr int EPI_BYTES = 64 * EPI_LD * 2 > 16384 ? 64 * EPI_LD * 2 : 16384;
 	/* pipeline stages, staging, barriers; the dynamic buffer is 1024-byte
@@ -275,7 +307,7 @@ __device__ __forceinline__ void epilogue64(const int32_t (&d)[BN / 2], int mb, i
 		return;
 	const float sa0 = r0 < M ? s_a[r0] : 0.0f;
 	const float sa1 = r0 + 8 < M ? s_a[r0 + 8] : 0.0f;
-	if (tma_y) {
+	if (C::TMA_Y && tma_y) {
 		/* 64 × 64 BF16 boxes (128-byte rows, 128-byte swizzle: 16-byte
 		 * chunk k of row r at chunk k ^ (r % 8), which also spreads the
 		 * fragment writes over 32 banks); TMA stores them asynchronously
@@ -312,7 +344,7 @@ __device__ __forceinline__ void epilogue64(const int32_t (&d)[BN / 2], int mb, i
 		}
 		return;
 	}
-	/* without TMA (N % 8 != 0, an unaligned y, or BN < 64): EPI_COLS
+	/* without TMA (N % 8 != 0, an unaligned y, or BN not a multiple of 64): EPI_COLS
 	 * columns at a time through shared memory, out as 16-byte
 	 * row-contiguous stores */
 	uint16_t *st = (uint16_t *)stage;
@@ -586,7 +618,7 @@ static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a
 	if ((st = make_map(&mq, q, M, K, A_ROWS, err)) != CTQ_OK ||
 	    (st = make_map(&mw, w, N, K, BN, err)) != CTQ_OK)
 		return st;
-	const int tma_y = BN >= 64 && y && !acc && N % 8 == 0 && (uintptr_t)y % 16 == 0;
+	const int tma_y = C::TMA_Y && y && !acc && N % 8 == 0 && (uintptr_t)y % 16 == 0;
 	if (tma_y && (st = make_map_y(&my, y, M, N, err)) != CTQ_OK)
 		return st;
 	const int64_t tiles = ((M + C::TILE_M - 1) / C::TILE_M) * ((N + BN - 1) / BN);
@@ -611,7 +643,7 @@ static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a
  * multicast (10-25% slower than {2, 256} at M = 1024..8192), and split-K
  * over a cluster with a distributed-shared-memory reduction for small M
  * (slower than no split at every M <= 128 on the Qwen3-4B shapes). */
-#define N_TILES 5 /* 0..3 cooperative, 4 ping-pong; 5 is the small-M family */
+#define N_TILES 8 /* 0..3, 5, 6 cooperative, 4, 7 ping-pong; 8 is the small-M family */
 
 /* Small M (<= 64, one M tile): 32- or 64-column N tiles, whichever puts
  * fewer weight rows on the busiest SM (N = 2560 gives 80 tiles of 32
@@ -702,7 +734,13 @@ extern "C" enum ctq_status ctq_gemm_sm90_launch(const int8_t *q, const int8_t *w
 		return launch<1, 64, 8, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
 	case 4:
 		return launch<2, 128, 6, true>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
-	case 5: {
+	case 5:
+		return launch<2, 160, 5, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+	case 6:
+		return launch<2, 192, 4, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+	case 7:
+		return launch<2, 160, 5, true>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+	case 8: {
 		if (M > 64)
 			return launch<1, 64, 8, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
 		const bool n32 = small_m_bn(N) == 32;
