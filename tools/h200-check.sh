@@ -2,8 +2,8 @@
 # A GPU check with a time limit on every step, logging straight into OUT
 # (so that a step that hangs still leaves the log of the others):
 # build, the GPU test binaries, bench_ops, bench model W8A8 vs BF16 and bench gemm
-# (CTQ_CHECK_BENCH=1), Nsight Compute sections of the GEMM / quantize kernels
-# (CTQ_CHECK_NCU=1).
+# (CTQ_CHECK_BENCH=1), forced sm90 GEMM configurations (CTQ_CHECK_TILES="0 4 ..."),
+# Nsight Compute sections of the GEMM / quantize kernels (CTQ_CHECK_NCU=1).
 # usage: tools/h200-check.sh OUT [step-seconds]
 set -u
 out=${1:?usage: tools/h200-check.sh OUT [step-seconds]}
@@ -45,17 +45,36 @@ if [ -n "${CTQ_CHECK_BENCH:-}" ]; then
 	echo "rc $?" >>"$log"
 	grep -E "^(qkv|o_|gate|down)|miss|pass" "$out/bench-gemm.txt" >>"$log"
 fi
+if [ -n "${CTQ_CHECK_TILES:-}" ]; then
+	# forced sm90 configurations (CTQ_SM90_TILE) at M = 256..8192: the data
+	# behind ctq_gemm_sm90_pick
+	for t in $CTQ_CHECK_TILES; do
+		step "tile $t"
+		CTQ_SM90_TILE=$t timeout 120 ./build/ctq bench gemm --shapes qwen3-4b --m 256,512,1024,2048,4096,8192 \
+			--warmup 1 --samples 20 --out "$out/tile$t" >"$out/tile$t.txt" 2>&1
+		echo "rc $?" >>"$log"
+		grep -E "^(qkv|o_|gate|down)" "$out/tile$t.txt" >>"$log"
+	done
+fi
 if [ -n "${CTQ_CHECK_NCU:-}" ]; then
-	# the counters behind the Step 7 limits: the small-M GEMM and GEMV
-	# (M = 1, 16) and the quantize kernel at M = 8192, by Nsight Compute
+	# the counters behind the Step 7 limits, by Nsight Compute: one launch
+	# of each kernel (past the reference check) at the points that miss
 	step ncu
-	timeout 200 ncu --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
-		--section ComputeWorkloadAnalysis --section WarpStateStats \
-		-k regex:'gemm_w8a8_sm90_kernel|quantize_rows_kernel|gemv_w8a8_kernel' --launch-count 40 \
-		./build/ctq bench gemm --shapes 2560:6144,4096:2560,9728:2560 --m 1,16,1024,8192 --warmup 1 --samples 1 \
-		--out "$out/ncu-gemm-run" >"$out/ncu-gemm.txt" 2>&1
-	echo "rc $?" >>"$log"
-	grep -E "gemm_w8a8_sm90|quantize_rows|gemv_w8a8|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Duration|Block Size|Grid Size|Registers|Issue Slots|Stall|Executed Ipc" \
-		"$out/ncu-gemm.txt" | head -300 >>"$log"
+	i=0
+	for spec in gemm_w8a8_sm90:2560:6144:1024 gemm_w8a8_sm90:4096:2560:1024 gemm_w8a8_sm90:2560:6144:8192 \
+		gemm_w8a8_sm90:2560:6144:16 gemv_w8a8:2560:6144:1 quantize_rows:2560:6144:8192 quantize_rows:9728:2560:128; do
+		k=${spec%%:*} rest=${spec#*:}
+		m=${rest##*:} kn=${rest%:*}
+		i=$((i + 1))
+		echo "--- ncu $k K:N $kn M $m" >>"$log"
+		timeout 90 ncu --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+			--section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
+			--section LaunchStats -k regex:"$k" --launch-skip 2 --launch-count 1 \
+			./build/ctq bench gemm --shapes "$kn" --m "$m" --warmup 1 --samples 1 \
+			--out "$out/ncu-run$i" >"$out/ncu-$i.txt" 2>&1
+		echo "rc $?" >>"$log"
+		grep -E "^  [a-z_ ]+[a-z_0-9]+<|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Duration|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Size|Grid Size|Waves Per SM|Issue Slots Busy|Executed Ipc Active|No Eligible|Eligible Warps|Active Warps Per|L2 Hit Rate|Mem Busy|Max Bandwidth|Warp Cycles Per Issued|Dynamic Shared" \
+			"$out/ncu-$i.txt" | cut -c1-160 >>"$log"
+	done
 fi
 step done
