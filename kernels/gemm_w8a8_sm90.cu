@@ -658,16 +658,10 @@ static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a
 	return CTQ_LAUNCH(err);
 }
 
-/* Which configuration for an M × N × K product: a table read off forced-
- * tile runs of bench gemm on the H200 (CTQ_SM90_TILE=0, 1, 4 at M = 256 ..
- * 8192 on the Qwen3-4B shapes, reports/baselines/h200/bench-gemm-tiles.txt):
+/* Which configuration for an M × N × K product (ctq_gemm_sm90_pick):
  *   M <= 64            the small-M family (more stages, fewer rows loaded)
- *   M <= 512           {2, 128} cooperative: most tiles, SMs busiest
- *   K <= 3072          ping-pong {2, 128}: the epilogue is a third of a
- *                      cooperative tile's time at K = 2560, hidden here
- *   longer K: M <= 1024 or M >= 8192 {2, 256} cooperative (best operand
- *                      reuse per shared-memory byte once the main loop
- *                      dominates), in between ping-pong
+ *   M < 512            the fewest waves of tiles, cost-weighted
+ *   M >= 512           a wave model fitted to forced-tile runs
  * Tried and dropped: a cluster of two CTAs sharing the weight tile by TMA
  * multicast (10-25% slower than {2, 256} at M = 1024..8192), and split-K
  * over a cluster with a distributed-shared-memory reduction for small M
@@ -701,7 +695,8 @@ int ctq_gemm_sm90_pick(int64_t M, int64_t N, int64_t K)
 {
 	if (M <= 64)
 		return N_TILES;
-	if (M <= 512) {
+	const int64_t sms = sm_count();
+	if (M < 512) {
 		/* the fewest waves of tiles, weighted by the per-element cost of
 		 * smaller tiles (less operand reuse): at M = 128, N = 2560 this is
 		 * 64 x 64 (80 tiles), not 128 x 128 (20 tiles) */
@@ -709,7 +704,6 @@ int ctq_gemm_sm90_pick(int64_t M, int64_t N, int64_t K)
 			int bm, bn, tile;
 			double cost;
 		} cand[] = {{128, 256, 0, 1.00}, {128, 128, 1, 1.05}, {64, 128, 2, 1.35}, {64, 64, 3, 1.80}};
-		const int64_t sms = sm_count();
 		int best = 1;
 		double best_cost = 0;
 		for (int i = 0; i < 4; i++) {
@@ -722,9 +716,33 @@ int ctq_gemm_sm90_pick(int64_t M, int64_t N, int64_t K)
 		}
 		return best;
 	}
-	if (K <= 3072)
-		return 4;
-	return M <= 1024 || M >= 8192 ? 0 : 4;
+	/* M >= 512, tiles of 128 rows: waves x BN x (a K + b), the time of a
+	 * wave of one tile per SM in units of its MACs at the INT8 peak, with
+	 * a (the main loop) and b (per tile: fill and the epilogue not hidden)
+	 * fitted to forced-tile runs at K = 2560 and 9728 (H200, revision
+	 * c073124, reports/baselines/h200/bench-gemm-tiles.txt); within 1.7%
+	 * of the best configuration at every Qwen3-4B point M = 512..8192.
+	 * Ping-pong only with more tiles than SMs (a lone tile leaves the
+	 * second consumer idle). */
+	static const struct {
+		int bn, tile;
+		bool pp;
+		double a, b;
+	} big[] = {{256, 0, false, 1.100, 1313}, {128, 1, false, 1.233, 1334}, {128, 4, true, 1.301, 669},
+		   {160, 5, false, 1.211, 1730}, {192, 6, false, 1.164, 1150}, {160, 7, true, 1.258, 910}};
+	int best = 0;
+	double best_cost = -1;
+	for (size_t i = 0; i < sizeof big / sizeof *big; i++) {
+		const int64_t tiles = ((M + 127) / 128) * ((N + big[i].bn - 1) / big[i].bn);
+		if (big[i].pp && tiles <= sms)
+			continue;
+		const double cost = (double)((tiles + sms - 1) / sms) * big[i].bn * (big[i].a * (double)K + big[i].b);
+		if (best_cost < 0 || cost < best_cost) {
+			best = big[i].tile;
+			best_cost = cost;
+		}
+	}
+	return best;
 }
 
 extern "C" bool ctq_gemm_sm90_available(void)
