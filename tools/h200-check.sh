@@ -2,7 +2,8 @@
 # A GPU check with a time limit on every step, logging straight into OUT
 # (so that a step that hangs still leaves the log of the others):
 # build, the GPU test binaries, bench_ops, bench model W8A8 vs BF16 and bench gemm
-# (CTQ_CHECK_BENCH=1), forced sm90 GEMM configurations (CTQ_CHECK_TILES="0 4 ..."),
+# (CTQ_CHECK_BENCH=1; CTQ_CHECK_AB=DIR: the same bench model with the ctq
+# tree in DIR, then this one again, and ctq compare), forced sm90 GEMM configurations (CTQ_CHECK_TILES="0 4 ..."),
 # Nsight Compute sections of the GEMM / quantize kernels (CTQ_CHECK_NCU=1).
 # usage: tools/h200-check.sh OUT [step-seconds]
 set -u
@@ -44,6 +45,26 @@ if [ -n "${CTQ_CHECK_BENCH:-}" ]; then
 	timeout 90 ./build/ctq bench gemm --shapes qwen3-4b --out "$out/bench-gemm" >"$out/bench-gemm.txt" 2>&1
 	echo "rc $?" >>"$log"
 	grep -E "^(qkv|o_|gate|down)|miss|pass" "$out/bench-gemm.txt" >>"$log"
+fi
+if [ -n "${CTQ_CHECK_AB:-}" ] && [ -d "$models/q4b-w8a8" ]; then
+	# A/B against another ctq tree (e.g. `git archive main`): its bench
+	# model, then this tree's again, in the same session, and ctq compare
+	step "ab build $CTQ_CHECK_AB"
+	timeout 300 make -C "$CTQ_CHECK_AB" -j"$(nproc)" DEPS_PREFIX="$PWD/deps-prefix" all >"$out/ab-build.log" 2>&1
+	echo "rc $?" >>"$log"
+	for side in ab new; do
+		step "ab bench model $side"
+		bin=./build/ctq
+		[ "$side" = ab ] && bin="$CTQ_CHECK_AB/build/ctq"
+		timeout 200 "$bin" bench model --model "$models/q4b-w8a8" --ref-model "$models/q4b" --backend cuda \
+			--batch 1,8 --input-len 128,2048 --output-len 32 --warmup 1 --reps 3 \
+			--out "$out/bench-$side" >"$out/bench-$side.txt" 2>&1
+		echo "rc $?" >>"$log"
+		grep -A6 "^batch   input    TTFT ref" "$out/bench-$side.txt" >>"$log"
+	done
+	./build/ctq compare "$out/bench-ab" "$out/bench-new" --out "$out/compare-ab" >"$out/compare-ab.txt" 2>&1
+	echo "compare rc $?" >>"$log"
+	grep -vE "^\s*$" "$out/compare-ab.txt" | head -40 >>"$log"
 fi
 if [ -n "${CTQ_CHECK_TILES:-}" ]; then
 	# forced sm90 configurations (CTQ_SM90_TILE) at M = 256..8192: the data
