@@ -18,6 +18,7 @@
  * 16-byte aligned q and w; ctq_gemm_w8a8_launch falls back to the dp4a
  * kernel otherwise, and on GPUs other than compute capability 9.0. */
 #include <cuda.h>
+#include <cuda_bf16.h>
 #include <cudaTypedefs.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,6 +302,20 @@ __device__ __forceinline__ void wg_sync(int id)
 	asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
 }
 
+/* Two adjacent outputs, ctq_w8a8_epilogue's bits, packed (the first in the
+ * low half). The f32 chain is core/numerics.h's; the rounding to BF16 is
+ * one cvt.rn.bf16x2.f32 for both instead of ctq_f32_to_bf16's integer
+ * steps: both round to nearest even (subnormals and overflow to Inf
+ * included), and the only NaN this chain can hold is the canonical
+ * 0x7fffffff of GPU float arithmetic, which both turn into 0x7fff. */
+__device__ __forceinline__ uint32_t epilogue_pair(int32_t a0, int32_t a1, float sa, float sw0, float sw1,
+						  float b0, float b1)
+{
+	const __nv_bfloat162 h = __floats2bfloat162_rn(ctq_w8a8_epilogue_f32(a0, sa, sw0, b0),
+							ctq_w8a8_epilogue_f32(a1, sa, sw1, b1));
+	return *(const uint32_t *)&h;
+}
+
 /* The epilogue of one 64 × BN accumulator block whose first row is mb.
  * Fragment layout of wgmma m64nN: warp w holds rows 16w..16w+15, lane l rows
  * l/4 and l/4 + 8, columns 8j + 2(l%4) + {0, 1} in registers 4j + {0, 1}
@@ -359,11 +374,9 @@ __device__ __forceinline__ void epilogue64(const int32_t (&d)[BN / 2], int mb, i
 #pragma unroll
 				for (int h = 0; h < 2; h++) {
 					const float sa = h ? sa1 : sa0;
-					const uint16_t y0 = ctq_w8a8_epilogue(d[4 * j + 2 * h], sa, sw0, b0);
-					const uint16_t y1 = ctq_w8a8_epilogue(d[4 * j + 2 * h + 1], sa, sw1, b1);
 					const int rl = warp * 16 + (lane >> 2) + 8 * h;
 					*(uint32_t *)(buf + rl * 128 + ((jj ^ (rl & 7)) << 4) + 4 * (lane & 3)) =
-						(uint32_t)y0 | ((uint32_t)y1 << 16);
+						epilogue_pair(d[4 * j + 2 * h], d[4 * j + 2 * h + 1], sa, sw0, sw1, b0, b1);
 				}
 			}
 			fence_async_smem();
@@ -392,10 +405,9 @@ __device__ __forceinline__ void epilogue64(const int32_t (&d)[BN / 2], int mb, i
 #pragma unroll
 			for (int h = 0; h < 2; h++) {
 				const float sa = h ? sa1 : sa0;
-				const uint16_t y0 = ctq_w8a8_epilogue(d[4 * j + 2 * h], sa, sw0, b0);
-				const uint16_t y1 = ctq_w8a8_epilogue(d[4 * j + 2 * h + 1], sa, sw1, b1);
 				const int rl = warp * 16 + (lane >> 2) + 8 * h;
-				*(uint32_t *)(st + rl * C::EPI_LD + cl) = (uint32_t)y0 | ((uint32_t)y1 << 16);
+				*(uint32_t *)(st + rl * C::EPI_LD + cl) =
+					epilogue_pair(d[4 * j + 2 * h], d[4 * j + 2 * h + 1], sa, sw0, sw1, b0, b1);
 			}
 		}
 		wg_sync(bar_id);
