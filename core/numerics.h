@@ -18,7 +18,6 @@
 #ifndef CTQ_CORE_NUMERICS_H
 #define CTQ_CORE_NUMERICS_H
 
-#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/dtype.h"
@@ -109,17 +108,16 @@ CTQ_NUM_FN int8_t ctq_quantize(float x, float s)
  * The test is computed exactly where it matters: for |y| < 2^22,
  * m = y + 1.5 * 2^23 has an ulp of 1, so m - 1.5 * 2^23 = rint(y) (ties
  * to even: 1.5 * 2^23 is even) and the low byte of m's bits is rint(y)
- * mod 256; e = y - rint(y) is exact (a multiple of ulp(y) of at most 2^23
- * ulps when rint(y) != 0, or y itself), and 0.5 - TOL = CTQ_QUANT_FAST_EDGE
- * is a float, so "|e| < EDGE" (y more than TOL from every half-integer)
- * decides exactly as in real arithmetic. NaN, Inf or a large y fail the
- * comparisons: exact formula. Every step is rounded on its own
+ * mod 256; y - rint(y) is exact (a multiple of ulp(y) of at most 2^23
+ * ulps when rint(y) != 0, or y itself); 0.5 - |y - r| is exact for
+ * |y - r| >= 1/4 (Sterbenz) and >= 1/4 otherwise (rounding is monotone),
+ * so "> TOL" decides exactly as in real arithmetic. NaN, Inf or a large y
+ * fail the comparisons: exact formula. Every step is rounded on its own
  * (CTQ_FMUL / CTQ_FADD are not contracted into a fused multiply-add on
  * the device; the host builds with -ffp-contract=off). tests/test_ref_ops.c
  * checks all 65536 bf16 x against hundreds of scales, and that TOL = 0
  * would be wrong. */
 #define CTQ_QUANT_FAST_TOL 0x1p-14f
-#define CTQ_QUANT_FAST_EDGE 0x1.fffp-2f /* 0.5 - CTQ_QUANT_FAST_TOL, exactly */
 
 /* The reciprocal ctq_quantize_fast wants for row scale s: fl(1 / s), or a
  * NaN where the fast formula does not apply (s <= 0, NaN, Inf, or 1 / s
@@ -132,26 +130,14 @@ CTQ_NUM_FN float ctq_quantize_inv(float s)
 	return ctq_f32_from_bits(0x7fc00000u);
 }
 
-/* The fast form's m = fl(fl(x * inv) + 1.5 * 2^23), whose low byte is the
- * result, and ok &= whether the fast form applies to x (else the exact
- * formula). Vectorised kernels (kernels/quant_group.cuh) pack the low
- * bytes of several m and take the exact formula for the whole group when
- * any is not ok. */
-CTQ_NUM_FN float ctq_quantize_fast_m(float x, float inv, bool *ok)
+CTQ_NUM_FN int8_t ctq_quantize_fast(float x, float s, float inv)
 {
 	const float y = CTQ_FMUL(x, inv);
 	const float m = CTQ_FADD(y, 0x1.8p23f); /* 1.5 * 2^23 + rint(y) */
-	/* y - rint(y): the distance to the nearest integer */
-	const float e = CTQ_FADD(y, -CTQ_FADD(m, -0x1.8p23f));
-	*ok = *ok & (fabsf(e) < CTQ_QUANT_FAST_EDGE) & (fabsf(y) < 127.5f); /* no branches */
-	return m;
-}
-
-CTQ_NUM_FN int8_t ctq_quantize_fast(float x, float s, float inv)
-{
-	bool ok = true;
-	const float m = ctq_quantize_fast_m(x, inv, &ok);
-	if (!ok)
+	const float r = CTQ_FADD(m, -0x1.8p23f);
+	/* distance from y to the nearest half-integer */
+	const float d = CTQ_FADD(0.5f, -fabsf(CTQ_FADD(y, -r)));
+	if (!(d > CTQ_QUANT_FAST_TOL && fabsf(y) < 127.5f))
 		return ctq_quantize(x, s);
 	const int32_t b = (int32_t)(ctq_f32_bits(m) & 0xffu);
 	return (int8_t)(b - ((b & 0x80) << 1));

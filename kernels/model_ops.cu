@@ -11,7 +11,6 @@
 #include <stdlib.h>
 
 #include "kernels/block_reduce.cuh"
-#include "kernels/quant_group.cuh"
 
 __global__ void embed_kernel(const uint16_t *table, const int32_t *ids, int64_t H, uint16_t *out)
 {
@@ -230,6 +229,13 @@ __device__ __forceinline__ uint32_t silu_pair(uint32_t g2, uint32_t u2)
 	return (uint32_t)lo | ((uint32_t)hi << 16);
 }
 
+__device__ __forceinline__ uint32_t quant_pair_bits(uint32_t two_bf16, float sc, float inv)
+{
+	const int8_t a = ctq_quantize_fast(__uint_as_float(two_bf16 << 16), sc, inv);
+	const int8_t b = ctq_quantize_fast(__uint_as_float(two_bf16 & 0xffff0000u), sc, inv);
+	return (uint32_t)(uint8_t)a | ((uint32_t)(uint8_t)b << 8);
+}
+
 /* I % 8 == 0, 16-byte aligned gu, 8-byte aligned q: one row per block,
  * thread t holding the 8-wide groups g = t, t + blockDim.x, ... (C at
  * most): gate and up loaded 16 bytes at a time, the 8 outputs kept as
@@ -258,9 +264,10 @@ silu_mul_quant_regs_kernel(const uint16_t *gu, int64_t I, int8_t *q, float *s)
 			gv[c].y = silu_pair(gv[c].y, uv[c].y);
 			gv[c].z = silu_pair(gv[c].z, uv[c].z);
 			gv[c].w = silu_pair(gv[c].w, uv[c].w);
-			a = ctq_amax_bits2(ctq_amax_bits2(ctq_amax_bits2(ctq_amax_bits2(a, gv[c].x), gv[c].y),
-							  gv[c].z),
-					   gv[c].w);
+			a = __vmaxu2(a, gv[c].x & 0x7fff7fffu);
+			a = __vmaxu2(a, gv[c].y & 0x7fff7fffu);
+			a = __vmaxu2(a, gv[c].z & 0x7fff7fffu);
+			a = __vmaxu2(a, gv[c].w & 0x7fff7fffu);
 		}
 	a = block_amax_bits(max(a & 0xffffu, a >> 16), red_a);
 	const float sc = scale_of_bits(a), sinv = ctq_quantize_inv(sc);
@@ -269,7 +276,10 @@ silu_mul_quant_regs_kernel(const uint16_t *gu, int64_t I, int8_t *q, float *s)
 #pragma unroll
 	for (int c = 0; c < C; c++)
 		if (t + c * T < groups) {
-			qr[t + c * T] = ctq_quant8(gv[c], sc, sinv);
+			uint2 o;
+			o.x = quant_pair_bits(gv[c].x, sc, sinv) | (quant_pair_bits(gv[c].y, sc, sinv) << 16);
+			o.y = quant_pair_bits(gv[c].z, sc, sinv) | (quant_pair_bits(gv[c].w, sc, sinv) << 16);
+			qr[t + c * T] = o;
 		}
 }
 

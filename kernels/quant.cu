@@ -4,33 +4,29 @@
  *
  * Launch table (ctq_quantize_launch; G = K / 8 16-byte groups of a row):
  *   K % 8 == 0, x 16-byte and q 8-byte aligned (quantize_rows_kernel<C>):
- *     M <= QR_FEW_ROWS, G <= 8192: one row per block of 32 * ceil(G / C /
- *       32) threads (latency bound), C = 1, 2, 4 or 8, the fewest that
- *       keep it <= 1024 threads: K = 2560 -> 320 x 1, 4096 -> 512 x 1,
+ *     M <= 256, G <= 8192: one row per block of 32 * ceil(G / C / 32)
+ *       threads (latency bound), C = 1, 2, 4 or 8, the fewest that keep
+ *       it <= 1024 threads: K = 2560 -> 320 x 1, 4096 -> 512 x 1,
  *       9728 -> 608 x 2, 12288 -> 768 x 2.
- *     more rows, G <= 3072: w = 1, 2, 4 or 8 warps per row, the fewest
- *       with at most 12 groups per thread (C rounded up to even), blocks
- *       of up to 256 threads with up to 8 rows but at least ~264 blocks:
+ *     M > 256, G <= 3072: w = 1, 2, 4 or 8 warps per row, the fewest with
+ *       at most 12 groups per thread (C rounded up to even), blocks of up
+ *       to 256 threads with up to 8 rows but at least ~264 blocks:
  *       K = 2560 -> 1 warp x 10, 4096 -> 2 x 8, 9728 -> 4 x 10,
  *       12288 -> 4 x 12, 16384 -> 8 x 8.
- *     more rows, 3072 < G <= 8192: one row per block as for few rows.
+ *     M > 256, 3072 < G <= 8192: one row per block as for few rows.
  *   otherwise (K % 8 != 0, misaligned, K > 65536): quantize_kernel, one
  *     256-thread block per row, the row read twice.
  * In quantize_rows_kernel each thread loads all its groups before using
  * any and keeps them in registers; q is stored 8 bytes at a time. Per
  * element the work is small: the absolute maximum is an integer max over
- * two bf16 at a time (ctq_amax_bits2), and q comes from ctq_quant8
- * (kernels/quant_group.cuh): ctq_quantize_fast's result, a multiply by
- * the row's reciprocal and three additions, two compares, the bytes
- * packed by permutes, one branch per eight elements to the exact
- * division. Nsight Compute at M = 8192, K = 2560 (before ctq_quant8):
- * 64 registers, IPC 2.02, issue slots 41% busy, DRAM 23%: instruction
- * and latency bound, not bandwidth bound. */
+ * two bf16 at a time (amax_bits), and q comes from ctq_quantize_fast (a
+ * multiply by the row's reciprocal and three additions; the exact
+ * division only next to a rounding boundary). The thresholds are chosen
+ * for an H200 (132 SMs) and not yet measured. */
 #include "core/dtype.h"
 #include "core/numerics.h"
 #include "kernels/cuda_check.h"
 #include "kernels/kernels.h"
-#include "kernels/quant_group.cuh"
 
 /* |b| of a bf16 b, as a float, orders exactly like b & 0x7fff as an
  * unsigned integer (sign-magnitude with the exponent above the mantissa),
@@ -42,13 +38,33 @@
  * arithmetic is expected to return its canonical NaN 0x7fffffff for a NaN
  * operand, so the bits of s would not change; tests/gpu/test_kernels.c
  * only asks for a NaN, as the CPU's s keeps the payload.) Packed: two
- * bf16 per 32-bit word, two 16-bit maxima per instruction (ctq_amax_bits2, kernels/quant_group.cuh). */
+ * bf16 per 32-bit word, two 16-bit maxima per instruction. */
+__device__ __forceinline__ uint32_t amax_bits(uint32_t acc, uint32_t two_bf16)
+{
+	return __vmaxu2(acc, two_bf16 & 0x7fff7fffu);
+}
 
 /* The row scale from the integer amax of a row (both 16-bit halves). */
 __device__ __forceinline__ float scale_from_bits(uint32_t packed)
 {
 	const uint32_t m = max(packed & 0xffffu, packed >> 16);
 	return m == 0 ? 0.0f : ctq_act_scale(ctq_bf16_to_f32((uint16_t)m));
+}
+
+/* Two bf16 (one word) to two q bytes in the low half of the result. */
+__device__ __forceinline__ uint32_t quant_pair(uint32_t two_bf16, float sc, float inv)
+{
+	const int8_t a = ctq_quantize_fast(__uint_as_float(two_bf16 << 16), sc, inv);
+	const int8_t b = ctq_quantize_fast(__uint_as_float(two_bf16 & 0xffff0000u), sc, inv);
+	return (uint32_t)(uint8_t)a | ((uint32_t)(uint8_t)b << 8);
+}
+
+__device__ __forceinline__ uint2 quant_group(uint4 v, float sc, float inv)
+{
+	uint2 o;
+	o.x = quant_pair(v.x, sc, inv) | (quant_pair(v.y, sc, inv) << 16);
+	o.y = quant_pair(v.z, sc, inv) | (quant_pair(v.w, sc, inv) << 16);
+	return o;
 }
 
 /* Rows of K = 8 * groups, tpr threads per row (blockDim.x = tpr * rows per
@@ -77,7 +93,7 @@ quantize_rows_kernel(const uint16_t *__restrict__ x, int64_t M, int groups, int 
 #pragma unroll
 	for (int c = 0; c < C; c++)
 		if (live && c * tpr + t < groups)
-			a = ctq_amax_bits2(ctq_amax_bits2(ctq_amax_bits2(ctq_amax_bits2(a, v[c].x), v[c].y), v[c].z),
+			a = amax_bits(amax_bits(amax_bits(amax_bits(a, v[c].x), v[c].y), v[c].z),
 				      v[c].w);
 	a = __reduce_max_sync(0xffffffffu, max(a & 0xffffu, a >> 16));
 	if (tpr > 32) {
@@ -97,7 +113,7 @@ quantize_rows_kernel(const uint16_t *__restrict__ x, int64_t M, int groups, int 
 #pragma unroll
 	for (int c = 0; c < C; c++)
 		if (c * tpr + t < groups)
-			qr[c * tpr + t] = ctq_quant8(v[c], sc, inv);
+			qr[c * tpr + t] = quant_group(v[c], sc, inv);
 }
 
 /* Any K and alignment: one block per row, the row read twice (the second
