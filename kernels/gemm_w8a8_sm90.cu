@@ -132,30 +132,12 @@ template <int N> __device__ __forceinline__ void wgmma_wait(void)
 
 /* wgmma m64nNk32 s32 += s8 · s8 with both operands from shared memory
  * (acc == 0: D = A·B). Generated: one "+r" per accumulator register. */
-__device__ __forceinline__ void wgmma_m64n24k32(int32_t *d, uint64_t da, uint64_t db, int acc)
-{
-	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %14, 0;\n"
-		     "wgmma.mma_async.sync.aligned.m64n24k32.s32.s8.s8 "
-		     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11}, %12, %13, p;\n}\n"
-		     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11])
-		     : "l"(da), "l"(db), "r"(acc));
-}
-
 __device__ __forceinline__ void wgmma_m64n32k32(int32_t *d, uint64_t da, uint64_t db, int acc)
 {
 	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
 		     "wgmma.mma_async.sync.aligned.m64n32k32.s32.s8.s8 "
 		     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p;\n}\n"
 		     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15])
-		     : "l"(da), "l"(db), "r"(acc));
-}
-
-__device__ __forceinline__ void wgmma_m64n48k32(int32_t *d, uint64_t da, uint64_t db, int acc)
-{
-	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"
-		     "wgmma.mma_async.sync.aligned.m64n48k32.s32.s8.s8 "
-		     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23}, %24, %25, p;\n}\n"
-		     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23])
 		     : "l"(da), "l"(db), "r"(acc));
 }
 
@@ -205,22 +187,10 @@ __device__ __forceinline__ void wgmma_m64n256k32(int32_t *d, uint64_t da, uint64
 }
 
 template <int BN> struct Wgmma;
-template <> struct Wgmma<24> {
-	static __device__ __forceinline__ void run(int32_t *d, uint64_t a, uint64_t b, int acc)
-	{
-		wgmma_m64n24k32(d, a, b, acc);
-	}
-};
 template <> struct Wgmma<32> {
 	static __device__ __forceinline__ void run(int32_t *d, uint64_t a, uint64_t b, int acc)
 	{
 		wgmma_m64n32k32(d, a, b, acc);
-	}
-};
-template <> struct Wgmma<48> {
-	static __device__ __forceinline__ void run(int32_t *d, uint64_t a, uint64_t b, int acc)
-	{
-		wgmma_m64n48k32(d, a, b, acc);
 	}
 };
 template <> struct Wgmma<64> {
@@ -282,7 +252,7 @@ struct Sm90Config {
 	/* epilogue staging per consumer: two 64 × 64 BF16 boxes for the TMA
 	 * stores, or 64 rows of EPI_COLS padded by 16 bytes (32 banks) for the
 	 * plain stores */
-	static constexpr int EPI_COLS = BN % 128 == 0 ? 128 : BN % 64 == 0 ? 64 : BN % 32 == 0 ? 32 : BN % 16 == 0 ? 16 : 8;
+	static constexpr int EPI_COLS = BN % 128 == 0 ? 128 : BN % 64 == 0 ? 64 : 32;
 	/* TMA stores take 64-column boxes */
 	static constexpr bool TMA_Y = BN % 64 == 0;
 	static constexpr int EPI_LD = EPI_COLS + 8;
@@ -412,11 +382,12 @@ __device__ __forceinline__ void epilogue64(const int32_t (&d)[BN / 2], int mb, i
 		}
 		wg_sync(bar_id);
 		const int nb = n0 + half * C::EPI_COLS;
-		constexpr int PER_ROW = C::EPI_COLS / 8; /* 16-byte chunks of a row */
+		constexpr int PER_ROW = C::EPI_COLS / 8;
+		constexpr int ROWS_PER_PASS = 128 / PER_ROW;
 #pragma unroll
-		for (int idx = tid; idx < 64 * PER_ROW; idx += 128) {
-			const int rl = idx / PER_ROW;
-			const int cl = (idx % PER_ROW) * 8;
+		for (int pass = 0; pass < 64 / ROWS_PER_PASS; pass++) {
+			const int rl = pass * ROWS_PER_PASS + tid / PER_ROW;
+			const int cl = (tid % PER_ROW) * 8;
 			const int m = mb + rl, n = nb + cl;
 			if (m >= M || n >= N)
 				continue;
@@ -680,27 +651,16 @@ static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a
  * (slower than no split at every M <= 128 on the Qwen3-4B shapes). */
 #define N_TILES 8 /* 0..3, 5, 6 cooperative, 4, 7 ping-pong; 8 is the small-M family */
 
-/* Small M (<= 64, one M tile): the weights stream once, so the time is the
- * busiest SM's weight rows. The N tile of 24, 32, 48 or 64 columns that
- * puts the fewest rows on it (ties: the wider tile): N = 2560 takes 107
- * tiles of 24 (24 rows an SM; 32 gave 80 tiles of 32, 64 gave 40 of 64),
- * N = 6144 128 of 48 (64 gave 96 SMs 64 rows each), N = 19456 608 of 32.
- * Activation boxes of 16, 32 or 64 rows; stages for about 100-160 KB of
- * weights in flight. */
+/* Small M (<= 64, one M tile): 32- or 64-column N tiles, whichever puts
+ * fewer weight rows on the busiest SM (N = 2560 gives 80 tiles of 32
+ * instead of 40 of 64), activation boxes of 16, 32 or 64 rows, 12-24
+ * stages. */
 static int small_m_bn(int64_t N)
 {
-	static const int bns[] = {64, 48, 32, 24};
 	const int64_t sms = sm_count();
-	int best = 64;
-	int64_t best_rows = 0;
-	for (int i = 0; i < 4; i++) {
-		const int64_t rows = ((N + bns[i] - 1) / bns[i] + sms - 1) / sms * bns[i];
-		if (i == 0 || rows < best_rows) {
-			best = bns[i];
-			best_rows = rows;
-		}
-	}
-	return best;
+	const int64_t w64 = ((N + 63) / 64 + sms - 1) / sms * 64;
+	const int64_t w32 = ((N + 31) / 32 + sms - 1) / sms * 32;
+	return w32 < w64 ? 32 : 64;
 }
 
 int ctq_gemm_sm90_pick(int64_t M, int64_t N, int64_t K)
@@ -813,18 +773,15 @@ extern "C" enum ctq_status ctq_gemm_sm90_launch(const int8_t *q, const int8_t *w
 	case 8: {
 		if (M > 64)
 			return launch<1, 64, 8, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
-		const int bn = small_m_bn(N);
-#define SMALL_M(rows, s24, s32, s48, s64)                                                               \
-	return bn == 24   ? launch<1, 24, s24, false, rows>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err) \
-	       : bn == 32 ? launch<1, 32, s32, false, rows>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err) \
-	       : bn == 48 ? launch<1, 48, s48, false, rows>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err) \
-			  : launch<1, 64, s64, false, rows>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err)
+		const bool n32 = small_m_bn(N) == 32;
 		if (M <= 16)
-			SMALL_M(16, 32, 24, 20, 16);
+			return n32 ? launch<1, 32, 24, false, 16>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err)
+				   : launch<1, 64, 16, false, 16>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
 		if (M <= 32)
-			SMALL_M(32, 28, 20, 18, 16);
-		SMALL_M(64, 18, 16, 14, 12);
-#undef SMALL_M
+			return n32 ? launch<1, 32, 20, false, 32>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err)
+				   : launch<1, 64, 16, false, 32>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+		return n32 ? launch<1, 32, 16, false, 64>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err)
+			   : launch<1, 64, 12, false, 64>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
 	}
 	}
 	return ctq_error_set(err, CTQ_ERR_USAGE, "tile", "is %d; the sm90 tiles are 0..%d", tile,
