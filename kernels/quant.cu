@@ -4,16 +4,16 @@
  *
  * Launch table (ctq_quantize_launch; G = K / 8 16-byte groups of a row):
  *   K % 8 == 0, x 16-byte and q 8-byte aligned (quantize_rows_kernel<C>):
- *     M <= 256, G <= 8192: one row per block of 32 * ceil(G / C / 32)
+ *     M <= QR_FEW_ROWS (2048), G <= 8192: one row per block of 32 * ceil(G / C / 32)
  *       threads (latency bound), C = 1, 2, 4 or 8, the fewest that keep
  *       it <= 1024 threads: K = 2560 -> 320 x 1, 4096 -> 512 x 1,
  *       9728 -> 608 x 2, 12288 -> 768 x 2.
- *     M > 256, G <= 3072: w = 1, 2, 4 or 8 warps per row, the fewest with
+ *     more rows, G <= 3072: w = 1, 2, 4 or 8 warps per row, the fewest with
  *       at most 12 groups per thread (C rounded up to even), blocks of up
  *       to 256 threads with up to 8 rows but at least ~264 blocks:
  *       K = 2560 -> 1 warp x 10, 4096 -> 2 x 8, 9728 -> 4 x 10,
  *       12288 -> 4 x 12, 16384 -> 8 x 8.
- *     M > 256, 3072 < G <= 8192: one row per block as for few rows.
+ *     more rows, 3072 < G <= 8192: one row per block as for few rows.
  *   otherwise (K % 8 != 0, misaligned, K > 65536): quantize_kernel, one
  *     256-thread block per row, the row read twice.
  * In quantize_rows_kernel each thread loads all its groups before using
@@ -146,9 +146,10 @@ quantize_kernel(const uint16_t *__restrict__ x, int64_t K, int8_t *__restrict__ 
 }
 
 /* Up to this many rows one row per block; more rows share a block. On the
- * H200 (ce8345ec4c4c) one row per block took 3.3-3.7 us at M = 256, the
- * shared blocks 13-17 us at M = 512 (the old block kernel: 6.2-7.8 us), so
- * the crossover moves up to be measured again (not yet run on a GPU). */
+ * H200 (ce8345ec4c4c) the shared blocks took 13-17 us at M = 512 against
+ * 3.3-3.7 us for one row per block at M = 256; with the crossover at 2048
+ * (ed329c3) M = 512 takes 4.2-10.5 us and M = 2048 10.6-31.1 us (was
+ * 18-38 us). */
 #define QR_FEW_ROWS 2048
 /* Many rows: at most this many 16-byte groups per thread (registers) and
  * 256 threads per block. */

@@ -540,7 +540,7 @@ Test(kernels, sm90_small_m_bit_exact, .init = setup, .fini = teardown, .timeout 
 	if (!ctq_gemm_sm90_available())
 		cr_skip_test("not a compute capability 9.0 GPU: the sm90 kernel is not used here");
 	static const int64_t Ms[] = {1, 2, 15, 16, 17, 32, 33, 63, 64};
-	static const int64_t NK[][2] = {{2560, 2560}, {6144, 144}, {136, 9728}, {19456, 256}};
+	static const int64_t NK[][2] = {{2560, 2560}, {6144, 144}, {136, 9728}, {19456, 256}, {8192, 528}};
 	for (size_t i = 0; i < sizeof Ms / sizeof *Ms; i++)
 		for (size_t j = 0; j < sizeof NK / sizeof *NK; j++)
 			check_sm90_tile(ctq_gemm_sm90_tiles() - 1, Ms[i], NK[j][0], NK[j][1],
