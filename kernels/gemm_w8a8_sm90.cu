@@ -649,7 +649,7 @@ static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a
  * multicast (10-25% slower than {2, 256} at M = 1024..8192), and split-K
  * over a cluster with a distributed-shared-memory reduction for small M
  * (slower than no split at every M <= 128 on the Qwen3-4B shapes). */
-#define N_TILES 8 /* 0..3, 5, 6 cooperative, 4, 7 ping-pong; 8 is the small-M family */
+#define N_TILES 9 /* 0..3, 5, 6, 8 cooperative, 4, 7 ping-pong; 9 is the small-M family */
 
 /* Small M (<= 64, one M tile): 32- or 64-column N tiles, whichever puts
  * fewer weight rows on the busiest SM (N = 2560 gives 80 tiles of 32
@@ -688,27 +688,33 @@ int ctq_gemm_sm90_pick(int64_t M, int64_t N, int64_t K)
 		}
 		return best;
 	}
-	/* M >= 512, tiles of 128 rows: waves x BN x (a K + b), the time of a
-	 * wave of one tile per SM in units of its MACs at the INT8 peak, with
-	 * a (the main loop) and b (per tile: fill and the epilogue not hidden)
-	 * fitted to forced-tile runs at K = 2560 and 9728 (H200, revision
-	 * c073124, reports/baselines/h200/bench-gemm-tiles.txt); within 1.7%
-	 * of the best configuration at every Qwen3-4B point M = 512..8192.
+	/* M >= 512: waves x BM x BN x (a K + b), the time of a wave of one
+	 * tile per SM in units of its MACs at the INT8 peak, with a (the main
+	 * loop) and b (per tile: fill and the epilogue not hidden) fitted to
+	 * forced-tile runs at K = 2560 and 9728 (H200, revision c073124,
+	 * reports/baselines/h200/bench-gemm-tiles.txt); within 1.7% of the
+	 * best configuration at every Qwen3-4B point M = 512..8192. The 64 x
+	 * 160 single-consumer tile (N = 2560 at M = 512: 128 tiles, one wave,
+	 * where 128 x 128 fills 80 SMs) takes tile 2's per-element cost
+	 * relative to tile 1 (1.35 / 1.05, the M < 512 model), not fitted.
 	 * Ping-pong only with more tiles than SMs (a lone tile leaves the
 	 * second consumer idle). */
 	static const struct {
-		int bn, tile;
+		int bm, bn, tile;
 		bool pp;
 		double a, b;
-	} big[] = {{256, 0, false, 1.100, 1313}, {128, 1, false, 1.233, 1334}, {128, 4, true, 1.301, 669},
-		   {160, 5, false, 1.211, 1730}, {192, 6, false, 1.164, 1150}, {160, 7, true, 1.258, 910}};
+	} big[] = {{128, 256, 0, false, 1.100, 1313}, {128, 128, 1, false, 1.233, 1334},
+		   {128, 128, 4, true, 1.301, 669},   {128, 160, 5, false, 1.211, 1730},
+		   {128, 192, 6, false, 1.164, 1150}, {128, 160, 7, true, 1.258, 910},
+		   {64, 160, 8, false, 1.585, 1715}};
 	int best = 0;
 	double best_cost = -1;
 	for (size_t i = 0; i < sizeof big / sizeof *big; i++) {
-		const int64_t tiles = ((M + 127) / 128) * ((N + big[i].bn - 1) / big[i].bn);
+		const int64_t tiles = ((M + big[i].bm - 1) / big[i].bm) * ((N + big[i].bn - 1) / big[i].bn);
 		if (big[i].pp && tiles <= sms)
 			continue;
-		const double cost = (double)((tiles + sms - 1) / sms) * big[i].bn * (big[i].a * (double)K + big[i].b);
+		const double cost = (double)((tiles + sms - 1) / sms) * big[i].bm * big[i].bn *
+				    (big[i].a * (double)K + big[i].b);
 		if (best_cost < 0 || cost < best_cost) {
 			best = big[i].tile;
 			best_cost = cost;
@@ -770,7 +776,9 @@ extern "C" enum ctq_status ctq_gemm_sm90_launch(const int8_t *q, const int8_t *w
 		return launch<2, 192, 4, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
 	case 7:
 		return launch<2, 160, 5, true>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
-	case 8: {
+	case 8:
+		return launch<1, 160, 7, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+	case 9: {
 		if (M > 64)
 			return launch<1, 64, 8, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
 		const bool n32 = small_m_bn(N) == 32;
