@@ -13,6 +13,7 @@ static const char *const status_names[CTQ_STATUS_COUNT] = {
 	[CTQ_ERR_UNSUPPORTED_SCHEME] = "unsupported-scheme",
 	[CTQ_ERR_AMBIGUOUS_MATCH] = "ambiguous-match",
 	[CTQ_ERR_FUSED_MISMATCH] = "fused-mismatch",
+	[CTQ_ERR_ENGINE_DIVERGENT] = "engine-divergent",
 	[CTQ_ERR_SHARD_INVALID] = "shard-invalid",
 	[CTQ_ERR_CHECKPOINT] = "checkpoint-error",
 	[CTQ_ERR_IO] = "io-error",

@@ -34,21 +34,22 @@ static enum ctq_module_kind kind_of(const char *const *types, size_t n)
 	return CTQ_MODULE_OTHER;
 }
 
-enum ctq_status ctq_modules_add(struct ctq_modules *m, const char *name,
-				const char *const *types, size_t n_types,
-				const char *vllm_type, struct ctq_error *err)
+static enum ctq_status push(struct ctq_modules *m, struct ctq_module **vec,
+			    size_t *n, size_t *cap, const char *name,
+			    const char *const *types, size_t n_types,
+			    const char *vllm_type, struct ctq_error *err)
 {
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 64;
-		struct ctq_module *v = ctq_arena_calloc(&m->arena, cap, sizeof *v);
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		struct ctq_module *v = ctq_arena_calloc(&m->arena, c, sizeof *v);
 		if (!v)
 			return ctq_error_set(err, CTQ_ERR_NOMEM, name, "out of memory");
-		if (m->n)
-			memcpy(v, m->v, m->n * sizeof *v);
-		m->v = v;
-		m->cap = cap;
+		if (*n)
+			memcpy(v, *vec, *n * sizeof *v);
+		*vec = v;
+		*cap = c;
 	}
-	struct ctq_module *mod = &m->v[m->n];
+	struct ctq_module *mod = &(*vec)[*n];
 	mod->name = ctq_arena_strdup(&m->arena, name);
 	mod->types = ctq_arena_calloc(&m->arena, n_types + 1, sizeof *mod->types);
 	if (!mod->name || !mod->types)
@@ -60,8 +61,38 @@ enum ctq_status ctq_modules_add(struct ctq_modules *m, const char *name,
 	mod->vllm_type = vllm_type ? ctq_arena_strdup(&m->arena, vllm_type) : NULL;
 	mod->kind = kind_of(types, n_types);
 	mod->fused = -1;
-	m->n++;
+	(*n)++;
 	return CTQ_OK;
+}
+
+enum ctq_status ctq_modules_add(struct ctq_modules *m, const char *name,
+				const char *const *types, size_t n_types,
+				const char *vllm_type, struct ctq_error *err)
+{
+	return push(m, &m->v, &m->n, &m->cap, name, types, n_types, vllm_type, err);
+}
+
+enum ctq_status ctq_modules_add_aux(struct ctq_modules *m, const char *name,
+				    const char *const *types, size_t n_types,
+				    struct ctq_error *err)
+{
+	enum ctq_status st = push(m, &m->aux, &m->n_aux, &m->cap_aux, name, types,
+				  n_types, NULL, err);
+	if (!st)
+		m->aux[m->n_aux - 1].kind = CTQ_MODULE_OTHER;
+	return st;
+}
+
+const struct ctq_module *ctq_modules_lookup(const struct ctq_modules *m,
+					    const char *name)
+{
+	long i = ctq_modules_find(m, name);
+	if (i >= 0)
+		return &m->v[i];
+	for (size_t k = 0; k < m->n_aux; k++)
+		if (!strcmp(m->aux[k].name, name))
+			return &m->aux[k];
+	return NULL;
 }
 
 long ctq_modules_find(const struct ctq_modules *m, const char *name)
@@ -106,6 +137,12 @@ enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
 	static const char *const linear[] = {"Linear", "Module"};
 	static const char *const embedding[] = {"Embedding", "Module"};
 	const char *attention[] = {attn_class, "Module"};
+	const char *layer_class = !strcmp(a, "qwen3")   ? "Qwen3DecoderLayer"
+				  : !strcmp(a, "qwen2") ? "Qwen2DecoderLayer"
+							: "LlamaDecoderLayer";
+	/* transformers' class hierarchies (MRO, torch.nn.Module subclasses). */
+	const char *decoder_layer[] = {layer_class, "GradientCheckpointingLayer", "Module"};
+	static const char *const qwen3_norm[] = {"Qwen3RMSNorm", "Module"};
 	static const char *const attn_proj[] = {"q_proj", "k_proj", "v_proj",
 						"o_proj"};
 	static const char *const mlp_proj[] = {"gate_proj", "up_proj",
@@ -123,8 +160,22 @@ enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
 		if ((st = ctq_modules_add(m, nm, types, n, NULL, err)))         \
 			return st;                                              \
 	} while (0)
+#define ADD_AUX(types, n, ...)                                                  \
+	do {                                                                    \
+		char *nm = ctq_arena_printf(&m->arena, __VA_ARGS__);            \
+		if (!nm)                                                        \
+			return ctq_error_set(err, CTQ_ERR_NOMEM, prefix,        \
+					     "out of memory");                  \
+		if ((st = ctq_modules_add_aux(m, nm, types, n, err)))           \
+			return st;                                              \
+	} while (0)
 	ADD(embedding, 2, "%sembed_tokens", prefix);
 	for (int l = 0; l < layers; l++) {
+		ADD_AUX(decoder_layer, 3, "%slayers.%d", prefix, l);
+		if (!strcmp(a, "qwen3")) {
+			ADD_AUX(qwen3_norm, 2, "%slayers.%d.self_attn.q_norm", prefix, l);
+			ADD_AUX(qwen3_norm, 2, "%slayers.%d.self_attn.k_norm", prefix, l);
+		}
 		ADD(attention, 2, "%slayers.%d.self_attn", prefix, l);
 		for (int i = 0; i < 4; i++)
 			ADD(linear, 2, "%slayers.%d.self_attn.%s", prefix, l, attn_proj[i]);
@@ -133,6 +184,7 @@ enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
 	}
 	ADD(linear, 2, "%s", "lm_head");
 #undef ADD
+#undef ADD_AUX
 	return ctq_modules_finish(m, err);
 }
 

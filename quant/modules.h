@@ -56,6 +56,12 @@ struct ctq_modules {
 	struct ctq_arena arena;
 	struct ctq_module *v;
 	size_t n, cap;
+	/* Modules of the model that no scheme is ever assigned to but that
+	 * compressed-tensors' tree tests see (is_narrow_match looks at an
+	 * attention module's parent and at all of its children): the decoder
+	 * layers and qwen3's q_norm / k_norm. Empty for explicit module lists. */
+	struct ctq_module *aux;
+	size_t n_aux, cap_aux;
 	struct ctq_fused_set *fused;
 	size_t n_fused;
 	struct ctq_model_shape shape;
@@ -68,6 +74,15 @@ void ctq_modules_free(struct ctq_modules *m);
 enum ctq_status ctq_modules_add(struct ctq_modules *m, const char *name,
 				const char *const *types, size_t n_types,
 				const char *vllm_type, struct ctq_error *err);
+
+/* Adds one structural module (see aux above); types are copied. */
+enum ctq_status ctq_modules_add_aux(struct ctq_modules *m, const char *name,
+				    const char *const *types, size_t n_types,
+				    struct ctq_error *err);
+
+/* A module or structural module by name, or NULL. */
+const struct ctq_module *ctq_modules_lookup(const struct ctq_modules *m,
+					    const char *name);
 
 /* Enumerates an architecture (qwen3, qwen2, llama) with `layers` decoder
  * layers. prefix replaces the leading "model." (NULL: "model."). */

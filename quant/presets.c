@@ -44,6 +44,7 @@ static const struct {
 	{"NVFP4A16", 1000}, {"NVFP4", 1000}, {"FP8_BLOCK", 1100},
 	{"MXFP4A16", 1300}, {"MXFP4", 1300}, {"W4AFP8", 1400},
 	{"MXFP8A16", 1500}, {"MXFP8", 1500},
+	{"MXFP4XFP8", 2000}, {"MXFP6A16", 2000}, {"MXFP6A8", 2000},
 };
 
 /* Generic W{x}A{y} presets of 0.18 (`_int_wnam`): x in 2..8, y in {4,8,16},
@@ -142,6 +143,25 @@ bool ctq_preset_expand(const char *name, int version, struct ctq_arena *arena,
 				A->scale_dtype = A->zp_dtype = "uint8";
 		}
 		*format = bits == 8 ? "mxfp8-quantized" : "mxfp4-pack-quantized";
+	} else if (!strcmp(name, "MXFP4XFP8")) {
+		/* 0.20: MXFP4 weights, dynamic FP8 activations per group of 128. */
+		W = new_args(arena, 4, F, CTQ_STRATEGY_GROUP, 32);
+		if (W)
+			W->scale_dtype = W->zp_dtype = "uint8";
+		A = dyn(new_args(arena, 8, F, CTQ_STRATEGY_GROUP, 128));
+		*format = "mxfp4-pack-quantized";
+	} else if (!strcmp(name, "MXFP6A16") || !strcmp(name, "MXFP6A8")) {
+		/* 0.20: MXFP6 (FP6 E2M3) weights by 32 with uint8 (E8M0) scales;
+		 * A8: dynamic MXFP8 activations. */
+		W = new_args(arena, 6, F, CTQ_STRATEGY_GROUP, 32);
+		if (W)
+			W->scale_dtype = W->zp_dtype = "uint8";
+		if (!strcmp(name, "MXFP6A8")) {
+			A = dyn(new_args(arena, 8, F, CTQ_STRATEGY_GROUP, 32));
+			if (A)
+				A->scale_dtype = A->zp_dtype = "uint8";
+		}
+		*format = "mxfp6-pack-quantized";
 	} else if (wnam) {
 		/* W4A16, W8A16 (>= 0.16: group 128), W4A8 and the 0.18 set. */
 		W = new_args(arena, w, I, CTQ_STRATEGY_GROUP, 128);

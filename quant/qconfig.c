@@ -52,7 +52,7 @@ static const char *const format_names[] = {
 	"dense", "sparse-bitmask", "sparse-24-bitmask", "int-quantized",
 	"float-quantized", "naive-quantized", "pack-quantized", "marlin-24",
 	"mixed-precision", "nvfp4-pack-quantized", "mxfp4-pack-quantized",
-	"mxfp8-quantized", "fakequant",
+	"mxfp6-pack-quantized", "mxfp8-quantized", "fakequant",
 };
 
 static bool known_format(const char *f)
@@ -62,6 +62,7 @@ static bool known_format(const char *f)
 			return true;
 	return false;
 }
+
 
 static const char *const status_values[] = {
 	"initialized", "calibration", "frozen", "compressed", "decompressed",
@@ -296,10 +297,12 @@ static enum ctq_status normalise_args(struct parser *p, struct ctq_qargs *a,
 	}
 	if (!a->zp_dtype) {
 		if (a->type == CTQ_QTYPE_FLOAT) {
-			if (a->num_bits != 4 && a->num_bits != 8)
+			/* compressed-tensors 0.20.0 stores 4-, 6- (FP6 E2M3,
+			 * the MXFP6 presets) and 8-bit floats. */
+			if (a->num_bits != 4 && a->num_bits != 6 && a->num_bits != 8)
 				return ctq_error_set(p->err, CTQ_ERR_INVALID_CONFIG,
 						     FIELD("num_bits"),
-						     "float quantization with num_bits %d has no storage dtype; expected 4 or 8",
+						     "float quantization with num_bits %d has no storage dtype; expected 4, 6 or 8",
 						     a->num_bits);
 			a->zp_dtype = "float8_e4m3fn";
 		} else {

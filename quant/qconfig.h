@@ -140,6 +140,6 @@ bool ctq_preset_expand(const char *name, int version, struct ctq_arena *arena,
 /* Parses "X.Y" / "X.Y.Z" (an optional leading 'v'); -1 when malformed. */
 int ctq_version_parse(const char *s);
 
-#define CTQ_CT_VERSION_HEAD 1800
+#define CTQ_CT_VERSION_HEAD 2000
 
 #endif

@@ -99,41 +99,57 @@ static enum ctq_status nomem(struct ctx *c)
 	return ctq_error_set(c->err, CTQ_ERR_NOMEM, "plan", "out of memory");
 }
 
-/* CT's is_narrow_match for attention modules: the target matches the module
- * but neither its parent nor any enumerated descendant (§5.1.5). */
+/* compressed-tensors' is_match(name, module, target) without ignore: the
+ * name (exact or `re:`) or a class of the module's hierarchy. */
+static enum ctq_status is_match(struct ctx *c, const char *t, const char *path,
+				const struct ctq_module *m, bool *hit)
+{
+	enum level lv;
+	enum ctq_status st = level_of(c, t, path, m, &lv);
+	*hit = lv != LV_NONE;
+	return st;
+}
+
+/* CT's is_narrow_match for one target (utils/match.py): the target matches
+ * the module but neither its parent (name or class) nor any module below it
+ * in the model tree — the projections and, on qwen3, q_norm / k_norm. A
+ * top-level name is its own parent there (rsplit), so it is never narrow. */
 static enum ctq_status narrow(struct ctx *c, const char *t, const char *path,
 			      const struct ctq_module *m, bool *ok)
 {
-	*ok = true;
-	size_t n = strlen(m->name);
+	bool hit;
+	enum ctq_status st = is_match(c, t, path, m, &hit);
+	*ok = false;
+	if (st || !hit)
+		return st;
 	const char *dot = strrchr(m->name, '.');
-	if (dot) {
-		char *parent = ctq_arena_strndup(&c->plan->arena, m->name,
-						 (size_t)(dot - m->name));
-		if (!parent)
-			return nomem(c);
-		bool hit;
-		enum ctq_status st = name_hit(c, t, path, parent, &hit);
-		if (st)
-			return st;
-		if (hit) {
-			*ok = false;
-			return CTQ_OK;
+	if (!dot)
+		return CTQ_OK;
+	char *parent = ctq_arena_strndup(&c->plan->arena, m->name,
+					 (size_t)(dot - m->name));
+	if (!parent)
+		return nomem(c);
+	const struct ctq_module *pm = ctq_modules_lookup(c->mods, parent);
+	if (pm)
+		st = is_match(c, t, path, pm, &hit);
+	else
+		st = name_hit(c, t, path, parent, &hit);
+	if (st || hit)
+		return st;
+	size_t n = strlen(m->name);
+	for (int pass = 0; pass < 2; pass++) {
+		const struct ctq_module *v = pass ? c->mods->aux : c->mods->v;
+		size_t count = pass ? c->mods->n_aux : c->mods->n;
+		for (size_t i = 0; i < count; i++) {
+			if (strncmp(v[i].name, m->name, n) || v[i].name[n] != '.')
+				continue;
+			if ((st = is_match(c, t, path, &v[i], &hit)))
+				return st;
+			if (hit)
+				return CTQ_OK;
 		}
 	}
-	for (size_t i = 0; i < c->mods->n; i++) {
-		const struct ctq_module *d = &c->mods->v[i];
-		if (strncmp(d->name, m->name, n) || d->name[n] != '.')
-			continue;
-		enum level lv;
-		enum ctq_status st = level_of(c, t, path, d, &lv);
-		if (st)
-			return st;
-		if (lv != LV_NONE) {
-			*ok = false;
-			return CTQ_OK;
-		}
-	}
+	*ok = true;
 	return CTQ_OK;
 }
 
@@ -214,6 +230,16 @@ static enum ctq_status assign_group(struct ctx *c, struct ctq_plan_entry *e,
 static enum ctq_status strict_module(struct ctx *c, struct ctq_plan_entry *e)
 {
 	const struct ctq_module *m = &c->mods->v[e->module];
+	/* Both engines quantize the KV cache of every attention module,
+	 * ignored or not (CT's _apply_kv_cache_scheme, vLLM's Attention
+	 * method read no ignore list). */
+	if (m->kind == CTQ_MODULE_ATTENTION && c->cfg->kv_cache) {
+		char kv[CTQ_SCHEME_NAME_MAX];
+		return set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
+				 "%s: %s.kv_cache_scheme (%s): KV-cache quantization is not executable; ctq runs attention with BF16 caches",
+				 m->name, c->cfg->block_path,
+				 ctq_kv_scheme_name(c->cfg->kv_cache, kv, sizeof kv));
+	}
 	const char *ign;
 	enum ctq_status st = ignored_ct(c, m, &ign);
 	if (st)
@@ -291,13 +317,6 @@ static enum ctq_status strict_module(struct ctx *c, struct ctq_plan_entry *e)
 			return set_error(c, e, cls, "%s: config_groups.%s (%s, format %s): %s",
 					 m->name, grp->name, e->scheme,
 					 e->format ? e->format : "missing", reason);
-	}
-	if (m->kind == CTQ_MODULE_ATTENTION && c->cfg->kv_cache) {
-		char kv[CTQ_SCHEME_NAME_MAX];
-		return set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
-				 "%s: %s.kv_cache_scheme (%s): KV-cache quantization is not executable; ctq runs attention with BF16 caches",
-				 m->name, c->cfg->block_path,
-				 ctq_kv_scheme_name(c->cfg->kv_cache, kv, sizeof kv));
 	}
 	return CTQ_OK;
 }
@@ -386,6 +405,36 @@ static int ct_cmp(const void *a, const void *b)
 
 /* ---- ct ----------------------------------------------------------------- */
 
+/* An attention module's KV-cache scheme under ct (kv_cache_scheme, or none). */
+static enum ctq_status ct_kv(struct ctx *c, struct ctq_plan_entry *e,
+			     const struct ctq_module *m, enum ctq_match_by by,
+			     const char *target)
+{
+	e->by = by;
+	e->target = target;
+	e->group = -1;
+	e->format = NULL;
+	if (m->kind == CTQ_MODULE_ATTENTION && c->cfg->kv_cache) {
+		char kv[CTQ_SCHEME_NAME_MAX];
+		e->scheme = ctq_arena_strdup(&c->plan->arena,
+					     ctq_kv_scheme_name(c->cfg->kv_cache, kv, sizeof kv));
+		return e->scheme ? CTQ_OK : nomem(c);
+	}
+	e->scheme = "unquantized";
+	return CTQ_OK;
+}
+
+/* compressed-tensors 0.20.0 apply_quantization_config (lifecycle/apply.py):
+ *  1. kv_cache_scheme goes to every cached attention module first, whatever
+ *     ignore says;
+ *  2. modules matching some target and no ignore entry (name, regex, class)
+ *     rank their matching targets — name/regex hits by ("re:" in t, t), then
+ *     class hits — and the first target's group wins;
+ *  3. an attention module takes that group only when one of the group's
+ *     targets matches it narrowly (otherwise it keeps 1.), and then the
+ *     group must quantize input activations and neither weights nor outputs
+ *     (_validate_attention_scheme raises ValueError otherwise); Linear and
+ *     Embedding take it; other modules are left alone. */
 static enum ctq_status ct_module(struct ctx *c, struct ctq_plan_entry *e)
 {
 	const struct ctq_module *m = &c->mods->v[e->module];
@@ -393,34 +442,50 @@ static enum ctq_status ct_module(struct ctx *c, struct ctq_plan_entry *e)
 	enum ctq_status st = ignored_ct(c, m, &ign);
 	if (st)
 		return st;
-	if (ign) {
-		e->by = CTQ_BY_IGNORE;
-		e->target = ign;
-		e->scheme = "unquantized";
-		return CTQ_OK;
-	}
-	/* Name/regex hits in sorted order first, then class hits. */
-	for (int pass = 0; pass < 2; pass++) {
-		for (size_t k = 0; k < c->n_map; k++) {
+	if (ign)
+		return ct_kv(c, e, m, CTQ_BY_IGNORE, ign);
+	const struct tmap *win = NULL;
+	enum level wlv = LV_NONE;
+	for (int pass = 0; pass < 2 && !win; pass++) {
+		for (size_t k = 0; k < c->n_map && !win; k++) {
 			const struct tmap *t = &c->map[c->ct_order[k]];
 			enum level lv;
-			if ((st = level_for(c, t->target, t->path, m, &lv)))
+			if ((st = level_of(c, t->target, t->path, m, &lv)))
 				return st;
 			if (lv == LV_NONE || (pass == 0) != (lv != LV_TYPE))
 				continue;
-			return assign_group(c, e, t->group, t->target, lv);
+			win = t;
+			wlv = lv;
 		}
 	}
-	if (m->kind == CTQ_MODULE_ATTENTION && c->cfg->kv_cache) {
-		char kv[CTQ_SCHEME_NAME_MAX];
-		e->scheme = ctq_arena_strdup(&c->plan->arena,
-					     ctq_kv_scheme_name(c->cfg->kv_cache, kv, sizeof kv));
-		e->by = CTQ_BY_DEFAULT;
-		return e->scheme ? CTQ_OK : nomem(c);
+	if (!win)
+		return ct_kv(c, e, m, CTQ_BY_DEFAULT, NULL);
+	const struct ctq_qgroup *grp = &c->cfg->groups[win->group];
+	if (m->kind == CTQ_MODULE_ATTENTION) {
+		bool ok = false;
+		for (size_t t = 0; t < grp->scheme.n_targets && !ok; t++)
+			if ((st = narrow(c, grp->scheme.targets[t],
+					 grp->scheme.target_paths[t], m, &ok)))
+				return st;
+		if (!ok)
+			return ct_kv(c, e, m, CTQ_BY_DEFAULT, NULL);
+		if ((st = assign_group(c, e, win->group, win->target, wlv)))
+			return st;
+		const char *why = grp->scheme.weights
+			? "Cannot apply weight quantization to attention. Instead, target the (q|k|v)_proj submodule layers of attention"
+			: !grp->scheme.input
+			? "Cannot apply attention quantization without specifying input activations"
+			: grp->scheme.output ? "Cannot apply output quantization to attention"
+					     : NULL;
+		if (why)
+			return set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
+					 "%s: config_groups.%s (%s) matches the attention module narrowly through \"%s\"; compressed-tensors raises ValueError: %s",
+					 m->name, grp->name, e->scheme, win->target, why);
+		return CTQ_OK;
 	}
-	e->by = CTQ_BY_DEFAULT;
-	e->scheme = "unquantized";
-	return CTQ_OK;
+	if (m->kind != CTQ_MODULE_LINEAR && m->kind != CTQ_MODULE_EMBEDDING)
+		return ct_kv(c, e, m, CTQ_BY_DEFAULT, NULL);
+	return assign_group(c, e, win->group, win->target, wlv);
 }
 
 /* ---- vllm --------------------------------------------------------------- */
@@ -615,9 +680,20 @@ static enum ctq_status vllm_layer(struct ctx *c, struct ctq_plan_entry *e,
 		return CTQ_OK;
 	}
 	char reason[512];
+	bool value_error = false;
 	e->vllm_class = ctq_scheme_vllm_class(&grp->scheme, e->format,
 					      m->kind == CTQ_MODULE_EMBEDDING,
-					      reason, sizeof reason);
+					      &value_error, reason, sizeof reason);
+	if (!e->vllm_class && value_error && cls && !strcmp(cls, "ParallelLMHead")) {
+		/* get_quant_method catches a ValueError of get_scheme for the
+		 * LM head and runs it unquantized. */
+		e->scheme = "unquantized";
+		e->by = CTQ_BY_DEFAULT;
+		e->group = -1;
+		e->target = NULL;
+		e->format = NULL;
+		return CTQ_OK;
+	}
 	if (!e->vllm_class)
 		return set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
 				 "%s: config_groups.%s (%s, format %s): %s",
@@ -673,14 +749,16 @@ static enum ctq_status vllm_config_checks(struct ctx *c)
 	for (size_t g = 0; g < cfg->n_groups; g++) {
 		const struct ctq_qgroup *grp = &cfg->groups[g];
 		char p[CTQ_PATH_MAX];
+		/* from_config reads v["targets"] of every group before it
+		 * drops attention groups: a list raises TypeError there. */
+		if (grp->preset_form)
+			return ctq_error_set(c->err, CTQ_ERR_INVALID_CONFIG, grp->path,
+					     "is a preset list (%s); vLLM reads every group as an object (v[\"targets\"]) and raises TypeError",
+					     grp->preset);
 		if (attention_group(grp)) {
 			c->dropped[g] = true;
 			continue;
 		}
-		if (grp->preset_form)
-			return ctq_error_set(c->err, CTQ_ERR_INVALID_CONFIG, grp->path,
-					     "is a preset list (%s); vLLM reads every group as an object with targets and weights",
-					     grp->preset);
 		if (!grp->scheme.weights) {
 			snprintf(p, sizeof p, "%s.weights", grp->path);
 			return ctq_error_set(c->err, CTQ_ERR_INVALID_CONFIG, p,
@@ -696,6 +774,133 @@ static enum ctq_status vllm_config_checks(struct ctx *c)
 		}
 	}
 	return CTQ_OK;
+}
+
+/* With tie_word_embeddings vLLM builds no ParallelLMHead: lm_head is the
+ * embedding (`self.lm_head = self.model.embed_tokens`), so its entry is the
+ * embedding's, resolved first. True when module i was handled so. */
+static bool vllm_tied_head(struct ctx *c, size_t i, enum ctq_status *st)
+{
+	const struct ctq_module *m = &c->mods->v[i];
+	*st = CTQ_OK;
+	if (!c->mods->shape.tie_word_embeddings || m->kind != CTQ_MODULE_LINEAR ||
+	    !m->vllm_type || strcmp(m->vllm_type, "ParallelLMHead"))
+		return false;
+	for (size_t k = 0; k < i; k++) {
+		if (c->mods->v[k].kind != CTQ_MODULE_EMBEDDING)
+			continue;
+		struct ctq_plan_entry *e = &c->plan->entries[i];
+		const struct ctq_plan_entry *emb = &c->plan->entries[k];
+		*e = *emb;
+		e->module = i;
+		if (emb->error) {
+			const char *rest = strchr(emb->message, ':');
+			*st = set_error(c, e, emb->error,
+					"%s (tied: vLLM runs it as %s)%s", m->name,
+					c->mods->v[k].name, rest ? rest : emb->message);
+		}
+		return true;
+	}
+	return false;
+}
+
+/* ---- engine divergence (strict) ------------------------------------------ */
+
+enum outcome { OUT_PLAIN, OUT_QUANT, OUT_ERROR };
+
+static enum outcome outcome_of(const struct ctq_plan_entry *e)
+{
+	if (e->error)
+		return OUT_ERROR;
+	return strcmp(e->scheme, "unquantized") ? OUT_QUANT : OUT_PLAIN;
+}
+
+/* "w8a8-int8 (config_groups.G1 through type \"Linear\")" and the like. */
+static void describe(const struct ctq_plan *p, const struct ctq_plan_entry *e,
+		     char *buf, size_t cap)
+{
+	if (e->error) {
+		const char *rest = e->message ? strchr(e->message, ':') : NULL;
+		snprintf(buf, cap, "%s (%s)", ctq_status_name(e->error),
+			 rest ? rest + 2 : e->message ? e->message : "");
+	} else if (e->by == CTQ_BY_IGNORE) {
+		snprintf(buf, cap, "%s (ignore entry \"%s\")", e->scheme, e->target);
+	} else if (e->group >= 0) {
+		snprintf(buf, cap, "%s (config_groups.%s through %s \"%s\")", e->scheme,
+			 p->cfg->groups[e->group].name, ctq_match_by_name(e->by),
+			 e->target);
+	} else {
+		snprintf(buf, cap, "%s (%s)", e->scheme,
+			 strncmp(e->scheme, "kv-", 3) ? "no target matches"
+						      : "kv_cache_scheme");
+	}
+}
+
+/* Strict refuses a module where compressed-tensors and vLLM disagree on
+ * whether it is quantized (or one of them fails on it) and ctq's own rules
+ * do not settle it. Both engines quantizing with different groups is a
+ * precedence question strict answers itself (exact > regex > type, or
+ * ambiguous-match); a module strict already refuses keeps its error.
+ * A config one engine refuses as a whole (vLLM's config checks) diverges
+ * on every module the other engine or strict would quantize. */
+static enum ctq_status strict_divergence(struct ctx *c)
+{
+	struct ctq_plan sub[2];
+	struct ctq_error serr[2];
+	enum ctq_status sst[2];
+	static const enum ctq_semantics sems[2] = {CTQ_SEM_CT, CTQ_SEM_VLLM};
+	static const char *const engine[2] = {"compressed-tensors", "vLLM"};
+	for (int k = 0; k < 2; k++) {
+		ctq_error_clear(&serr[k]);
+		sst[k] = ctq_plan_resolve(&sub[k], c->cfg, c->mods, sems[k], c->rc,
+					  &serr[k]);
+		if (sst[k] == CTQ_ERR_NOMEM) {
+			for (int j = 0; j <= k; j++)
+				ctq_plan_free(&sub[j]);
+			return nomem(c);
+		}
+	}
+	enum ctq_status st = CTQ_OK;
+	for (size_t i = 0; i < c->plan->n && !st; i++) {
+		struct ctq_plan_entry *e = &c->plan->entries[i];
+		/* strict's own refusals stand; the KV-cache one of an
+		 * attention module gives way, since the engines' KV handling
+		 * disagreeing (int8 caches: CT quantizes, vLLM raises) is what
+		 * the producer must fix first. */
+		bool kv_refusal = c->mods->v[i].kind == CTQ_MODULE_ATTENTION &&
+				  c->cfg->kv_cache &&
+				  e->error == CTQ_ERR_UNSUPPORTED_SCHEME;
+		if (e->error && !kv_refusal)
+			continue;
+		const char *name = c->mods->v[i].name;
+		char d[2][768];
+		if (sst[0] || sst[1]) {
+			if (sst[0] && sst[1])
+				continue;
+			int bad = sst[0] ? 0 : 1;
+			const struct ctq_plan_entry *o = &sub[1 - bad].entries[i];
+			if (outcome_of(o) == OUT_PLAIN &&
+			    (e->error || !strcmp(e->scheme, "unquantized")))
+				continue;
+			describe(&sub[1 - bad], o, d[0], sizeof d[0]);
+			st = set_error(c, e, CTQ_ERR_ENGINE_DIVERGENT,
+				       "%s: the engines diverge: %s gives %s, %s refuses the whole config (%s: %s) — ctq's strict profile runs only what both engines run the same",
+				       name, engine[1 - bad], d[0], engine[bad],
+				       serr[bad].path, serr[bad].message);
+			continue;
+		}
+		const struct ctq_plan_entry *a = &sub[0].entries[i], *b = &sub[1].entries[i];
+		if (outcome_of(a) == outcome_of(b))
+			continue;
+		describe(&sub[0], a, d[0], sizeof d[0]);
+		describe(&sub[1], b, d[1], sizeof d[1]);
+		st = set_error(c, e, CTQ_ERR_ENGINE_DIVERGENT,
+			       "%s: the engines diverge and ctq's rules do not settle it: compressed-tensors gives %s, vLLM gives %s — make the config mean the same in both (exact names or `re:` targets, ignore by name)",
+			       name, d[0], d[1]);
+	}
+	ctq_plan_free(&sub[0]);
+	ctq_plan_free(&sub[1]);
+	return st;
 }
 
 /* ---- driver ------------------------------------------------------------- */
@@ -782,12 +987,16 @@ enum ctq_status ctq_plan_resolve(struct ctq_plan *plan,
 						       rest ? rest : lead->message);
 				}
 			}
+		} else if (vllm_tied_head(&c, i, &st)) {
+			continue;
 		} else {
 			st = vllm_layer(&c, e, m, NULL);
 		}
 	}
 	if (!st && sem == CTQ_SEM_STRICT)
 		st = strict_fused(&c);
+	if (!st && sem == CTQ_SEM_STRICT)
+		st = strict_divergence(&c);
 	for (size_t i = 0; i < plan->n && !st; i++)
 		if (plan->entries[i].error)
 			plan->n_errors++;

@@ -73,7 +73,14 @@ const char *ctq_scheme_name(const struct ctq_qscheme *s, char *buf, size_t cap)
 		snprintf(buf, cap, a ? "nvfp4" : "nvfp4a16");
 	} else if (is_fp(w, 4) && w->strategy == CTQ_STRATEGY_GROUP &&
 		   w->group_size == 32) {
-		snprintf(buf, cap, a ? "mxfp4" : "mxfp4a16");
+		snprintf(buf, cap, !a ? "mxfp4a16" : is_fp(a, 8) ? "mxfp4xfp8" : "mxfp4");
+	} else if (is_fp(w, 6) && w->strategy == CTQ_STRATEGY_GROUP &&
+		   w->group_size == 32) {
+		if (!a)
+			snprintf(buf, cap, "mxfp6a16");
+		else
+			snprintf(buf, cap, "mxfp6a%s%d",
+				 a->type == CTQ_QTYPE_FLOAT ? "" : "int", a->num_bits);
 	} else {
 		if (a)
 			snprintf(buf, cap, "wfp%da%s%d", w->num_bits,
@@ -184,19 +191,24 @@ static bool nvfp4(const struct ctq_qargs *a)
 }
 
 const char *ctq_scheme_vllm_class(const struct ctq_qscheme *s,
-				  const char *f, bool embedding, char *reason,
-				  size_t cap)
+				  const char *f, bool embedding, bool *value_error,
+				  char *reason, size_t cap)
 {
 	const struct ctq_qargs *W = s->weights, *A = s->input, *O = s->output;
 	reason[0] = '\0';
+	*value_error = false;
 	if (!W) {
 		snprintf(reason, cap, "weights is null");
 		return NULL;
 	}
 	if (embedding) {
-		if (W->type == CTQ_QTYPE_INT && !A &&
+		/* get_quant_method tests the weights alone:
+		 * _is_wNa16_group_channel(weights, None) and type int —
+		 * whatever the group's activations or format. */
+		if (W->type == CTQ_QTYPE_INT && is_static(W) &&
 		    st_in(W, CTQ_STRATEGY_GROUP, CTQ_STRATEGY_CHANNEL))
-			return "CompressedTensorsWNA16";
+			return "CompressedTensorsEmbeddingWNA16Int";
+		*value_error = true;
 		snprintf(reason, cap,
 			 "compressed-tensors embeddings only support weight-only INT group/channel (WNA16) quantization");
 		return NULL;
@@ -206,6 +218,7 @@ const char *ctq_scheme_vllm_class(const struct ctq_qscheme *s,
 			return "CompressedTensorsW4A4Fp4(use_a16)";
 		if (nvfp4(A))
 			return "CompressedTensorsW4A4Fp4";
+		*value_error = true;
 		snprintf(reason, cap,
 			 "For NVFP4 weights, input quantization must also be NVFP4 format, None for NVFP4A16");
 		return NULL;

@@ -29,11 +29,13 @@ enum ctq_status ctq_scheme_check_exec(const struct ctq_qscheme *s,
 				      size_t cap);
 
 /* The vLLM main scheme class for the args and format (SM 9.0 assumed), or
- * NULL with `reason` when vLLM selects none. embedding: the layer is a
- * VocabParallelEmbedding (only WNA16 accepted). */
+ * NULL with `reason` when vLLM selects none; *value_error tells whether vLLM
+ * raises ValueError there (the LM head catches that one) rather than
+ * NotImplementedError. embedding: the layer is a VocabParallelEmbedding
+ * (int weights by channel or group, static, whatever the activations). */
 const char *ctq_scheme_vllm_class(const struct ctq_qscheme *s,
 				  const char *format, bool embedding,
-				  char *reason, size_t cap);
+				  bool *value_error, char *reason, size_t cap);
 
 /* vLLM's activation-quantization formats (§4.1). */
 bool ctq_format_is_activation(const char *format);

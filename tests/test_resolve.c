@@ -51,7 +51,10 @@ Test(resolve, strict_exact_beats_regex_beats_type)
 		expect_entry(&r, L0DOWN, "w8a8-int8", "G3", "name");
 		expect_entry(&r, L1DOWN, "w8a8-int8", "G2", "regex");
 		expect_entry(&r, L0Q, "w8a8-int8", "G1", "type");
-		expect_entry(&r, "lm_head", "w8a8-int8", "G1", "type");
+		/* lm_head through Linear: compressed-tensors quantizes it,
+		 * vLLM's ParallelLMHead is no "linear" substring. */
+		expect_error(&r, "lm_head", CTQ_ERR_ENGINE_DIVERGENT,
+			     "compressed-tensors gives w8a8-int8");
 		expect_entry(&r, "model.embed_tokens", "unquantized", "-", "default");
 		resolved_free(&r);
 	}
@@ -293,7 +296,12 @@ Test(resolve, config_level_errors_per_profile)
 	cr_expect_eq(r.st, CTQ_ERR_INVALID_CONFIG);
 	cr_expect_str_eq(r.err.path, "quantization_config.config_groups.W8A8");
 	resolved_free(&r);
+	/* strict: what vLLM refuses as a whole and CT runs diverges. */
 	resolve_text(&r, preset, "qwen3", 1, CTQ_SEM_STRICT);
+	cr_assert_eq(r.st, CTQ_OK, "%s", r.err.message);
+	expect_error(&r, L0Q, CTQ_ERR_ENGINE_DIVERGENT, "vLLM refuses the whole config");
+	resolved_free(&r);
+	resolve_text(&r, preset, "qwen3", 1, CTQ_SEM_CT);
 	cr_assert_eq(r.st, CTQ_OK, "%s", r.err.message);
 	expect_entry(&r, L0Q, "w8a8-int8", "W8A8", "type");
 	resolved_free(&r);
