@@ -10,6 +10,8 @@
  *   W8A8 GEMM epilogue:
  *     acc = sum_k q[m,k] * w[n,k]   (int32, exact for K <= CTQ_K_MAX)
  *     y = bf16(((float)acc * s_a[m]) * s_w[n] + bias[n]), each step rounded
+ *   and, for comparisons with transformers only, compressed-tensors' fake
+ *   quantization (ctq_ct_*, amax / 127.5, below)
  *
  * Host code must be compiled with -ffp-contract=off (the Makefile does) so
  * that no multiply-add is fused; device code uses the _rn intrinsics, which
@@ -18,6 +20,7 @@
 #ifndef CTQ_CORE_NUMERICS_H
 #define CTQ_CORE_NUMERICS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/dtype.h"
@@ -141,6 +144,68 @@ CTQ_NUM_FN int8_t ctq_quantize_fast(float x, float s, float inv)
 		return ctq_quantize(x, s);
 	const int32_t b = (int32_t)(ctq_f32_bits(m) & 0xffu);
 	return (int8_t)(b - ((b & 0x80) << 1));
+}
+
+/* ---- compressed-tensors' fake quantization: transformers' numerics ----
+ *
+ * transformers runs a compressed-tensors W8A8 checkpoint by fake
+ * quantization in the activation dtype, not by an integer GEMM
+ * (compressed_tensors quantization/utils/helpers.py calculate_qparams,
+ * quantization/lifecycle/forward_helpers.py _quantize_dequantize):
+ *   s = amax / 127.5           the divisor is (q_max - q_min) / 2 =
+ *                              (127 - (-128)) / 2, not 127; a zero scale
+ *                              becomes torch.finfo(dtype).eps
+ *   q = rint(clamp(x / s, -128, 127))      (torch.round: ties to even)
+ *   x^ = q * s, and the weight likewise w^ = w * s_w
+ *   y = x^ . w^T in floating point
+ * each operation rounded to the dtype: with bf16 set, every result is the
+ * f32 operation rounded to BF16 (PyTorch's BF16 arithmetic on the CPU and
+ * the GPU; a model run in BF16), else it stays f32 (a model run in float32,
+ * where w^ = w * s_w is exact). Unlike ctq's formula, the largest negative
+ * element of a row reaches -128 (-127.5 rounds to even) while the largest
+ * positive one stops at 127. The reference backend runs these under
+ * --act-numerics transformers (reference/backend.h); ctq's formula above
+ * stays the default. */
+#define CTQ_CT_ACT_DIVISOR 127.5f
+#define CTQ_CT_SCALE_EPS_F32 0x1p-23f  /* torch.finfo(torch.float32).eps */
+#define CTQ_CT_SCALE_EPS_BF16 0x1p-7f  /* torch.finfo(torch.bfloat16).eps */
+
+/* x rounded to the nearest BF16 (ties to even), as an f32. */
+CTQ_NUM_FN float ctq_bf16_round(float x)
+{
+	return ctq_bf16_to_f32(ctq_f32_to_bf16(x));
+}
+
+CTQ_NUM_FN float ctq_ct_round(float x, bool bf16)
+{
+	return bf16 ? ctq_bf16_round(x) : x;
+}
+
+/* compressed-tensors' scale of a row from its absolute maximum. NaN and
+ * Inf propagate as in ctq_act_scale. */
+CTQ_NUM_FN float ctq_ct_act_scale(float amax, bool bf16)
+{
+	const float s = ctq_ct_round(CTQ_FDIV(amax, CTQ_CT_ACT_DIVISOR), bf16);
+	return s == 0.0f ? (bf16 ? CTQ_CT_SCALE_EPS_BF16 : CTQ_CT_SCALE_EPS_F32) : s;
+}
+
+/* compressed-tensors' q of x for the row scale s. The clamp comes first,
+ * as in round_to_quantized_type_args; both bounds are integers, so it
+ * equals rounding first. NaN maps to 0 as in ctq_quantize: a NaN element
+ * makes the row's scale NaN, which carries the poison. */
+CTQ_NUM_FN int8_t ctq_ct_quantize(float x, float s, bool bf16)
+{
+	float t = ctq_ct_round(CTQ_FDIV(x, s), bf16);
+	if (!(t == t))
+		return 0;
+	t = t > 127.0f ? 127.0f : (t < -128.0f ? -128.0f : t);
+	return (int8_t)CTQ_RINT(t);
+}
+
+/* The dequantized value compressed-tensors multiplies in floating point. */
+CTQ_NUM_FN float ctq_ct_dequantize(int8_t q, float s, bool bf16)
+{
+	return ctq_ct_round(CTQ_FMUL(CTQ_I2F((int32_t)q), s), bf16);
 }
 
 /* One W8A8 output element: bf16(((float)acc * sa) * sw + bias). */

@@ -55,6 +55,10 @@ static void help(void)
 	       "  --protocol P         original (default: Hendrycks, C-Eval, CMMLU scripts) or\n"
 	       "                       lm-eval (lm-evaluation-harness mmlu / ceval-valid)\n"
 	       "  --backend B          cuda (default) or reference\n"
+	       "  --act-numerics N     W8A8 activation numerics: ctq (default: amax / 127, an\n"
+	       "                       int8 GEMM, as vLLM) or transformers (compressed-tensors'\n"
+	       "                       fake quantization: amax / 127.5, dequantized operands, a\n"
+	       "                       float GEMM; reference backend only; docs/semantics.md)\n"
 	       "  --tokenizer PATH     tokenizer.json or its folder (default: each model's)\n"
 	       "  --add-bos            prepend the tokenizer's BOS token to every prompt\n"
 	       "  --max-context N      prompt + continuation tokens allowed (default: the\n"
@@ -461,6 +465,7 @@ struct opts {
 	long shots, limit, max_context, max_tokens, slots, min_subject_n, tp;
 	double margin, subject_margin;
 	enum ctq_protocol protocol;
+	enum ctq_act_numerics numerics;
 	bool add_bos, progress;
 	const char *subjects[MAX_SUBJECTS];
 	int n_subjects;
@@ -541,6 +546,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			ok = opt_double(a, v, 0, 100, &o->margin);
 		else if (!strcmp(a, "--subject-margin"))
 			ok = opt_double(a, v, 0, 100, &o->subject_margin);
+		else if (!strcmp(a, "--act-numerics"))
+			ok = ctq_opt_act_numerics("eval", v, &o->numerics);
 		else if (!strcmp(a, "--protocol")) {
 			o->protocol = ctq_protocol_parse(v);
 			if (o->protocol == CTQ_PROTO_COUNT) {
@@ -571,6 +578,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			ctq_bench_name(o->bench), ctq_protocol_name(o->protocol));
 		return CTQ_EXIT_USAGE;
 	}
+	if (!ctq_opt_act_numerics_backend("eval", o->numerics, o->backend))
+		return CTQ_EXIT_USAGE;
 	if (o->max_tokens < 0)
 		o->max_tokens = !strcmp(o->backend, "reference") ? 512 : 4096;
 	return 0;
@@ -652,8 +661,9 @@ int ctq_cmd_eval(int argc, char **argv)
 	 * on CUDA, rank k runs on GPU k and the ranks share one NCCL clique. */
 	const bool cuda = !strcmp(o.backend, "cuda");
 	for (long k = 0; k < o.tp; k++)
-		if (o.tp > 1 && cuda ? ctq_backend_cuda(&b[k], (int)k, &err)
-				     : ctq_backend_open(&b[k], o.backend, &err))
+		if ((o.tp > 1 && cuda ? ctq_backend_cuda(&b[k], (int)k, &err)
+				      : ctq_backend_open(&b[k], o.backend, &err)) ||
+		    ctq_backend_set_act_numerics(&b[k], o.numerics, &err))
 			goto fail;
 	if (o.tp > 1 && (cuda ? ctq_backend_cuda_tp_init(b, (int)o.tp, &err)
 			      : !(group = ctq_tp_group_new((int)o.tp)) &&
@@ -695,6 +705,11 @@ int ctq_cmd_eval(int argc, char **argv)
 		size_t dl = strlen(desc);
 		snprintf(desc + dl, sizeof desc - dl, " x %ld ranks (tp %ld%s)", o.tp, o.tp,
 			 cuda ? ", NCCL" : ", in-process");
+	}
+	if (o.numerics != CTQ_ACT_NUMERICS_CTQ) {
+		size_t dl = strlen(desc);
+		snprintf(desc + dl, sizeof desc - dl, ", %s activation numerics",
+			 ctq_act_numerics_name(o.numerics));
 	}
 	const char *pid = ctq_protocol_id(o.bench, o.protocol);
 	const bool macro_head = ctq_protocol_macro(o.bench, o.protocol);
@@ -940,6 +955,7 @@ int ctq_cmd_eval(int argc, char **argv)
 	cJSON *ev = cJSON_AddObjectToObject(run.manifest, "eval");
 	cJSON_AddStringToObject(ev, "benchmark", ctq_bench_name(o.bench));
 	cJSON_AddStringToObject(ev, "protocol", pid);
+	cJSON_AddStringToObject(ev, "act_numerics", ctq_act_numerics_name(o.numerics));
 	cJSON_AddStringToObject(ev, "split", o.split);
 	cJSON_AddNumberToObject(ev, "shots", (double)o.shots);
 	cJSON_AddStringToObject(ev, "data", data_dir);

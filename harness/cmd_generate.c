@@ -1,23 +1,40 @@
 /* ctq generate: greedy text from a checkpoint for a human check — the
- * prompt through the checkpoint's tokenizer.json, the runner on a backend,
- * the new tokens decoded and printed with timings. */
+ * prompt through the checkpoint's tokenizer.json (or token ids as given),
+ * the runner on a backend, the new tokens decoded and printed with timings;
+ * optionally the logits of every prompt position into a JSON file, the
+ * layout of tests/oracle/hf_logits.py's goldens, for comparisons with
+ * transformers. */
 #include "harness/commands.h"
+#include "core/fileio.h"
+#include "core/strbuf.h"
 #include "model/runner.h"
 #include "model/tokenizer.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 static void help(void)
 {
-	printf("usage: ctq generate --model DIR --prompt TEXT [options]\n"
+	printf("usage: ctq generate --model DIR (--prompt TEXT | --ids LIST) [options]\n"
 	       "\n"
 	       "Greedy decoding for a human check of a checkpoint (BF16, W8A8 or hybrid).\n"
 	       "\n"
 	       "options:\n"
-	       "  --max-new-tokens N  tokens to generate (default 64)\n"
+	       "  --prompt TEXT       the prompt, through the tokenizer\n"
+	       "  --ids LIST          the prompt as comma-separated token ids (no tokenizer\n"
+	       "                      needed: new tokens print as ids unless --tokenizer)\n"
+	       "  --max-new-tokens N  tokens to generate, 0 for none (default 64)\n"
 	       "  --backend B         reference (default) or cuda\n"
+	       "  --act-numerics N    W8A8 activation numerics: ctq (default: amax / 127, an\n"
+	       "                      int8 GEMM, as vLLM) or transformers (compressed-tensors'\n"
+	       "                      fake quantization: amax / 127.5, BF16 dequantization, a\n"
+	       "                      float GEMM; reference backend only; docs/semantics.md)\n"
+	       "  --logits-out FILE   also write the logits of every prompt position as JSON\n"
+	       "                      {model, arch, backend, act_numerics, ids, logits} (the\n"
+	       "                      layout of tests/oracle/hf_logits.py's goldens)\n"
 	       "  --tokenizer PATH    tokenizer.json (default: the model folder's)\n"
 	       "  --chat              wrap the prompt in the model's ChatML turn markers\n"
 	       "                      (<|im_start|>user ... <|im_end|> <|im_start|>assistant)\n"
@@ -35,11 +52,112 @@ static double now_s(void)
 	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* "1,2,3" -> malloc'ed ids; false (printed) on a malformed list. */
+static bool parse_ids(const char *s, int32_t **out, size_t *n)
+{
+	size_t cap = 1;
+	for (const char *c = s; *c; c++)
+		cap += *c == ',';
+	int32_t *v = malloc(cap * sizeof *v);
+	if (!v) {
+		fprintf(stderr, "ctq generate: out of memory\n");
+		return false;
+	}
+	size_t k = 0;
+	for (const char *c = s;;) {
+		char *end;
+		errno = 0;
+		long x = strtol(c, &end, 10);
+		if (errno || end == c || x < 0 || x > 0x7fffffffL || (*end && *end != ',')) {
+			fprintf(stderr, "ctq generate: --ids is \"%s\"; expected comma-separated token ids >= 0\n", s);
+			free(v);
+			return false;
+		}
+		v[k++] = (int32_t)x;
+		if (!*end)
+			break;
+		c = end + 1;
+	}
+	*out = v;
+	*n = k;
+	return true;
+}
+
+/* The logits of every prompt position (forward passes of at most
+ * max_tokens positions in slot 0, every row kept) into path. */
+static enum ctq_status write_logits(struct ctq_runner *r, int tp, const char *path, const char *model,
+				    const char *backend, const int32_t *ids, int64_t n,
+				    struct ctq_error *err)
+{
+	const int64_t V = r[0].cfg.vocab, chunk = r[0].opt.max_tokens;
+	float *lg = malloc((size_t)(n * V) * sizeof *lg);
+	int32_t *slot = calloc((size_t)chunk, sizeof *slot), *pos = malloc((size_t)chunk * sizeof *pos);
+	int64_t *rows = malloc((size_t)chunk * sizeof *rows);
+	struct ctq_strbuf sb;
+	ctq_strbuf_init(&sb);
+	cJSON *head = cJSON_CreateObject();
+	char *text = NULL;
+	enum ctq_status st = CTQ_OK;
+	if (!lg || !slot || !pos || !rows || !head) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, path, "out of memory");
+		goto done;
+	}
+	for (int64_t p0 = 0; p0 < n && !st; p0 += chunk) {
+		int64_t m = n - p0 < chunk ? n - p0 : chunk;
+		for (int64_t i = 0; i < m; i++)
+			pos[i] = (int32_t)(p0 + i), rows[i] = i;
+		st = tp > 1 ? ctq_runner_tp_forward(r, tp, ids + p0, slot, pos, m, rows, m, lg + p0 * V, err)
+			    : ctq_runner_forward(r, ids + p0, slot, pos, m, rows, m, lg + p0 * V, err);
+	}
+	if (st)
+		goto done;
+	/* The small members through cJSON (escaping), the logits appended as
+	 * %.9g (which reads back to the same float); a non-finite one as null. */
+	cJSON_AddStringToObject(head, "model", model);
+	cJSON_AddStringToObject(head, "arch", r[0].cfg.arch);
+	cJSON_AddStringToObject(head, "backend", backend);
+	cJSON_AddStringToObject(head, "act_numerics", ctq_act_numerics_name(r[0].b->act_numerics));
+	cJSON_AddNumberToObject(head, "tp", tp);
+	cJSON *ja = cJSON_AddArrayToObject(head, "ids");
+	for (int64_t i = 0; ja && i < n; i++)
+		cJSON_AddItemToArray(ja, cJSON_CreateNumber(ids[i]));
+	if (!ja || !(text = cJSON_PrintUnformatted(head))) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, path, "out of memory");
+		goto done;
+	}
+	ctq_strbuf_appendn(&sb, text, strlen(text) - 1); /* without the closing brace */
+	ctq_strbuf_append(&sb, ",\"logits\":[");
+	for (int64_t t = 0; t < n; t++) {
+		ctq_strbuf_append(&sb, t ? ",[" : "[");
+		for (int64_t v = 0; v < V; v++) {
+			float x = lg[t * V + v];
+			if (isfinite(x))
+				ctq_strbuf_printf(&sb, v ? ",%.9g" : "%.9g", (double)x);
+			else
+				ctq_strbuf_append(&sb, v ? ",null" : "null");
+		}
+		ctq_strbuf_append(&sb, "]");
+	}
+	ctq_strbuf_append(&sb, "]}\n");
+	if (sb.oom)
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, path, "out of memory");
+	else
+		st = ctq_file_write_atomic(path, sb.data, sb.len, err);
+done:
+	free(lg), free(slot), free(pos), free(rows);
+	cJSON_free(text);
+	cJSON_Delete(head);
+	ctq_strbuf_free(&sb);
+	return st;
+}
+
 int ctq_cmd_generate(int argc, char **argv)
 {
-	const char *model = NULL, *prompt = NULL, *backend = "reference", *tok_path = NULL;
+	const char *model = NULL, *prompt = NULL, *ids_arg = NULL, *backend = "reference";
+	const char *tok_path = NULL, *logits_out = NULL;
 	long max_new = 64, tp = 1;
 	bool chat = false, ignore_eos = false;
+	enum ctq_act_numerics numerics = CTQ_ACT_NUMERICS_CTQ;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -53,8 +171,13 @@ int ctq_cmd_generate(int argc, char **argv)
 			const char *v = ctq_opt_value(argc, argv, &i);
 			if (!v || !ctq_opt_int("generate", a, v, 1, 8, &tp))
 				return CTQ_EXIT_USAGE;
+		} else if (!strcmp(a, "--act-numerics")) {
+			const char *v = ctq_opt_value(argc, argv, &i);
+			if (!v || !ctq_opt_act_numerics("generate", v, &numerics))
+				return CTQ_EXIT_USAGE;
 		} else if (!strcmp(a, "--model") || !strcmp(a, "--prompt") || !strcmp(a, "--backend") ||
-			   !strcmp(a, "--tokenizer") || !strcmp(a, "--max-new-tokens")) {
+			   !strcmp(a, "--tokenizer") || !strcmp(a, "--max-new-tokens") ||
+			   !strcmp(a, "--ids") || !strcmp(a, "--logits-out")) {
 			const char *v = ctq_opt_value(argc, argv, &i);
 			if (!v)
 				return CTQ_EXIT_USAGE;
@@ -62,19 +185,29 @@ int ctq_cmd_generate(int argc, char **argv)
 				model = v;
 			else if (!strcmp(a, "--prompt"))
 				prompt = v;
+			else if (!strcmp(a, "--ids"))
+				ids_arg = v;
+			else if (!strcmp(a, "--logits-out"))
+				logits_out = v;
 			else if (!strcmp(a, "--backend"))
 				backend = v;
 			else if (!strcmp(a, "--tokenizer"))
 				tok_path = v;
-			else if (!ctq_opt_int("generate", a, v, 1, 1 << 20, &max_new))
+			else if (!ctq_opt_int("generate", a, v, 0, 1 << 20, &max_new))
 				return CTQ_EXIT_USAGE;
 		} else {
 			fprintf(stderr, "ctq generate: unknown argument %s (see --help)\n", a);
 			return CTQ_EXIT_USAGE;
 		}
 	}
-	if (!model || !prompt) {
-		fprintf(stderr, "ctq generate: --model DIR and --prompt TEXT are required (see --help)\n");
+	if (!model || !prompt == !ids_arg) {
+		fprintf(stderr, "ctq generate: --model DIR and one of --prompt TEXT or --ids LIST are required (see --help)\n");
+		return CTQ_EXIT_USAGE;
+	}
+	if (!ctq_opt_act_numerics_backend("generate", numerics, backend))
+		return CTQ_EXIT_USAGE;
+	if (ids_arg && chat) {
+		fprintf(stderr, "ctq generate: --chat wraps a --prompt; it does not apply to --ids\n");
 		return CTQ_EXIT_USAGE;
 	}
 	struct ctq_error err = {0};
@@ -88,25 +221,33 @@ int ctq_cmd_generate(int argc, char **argv)
 	int32_t *ids = NULL, *out = NULL;
 	char *text = NULL, *wrapped = NULL;
 	int rc = CTQ_EXIT_USAGE;
-	if (ctq_tokenizer_load(&tok, tok_path ? tok_path : model, &err))
-		goto fail;
-	const char *p = prompt;
-	if (chat) {
-		size_t n = strlen(prompt) + 96;
-		wrapped = malloc(n);
-		if (!wrapped) {
-			ctq_error_set(&err, CTQ_ERR_NOMEM, "generate", "out of memory");
-			goto fail;
-		}
-		snprintf(wrapped, n, "<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n", prompt);
-		p = wrapped;
-	}
 	size_t n_ids = 0;
-	if (ctq_tokenizer_encode(&tok, p, strlen(p), true, &ids, &n_ids, &err))
+	/* With --ids the tokenizer only decodes, and only when named. */
+	const bool have_tok = !ids_arg || tok_path;
+	if (have_tok && ctq_tokenizer_load(&tok, tok_path ? tok_path : model, &err))
 		goto fail;
+	if (ids_arg) {
+		if (!parse_ids(ids_arg, &ids, &n_ids))
+			goto done;
+	} else {
+		const char *p = prompt;
+		if (chat) {
+			size_t n = strlen(prompt) + 96;
+			wrapped = malloc(n);
+			if (!wrapped) {
+				ctq_error_set(&err, CTQ_ERR_NOMEM, "generate", "out of memory");
+				goto fail;
+			}
+			snprintf(wrapped, n, "<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n", prompt);
+			p = wrapped;
+		}
+		if (ctq_tokenizer_encode(&tok, p, strlen(p), true, &ids, &n_ids, &err))
+			goto fail;
+	}
 	bool cuda = !strcmp(backend, "cuda");
 	for (long k = 0; k < tp; k++)
-		if (cuda ? ctq_backend_cuda(&b[k], (int)k, &err) : ctq_backend_open(&b[k], backend, &err))
+		if ((cuda ? ctq_backend_cuda(&b[k], (int)k, &err) : ctq_backend_open(&b[k], backend, &err)) ||
+		    ctq_backend_set_act_numerics(&b[k], numerics, &err))
 			goto fail;
 	if (tp > 1 && (cuda ? ctq_backend_cuda_tp_init(b, (int)tp, &err)
 			    : !(group = ctq_tp_group_new((int)tp)) &&
@@ -121,20 +262,30 @@ int ctq_cmd_generate(int argc, char **argv)
 		if (ctq_runner_load(&r[k], &b[k], model, &opt, &err))
 			goto fail;
 	}
-	double t1 = now_s();
+	double t1 = now_s(), t_load = t1 - t0;
+	if (logits_out &&
+	    write_logits(r, (int)tp, logits_out, model, backend, ids, (int64_t)n_ids, &err))
+		goto fail;
+	t1 = now_s();
 	int64_t n_out = 0;
 	if (ctq_runner_generate(r, (int)tp, ids, (int64_t)n_ids, max_new, ignore_eos, &out, &n_out, &err))
 		goto fail;
 	double t2 = now_s();
-	size_t len = 0;
-	if (ctq_tokenizer_decode(&tok, out, (size_t)n_out, true, &text, &len, &err))
-		goto fail;
-	fwrite(text, 1, len, stdout);
+	if (have_tok) {
+		size_t len = 0;
+		if (ctq_tokenizer_decode(&tok, out, (size_t)n_out, true, &text, &len, &err))
+			goto fail;
+		fwrite(text, 1, len, stdout);
+	} else {
+		for (int64_t i = 0; i < n_out; i++)
+			printf(i ? " %d" : "%d", out[i]);
+	}
 	printf("\n");
 	fprintf(stderr,
-		"ctq generate: %zu prompt + %lld new tokens on %s (tp %ld); %lld W8A8 and %lld BF16 linear modules; load %.2f s, generate %.2f s (%.1f tokens/s)\n",
-		n_ids, (long long)n_out, backend, tp, (long long)r[0].n_quantized, (long long)r[0].n_dense, t1 - t0,
-		t2 - t1, (double)n_out / (t2 - t1));
+		"ctq generate: %zu prompt + %lld new tokens on %s (tp %ld, %s numerics); %lld W8A8 and %lld BF16 linear modules; load %.2f s, generate %.2f s (%.1f tokens/s)%s%s\n",
+		n_ids, (long long)n_out, backend, tp, ctq_act_numerics_name(numerics), (long long)r[0].n_quantized,
+		(long long)r[0].n_dense, t_load, t2 - t1, (double)n_out / (t2 - t1),
+		logits_out ? "; logits in " : "", logits_out ? logits_out : "");
 	rc = CTQ_EXIT_OK;
 	goto done;
 fail:

@@ -31,6 +31,10 @@ static void help(void)
 	       "  --real-acts LIST  activation patterns for the real weights (default\n"
 	       "                    gaussian,outliers)\n"
 	       "  --backend B       reference (default), cuda, or both\n"
+	       "  --act-numerics N  ctq (default) or transformers: the reference backend runs\n"
+	       "                    compressed-tensors' fake quantization (amax / 127.5, BF16\n"
+	       "                    dequantization, a float GEMM; docs/semantics.md); KERNEL-L2\n"
+	       "                    is then its distance to ctq's formula, reported, not judged\n"
 	       "  --weights LIST    random,pm127,constant,zero-row (default: all of them)\n"
 	       "  --acts LIST       gaussian,outliers,zero-rows,bf16-limit (default: all)\n"
 	       "  --m LIST          token counts (default 64)\n"
@@ -330,6 +334,7 @@ int ctq_cmd_probe(int argc, char **argv)
 	const char *m_list = "64";
 	long seed = 1;
 	unsigned defects = 0;
+	enum ctq_act_numerics numerics = CTQ_ACT_NUMERICS_CTQ;
 	bool wsel[CTQ_PW_COUNT] = {false, true, true, true, true};
 	bool asel[CTQ_PA_COUNT] = {true, true, true, true};
 	for (int i = 1; i < argc; i++) {
@@ -354,6 +359,9 @@ int ctq_cmd_probe(int argc, char **argv)
 			}
 		} else if (!strcmp(a, "--backend")) {
 			backend = v;
+		} else if (!strcmp(a, "--act-numerics")) {
+			if (!ctq_opt_act_numerics("probe", v, &numerics))
+				return CTQ_EXIT_USAGE;
 		} else if (!strcmp(a, "--policy")) {
 			policy_path = v;
 		} else if (!strcmp(a, "--out")) {
@@ -407,6 +415,8 @@ int ctq_cmd_probe(int argc, char **argv)
 		fprintf(stderr, "ctq probe: --backend is \"%s\"; expected reference, cuda or both\n", backend);
 		return CTQ_EXIT_USAGE;
 	}
+	if (!ctq_opt_act_numerics_backend("probe", numerics, backend))
+		return CTQ_EXIT_USAGE;
 	struct ctq_probe_policy policy;
 	ctq_probe_policy_default(&policy);
 	struct ctq_error err = {0};
@@ -438,8 +448,14 @@ int ctq_cmd_probe(int argc, char **argv)
 		n_backends--;
 		goto fail;
 	}
-	for (int i = 0; i < n_backends; i++)
+	for (int i = 0; i < n_backends; i++) {
 		backends[i].defects = defects;
+		if (ctq_backend_set_act_numerics(&backends[i], numerics, &err))
+			goto fail;
+	}
+	/* The kernel threshold is for kernels of ctq's formula. */
+	if (numerics != CTQ_ACT_NUMERICS_CTQ)
+		policy.kernel_rel_l2_max = -1.0;
 	char path[1200];
 	if (ctq_run_begin(&run, out, "probe", argc, argv, &err) ||
 	    ctq_csv_open(&csv, ctq_run_path(&run, "probe.csv", path, sizeof path), csv_header,
@@ -450,8 +466,13 @@ int ctq_cmd_probe(int argc, char **argv)
 		backends[i].ops->describe(&backends[i], desc, sizeof desc);
 		printf("backend %s: %s\n", backends[i].ops->name, desc);
 	}
-	printf("policy: kernel rel-L2 <= %g; quantization rel-L2 <= %g gaussian, %g outliers, %g zero-rows (%s)\n\n",
-	       policy.kernel_rel_l2_max, policy.quant_rel_l2_max[CTQ_PA_GAUSSIAN],
+	if (numerics != CTQ_ACT_NUMERICS_CTQ)
+		printf("numerics: %s (KERNEL-L2 is the distance to ctq's exact-quantized reference, not judged)\n",
+		       ctq_act_numerics_name(numerics));
+	else
+		printf("policy: kernel rel-L2 <= %g; ", policy.kernel_rel_l2_max);
+	printf("%squantization rel-L2 <= %g gaussian, %g outliers, %g zero-rows (%s)\n\n",
+	       numerics != CTQ_ACT_NUMERICS_CTQ ? "policy: " : "", policy.quant_rel_l2_max[CTQ_PA_GAUSSIAN],
 	       policy.quant_rel_l2_max[CTQ_PA_OUTLIERS], policy.quant_rel_l2_max[CTQ_PA_ZERO_ROWS],
 	       policy.source);
 	printf("%-14s %6s %6s %5s %-10s %-10s %-9s %5s %5s %11s %11s  %s\n", "LAYER", "K", "N", "M",
@@ -478,6 +499,7 @@ int ctq_cmd_probe(int argc, char **argv)
 	free(text);
 	cJSON *summary = cJSON_AddObjectToObject(run.manifest, "probe");
 	cJSON_AddStringToObject(summary, "backend", backend);
+	cJSON_AddStringToObject(summary, "act_numerics", ctq_act_numerics_name(numerics));
 	if (model)
 		cJSON_AddStringToObject(summary, "model", model);
 	cJSON_AddNumberToObject(summary, "passed", (double)passed);

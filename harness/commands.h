@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include "quant/modules.h"
 #include "quant/qconfig.h"
+#include "reference/backend.h"
 
 int ctq_cmd_inspect(int argc, char **argv);
 int ctq_cmd_conform(int argc, char **argv);
@@ -39,6 +40,16 @@ const char *ctq_opt_value(int argc, char **argv, int *i);
 /* Parses a positive int option value; false on error (printed). */
 bool ctq_opt_int(const char *cmd, const char *opt, const char *v, long min,
 		 long max, long *out);
+
+/* Parses an --act-numerics value (ctq or transformers); false on error
+ * (printed). */
+bool ctq_opt_act_numerics(const char *cmd, const char *v, enum ctq_act_numerics *out);
+
+/* Whether numerics n can run on the --backend value: ctq's everywhere,
+ * transformers' on the reference only; false (printed) otherwise. Checked
+ * before any backend opens, so the refusal is a usage error (exit 2) on
+ * every host; ctq_backend_set_act_numerics refuses the same in the library. */
+bool ctq_opt_act_numerics_backend(const char *cmd, enum ctq_act_numerics n, const char *backend);
 
 /* Loads PATH (checkpoint folder, config.json or a standalone quantization
  * config) into cfg and enumerates its modules into mods: from the file's

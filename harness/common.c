@@ -38,6 +38,24 @@ bool ctq_opt_int(const char *cmd, const char *opt, const char *v, long min,
 	return true;
 }
 
+bool ctq_opt_act_numerics(const char *cmd, const char *v, enum ctq_act_numerics *out)
+{
+	if (ctq_act_numerics_parse(v, out))
+		return true;
+	fprintf(stderr, "ctq %s: --act-numerics is \"%s\"; expected ctq or transformers\n", cmd, v);
+	return false;
+}
+
+bool ctq_opt_act_numerics_backend(const char *cmd, enum ctq_act_numerics n, const char *backend)
+{
+	if (n == CTQ_ACT_NUMERICS_CTQ || !strcmp(backend, "reference"))
+		return true;
+	fprintf(stderr,
+		"ctq %s: --act-numerics %s runs on the reference backend only, not --backend %s (the CUDA kernels implement ctq's numerics: amax / 127, an int8 GEMM)\n",
+		cmd, ctq_act_numerics_name(n), backend);
+	return false;
+}
+
 enum ctq_status ctq_load_target(const char *path,
 				const struct ctq_parse_options *opt,
 				const char *arch, long layers, const char *prefix,

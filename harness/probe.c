@@ -201,7 +201,8 @@ enum ctq_status ctq_probe_run(struct ctq_backend *be, const struct ctq_probe_lay
 	const int64_t N = L->N, K = L->K;
 	memset(r, 0, sizeof *r);
 	snprintf(r->layer, sizeof r->layer, "%s", L->name);
-	snprintf(r->backend, sizeof r->backend, "%s", be->ops->name);
+	snprintf(r->backend, sizeof r->backend, "%s%s", be->ops->name,
+		 be->act_numerics == CTQ_ACT_NUMERICS_TRANSFORMERS ? "+transformers" : "");
 	r->K = K;
 	r->N = N;
 	r->M = M;
@@ -315,7 +316,7 @@ enum ctq_status ctq_probe_run(struct ctq_backend *be, const struct ctq_probe_lay
 	else if (r->all_zero)
 		snprintf(r->reason, sizeof r->reason, "%s: the output is all zero; the reference is not",
 			 L->name);
-	else if (!(r->kernel_rel_l2 <= policy->kernel_rel_l2_max))
+	else if (policy->kernel_rel_l2_max >= 0 && !(r->kernel_rel_l2 <= policy->kernel_rel_l2_max))
 		snprintf(r->reason, sizeof r->reason,
 			 "%s: kernel rel-L2 %.3g > %.3g; worst at [%lld, %lld]: %g, reference %g",
 			 L->name, r->kernel_rel_l2, policy->kernel_rel_l2_max, (long long)r->max_m,

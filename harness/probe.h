@@ -4,7 +4,11 @@
  * rows, magnitudes near the BF16 limit). Each run reports NaN/Inf counts,
  * an all-zero flag, the worst element, rel-L2 to the exact-quantized CPU
  * reference (kernel error) and rel-L2 to the FP64 unquantized product
- * (quantization error), judged against a policy. */
+ * (quantization error), judged against a policy. A reference backend set to
+ * transformers' numerics (reference/backend.h) is probed the same way: its
+ * "kernel" rel-L2 is then the distance between compressed-tensors' fake
+ * quantization and ctq's formula, and its backend column reads
+ * reference+transformers. */
 #ifndef CTQ_HARNESS_PROBE_H
 #define CTQ_HARNESS_PROBE_H
 
@@ -37,7 +41,7 @@ bool ctq_probe_weights_parse(const char *s, enum ctq_probe_weights *out);
 bool ctq_probe_acts_parse(const char *s, enum ctq_probe_acts *out);
 
 struct ctq_probe_policy {
-	double kernel_rel_l2_max;               /* vs the exact-quantized reference */
+	double kernel_rel_l2_max;               /* vs the exact-quantized reference; < 0: not judged */
 	double quant_rel_l2_max[CTQ_PA_COUNT];  /* vs FP64; < 0: not judged */
 	const char *source;                     /* where the numbers came from */
 };

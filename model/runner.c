@@ -17,26 +17,187 @@
 
 /* ---- config ----------------------------------------------------------------- */
 
-static double num(const cJSON *o, const char *k, double dflt)
+/* config.json as transformers 4 and 5 write it. transformers 5 keeps the
+ * RoPE fields in one `rope_parameters` object (rope_type, rope_theta and the
+ * scaling keys); transformers 4 wrote `rope_theta` at the top level and the
+ * scaling keys in `rope_scaling` (with `type` before `rope_type`). Both are
+ * read as transformers 5 reads them (PreTrainedConfig.
+ * convert_rope_params_to_dict and standardize_rope_params in
+ * modeling_rope_utils.py). Where a field is missing the runner takes the
+ * default transformers' Qwen3Config / Qwen2Config / LlamaConfig apply only
+ * where that default is the model's own (rms_norm_eps, hidden_act, ...);
+ * where it is a guess that silently changes the model (rope_theta 10000,
+ * Qwen3's head_dim 128 against another hidden_size / heads) the field is
+ * required. Errors name the field by its path from the root of config.json. */
+
+struct cfgctx {
+	const cJSON *o;   /* the model's object: the root or text_config */
+	const char *base; /* its path: "" or "text_config" */
+	struct ctq_error *err;
+};
+
+/* The path of key inside member obj (NULL: directly) of the model's object. */
+static const char *cfg_path(const struct cfgctx *x, char *buf, size_t cap, const char *obj,
+			    const char *key)
 {
-	const cJSON *v = ctq_json_get(o, k);
-	return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+	char tmp[CTQ_PATH_MAX];
+	if (!obj) {
+		ctq_json_path_key(buf, cap, x->base, key);
+		return buf;
+	}
+	ctq_json_path_key(tmp, sizeof tmp, x->base, obj);
+	ctq_json_path_key(buf, cap, tmp, key);
+	return buf;
+}
+
+/* A member that is absent or null counts as not written (transformers maps
+ * null to its default the same way). */
+static const cJSON *cfg_get(const cJSON *o, const char *key)
+{
+	const cJSON *v = ctq_json_get(o, key);
+	return cJSON_IsNull(v) ? NULL : v;
+}
+
+/* A finite number in [lo, hi] at path, or an invalid-config error. */
+static enum ctq_status cfg_num(const cJSON *v, const char *path, double lo, double hi, double *out,
+			       struct ctq_error *err)
+{
+	if (!cJSON_IsNumber(v))
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, path, "is %s; expected a number",
+				     ctq_json_type_name(v));
+	if (!isfinite(v->valuedouble) || v->valuedouble < lo || v->valuedouble > hi)
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, path, "is %g; expected a number in [%g, %g]",
+				     v->valuedouble, lo, hi);
+	*out = v->valuedouble;
+	return CTQ_OK;
+}
+
+/* The RoPE fields. P is the RoPE object: rope_scaling when it is set (as in
+ * transformers 5, which reads a legacy rope_scaling over rope_parameters),
+ * else rope_parameters. */
+static enum ctq_status cfg_rope(struct ctq_model_config *c, const struct cfgctx *x)
+{
+	struct ctq_error *err = x->err;
+	char path[CTQ_PATH_MAX], path2[CTQ_PATH_MAX];
+	const cJSON *rs = cfg_get(x->o, "rope_scaling"), *rp = cfg_get(x->o, "rope_parameters");
+	static const char *const keys[2] = {"rope_scaling", "rope_parameters"};
+	const cJSON *objs[2] = {rs, rp};
+	for (int i = 0; i < 2; i++)
+		if (objs[i] && !cJSON_IsObject(objs[i]))
+			return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, cfg_path(x, path, sizeof path, NULL, keys[i]),
+					     "is %s; expected an object or null", ctq_json_type_name(objs[i]));
+	/* Both written and different: transformers 5 would drop rope_parameters
+	 * (its rope_theta included) for rope_scaling; that is never what the
+	 * writer meant. */
+	if (rs && rp && !cJSON_Compare(rs, rp, true))
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, cfg_path(x, path, sizeof path, NULL, "rope_scaling"),
+				     "and rope_parameters are both set and differ; write the RoPE fields in one of them");
+	const char *pk = rs ? "rope_scaling" : "rope_parameters";
+	const cJSON *P = rs ? rs : rp;
+	/* rope_parameters keyed by layer type (full_attention, ...) */
+	for (const cJSON *m = P ? P->child : NULL; m; m = m->next)
+		if (cJSON_IsObject(m))
+			return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, cfg_path(x, path, sizeof path, pk, m->string),
+					     "per-layer-type RoPE parameters are not implemented by the runner");
+
+	const char *tk = "rope_type";
+	const cJSON *t = cfg_get(P, "rope_type");
+	if (!t && (t = cfg_get(P, "type")))
+		tk = "type"; /* transformers 4's name */
+	if (t && !cJSON_IsString(t))
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, cfg_path(x, path, sizeof path, pk, tk),
+				     "is %s; expected a string", ctq_json_type_name(t));
+	const char *type = t ? t->valuestring : "default";
+	if (!strcmp(type, "llama3"))
+		c->llama3_rope = true;
+	else if (strcmp(type, "default"))
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, cfg_path(x, path, sizeof path, pk, tk),
+				     "is \"%s\"; the runner implements the RoPE types default and llama3", type);
+
+	/* rope_theta: inside the RoPE object first (transformers 5 setdefault()s
+	 * the top-level value into it). transformers takes 10000 when neither
+	 * is written; no Qwen2/Qwen3 (1e6) or Llama 3 (5e5) checkpoint uses
+	 * that, and a config the runner misreads would pass for one, so it is
+	 * required here. */
+	const cJSON *th = cfg_get(P, "rope_theta");
+	cfg_path(x, path, sizeof path, "rope_parameters", "rope_theta");
+	if (th)
+		cfg_path(x, path, sizeof path, pk, "rope_theta");
+	else if ((th = cfg_get(x->o, "rope_theta")))
+		cfg_path(x, path, sizeof path, NULL, "rope_theta");
+	else
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, path,
+				     "is missing, and so is %s: the RoPE base must be written (transformers would take 10000)",
+				     cfg_path(x, path2, sizeof path2, NULL, "rope_theta"));
+	enum ctq_status st = cfg_num(th, path, 1e-30, 1e30, &c->rope_theta, err);
+	if (st)
+		return st;
+
+	/* The runner rotates the whole head. */
+	const cJSON *pr = cfg_get(P, "partial_rotary_factor");
+	cfg_path(x, path, sizeof path, pk, "partial_rotary_factor");
+	if (!pr && (pr = cfg_get(x->o, "partial_rotary_factor")))
+		cfg_path(x, path, sizeof path, NULL, "partial_rotary_factor");
+	double prf = 1.0;
+	if (pr && ((st = cfg_num(pr, path, 0.0, 1.0, &prf, err)) || prf != 1.0))
+		return st ? st : ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, path,
+					       "is %g; the runner implements full rotary embeddings only (1.0)", prf);
+	if (!c->llama3_rope)
+		return CTQ_OK;
+
+	/* llama3: transformers requires factor, low_freq_factor and
+	 * high_freq_factor (a KeyError otherwise). original_max_position_embeddings
+	 * comes from the top level first (standardize_rope_params, run again
+	 * when the model builds its rotary embedding, gives a config attribute
+	 * of that name priority), then the RoPE object, then
+	 * max_position_embeddings. */
+	static const struct { const char *k; double lo; size_t off; } req[] = {
+		{"factor", 1e-6, offsetof(struct ctq_model_config, rope_factor)},
+		{"low_freq_factor", 1e-6, offsetof(struct ctq_model_config, rope_low)},
+		{"high_freq_factor", 1e-6, offsetof(struct ctq_model_config, rope_high)},
+	};
+	for (size_t i = 0; i < sizeof req / sizeof *req; i++) {
+		const cJSON *v = cfg_get(P, req[i].k);
+		cfg_path(x, path, sizeof path, pk, req[i].k);
+		if (!v)
+			return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, path, "is missing (rope_type llama3 requires it)");
+		if ((st = cfg_num(v, path, req[i].lo, 1e30, (double *)((char *)c + req[i].off), err)))
+			return st;
+	}
+	/* The smoothing divides by high - low; transformers warns on high <= low. */
+	if (!(c->rope_high > c->rope_low))
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, cfg_path(x, path, sizeof path, pk, "high_freq_factor"),
+				     "is %g; llama3 RoPE needs it above low_freq_factor (%g)", c->rope_high, c->rope_low);
+	const cJSON *om = cfg_get(x->o, "original_max_position_embeddings");
+	cfg_path(x, path, sizeof path, NULL, "original_max_position_embeddings");
+	if (!om && (om = cfg_get(P, "original_max_position_embeddings")))
+		cfg_path(x, path, sizeof path, pk, "original_max_position_embeddings");
+	if (!om && (om = cfg_get(x->o, "max_position_embeddings")))
+		cfg_path(x, path, sizeof path, NULL, "max_position_embeddings");
+	if (!om)
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG,
+				     cfg_path(x, path, sizeof path, pk, "original_max_position_embeddings"),
+				     "is missing, and so is max_position_embeddings (rope_type llama3 requires one)");
+	return cfg_num(om, path, 1.0, 1e12, &c->rope_orig_max, err);
 }
 
 enum ctq_status ctq_model_config_parse(struct ctq_model_config *c, const cJSON *root,
 				       struct ctq_error *err)
 {
 	memset(c, 0, sizeof *c);
-	const cJSON *o = root;
+	struct cfgctx x = {root, "", err};
 	const cJSON *tc = ctq_json_get(root, "text_config");
 	if (cJSON_IsObject(tc) && ctq_json_get(tc, "num_hidden_layers"))
-		o = tc;
+		x = (struct cfgctx){tc, "text_config", err};
+	const cJSON *o = x.o;
+	char path[CTQ_PATH_MAX];
 	const cJSON *mt = ctq_json_get(o, "model_type");
 	c->arch = cJSON_IsString(mt) ? ctq_arch_normalise(mt->valuestring) : NULL;
 	if (!c->arch)
-		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, "model_type",
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, cfg_path(&x, path, sizeof path, NULL, "model_type"),
 				     "is %s; the runner executes qwen3, qwen2 and llama",
 				     cJSON_IsString(mt) ? mt->valuestring : "missing");
+	const bool qwen3 = !strcmp(c->arch, "qwen3"), qwen = qwen3 || !strcmp(c->arch, "qwen2");
 	static const struct { const char *k; size_t off; } req[] = {
 		{"hidden_size", offsetof(struct ctq_model_config, hidden)},
 		{"num_hidden_layers", offsetof(struct ctq_model_config, layers)},
@@ -44,51 +205,87 @@ enum ctq_status ctq_model_config_parse(struct ctq_model_config *c, const cJSON *
 		{"intermediate_size", offsetof(struct ctq_model_config, intermediate)},
 		{"vocab_size", offsetof(struct ctq_model_config, vocab)},
 	};
+	enum ctq_status st;
 	for (size_t i = 0; i < sizeof req / sizeof *req; i++) {
 		long v;
-		enum ctq_status st = ctq_json_int(ctq_json_get(o, req[i].k), req[i].k, 1, 1L << 30, &v, err);
-		if (st)
+		cfg_path(&x, path, sizeof path, NULL, req[i].k);
+		if ((st = ctq_json_int(ctq_json_get(o, req[i].k), path, 1, 1L << 30, &v, err)))
 			return st;
 		*(int64_t *)((char *)c + req[i].off) = v;
 	}
-	c->kv_heads = (int64_t)num(o, "num_key_value_heads", (double)c->heads);
-	c->head_dim = (int64_t)num(o, "head_dim", (double)(c->hidden / c->heads));
-	if (c->kv_heads < 1 || c->heads % c->kv_heads || c->head_dim < 2 || c->head_dim % 2)
-		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, "num_key_value_heads",
+	/* num_key_value_heads: null means the attention heads in every config
+	 * class; absent, Qwen2Config / Qwen3Config take 32 and LlamaConfig the
+	 * attention heads. ctq's module enumeration (quant/modules.c) takes the
+	 * attention heads, so an absent value is accepted only where both agree. */
+	const cJSON *kv = ctq_json_get(o, "num_key_value_heads");
+	long v;
+	cfg_path(&x, path, sizeof path, NULL, "num_key_value_heads");
+	if (kv && !cJSON_IsNull(kv)) {
+		if ((st = ctq_json_int(kv, path, 1, 1L << 30, &v, err)))
+			return st;
+		c->kv_heads = v;
+	} else if (!kv && qwen && c->heads != 32) {
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, path,
+				     "is missing: transformers' %s config would take 32, not the %lld attention heads; write it",
+				     c->arch, (long long)c->heads);
+	} else {
+		c->kv_heads = c->heads;
+	}
+	/* head_dim: absent (or null), hidden_size / num_attention_heads, as
+	 * LlamaConfig and the Qwen2 attention compute it; Qwen3Config's default
+	 * is 128, accepted only where it is that quotient too. */
+	const cJSON *hd = cfg_get(o, "head_dim");
+	cfg_path(&x, path, sizeof path, NULL, "head_dim");
+	if (hd) {
+		if ((st = ctq_json_int(hd, path, 2, 1L << 20, &v, err)))
+			return st;
+		c->head_dim = v;
+	} else {
+		c->head_dim = c->hidden / c->heads;
+		if (qwen3 && c->head_dim != 128)
+			return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, path,
+					     "is missing: transformers' Qwen3Config would take 128, not hidden_size / num_attention_heads = %lld; write it",
+					     (long long)c->head_dim);
+	}
+	if (c->heads % c->kv_heads || c->head_dim < 2 || c->head_dim % 2)
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG,
+				     cfg_path(&x, path, sizeof path, NULL, "num_key_value_heads"),
 				     "heads %lld, kv heads %lld, head_dim %lld do not form a valid attention",
 				     (long long)c->heads, (long long)c->kv_heads, (long long)c->head_dim);
-	c->rms_eps = (float)num(o, "rms_norm_eps", 1e-6);
-	c->rope_theta = num(o, "rope_theta", 10000.0);
-	const cJSON *rs = ctq_json_get(o, "rope_scaling");
-	if (cJSON_IsObject(rs)) {
-		const cJSON *t = ctq_json_get(rs, "rope_type");
-		if (!t)
-			t = ctq_json_get(rs, "type");
-		if (cJSON_IsString(t) && !strcmp(t->valuestring, "llama3")) {
-			c->llama3_rope = true;
-			c->rope_factor = num(rs, "factor", 8.0);
-			c->rope_low = num(rs, "low_freq_factor", 1.0);
-			c->rope_high = num(rs, "high_freq_factor", 4.0);
-			c->rope_orig_max = num(rs, "original_max_position_embeddings", 8192);
-		} else if (cJSON_IsString(t) && strcmp(t->valuestring, "default")) {
-			return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, "rope_scaling.rope_type",
-					     "is \"%s\"; the runner implements default and llama3",
-					     t->valuestring);
-		}
-	}
-	const cJSON *tie = ctq_json_get(o, "tie_word_embeddings");
+	/* rms_norm_eps: 1e-6 when absent, the default of all three config
+	 * classes in transformers 4 and 5 and the value their checkpoints ship
+	 * (Llama 2's 1e-5 is always written). */
+	double eps = 1e-6;
+	const cJSON *e = cfg_get(o, "rms_norm_eps");
+	if (e && (st = cfg_num(e, cfg_path(&x, path, sizeof path, NULL, "rms_norm_eps"), 0.0, 1.0, &eps, err)))
+		return st;
+	c->rms_eps = (float)eps;
+	/* hidden_act: silu in all three classes; the runner implements only it. */
+	const cJSON *act = cfg_get(o, "hidden_act");
+	if (act && !(cJSON_IsString(act) && !strcmp(act->valuestring, "silu")))
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, cfg_path(&x, path, sizeof path, NULL, "hidden_act"),
+				     "is %s%s%s; the runner implements silu", cJSON_IsString(act) ? "\"" : "",
+				     cJSON_IsString(act) ? act->valuestring : ctq_json_type_name(act),
+				     cJSON_IsString(act) ? "\"" : "");
+	if ((st = cfg_rope(c, &x)))
+		return st;
+	/* tie_word_embeddings: false when absent in all three classes. */
+	const cJSON *tie = cfg_get(o, "tie_word_embeddings");
 	if (!tie)
-		tie = ctq_json_get(root, "tie_word_embeddings");
+		tie = cfg_get(root, "tie_word_embeddings");
 	c->tie = cJSON_IsTrue(tie);
-	c->qk_norm = !strcmp(c->arch, "qwen3");
+	c->qk_norm = qwen3;
 	c->qkv_bias = !strcmp(c->arch, "qwen2");
 	const cJSON *ab = ctq_json_get(o, "attention_bias");
 	if (cJSON_IsBool(ab))
 		c->qkv_bias = cJSON_IsTrue(ab);
-	c->bos_id = (int32_t)num(o, "bos_token_id", num(root, "bos_token_id", -1));
-	const cJSON *eos = ctq_json_get(o, "eos_token_id");
+	const cJSON *bos = cfg_get(o, "bos_token_id");
+	if (!bos)
+		bos = cfg_get(root, "bos_token_id");
+	c->bos_id = cJSON_IsNumber(bos) ? (int32_t)bos->valuedouble : -1;
+	const cJSON *eos = cfg_get(o, "eos_token_id");
 	if (!eos)
-		eos = ctq_json_get(root, "eos_token_id");
+		eos = cfg_get(root, "eos_token_id");
 	if (cJSON_IsArray(eos))
 		eos = eos->child;
 	c->eos_id = cJSON_IsNumber(eos) ? (int32_t)eos->valuedouble : -1;

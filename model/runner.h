@@ -23,7 +23,7 @@ struct ctq_model_config {
 	int64_t hidden, layers, heads, kv_heads, head_dim, intermediate, vocab;
 	float rms_eps;
 	double rope_theta;
-	bool llama3_rope;       /* rope_scaling rope_type llama3 */
+	bool llama3_rope;       /* rope_type llama3 (in rope_parameters or rope_scaling) */
 	double rope_factor, rope_low, rope_high, rope_orig_max;
 	bool tie, qk_norm, qkv_bias;
 	int32_t bos_id, eos_id; /* -1 when unknown */

@@ -10,6 +10,7 @@
 #ifndef CTQ_REFERENCE_BACKEND_H
 #define CTQ_REFERENCE_BACKEND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,23 @@ enum ctq_defect {
 	CTQ_DEFECT_EPILOGUE_NAN = 1u << 1,  /* one output element becomes NaN */
 	CTQ_DEFECT_TRANSPOSED_W = 1u << 2,  /* weight read as (K, N) instead of (N, K) */
 };
+
+/* How the W8A8 linears quantize their activations and multiply. */
+enum ctq_act_numerics {
+	/* DESIGN.md "Numerics": s = amax / 127, an int32 GEMM of q and the int8
+	 * weights, one f32 epilogue (what vLLM's kernels and ctq's compute);
+	 * every backend, the default. */
+	CTQ_ACT_NUMERICS_CTQ = 0,
+	/* compressed-tensors' fake quantization as transformers runs a W8A8
+	 * checkpoint (core/numerics.h ctq_ct_*: s = bf16(amax / 127.5), x and
+	 * the weight dequantized to BF16, a floating-point GEMM); the
+	 * reference backend only, to attribute differences to transformers. */
+	CTQ_ACT_NUMERICS_TRANSFORMERS = 1,
+};
+
+/* "ctq" or "transformers"; parse accepts exactly those. */
+const char *ctq_act_numerics_name(enum ctq_act_numerics n);
+bool ctq_act_numerics_parse(const char *s, enum ctq_act_numerics *out);
 
 struct ctq_backend;
 
@@ -173,7 +191,18 @@ struct ctq_backend {
 	const struct ctq_backend_ops *ops;
 	void *impl;
 	unsigned defects; /* enum ctq_defect bits; 0 outside tests */
+	/* Set through ctq_backend_set_act_numerics. Under TRANSFORMERS the
+	 * reference's quantize, w8a8_linear, linear_w8a8, linear_w8a8_q and
+	 * the fused producers follow compressed-tensors; gemm_i8 and
+	 * w8a8_epilogue stay the integer debug path (and its defect hooks do
+	 * not apply to the floating-point product). */
+	enum ctq_act_numerics act_numerics;
 };
+
+/* Selects b's activation numerics (b opened, not yet running). usage error
+ * when b implements only ctq's (every backend but the reference). */
+enum ctq_status ctq_backend_set_act_numerics(struct ctq_backend *b, enum ctq_act_numerics n,
+					     struct ctq_error *err);
 
 /* Workspace for w8a8_linear: q (M, K) int8 then s (M) f32, 256-aligned. */
 static inline size_t ctq_w8a8_workspace_bytes(int64_t M, int64_t K)

@@ -56,9 +56,11 @@ static enum ctq_status ref_sync(struct ctq_backend *b, struct ctq_error *err)
 static enum ctq_status ref_quantize(struct ctq_backend *b, const void *x, int64_t M, int64_t K,
 				    void *q, void *s, struct ctq_error *err)
 {
-	(void)b;
 	(void)err;
-	ctq_ref_quantize_bf16(x, M, K, q, s);
+	if (b->act_numerics == CTQ_ACT_NUMERICS_TRANSFORMERS)
+		ctq_ref_quantize_ct_bf16(x, M, K, q, s);
+	else
+		ctq_ref_quantize_bf16(x, M, K, q, s);
 	return CTQ_OK;
 }
 
@@ -98,12 +100,39 @@ static enum ctq_status ref_epilogue(struct ctq_backend *b, const void *acc, cons
 	return CTQ_OK;
 }
 
+/* w8a8_linear under transformers' numerics for BF16 activations:
+ * compressed-tensors' q and s (BF16 arithmetic) into the workspace, x^ and
+ * w^ rounded to BF16, then x^ . w^T + bias accumulated in f32 and rounded
+ * to BF16 once (a BF16 GEMM with f32 accumulation). */
+static enum ctq_status linear_ct(const uint16_t *x, const int8_t *w, const float *s_w,
+				 const float *bias, int64_t M, int64_t N, int64_t K, uint16_t *y,
+				 int8_t *q, float *s, struct ctq_error *err)
+{
+	float *xd = ctq_malloc((size_t)(M * K) * sizeof *xd + 1);  /* (M, K) */
+	float *wd = ctq_malloc((size_t)(N * K) * sizeof *wd + 1);  /* (N, K) */
+	float *yf = ctq_malloc((size_t)(M * N) * sizeof *yf + 1);  /* (M, N) */
+	enum ctq_status st = CTQ_OK;
+	if (!xd || !wd || !yf) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, "reference", "out of memory");
+	} else {
+		ctq_ref_quantize_ct_bf16(x, M, K, q, s);
+		ctq_ref_dequantize_ct(q, s, M, K, true, xd);
+		ctq_ref_dequantize_ct(w, s_w, N, K, true, wd);
+		ctq_ref_gemm_f32(xd, wd, bias, M, N, K, yf);
+		ctq_convert_f32_to_bf16(yf, (size_t)(M * N), y);
+	}
+	free(xd), free(wd), free(yf);
+	return st;
+}
+
 static enum ctq_status ref_linear(struct ctq_backend *b, const void *x, const void *w,
 				  const void *s_w, const void *bias, int64_t M, int64_t N,
 				  int64_t K, void *y, void *ws, struct ctq_error *err)
 {
 	int8_t *q = ws;
 	float *s = (float *)((char *)ws + (ctq_w8a8_workspace_bytes(M, K) - (size_t)M * sizeof(float)));
+	if (b->act_numerics == CTQ_ACT_NUMERICS_TRANSFORMERS)
+		return linear_ct(x, w, s_w, bias, M, N, K, y, q, s, err);
 	int32_t *acc = ctq_malloc((size_t)(M * N) * sizeof *acc);
 	if (!acc)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "reference", "out of memory");
@@ -183,6 +212,33 @@ enum ctq_status ctq_backend_cuda(struct ctq_backend *b, int device, struct ctq_e
 			     "this ctq was built without CUDA (nvcc was not found at build time)");
 }
 #endif
+
+const char *ctq_act_numerics_name(enum ctq_act_numerics n)
+{
+	return n == CTQ_ACT_NUMERICS_TRANSFORMERS ? "transformers" : "ctq";
+}
+
+bool ctq_act_numerics_parse(const char *s, enum ctq_act_numerics *out)
+{
+	if (!strcmp(s, "ctq"))
+		*out = CTQ_ACT_NUMERICS_CTQ;
+	else if (!strcmp(s, "transformers"))
+		*out = CTQ_ACT_NUMERICS_TRANSFORMERS;
+	else
+		return false;
+	return true;
+}
+
+enum ctq_status ctq_backend_set_act_numerics(struct ctq_backend *b, enum ctq_act_numerics n,
+					     struct ctq_error *err)
+{
+	if (n != CTQ_ACT_NUMERICS_CTQ && b->ops != &ref_ops)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "--act-numerics",
+				     "is %s; the %s backend implements only ctq's numerics (amax / 127, an int8 GEMM): "
+				     "use --backend reference", ctq_act_numerics_name(n), b->ops->name);
+	b->act_numerics = n;
+	return CTQ_OK;
+}
 
 enum ctq_status ctq_backend_open(struct ctq_backend *b, const char *name, struct ctq_error *err)
 {

@@ -77,11 +77,41 @@ enum ctq_status ctq_refm_linear_dense(struct ctq_backend *b, const void *x, cons
 	return CTQ_OK;
 }
 
+/* Per-token quantization of f32 activations x (M, K) into a w8a8
+ * workspace, under b's activation numerics. */
+static void quantize_ws(const struct ctq_backend *b, const float *x, int64_t M, int64_t K, void *ws)
+{
+	if (b->act_numerics == CTQ_ACT_NUMERICS_TRANSFORMERS)
+		ctq_ref_quantize_ct_f32(x, M, K, ws, ctq_w8a8_workspace_scales(ws, M, K));
+	else
+		ctq_ref_quantize_f32(x, M, K, ws, ctq_w8a8_workspace_scales(ws, M, K));
+}
+
+/* transformers' product on the reference's f32 activations (a model run
+ * in float32): x^ = q * s_a and w^ = w * s_w, y = x^ . w^T + bias in f32. */
+static enum ctq_status linear_ct(const void *ws, const int8_t *w, const float *s_w,
+				 const float *bias, int64_t M, int64_t N, int64_t K, float *y,
+				 struct ctq_error *err)
+{
+	float *xd = ctq_malloc((size_t)(M * K) * sizeof *xd + 1); /* (M, K) */
+	float *wd = ctq_malloc((size_t)(N * K) * sizeof *wd + 1); /* (N, K) */
+	if (!xd || !wd) {
+		free(xd), free(wd);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "reference", "out of memory");
+	}
+	ctq_ref_dequantize_ct(ws, ctq_w8a8_workspace_scales((void *)ws, M, K), M, K, false, xd);
+	ctq_ref_dequantize_ct(w, s_w, N, K, false, wd);
+	ctq_ref_gemm_f32(xd, wd, bias, M, N, K, y);
+	free(xd), free(wd);
+	return CTQ_OK;
+}
+
 enum ctq_status ctq_refm_linear_w8a8_q(struct ctq_backend *b, const void *ws, const int8_t *w,
 				       const float *s_w, const float *bias, int64_t M, int64_t N,
 				       int64_t K, void *y, struct ctq_error *err)
 {
-	(void)b;
+	if (b->act_numerics == CTQ_ACT_NUMERICS_TRANSFORMERS)
+		return linear_ct(ws, w, s_w, bias, M, N, K, y, err);
 	const float *s = ctq_w8a8_workspace_scales((void *)ws, M, K);
 	int32_t *acc = ctq_malloc((size_t)(M * N) * sizeof *acc + 1);
 	if (!acc)
@@ -97,7 +127,7 @@ enum ctq_status ctq_refm_linear_w8a8(struct ctq_backend *b, const void *x, const
 				     const float *s_w, const float *bias, int64_t M, int64_t N,
 				     int64_t K, void *y, void *ws, struct ctq_error *err)
 {
-	ctq_ref_quantize_f32(x, M, K, ws, ctq_w8a8_workspace_scales(ws, M, K));
+	quantize_ws(b, x, M, K, ws);
 	return ctq_refm_linear_w8a8_q(b, ws, w, s_w, bias, M, N, K, y, err);
 }
 
@@ -127,7 +157,7 @@ enum ctq_status ctq_refm_rmsnorm_quant(struct ctq_backend *b, const void *x, con
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "reference", "out of memory");
 	enum ctq_status st = ctq_refm_rmsnorm(b, x, w, M, H, eps, tmp, err);
 	if (!st)
-		ctq_ref_quantize_f32(tmp, M, H, ws, ctq_w8a8_workspace_scales(ws, M, H));
+		quantize_ws(b, tmp, M, H, ws);
 	free(tmp);
 	return st;
 }
@@ -140,7 +170,7 @@ enum ctq_status ctq_refm_silu_mul_quant(struct ctq_backend *b, const void *gu, i
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "reference", "out of memory");
 	enum ctq_status st = ctq_refm_silu_mul(b, gu, M, I, tmp, err);
 	if (!st)
-		ctq_ref_quantize_f32(tmp, M, I, ws, ctq_w8a8_workspace_scales(ws, M, I));
+		quantize_ws(b, tmp, M, I, ws);
 	free(tmp);
 	return st;
 }

@@ -79,6 +79,45 @@ void ctq_ref_quantize_bf16(const uint16_t *x, int64_t M, int64_t K, int8_t *q, f
 	}
 }
 
+void ctq_ref_quantize_ct_f32(const float *x, int64_t M, int64_t K, int8_t *q, float *s)
+{
+#pragma omp parallel for schedule(static)
+	for (int64_t m = 0; m < M; m++) {
+		const float *xr = x + m * K;
+		float amax = 0.0f;
+		for (int64_t k = 0; k < K; k++)
+			amax = ctq_amax_update(amax, xr[k]);
+		const float sc = ctq_ct_act_scale(amax, false);
+		s[m] = sc;
+		for (int64_t k = 0; k < K; k++)
+			q[m * K + k] = ctq_ct_quantize(xr[k], sc, false);
+	}
+}
+
+void ctq_ref_quantize_ct_bf16(const uint16_t *x, int64_t M, int64_t K, int8_t *q, float *s)
+{
+#pragma omp parallel for schedule(static)
+	for (int64_t m = 0; m < M; m++) {
+		const uint16_t *xr = x + m * K;
+		float amax = 0.0f;
+		for (int64_t k = 0; k < K; k++)
+			amax = ctq_amax_update(amax, ctq_bf16_to_f32(xr[k]));
+		const float sc = ctq_ct_act_scale(amax, true);
+		s[m] = sc;
+		for (int64_t k = 0; k < K; k++)
+			q[m * K + k] = ctq_ct_quantize(ctq_bf16_to_f32(xr[k]), sc, true);
+	}
+}
+
+void ctq_ref_dequantize_ct(const int8_t *q, const float *s, int64_t R, int64_t K, bool bf16,
+			   float *y)
+{
+#pragma omp parallel for schedule(static)
+	for (int64_t r = 0; r < R; r++)
+		for (int64_t k = 0; k < K; k++)
+			y[r * K + k] = ctq_ct_dequantize(q[r * K + k], s[r], bf16);
+}
+
 void ctq_ref_quantize_weight_rows(const float *w, int64_t N, int64_t K, int8_t *q,
 				  uint16_t *s_bf16)
 {

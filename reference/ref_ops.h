@@ -8,6 +8,7 @@
 #ifndef CTQ_REFERENCE_REF_OPS_H
 #define CTQ_REFERENCE_REF_OPS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/status.h"
@@ -18,6 +19,19 @@ void ctq_ref_quantize_bf16(const uint16_t *x, int64_t M, int64_t K, int8_t *q, f
 
 /* The same from f32 activations (the CPU backend's activations). */
 void ctq_ref_quantize_f32(const float *x, int64_t M, int64_t K, int8_t *q, float *s);
+
+/* compressed-tensors' per-token quantization (core/numerics.h ctq_ct_*)
+ * in the dtype of x: f32 as transformers computes it for a float32 model,
+ * BF16 (every step rounded to BF16) for a BF16 one.
+ * x (M, K) f32 or bf16 bits; q (M, K) int8; s (M) f32. */
+void ctq_ref_quantize_ct_f32(const float *x, int64_t M, int64_t K, int8_t *q, float *s);
+void ctq_ref_quantize_ct_bf16(const uint16_t *x, int64_t M, int64_t K, int8_t *q, float *s);
+
+/* compressed-tensors' dequantization of int8 rows, y[r,k] = q[r,k] * s[r]
+ * (rounded to BF16 when bf16), for activations (s per token) and weights
+ * (s per channel) alike. q (R, K) int8; s (R) f32; y (R, K) f32. */
+void ctq_ref_dequantize_ct(const int8_t *q, const float *s, int64_t R, int64_t K, bool bf16,
+			   float *y);
 
 /* The smallest weight scale a producer writes: compressed-tensors clamps its
  * observed scales at torch.finfo(torch.float32).eps. */

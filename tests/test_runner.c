@@ -2,7 +2,9 @@
  * synthetic Qwen3, Qwen2 and Llama run through the real resolver, loader and
  * ops; KV-cache decoding equals a full forward; batching is exact; W8A8
  * stays close to BF16; logits match Hugging Face transformers' (golden
- * files produced by tests/oracle/hf_logits.py on the GPU host). */
+ * files produced by tests/oracle/hf_logits.py on the GPU host); config.json
+ * is read in the transformers 4 and 5 layouts alike, and what the runner
+ * cannot run as written is an error naming the field. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -333,4 +335,242 @@ Test(runner, tensor_parallel_ranks_reproduce_tp1)
 		free(one);
 	}
 	drop_model(&m);
+}
+
+/* ---- config.json as transformers 4 and 5 write it ------------------------------ */
+
+static enum ctq_status parse_cfg(const char *json, struct ctq_model_config *c, struct ctq_error *err)
+{
+	cJSON *root = NULL;
+	cr_assert_eq(ctq_json_parse(json, strlen(json), "config.json", NULL, &root, err), CTQ_OK, "%s: %s",
+		     err->path, err->message);
+	enum ctq_status st = ctq_model_config_parse(c, root, err);
+	cJSON_Delete(root);
+	return st;
+}
+
+#define CFG_SHAPE "\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, " \
+		  "\"num_key_value_heads\": 2, \"head_dim\": 16, \"intermediate_size\": 176, \"vocab_size\": 512"
+
+/* transformers 5 moves rope_theta into rope_parameters: read there it is
+ * the model's 1e6, not the 10000 of a top-level-only reader. */
+Test(runner, config_rope_parameters_as_transformers5_writes_them)
+{
+	static const struct { const char *id, *json; double theta; } cases[] = {
+		{"v4", "{\"model_type\": \"qwen3\", " CFG_SHAPE ", \"rope_theta\": 1000000.0, \"rope_scaling\": null}", 1e6},
+		{"v5", "{\"model_type\": \"qwen3\", " CFG_SHAPE ", \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 1000000.0}}", 1e6},
+		{"v5-no-type", "{\"model_type\": \"qwen3\", " CFG_SHAPE ", \"rope_parameters\": {\"rope_theta\": 1000000.0}}", 1e6},
+		/* transformers 5 setdefault()s the top-level value: the nested one wins */
+		{"v5-over-top", "{\"model_type\": \"qwen3\", " CFG_SHAPE ", \"rope_theta\": 5.0, \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 1000000.0}}", 1e6},
+		{"v5-top-theta", "{\"model_type\": \"qwen3\", " CFG_SHAPE ", \"rope_theta\": 1000000.0, \"rope_parameters\": {\"rope_type\": \"default\"}}", 1e6},
+		{"text_config", "{\"model_type\": \"qwen3_vl\", \"text_config\": {\"model_type\": \"qwen3\", " CFG_SHAPE ", \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 5000000.0}}}", 5e6},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct ctq_model_config c;
+		struct ctq_error err = {0};
+		cr_assert_eq(parse_cfg(cases[i].json, &c, &err), CTQ_OK, "%s: %s: %s", cases[i].id, err.path, err.message);
+		cr_expect_eq(c.rope_theta, cases[i].theta, "%s: rope_theta %g, expected %g", cases[i].id, c.rope_theta,
+			     cases[i].theta);
+		cr_expect(!c.llama3_rope, "%s", cases[i].id);
+		cr_expect_eq(c.head_dim, 16, "%s", cases[i].id);
+	}
+}
+
+/* llama3 scaling inside rope_parameters (v5), in rope_scaling (v4, with
+ * rope_type or the older type) read the same; original_max_position_embeddings
+ * as transformers resolves it when it builds the model (the top level
+ * first, then the RoPE object, then max_position_embeddings). */
+Test(runner, config_llama3_scaling_in_every_layout)
+{
+#define L3 "\"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0"
+	static const struct { const char *id, *json; double orig; } cases[] = {
+		{"v5", "{\"model_type\": \"llama\", " CFG_SHAPE ", \"rope_parameters\": {\"rope_type\": \"llama3\", \"rope_theta\": 500000.0, " L3 ", \"original_max_position_embeddings\": 8192}}", 8192},
+		{"v4", "{\"model_type\": \"llama\", " CFG_SHAPE ", \"rope_theta\": 500000.0, \"rope_scaling\": {\"rope_type\": \"llama3\", " L3 ", \"original_max_position_embeddings\": 8192}}", 8192},
+		{"v4-type", "{\"model_type\": \"llama\", " CFG_SHAPE ", \"rope_theta\": 500000.0, \"rope_scaling\": {\"type\": \"llama3\", " L3 ", \"original_max_position_embeddings\": 8192}}", 8192},
+		{"orig-from-max-pos", "{\"model_type\": \"llama\", " CFG_SHAPE ", \"max_position_embeddings\": 4096, \"rope_parameters\": {\"rope_type\": \"llama3\", \"rope_theta\": 500000.0, " L3 "}}", 4096},
+		{"orig-top-level-first", "{\"model_type\": \"llama\", " CFG_SHAPE ", \"original_max_position_embeddings\": 999, \"rope_parameters\": {\"rope_type\": \"llama3\", \"rope_theta\": 500000.0, " L3 ", \"original_max_position_embeddings\": 8192}}", 999},
+	};
+#undef L3
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct ctq_model_config c;
+		struct ctq_error err = {0};
+		cr_assert_eq(parse_cfg(cases[i].json, &c, &err), CTQ_OK, "%s: %s: %s", cases[i].id, err.path, err.message);
+		cr_expect(c.llama3_rope, "%s: llama3 scaling not seen", cases[i].id);
+		cr_expect(c.rope_theta == 5e5 && c.rope_factor == 8.0 && c.rope_low == 1.0 && c.rope_high == 4.0,
+			  "%s: theta %g factor %g low %g high %g", cases[i].id, c.rope_theta, c.rope_factor, c.rope_low,
+			  c.rope_high);
+		cr_expect_eq(c.rope_orig_max, cases[i].orig, "%s: original_max_position_embeddings %g, expected %g",
+			     cases[i].id, c.rope_orig_max, cases[i].orig);
+	}
+}
+
+/* What the runner cannot run as written is an invalid-config error naming
+ * the field by its path, never a default. */
+Test(runner, config_errors_name_the_field)
+{
+	static const struct { const char *id, *json, *path, *says; } cases[] = {
+		{"unknown-rope-type", "{\"model_type\": \"qwen3\", " CFG_SHAPE ", \"rope_parameters\": {\"rope_type\": \"yarn\", \"rope_theta\": 1e6, \"factor\": 4.0}}",
+		 "rope_parameters.rope_type", "yarn"},
+		{"unknown-legacy-type", "{\"model_type\": \"llama\", " CFG_SHAPE ", \"rope_theta\": 1e6, \"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}}",
+		 "rope_scaling.type", "linear"},
+		{"no-rope-theta", "{\"model_type\": \"qwen3\", " CFG_SHAPE ", \"rope_parameters\": {\"rope_type\": \"default\"}}",
+		 "rope_parameters.rope_theta", "missing"},
+		{"no-rope-at-all", "{\"model_type\": \"qwen3\", " CFG_SHAPE "}", "rope_parameters.rope_theta", "10000"},
+		{"text-config-path", "{\"model_type\": \"x\", \"text_config\": {\"model_type\": \"qwen3\", " CFG_SHAPE ", \"rope_parameters\": {\"rope_type\": \"dynamic\", \"rope_theta\": 1e6}}}",
+		 "text_config.rope_parameters.rope_type", "dynamic"},
+		{"rope-type-not-string", "{\"model_type\": \"qwen3\", " CFG_SHAPE ", \"rope_parameters\": {\"rope_type\": 3, \"rope_theta\": 1e6}}",
+		 "rope_parameters.rope_type", "number"},
+		{"rope-theta-string", "{\"model_type\": \"qwen3\", " CFG_SHAPE ", \"rope_parameters\": {\"rope_theta\": \"1e6\"}}",
+		 "rope_parameters.rope_theta", "string"},
+		{"llama3-no-factor", "{\"model_type\": \"llama\", " CFG_SHAPE ", \"rope_parameters\": {\"rope_type\": \"llama3\", \"rope_theta\": 5e5, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192}}",
+		 "rope_parameters.factor", "llama3"},
+		{"llama3-no-context", "{\"model_type\": \"llama\", " CFG_SHAPE ", \"rope_parameters\": {\"rope_type\": \"llama3\", \"rope_theta\": 5e5, \"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0}}",
+		 "rope_parameters.original_max_position_embeddings", "max_position_embeddings"},
+		{"llama3-high-le-low", "{\"model_type\": \"llama\", " CFG_SHAPE ", \"rope_parameters\": {\"rope_type\": \"llama3\", \"rope_theta\": 5e5, \"factor\": 8.0, \"low_freq_factor\": 4.0, \"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192}}",
+		 "rope_parameters.high_freq_factor", "low_freq_factor"},
+		{"partial-rotary", "{\"model_type\": \"qwen3\", " CFG_SHAPE ", \"rope_parameters\": {\"rope_theta\": 1e6, \"partial_rotary_factor\": 0.5}}",
+		 "rope_parameters.partial_rotary_factor", "full rotary"},
+		{"partial-rotary-top", "{\"model_type\": \"qwen3\", " CFG_SHAPE ", \"rope_theta\": 1e6, \"partial_rotary_factor\": 0.25}",
+		 "partial_rotary_factor", "full rotary"},
+		{"both-layouts-differ", "{\"model_type\": \"qwen3\", " CFG_SHAPE ", \"rope_scaling\": {\"rope_type\": \"default\", \"rope_theta\": 7.0}, \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 1e6}}",
+		 "rope_scaling", "differ"},
+		{"per-layer-type", "{\"model_type\": \"qwen3\", " CFG_SHAPE ", \"rope_parameters\": {\"full_attention\": {\"rope_type\": \"default\", \"rope_theta\": 1e6}}}",
+		 "rope_parameters.full_attention", "per-layer-type"},
+		{"rope-scaling-string", "{\"model_type\": \"qwen3\", " CFG_SHAPE ", \"rope_theta\": 1e6, \"rope_scaling\": \"llama3\"}",
+		 "rope_scaling", "string"},
+		{"qwen3-head-dim-128", "{\"model_type\": \"qwen3\", \"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"intermediate_size\": 176, \"vocab_size\": 512, \"rope_theta\": 1e6}",
+		 "head_dim", "128"},
+		{"qwen2-kv-heads-32", "{\"model_type\": \"qwen2\", \"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"intermediate_size\": 176, \"vocab_size\": 512, \"rope_theta\": 1e6}",
+		 "num_key_value_heads", "32"},
+		{"hidden-act", "{\"model_type\": \"llama\", " CFG_SHAPE ", \"rope_theta\": 1e6, \"hidden_act\": \"gelu\"}",
+		 "hidden_act", "gelu"},
+		{"rms-eps-string", "{\"model_type\": \"llama\", " CFG_SHAPE ", \"rope_theta\": 1e6, \"rms_norm_eps\": \"1e-6\"}",
+		 "rms_norm_eps", "string"},
+		{"text-config-shape", "{\"model_type\": \"x\", \"text_config\": {\"model_type\": \"qwen3\", \"num_hidden_layers\": 2}}",
+		 "text_config.hidden_size", ""},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct ctq_model_config c;
+		struct ctq_error err = {0};
+		cr_expect_eq(parse_cfg(cases[i].json, &c, &err), CTQ_ERR_INVALID_CONFIG, "%s: accepted (rope_theta %g)",
+			     cases[i].id, c.rope_theta);
+		cr_expect_str_eq(err.path, cases[i].path, "%s: error at %s: %s", cases[i].id, err.path, err.message);
+		cr_expect(strstr(err.message, cases[i].says) != NULL, "%s: \"%s\" does not say %s", cases[i].id,
+			  err.message, cases[i].says);
+	}
+}
+
+/* Defaults taken only where transformers' own is the model's: llama's
+ * head_dim and kv heads from the attention heads, Qwen's 32 kv heads where
+ * that is the attention heads too, rms_norm_eps 1e-6, null as absent. */
+Test(runner, config_defaults_follow_transformers)
+{
+	struct ctq_model_config c;
+	struct ctq_error err = {0};
+	cr_assert_eq(parse_cfg("{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+			       "\"intermediate_size\": 176, \"vocab_size\": 512, \"rope_theta\": 5e5, \"rope_scaling\": null}",
+			       &c, &err), CTQ_OK, "%s: %s", err.path, err.message);
+	cr_expect(c.kv_heads == 4 && c.head_dim == 16 && c.rms_eps == 1e-6f, "kv %lld d %lld eps %g",
+		  (long long)c.kv_heads, (long long)c.head_dim, (double)c.rms_eps);
+	cr_assert_eq(parse_cfg("{\"model_type\": \"qwen2\", \"hidden_size\": 4096, \"num_hidden_layers\": 2, \"num_attention_heads\": 32, "
+			       "\"num_key_value_heads\": null, \"intermediate_size\": 176, \"vocab_size\": 512, "
+			       "\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 1e6}}",
+			       &c, &err), CTQ_OK, "%s: %s", err.path, err.message);
+	cr_expect(c.kv_heads == 32 && c.head_dim == 128, "kv %lld d %lld", (long long)c.kv_heads, (long long)c.head_dim);
+	cr_assert_eq(parse_cfg("{\"model_type\": \"qwen3\", \"hidden_size\": 4096, \"num_hidden_layers\": 2, \"num_attention_heads\": 32, "
+			       "\"intermediate_size\": 176, \"vocab_size\": 512, \"rope_parameters\": {\"rope_theta\": 1e6}}",
+			       &c, &err), CTQ_OK, "%s: %s", err.path, err.message);
+	cr_expect(c.kv_heads == 32 && c.head_dim == 128, "kv %lld d %lld", (long long)c.kv_heads, (long long)c.head_dim);
+}
+
+/* Rewrites a model folder's config.json: rope_theta and rope_scaling moved
+ * into rope_parameters, as transformers 5 saves it. scaling: extra members
+ * of rope_parameters as JSON text ("" for none). */
+static void to_v5_layout(const char *dir, const char *rope_type, const char *scaling)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/config.json", dir);
+	cJSON *root = NULL;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_json_load_file(path, 1u << 20, NULL, &root, &err), CTQ_OK, "%s", err.message);
+	const cJSON *th = ctq_json_get(root, "rope_theta");
+	cr_assert(cJSON_IsNumber(th));
+	char rp[512];
+	snprintf(rp, sizeof rp, "{\"rope_type\": \"%s\", \"rope_theta\": %.17g%s%s}", rope_type, th->valuedouble,
+		 scaling[0] ? ", " : "", scaling);
+	cJSON_DeleteItemFromObjectCaseSensitive(root, "rope_theta");
+	cJSON_DeleteItemFromObjectCaseSensitive(root, "rope_scaling");
+	cJSON_AddItemToObject(root, "rope_parameters", cJSON_Parse(rp));
+	char *text = cJSON_Print(root);
+	cr_assert(text);
+	cr_assert_eq(ctq_file_write_atomic(path, text, strlen(text), &err), CTQ_OK, "%s", err.message);
+	cJSON_free(text);
+	cJSON_Delete(root);
+}
+
+/* Adds llama3 scaling the transformers 4 way: rope_scaling beside a
+ * top-level rope_theta. */
+static void add_v4_llama3(const char *dir, const char *scaling)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/config.json", dir);
+	cJSON *root = NULL;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_json_load_file(path, 1u << 20, NULL, &root, &err), CTQ_OK, "%s", err.message);
+	char rs[512];
+	snprintf(rs, sizeof rs, "{\"rope_type\": \"llama3\", %s}", scaling);
+	cJSON_ReplaceItemInObjectCaseSensitive(root, "rope_scaling", cJSON_Parse(rs));
+	char *text = cJSON_Print(root);
+	cr_assert(text);
+	cr_assert_eq(ctq_file_write_atomic(path, text, strlen(text), &err), CTQ_OK, "%s", err.message);
+	cJSON_free(text);
+	cJSON_Delete(root);
+}
+
+static float *logits_of(const char *dir)
+{
+	struct ctq_backend b;
+	struct ctq_error err = {0};
+	ctq_backend_reference(&b, &err);
+	struct ctq_runner r;
+	cr_assert_eq(ctq_runner_load(&r, &b, dir, &opts, &err), CTQ_OK, "%s: %s: %s", dir, err.path, err.message);
+	int32_t ids[T_TOK];
+	ids_for(r.cfg.vocab, ids);
+	float *lg = full_logits(&r, ids);
+	ctq_runner_free(&r);
+	return lg;
+}
+
+/* End to end: the same checkpoint with its config in the transformers 5
+ * layout runs bit for bit as in the transformers 4 layout (synth writes
+ * v4), Qwen3 (theta 1e6) and Llama with llama3 scaling (which must change
+ * the logits, or the comparison proves nothing). */
+Test(runner, config_v5_layout_runs_as_v4)
+{
+	static const char *const archs[] = {"qwen3", "llama"};
+	const char *l3 = "\"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
+			 "\"original_max_position_embeddings\": 16";
+	for (int a = 0; a < 2; a++) {
+		struct tmpmodel m;
+		make_model(&m, archs[a], false);
+		const size_t n = (size_t)(T_TOK * 512);
+		float *plain = logits_of(m.dir);
+		if (a == 1) {
+			add_v4_llama3(m.dir, l3);
+			float *scaled = logits_of(m.dir);
+			cr_expect(rel_l2(scaled, plain, n) > 1e-4, "llama3 scaling does not change the logits (rel-L2 %g)",
+				  rel_l2(scaled, plain, n));
+			free(plain);
+			plain = scaled;
+			to_v5_layout(m.dir, "llama3", l3);
+		} else {
+			to_v5_layout(m.dir, "default", "");
+		}
+		float *v5 = logits_of(m.dir);
+		cr_expect(!memcmp(v5, plain, n * sizeof *v5), "%s: the v5 layout changes the logits (rel-L2 %g)",
+			  archs[a], rel_l2(v5, plain, n));
+		free(plain);
+		free(v5);
+		drop_model(&m);
+	}
 }

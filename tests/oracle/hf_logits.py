@@ -9,9 +9,12 @@ against without PyTorch:
     {"model": NAME, "arch": ARCH, "ids": [...], "dtype": "bfloat16",
      "transformers": VERSION, "torch": VERSION, "logits": [[...], ...]}
 
-Usage: hf_logits.py OUT_DIR NAME=MODEL_DIR [NAME=MODEL_DIR ...]
+Usage: hf_logits.py [--dtype bfloat16|float32] OUT_DIR NAME=MODEL_DIR [NAME=MODEL_DIR ...]
 The token ids are (i * 37 + 11) % vocab for i in range(24), the same in
-tests/test_runner.c.
+tests/test_runner.c. --dtype float32 runs the model in float32 (the dtype of
+ctq's reference activations): the goldens then isolate the quantization
+numerics of a W8A8 checkpoint from BF16 rounding (docs/semantics.md,
+"Numerics against transformers and vLLM").
 """
 import json
 import os
@@ -27,12 +30,18 @@ def token_ids(vocab, n=24):
 
 
 def main():
-    out_dir = sys.argv[1]
+    args = sys.argv[1:]
+    dtype = "bfloat16"
+    if args[:1] == ["--dtype"]:
+        dtype, args = args[1], args[2:]
+        if dtype not in ("bfloat16", "float32"):
+            sys.exit(f"hf_logits.py: --dtype is {dtype!r}; expected bfloat16 or float32")
+    out_dir = args[0]
     os.makedirs(out_dir, exist_ok=True)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    for spec in sys.argv[2:]:
+    for spec in args[1:]:
         name, path = spec.split("=", 1)
-        model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.bfloat16)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
         model = model.to(device).eval()
         vocab = model.config.vocab_size
         ids = token_ids(vocab)
@@ -42,7 +51,7 @@ def main():
             "model": name,
             "arch": model.config.model_type,
             "ids": ids,
-            "dtype": "bfloat16",
+            "dtype": dtype,
             "device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
             "transformers": transformers.__version__,
             "torch": torch.__version__,
