@@ -686,13 +686,11 @@ static enum ctq_status vllm_layer(struct ctx *c, struct ctq_plan_entry *e,
 					      &value_error, reason, sizeof reason);
 	if (!e->vllm_class && value_error && cls && !strcmp(cls, "ParallelLMHead")) {
 		/* get_quant_method catches a ValueError of get_scheme for the
-		 * LM head and runs it unquantized. */
-		e->scheme = "unquantized";
-		e->by = CTQ_BY_DEFAULT;
-		e->group = -1;
-		e->target = NULL;
-		e->format = NULL;
-		return CTQ_OK;
+		 * LM head, then takes it down the embedding path (ParallelLMHead
+		 * is a VocabParallelEmbedding): int weights by channel or group
+		 * run there, anything else raises ValueError. */
+		e->vllm_class = ctq_scheme_vllm_class(&grp->scheme, e->format, true,
+						      &value_error, reason, sizeof reason);
 	}
 	if (!e->vllm_class)
 		return set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
@@ -936,6 +934,22 @@ enum ctq_status ctq_plan_resolve(struct ctq_plan *plan,
 	}
 	if (sem == CTQ_SEM_VLLM && (st = vllm_config_checks(&c)))
 		goto done;
+	if (sem == CTQ_SEM_CT && cfg->kv_cache &&
+	    cfg->kv_cache->strategy != CTQ_STRATEGY_TOKEN &&
+	    cfg->kv_cache->strategy != CTQ_STRATEGY_TENSOR &&
+	    cfg->kv_cache->strategy != CTQ_STRATEGY_GROUP &&
+	    cfg->kv_cache->strategy != CTQ_STRATEGY_TENSOR_GROUP &&
+	    cfg->kv_cache->strategy != CTQ_STRATEGY_ATTN_HEAD) {
+		/* apply_quantization_config wraps kv_cache_scheme into a
+		 * QuantizationScheme(input_activations=...), whose validator
+		 * refuses other activation strategies for the whole model. */
+		ctq_json_path_key(p, sizeof p, cfg->block_path, "kv_cache_scheme.strategy");
+		st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, p,
+				   "is %s; compressed-tensors raises NotImplementedError: Using %s strategy is not supported for activation quantization",
+				   ctq_strategy_name(cfg->kv_cache->strategy),
+				   ctq_strategy_name(cfg->kv_cache->strategy));
+		goto done;
+	}
 	if (sem != CTQ_SEM_STRICT && (st = build_map(&c)))
 		goto done;
 	if (sem == CTQ_SEM_CT) {

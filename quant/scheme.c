@@ -242,8 +242,16 @@ const char *ctq_scheme_vllm_class(const struct ctq_qscheme *s,
 	    A->strategy == CTQ_STRATEGY_TENSOR && is_static(A) && is_int(O, 8) &&
 	    O->strategy == CTQ_STRATEGY_TENSOR && is_static(O))
 		return "CompressedTensorsWNA8O8Int";
-	if (A && f_pack && w_int_static_cg && A->type == CTQ_QTYPE_INT)
-		return "CompressedTensorsWNAMInt";
+	/* _is_wNaM_int: symmetric dynamic int activations per token or group,
+	 * then WNA8Int (8-bit) or WNA4Int (4-bit); other widths fall through. */
+	if (A && f_pack && w_int_static_cg && A->type == CTQ_QTYPE_INT &&
+	    A->symmetric && is_dynamic(A) &&
+	    st_in(A, CTQ_STRATEGY_TOKEN, CTQ_STRATEGY_GROUP)) {
+		if (A->num_bits == 8)
+			return "CompressedTensorsWNA8Int";
+		if (A->num_bits == 4)
+			return "CompressedTensorsWNA4Int";
+	}
 	if (st_in(W, CTQ_STRATEGY_CHANNEL, CTQ_STRATEGY_GROUP) && is_static(W) &&
 	    !A && f_pack) {
 		if (W->num_bits >= 2 && W->num_bits <= 8)

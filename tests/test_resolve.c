@@ -252,7 +252,8 @@ Test(resolve, strict_fails_closed_with_field_paths)
 	resolved_free(&r);
 	resolve_text(&r, f, "qwen3", 1, CTQ_SEM_VLLM);
 	const struct ctq_plan_entry *e = entry(&r, L0DOWN);
-	cr_expect_str_eq(e->vllm_class, "CompressedTensorsWNAMInt");
+	/* vLLM 0.26.0 _is_wNaM_int: dynamic symmetric int8 token activations -> WNA8Int. */
+	cr_expect_str_eq(e->vllm_class, "CompressedTensorsWNA8Int");
 	resolved_free(&r);
 }
 
