@@ -5,7 +5,7 @@ real libraries, module by module, over seeded generated configs.
 What runs on each side (`make test-oracle` installs it under build/):
   ct    compressed-tensors 0.20.0 `QuantizationConfig.model_validate` and
         `apply_quantization_config` on a transformers Qwen3ForCausalLM built on
-        the meta device (2-3 layers, tied and untied) — the path transformers
+        the meta device (2-4 layers, tied and untied) — the path transformers
         runs. transformers is pinned to 5.23.0: 5.24 renamed the attention's
         `past_key_values` argument to `cache`, and compressed-tensors 0.20.0
         finds cached attention modules by that name, so with 5.24 no
@@ -52,6 +52,11 @@ FP8C = {"num_bits": 8, "type": "float", "symmetric": True, "strategy": "channel"
 FP8D = {"num_bits": 8, "type": "float", "symmetric": True, "strategy": "token", "dynamic": True}
 W4G = {"num_bits": 4, "type": "int", "symmetric": True, "strategy": "group", "group_size": 32, "dynamic": False}
 W4C = {"num_bits": 4, "type": "int", "symmetric": True, "strategy": "channel", "dynamic": False}
+W4G128 = {"num_bits": 4, "type": "int", "symmetric": True, "strategy": "group", "group_size": 128, "dynamic": False}
+W8ASYM = {"num_bits": 8, "type": "int", "symmetric": False, "strategy": "channel", "dynamic": False}
+FP8B = {"num_bits": 8, "type": "float", "symmetric": True, "strategy": "block", "block_structure": [128, 128],
+        "dynamic": False}
+A8G = {"num_bits": 8, "type": "float", "symmetric": True, "strategy": "group", "group_size": 32, "dynamic": True}
 MX6 = {"num_bits": 6, "type": "float", "symmetric": True, "strategy": "group", "group_size": 32,
        "dynamic": False, "scale_dtype": "uint8", "zp_dtype": "uint8"}
 
@@ -63,6 +68,8 @@ TARGETS = [
     "re:.*down_proj", "re:.*self_attn$", "re:.*self_attn", "re:.*mlp.*", "re:.*layers\\.0\\..*",
     "re:.*lm_head", "re:.*embed.*", "re:.*q_norm", "re:.*(self_attn|norm)$", "re:.*_proj", "re:.*proj",
     "re:.*[qk]_proj", "re:.*gate_up_proj", "re:.*qkv_proj", "re:.*o_proj", "re:.*Linear", "re:Linear",
+    "Qwen3MLP", "Qwen3DecoderLayer", "re:.*mlp$", "re:model.*", "re:.*layers\\.1$", "model.layers.0",
+    "re:.*norm", "re:.*(q|k|v)_proj$", "ParallelLMHead", "Parallel", "re:.*embed_tokens$",
 ]
 IGNORE = [
     "lm_head", "lm_head", "re:.*lm_head", "Linear", "Qwen3Attention", "Embedding", "model.embed_tokens",
@@ -85,7 +92,10 @@ def gen_scheme(r):
     if k < 0.78: return {"input_activations": FP8T}
     if k < 0.82: return {"weights": W8}
     if k < 0.90: return {"weights": FP8C, "input_activations": FP8D}
-    if k < 0.93: return {"weights": MX6}
+    if k < 0.92: return {"weights": MX6}
+    if k < 0.94: return {"weights": W4G128}
+    if k < 0.96: return {"weights": W8ASYM, "input_activations": A8}
+    if k < 0.98: return {"weights": FP8B, "input_activations": A8G}
     return {"weights": W8, "input_activations": A8, "output_activations": A8S}
 
 
@@ -110,7 +120,7 @@ def gen_config(r):
                                          {"num_bits": 8, "type": "float", "symmetric": True,
                                           "strategy": "channel", "dynamic": False}])
     return {"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], "hidden_size": 64,
-            "num_hidden_layers": r.choice([2, 3]), "num_attention_heads": 4, "num_key_value_heads": 2,
+            "num_hidden_layers": r.choice([2, 3, 4]), "num_attention_heads": 4, "num_key_value_heads": 2,
             "head_dim": 16, "intermediate_size": 128, "vocab_size": 256,
             "tie_word_embeddings": r.random() < 0.5, "quantization_config": q}
 
@@ -242,6 +252,8 @@ def main():
     from loguru import logger
     logger.remove()  # "Could not match `X` in instance of ..." per unmatched target
     logger.disable("compressed_tensors")
+    import logging
+    logging.getLogger("compressed_tensors").setLevel(logging.ERROR)
     import vllm_stub
     vmods = vllm_stub.load(a.vllm_wheel)
     os.makedirs(a.out, exist_ok=True)
