@@ -217,4 +217,5 @@ test-oracle: all
 		$(ORACLE_PY) -m pip download -q --no-deps vllm==$(VLLM_ORACLE) -d $(VLLM_WHEEL_DIR)
 	$(Q)$(ORACLE_PY) tests/oracle/semantics_diff.py --ctq $(BUILD)/ctq \
 		--vllm-wheel $$(ls $(VLLM_WHEEL_DIR)/vllm-$(VLLM_ORACLE)-*.whl | head -1) \
-		--n $(ORACLE_N) --seed $(ORACLE_SEED) --out $(BUILD)/oracle-out
+		--n $(ORACLE_N) --seed $(ORACLE_SEED) --out $(BUILD)/oracle-out \
+		$(if $(wildcard ../shared/configs/*.json),--real-configs ../shared/configs)

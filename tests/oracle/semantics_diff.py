@@ -246,6 +246,9 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default="build/oracle-out")
     ap.add_argument("--min", type=float, default=99.5, help="percent of modules each profile must reach")
+    ap.add_argument("--real-configs", metavar="DIR",
+                    help="also run every *.json quantization block in DIR (e.g. ../shared/configs), "
+                         "put on a 2-layer Qwen3, tied and untied")
     a = ap.parse_args()
     import compressed_tensors.quantization  # noqa: F401  (sets up loguru on import)
     import transformers  # noqa: F401
@@ -260,8 +263,18 @@ def main():
     r = random.Random(a.seed)
     stats = {p: {"mod": 0, "mod_ok": 0, "cfg_ok": 0, "patterns": {}} for p in ("ct", "vllm")}
     tmp = tempfile.mkdtemp(prefix="ctq-oracle-")
-    for i in range(a.n):
-        cfg = gen_config(r)
+    configs = [("generated", gen_config(r)) for _ in range(a.n)]
+    if a.real_configs:
+        import glob
+        for f in sorted(glob.glob(os.path.join(a.real_configs, "*.json"))):
+            with open(f) as fh:
+                j = json.load(fh)
+            block = j.get("quantization_config") or j.get("compression_config") or j
+            for tie in (False, True):
+                base = gen_config(random.Random(0))
+                base.update(num_hidden_layers=2, tie_word_embeddings=tie, quantization_config=block)
+                configs.append((os.path.basename(f), base))
+    for i, (origin, cfg) in enumerate(configs):
         path = os.path.join(tmp, "config.json")
         with open(path, "w") as f:
             json.dump(cfg, f)
@@ -306,8 +319,9 @@ def main():
                 st["mod_ok"] += ok
                 if not ok:
                     all_ok = False
-                    key = "%s: %s, ctq %s" % (m["name"].split(".")[-1], why,
-                                              e.get("error") or e.get("scheme"))
+                    key = "%s: %s, ctq %s%s" % (m["name"].split(".")[-1], why,
+                                                e.get("error") or e.get("scheme"),
+                                                "" if origin == "generated" else " [%s]" % origin)
                     if key not in st["patterns"]:
                         ex = os.path.join(a.out, "%s-%04d.json" % (prof, len(st["patterns"])))
                         with open(ex, "w") as f:
@@ -316,13 +330,14 @@ def main():
                     st["patterns"][key][0] += 1
             st["cfg_ok"] += all_ok
         if (i + 1) % 250 == 0:
-            print("oracle: %d/%d configs" % (i + 1, a.n), file=sys.stderr, flush=True)
+            print("oracle: %d/%d configs" % (i + 1, len(configs)), file=sys.stderr, flush=True)
     failed = False
     for prof in ("ct", "vllm"):
         st = stats[prof]
         pct = 100.0 * st["mod_ok"] / max(st["mod"], 1)
         print("%-4s %d/%d modules agree (%.2f%%), %d/%d configs agree fully (%.1f%%)" %
-              (prof, st["mod_ok"], st["mod"], pct, st["cfg_ok"], a.n, 100.0 * st["cfg_ok"] / a.n))
+              (prof, st["mod_ok"], st["mod"], pct, st["cfg_ok"], len(configs),
+               100.0 * st["cfg_ok"] / len(configs)))
         for key, (count, ex, name, raised) in sorted(st["patterns"].items(), key=lambda x: -x[1][0])[:10]:
             print("     %5d  %s   e.g. %s (module %s)%s" % (count, key, ex, name,
                                                           "  [%s]" % raised if raised else ""))
