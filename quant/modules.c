@@ -284,18 +284,29 @@ static bool ends_with(const char *s, const char *suffix)
 	return n >= k && !strcmp(s + n - k, suffix);
 }
 
-/* Finds the sibling of module i whose last component is `leaf`. */
+static bool is_sibling(const struct ctq_modules *m, size_t j, const char *name,
+		       size_t plen, const char *leaf)
+{
+	const char *o = m->v[j].name;
+	return m->v[j].kind == CTQ_MODULE_LINEAR && !strncmp(o, name, plen) &&
+	       !strcmp(o + plen, leaf);
+}
+
+/* Finds the sibling of module i whose last component is `leaf`: first among
+ * the neighbours (enumerations list a layer's modules together), then
+ * anywhere — explicit module lists may come in any order. */
 static long sibling(const struct ctq_modules *m, size_t i, const char *leaf)
 {
 	const char *name = m->v[i].name;
 	const char *dot = strrchr(name, '.');
-	size_t plen = dot ? (size_t)(dot - name) + 1 : 0, llen = strlen(leaf);
-	for (size_t j = 0; j < m->n; j++) {
-		const char *o = m->v[j].name;
-		if (m->v[j].kind == CTQ_MODULE_LINEAR && !strncmp(o, name, plen) &&
-		    !strcmp(o + plen, leaf) && strlen(o) == plen + llen)
+	size_t plen = dot ? (size_t)(dot - name) + 1 : 0;
+	size_t lo = i > 16 ? i - 16 : 0, hi = i + 16 < m->n ? i + 16 : m->n;
+	for (size_t j = lo; j < hi; j++)
+		if (is_sibling(m, j, name, plen, leaf))
 			return (long)j;
-	}
+	for (size_t j = 0; j < m->n; j++)
+		if ((j < lo || j >= hi) && is_sibling(m, j, name, plen, leaf))
+			return (long)j;
 	return -1;
 }
 

@@ -4,6 +4,7 @@
 #include "core/arena.h"
 
 #include <pcre2.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +19,11 @@ void ctq_regex_cache_init(struct ctq_regex_cache *c)
 {
 	c->entries = NULL;
 	c->n = c->cap = 0;
+	c->slots = NULL;
+	c->n_slots = 0;
 	c->match_ctx = NULL;
+	c->match_data = NULL;
+	memset(c->memo_ptr, 0, sizeof c->memo_ptr);
 }
 
 void ctq_regex_cache_free(struct ctq_regex_cache *c)
@@ -30,16 +35,57 @@ void ctq_regex_cache_free(struct ctq_regex_cache *c)
 		free(c->entries[i].pattern);
 	}
 	free(c->entries);
+	free(c->slots);
 	pcre2_match_context_free(c->match_ctx);
+	pcre2_match_data_free(c->match_data);
 	ctq_regex_cache_init(c);
 }
 
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/* Rebuilds the index with room for 4x the entries (load <= 1/2). */
+static bool reindex(struct ctq_regex_cache *c, size_t want)
+{
+	size_t n = 16;
+	while (n < 4 * want)
+		n *= 2;
+	size_t *slots = ctq_malloc(n * sizeof *slots);
+	if (!slots)
+		return false;
+	memset(slots, 0, n * sizeof *slots);
+	for (size_t i = 0; i < c->n; i++) {
+		size_t k = (size_t)hash_str(c->entries[i].pattern) & (n - 1);
+		while (slots[k])
+			k = (k + 1) & (n - 1);
+		slots[k] = i + 1;
+	}
+	free(c->slots);
+	c->slots = slots;
+	c->n_slots = n;
+	return true;
+}
+
+/* The cached entry of a pattern, compiled on first use. A config may carry
+ * thousands of targets and every (target, module) pair is matched under each
+ * profile: lookups go through a hash index, not a scan. */
 static struct ctq_regex_entry *lookup(struct ctq_regex_cache *c,
 				      const char *pattern)
 {
-	for (size_t i = 0; i < c->n; i++)
-		if (strcmp(c->entries[i].pattern, pattern) == 0)
-			return &c->entries[i];
+	uint64_t h = hash_str(pattern);
+	if (c->n_slots) {
+		for (size_t k = (size_t)h & (c->n_slots - 1); c->slots[k];
+		     k = (k + 1) & (c->n_slots - 1))
+			if (!strcmp(c->entries[c->slots[k] - 1].pattern, pattern))
+				return &c->entries[c->slots[k] - 1];
+	}
+	if (2 * (c->n + 1) >= c->n_slots && !reindex(c, c->n + 1))
+		return NULL;
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? c->cap * 2 : 16;
 		struct ctq_regex_entry *e =
@@ -67,7 +113,16 @@ static struct ctq_regex_entry *lookup(struct ctq_regex_cache *c,
 		pcre2_get_error_message(code, (PCRE2_UCHAR *)e->compile_error,
 					sizeof e->compile_error);
 		e->error_offset = off;
+	} else {
+		/* JIT where PCRE2 has it (same matches; the match limit still
+		 * applies, deep recursion fails with PCRE2_ERROR_JIT_STACKLIMIT
+		 * instead of the depth limit); the interpreter otherwise. */
+		(void)pcre2_jit_compile(e->code, PCRE2_JIT_COMPLETE);
 	}
+	size_t k = (size_t)h & (c->n_slots - 1);
+	while (c->slots[k])
+		k = (k + 1) & (c->n_slots - 1);
+	c->slots[k] = c->n + 1;
 	c->n++;
 	return e;
 }
@@ -85,19 +140,29 @@ enum ctq_status ctq_regex_match(struct ctq_regex_cache *c, const char *pattern,
 		pcre2_set_depth_limit(mc, CTQ_REGEX_DEPTH_LIMIT);
 		c->match_ctx = mc;
 	}
-	struct ctq_regex_entry *e = lookup(c, pattern);
-	if (!e)
-		return ctq_error_set(err, CTQ_ERR_NOMEM, path, "out of memory");
+	size_t slot = (size_t)(((uint64_t)(uintptr_t)pattern * 0x9E3779B97F4A7C15ull) >> 54);
+	struct ctq_regex_entry *e;
+	if (c->memo_ptr[slot] == pattern) {
+		e = &c->entries[c->memo_entry[slot]];
+	} else {
+		e = lookup(c, pattern);
+		if (!e)
+			return ctq_error_set(err, CTQ_ERR_NOMEM, path, "out of memory");
+		c->memo_ptr[slot] = pattern;
+		c->memo_entry[slot] = (size_t)(e - c->entries);
+	}
 	if (!e->code)
 		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, path,
 				     "regex \"re:%s\" does not compile: %s at offset %zu",
 				     pattern, e->compile_error, e->error_offset);
-	pcre2_match_data *md = pcre2_match_data_create_from_pattern(e->code, NULL);
-	if (!md)
-		return ctq_error_set(err, CTQ_ERR_NOMEM, path, "out of memory");
+	if (!c->match_data) {
+		/* Only match / no match is asked: one ovector pair suffices. */
+		c->match_data = pcre2_match_data_create(1, NULL);
+		if (!c->match_data)
+			return ctq_error_set(err, CTQ_ERR_NOMEM, path, "out of memory");
+	}
 	int rc = pcre2_match(e->code, (PCRE2_SPTR)subject, strlen(subject), 0, 0,
-			     md, c->match_ctx);
-	pcre2_match_data_free(md);
+			     c->match_data, c->match_ctx);
 	if (rc >= 0) {
 		*matched = true;
 		return CTQ_OK;

@@ -19,7 +19,14 @@ struct ctq_regex_entry;
 struct ctq_regex_cache {
 	struct ctq_regex_entry *entries;
 	size_t n, cap;
-	void *match_ctx; /* pcre2_match_context_8 * */
+	size_t *slots;     /* open-addressing index: entry + 1, 0 = empty */
+	size_t n_slots;    /* a power of two, > 2 n */
+	void *match_ctx;   /* pcre2_match_context_8 * */
+	void *match_data;  /* pcre2_match_data_8 *, one ovector pair, reused */
+	/* Direct-mapped memo of pattern pointer -> entry: callers pass the
+	 * same config strings again and again. */
+	const char *memo_ptr[1024];
+	size_t memo_entry[1024];
 };
 
 void ctq_regex_cache_init(struct ctq_regex_cache *c);
