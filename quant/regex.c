@@ -142,7 +142,10 @@ enum ctq_status ctq_regex_match(struct ctq_regex_cache *c, const char *pattern,
 	}
 	size_t slot = (size_t)(((uint64_t)(uintptr_t)pattern * 0x9E3779B97F4A7C15ull) >> 54);
 	struct ctq_regex_entry *e;
-	if (c->memo_ptr[slot] == pattern) {
+	/* The string is compared too: a cache may outlive the config whose
+	 * strings filled the memo, and an address can come back reused. */
+	if (c->memo_ptr[slot] == pattern &&
+	    !strcmp(c->entries[c->memo_entry[slot]].pattern, pattern)) {
 		e = &c->entries[c->memo_entry[slot]];
 	} else {
 		e = lookup(c, pattern);
