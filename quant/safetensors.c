@@ -342,39 +342,53 @@ static int cmp_by_offset(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* No two non-empty byte ranges may share a byte; empty tensors own none. */
-static enum ctq_status check_overlaps(const struct ctq_st_file *f,
-				      struct ctq_error *err)
+/* The data area as the safetensors library (Metadata::validate and
+ * read_metadata) requires it: tensors, in offset order, packed back to back
+ * from offset 0 — each begins where the previous one ends (InvalidOffset
+ * otherwise: a hole or an overlap) — and the last ends at the end of the
+ * file (MetadataIncompleteBuffer otherwise). */
+static enum ctq_status check_layout(const struct ctq_st_file *f,
+				    struct ctq_error *err)
 {
 	enum ctq_status st = CTQ_OK;
-	const struct ctq_st_tensor **order = ctq_malloc(f->n_tensors * sizeof *order);
+	const struct ctq_st_tensor **order = ctq_malloc((f->n_tensors + 1) * sizeof *order);
 	if (!order)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, f->path, "out of memory");
 	for (size_t i = 0; i < f->n_tensors; i++)
 		order[i] = &f->tensors[i];
 	qsort(order, f->n_tensors, sizeof *order, cmp_by_offset);
+	const uint64_t d = f->data_start;
 	const struct ctq_st_tensor *prev = NULL;
-	uint64_t prev_end = 0;
+	uint64_t at = d;
 	for (size_t i = 0; i < f->n_tensors; i++) {
 		const struct ctq_st_tensor *t = order[i];
-		if (t->n_bytes == 0)
-			continue;
 		uint64_t end = t->file_offset + t->n_bytes;
-		if (prev && t->file_offset < prev_end) {
-			uint64_t d = f->data_start;
+		if (t->file_offset < at) {
 			st = st_fail(err, f->path, t->file_offset,
 				     "tensor \"%s\" (data_offsets [%" PRIu64 ", %" PRIu64
 				     "]) overlaps tensor \"%s\" ([%" PRIu64 ", %" PRIu64
-				     "]); expected disjoint byte ranges",
-				     t->name, t->file_offset - d, end - d, prev->name,
-				     prev->file_offset - d, prev_end - d);
+				     "]); expected disjoint byte ranges packed back to back",
+				     t->name, t->file_offset - d, end - d, prev ? prev->name : "?",
+				     prev ? prev->file_offset - d : 0, at - d);
 			goto done;
 		}
-		if (end > prev_end) {
-			prev = t;
-			prev_end = end;
+		if (t->file_offset > at) {
+			st = st_fail(err, f->path, at,
+				     "tensor \"%s\" begins at data offset %" PRIu64 " but %s ends at %" PRIu64
+				     ": a hole of %" PRIu64 " bytes; the safetensors library refuses it (InvalidOffset): tensors must be packed back to back from offset 0",
+				     t->name, t->file_offset - d,
+				     prev ? "the tensor before it" : "nothing precedes it; the data area begins",
+				     at - d, t->file_offset - at);
+			goto done;
 		}
+		prev = t;
+		at = end;
 	}
+	if (at != (uint64_t)f->map_bytes)
+		st = st_fail(err, f->path, at,
+			     "the tensors end at data offset %" PRIu64 " but the data area holds %" PRIu64
+			     " bytes: %" PRIu64 " bytes belong to no tensor; the safetensors library refuses it (MetadataIncompleteBuffer)",
+			     at - d, (uint64_t)f->map_bytes - d, (uint64_t)f->map_bytes - at);
 done:
 	free(order);
 	return st;
@@ -444,7 +458,7 @@ enum ctq_status ctq_st_open(struct ctq_st_file *f, const char *path,
 		if (st)
 			goto done;
 	}
-	st = check_overlaps(f, err);
+	st = check_layout(f, err);
 	if (st)
 		goto done;
 	qsort(f->tensors, f->n_tensors, sizeof *f->tensors, cmp_tensor_name);

@@ -492,25 +492,58 @@ Test(safetensors, rejects_malformed_files)
 	free(dir);
 }
 
-/* Holes and trailing bytes are accepted; zero-size tensors own no bytes. */
-Test(safetensors, accepts_holes_and_empty_tensors_anywhere)
+/* Zero-size tensors own no bytes and may sit at any boundary between
+ * tensors (the safetensors library accepts [a 0..2, e 2..2, b 2..4]). */
+Test(safetensors, empty_tensors_at_boundaries)
 {
 	char *dir = make_tmpdir();
-	char *path = join(dir, "holes.safetensors");
-	write_st(path, "{" T("a", "U8", "[2]", 0, 2) "," T("b", "U8", "[2]", 6, 8) ","
-		 T("e", "F32", "[0,5]", 1, 1) "," T("s", "U8", "[]", 9, 10) "}", false, 0, 16);
+	char *path = join(dir, "empty.safetensors");
+	write_st(path, "{" T("a", "U8", "[2]", 0, 2) "," T("b", "U8", "[6]", 2, 8) ","
+		 T("e", "F32", "[0,5]", 2, 2) "," T("s", "U8", "[]", 8, 9) "}", false, 0, 9);
 	struct ctq_st_file f;
 	struct ctq_error err = {0};
 	cr_assert_eq(ctq_st_open(&f, path, &err), CTQ_OK, "%s: %s", err.path, err.message);
 	cr_assert_eq(f.n_tensors, 4);
 	const struct ctq_st_tensor *b = ctq_st_find(&f, "b");
-	cr_assert_eq(b->file_offset, f.data_start + 6);
-	cr_assert_eq(((const unsigned char *)b->data)[0], (unsigned char)(6 * 7 + 1));
+	cr_assert_eq(b->file_offset, f.data_start + 2);
+	cr_assert_eq(((const unsigned char *)b->data)[0], (unsigned char)(2 * 7 + 1));
 	cr_assert_eq(ctq_st_find(&f, "e")->n_elements, 0);
 	cr_assert_eq(ctq_st_find(&f, "s")->ndim, 0);
 	ctq_st_close(&f);
 	ctq_remove_tree(dir);
 	free(path);
+	free(dir);
+}
+
+/* What the safetensors library (0.x, safe_open) refuses, checked against it:
+ * a hole before the first tensor or between two ("invalid offset for
+ * tensor"), bytes after the last one ("incomplete metadata, file not fully
+ * covered"), an empty tensor inside another's bytes ("invalid offset"). */
+Test(safetensors, refuses_holes_and_uncovered_bytes)
+{
+	static const struct {
+		const char *id, *header;
+		size_t data;
+		const char *needle;
+	} cases[] = {
+		{"hole_before_first", "{" T("a", "U8", "[2]", 64, 66) "}", 66, "a hole of 64 bytes"},
+		{"hole_between", "{" T("a", "U8", "[2]", 0, 2) "," T("b", "U8", "[2]", 6, 8) "}", 8, "a hole of 4 bytes"},
+		{"trailing_bytes", "{" T("a", "U8", "[2]", 0, 2) "}", 10, "8 bytes belong to no tensor"},
+		{"empty_inside_another", "{" T("a", "U8", "[2]", 0, 2) "," T("e", "F32", "[0,5]", 1, 1) "}", 2, "overlaps"},
+	};
+	char *dir = make_tmpdir();
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char *path = join(dir, "bad.safetensors");
+		write_st(path, cases[i].header, false, 0, cases[i].data);
+		struct ctq_st_file f;
+		struct ctq_error err = {0};
+		enum ctq_status st = ctq_st_open(&f, path, &err);
+		const char *needles[] = {cases[i].needle, NULL};
+		expect_checkpoint_error(cases[i].id, st, &err, path, -1, needles);
+		ctq_st_close(&f);
+		free(path);
+	}
+	ctq_remove_tree(dir);
 	free(dir);
 }
 
