@@ -411,6 +411,32 @@ static enum ctq_status copy_aux(const char *in, const char *dir, struct ctq_erro
 	return st;
 }
 
+/* The [N, K] config.json gives a projection (transformers builds the
+ * nn.Linear from these fields and refuses a checkpoint tensor of another
+ * shape); false when a field it needs is absent or the module is no
+ * projection ctq knows. */
+static bool expected_shape(const struct ctq_model_shape *s, const char *name,
+			   long *n, long *k)
+{
+	const char *dot = strrchr(name, '.');
+	const char *leaf = dot ? dot + 1 : name;
+	long H = s->hidden_size, I = s->intermediate_size;
+	long q = s->num_attention_heads * s->head_dim, kv = s->num_key_value_heads * s->head_dim;
+	struct { const char *leaf; long n, k; } t[] = {
+		{"q_proj", q, H}, {"k_proj", kv, H}, {"v_proj", kv, H}, {"o_proj", H, q},
+		{"gate_proj", I, H}, {"up_proj", I, H}, {"down_proj", H, I},
+	};
+	for (size_t i = 0; i < sizeof t / sizeof *t; i++)
+		if (!strcmp(leaf, t[i].leaf)) {
+			if (t[i].n <= 0 || t[i].k <= 0)
+				return false;
+			*n = t[i].n;
+			*k = t[i].k;
+			return true;
+		}
+	return false;
+}
+
 /* Reads dir back: the config must resolve (strict) to w8a8-int8 exactly on
  * the quantized modules, and the checkpoint hold I8 weights and [N, 1]
  * scales for them. A mismatch sets *failed; running out of memory or an I/O
@@ -593,6 +619,17 @@ enum ctq_status ctq_quantize_checkpoint(const char *in, const char *dir,
 			st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, wname,
 					   "is %s with %d dimension(s); expected a 2-D BF16, F16 or F32 weight [N, K]",
 					   ctq_dtype_name(w->dtype), w->ndim);
+			goto done;
+		}
+		long en, ek;
+		if (expected_shape(&mods.shape, m->name, &en, &ek) &&
+		    (w->shape[0] != en || w->shape[1] != ek)) {
+			st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, wname,
+					   "is [%lld, %lld] but config.json (hidden_size %ld, intermediate_size %ld, %ld heads, %ld kv heads, head_dim %ld) makes it [%ld, %ld]; transformers refuses such a checkpoint (size mismatch), so ctq does not quantize it",
+					   (long long)w->shape[0], (long long)w->shape[1],
+					   mods.shape.hidden_size, mods.shape.intermediate_size,
+					   mods.shape.num_attention_heads, mods.shape.num_key_value_heads,
+					   mods.shape.head_dim, en, ek);
 			goto done;
 		}
 		struct qmod *q = &c.qm[c.n_qm++];

@@ -864,6 +864,36 @@ Test(quantize, broken_inputs_leave_nothing)
 	free(src), free(out), free(root);
 }
 
+/* A config whose sizes contradict the tensors: transformers refuses to load
+ * it (size mismatch for ...weight), so quantize must refuse it too, naming
+ * the first contradicted weight, instead of writing a checkpoint eval
+ * rejects later. */
+Test(quantize, config_contradicting_the_tensors_is_refused)
+{
+	char *root = make_tmpdir();
+	char *src = tiny(root, "src", "qwen3", NULL);
+	struct ctq_error err = {0};
+	char *cfg_path = join(src, "config.json");
+	cJSON *j = NULL;
+	cr_assert_eq(ctq_json_load_file(cfg_path, 1 << 20, NULL, &j, &err), CTQ_OK, "%s", err.message);
+	const cJSON *is = cJSON_GetObjectItemCaseSensitive(j, "intermediate_size");
+	cr_assert(cJSON_IsNumber(is));
+	cJSON_ReplaceItemInObjectCaseSensitive(j, "intermediate_size",
+					       cJSON_CreateNumber(is->valuedouble * 2));
+	cr_assert_eq(ctq_json_save_hf(cfg_path, j, &err), CTQ_OK);
+	cJSON_Delete(j);
+	char *dir = join(root, "out");
+	struct ctq_quantize_result res;
+	ctq_error_clear(&err);
+	cr_expect_eq(ctq_quantize_checkpoint(src, dir, NULL, &res, &err), CTQ_ERR_CHECKPOINT);
+	cr_expect_str_eq(err.path, "model.layers.0.mlp.gate_proj.weight");
+	cr_expect(strstr(err.message, "size mismatch"), "%s", err.message);
+	cr_expect_not(ctq_path_exists(dir));
+	ctq_quantize_result_free(&res);
+	ctq_remove_tree(root);
+	free(cfg_path), free(dir), free(src), free(root);
+}
+
 /* See tests/test_synth.c: quant/safetensors.c write_subset spins when its
  * header strbuf runs out of memory. True when it does (probed in a child
  * with an alarm), so the sweep below is skipped instead of hanging. */
