@@ -339,6 +339,41 @@ static size_t count_checks(const struct effective *e)
 	return n;
 }
 
+/* A numeric case's synthetic checkpoint may hold at most this many bytes
+ * (BF16 weights): each field is bounded on its own, but their product is
+ * what lands on disk (a 305-byte case once asked for 1 GiB). */
+#define CASE_CHECKPOINT_MAX_BYTES ((double)64 * 1024 * 1024)
+
+static long num_or(const cJSON *o, const char *k, long dflt);
+
+/* The synthetic model a numeric case asks for: its preset with the case's
+ * overrides. Returns false (cerr filled) when arch or preset is unknown. */
+static bool case_spec(const cJSON *ck, struct ctq_synth_spec *spec, struct ctq_error *cerr)
+{
+	if (ctq_synth_spec_init(spec, ctq_json_get(ck, "arch")->valuestring,
+				ctq_json_get(ck, "preset")->valuestring, cerr))
+		return false;
+	spec->seed = (uint64_t)num_or(ck, "seed", 1);
+	spec->hidden_size = num_or(ck, "hidden_size", spec->hidden_size);
+	spec->intermediate_size = num_or(ck, "intermediate_size", spec->intermediate_size);
+	spec->num_hidden_layers = num_or(ck, "num_hidden_layers", spec->num_hidden_layers);
+	spec->num_attention_heads = num_or(ck, "num_attention_heads", spec->num_attention_heads);
+	spec->num_key_value_heads = num_or(ck, "num_key_value_heads", spec->num_key_value_heads);
+	spec->head_dim = num_or(ck, "head_dim", spec->head_dim);
+	spec->vocab_size = num_or(ck, "vocab_size", spec->vocab_size);
+	return true;
+}
+
+/* Bytes of the BF16 weights of a spec (an upper bound: an untied head). */
+static double spec_bytes(const struct ctq_synth_spec *s)
+{
+	double H = (double)s->hidden_size, I = (double)s->intermediate_size;
+	double q = (double)s->num_attention_heads * (double)s->head_dim;
+	double kv = (double)s->num_key_value_heads * (double)s->head_dim;
+	double layer = H * (q + 2 * kv) + q * H + 3 * H * I + 2 * H + 2 * (double)s->head_dim;
+	return 2 * (2 * (double)s->vocab_size * H + (double)s->num_hidden_layers * layer + H);
+}
+
 /* A numeric case: a synthetic checkpoint (optionally quantized) whose
  * linear modules are computed as tp ranks on the CPU reference. */
 static enum ctq_status validate_numeric(struct ctq_case *c, const cJSON *o, const char *file,
@@ -358,6 +393,17 @@ static enum ctq_status validate_numeric(struct ctq_case *c, const cJSON *o, cons
 		    strcmp(k->string, "quantize") &&
 		    (!cJSON_IsNumber(k) || k->valuedouble < 0 || k->valuedouble > 1e9))
 			return bad(err, file, where, "checkpoint.%s must be a non-negative number", k->string);
+	struct ctq_synth_spec spec;
+	struct ctq_error cerr = {0};
+	if (case_spec(ck, &spec, &cerr)) {
+		double bytes = spec_bytes(&spec);
+		if (bytes > CASE_CHECKPOINT_MAX_BYTES)
+			return bad(err, file, where,
+				   "checkpoint would hold %.0f MiB of weights (hidden_size %ld, intermediate_size %ld, %ld layers, vocab %ld); a case's checkpoint is at most %.0f MiB",
+				   bytes / (1024 * 1024), spec.hidden_size, spec.intermediate_size,
+				   spec.num_hidden_layers, spec.vocab_size,
+				   CASE_CHECKPOINT_MAX_BYTES / (1024 * 1024));
+	}
 	const cJSON *q = ctq_json_get(ck, "quantize"), *ign = ctq_json_get(ck, "ignore");
 	if (q && !cJSON_IsBool(q))
 		return bad(err, file, where, "checkpoint.quantize must be true or false");
@@ -957,16 +1003,7 @@ static enum ctq_status run_numeric(const struct ctq_case *c, struct ctq_checks *
 	ctq_modules_init(&mods);
 	enum ctq_status st = CTQ_OK;
 	const char *dir = base;
-	if (!ctq_synth_spec_init(&spec, ctq_json_get(ck, "arch")->valuestring,
-				 ctq_json_get(ck, "preset")->valuestring, &cerr)) {
-		spec.seed = (uint64_t)num_or(ck, "seed", 1);
-		spec.hidden_size = num_or(ck, "hidden_size", spec.hidden_size);
-		spec.intermediate_size = num_or(ck, "intermediate_size", spec.intermediate_size);
-		spec.num_hidden_layers = num_or(ck, "num_hidden_layers", spec.num_hidden_layers);
-		spec.num_attention_heads = num_or(ck, "num_attention_heads", spec.num_attention_heads);
-		spec.num_key_value_heads = num_or(ck, "num_key_value_heads", spec.num_key_value_heads);
-		spec.head_dim = num_or(ck, "head_dim", spec.head_dim);
-		spec.vocab_size = num_or(ck, "vocab_size", spec.vocab_size);
+	if (case_spec(ck, &spec, &cerr)) {
 		if (!ctq_synth_write(&spec, base, 0, NULL, NULL, &cerr) && cJSON_IsTrue(ctq_json_get(ck, "quantize"))) {
 			const cJSON *ign = ctq_json_get(ck, "ignore");
 			const char *names[64];
