@@ -145,9 +145,11 @@ RUN_PLAN ?= plans/default.json
 # The embedded default plan (conformance, inspect, probes, a tiny model made,
 # quantized and benchmarked, eval when the fixtures exist; GPU steps skipped
 # without a GPU) into RUN_OUT, with junit.xml, manifest.json and report.html.
+# --force: RUN_OUT is this target's own run directory, replaced each time (a
+# RUN_OUT that is not a ctq run directory is still refused).
 run: deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)./$(BUILD)/ctq run $(RUN_PLAN) --out $(RUN_OUT)
+	$(Q)./$(BUILD)/ctq run $(RUN_PLAN) --out $(RUN_OUT) --force
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory all $(TEST_BIN)
@@ -183,6 +185,18 @@ $(BUILD)/build-flags.txt: FORCE
 	@echo '$(BUILD_FLAGS_Q)' | cmp -s - $@ || echo '$(BUILD_FLAGS_Q)' > $@
 .PHONY: FORCE
 FORCE:
+
+# ---- the revision a build comes from (ctq --version, manifests) ---------------
+# Compiled into core/version.o only, through a stamp rewritten when it
+# changes. CTQ_REVISION names it where the tree has no git history.
+BUILD_REV_GIT   := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+BUILD_REV_DIRTY := $(if $(shell git status --porcelain --untracked-files=no 2>/dev/null | head -n 1),-dirty)
+BUILD_REV       := $(or $(CTQ_REVISION),$(BUILD_REV_GIT:%=%$(BUILD_REV_DIRTY)),unknown)
+$(BUILD)/core/version.o: CPPFLAGS += -DCTQ_BUILD_REVISION='"$(BUILD_REV)"'
+$(BUILD)/core/version.o: $(BUILD)/build-revision.txt
+$(BUILD)/build-revision.txt: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(BUILD_REV)' | cmp -s - $@ || echo '$(BUILD_REV)' > $@
 
 # ---- report rendering test dependency ----------------------------------------
 # tests/test_report.c renders report.html in headless Chromium (Debian's

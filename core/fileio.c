@@ -13,28 +13,49 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+enum ctq_status ctq_file_open_regular(const char *path, const char *expected, int *fd_out,
+				      struct stat *sb, struct ctq_error *err)
+{
+	*fd_out = -1;
+	/* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
+	 * writer forever; the type is checked on the open descriptor (no race
+	 * between a stat and the open) before anything is read. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return ctq_error_set(err, CTQ_ERR_IO, path, "cannot open: %s", strerror(errno));
+	if (fstat(fd, sb) != 0) {
+		int e = errno;
+		close(fd);
+		return ctq_error_set(err, CTQ_ERR_IO, path, "cannot stat: %s", strerror(e));
+	}
+	if (!S_ISREG(sb->st_mode)) {
+		const char *what = S_ISDIR(sb->st_mode)    ? "a directory"
+				   : S_ISFIFO(sb->st_mode) ? "a FIFO (named pipe)"
+				   : S_ISSOCK(sb->st_mode) ? "a socket"
+				   : S_ISCHR(sb->st_mode)  ? "a character device"
+				   : S_ISBLK(sb->st_mode)  ? "a block device"
+							   : "not a regular file";
+		close(fd);
+		return ctq_error_set(err, CTQ_ERR_IO, path, "is %s; expected %s", what, expected);
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	*fd_out = fd;
+	return CTQ_OK;
+}
+
 enum ctq_status ctq_file_read(const char *path, size_t max_bytes, char **out,
 			      size_t *n_bytes, struct ctq_error *err)
 {
 	*out = NULL;
 	*n_bytes = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return ctq_error_set(err, CTQ_ERR_IO, path, "cannot open: %s",
-				     strerror(errno));
-	enum ctq_status st = CTQ_OK;
-	char *buf = NULL;
+	int fd;
 	struct stat sb;
-	if (fstat(fd, &sb) != 0) {
-		st = ctq_error_set(err, CTQ_ERR_IO, path, "cannot stat: %s",
-				   strerror(errno));
-		goto done;
-	}
-	if (S_ISDIR(sb.st_mode)) {
-		st = ctq_error_set(err, CTQ_ERR_IO, path,
-				   "is a directory, expected a file");
-		goto done;
-	}
+	enum ctq_status st = ctq_file_open_regular(path, "a regular file", &fd, &sb, err);
+	if (st)
+		return st;
+	char *buf = NULL;
 	if ((unsigned long long)sb.st_size > max_bytes) {
 		st = ctq_error_set(err, CTQ_ERR_IO, path,
 				   "file is %lld bytes; at most %zu are accepted",
@@ -99,19 +120,11 @@ enum ctq_status ctq_file_map(const char *path, const char *expected, const void 
 {
 	*map = NULL;
 	*n_bytes = 0;
-	enum ctq_status st = CTQ_OK;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return ctq_error_set(err, CTQ_ERR_IO, path, "cannot open: %s", strerror(errno));
+	int fd;
 	struct stat sb;
-	if (fstat(fd, &sb) != 0) {
-		st = ctq_error_set(err, CTQ_ERR_IO, path, "cannot stat: %s", strerror(errno));
-		goto done;
-	}
-	if (!S_ISREG(sb.st_mode)) {
-		st = ctq_error_set(err, CTQ_ERR_IO, path, "is not a regular file; expected %s", expected);
-		goto done;
-	}
+	enum ctq_status st = ctq_file_open_regular(path, expected, &fd, &sb, err);
+	if (st)
+		return st;
 	if (sb.st_size == 0)
 		goto done;
 	void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -212,19 +225,77 @@ enum ctq_status ctq_tmpdir_beside(const char *final_dir, char *tmp, size_t cap,
 	return CTQ_OK;
 }
 
+/* Moves final_dir (a folder when is_dir) aside to a fresh name beside it
+ * (written to aside). */
+static enum ctq_status move_aside(const char *final_dir, bool is_dir, char *aside, size_t cap,
+				  struct ctq_error *err)
+{
+	int n = snprintf(aside, cap, "%s.old-XXXXXX", final_dir);
+	if (n < 0 || (size_t)n >= cap)
+		return ctq_error_set(err, CTQ_ERR_IO, final_dir, "path too long");
+	/* mkdtemp reserves the name; a folder renames onto the empty folder,
+	 * anything else needs the name free. */
+	if (!mkdtemp(aside))
+		return ctq_error_set(err, CTQ_ERR_IO, final_dir,
+				     "cannot create a folder to move it aside: %s", strerror(errno));
+	if (!is_dir)
+		rmdir(aside);
+	if (rename(final_dir, aside) != 0) {
+		int e = errno;
+		rmdir(aside);
+		return ctq_error_set(err, CTQ_ERR_IO, final_dir, "cannot move it aside to %s: %s",
+				     aside, strerror(e));
+	}
+	return CTQ_OK;
+}
+
+/* Deletes what was moved out of the way (a folder when is_dir). */
+static void remove_old(const char *path, bool is_dir)
+{
+	if (is_dir)
+		ctq_remove_tree(path);
+	else
+		unlink(path);
+}
+
 enum ctq_status ctq_tmpdir_commit(const char *tmp, const char *final_dir,
 				  bool replace, struct ctq_error *err)
 {
-	if (ctq_path_exists(final_dir)) {
-		if (!replace)
+	struct stat sb;
+	if (lstat(final_dir, &sb) != 0) {
+		if (rename(tmp, final_dir) != 0)
 			return ctq_error_set(err, CTQ_ERR_IO, final_dir,
-					     "already exists; not replaced");
-		ctq_remove_tree(final_dir);
+					     "cannot move %s into place: %s", tmp, strerror(errno));
+		return CTQ_OK;
 	}
-	if (rename(tmp, final_dir) != 0)
-		return ctq_error_set(err, CTQ_ERR_IO, final_dir,
-				     "cannot move %s into place: %s", tmp,
-				     strerror(errno));
+	if (!replace)
+		return ctq_error_set(err, CTQ_ERR_IO, final_dir, "already exists; not replaced");
+	/* The old one is moved aside before the new one moves in and is
+	 * deleted only after, so that a kill at any point leaves one of them
+	 * under final_dir (or the old one beside it, under *.old-XXXXXX). */
+	bool is_dir = S_ISDIR(sb.st_mode);
+#ifdef RENAME_EXCHANGE
+	/* Where the filesystem can, the two swap in one step and the old one,
+	 * now under the temporary name, is deleted after. */
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final_dir, RENAME_EXCHANGE) == 0) {
+		remove_old(tmp, is_dir);
+		return CTQ_OK;
+	}
+	if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP && errno != EXDEV)
+		return ctq_error_set(err, CTQ_ERR_IO, final_dir, "cannot move %s into place: %s",
+				     tmp, strerror(errno));
+#endif
+	char aside[4200];
+	enum ctq_status st = move_aside(final_dir, is_dir, aside, sizeof aside, err);
+	if (st)
+		return st;
+	if (rename(tmp, final_dir) != 0) {
+		int e = errno;
+		rename(aside, final_dir);
+		return ctq_error_set(err, CTQ_ERR_IO, final_dir, "cannot move %s into place: %s",
+				     tmp, strerror(e));
+	}
+	remove_old(aside, is_dir);
 	return CTQ_OK;
 }
 

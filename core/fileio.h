@@ -9,8 +9,20 @@
 
 #include "core/status.h"
 
-/* Reads path into a malloc'ed NUL-terminated buffer (returned owned in *out,
- * length in *n_bytes). Files over max_bytes are an io-error naming the size. */
+struct stat;
+
+/* Opens path for reading only if it is a regular file: the type is checked
+ * on a descriptor opened with O_NONBLOCK, so a FIFO, device or socket never
+ * blocks the caller. *fd_out receives the descriptor (blocking again; the
+ * caller closes it), *sb its fstat. `expected` names the file for the error
+ * ("a .gguf file"). Errors: io-error naming path (cannot open or stat, a
+ * directory, FIFO, socket or device). */
+enum ctq_status ctq_file_open_regular(const char *path, const char *expected, int *fd_out,
+				      struct stat *sb, struct ctq_error *err);
+
+/* Reads the regular file path (ctq_file_open_regular) into a malloc'ed
+ * NUL-terminated buffer (returned owned in *out, length in *n_bytes). Files
+ * over max_bytes are an io-error naming the size. */
 enum ctq_status ctq_file_read(const char *path, size_t max_bytes, char **out,
 			      size_t *n_bytes, struct ctq_error *err);
 
@@ -41,7 +53,11 @@ enum ctq_status ctq_tmpdir_beside(const char *final_dir, char *tmp, size_t cap,
 				  struct ctq_error *err);
 
 /* Moves a completed temporary directory to final_dir; an existing final_dir
- * is replaced only if replace is true. */
+ * is replaced only if replace is true, and then never deleted before the
+ * new one is in place: the two are swapped in one rename (RENAME_EXCHANGE)
+ * where the filesystem can, else the old one is moved aside first
+ * (final_dir.old-XXXXXX), the new one renamed in, the old one deleted last.
+ * If the new one cannot move in, the old one stays (or is moved back). */
 enum ctq_status ctq_tmpdir_commit(const char *tmp, const char *final_dir,
 				  bool replace, struct ctq_error *err);
 

@@ -1,8 +1,12 @@
 /* ctq SHA-256 (see sha256.h), written from FIPS 180-4 §4.1.2, §5.1.1,
  * §5.3.3 and §6.2. */
+#define _GNU_SOURCE
 #include "core/sha256.h"
+#include "core/fileio.h"
 
 #include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -142,11 +146,17 @@ enum ctq_status ctq_sha256_file(const char *path,
 				unsigned char out[CTQ_SHA256_BYTES],
 				struct ctq_error *err)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return ctq_error_set(err, CTQ_ERR_IO, path, "cannot open: %s",
-				     strerror(errno));
-	enum ctq_status st = CTQ_OK;
+	int fd;
+	struct stat sb;
+	enum ctq_status st = ctq_file_open_regular(path, "a regular file", &fd, &sb, err);
+	if (st)
+		return st;
+	FILE *f = fdopen(fd, "rb");
+	if (!f) {
+		int e = errno;
+		close(fd);
+		return ctq_error_set(err, CTQ_ERR_IO, path, "cannot open: %s", strerror(e));
+	}
 	struct ctq_sha256 s;
 	ctq_sha256_init(&s);
 	unsigned char buf[1 << 16];

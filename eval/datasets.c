@@ -14,6 +14,8 @@
 /* Larger than any official file (the biggest, MMLU professional_law_test,
  * is about 2 MB). */
 #define MAX_FILE_BYTES ((size_t)64 << 20)
+/* Bytes handed to libcsv at a time, and its smallest growth step. */
+#define PARSE_CHUNK ((size_t)64 << 10)
 
 const char *ctq_bench_name(enum ctq_bench b)
 {
@@ -394,6 +396,11 @@ static void on_field(void *data, size_t len, void *ctx)
 		p->overflow_n++;
 		return;
 	}
+	if (len > CTQ_DATASET_MAX_FIELD_BYTES) {
+		failf(p, p->rec_line, "column %zu is longer than %zu bytes (CTQ_DATASET_MAX_FIELD_BYTES)",
+		      p->n_fields + 1, CTQ_DATASET_MAX_FIELD_BYTES);
+		return;
+	}
 	if (!utf8_valid(data, len)) {
 		failf(p, p->rec_line, "column %zu is not valid UTF-8 text (or holds a NUL byte)",
 		      p->n_fields + 1);
@@ -553,11 +560,26 @@ enum ctq_status ctq_question_file_parse(struct ctq_question_file *f, enum ctq_be
 			p.rec_pending = false;
 			p.rec_line = p.line;
 		}
-		if (csv_parse(&cp, text + off, n, on_field, on_row, &p) != n && !p.st) {
-			char where[CTQ_PATH_MAX];
-			snprintf(where, sizeof where, "%s:%ld", path, p.line);
-			p.st = ctq_error_set(p.err, csv_error(&cp) == CSV_ENOMEM ? CTQ_ERR_NOMEM : CTQ_ERR_PARSE,
-					     where, "malformed CSV: %s", csv_strerror(csv_error(&cp)));
+		/* A long line goes in chunks: before each, libcsv's growth step
+		 * (a fixed blk_size, 128 bytes by default: a long field copied
+		 * quadratically) is set to its buffer's size so far, so the
+		 * buffer doubles; the field being read is bounded after each. */
+		for (size_t done = 0; done < n && !p.st;) {
+			size_t k = n - done < PARSE_CHUNK ? n - done : PARSE_CHUNK;
+			size_t have = csv_get_buffer_size(&cp);
+			csv_set_blk_size(&cp, have > PARSE_CHUNK ? have : PARSE_CHUNK);
+			if (csv_parse(&cp, text + off + done, k, on_field, on_row, &p) != k && !p.st) {
+				char where[CTQ_PATH_MAX];
+				snprintf(where, sizeof where, "%s:%ld", path, p.line);
+				p.st = ctq_error_set(p.err,
+						     csv_error(&cp) == CSV_ENOMEM ? CTQ_ERR_NOMEM : CTQ_ERR_PARSE,
+						     where, "malformed CSV: %s", csv_strerror(csv_error(&cp)));
+			}
+			done += k;
+			if (!p.st && cp.entry_pos > CTQ_DATASET_MAX_FIELD_BYTES)
+				failf(&p, p.rec_line, "a field is longer than %zu bytes "
+				      "(CTQ_DATASET_MAX_FIELD_BYTES); an unterminated quote?",
+				      CTQ_DATASET_MAX_FIELD_BYTES);
 		}
 		off += n;
 	}

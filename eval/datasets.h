@@ -78,8 +78,14 @@ struct ctq_question_file {
 	bool has_explanation;
 };
 
-/* Parses one file of benchmark b. Errors: io-error (unreadable, too large),
- * parse-error (malformed CSV, invalid UTF-8, wrong header, wrong column
+/* The longest CSV field (a question, a choice, an explanation) read: 1 MiB,
+ * far above any benchmark's (MMLU's longest question is under 5 KB). The
+ * parser's buffer grows geometrically up to it. */
+#define CTQ_DATASET_MAX_FIELD_BYTES ((size_t)1 << 20)
+
+/* Parses one file of benchmark b. Errors: io-error (unreadable, not a
+ * regular file, too large), parse-error (malformed CSV, a field over
+ * CTQ_DATASET_MAX_FIELD_BYTES, invalid UTF-8, wrong header, wrong column
  * count, answer not A-D), out-of-memory; each at path:line. On failure
  * *f is left freed. */
 enum ctq_status ctq_question_file_load(struct ctq_question_file *f, enum ctq_bench b,

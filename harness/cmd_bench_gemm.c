@@ -52,6 +52,8 @@ static void help(void)
 	       "  --peak-tops X     INT8 dense peak in TOPS (default: by device name; H200 1979)\n"
 	       "  --hbm-gbps X      memory bandwidth in GB/s (default: by device name; H200 4800)\n"
 	       "  --out DIR         run directory (default runs/<UTC time>-<revision>)\n"
+	       "  --force           replace DIR when it is an existing ctq run directory (any\n"
+	       "                    other non-empty DIR is refused)\n"
 	       "\n"
 	       "Timing: each implementation cycles through enough copies of its buffers that\n"
 	       "one pass touches at least 3x the L2; a CUDA graph of consecutive calls (at\n"
@@ -71,6 +73,7 @@ struct shape {
 
 struct opts {
 	const char *shapes, *model, *out;
+	bool force;
 	long m[MAX_M];
 	int n_m;
 	long warmup, samples, check_rows, device, seed;
@@ -504,6 +507,10 @@ int ctq_cmd_bench_gemm(int argc, char **argv)
 			help();
 			return CTQ_EXIT_OK;
 		}
+		if (!strcmp(a, "--force")) {
+			o.force = true;
+			continue;
+		}
 		if (!(v = ctq_opt_value(argc, argv, &i)))
 			return CTQ_EXIT_USAGE;
 		bool ok = true;
@@ -540,6 +547,8 @@ int ctq_cmd_bench_gemm(int argc, char **argv)
 		fprintf(stderr, "ctq bench gemm: give --shapes or --model, not both\n");
 		return CTQ_EXIT_USAGE;
 	}
+	if (!ctq_opt_out_ok("bench gemm", o.out, o.force))
+		return CTQ_EXIT_USAGE;
 	struct shape shapes[MAX_SHAPES];
 	size_t n_shapes = 0;
 	struct ctq_error err = {0};
@@ -589,7 +598,7 @@ int ctq_cmd_bench_gemm(int argc, char **argv)
 	memset(&run, 0, sizeof run);
 	memset(&h, 0, sizeof h);
 	int rc = CTQ_EXIT_USAGE;
-	if (ctq_run_begin(&run, o.out, "bench-gemm", argc, argv, &err))
+	if (ctq_run_begin(&run, o.out, o.force, "bench-gemm", argc, argv, &err))
 		goto fail;
 	char desc[400], plot_note[400];
 	snprintf(desc, sizeof desc, "%s (sm_%d%d, %d SMs, %.1f GiB)", S.dev.name, S.dev.major, S.dev.minor,

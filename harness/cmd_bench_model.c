@@ -7,6 +7,7 @@
  * a backend synchronisation, read on CLOCK_MONOTONIC. */
 #define _GNU_SOURCE
 #include "harness/commands.h"
+#include "core/fileio.h"
 #include "core/rng.h"
 #include "model/runner.h"
 #include "reference/backend.h"
@@ -43,6 +44,8 @@ static void help(void)
 	       "                     with NCCL, or N in-process ranks on the reference backend;\n"
 	       "                     memory figures are rank 0's\n"
 	       "  --out DIR          run directory (default runs/<UTC time>-<revision>)\n"
+	       "  --force            replace DIR when it is an existing ctq run directory (any\n"
+	       "                     other non-empty DIR is refused)\n"
 	       "\n"
 	       "Gains are ratios of medians: TTFT reduction = 1 - new/ref; prefill and decode\n"
 	       "gain = new/ref tokens per second.\n"
@@ -99,11 +102,12 @@ static double page_cache_fraction(const char *dir)
 			continue;
 		char path[4096];
 		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		int fd;
 		struct stat sb;
-		if (fd < 0 || fstat(fd, &sb) || sb.st_size == 0) {
-			if (fd >= 0)
-				close(fd);
+		if (ctq_file_open_regular(path, "a .safetensors file", &fd, &sb, NULL))
+			continue;
+		if (sb.st_size == 0) {
+			close(fd);
 			continue;
 		}
 		void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
@@ -401,6 +405,7 @@ done:
 int ctq_cmd_bench_model(int argc, char **argv)
 {
 	const char *model = NULL, *ref = NULL, *out = NULL;
+	bool force = false;
 	struct ctx C = {.backend = "cuda", .batches = {1}, .lens = {128}, .out_len = 32, .warmup = 1,
 			.reps = 3, .seed = 1, .n_b = 1, .n_l = 1, .tp = 1};
 	for (int i = 1; i < argc; i++) {
@@ -408,6 +413,10 @@ int ctq_cmd_bench_model(int argc, char **argv)
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			help();
 			return CTQ_EXIT_OK;
+		}
+		if (!strcmp(a, "--force")) {
+			force = true;
+			continue;
 		}
 		if (!(v = ctq_opt_value(argc, argv, &i)))
 			return CTQ_EXIT_USAGE;
@@ -449,6 +458,8 @@ int ctq_cmd_bench_model(int argc, char **argv)
 		fprintf(stderr, "ctq bench model: --model DIR is required (see --help)\n");
 		return CTQ_EXIT_USAGE;
 	}
+	if (!ctq_opt_out_ok("bench model", out, force))
+		return CTQ_EXIT_USAGE;
 	struct ctq_error err = {0};
 	struct ctq_run run;
 	struct ctq_csv csv, gcsv;
@@ -463,7 +474,7 @@ int ctq_cmd_bench_model(int argc, char **argv)
 		ctq_error_set(&err, CTQ_ERR_NOMEM, "bench", "out of memory");
 		goto fail;
 	}
-	if (ctq_run_begin(&run, out, "bench-model", argc, argv, &err) ||
+	if (ctq_run_begin(&run, out, force, "bench-model", argc, argv, &err) ||
 	    ctq_csv_open(&csv, ctq_run_path(&run, "bench_model.csv", path, sizeof path), header,
 			 sizeof header / sizeof *header, &err))
 		goto fail;

@@ -44,6 +44,8 @@ static void help(void)
 	       "  --tp N               tensor parallelism over N ranks (default 1): GPUs 0..N-1\n"
 	       "                       with NCCL, or N in-process ranks on the reference backend\n"
 	       "  --out DIR            run directory (default runs/<UTC time>-<revision>)\n"
+	       "  --force              replace DIR when it is an existing ctq run directory\n"
+	       "                       (any other non-empty DIR is refused)\n"
 	       "\n"
 	       "Latency runs from a request's arrival to its last token; TTFT from arrival to\n"
 	       "its first new token; TPOT = (latency - TTFT) / (output tokens - 1).\n"
@@ -103,6 +105,7 @@ struct serve_opts {
 	const char *model, *backend, *out;
 	long requests, concurrency, max_batch, cache_len, input_len, output_len, max_tokens, seed, tp;
 	double rate; /* 0: closed loop */
+	bool force;
 };
 
 static int parse(int argc, char **argv, struct serve_opts *o)
@@ -114,6 +117,10 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			help();
 			return -1;
+		}
+		if (!strcmp(a, "--force")) {
+			o->force = true;
+			continue;
 		}
 		if (!(v = ctq_opt_value(argc, argv, &i)))
 			return CTQ_EXIT_USAGE;
@@ -182,6 +189,8 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 				"each of --max-batch %ld sequences\n", o->max_tokens, o->max_batch);
 		return CTQ_EXIT_USAGE;
 	}
+	if (!ctq_opt_out_ok("bench serve", o->out, o->force))
+		return CTQ_EXIT_USAGE;
 	return 0;
 }
 
@@ -390,7 +399,7 @@ int ctq_cmd_bench_serve(int argc, char **argv)
 
 	/* Results. */
 	char path[1200];
-	if (ctq_run_begin(&run, o.out, "bench-serve", argc, argv, &err) ||
+	if (ctq_run_begin(&run, o.out, o.force, "bench-serve", argc, argv, &err) ||
 	    ctq_csv_open(&csv, ctq_run_path(&run, "bench_serve.csv", path, sizeof path), header,
 			 sizeof header / sizeof *header, &err))
 		goto fail;

@@ -13,8 +13,8 @@
 
 static void help(void)
 {
-	printf("usage: ctq compare BASE NEW [--policy FILE] [--out DIR] [--quiet]\n"
-	       "       ctq compare RUN1 RUN2 ... RUNn --trend [--out DIR]\n"
+	printf("usage: ctq compare BASE NEW [--policy FILE] [--out DIR [--force]] [--quiet]\n"
+	       "       ctq compare RUN1 RUN2 ... RUNn --trend [--out DIR [--force]]\n"
 	       "\n"
 	       "Pairs the observations of two run directories by key and calls each change:\n"
 	       "  conformance  conform.csv by (case_id, semantics, check): pass -> fail regresses\n"
@@ -43,20 +43,24 @@ static void help(void)
 	       "  steps        a plan run's steps: passed -> failed or error regresses\n"
 	       "Files pair by their path in the run directory (one per family pairs anyway);\n"
 	       "GEMM points and serving keys only in BASE regress when the policy's\n"
-	       "missing.is_regression says so.\n"
+	       "missing.is_regression says so. A result family with files in BASE and none\n"
+	       "in NEW (every conform.csv gone, say) is a regression unless the policy's\n"
+	       "missing_family.<family> exempts it, with its reason.\n"
 	       "\n"
 	       "options:\n"
 	       "  --policy FILE  thresholds and their reasons (default: built-in, the same as\n"
 	       "                 policies/compare.json)\n"
 	       "  --out DIR      where compare.md and compare.csv (trend.md, trend.csv, plots/)\n"
 	       "                 go, with a manifest (default runs/<UTC time>-<revision>)\n"
+	       "  --force        replace DIR when it is an existing ctq run directory (any\n"
+	       "                 other non-empty DIR is refused)\n"
 	       "  --trend        tabulate every metric over RUN1..RUNn (no verdict)\n"
 	       "  --quiet        no table on stdout, only the verdict line\n"
 	       "\n"
 	       "exit: 0 no regression; 1 a regression; 2 bad usage or unreadable input.\n");
 }
 
-static int trend(char **dirs, int n, const char *out, int argc, char **argv)
+static int trend(char **dirs, int n, const char *out, bool force, int argc, char **argv)
 {
 	struct ctq_error err = {0};
 	struct ctq_trend t;
@@ -73,7 +77,7 @@ static int trend(char **dirs, int n, const char *out, int argc, char **argv)
 	fputs(ctq_strbuf_str(&md), stdout);
 	char path[1300];
 	size_t n_plots = 0;
-	if ((st = ctq_run_begin(&run, out, "compare", argc, argv, &err)))
+	if ((st = ctq_run_begin(&run, out, force, "compare", argc, argv, &err)))
 		goto fail;
 	ctq_env_capture(run.manifest, &(struct ctq_env_options){0});
 	snprintf(path, sizeof path, "%s/plots", run.tmp_dir);
@@ -106,7 +110,7 @@ fail:
 int ctq_cmd_compare(int argc, char **argv)
 {
 	const char *policy_path = NULL, *out = NULL;
-	bool do_trend = false, quiet = false;
+	bool do_trend = false, quiet = false, force = false;
 	char **dirs = calloc((size_t)argc + 1, sizeof *dirs);
 	int n = 0;
 	if (!dirs)
@@ -124,6 +128,8 @@ int ctq_cmd_compare(int argc, char **argv)
 		} else if (!strcmp(a, "--out")) {
 			if (!(out = ctq_opt_value(argc, argv, &i)))
 				goto out;
+		} else if (!strcmp(a, "--force")) {
+			force = true;
 		} else if (!strcmp(a, "--trend")) {
 			do_trend = true;
 		} else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
@@ -135,17 +141,21 @@ int ctq_cmd_compare(int argc, char **argv)
 			dirs[n++] = argv[i];
 		}
 	}
-	for (int i = 0; i < n; i++)
-		if (!ctq_path_is_dir(dirs[i])) {
-			fprintf(stderr, "ctq compare: %s is not a run directory\n", dirs[i]);
+	for (int i = 0; i < n; i++) {
+		struct ctq_error derr = {0};
+		if (ctq_run_dir_check(dirs[i], &derr)) {
+			ctq_print_error("compare", &derr);
 			goto out;
 		}
+	}
+	if (!ctq_opt_out_ok("compare", out, force))
+		goto out;
 	if (do_trend) {
 		if (n < 2) {
 			fprintf(stderr, "ctq compare --trend: give at least two run directories\n");
 			goto out;
 		}
-		rc = trend(dirs, n, out, argc, argv);
+		rc = trend(dirs, n, out, force, argc, argv);
 		goto out;
 	}
 	if (n != 2) {
@@ -175,7 +185,7 @@ int ctq_cmd_compare(int argc, char **argv)
 	ctq_comparison_markdown(&c, dirs[0], dirs[1], &pol, &md);
 	struct ctq_run run;
 	char path[1300];
-	if ((st = ctq_run_begin(&run, out, "compare", argc, argv, &err))) {
+	if ((st = ctq_run_begin(&run, out, force, "compare", argc, argv, &err))) {
 		ctq_print_error("compare", &err);
 		ctq_strbuf_free(&md);
 		ctq_comparison_free(&c);

@@ -13,7 +13,7 @@
 
 static void help(void)
 {
-	printf("usage: ctq conform --suite DIR [--filter GLOB] [--out DIR] [--verbose]\n"
+	printf("usage: ctq conform --suite DIR [--filter GLOB] [--out DIR [--force]] [--verbose]\n"
 	       "\n"
 	       "Runs every conformance case below DIR (JSON files; folders named fixtures\n"
 	       "hold data) under each semantics profile the case names, and checks the\n"
@@ -24,6 +24,8 @@ static void help(void)
 	       "  --filter GLOB  only cases whose id matches (fnmatch), e.g. 'vectors/*'\n"
 	       "  --out DIR      run directory (default runs/<UTC time>-<revision>): conform.csv,\n"
 	       "                 junit.xml, manifest.json; written only when the suite loads\n"
+	       "  --force        replace DIR when it is an existing ctq run directory (any\n"
+	       "                 other non-empty DIR is refused)\n"
 	       "  --verbose      print every check, not only failures\n"
 	       "\n"
 	       "exit: 0 all checks passed; 1 a check failed; 2 a case file is malformed\n"
@@ -90,7 +92,7 @@ static enum ctq_status write_outputs(struct ctq_run *run, const struct ctq_check
 int ctq_cmd_conform(int argc, char **argv)
 {
 	const char *suite_dir = NULL, *filter = NULL, *out = NULL;
-	bool verbose = false;
+	bool verbose = false, force = false;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -105,6 +107,8 @@ int ctq_cmd_conform(int argc, char **argv)
 		} else if (!strcmp(a, "--out")) {
 			if (!(out = ctq_opt_value(argc, argv, &i)))
 				return CTQ_EXIT_USAGE;
+		} else if (!strcmp(a, "--force")) {
+			force = true;
 		} else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
 			verbose = true;
 		} else {
@@ -116,6 +120,8 @@ int ctq_cmd_conform(int argc, char **argv)
 		fprintf(stderr, "ctq conform: --suite DIR is required (see --help)\n");
 		return CTQ_EXIT_USAGE;
 	}
+	if (!ctq_opt_out_ok("conform", out, force))
+		return CTQ_EXIT_USAGE;
 	struct ctq_suite suite;
 	struct ctq_checks checks = {0};
 	struct ctq_error err = {0};
@@ -163,7 +169,7 @@ int ctq_cmd_conform(int argc, char **argv)
 			printf("     expected: %s\n     actual:   %s\n     why:      %s\n     file:     %s\n",
 			       k->expected, k->actual, k->detail, k->file);
 	}
-	if ((st = ctq_run_begin(&run, out, "conform", argc, argv, &err)) ||
+	if ((st = ctq_run_begin(&run, out, force, "conform", argc, argv, &err)) ||
 	    (st = write_outputs(&run, &checks, &err))) {
 		ctq_print_error("conform", &err);
 		ctq_run_abort(&run);

@@ -72,6 +72,8 @@ static void help(void)
 	       "  --min-subject-n N    subjects with fewer questions get no verdict (default 100)\n"
 	       "  --progress           progress on stderr even when it is not a terminal\n"
 	       "  --out DIR            run directory (default runs/<UTC time>-<revision>)\n"
+	       "  --force              replace DIR when it is an existing ctq run directory\n"
+	       "                       (any other non-empty DIR is refused)\n"
 	       "\n"
 	       "Too long for the context: Hendrycks and C-Eval drop the last shot until the\n"
 	       "prompt fits, CMMLU drops the longest shots, lm-eval keeps the last tokens;\n"
@@ -466,7 +468,7 @@ struct opts {
 	double margin, subject_margin;
 	enum ctq_protocol protocol;
 	enum ctq_act_numerics numerics;
-	bool add_bos, progress;
+	bool add_bos, progress, force;
 	const char *subjects[MAX_SUBJECTS];
 	int n_subjects;
 	char subjects_buf[4096];
@@ -509,6 +511,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		}
 		if (!strcmp(a, "--progress")) {
 			o->progress = true;
+			continue;
+		}
+		if (!strcmp(a, "--force")) {
+			o->force = true;
 			continue;
 		}
 		if (!(v = ctq_opt_value(argc, argv, &i)))
@@ -579,6 +585,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		return CTQ_EXIT_USAGE;
 	}
 	if (!ctq_opt_act_numerics_backend("eval", o->numerics, o->backend))
+		return CTQ_EXIT_USAGE;
+	if (!ctq_opt_out_ok("eval", o->out, o->force))
 		return CTQ_EXIT_USAGE;
 	if (o->max_tokens < 0)
 		o->max_tokens = !strcmp(o->backend, "reference") ? 512 : 4096;
@@ -860,7 +868,7 @@ int ctq_cmd_eval(int argc, char **argv)
 
 	/* The run directory. */
 	char path[1200];
-	if (ctq_run_begin(&run, o.out, "eval", argc, argv, &err) ||
+	if (ctq_run_begin(&run, o.out, o.force, "eval", argc, argv, &err) ||
 	    ctq_csv_open(&csv, ctq_run_path(&run, "eval_questions.csv", path, sizeof path), q_header,
 			 sizeof q_header / sizeof *q_header, &err))
 		goto fail;

@@ -41,6 +41,8 @@ static void help(void)
 	       "  --policy FILE     thresholds (default: built-in; see policies/probe.json)\n"
 	       "  --seed S          input seed (default 1)\n"
 	       "  --out DIR         run directory (default runs/<UTC time>-<revision>)\n"
+	       "  --force           replace DIR when it is an existing ctq run directory (any\n"
+	       "                    other non-empty DIR is refused)\n"
 	       "  --inject-defect D test only: scale-shift, epilogue-nan or transposed-w\n"
 	       "\n"
 	       "exit: 0 every probe passed; 1 a probe failed; 2 bad usage; 3 no GPU for cuda.\n");
@@ -337,11 +339,16 @@ int ctq_cmd_probe(int argc, char **argv)
 	enum ctq_act_numerics numerics = CTQ_ACT_NUMERICS_CTQ;
 	bool wsel[CTQ_PW_COUNT] = {false, true, true, true, true};
 	bool asel[CTQ_PA_COUNT] = {true, true, true, true};
+	bool force = false;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = NULL;
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			help();
 			return CTQ_EXIT_OK;
+		}
+		if (!strcmp(a, "--force")) {
+			force = true;
+			continue;
 		}
 		if (a[0] != '-' || !(v = ctq_opt_value(argc, argv, &i))) {
 			if (a[0] != '-')
@@ -417,6 +424,8 @@ int ctq_cmd_probe(int argc, char **argv)
 	}
 	if (!ctq_opt_act_numerics_backend("probe", numerics, backend))
 		return CTQ_EXIT_USAGE;
+	if (!ctq_opt_out_ok("probe", out, force))
+		return CTQ_EXIT_USAGE;
 	struct ctq_probe_policy policy;
 	ctq_probe_policy_default(&policy);
 	struct ctq_error err = {0};
@@ -457,7 +466,7 @@ int ctq_cmd_probe(int argc, char **argv)
 	if (numerics != CTQ_ACT_NUMERICS_CTQ)
 		policy.kernel_rel_l2_max = -1.0;
 	char path[1200];
-	if (ctq_run_begin(&run, out, "probe", argc, argv, &err) ||
+	if (ctq_run_begin(&run, out, force, "probe", argc, argv, &err) ||
 	    ctq_csv_open(&csv, ctq_run_path(&run, "probe.csv", path, sizeof path), csv_header,
 			 sizeof csv_header / sizeof *csv_header, &err))
 		goto fail;

@@ -2,6 +2,7 @@
  * (reports/report.h). */
 #include "harness/commands.h"
 #include "reports/report.h"
+#include "reports/run.h"
 
 #include <string.h>
 
@@ -22,7 +23,9 @@ static void help(void)
 	       "the report says so and keeps every table.\n"
 	       "\n"
 	       "exit: 0 written (whatever the verdict; the verdict is the run's exit code);\n"
-	       "      2 RUN is not a readable run directory or a result file is malformed.\n");
+	       "      2 RUN is not a finished ctq run directory (no manifest.json, or a run\n"
+	       "        that did not finish: still named *.tmp-XXXXXX, or a manifest without\n"
+	       "        ended_utc) or a result file is malformed.\n");
 }
 
 int ctq_cmd_report(int argc, char **argv)
@@ -45,7 +48,9 @@ int ctq_cmd_report(int argc, char **argv)
 	}
 	struct ctq_error err = {0};
 	struct ctq_report_summary s;
-	enum ctq_status st = ctq_report_write(dir, NULL, &s, &err);
+	enum ctq_status st = ctq_run_dir_check(dir, &err);
+	if (!st)
+		st = ctq_report_write(dir, NULL, &s, &err);
 	if (st) {
 		ctq_print_error("report", &err);
 		return ctq_status_exit_code(st);

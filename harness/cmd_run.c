@@ -38,7 +38,8 @@
 
 static void help(void)
 {
-	printf("usage: ctq run PLAN.json [--out DIR] [--gpu auto|off] [--verbose]\n"
+	printf("usage: ctq run PLAN.json [--out DIR [--force]] [--gpu auto|off] [--verbose]\n"
+	       "               [--no-report]\n"
 	       "\n"
 	       "Runs the steps of a plan, each a ctq command executed in this process, into\n"
 	       "one run directory, and writes junit.xml (one testcase per step plus the\n"
@@ -55,6 +56,8 @@ static void help(void)
 	       "\n"
 	       "options:\n"
 	       "  --out DIR      run directory (default runs/<UTC time>-<revision>)\n"
+	       "  --force        replace DIR when it is an existing ctq run directory (any\n"
+	       "                 other non-empty DIR is refused)\n"
 	       "  --gpu MODE     auto (default): GPU steps run when a CUDA device opens;\n"
 	       "                 off: GPU steps are skipped\n"
 	       "  --verbose      print each step's output after it ends\n"
@@ -244,6 +247,11 @@ static enum ctq_status plan_load(struct plan *p, const char *file, struct ctq_er
 					break;
 			if (k == p->n)
 				return bad(err, mp, "\"%s\" is not an earlier step", a->valuestring);
+			if (x->n_after == MAX_STEPS)
+				return bad(err, mp, "names more than %s steps", "256");
+			for (int j = 0; j < x->n_after; j++)
+				if (x->after[j] == k)
+					return bad(err, mp, "names \"%s\" twice", a->valuestring);
 			x->after[x->n_after++] = k;
 		}
 		p->n++;
@@ -551,7 +559,7 @@ static enum ctq_status write_report(struct ctq_run *run, struct ctq_report_summa
 int ctq_cmd_run(int argc, char **argv)
 {
 	const char *plan_file = NULL, *out = NULL, *gpu_mode = "auto";
-	bool verbose = false, report = true;
+	bool verbose = false, report = true, force = false;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -571,6 +579,8 @@ int ctq_cmd_run(int argc, char **argv)
 			verbose = true;
 		} else if (!strcmp(a, "--no-report")) {
 			report = false;
+		} else if (!strcmp(a, "--force")) {
+			force = true;
 		} else if (a[0] == '-' || plan_file) {
 			fprintf(stderr, "ctq run: unexpected argument %s (see --help)\n", a);
 			return CTQ_EXIT_USAGE;
@@ -582,6 +592,8 @@ int ctq_cmd_run(int argc, char **argv)
 		fprintf(stderr, "ctq run: PLAN.json is required (plans/default.json is the default plan; see --help)\n");
 		return CTQ_EXIT_USAGE;
 	}
+	if (!ctq_opt_out_ok("run", out, force))
+		return CTQ_EXIT_USAGE;
 	struct plan *p = calloc(1, sizeof *p);
 	if (!p) {
 		fprintf(stderr, "ctq run: out of memory\n");
@@ -615,9 +627,11 @@ int ctq_cmd_run(int argc, char **argv)
 			snprintf(no_gpu, sizeof no_gpu, "no CUDA device (%s)", ge.message);
 		}
 	}
-	if ((st = ctq_run_begin(&run, out, "run", argc, argv, &err))) {
+	if ((st = ctq_run_begin(&run, out, force, "run", argc, argv, &err))) {
 		ctq_print_error("run", &err);
-		rc = ctq_status_exit_code(st) == CTQ_EXIT_USAGE ? CTQ_EXIT_ENV : ctq_status_exit_code(st);
+		rc = st == CTQ_ERR_USAGE				  ? CTQ_EXIT_USAGE
+		     : ctq_status_exit_code(st) == CTQ_EXIT_USAGE ? CTQ_EXIT_ENV
+								  : ctq_status_exit_code(st);
 		goto out;
 	}
 	struct ctq_env_options eo = {.query_gpus = true, .cuda_device_desc = desc[0] ? desc : NULL};

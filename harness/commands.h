@@ -25,6 +25,8 @@ int ctq_cmd_quantize(int argc, char **argv);
 int ctq_cmd_import_gguf(int argc, char **argv);
 int ctq_cmd_eval(int argc, char **argv);
 int ctq_cmd_run(int argc, char **argv);
+/* Loads and validates a plan file without running it (the fuzz target tests/fuzz/fuzz_plan.c). */
+enum ctq_status ctq_run_plan_check(const char *file, struct ctq_error *err);
 int ctq_cmd_report(int argc, char **argv);
 int ctq_cmd_compare(int argc, char **argv);
 
@@ -36,6 +38,11 @@ void ctq_print_error(const char *cmd, const struct ctq_error *err);
 /* Takes the value of option argv[*i] (advancing *i); prints a usage error
  * and returns NULL when it is missing. */
 const char *ctq_opt_value(int argc, char **argv, int *i);
+
+/* Whether --out DIR (out; NULL: the default under runs/) may receive a new
+ * run directory (reports/run.h ctq_run_out_check): checked before a
+ * command starts its work. Prints why not. */
+bool ctq_opt_out_ok(const char *cmd, const char *out, bool force);
 
 /* Parses a positive int option value; false on error (printed). */
 bool ctq_opt_int(const char *cmd, const char *opt, const char *v, long min,

@@ -1,6 +1,7 @@
 /* ctq harness helpers shared by the commands (see commands.h). */
 #include "harness/commands.h"
 #include "core/json.h"
+#include "reports/run.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -12,6 +13,15 @@ void ctq_print_error(const char *cmd, const struct ctq_error *err)
 	if (err->path[0])
 		fprintf(stderr, " at %s", err->path);
 	fprintf(stderr, ": %s\n", err->message);
+}
+
+bool ctq_opt_out_ok(const char *cmd, const char *out, bool force)
+{
+	struct ctq_error err = {0};
+	if (!out || !ctq_run_out_check(out, force, &err))
+		return true;
+	ctq_print_error(cmd, &err);
+	return false;
 }
 
 const char *ctq_opt_value(int argc, char **argv, int *i)

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/version.h"
 #include "harness/commands.h"
 
 static const struct {
@@ -54,6 +55,7 @@ static void usage(FILE *f)
 		"exit codes: 0 all passed; 1 a check failed or a regression was found;\n"
 		"            2 bad usage or bad input; 3 the environment cannot do it.\n",
 		"help", "this text, or `ctq help <command>`");
+	fprintf(f, "`ctq --version` prints the version and the git revision of the build.\n");
 }
 
 int main(int argc, char **argv)
@@ -63,8 +65,14 @@ int main(int argc, char **argv)
 		return CTQ_EXIT_USAGE;
 	}
 	const char *cmd = argv[1];
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+		printf("ctq %s (revision %s)\n", ctq_version(), ctq_build_revision());
+		return CTQ_EXIT_OK;
+	}
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
-		if (argc > 2) {
+		/* `ctq help --help` and `ctq help help` describe help: this text. */
+		if (argc > 2 && strcmp(argv[2], "--help") && strcmp(argv[2], "-h") &&
+		    strcmp(argv[2], "help")) {
 			for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
 				if (!strcmp(argv[2], commands[i].name)) {
 					char *hv[] = {argv[2], "--help", NULL};

@@ -61,6 +61,19 @@ static const struct {
 		"skipped without a GPU); a step that failed is caught by the run's own exit code and "
 		"by the steps comparison. The same holds for GEMM points and serving keys in one run "
 		"only (another --shapes or M list)."},
+#define MISSING_FAMILY(fam, name, file)                                                          \
+	[CTQ_POL_MISSING_FAMILY + (fam)] = {"missing_family", name, 1, 0, 1, true,               \
+		"Every " file " of the baseline gone from the new run is a regression: a run that "   \
+		"lost a whole result family did not check what the baseline checked, and calling " \
+		"that no regression would pass a run that measured nothing. A plan that leaves "   \
+		"the family out on purpose exempts it here (false) with the reason."}
+	MISSING_FAMILY(CTQ_FAM_CONFORM, "conformance", "conform.csv"),
+	MISSING_FAMILY(CTQ_FAM_PROBE, "probe", "probe.csv"),
+	MISSING_FAMILY(CTQ_FAM_BENCH_MODEL, "timing", "bench_model.csv"),
+	MISSING_FAMILY(CTQ_FAM_BENCH_GEMM, "gemm", "bench_gemm.csv"),
+	MISSING_FAMILY(CTQ_FAM_EVAL, "accuracy", "eval_questions.csv"),
+	MISSING_FAMILY(CTQ_FAM_BENCH_SERVE, "serving", "bench_serve.csv"),
+#undef MISSING_FAMILY
 };
 
 const char *ctq_compare_policy_name(enum ctq_policy_key k)
@@ -104,7 +117,8 @@ enum ctq_status ctq_compare_policy_load(struct ctq_compare_policy *p, const char
 				break;
 		if (known == CTQ_POL_COUNT) {
 			st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, sec->string,
-					   "unknown policy section (timing, serving, accuracy, probe, missing)");
+					   "unknown policy section (timing, serving, accuracy, probe, missing, "
+					   "missing_family)");
 			break;
 		}
 		if (!cJSON_IsObject(sec)) {
@@ -162,6 +176,12 @@ enum ctq_status ctq_compare_policy_load(struct ctq_compare_policy *p, const char
 			p->v[k] = x;
 			if (why && !cJSON_IsString(why)) {
 				st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, jp, "reason must be a string");
+				break;
+			}
+			if (k >= CTQ_POL_MISSING_FAMILY && x == 0 && (!why || !why->valuestring[0])) {
+				st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, jp,
+						   "exempts a result family; give the reason: "
+						   "{\"value\": false, \"reason\": \"...\"}");
 				break;
 			}
 			snprintf(p->reason[k], sizeof p->reason[k], "%s",
@@ -1201,6 +1221,39 @@ static void pairing_free(struct pairing *pg)
 	free(pg->used);
 }
 
+/* A family with files in the baseline and none in the new run: one row,
+ * a regression unless the policy exempts the family. */
+static enum ctq_status missing_families(struct ctq_comparison *c, const struct ctq_results *rb,
+					const struct ctq_results *rn,
+					const struct ctq_compare_policy *p, struct ctq_error *err)
+{
+	for (int f = 0; f < CTQ_FAM_COUNT; f++) {
+		size_t nb = 0, nn = 0;
+		for (size_t i = 0; i < rb->n; i++)
+			nb += (int)rb->v[i].fam == f;
+		for (size_t j = 0; j < rn->n; j++)
+			nn += (int)rn->v[j].fam == f;
+		if (!nb || nn)
+			continue;
+		const char *file = ctq_family_file((enum ctq_family)f);
+		struct ctq_cmp_row *r = new_row(c, f, file, err);
+		if (!r)
+			return CTQ_ERR_NOMEM;
+		enum ctq_policy_key k = (enum ctq_policy_key)(CTQ_POL_MISSING_FAMILY + f);
+		bool bad = p->v[k] != 0;
+		snprintf(r->key, sizeof r->key, "(family)");
+		snprintf(r->metric, sizeof r->metric, "present");
+		r->summary = true;
+		set_verdict(c, r, "removed", bad);
+		snprintf(r->detail, sizeof r->detail,
+			 "the %s family is missing from the new run: the baseline has %zu %s file(s), "
+			 "the new run none (%s: %s)",
+			 ctq_family_name((enum ctq_family)f), nb, file, ctq_compare_policy_name(k),
+			 bad ? "a regression" : p->reason[k]);
+	}
+	return CTQ_OK;
+}
+
 enum ctq_status ctq_compare_runs(struct ctq_comparison *c, const char *base_dir,
 				 const char *new_dir, const struct ctq_compare_policy *p,
 				 struct ctq_error *err)
@@ -1222,7 +1275,8 @@ enum ctq_status ctq_compare_runs(struct ctq_comparison *c, const char *base_dir,
 				   "eval_questions.csv, or a plan's steps)");
 		goto done;
 	}
-	if ((st = cmp_steps(c, mb, mn, err)) || (st = pair_files(&rb, &rn, &pg, err)))
+	if ((st = cmp_steps(c, mb, mn, err)) || (st = pair_files(&rb, &rn, &pg, err)) ||
+	    (st = missing_families(c, &rb, &rn, p, err)))
 		goto done;
 	for (size_t i = 0; i < rb.n && !st; i++) {
 		char pb[1200], pn[1200], disp[1100];

@@ -36,7 +36,9 @@
  * Files pair by their path inside the run directory; a family with exactly
  * one file on each side pairs whatever the paths. GEMM points and serving
  * keys only in the baseline are "removed" (a regression when
- * missing.is_regression). The policy (thresholds with their reasons) is
+ * missing.is_regression). A family with files in the baseline and none in
+ * the new run is "removed" as a whole and a regression unless the policy
+ * exempts it (missing_family.<family>: false, with its reason). The policy (thresholds with their reasons) is
  * policies/compare.json or the built-in copy.
  *
  * What it is not: a history store; `ctq compare --trend` tabulates N runs
@@ -69,7 +71,11 @@ enum ctq_policy_key {
 	CTQ_POL_PROBE_QUANT_FLOOR,    /* quantization rel-L2 below it never gates */
 	CTQ_POL_MISSING_IS_REGRESSION,/* a result file, GEMM point or serving key gone
 				       * from NEW gates (0/1) */
-	CTQ_POL_COUNT
+	/* A whole result family (every file of it) in BASE and none in NEW
+	 * gates (0/1; default 1): one key per enum ctq_family, in its order,
+	 * named missing_family.<family name>. An exemption (0) needs a reason. */
+	CTQ_POL_MISSING_FAMILY,
+	CTQ_POL_COUNT = CTQ_POL_MISSING_FAMILY + CTQ_FAM_COUNT
 };
 
 struct ctq_compare_policy {

@@ -1292,6 +1292,11 @@ static void environment(struct rep *r, struct ctq_strbuf *mdb, struct ctq_strbuf
 	snprintf(buf, sizeof buf, "%s%s", jstr(m, "git.revision"),
 		 cJSON_IsTrue(dirty) ? " (dirty working tree)" : "");
 	kv(r, mdb, hb, "revision", buf);
+	if (ctq_json_get(m, "ctq")) {
+		snprintf(buf, sizeof buf, "%s (built from %s)", jstr(m, "ctq.version"),
+			 jstr(m, "ctq.build_revision"));
+		kv(r, mdb, hb, "ctq", buf);
+	}
 	snprintf(buf, sizeof buf, "%s to %s (%.1f s)", jstr(m, "started_utc"), jstr(m, "ended_utc"),
 		 jnum(m, "wall_time_s"));
 	kv(r, mdb, hb, "time (UTC)", buf);

@@ -57,7 +57,8 @@ static enum ctq_status walk(struct ctq_results *r, size_t *cap, const char *root
 	struct dirent *e;
 	while (!st && (e = readdir(d))) {
 		const char *n = e->d_name;
-		if (n[0] == '.' || strstr(n, ".tmp-") || strstr(n, ".tmp."))
+		if (n[0] == '.' || strstr(n, ".tmp-") || strstr(n, ".tmp.") ||
+		    strstr(n, ".old-"))
 			continue;
 		char child[1200];
 		snprintf(child, sizeof child, "%s/%s", path, n);

@@ -43,7 +43,7 @@ struct ctq_results {
 };
 
 /* Walks run_dir (at most 8 levels; hidden entries, symbolic links, plots/
- * and unfinished *.tmp-* folders skipped). io-error when run_dir is not a
+ * and unfinished *.tmp-* or replaced *.old-* folders skipped). io-error when run_dir is not a
  * readable folder; no result files is not an error. */
 enum ctq_status ctq_results_find(struct ctq_results *r, const char *run_dir,
 				 struct ctq_error *err);

@@ -2,10 +2,15 @@
 #define _GNU_SOURCE
 #include "reports/run.h"
 #include "core/fileio.h"
+#include "core/json.h"
+#include "core/version.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -60,11 +65,123 @@ static void cpu_model(char *buf, size_t cap)
 		snprintf(buf, cap, "unknown");
 }
 
-enum ctq_status ctq_run_begin(struct ctq_run *run, const char *out_dir,
+/* Whether the last component of path is a temporary name that
+ * ctq_tmpdir_beside made: ".tmp-" and six characters of mkdtemp's. */
+static bool is_tmp_name(const char *path)
+{
+	size_t n = strlen(path);
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	if (n < 11 || memcmp(path + n - 11, ".tmp-", 5) != 0)
+		return false;
+	for (size_t i = n - 6; i < n; i++)
+		if (!isalnum((unsigned char)path[i]))
+			return false;
+	return true;
+}
+
+static bool folder_is_empty(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return false;
+	struct dirent *e;
+	bool empty = true;
+	while (empty && (e = readdir(d)))
+		empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+	closedir(d);
+	return empty;
+}
+
+/* The kind of path, and for the refusals why (into why, cap bytes). */
+static enum ctq_run_dir_kind dir_kind(const char *path, char *why, size_t cap)
+{
+	struct stat sb;
+	if (lstat(path, &sb) != 0) {
+		snprintf(why, cap, "does not exist");
+		return CTQ_RUN_DIR_ABSENT;
+	}
+	if (!S_ISDIR(sb.st_mode) && !(S_ISLNK(sb.st_mode) && ctq_path_is_dir(path))) {
+		snprintf(why, cap, "is not a folder");
+		return CTQ_RUN_DIR_OTHER;
+	}
+	if (folder_is_empty(path)) {
+		snprintf(why, cap, "is an empty folder, not a ctq run directory (no manifest.json)");
+		return CTQ_RUN_DIR_EMPTY;
+	}
+	char mpath[4200];
+	snprintf(mpath, sizeof mpath, "%s/manifest.json", path);
+	if (lstat(mpath, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		snprintf(why, cap, "is not a ctq run directory (no manifest.json)");
+		return CTQ_RUN_DIR_OTHER;
+	}
+	cJSON *m = NULL;
+	struct ctq_error e = {0};
+	if (ctq_json_load_file(mpath, (size_t)64 << 20, NULL, &m, &e)) {
+		snprintf(why, cap, "is not a ctq run directory (manifest.json does not parse: %s)",
+			 e.message);
+		return CTQ_RUN_DIR_OTHER;
+	}
+	enum ctq_run_dir_kind k = CTQ_RUN_DIR_FINISHED;
+	if (!cJSON_IsNumber(ctq_json_get(m, "schema_version")) ||
+	    !cJSON_IsString(ctq_json_get(m, "command"))) {
+		snprintf(why, cap, "is not a ctq run directory (manifest.json has no schema_version and command)");
+		k = CTQ_RUN_DIR_OTHER;
+	} else if (is_tmp_name(path)) {
+		snprintf(why, cap, "holds a run that did not finish: it still has the temporary name "
+			 "*.tmp-XXXXXX (a run is finished only when renamed to its final name)");
+		k = CTQ_RUN_DIR_UNFINISHED;
+	} else if (!cJSON_IsString(ctq_json_get(m, "ended_utc"))) {
+		snprintf(why, cap, "holds a run that did not finish: manifest.json has no ended_utc "
+			 "(written when the run commits)");
+		k = CTQ_RUN_DIR_UNFINISHED;
+	}
+	cJSON_Delete(m);
+	return k;
+}
+
+enum ctq_run_dir_kind ctq_run_dir_kind(const char *path)
+{
+	char why[512];
+	return dir_kind(path, why, sizeof why);
+}
+
+enum ctq_status ctq_run_dir_check(const char *path, struct ctq_error *err)
+{
+	char why[512];
+	if (dir_kind(path, why, sizeof why) == CTQ_RUN_DIR_FINISHED)
+		return CTQ_OK;
+	return ctq_error_set(err, CTQ_ERR_USAGE, path, "%s; expected a finished ctq run directory", why);
+}
+
+enum ctq_status ctq_run_out_check(const char *out_dir, bool force, struct ctq_error *err)
+{
+	char why[512];
+	switch (dir_kind(out_dir, why, sizeof why)) {
+	case CTQ_RUN_DIR_ABSENT:
+	case CTQ_RUN_DIR_EMPTY:
+		return CTQ_OK;
+	case CTQ_RUN_DIR_OTHER:
+		return ctq_error_set(err, CTQ_ERR_USAGE, out_dir,
+				     "already exists and %s; refusing to replace it (--out takes a new "
+				     "folder, an empty one, or a ctq run directory with --force)",
+				     why);
+	case CTQ_RUN_DIR_UNFINISHED:
+	case CTQ_RUN_DIR_FINISHED:
+		if (force)
+			return CTQ_OK;
+		return ctq_error_set(err, CTQ_ERR_USAGE, out_dir,
+				     "is an existing ctq run directory; --force replaces it");
+	}
+	return CTQ_OK;
+}
+
+enum ctq_status ctq_run_begin(struct ctq_run *run, const char *out_dir, bool force,
 			      const char *command, int argc, char **argv,
 			      struct ctq_error *err)
 {
 	memset(run, 0, sizeof *run);
+	run->force = force;
 	clock_gettime(CLOCK_REALTIME, &run->t0);
 	utc_now(run->started_utc, sizeof run->started_utc, "%Y-%m-%dT%H:%M:%SZ");
 	char rev[64];
@@ -72,14 +189,25 @@ enum ctq_status ctq_run_begin(struct ctq_run *run, const char *out_dir,
 	ctq_git_revision(rev, sizeof rev, &dirty);
 	if (out_dir) {
 		snprintf(run->final_dir, sizeof run->final_dir, "%s", out_dir);
+		/* The temporary folder goes beside the final one, not inside. */
+		size_t n = strlen(run->final_dir);
+		while (n > 1 && run->final_dir[n - 1] == '/')
+			run->final_dir[--n] = '\0';
 	} else {
 		char stamp[32];
 		utc_now(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ");
 		snprintf(run->final_dir, sizeof run->final_dir, "runs/%s-%s%s",
 			 stamp, rev, dirty ? "-dirty" : "");
+		/* Two runs in one second get their own folders (-2, -3, ...):
+		 * a default folder is never replaced. */
+		size_t n = strlen(run->final_dir);
+		for (int k = 2; ctq_path_exists(run->final_dir) && k < 1000; k++)
+			snprintf(run->final_dir + n, sizeof run->final_dir - n, "-%d", k);
 	}
-	enum ctq_status st = ctq_tmpdir_beside(run->final_dir, run->tmp_dir,
-					       sizeof run->tmp_dir, err);
+	enum ctq_status st = ctq_run_out_check(run->final_dir, force, err);
+	if (st)
+		return st;
+	st = ctq_tmpdir_beside(run->final_dir, run->tmp_dir, sizeof run->tmp_dir, err);
 	if (st)
 		return st;
 	run->open = true;
@@ -95,6 +223,9 @@ enum ctq_status ctq_run_begin(struct ctq_run *run, const char *out_dir,
 	for (int i = 0; av && i < argc; i++)
 		cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
 	cJSON_AddStringToObject(m, "started_utc", run->started_utc);
+	cJSON *ctq = cJSON_AddObjectToObject(m, "ctq");
+	cJSON_AddStringToObject(ctq, "version", ctq_version());
+	cJSON_AddStringToObject(ctq, "build_revision", ctq_build_revision());
 	cJSON *git = cJSON_AddObjectToObject(m, "git");
 	cJSON_AddStringToObject(git, "revision", rev);
 	cJSON_AddBoolToObject(git, "dirty", dirty);
@@ -139,6 +270,8 @@ enum ctq_status ctq_run_commit(struct ctq_run *run, struct ctq_error *err)
 		ctq_run_path(run, "manifest.json", path, sizeof path), text,
 		strlen(text), err);
 	free(text);
+	if (!st)
+		st = ctq_run_out_check(run->final_dir, run->force, err);
 	if (!st)
 		st = ctq_tmpdir_commit(run->tmp_dir, run->final_dir, true, err);
 	if (st) {

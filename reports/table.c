@@ -19,11 +19,27 @@ struct parse_state {
 	enum ctq_status st;
 };
 
+/* Bytes handed to libcsv at a time, and its smallest growth step. */
+#define PARSE_CHUNK ((size_t)64 << 10)
+
+static void field_too_long(struct parse_state *p)
+{
+	char path[CTQ_PATH_MAX];
+	snprintf(path, sizeof path, "%s:%zu", p->name, p->line + 1);
+	p->st = ctq_error_set(p->err, CTQ_ERR_PARSE, path,
+			      "a field is longer than %zu bytes (CTQ_TABLE_MAX_FIELD_BYTES); "
+			      "an unterminated quote?", CTQ_TABLE_MAX_FIELD_BYTES);
+}
+
 static void on_field(void *data, size_t len, void *ctx)
 {
 	struct parse_state *p = ctx;
 	if (p->st)
 		return;
+	if (len > CTQ_TABLE_MAX_FIELD_BYTES) {
+		field_too_long(p);
+		return;
+	}
 	if (p->n_row == p->cap_row) {
 		size_t cap = p->cap_row ? 2 * p->cap_row : 16;
 		char **r = realloc(p->row, cap * sizeof *r);
@@ -102,11 +118,23 @@ enum ctq_status ctq_table_parse(struct ctq_table *t, const char *text, size_t le
 	struct csv_parser cp;
 	if (csv_init(&cp, CSV_STRICT | CSV_STRICT_FINI) != 0)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, name, "out of memory");
-	if (csv_parse(&cp, text, len, on_field, on_row, &p) != len && !p.st) {
-		char path[CTQ_PATH_MAX];
-		snprintf(path, sizeof path, "%s:%zu", name, p.line + 1);
-		p.st = ctq_error_set(err, CTQ_ERR_PARSE, path, "malformed CSV: %s",
-				     csv_strerror(csv_error(&cp)));
+	/* Fed in chunks: before each, libcsv's growth step (it grows its field
+	 * buffer by a fixed blk_size, 128 bytes by default, which copies a long
+	 * field quadratically) is set to the buffer's size so far, so the buffer
+	 * doubles; and the field being read is bounded after each. */
+	for (size_t off = 0; off < len && !p.st;) {
+		size_t n = len - off < PARSE_CHUNK ? len - off : PARSE_CHUNK;
+		size_t have = csv_get_buffer_size(&cp);
+		csv_set_blk_size(&cp, have > PARSE_CHUNK ? have : PARSE_CHUNK);
+		if (csv_parse(&cp, text + off, n, on_field, on_row, &p) != n && !p.st) {
+			char path[CTQ_PATH_MAX];
+			snprintf(path, sizeof path, "%s:%zu", name, p.line + 1);
+			p.st = ctq_error_set(err, csv_error(&cp) == CSV_ENOMEM ? CTQ_ERR_NOMEM : CTQ_ERR_PARSE,
+					     path, "malformed CSV: %s", csv_strerror(csv_error(&cp)));
+		}
+		off += n;
+		if (!p.st && cp.entry_pos > CTQ_TABLE_MAX_FIELD_BYTES)
+			field_too_long(&p);
 	}
 	if (!p.st && csv_fini(&cp, on_field, on_row, &p) != 0 && !p.st) {
 		char path[CTQ_PATH_MAX];

@@ -13,6 +13,10 @@
 #include "core/status.h"
 
 #define CTQ_TABLE_MAX_BYTES ((size_t)512 << 20)
+/* The longest field (cell) read: 8 MiB, far above any cell ctq writes (the
+ * longest, bench serve's token list, is about 8 bytes a token). The field
+ * buffer grows geometrically up to it. */
+#define CTQ_TABLE_MAX_FIELD_BYTES ((size_t)8 << 20)
 
 struct ctq_table {
 	size_t n_cols, n_rows;
@@ -20,9 +24,10 @@ struct ctq_table {
 	char **cells;  /* (n_rows, n_cols) row-major, owned */
 };
 
-/* Reads path. Errors: io-error (cannot read, over CTQ_TABLE_MAX_BYTES),
- * parse-error at path:line (bad quoting, a row whose field count differs
- * from the header's, no header), out-of-memory. t is empty on error. */
+/* Reads path. Errors: io-error (cannot read, not a regular file, over
+ * CTQ_TABLE_MAX_BYTES), parse-error at path:record (bad quoting, a field
+ * over CTQ_TABLE_MAX_FIELD_BYTES, a row whose field count differs from the
+ * header's, no header), out-of-memory. t is empty on error. */
 enum ctq_status ctq_table_load(struct ctq_table *t, const char *path, struct ctq_error *err);
 
 /* Parses text (len bytes; borrowed) as if read from name. */

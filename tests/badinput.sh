@@ -112,5 +112,117 @@ else
 	cat "$tmp/out"
 fi
 
+# report and compare read finished run directories only.
+mkdir -p "$tmp/emptyrun"
+expect_usage report-empty-folder "$tmp/emptyrun" "$ctq" report "$tmp/emptyrun"
+cp -r "$tmp/run5" "$tmp/run5.tmp-Zz9Yy8"
+expect_usage report-killed-run "did not finish" "$ctq" report "$tmp/run5.tmp-Zz9Yy8"
+expect_usage compare-killed-run "did not finish" "$ctq" compare "$tmp/run5" "$tmp/run5.tmp-Zz9Yy8" --out "$tmp/cmp1"
+
+# --out never deletes what is not a ctq run directory, and replaces one
+# only with --force.
+mkdir -p "$tmp/victim/sub"
+echo keep >"$tmp/victim/important.txt"
+expect_usage out-not-a-run-dir "$tmp/victim" "$ctq" conform --suite "$tmp/suite" --out "$tmp/victim"
+if [ -f "$tmp/victim/important.txt" ] && [ -d "$tmp/victim/sub" ]; then
+	pass=$((pass + 1))
+else
+	fail=$((fail + 1))
+	echo "FAIL badinput/out-not-a-run-dir-kept: $tmp/victim lost its files"
+fi
+echo keep >"$tmp/victim-file"
+expect_usage out-is-a-file "$tmp/victim-file" "$ctq" conform --suite "$tmp/suite" --out "$tmp/victim-file" --force
+expect_usage out-run-dir-needs-force "--force" "$ctq" conform --suite "$tmp/suite" --out "$tmp/run5"
+rm "$tmp/suite/a/wrong.json"
+rm -rf "$tmp/run5.tmp-Zz9Yy8"
+timeout 30 "$ctq" conform --suite "$tmp/suite" --out "$tmp/run5" --force >"$tmp/out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && [ -f "$tmp/victim-file" ] && [ -f "$tmp/run5/conform.csv" ] &&
+	! ls "$tmp" | grep -q 'run5\.\(tmp\|old\)-'; then
+	pass=$((pass + 1))
+else
+	fail=$((fail + 1))
+	echo "FAIL badinput/out-force-replaces-run-dir: exit $rc"
+	cat "$tmp/out"
+fi
+
+# A FIFO where a file is expected is refused at once (io-error naming it),
+# never opened for a read that waits for a writer. timeout 10 bounds a
+# regression.
+expect_fifo() {
+	id=$1
+	needle=$2
+	shift 2
+	timeout 10 "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+	rc=$?
+	if [ "$rc" -eq 2 ] && grep -qF -- "$needle" "$tmp/err" && grep -q "FIFO" "$tmp/err"; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		echo "FAIL badinput/$id: exit $rc (124: it blocked on the FIFO), stderr:"
+		sed 's/^/    /' "$tmp/err" | cut -c1-300 | head -n 5
+	fi
+}
+mkfifo "$tmp/fifo.json" "$tmp/fifo.gguf"
+expect_fifo fifo-config "$tmp/fifo.json" "$ctq" inspect "$tmp/fifo.json"
+expect_fifo fifo-plan "$tmp/fifo.json" "$ctq" run "$tmp/fifo.json" --out "$tmp/fiforun"
+expect_fifo fifo-gguf "$tmp/fifo.gguf" "$ctq" import-gguf "$tmp/fifo.gguf" "$tmp/fifo-out"
+mkdir -p "$tmp/fifosuite/a"
+mkfifo "$tmp/fifosuite/a/case.json"
+expect_fifo fifo-case "$tmp/fifosuite/a/case.json" "$ctq" conform --suite "$tmp/fifosuite" --out "$tmp/fiforun"
+mkdir -p "$tmp/fifockpt"
+printf '{"model_type": "llama", "num_hidden_layers": 1}' >"$tmp/fifockpt/config.json"
+mkfifo "$tmp/fifockpt/model.safetensors"
+expect_fifo fifo-checkpoint "$tmp/fifockpt/model.safetensors" "$ctq" quantize "$tmp/fifockpt" "$tmp/fifo-q"
+"$ctq" make-model --arch llama --preset tiny "$tmp/tiny" >/dev/null 2>&1
+mkfifo "$tmp/fifo-tokenizer.json"
+expect_fifo fifo-tokenizer "$tmp/fifo-tokenizer.json" "$ctq" eval mmlu --model "$tmp/tiny" --tokenizer "$tmp/fifo-tokenizer.json" --backend reference --out "$tmp/fiforun"
+cp -r "$(dirname "$0")/../datasets/mmlu" "$tmp/fifo-mmlu"
+rm "$tmp/fifo-mmlu/dev/philosophy_dev.csv"
+mkfifo "$tmp/fifo-mmlu/dev/philosophy_dev.csv"
+expect_fifo fifo-dataset-csv "$tmp/fifo-mmlu/dev/philosophy_dev.csv" "$ctq" eval mmlu --model "$tmp/tiny" --data "$tmp/fifo-mmlu" --backend reference --out "$tmp/fiforun"
+
+# A plan step naming more "after" ids than there can be steps (a write past
+# the step's array before) is a bad plan.
+python3 -c "
+import json, sys
+steps = [{'id': 's0', 'command': 'inspect', 'args': ['x']},
+         {'id': 's1', 'command': 'inspect', 'args': ['x'], 'after': ['s0'] * 300}]
+json.dump({'name': 'p', 'steps': steps}, sys.stdout)
+" >"$tmp/after.json"
+expect_usage plan-after-overflow "steps[1].after" "$ctq" run "$tmp/after.json" --out "$tmp/afterrun"
+if [ -e "$tmp/afterrun" ]; then
+	fail=$((fail + 1))
+	echo "FAIL badinput/plan-after-overflow-runs-nothing: $tmp/afterrun exists"
+else
+	pass=$((pass + 1))
+fi
+
+# Help and version: exit 0 with the text on stdout.
+expect_ok() {
+	id=$1
+	needle=$2
+	shift 2
+	timeout 30 "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" -eq 0 ] && grep -qF -- "$needle" "$tmp/out"; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		echo "FAIL badinput/$id: exit $rc, stdout:"
+		sed 's/^/    /' "$tmp/out" | cut -c1-300 | head -n 5
+	fi
+}
+expect_ok version "(revision " "$ctq" --version
+expect_ok help-help "usage: ctq <command>" "$ctq" help --help
+expect_ok run-help-no-report "[--no-report]" "$ctq" run --help
+expect_ok run-help-force "--force" "$ctq" run --help
+if grep -q '"build_revision"' "$tmp/run5/manifest.json" && grep -q '"version"' "$tmp/run5/manifest.json"; then
+	pass=$((pass + 1))
+else
+	fail=$((fail + 1))
+	echo "FAIL badinput/manifest-version: $tmp/run5/manifest.json has no ctq version and build revision"
+fi
+
 echo "badinput: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -480,7 +480,7 @@ static void write_run(const char *out, struct ctq_gemm_row *r, size_t n)
 	struct ctq_run run;
 	struct ctq_error err = {0};
 	char *argv[] = {"bench", "gemm"};
-	cr_assert_eq(ctq_run_begin(&run, out, "bench-gemm", 2, argv, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(ctq_run_begin(&run, out, false, "bench-gemm", 2, argv, &err), CTQ_OK, "%s", err.message);
 	struct ctq_gemm_run_info info = {
 		.device = "NVIDIA H200 (sm_90, 132 SMs, L2 60.0 MiB, 139.8 GiB)", .device_name = "NVIDIA H200",
 		.l2_bytes = 60 << 20, .peaks = h200, .samples = 3, .warmup = 1, .check_rows = 32,

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/fileio.h"
+#include "core/json.h"
 #include "core/rng.h"
 #include "harness/commands.h"
 #include "reports/bench_gemm.h"
@@ -53,10 +54,38 @@ static void put(const char *dir, const char *rel, const char *text)
 	fclose(f);
 }
 
+/* Makes dir (when it exists) a finished run directory as ctq_run_commit
+ * leaves one: manifest.json with schema_version, command and ended_utc,
+ * added to the manifest a test wrote. */
+static void finish_run(const char *dir)
+{
+	if (!ctq_path_is_dir(dir))
+		return;
+	char path[512];
+	snprintf(path, sizeof path, "%s/manifest.json", dir);
+	cJSON *m = NULL;
+	if (!ctq_path_exists(path) || ctq_json_load_file(path, 1 << 20, NULL, &m, NULL))
+		m = cJSON_CreateObject();
+	cr_assert(m);
+	if (!cJSON_GetObjectItemCaseSensitive(m, "schema_version"))
+		cJSON_AddNumberToObject(m, "schema_version", 1);
+	if (!cJSON_GetObjectItemCaseSensitive(m, "command"))
+		cJSON_AddStringToObject(m, "command", "test");
+	if (!cJSON_GetObjectItemCaseSensitive(m, "ended_utc"))
+		cJSON_AddStringToObject(m, "ended_utc", "2026-01-01T00:00:00Z");
+	char *text = cJSON_Print(m);
+	cr_assert(text);
+	cr_assert_eq(ctq_file_write_atomic(path, text, strlen(text), NULL), CTQ_OK);
+	free(text);
+	cJSON_Delete(m);
+}
+
 /* Runs `ctq compare BASE NEW --out OUT --quiet [--policy FILE]` with
  * stdout to /dev/null (OUT is replaced). */
 static int compare_policy(const struct dirs *d, const char *policy)
 {
+	finish_run(d->base);
+	finish_run(d->cand);
 	char *argv[] = {"compare", (char *)d->base, (char *)d->cand, "--out", (char *)d->out, "--quiet",
 			"--policy", (char *)policy, NULL};
 	ctq_remove_tree(d->out);
@@ -325,6 +354,8 @@ static int trend(char (*runs)[96], int n, const char *out)
 	cr_assert(n <= 4);
 	for (int i = 0; i < n; i++)
 		argv[1 + i] = runs[i];
+	for (int i = 0; i < n; i++)
+		finish_run(runs[i]);
 	argv[n + 1] = "--trend";
 	argv[n + 2] = "--out";
 	argv[n + 3] = (char *)out;
@@ -453,6 +484,42 @@ Test(compare, failed_plan_step_regresses)
 	cr_expect_str_eq(v, "regression|true");
 	find_row(&d, "gpu", "status passed -> skipped", v, sizeof v);
 	cr_expect_str_eq(v, "changed|false");
+	ctq_remove_tree(d.root);
+}
+
+/* NEW lost every result file: each family the baseline had is a
+ * regression ("removed", said as such), unless the policy exempts it with
+ * a reason; an exemption without one is refused. */
+Test(compare, lost_result_families_regress)
+{
+	struct dirs d;
+	make_dirs(&d);
+	conform_csv(d.base, "conform/conform.csv", -1);
+	probe_csv(d.base, "probe/probe.csv", -1, 0, -1, 1);
+	cr_assert_eq(ctq_mkdirs(d.cand, NULL), CTQ_OK);
+	put(d.cand, "logs/conform.txt", "killed\n");
+	cr_expect_eq(compare(&d), 1, "a run that lost every result is no regression");
+	char v[64];
+	find_row(&d, "(family)", "present", v, sizeof v);
+	cr_expect_str_eq(v, "removed|true");
+	char detail[600];
+	find_cell(&d, "(family)", "present", "detail", detail, sizeof detail);
+	cr_expect(strstr(detail, "missing from the new run"), "%s", detail);
+
+	char policy[256];
+	snprintf(policy, sizeof policy, "%s/policy.json", d.root);
+	put(d.root, "policy.json", "{\"missing_family\": {\"conformance\": {\"value\": false, "
+				   "\"reason\": \"this plan runs no suites\"}}}");
+	cr_expect_eq(compare_policy(&d, policy), 1, "probe is still a regression");
+	put(d.root, "policy.json", "{\"missing_family\": {\"conformance\": {\"value\": false, "
+				   "\"reason\": \"this plan runs no suites\"}, \"probe\": {\"value\": false, "
+				   "\"reason\": \"no probes on this host\"}}}");
+	cr_expect_eq(compare_policy(&d, policy), 0, "both families exempt");
+	find_cell(&d, "(family)", "present", "detail", detail, sizeof detail);
+	cr_expect(strstr(detail, "no probes on this host") || strstr(detail, "runs no suites"), "%s",
+		  detail);
+	put(d.root, "policy.json", "{\"missing_family\": {\"probe\": false}}");
+	cr_expect_eq(compare_policy(&d, policy), 2, "an exemption without a reason");
 	ctq_remove_tree(d.root);
 }
 
@@ -708,6 +775,39 @@ Test(compare, bad_input_exits_2)
 	char *one[] = {"compare", d.base, NULL};
 	cr_expect_eq(ctq_cmd_compare(2, one), 2);
 	ctq_remove_tree(d.root);
+}
+
+/* One long quoted field: 4 MiB reads (the buffer grows geometrically, not
+ * by libcsv's 128-byte default); past CTQ_TABLE_MAX_FIELD_BYTES it is a
+ * parse-error naming file:record, closed or not. */
+Test(compare, table_reader_bounds_a_field, .timeout = 30)
+{
+	size_t big = CTQ_TABLE_MAX_FIELD_BYTES + 1024, n;
+	char *text = malloc(big + 64);
+	cr_assert(text);
+	struct ctq_table t;
+	struct ctq_error err = {0};
+	for (int closed = 0; closed <= 1; closed++) {
+		n = (size_t)sprintf(text, "a,b\n1,\"");
+		memset(text + n, 'x', (size_t)4 << 20);
+		n += (size_t)4 << 20;
+		n += (size_t)sprintf(text + n, "\"\n");
+		cr_assert_eq(ctq_table_parse(&t, text, n, "t.csv", &err), CTQ_OK, "%s", err.message);
+		cr_expect_eq(t.n_rows, 1);
+		cr_expect_eq(strlen(ctq_table_get(&t, 0, 1)), (size_t)4 << 20);
+		ctq_table_free(&t);
+
+		n = (size_t)sprintf(text, "a,b\n1,\"");
+		memset(text + n, 'x', big);
+		n += big;
+		if (closed)
+			n += (size_t)sprintf(text + n, "\"\n");
+		memset(&err, 0, sizeof err);
+		cr_expect_eq(ctq_table_parse(&t, text, n, "t.csv", &err), CTQ_ERR_PARSE, "closed %d", closed);
+		cr_expect_str_eq(err.path, "t.csv:2", "closed %d", closed);
+		cr_expect(strstr(err.message, "longer than"), "closed %d: %s", closed, err.message);
+	}
+	free(text);
 }
 
 Test(compare, table_reader_quoting_and_errors)

@@ -7,6 +7,7 @@
  * real subject with the category counts their sources state. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/fileio.h"
@@ -144,6 +145,39 @@ Test(eval_datasets, bad_files_name_file_and_line)
 			  err.message, bad[i].contains);
 		cr_expect_null(f.q, "%s: freed on failure", bad[i].id);
 	}
+}
+
+/* One long quoted question on line 2 of an MMLU file: just under
+ * CTQ_DATASET_MAX_FIELD_BYTES reads (the buffer grows geometrically); past
+ * it, closed or not, a parse-error at t.csv:2. */
+Test(eval_datasets, a_field_is_bounded, .timeout = 30)
+{
+	size_t big = CTQ_DATASET_MAX_FIELD_BYTES + 4096;
+	char *text = malloc(big + 256);
+	cr_assert(text);
+	for (int over = 0; over <= 1; over++)
+		for (int closed = 0; closed <= 1; closed++) {
+			size_t q = over ? big : CTQ_DATASET_MAX_FIELD_BYTES - 16;
+			size_t n = (size_t)sprintf(text, "a,b,c,d,e,A\n\"");
+			memset(text + n, 'x', q);
+			n += q;
+			if (closed)
+				n += (size_t)sprintf(text + n, "\",1,2,3,4,B\n");
+			struct ctq_question_file f;
+			struct ctq_error err = {0};
+			enum ctq_status st = ctq_question_file_parse(&f, CTQ_BENCH_MMLU, text, n, "t.csv", &err);
+			if (!over && closed) {
+				cr_expect_eq(st, CTQ_OK, "%s", err.message);
+				cr_expect_eq(f.n, 2);
+				ctq_question_file_free(&f);
+				continue;
+			}
+			cr_expect_eq(st, CTQ_ERR_PARSE, "over %d closed %d", over, closed);
+			cr_expect_str_eq(err.path, "t.csv:2", "over %d closed %d: %s", over, closed, err.message);
+			if (over)
+				cr_expect(strstr(err.message, "longer than"), "%s", err.message);
+		}
+	free(text);
 }
 
 Test(eval_datasets, samples_load_in_every_layout)

@@ -1,13 +1,18 @@
 #!/bin/sh
 # Runs every CPU test of ctq: the Criterion unit tests, the conformance
 # suites, and the bad-input checks. Prints one closing line
-# "tests: N passed, N failed" (N counts test programs and suites).
+# "tests: N passed, N failed, N skipped" (N counts test programs and suites):
+# a Criterion program that ran no test (every test skipped, e.g. missing
+# fixtures) is skipped with its reason, not passed; skipped tests inside a
+# program that ran others are listed with their reasons.
 # Usage: tools/run-tests.sh BUILD_DIR
 set -u
 build=${1:-build}
 passed=0
 failed=0
+skipped=0
 failures=""
+skips=""
 run() {
 	name=$1
 	shift
@@ -19,15 +24,43 @@ run() {
 		failures="$failures $name"
 	fi
 }
+# A Criterion program: verbose output less the RUN / PASS lines, then its
+# Synthesis line decides passed, failed or skipped.
+criterion() {
+	name=$1
+	t=$2
+	echo "== $name"
+	log=$(mktemp)
+	"$t" --jobs 2 --verbose >"$log" 2>&1
+	rc=$?
+	grep -v '^\[RUN \]\|^\[PASS\]' "$log"
+	tested=$(sed -n 's/.*Synthesis: Tested: \([0-9]*\).*/\1/p' "$log" | tail -n 1)
+	nskip=$(grep -c '^\[SKIP\]' "$log")
+	reason=$(sed -n 's/^\[SKIP\] [^:]*::[^:]*: //p' "$log" | head -n 1)
+	rm -f "$log"
+	if [ "$rc" -ne 0 ]; then
+		failed=$((failed + 1))
+		failures="$failures $name"
+	elif [ "${tested:-0}" -eq 0 ]; then
+		skipped=$((skipped + 1))
+		skips="$skips
+  $name: skipped, no test ran (${reason:-no reason given})"
+	else
+		passed=$((passed + 1))
+		[ "$nskip" -gt 0 ] && skips="$skips
+  $name: $nskip test(s) skipped (${reason:-no reason given})"
+	fi
+}
 for t in "$build"/tests/test_*; do
 	[ -x "$t" ] || continue
-	run "$(basename "$t")" "$t" --jobs 2
+	criterion "$(basename "$t")" "$t"
 done
 out=$(mktemp -d)
 run "conform suites" "$build/ctq" conform --suite suites --out "$out/conform"
 run "bad input" sh tests/badinput.sh "$build/ctq"
 rm -rf "$out"
 echo
+[ -n "$skips" ] && echo "skipped:$skips"
 [ -n "$failures" ] && echo "failed:$failures"
-echo "tests: $passed passed, $failed failed"
+echo "tests: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -1,73 +1,201 @@
-"""Loads vLLM's own compressed-tensors resolver (utils.py, compressed_tensors.py)
-from a vLLM wheel with every other vllm.* import stubbed: import plumbing
-only, the decisions stay vLLM's own code. No vLLM code is kept in the tree."""
-import importlib.abc, importlib.machinery, sys, types, zipfile
+"""Runs vLLM's own compressed-tensors resolver, read from a vLLM wheel, without
+importing the vllm package (which cannot import on a CPU-only machine; see
+semantics_diff.py). Nothing of vLLM is kept in this tree: the source is read
+from the wheel `make test-oracle` downloads.
 
-REAL = {
-    "vllm.model_executor.layers.quantization.compressed_tensors.utils",
-    "vllm.model_executor.layers.quantization.compressed_tensors.compressed_tensors",
+Executed from the wheel, unchanged (REAL below):
+  quantization/base_config.py            QuantizationConfig, QuantizeMethodBase
+  quantization/kv_cache.py               BaseKVCacheMethod
+  compressed_tensors/utils.py            should_ignore_layer, find_matched_target, ...
+  compressed_tensors/compressed_tensors.py  from_config, get_quant_method, get_scheme(_dict),
+                                         _get_scheme_from_parts and the _is_* predicates,
+                                         CompressedTensorsKVCacheMethod
+  compressed_tensors/compressed_tensors_embedding.py
+  compressed_tensors/schemes/*.py        every scheme class: their constructors validate
+                                         (bits, group size, symmetry) and raise ValueError
+  compressed_tensors/transform/{linear,utils}.py
+
+Written here (LAYERS below): the layer classes of a Qwen3 model in vLLM
+(LinearBase and its subclasses, VocabParallelEmbedding / ParallelLMHead,
+Attention, RoutedExperts) with vLLM's class names and hierarchy, which the
+resolver's isinstance tests and class-name matching read; the device
+(`current_platform`): one SM 9.0 GPU, as ctq's vllm profile assumes. Every
+other `vllm.*` name is an inert placeholder (import plumbing: kernels, loggers,
+parameters, triton) that no decision reads.
+"""
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import types
+import zipfile
+
+CT = "vllm.model_executor.layers.quantization.compressed_tensors"
+REAL_FIXED = {
+    "vllm.model_executor.layers.quantization.base_config",
+    "vllm.model_executor.layers.quantization.kv_cache",
+    CT, CT + ".utils", CT + ".compressed_tensors", CT + ".compressed_tensors_embedding",
+    CT + ".schemes", CT + ".transform", CT + ".transform.linear", CT + ".transform.utils",
 }
 
-class _Stub:
-    def __init__(self, *a, **k): self.args, self.kwargs = a, k
-    @classmethod
-    def get_min_capability(cls): return 0
-    def __call__(self, *a, **k): return _Stub()
-    def __getattr__(self, n): return _Stub()
+LAYERS = {
+    "vllm.model_executor.layers.linear": '''
+import torch
+from vllm.model_executor.layers.quantization.base_config import QuantizeMethodBase
+class LinearMethodBase(QuantizeMethodBase):
+    def create_weights(self, *a, **k): pass
+    def apply(self, *a, **k): pass
+class UnquantizedLinearMethod(LinearMethodBase): pass
+class LinearBase(torch.nn.Module): pass
+class ReplicatedLinear(LinearBase): pass
+class ColumnParallelLinear(LinearBase): pass
+class MergedColumnParallelLinear(ColumnParallelLinear): pass
+class QKVParallelLinear(ColumnParallelLinear): pass
+class RowParallelLinear(LinearBase): pass
+''',
+    "vllm.model_executor.layers.vocab_parallel_embedding": '''
+import torch
+class VocabParallelEmbedding(torch.nn.Module): pass
+class ParallelLMHead(VocabParallelEmbedding): pass
+''',
+    "vllm.model_executor.layers.attention": '''
+import torch
+class Attention(torch.nn.Module): pass
+''',
+    "vllm.model_executor.layers.fused_moe": '''
+import torch
+class RoutedExperts(torch.nn.Module): pass
+class FusedMoE(torch.nn.Module): pass
+''',
+}
+
 
 class _Platform:
-    """The device ctq's vllm profile assumes: one SM 9.0 GPU (H100/H200)."""
-    class _Cap:
-        def to_int(self): return 90
-    def get_device_capability(self, *a): return self._Cap()
-    def has_device_capability(self, c, *a): return (c.to_int() if hasattr(c, "to_int") else c) <= 90
-    def is_device_capability(self, c, *a): return (c.to_int() if hasattr(c, "to_int") else c) == 90
+    """One SM 9.0 GPU (H100/H200). Unknown predicates raise, so that no
+    decision silently reads a placeholder."""
+    class _Cap(tuple):
+        def to_int(self):
+            return self[0] * 10 + self[1]
+
+    def get_device_capability(self, *a):
+        return self._Cap((9, 0))
+
+    def has_device_capability(self, c, *a):
+        return (c.to_int() if hasattr(c, "to_int") else c) <= 90
+
+    def is_device_capability(self, c, *a):
+        return (c.to_int() if hasattr(c, "to_int") else c) == 90
+
     def is_xpu(self): return False
     def is_rocm(self): return False
     def is_cuda(self): return True
     def is_cpu(self): return False
-    def __getattr__(self, n): return lambda *a, **k: False
+    def is_fp8_fnuz(self): return False
+    def is_cuda_alike(self): return True
 
-class _StubModule(types.ModuleType):
-    def __init__(self, name):
-        super().__init__(name)
-        self.__path__ = []
-        self._classes = {}
+
+class _AutoMeta(type):
+    def __getattr__(cls, n):
+        if n.startswith("__"):
+            raise AttributeError(n)
+        sub = _AutoMeta(n, (_Auto,), {})
+        setattr(cls, n, sub)
+        return sub
+
+
+class _Auto(metaclass=_AutoMeta):
+    """Inert placeholder: any attribute, call, item or iteration succeeds."""
+    def __init__(self, *a, **k): pass
+    def __getattr__(self, n):
+        if n.startswith("__"):
+            raise AttributeError(n)
+        return _AutoMeta(n, (_Auto,), {})()
+    def __call__(self, *a, **k): return _Auto()
+    def __getitem__(self, k): return _Auto()
+    def __iter__(self): return iter(())
+
+
+class _PlaceholderModule(types.ModuleType):
     def __getattr__(self, n):
         if n.startswith("__"):
             raise AttributeError(n)
         if n == "current_platform":
-            return _Platform()
-        if n == "get_linear_transform_schemes":
-            # transform/linear.py: the generated configs carry no
-            # transform_config, so a layer has no input or output transforms.
-            return lambda *a, **k: (None, None)
-        if n not in self._classes:
-            self._classes[n] = type(n, (_Stub,), {"__module__": self.__name__})
-        return self._classes[n]
+            v = _Platform()
+        else:
+            v = _AutoMeta(n, (_Auto,), {"__module__": self.__name__})
+        setattr(self, n, v)
+        return v
+
 
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def __init__(self, wheel):
         self.zip = zipfile.ZipFile(wheel)
+        names = set(self.zip.namelist())
+        self.real = {}  # module name -> (path in wheel, is_package)
+        for m in REAL_FIXED:
+            base = m.replace(".", "/")
+            if base + "/__init__.py" in names:
+                self.real[m] = (base + "/__init__.py", True)
+            elif base + ".py" in names:
+                self.real[m] = (base + ".py", False)
+            else:
+                raise SystemExit("vllm_stub: %s not in %s" % (base, wheel))
+        pre = CT.replace(".", "/") + "/schemes/"
+        for n in names:
+            if n.startswith(pre) and n.endswith(".py") and "/" not in n[len(pre):] \
+                    and not n.endswith("__init__.py"):
+                self.real[n[:-3].replace("/", ".")] = (n, False)
+
     def find_spec(self, name, path, target=None):
         if name == "vllm" or name.startswith("vllm."):
-            return importlib.machinery.ModuleSpec(name, self, is_package=name not in REAL)
+            is_pkg = self.real[name][1] if name in self.real else name not in LAYERS
+            return importlib.machinery.ModuleSpec(name, self, is_package=is_pkg)
         return None
+
     def create_module(self, spec):
-        return None if spec.name in REAL else _StubModule(spec.name)
+        if spec.name in self.real:
+            return None
+        m = _PlaceholderModule(spec.name)  # LAYERS: other names are placeholders
+        if spec.name not in LAYERS:
+            m.__path__ = []
+        return m
+
     def exec_module(self, module):
-        if module.__name__ in REAL:
-            src = self.zip.read(module.__name__.replace(".", "/") + ".py").decode()
-            module.__file__ = "<wheel>/" + module.__name__
-            exec(compile(src, module.__file__, "exec"), module.__dict__)
+        name = module.__name__
+        if name in self.real:
+            path, is_pkg = self.real[name]
+            src = self.zip.read(path).decode()
+            module.__file__ = "<wheel>/" + path
+            if is_pkg:
+                module.__path__ = []
+        elif name in LAYERS:
+            src = LAYERS[name]
+            module.__file__ = "<vllm_stub>/" + name
+        else:
+            return
+        exec(compile(src, module.__file__, "exec"), module.__dict__)
+
+
+class VLLM:
+    """The loaded resolver: `ct` is compressed_tensors.py, `utils` utils.py,
+    and the layer classes."""
+    def __init__(self, wheel):
+        for k in [k for k in sys.modules if k == "vllm" or k.startswith("vllm.")]:
+            del sys.modules[k]
+        sys.meta_path.insert(0, _Finder(wheel))
+        self.ct = importlib.import_module(CT + ".compressed_tensors")
+        self.utils = importlib.import_module(CT + ".utils")
+        lin = importlib.import_module("vllm.model_executor.layers.linear")
+        voc = importlib.import_module("vllm.model_executor.layers.vocab_parallel_embedding")
+        att = importlib.import_module("vllm.model_executor.layers.attention")
+        self.QKVParallelLinear = lin.QKVParallelLinear
+        self.MergedColumnParallelLinear = lin.MergedColumnParallelLinear
+        self.RowParallelLinear = lin.RowParallelLinear
+        self.UnquantizedLinearMethod = lin.UnquantizedLinearMethod
+        self.VocabParallelEmbedding = voc.VocabParallelEmbedding
+        self.ParallelLMHead = voc.ParallelLMHead
+        self.Attention = att.Attention
+
 
 def load(wheel):
-    sys.meta_path.insert(0, _Finder(wheel))
-    ct = importlib.import_module("vllm.model_executor.layers.quantization.compressed_tensors.compressed_tensors")
-    lin = importlib.import_module("vllm.model_executor.layers.linear")
-    voc = importlib.import_module("vllm.model_executor.layers.vocab_parallel_embedding")
-    att = importlib.import_module("vllm.model_executor.layers.attention")
-    # vLLM's hierarchy, which get_quant_method's isinstance tests rely on:
-    # ParallelLMHead is a VocabParallelEmbedding.
-    voc.ParallelLMHead.__bases__ = (voc.VocabParallelEmbedding,)
-    return ct, lin, voc, att
+    return VLLM(wheel)
