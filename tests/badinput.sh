@@ -92,6 +92,16 @@ printf '{"id": "a/bad-class", "config": {}, "model": {"arch": "qwen3", "layers":
 expect_usage unknown-error-class "error class" "$ctq" conform --suite "$tmp/suite" --out "$tmp/run4"
 rm "$tmp/suite/a/badclass.json"
 
+# conform: a numeric case is bounded by its checkpoint's bytes (the product
+# of its fields), not only field by field; nothing may be written.
+mkdir -p "$tmp/suitebig/a"
+printf '{"id": "a/big", "checkpoint": {"arch": "qwen3", "preset": "tiny", "hidden_size": 8192, "intermediate_size": 32768, "num_hidden_layers": 64}, "numeric_tp": [2], "expect": {"numeric": "pass"}}' >"$tmp/suitebig/a/big.json"
+expect_usage numeric-case-bytes "at most 64 MiB" "$ctq" conform --suite "$tmp/suitebig" --out "$tmp/runbig"
+if [ -e "$tmp/runbig" ]; then
+	fail=$((fail + 1))
+	echo "FAIL badinput/numeric-case-bytes: $tmp/runbig was written"
+fi
+
 # The good suite still runs, and a failing expectation exits 1.
 timeout 30 "$ctq" conform --suite "$tmp/suite" --out "$tmp/run5" >"$tmp/out" 2>&1
 if [ $? -eq 0 ] && [ -f "$tmp/run5/conform.csv" ] && [ -f "$tmp/run5/junit.xml" ]; then
