@@ -1,6 +1,7 @@
 /* ctq file helpers (see fileio.h). */
 #define _GNU_SOURCE
 #include "core/fileio.h"
+#include "core/cleanup.h"
 #include "core/arena.h"
 
 #include <errno.h>
@@ -194,8 +195,10 @@ static int remove_cb(const char *p, const struct stat *sb, int flag,
 
 void ctq_remove_tree(const char *path)
 {
-	if (path && *path)
+	if (path && *path) {
 		nftw(path, remove_cb, 16, FTW_DEPTH | FTW_PHYS);
+		ctq_cleanup_unregister(path);
+	}
 }
 
 enum ctq_status ctq_tmpdir_beside(const char *final_dir, char *tmp, size_t cap,
@@ -222,6 +225,7 @@ enum ctq_status ctq_tmpdir_beside(const char *final_dir, char *tmp, size_t cap,
 		return ctq_error_set(err, CTQ_ERR_IO, final_dir,
 				     "cannot create a temporary directory: %s",
 				     strerror(errno));
+	ctq_cleanup_register(tmp); /* a SIGINT/SIGTERM removes it (cleanup.h) */
 	return CTQ_OK;
 }
 
@@ -266,6 +270,7 @@ enum ctq_status ctq_tmpdir_commit(const char *tmp, const char *final_dir,
 		if (rename(tmp, final_dir) != 0)
 			return ctq_error_set(err, CTQ_ERR_IO, final_dir,
 					     "cannot move %s into place: %s", tmp, strerror(errno));
+		ctq_cleanup_unregister(tmp);
 		return CTQ_OK;
 	}
 	if (!replace)
@@ -295,6 +300,7 @@ enum ctq_status ctq_tmpdir_commit(const char *tmp, const char *final_dir,
 		return ctq_error_set(err, CTQ_ERR_IO, final_dir, "cannot move %s into place: %s",
 				     tmp, strerror(e));
 	}
+	ctq_cleanup_unregister(tmp);
 	remove_old(aside, is_dir);
 	return CTQ_OK;
 }

@@ -1,6 +1,7 @@
 /* ctq conformance suites (see suite.h). */
 #define _GNU_SOURCE
 #include "harness/suite.h"
+#include "core/cleanup.h"
 #include "core/arena.h"
 #include "core/fileio.h"
 #include "core/json.h"
@@ -992,6 +993,9 @@ static enum ctq_status run_numeric(const struct ctq_case *c, struct ctq_checks *
 	if (!mkdtemp(base))
 		return ctq_error_set(err, CTQ_ERR_IO, "/tmp", "cannot create a temporary folder");
 	snprintf(qdir, sizeof qdir, "%s-w8a8", base);
+	/* A SIGINT/SIGTERM during the case removes both (core/cleanup.h). */
+	ctq_cleanup_register(base);
+	ctq_cleanup_register(qdir);
 	struct ctq_error cerr = {0};
 	struct ctq_qconfig cfg;
 	struct ctq_modules mods;
