@@ -23,6 +23,7 @@ struct cuda_impl {
 	ncclComm_t comm; /* tensor-parallel communicator, or NULL */
 	cudaDeviceProp prop;
 	bool no_gemv_bf16; /* CTQ_NO_GEMV_BF16 set: cuBLAS for every BF16 linear (A/B) */
+	bool sanitize_memset_cublas; /* CTQ_SANITIZE_MEMSET_CUBLAS: clear cuBLAS outputs first (initcheck) */
 };
 
 #define CUBLAS_WS_BYTES ((size_t)32 << 20)
@@ -145,6 +146,7 @@ static enum ctq_status cu_gemm_bf16(struct ctq_backend *b, const void *x, const 
 		return CTQ_OK;
 	if (M > 0x7fffffff || N > 0x7fffffff || K > 0x7fffffff)
 		return ctq_error_set(err, CTQ_ERR_USAGE, "gemm_bf16", "dimension beyond int32");
+	enum ctq_status st0;
 	/* decode: the weight-streaming kernel (kernels/gemv_bf16.cu) */
 	if (ctq_gemv_bf16_fits(x, w, M, K) && !impl(b)->no_gemv_bf16) {
 		enum ctq_status st = ctq_gemv_bf16_launch((const uint16_t *)x, (const uint16_t *)w, M, N, K,
@@ -153,6 +155,14 @@ static enum ctq_status cu_gemm_bf16(struct ctq_backend *b, const void *x, const 
 			return st;
 		return ctq_bias_bf16_launch((uint16_t *)y, (const float *)bias, M, N, impl(b)->stream, err);
 	}
+	/* compute-sanitizer's initcheck does not see cuBLAS's stores (measured
+	 * on the H200: tools/initcheck-cublas.cu), so every read of a cuBLAS
+	 * output reports as uninitialized. Under CTQ_SANITIZE_MEMSET_CUBLAS
+	 * (tools/gpu-sanitize.sh sets it for initcheck only) the output is
+	 * cleared first, which initcheck does see; the values are cuBLAS's. */
+	if (impl(b)->sanitize_memset_cublas &&
+	    (st0 = CTQ_CUDA(cudaMemsetAsync(y, 0, (size_t)M * (size_t)N * 2, impl(b)->stream), err)))
+		return st0;
 	const float alpha = 1.0f, beta = 0.0f;
 	/* Row-major y (M, N) = x (M, K) · w (N, K)ᵀ is column-major
 	 * yᵀ (N, M) = wᵀᵀ · xᵀ: op(A) = T on w (ld K), op(B) = N on x (ld K). */
@@ -441,6 +451,7 @@ extern "C" enum ctq_status ctq_backend_cuda(struct ctq_backend *b, int device,
 	b->ops = &cuda_ops;
 	c->device = device;
 	c->no_gemv_bf16 = getenv("CTQ_NO_GEMV_BF16") != NULL;
+	c->sanitize_memset_cublas = getenv("CTQ_SANITIZE_MEMSET_CUBLAS") != NULL;
 	enum ctq_status st;
 	if ((st = CTQ_CUDA(cudaSetDevice(device), err)) ||
 	    (st = CTQ_CUDA(cudaGetDeviceProperties(&c->prop, device), err)) ||
