@@ -8,23 +8,29 @@
  *                factor (and above its floor), NaN/Inf where there was none,
  *                or pass -> fail is a regression.
  *   timing       bench_model.csv by (backend, batch, input_tokens,
- *                output_tokens), the repetitions as samples of ttft_ms and
- *                decode_ms_per_step: two-sided Mann-Whitney U plus a
- *                practical threshold on the change of the median, three-way
- *                faster / slower / same, or ambiguous when the samples are
- *                too few or too noisy (or the change is large but not
- *                significant). Slower is a regression.
+ *                output_tokens), the repetitions of ttft_ms and
+ *                decode_ms_per_step summarized to their median: one run a
+ *                side is one replicate (its repetitions share the run's
+ *                clock, load and cache state), so the verdict is the run
+ *                verdict (ctq_compare_timing_run): the practical threshold
+ *                and the run-to-run noise allowance on the ratio of
+ *                medians, three-way faster / slower / same, or ambiguous
+ *                when the change is beyond the threshold but within the
+ *                allowance, or the samples are too few or too noisy.
+ *                Slower is a regression.
  *   gemm         bench_gemm.csv by (shape, K, N, M, impl): the per-call
  *                samples of bench_gemm_samples.csv beside it through the same
- *                timing verdict (no samples file: ambiguous, the CSV medians
+ *                run verdict (no samples file: ambiguous, the CSV medians
  *                shown); a ctq implementation whose check is not pass on the
  *                new side is a regression whatever its time.
  *   serving      bench_serve.csv, one row per request, by role when both
  *                files have a role column, else the whole file: ttft_ms,
- *                tpot_ms and latency_ms over the served requests through the
- *                timing verdict with serving.max_cv as the noise limit (not
- *                judged when the manifests beside the files show another
- *                load); a request not served on the new side is a regression.
+ *                tpot_ms and latency_ms over the served requests (the
+ *                medians of one run; bench serve writes no repetition
+ *                column) through the run verdict with serving.max_cv as
+ *                the noise limit (not judged when the manifests beside the
+ *                files show another load); a request not served on the new
+ *                side is a regression.
  *   accuracy     eval_questions.csv by (benchmark, subject, id): paired by
  *                question, exact McNemar on the discordant pairs and the
  *                difference with Newcombe's interval (eval/stats.h); a
@@ -60,9 +66,11 @@
 
 enum ctq_policy_key {
 	CTQ_POL_TIMING_THRESHOLD,     /* |median change| below it is "same" (fraction) */
-	CTQ_POL_TIMING_ALPHA,         /* Mann-Whitney significance level */
+	CTQ_POL_TIMING_ALPHA,         /* Mann-Whitney level (genuine replicates only) */
 	CTQ_POL_TIMING_MIN_SAMPLES,   /* fewer per side: ambiguous */
 	CTQ_POL_TIMING_MAX_CV,        /* a side noisier than this: ambiguous */
+	CTQ_POL_TIMING_RUN_NOISE,     /* run-to-run allowance: one run a side is slower or
+				       * faster only beyond it (fraction) */
 	CTQ_POL_SERVE_MAX_CV,         /* the same for per-request serving latencies */
 	CTQ_POL_ACC_ALPHA,            /* McNemar significance level */
 	CTQ_POL_ACC_MIN_DROP,         /* smallest accuracy drop that gates (fraction) */
@@ -103,11 +111,28 @@ struct ctq_timing_result {
 	char why[256];
 };
 
-/* The timing verdict of samples base (nb) and cand (nc), both borrowed;
- * lower values are better (times). NOMEM only. */
+/* The timing verdict of genuine replicates base (nb) and cand (nc), both
+ * borrowed: independent repetitions of the whole measurement (several runs),
+ * never the requests, calls or repetitions of one run, which share that
+ * run's conditions (clock, load, cache state). Mann-Whitney U plus the
+ * practical threshold; lower values are better (times). NOMEM only. */
 enum ctq_status ctq_compare_timing(const double *base, size_t nb, const double *cand, size_t nc,
 				   const struct ctq_compare_policy *p,
 				   struct ctq_timing_result *out, struct ctq_error *err);
+
+/* The verdict of one run against one run: base (nb) and cand (nc), both
+ * borrowed, are the within-run samples of each side (the requests of a
+ * bench serve run, the per-call times of a GEMM point, the repetitions of a
+ * bench model key). They share their run's conditions, so they are not
+ * replicates of the revision and feed no test: each side summarizes to its
+ * median. |change| under timing.threshold is same; a ratio of medians
+ * beyond 1 + timing.run_noise (or under 1 / (1 + run_noise)) is slower
+ * (faster); in between ambiguous (beyond the threshold, within run-to-run
+ * noise). Fewer than timing.min_samples a side, or a side's cv above
+ * timing.max_cv, is ambiguous. mwu is not computed (p NaN). NOMEM only. */
+enum ctq_status ctq_compare_timing_run(const double *base, size_t nb, const double *cand, size_t nc,
+				       const struct ctq_compare_policy *p,
+				       struct ctq_timing_result *out, struct ctq_error *err);
 
 #define CTQ_FAM_STEPS CTQ_FAM_COUNT /* pseudo-family of plan steps */
 

@@ -369,18 +369,41 @@ TestSuite(compare);
 
 /* ---- planted regressions ----------------------------------------------------------- */
 
+/* One run a side (issue "Step 11"): the repetitions of a run share its
+ * conditions, so they are one replicate and a change gates only beyond the
+ * run-to-run allowance (timing.run_noise, 1.5x). This test used to plant
+ * +20% (10 -> 12 ms over 10 repetitions) and expect slower from the
+ * Mann-Whitney test on the repetitions; that test is what called noise a
+ * regression in half the pairs, so +20% is now ambiguous and +60% slower. */
 Test(compare, slower_timing_series_regresses)
 {
 	struct dirs d;
 	make_dirs(&d);
 	bench_csv(d.base, "bench/bench_model.csv", 10.0, 0.2, 10, 1);
-	bench_csv(d.cand, "bench/bench_model.csv", 12.0, 0.2, 10, 2);
+	bench_csv(d.cand, "bench/bench_model.csv", 16.0, 0.2, 10, 2);
 	cr_expect_eq(compare(&d), 1);
-	char v[64];
+	char v[64], detail[600];
 	find_row(&d, "cuda, 1, 128, 32", "ttft_ms", v, sizeof v);
 	cr_expect_str_eq(v, "slower|true");
 	find_row(&d, "cuda, 1, 128, 32", "decode_ms_per_step", v, sizeof v);
 	cr_expect_str_eq(v, "same|false");
+	/* No p-value: the repetitions of one run feed no test. */
+	find_cell(&d, "cuda, 1, 128, 32", "ttft_ms", "p_value", v, sizeof v);
+	cr_expect(v[0] == '\0' || isnan(strtod(v, NULL)), "p %s", v);
+	/* +20%: beyond the threshold, within the allowance. */
+	bench_csv(d.cand, "bench/bench_model.csv", 12.0, 0.2, 10, 2);
+	cr_expect_eq(compare(&d), 0);
+	find_row(&d, "cuda, 1, 128, 32", "ttft_ms", v, sizeof v);
+	cr_expect_str_eq(v, "ambiguous|false");
+	find_cell(&d, "cuda, 1, 128, 32", "ttft_ms", "detail", detail, sizeof detail);
+	cr_expect(strstr(detail, "within the run-to-run allowance"), "%s", detail);
+	/* A policy that trusts the host (run_noise 0) gates at the threshold. */
+	char policy[128];
+	snprintf(policy, sizeof policy, "%s/policy.json", d.root);
+	put(d.root, "policy.json", "{\"timing\": {\"run_noise\": 0}}");
+	cr_expect_eq(compare_policy(&d, policy), 1);
+	find_row(&d, "cuda, 1, 128, 32", "ttft_ms", v, sizeof v);
+	cr_expect_str_eq(v, "slower|true");
 	ctq_remove_tree(d.root);
 }
 
@@ -401,13 +424,14 @@ Test(compare, flipped_answers_regress)
 }
 
 /* Both roles of a --ref-model file pair by role: the W8A8 side slowing
- * down is a regression of that role alone (ref 6 ms, new 10 -> 12 ms). */
+ * down is a regression of that role alone (ref 6 ms, new 10 -> 16 ms; was
+ * 10 -> 12, within the run-to-run allowance since "Step 11"). */
 Test(compare, roles_of_one_bench_file_pair_separately)
 {
 	struct dirs d;
 	make_dirs(&d);
 	bench_csv_roles(d.base, "bench/bench_model.csv", 6.0, 10.0, 10, 1);
-	bench_csv_roles(d.cand, "bench/bench_model.csv", 6.0, 12.0, 10, 2);
+	bench_csv_roles(d.cand, "bench/bench_model.csv", 6.0, 16.0, 10, 2);
 	cr_expect_eq(compare(&d), 1);
 	char v[64];
 	find_row(&d, "new, cuda, 1, 128, 32", "ttft_ms", v, sizeof v);
@@ -524,7 +548,9 @@ Test(compare, lost_result_families_regress)
 }
 
 /* One GEMM file holding every timing verdict and a failed ctq check:
- *   M=1  ctq_gemm     10 -> 11 us, 1% spread, 30 samples      slower (regression)
+ *   M=1  ctq_gemm     10 -> 16 us, 1% spread, 30 samples      slower (regression;
+ *                     was 10 -> 11: the 30 calls of one run are one replicate, so
+ *                     +10% is within the run-to-run allowance since "Step 11")
  *   M=1  ctq_w8a8     20 -> 20 us                             same
  *   M=1  cublas_bf16  cv 30% on both sides                    ambiguous (too noisy)
  *   M=16 ctq_gemm     2 samples a side, +20%                  ambiguous (too few)
@@ -539,7 +565,7 @@ Test(compare, gemm_point_verdicts)
 		{"qkv_proj", 16, "ctq_w8a8", "pass", 20.0, 0.01, 30},
 	};
 	static const struct gemm_point cand[] = {
-		{"qkv_proj", 1, "ctq_gemm", "pass", 11.0, 0.01, 30},
+		{"qkv_proj", 1, "ctq_gemm", "pass", 16.0, 0.01, 30},
 		{"qkv_proj", 1, "ctq_w8a8", "pass", 20.0, 0.01, 30},
 		{"qkv_proj", 1, "cublas_bf16", "-", 10.0, 0.30, 30},
 		{"qkv_proj", 16, "ctq_gemm", "pass", 12.0, 0.01, 2},
@@ -570,8 +596,8 @@ Test(compare, gemm_point_verdicts)
 	cr_expect(strstr(detail, "too noisy"), "%s", detail);
 	find_cell(&d, "qkv_proj, 2560, 6144, 16, ctq_gemm", "time_us", "detail", detail, sizeof detail);
 	cr_expect(strstr(detail, "too few samples: 2 base, 2 new"), "%s", detail);
-	/* The slower point's median is the samples' (about 11 us), not a default. */
-	cr_expect(fabs(find_new(&d, "qkv_proj, 2560, 6144, 1, ctq_gemm", "time_us") - 11.0) < 0.1);
+	/* The slower point's median is the samples' (about 16 us), not a default. */
+	cr_expect(fabs(find_new(&d, "qkv_proj, 2560, 6144, 1, ctq_gemm", "time_us") - 16.0) < 0.2);
 	ctq_remove_tree(d.root);
 }
 
@@ -619,7 +645,9 @@ Test(compare, gemm_point_gone_follows_the_missing_policy)
 }
 
 /* 64 requests a side, each change alone:
- *   TTFT 100 -> 120 ms: slower (judged under serving.max_cv: timing.max_cv
+ *   TTFT 100 -> 160 ms: slower (was 100 -> 120, which per-request
+ *   Mann-Whitney called slower; the requests of one run are one replicate,
+ *   so since "Step 11" +20% is within the run-to-run allowance) (judged under serving.max_cv: timing.max_cv
  *   would call its cv of 0.75 too noisy), TPOT and errors unchanged;
  *   two requests not served on the new side: a regression whatever the
  *   latencies. */
@@ -631,7 +659,7 @@ Test(compare, serving_regressions)
 		int errors_new;
 		const char *ttft, *tpot, *errors;
 	} cases[] = {
-		{"slower-ttft", 120.0, 0, "slower|true", "same|false", "same|false"},
+		{"slower-ttft", 160.0, 0, "slower|true", "same|false", "same|false"},
 		{"unserved", 100.0, 2, "same|false", "same|false", "regression|true"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -654,13 +682,13 @@ Test(compare, serving_regressions)
 }
 
 /* Manifests that show another load (concurrency 8 -> 16): the latencies are
- * shown, not judged, so a 50% slower TTFT does not regress. */
+ * shown, not judged, so a 60% slower TTFT does not regress. */
 Test(compare, another_serving_load_is_not_judged)
 {
 	struct dirs d;
 	make_dirs(&d);
 	serve_csv(d.base, "serve/bench_serve.csv", 64, 100.0, 20.0, 0, 1);
-	serve_csv(d.cand, "serve/bench_serve.csv", 64, 150.0, 20.0, 0, 2);
+	serve_csv(d.cand, "serve/bench_serve.csv", 64, 160.0, 20.0, 0, 2);
 	put(d.base, "serve/manifest.json", "{\"bench_serve\": {\"requests\": 64, \"concurrency\": 8}}");
 	put(d.cand, "serve/manifest.json", "{\"bench_serve\": {\"requests\": 64, \"concurrency\": 16}}");
 	cr_expect_eq(compare(&d), 0);
@@ -714,7 +742,8 @@ Test(compare, faster_and_ambiguous_are_not_regressions)
 	struct dirs d;
 	make_dirs(&d);
 	bench_csv(d.base, "a/bench_model.csv", 10.0, 0.2, 10, 1);
-	bench_csv(d.cand, "a/bench_model.csv", 8.0, 0.2, 10, 2);
+	/* -40%: beyond the run-to-run allowance (1 / 1.5); -20% would be ambiguous. */
+	bench_csv(d.cand, "a/bench_model.csv", 6.0, 0.2, 10, 2);
 	bench_csv(d.base, "b/bench_model.csv", 10.0, 0.2, 3, 3);
 	bench_csv(d.cand, "b/bench_model.csv", 14.0, 0.2, 3, 4);
 	bench_csv(d.base, "c/bench_model.csv", 10.0, 0.2, 2, 5);

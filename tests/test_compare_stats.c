@@ -6,7 +6,9 @@
  *     side has at most 8 values, else normal with tie and continuity
  *     corrections); the numbers are committed, scipy is not needed;
  *   - sample summaries (median, cv) on edge inputs;
- *   - the three-way timing verdict and its ambiguous state;
+ *   - the three-way timing verdict and its ambiguous state, for genuine
+ *     replicates (Mann-Whitney) and for one run a side (the ratio of medians
+ *     against timing.run_noise);
  *   - policies/compare.json holds exactly the built-in policy, and bad
  *     policies are refused with their JSON path. */
 #include <criterion/criterion.h>
@@ -170,6 +172,52 @@ Test(compare_stats, timing_verdicts)
 		cr_assert_eq(ctq_compare_timing(b, c->nb, n, c->nn, &p, &r, NULL), CTQ_OK);
 		cr_expect_str_eq(r.verdict, c->verdict, "%s: %s (%s)", c->id, r.verdict, r.why);
 		cr_expect_eq(r.regression, !strcmp(c->verdict, "slower"), "%s", c->id);
+	}
+}
+
+/* The run verdict (ctq_compare_timing_run): each side is one run, its
+ * samples exact values around the median so the ratio is the planted one;
+ * the default allowance is 1.5x. */
+static const struct run_case {
+	const char *id;
+	size_t nb, nn;
+	double mb, mn, run_noise; /* run_noise < 0: the default */
+	double spread;            /* relative half-range of the samples */
+	const char *verdict;
+} run_cases[] = {
+	{"same-within-threshold", 32, 32, 100.0, 104.0, -1, 0.01, "same"},
+	{"plus-20-ambiguous", 32, 32, 100.0, 120.0, -1, 0.01, "ambiguous"},
+	{"plus-45-ambiguous", 32, 32, 100.0, 145.0, -1, 0.01, "ambiguous"},
+	{"plus-60-slower", 32, 32, 100.0, 160.0, -1, 0.01, "slower"},
+	{"minus-20-ambiguous", 32, 32, 100.0, 80.0, -1, 0.01, "ambiguous"},
+	{"minus-40-faster", 32, 32, 100.0, 60.0, -1, 0.01, "faster"},
+	{"one-sample-a-side", 1, 1, 100.0, 200.0, -1, 0.0, "ambiguous"},
+	{"too-noisy", 10, 10, 100.0, 200.0, -1, 3.0, "ambiguous"},
+	{"quiet-host-gates-at-threshold", 10, 10, 100.0, 110.0, 0, 0.01, "slower"},
+};
+
+Test(compare_stats, run_verdicts)
+{
+	struct ctq_compare_policy p;
+	ctq_compare_policy_default(&p);
+	for (size_t i = 0; i < sizeof run_cases / sizeof *run_cases; i++) {
+		const struct run_case *c = &run_cases[i];
+		struct ctq_compare_policy q = p;
+		if (c->run_noise >= 0)
+			q.v[CTQ_POL_TIMING_RUN_NOISE] = c->run_noise;
+		double b[32], n[32];
+		for (size_t k = 0; k < c->nb; k++)
+			b[k] = c->mb * (1 + c->spread * (k % 2 ? 1 : -1) * (double)(k / 2) / 16);
+		for (size_t k = 0; k < c->nn; k++)
+			n[k] = c->mn * (1 + c->spread * (k % 2 ? 1 : -1) * (double)(k / 2) / 16);
+		struct ctq_timing_result r;
+		cr_assert_eq(ctq_compare_timing_run(b, c->nb, n, c->nn, &q, &r, NULL), CTQ_OK);
+		cr_expect_str_eq(r.verdict, c->verdict, "%s: %s (%s)", c->id, r.verdict, r.why);
+		cr_expect_eq(r.regression, !strcmp(c->verdict, "slower"), "%s", c->id);
+		cr_expect(isnan(r.mwu.p), "%s: the samples of one run feed no test", c->id);
+		if (c->nb > 1)
+			cr_expect(fabs(r.change - (c->mn - c->mb) / c->mb) < 1e-3, "%s: change %g", c->id,
+				  r.change);
 	}
 }
 
