@@ -496,11 +496,18 @@ static void record(struct plan *p, struct ctq_run *run, const char *plan_file, i
 				seed = x->argv[k];
 		}
 		if (!x->argc) {
-			/* Skipped before its arguments were built: the plan's args. */
+			/* Skipped before its arguments were built: the plan's args,
+			 * ${run} and ${step} expanded to the final names. */
+			char stepdir[1300];
+			snprintf(stepdir, sizeof stepdir, "%s/%s", run->final_dir, x->id);
 			cJSON_AddItemToArray(av, cJSON_CreateString(x->command));
 			const cJSON *a;
 			cJSON_ArrayForEach(a, x->args)
-				cJSON_AddItemToArray(av, cJSON_CreateString(a->valuestring));
+			{
+				char *v = substitute(a->valuestring, run->final_dir, stepdir);
+				cJSON_AddItemToArray(av, cJSON_CreateString(v ? v : a->valuestring));
+				free(v);
+			}
 		}
 		cJSON_AddStringToObject(s, "status", x->status);
 		if (x->reason[0])
@@ -613,6 +620,8 @@ int ctq_cmd_run(int argc, char **argv)
 	/* A GPU is a CUDA device the backend can open. */
 	bool gpu = false;
 	char no_gpu[600] = "no CUDA device", desc[256] = "";
+	/* The backend's message says which: no driver, an old driver, no
+	 * device, or a build without CUDA; it is given once, as it is. */
 	if (!strcmp(gpu_mode, "off")) {
 		snprintf(no_gpu, sizeof no_gpu, "GPU steps turned off (--gpu off)");
 	} else {
@@ -624,7 +633,8 @@ int ctq_cmd_run(int argc, char **argv)
 			b.ops->describe(&b, desc, sizeof desc);
 			ctq_backend_close(&b);
 		} else {
-			snprintf(no_gpu, sizeof no_gpu, "no CUDA device (%s)", ge.message);
+			snprintf(no_gpu, sizeof no_gpu, "%s%s",
+				 strncmp(ge.message, "no CUDA device", 14) ? "no CUDA device: " : "", ge.message);
 		}
 	}
 	if ((st = ctq_run_begin(&run, out, force, "run", argc, argv, &err))) {
@@ -700,33 +710,55 @@ int ctq_cmd_run(int argc, char **argv)
 	}
 	double t_steps = now_s() - t_all;
 
-	/* junit.xml: a testcase per step, then the steps' own suites. */
+	checkpoints(p, &run);
+	record(p, &run, plan_file, counts);
+	rc = counts[1] || counts[3] ? CTQ_EXIT_FAIL : CTQ_EXIT_OK;
+	cJSON_AddNumberToObject(run.manifest, "exit_code", rc);
+
+	/* junit.xml: a testcase per step, then the steps' own suites; the
+	 * command lines as a reader of the finished run sees them (${run} and
+	 * ${step} expanded to the final names). */
 	struct ctq_junit_step js[MAX_STEPS];
 	char (*jpaths)[1400] = calloc((size_t)p->n, sizeof *jpaths);
+	char (*ppaths)[1400] = calloc((size_t)p->n, sizeof *ppaths);
 	char (*cmdl)[600] = calloc((size_t)p->n, sizeof *cmdl);
-	if (!jpaths || !cmdl) {
+	if (!jpaths || !ppaths || !cmdl) {
 		free(jpaths);
+		free(ppaths);
 		free(cmdl);
 		fprintf(stderr, "ctq run: out of memory\n");
 		ctq_run_abort(&run);
+		rc = CTQ_EXIT_USAGE;
 		goto out;
 	}
 	for (int i = 0; i < p->n; i++) {
 		struct step *x = &p->steps[i];
 		snprintf(jpaths[i], sizeof jpaths[i], "%s/%s/junit.xml", run.tmp_dir, x->id);
+		snprintf(ppaths[i], sizeof ppaths[i], "%s/%s/probe.csv", run.tmp_dir, x->id);
+		char stepdir[1300];
+		snprintf(stepdir, sizeof stepdir, "%s/%s", run.final_dir, x->id);
 		size_t len = 0;
 		const cJSON *a;
 		len += (size_t)snprintf(cmdl[i], sizeof cmdl[i], "ctq %s", x->command);
 		cJSON_ArrayForEach(a, x->args) if (len < sizeof cmdl[i])
-			len += (size_t)snprintf(cmdl[i] + len, sizeof cmdl[i] - len, " %s", a->valuestring);
+		{
+			char *shown = substitute(a->valuestring, run.final_dir, stepdir);
+			len += (size_t)snprintf(cmdl[i] + len, sizeof cmdl[i] - len, " %s",
+						shown ? shown : a->valuestring);
+			free(shown);
+		}
 		js[i] = (struct ctq_junit_step){x->id, cmdl[i], x->status,
 						x->reason[0] ? x->reason : NULL, x->wall_s,
-						ctq_path_exists(jpaths[i]) ? jpaths[i] : NULL};
+						ctq_path_exists(jpaths[i]) ? jpaths[i] : NULL,
+						ctq_path_exists(ppaths[i]) ? ppaths[i] : NULL};
 	}
-	char path[1400];
+	char path[1400], verdict[96];
+	snprintf(verdict, sizeof verdict, "%s%s", rc ? "FAIL" : "PASS",
+		 ctq_report_cpu_only(run.manifest) ? " (" CTQ_REPORT_CPU_ONLY ")" : "");
 	snprintf(path, sizeof path, "%s/junit.xml", run.tmp_dir);
-	st = ctq_junit_merge(path, p->name, js, (size_t)p->n, &err);
+	st = ctq_junit_merge(path, p->name, verdict, js, (size_t)p->n, &err);
 	free(jpaths);
+	free(ppaths);
 	free(cmdl);
 	if (st) {
 		ctq_print_error("run", &err);
@@ -734,10 +766,6 @@ int ctq_cmd_run(int argc, char **argv)
 		rc = CTQ_EXIT_ENV;
 		goto out;
 	}
-	checkpoints(p, &run);
-	record(p, &run, plan_file, counts);
-	rc = counts[1] || counts[3] ? CTQ_EXIT_FAIL : CTQ_EXIT_OK;
-	cJSON_AddNumberToObject(run.manifest, "exit_code", rc);
 	struct ctq_report_summary rs = {0};
 	if (report && (st = write_report(&run, &rs, &err))) {
 		ctq_print_error("run", &err);
@@ -768,3 +796,4 @@ out:
 	fflush(stdout);
 	return rc;
 }
+enum ctq_status ctq_run_plan_check(const char *file, struct ctq_error *err) { struct plan *p = calloc(1, sizeof *p); enum ctq_status st = p ? plan_load(p, file, err) : ctq_error_set(err, CTQ_ERR_NOMEM, file, "out of memory"); if (p) cJSON_Delete(p->root); free(p); return st; }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/fileio.h"
 #include "core/version.h"
 #include "harness/commands.h"
 
@@ -37,6 +38,36 @@ static const struct {
 	{"compare", ctq_cmd_compare,
 	 "regression verdict between two run directories, or a trend over N (--trend)"},
 };
+
+/* The commands that load a checkpoint folder named by --model or
+ * --ref-model check it exists before anything else (the backend, the
+ * tokenizer), so that a mistyped path is said first: io-error naming it,
+ * exit 2. Not --help: help is given whatever follows. */
+static bool model_paths_exist(int argc, char **argv)
+{
+	const char *cmd = argv[1];
+	bool bench = !strcmp(cmd, "bench") && argc > 2 &&
+		     (!strcmp(argv[2], "model") || !strcmp(argv[2], "serve"));
+	if (!bench && strcmp(cmd, "eval") && strcmp(cmd, "generate"))
+		return true;
+	for (int i = 2; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return true;
+	for (int i = 2; i + 1 < argc; i++) {
+		if (strcmp(argv[i], "--model") && strcmp(argv[i], "--ref-model"))
+			continue;
+		const char *path = argv[++i];
+		if (ctq_path_exists(path))
+			continue;
+		char name[64];
+		snprintf(name, sizeof name, "%s%s%s", cmd, bench ? " " : "", bench ? argv[2] : "");
+		struct ctq_error err = {0};
+		ctq_error_set(&err, CTQ_ERR_IO, path, "%s: no such file or folder", argv[i - 1]);
+		ctq_print_error(name, &err);
+		return false;
+	}
+	return true;
+}
 
 static void usage(FILE *f)
 {
@@ -84,6 +115,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return CTQ_EXIT_OK;
 	}
+	if (!model_paths_exist(argc, argv))
+		return CTQ_EXIT_USAGE;
 	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
 		if (!strcmp(cmd, commands[i].name))
 			return commands[i].run(argc - 1, argv + 1);

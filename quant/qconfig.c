@@ -844,11 +844,21 @@ enum ctq_status ctq_qconfig_load(struct ctq_qconfig *cfg, const char *path,
 			return ctq_error_set(err, CTQ_ERR_NOMEM, path, "out of memory");
 	}
 	cJSON *root = NULL;
-	enum ctq_status st = ctq_json_load_file(file ? file : path,
-						CONFIG_MAX_BYTES, NULL, &root, err);
+	const char *where = file ? file : path;
+	enum ctq_status st = ctq_json_load_file(where, CONFIG_MAX_BYTES, NULL, &root, err);
+	if (!st && !cJSON_IsObject(root)) {
+		/* Name the file: "(root)" alone does not say which one. */
+		st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, where,
+				   "is a JSON %s at its root; expected a config.json object",
+				   ctq_json_type_name(root));
+		memset(cfg, 0, sizeof *cfg);
+		ctq_arena_init(&cfg->arena);
+	}
 	free(file);
-	if (st)
+	if (st) {
+		cJSON_Delete(root);
 		return st;
+	}
 	st = ctq_qconfig_parse(cfg, root, opt, err);
 	cJSON_Delete(root);
 	return st;

@@ -2,6 +2,7 @@
 #include "reports/junit_merge.h"
 #include "core/fileio.h"
 #include "core/strbuf.h"
+#include "reports/table.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +66,62 @@ static void copy_suites(struct ctq_strbuf *sb, const char *text, const char *id)
 	}
 }
 
-enum ctq_status ctq_junit_merge(const char *path, const char *name,
+/* A <testsuite> of the probe rows of csv (ctq probe's probe.csv): one
+ * testcase per row, a <failure> unless outcome is pass. An unreadable file
+ * adds nothing. */
+static void probe_suite(struct ctq_strbuf *sb, const char *csv, const char *id)
+{
+	struct ctq_table t;
+	if (ctq_table_load(&t, csv, NULL))
+		return;
+	static const char *const keys[] = {"layer", "K", "N", "M", "weights", "acts", "backend",
+					   "outcome", "reason"};
+	int c[9];
+	for (int k = 0; k < 9; k++)
+		if ((c[k] = ctq_table_col(&t, keys[k])) < 0) {
+			ctq_table_free(&t);
+			return;
+		}
+	size_t failures = 0;
+	for (size_t i = 0; i < t.n_rows; i++)
+		failures += strcmp(ctq_table_get(&t, i, c[7]), "pass") != 0;
+	ctq_strbuf_append(sb, "  <testsuite name=\"");
+	esc(sb, id);
+	ctq_strbuf_printf(sb, ": ctq.probe\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"0\" "
+			      "time=\"0.000000\">\n", t.n_rows, failures);
+	for (size_t i = 0; i < t.n_rows; i++) {
+		ctq_strbuf_append(sb, "    <testcase classname=\"probe.");
+		esc(sb, ctq_table_get(&t, i, c[0]));
+		ctq_strbuf_append(sb, "\" name=\"");
+		esc(sb, ctq_table_get(&t, i, c[6]));
+		ctq_strbuf_append(sb, " K=");
+		esc(sb, ctq_table_get(&t, i, c[1]));
+		ctq_strbuf_append(sb, " N=");
+		esc(sb, ctq_table_get(&t, i, c[2]));
+		ctq_strbuf_append(sb, " M=");
+		esc(sb, ctq_table_get(&t, i, c[3]));
+		ctq_strbuf_append(sb, " ");
+		esc(sb, ctq_table_get(&t, i, c[4]));
+		ctq_strbuf_append(sb, "/");
+		esc(sb, ctq_table_get(&t, i, c[5]));
+		const char *outcome = ctq_table_get(&t, i, c[7]), *reason = ctq_table_get(&t, i, c[8]);
+		if (!strcmp(outcome, "pass")) {
+			ctq_strbuf_append(sb, "\" time=\"0.000000\"/>\n");
+			continue;
+		}
+		ctq_strbuf_append(sb, "\" time=\"0.000000\">\n      <failure message=\"");
+		esc(sb, outcome);
+		if (reason[0]) {
+			ctq_strbuf_append(sb, ": ");
+			esc(sb, reason);
+		}
+		ctq_strbuf_append(sb, "\"/>\n    </testcase>\n");
+	}
+	ctq_strbuf_append(sb, "  </testsuite>\n");
+	ctq_table_free(&t);
+}
+
+enum ctq_status ctq_junit_merge(const char *path, const char *name, const char *verdict,
 				const struct ctq_junit_step *steps, size_t n,
 				struct ctq_error *err)
 {
@@ -84,6 +140,11 @@ enum ctq_status ctq_junit_merge(const char *path, const char *name,
 	ctq_strbuf_append(&sb, "\">\n  <testsuite name=\"ctq.run\"");
 	ctq_strbuf_printf(&sb, " tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"%zu\" time=\"%.6f\">\n",
 			  n, failures, errors, skipped, total);
+	if (verdict) {
+		ctq_strbuf_append(&sb, "    <properties>\n      <property name=\"verdict\" value=\"");
+		esc(&sb, verdict);
+		ctq_strbuf_append(&sb, "\"/>\n    </properties>\n");
+	}
 	for (size_t i = 0; i < n; i++) {
 		const struct ctq_junit_step *s = &steps[i];
 		ctq_strbuf_append(&sb, "    <testcase classname=\"ctq.run.");
@@ -113,6 +174,8 @@ enum ctq_status ctq_junit_merge(const char *path, const char *name,
 	}
 	ctq_strbuf_append(&sb, "  </testsuite>\n");
 	for (size_t i = 0; i < n; i++) {
+		if (steps[i].probe_csv && !steps[i].junit_path)
+			probe_suite(&sb, steps[i].probe_csv, steps[i].id);
 		if (!steps[i].junit_path)
 			continue;
 		char *text = NULL;

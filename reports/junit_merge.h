@@ -3,6 +3,10 @@
  * followed by every <testsuite> of the steps' own junit.xml files, their
  * names prefixed with the step id, all under one <testsuites> root, so a CI
  * server reads one file for the whole run.
+ * A step whose folder holds a probe.csv (ctq probe writes no junit.xml) adds
+ * a <testsuite> "<id>: ctq.probe" with a testcase per probe row, failed
+ * unless its outcome is pass. The run's verdict goes into the ctq.run
+ * suite's <properties> (property "verdict").
  *
  * What it is not: a JUnit parser. A step's file is taken as ctq writes it
  * (reports/junit.h): the <testsuite> elements are copied verbatim; a file
@@ -22,11 +26,13 @@ struct ctq_junit_step {
 	const char *message;    /* reason; NULL when passed */
 	double time_s;
 	const char *junit_path; /* the step's junit.xml, or NULL */
+	const char *probe_csv;  /* the step's probe.csv, or NULL */
 };
 
-/* Writes path. name: the run's name (the plan). Errors: io-error,
+/* Writes path. name: the run's name (the plan); verdict: the run's verdict
+ * (e.g. "PASS (CPU only: no GPU was qualified)"), or NULL. Errors: io-error,
  * out-of-memory; an unreadable step file is skipped, not an error. */
-enum ctq_status ctq_junit_merge(const char *path, const char *name,
+enum ctq_status ctq_junit_merge(const char *path, const char *name, const char *verdict,
 				const struct ctq_junit_step *steps, size_t n,
 				struct ctq_error *err);
 

@@ -28,6 +28,16 @@ static int run_in(const char *dir, const char *log, char *const argv[])
 			dup2(fd, 2);
 			close(fd);
 		}
+		/* A gnuplot unpacked under DEPS_PREFIX (tools/offline-deps.sh)
+		 * finds its libraries there. */
+		const char *dp = getenv("DEPS_PREFIX");
+		if (dp && *dp && !strncmp(argv[0], dp, strlen(dp))) {
+			char lib[1200];
+			const char *old = getenv("LD_LIBRARY_PATH");
+			snprintf(lib, sizeof lib, "%s/usr/lib/x86_64-linux-gnu:%s/lib/x86_64-linux-gnu%s%s", dp,
+				 dp, old && *old ? ":" : "", old && *old ? old : "");
+			setenv("LD_LIBRARY_PATH", lib, 1);
+		}
 		int in = open("/dev/null", O_RDONLY);
 		if (in >= 0) {
 			dup2(in, 0);
@@ -50,7 +60,17 @@ void ctq_plot_init(struct ctq_plotter *p)
 		snprintf(p->why, sizeof p->why, "plots turned off (CTQ_GNUPLOT=none)");
 		return;
 	}
-	snprintf(p->program, sizeof p->program, "%s", env && *env ? env : "gnuplot");
+	/* CTQ_GNUPLOT, else the gnuplot of packages unpacked under DEPS_PREFIX
+	 * (an offline host: tools/offline-deps.sh), else gnuplot on the PATH. */
+	const char *dp = getenv("DEPS_PREFIX");
+	char unpacked[sizeof p->program];
+	snprintf(unpacked, sizeof unpacked, "%s/usr/bin/gnuplot-nox", dp ? dp : "");
+	if (env && *env)
+		snprintf(p->program, sizeof p->program, "%s", env);
+	else if (dp && *dp && access(unpacked, X_OK) == 0)
+		snprintf(p->program, sizeof p->program, "%s", unpacked);
+	else
+		snprintf(p->program, sizeof p->program, "gnuplot");
 	const char *terms[] = {"pngcairo", "png"};
 	for (int i = 0; i < 2; i++) {
 		char cmd[64];

@@ -755,6 +755,8 @@ static enum ctq_status eval_file(struct rep *r, const struct ctq_result_file *f)
 
 struct perf_case {
 	char label[400];
+	char kind[32];    /* what the model is: "W8A8", "BF16", ... (model_kind) */
+	char key[200];    /* backend, batch, input, output: pairs the two sides */
 	char series_ttft[200], series_tps[200]; /* role/backend and the fixed other axis */
 	double batch, input;
 	double ttft[3];   /* median, min, max */
@@ -773,6 +775,40 @@ static double median_of(double *v, size_t n)
 		return NAN;
 	qsort(v, n, sizeof *v, cmp_d);
 	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* What the checkpoint folder dir is, for labels: "W<w>A<a>" (the bits of
+ * the first quantization config group; A16 without input activations) when
+ * config.json has a quantization_config, else its dtype in capitals
+ * ("bfloat16" -> "BF16"); "model" when config.json cannot be read. */
+static void model_kind(const char *dir, char *buf, size_t cap)
+{
+	char path[1300];
+	snprintf(path, sizeof path, "%s/config.json", dir);
+	snprintf(buf, cap, "model");
+	cJSON *c = NULL;
+	if (!*dir || ctq_json_load_file(path, (size_t)16 << 20, NULL, &c, NULL))
+		return;
+	const cJSON *q = ctq_json_get(c, "quantization_config");
+	if (cJSON_IsObject(q)) {
+		const cJSON *g = ctq_json_get(q, "config_groups");
+		g = cJSON_IsObject(g) ? g->child : NULL;
+		const cJSON *w = ctq_json_get(ctq_json_get(g, "weights"), "num_bits");
+		const cJSON *a = ctq_json_get(ctq_json_get(g, "input_activations"), "num_bits");
+		if (cJSON_IsNumber(w))
+			snprintf(buf, cap, "W%dA%d", (int)w->valuedouble, cJSON_IsNumber(a) ? (int)a->valuedouble : 16);
+		else
+			snprintf(buf, cap, "quantized");
+	} else {
+		const char *d = ctq_json_str_at(c, "torch_dtype", NULL);
+		d = d ? d : ctq_json_str_at(c, "dtype", NULL);
+		static const char *const names[][2] = {{"bfloat16", "BF16"}, {"float16", "FP16"},
+						       {"float32", "FP32"}};
+		for (size_t i = 0; d && i < sizeof names / sizeof *names; i++)
+			if (!strcmp(d, names[i][0]))
+				snprintf(buf, cap, "%s", names[i][1]);
+	}
+	cJSON_Delete(c);
 }
 
 static enum ctq_status bench_file(struct rep *r, const struct ctq_result_file *f,
@@ -794,14 +830,18 @@ static enum ctq_status bench_file(struct rep *r, const struct ctq_result_file *f
 		}
 	/* With --ref-model one file holds both roles: a case is (role, backend,
 	 * batch, input, output). */
-	const int crole = ctq_table_col(&t, "role");
+	const int crole = ctq_table_col(&t, "role"), cmodel = ctq_table_col(&t, "model");
+	/* The role (ref, new) is shown only where one file holds both. */
+	bool two_roles = false;
+	for (size_t i = 1; crole >= 0 && i < t.n_rows; i++)
+		two_roles |= strcmp(ctq_table_get(&t, i, crole), ctq_table_get(&t, 0, crole)) != 0;
 	char model[400] = "", v[300];
 	if (step_option(r->dir, r->display, f->dir, "--model", v, sizeof v))
 		snprintf(model, sizeof model, " — model %s", v);
 	char title[900];
 	snprintf(title, sizeof title, "%s%s", f->rel, model);
 	heading(r, 3, title);
-	static const char *const cols[] = {"backend", "batch", "input", "output", "reps",
+	static const char *const cols[] = {"model", "backend", "batch", "input", "output", "reps",
 					   "TTFT ms median [min, max]", "TTFT cv",
 					   "prefill tok/s", "decode ms/step", "decode tok/s",
 					   "weights MB", NULL};
@@ -836,9 +876,12 @@ static enum ctq_status bench_file(struct rep *r, const struct ctq_result_file *f
 		if ((st = ctq_sample_summarize(tt, n, &s, r->err)))
 			break;
 		double med_pf = median_of(pf, n), med_dm = median_of(dm, n), med_dt = median_of(dt, n);
+		char kind[32];
+		model_kind(ctq_table_get(&t, i, cmodel), kind, sizeof kind);
 		const char *role = crole >= 0 ? ctq_table_get(&t, i, crole) : "";
 		row_begin(r);
-		if (*role)
+		cell(r, kind, "strong");
+		if (two_roles)
 			cellf(r, NULL, "%s (%s)", ctq_table_get(&t, i, c[0]), role);
 		else
 			cell(r, ctq_table_get(&t, i, c[0]), NULL);
@@ -863,9 +906,11 @@ static enum ctq_status bench_file(struct rep *r, const struct ctq_result_file *f
 			*cap = nc;
 		}
 		struct perf_case *pc = &(*cases)[(*n_cases)++];
-		snprintf(pc->label, sizeof pc->label, "%s %s%s%s b%s in%s", *f->dir ? f->dir : "run",
-			 ctq_table_get(&t, i, c[0]), *role ? " " : "", role, ctq_table_get(&t, i, c[1]),
-			 ctq_table_get(&t, i, c[2]));
+		snprintf(pc->kind, sizeof pc->kind, "%s", kind);
+		snprintf(pc->key, sizeof pc->key, "%s b%s in%s out%s", ctq_table_get(&t, i, c[0]),
+			 ctq_table_get(&t, i, c[1]), ctq_table_get(&t, i, c[2]), ctq_table_get(&t, i, c[3]));
+		snprintf(pc->label, sizeof pc->label, "%s %s %s b%s in%s", *f->dir ? f->dir : "run", kind,
+			 ctq_table_get(&t, i, c[0]), ctq_table_get(&t, i, c[1]), ctq_table_get(&t, i, c[2]));
 		snprintf(pc->series_ttft, sizeof pc->series_ttft, "%s_%s%s%s_b%s_out%s",
 			 *f->dir ? f->dir : "run", ctq_table_get(&t, i, c[0]), *role ? "_" : "", role,
 			 ctq_table_get(&t, i, c[1]), ctq_table_get(&t, i, c[3]));
@@ -888,6 +933,42 @@ static enum ctq_status bench_file(struct rep *r, const struct ctq_result_file *f
 	return st;
 }
 
+/* W8A8 / BF16: each quantized case beside the BF16 case of the same
+ * backend, batch, input and output length (the first of each), as ratios of
+ * the medians: below 1 for TTFT and above 1 for throughput is W8A8 faster. */
+static void ratio_table(struct rep *r, const struct perf_case *pc, size_t n)
+{
+	bool head = false;
+	for (size_t i = 0; i < n; i++) {
+		if (pc[i].kind[0] != 'W')
+			continue;
+		size_t j;
+		for (j = 0; j < n; j++)
+			if (!strcmp(pc[j].kind, "BF16") && !strcmp(pc[j].key, pc[i].key))
+				break;
+		if (j == n)
+			continue;
+		if (!head) {
+			heading(r, 3, "W8A8 / BF16 (ratio of medians)");
+			static const char *const cols[] = {"case", "quantized", "TTFT ratio", "prefill tok/s ratio",
+							   "decode tok/s ratio", NULL};
+			table_head(r, cols);
+			head = true;
+		}
+		row_begin(r);
+		cell(r, pc[i].key, NULL);
+		cellf(r, NULL, "%s / %s", pc[i].kind, pc[j].kind);
+		cellf(r, "num", "%.3g", pc[i].ttft[0] / pc[j].ttft[0]);
+		cellf(r, "num", "%.3g", pc[i].prefill / pc[j].prefill);
+		cellf(r, "num", "%.3g", pc[i].decode_tps / pc[j].decode_tps);
+		row_end(r);
+	}
+	if (head) {
+		table_end(r);
+		para(r, "A TTFT ratio below 1 and a throughput ratio above 1 mean the quantized model is faster.");
+	}
+}
+
 static void perf_plots(struct rep *r, const struct perf_case *pc, size_t n)
 {
 	if (!n)
@@ -906,11 +987,12 @@ static void perf_plots(struct rep *r, const struct perf_case *pc, size_t n)
 			  "set multiplot layout 2,1\n"
 			  "set style fill solid 0.8 border -1\nset boxwidth 0.6\n"
 			  "set xtics rotate by 30 right font \",8\"\nset offsets 0.5, 0.5, 0, 0\n"
-			  "set bmargin 9\nset lmargin 22\nset logscale y\n"
+			  "set bmargin 9\nset lmargin 22\nset yrange [0:*]\nset ytics\nset mytics 2\n"
 			  "set title \"time to first token (median, min-max bars)\"\nset ylabel \"TTFT ms\"\n"
 			  "plot \"perf.dat\" using 1:3:4:5:(0.6):xtic(2) with boxerrorbars lc rgb \"#1f77b4\" notitle\n"
 			  "set title \"throughput (median)\"\nset ylabel \"tokens/s\"\n"
-			  "set boxwidth 0.35\nset key tmargin horizontal center\n"
+			  "set boxwidth 0.35\nset key inside top right vertical opaque box\n"
+			  "set offsets 0.5, 0.5, graph 0.2, 0\n"
 			  "plot \"perf.dat\" using ($1-0.18):6:xtic(2) with boxes lc rgb \"#2ca02c\" title \"prefill tok/s\", "
 			  "\"perf.dat\" using ($1+0.18):8 with boxes lc rgb \"#ff7f0e\" title \"decode tok/s\"\n"
 			  "unset multiplot\n");
@@ -1477,6 +1559,20 @@ static const char *steps(struct rep *r, struct ctq_strbuf *mdb, struct ctq_strbu
 	return counts[1] || counts[3] ? "FAIL" : "PASS";
 }
 
+bool ctq_report_cpu_only(const cJSON *manifest)
+{
+	const cJSON *st = ctq_json_get(manifest, "steps"), *s;
+	if (!cJSON_IsArray(st))
+		return false;
+	cJSON_ArrayForEach(s, st)
+	{
+		const char *needs = ctq_json_str_at(s, "needs", ""), *status = ctq_json_str_at(s, "status", "");
+		if (!strcmp(needs, "gpu") && strcmp(status, "skipped") != 0)
+			return false;
+	}
+	return true;
+}
+
 /* Tails of the logs of steps that did not pass. */
 static void failed_logs(struct rep *r)
 {
@@ -1566,6 +1662,7 @@ static enum ctq_status sections(struct rep *r)
 			para(r, "Timings are wall clock after a backend synchronisation (ctq bench model); "
 				"TTFT is the prefill of the whole batch. A TTFT cv above 0.2 (amber) makes "
 				"`ctq compare` call that case ambiguous.");
+			ratio_table(r, pc, npc);
 			perf_plots(r, pc, npc);
 			scaling_plots(r, pc, npc);
 		}
@@ -1615,7 +1712,8 @@ enum ctq_status ctq_report_write(const char *run_dir, const char *display,
 		verdict = r.checks_failed || r.probes_failed || r.gates_failed || r.serve_errors || r.gemm_failed
 				  ? "FAIL"
 				  : "PASS";
-	snprintf(s->verdict, sizeof s->verdict, "%s", verdict);
+	snprintf(s->verdict, sizeof s->verdict, "%s%s", verdict,
+		 ctq_report_cpu_only(r.m) ? " (" CTQ_REPORT_CPU_ONLY ")" : "");
 	const char *title = ctq_json_str_at(r.m, "plan.name", NULL);
 	char headline[600];
 	if (cJSON_IsArray(ctq_json_get(r.m, "steps")))
@@ -1646,7 +1744,7 @@ enum ctq_status ctq_report_write(const char *run_dir, const char *display,
 	}
 	ctq_strbuf_printf(&top_md, "# ctq qualification report%s%s\n\n**Verdict: %s** — %s.\n\n"
 				   "Hardware: %s. Run directory: `%s`.%s%s\n\n",
-			  title ? ": " : "", title ? title : "", verdict, headline, hw, r.display,
+			  title ? ": " : "", title ? title : "", s->verdict, headline, hw, r.display,
 			  r.plot_note[0] ? " " : "", r.plot_note);
 	ctq_strbuf_append(&top_html, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
 				     "<title>ctq report");
@@ -1660,7 +1758,7 @@ enum ctq_status ctq_report_write(const char *run_dir, const char *display,
 		ctq_strbuf_append(&top_html, ": ");
 		h(&top_html, title);
 	}
-	ctq_strbuf_printf(&top_html, "</h1>\n<div class=\"verdict %s\">%s</div> <span>", verdict, verdict);
+	ctq_strbuf_printf(&top_html, "</h1>\n<div class=\"verdict %s\">%s</div> <span>", verdict, s->verdict);
 	h(&top_html, headline);
 	ctq_strbuf_append(&top_html, "</span>\n<p class=\"dim\">Hardware: ");
 	h(&top_html, hw);

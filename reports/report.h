@@ -22,8 +22,16 @@
 #include "core/status.h"
 #include "reports/compare.h"
 
+struct cJSON;
+
+/* What a plan run's verdict adds when no GPU step ran (every step that
+ * needs a GPU was skipped, or none needs one): the verdict qualifies the
+ * CPU reference only. */
+#define CTQ_REPORT_CPU_ONLY "CPU only: no GPU was qualified"
+
 struct ctq_report_summary {
-	char verdict[16];     /* "PASS" or "FAIL" */
+	char verdict[64];     /* "PASS" or "FAIL", then " (" CTQ_REPORT_CPU_ONLY ")" for a plan
+			       * run in which no GPU step ran */
 	size_t n_plots;
 	char plot_note[256];  /* why there are no plots, when there are none */
 };
@@ -37,6 +45,10 @@ struct ctq_report_summary {
  * says so. */
 enum ctq_status ctq_report_write(const char *run_dir, const char *display,
 				 struct ctq_report_summary *s, struct ctq_error *err);
+
+/* Whether manifest is a plan run's (it has steps) in which no step that
+ * needs a GPU ran. Borrowed. */
+bool ctq_report_cpu_only(const struct cJSON *manifest);
 
 /* Trend plots of t into plots_dir (created): one PNG per family present.
  * Returns the number drawn in *n (0 without gnuplot). */

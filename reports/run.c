@@ -250,6 +250,88 @@ const char *ctq_run_path(const struct ctq_run *run, const char *name,
 	return buf;
 }
 
+/* Whether name is a text result file (CSV, JSON, log, Markdown, HTML, XML,
+ * gnuplot script) that may name the run directory. */
+static bool is_text_result(const char *name)
+{
+	static const char *const ext[] = {".csv", ".json", ".txt", ".md", ".html", ".xml", ".gp",
+					  ".log"};
+	size_t n = strlen(name);
+	for (size_t i = 0; i < sizeof ext / sizeof *ext; i++) {
+		size_t k = strlen(ext[i]);
+		if (n > k && !strcmp(name + n - k, ext[i]))
+			return true;
+	}
+	return false;
+}
+
+/* Rewrites, in every text result file under dir, the temporary name from
+ * into the final name to: the steps and reporters of a run write while it
+ * is still in its temporary folder, and a reader of the finished run must
+ * see only the final name. Files over 256 MiB and binary files (tensors)
+ * are left as they are. */
+static enum ctq_status final_names(const char *dir, const char *from, const char *to, int depth,
+				   struct ctq_error *err)
+{
+	DIR *d = opendir(dir);
+	if (!d || depth > 16) {
+		if (d)
+			closedir(d);
+		return CTQ_OK;
+	}
+	size_t nf = strlen(from), nt = strlen(to);
+	enum ctq_status st = CTQ_OK;
+	struct dirent *e;
+	while (!st && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char path[4200];
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		struct stat sb;
+		if (lstat(path, &sb) != 0)
+			continue;
+		if (S_ISDIR(sb.st_mode)) {
+			st = final_names(path, from, to, depth + 1, err);
+			continue;
+		}
+		if (!S_ISREG(sb.st_mode) || !is_text_result(e->d_name) || sb.st_size > (off_t)256 << 20)
+			continue;
+		char *text = NULL;
+		size_t n = 0;
+		if (ctq_file_read(path, (size_t)256 << 20, &text, &n, NULL))
+			continue;
+		size_t hits = 0;
+		for (const char *c = text; (c = strstr(c, from)); c += nf)
+			hits++;
+		if (!hits || memchr(text, '\0', n)) {
+			free(text);
+			continue;
+		}
+		char *out = malloc(n + hits * nt + 1), *w = out;
+		if (!out) {
+			free(text);
+			st = ctq_error_set(err, CTQ_ERR_NOMEM, path, "out of memory");
+			break;
+		}
+		for (const char *c = text, *h; c < text + n; c = h + nf) {
+			if (!(h = strstr(c, from))) {
+				memcpy(w, c, (size_t)(text + n - c));
+				w += text + n - c;
+				break;
+			}
+			memcpy(w, c, (size_t)(h - c));
+			w += h - c;
+			memcpy(w, to, nt);
+			w += nt;
+		}
+		st = ctq_file_write_atomic(path, out, (size_t)(w - out), err);
+		free(out);
+		free(text);
+	}
+	closedir(d);
+	return st;
+}
+
 enum ctq_status ctq_run_commit(struct ctq_run *run, struct ctq_error *err)
 {
 	char ended[32];
@@ -270,6 +352,8 @@ enum ctq_status ctq_run_commit(struct ctq_run *run, struct ctq_error *err)
 		ctq_run_path(run, "manifest.json", path, sizeof path), text,
 		strlen(text), err);
 	free(text);
+	if (!st)
+		st = final_names(run->tmp_dir, run->tmp_dir, run->final_dir, 0, err);
 	if (!st)
 		st = ctq_run_out_check(run->final_dir, run->force, err);
 	if (!st)

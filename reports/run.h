@@ -63,8 +63,10 @@ enum ctq_status ctq_run_out_check(const char *out_dir, bool force, struct ctq_er
 const char *ctq_run_path(const struct ctq_run *run, const char *name,
 			 char *buf, size_t cap);
 
-/* Writes manifest.json (with ended_utc, the mark of a finished run) and
- * renames the directory into place; an existing one is replaced as
+/* Writes manifest.json (with ended_utc, the mark of a finished run),
+ * rewrites the temporary directory's name into the final one in every text
+ * result file under it (CSV, JSON, logs, summary.md, report.html, junit.xml)
+ * and renames the directory into place; an existing one is replaced as
  * ctq_tmpdir_commit does, after ctq_run_out_check again. */
 enum ctq_status ctq_run_commit(struct ctq_run *run, struct ctq_error *err);
 

@@ -234,5 +234,48 @@ else
 	echo "FAIL badinput/manifest-version: $tmp/run5/manifest.json has no ctq version and build revision"
 fi
 
+# Step 11: a checkpoint path that does not exist is said first (io-error
+# naming it, exit 2), before the tokenizer or the CUDA backend.
+expect_usage eval-model-missing "io-error at $tmp/no-model: --model" "$ctq" eval mmlu --model "$tmp/no-model" --backend cuda
+expect_usage eval-ref-model-missing "io-error at $tmp/no-ref: --ref-model" "$ctq" eval mmlu --model . --ref-model "$tmp/no-ref"
+expect_usage bench-model-missing "io-error at $tmp/no-model: --model" "$ctq" bench model --model "$tmp/no-model" --backend cuda
+
+# check ID CONDITION-EXIT-STATUS MESSAGE: counts a shell check.
+check() {
+	if [ "$2" -eq 0 ]; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		echo "FAIL badinput/$1: $3"
+	fi
+}
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+# tools/deps.sh waits for another apt's lock and logs to a private file.
+mkdir -p "$tmp/fakebin" "$tmp/deps-tmp"
+printf '#!/bin/sh\nexit 1\n' >"$tmp/fakebin/dpkg-query"
+printf '#!/bin/sh\necho 0\n' >"$tmp/fakebin/id"
+printf '#!/bin/sh\necho "apt-get $*" >>"%s/apt-args"\necho "E: fake apt failure"\nexit 100\n' "$tmp" >"$tmp/fakebin/apt-get"
+chmod +x "$tmp/fakebin/dpkg-query" "$tmp/fakebin/id" "$tmp/fakebin/apt-get"
+PATH="$tmp/fakebin:$PATH" TMPDIR="$tmp/deps-tmp" sh "$root/tools/deps.sh" ctq-no-such-pkg >"$tmp/deps-out" 2>&1
+rc=$?
+check deps-lock-timeout "$([ "$rc" -eq 1 ] && grep -q -- "-o DPkg::Lock::Timeout=600 install" "$tmp/apt-args" &&
+	grep -q -- "-o DPkg::Lock::Timeout=600 update" "$tmp/apt-args" && echo 0 || echo 1)" \
+	"exit $rc; apt-get calls: $(tr '\n' ';' <"$tmp/apt-args" 2>/dev/null)"
+check deps-private-log "$(grep -qF "see $tmp/deps-tmp/ctq-deps." "$tmp/deps-out" && grep -qF "E: fake apt failure" "$tmp/deps-out" && echo 0 || echo 1)" \
+	"$(head -c 300 "$tmp/deps-out")"
+
+# tools/offline-deps.sh carries gnuplot and its dependency closure, not the
+# base system.
+if command -v apt-cache >/dev/null 2>&1 && apt-cache show gnuplot-nox >/dev/null 2>&1; then
+	sh "$root/tools/offline-deps.sh" --list >"$tmp/offline-list" 2>&1
+	ok=0
+	for p in gnuplot-nox gnuplot-data libcairo2 libgd3 libpango-1.0-0 libcjson1; do
+		grep -qx "$p" "$tmp/offline-list" || ok=1
+	done
+	grep -qx libc6 "$tmp/offline-list" && ok=1
+	check offline-deps-gnuplot "$ok" "tools/offline-deps.sh --list: $(tr '\n' ' ' <"$tmp/offline-list" | head -c 300)"
+fi
+
 echo "badinput: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,6 +1,7 @@
 /* Criterion tests for quant/qconfig: locations, args normalisation (§2.3),
  * scheme rules (§2.2), presets (§3), hygiene. */
 #include <criterion/criterion.h>
+#include <unistd.h>
 #include <criterion/parameterized.h>
 #include <stdio.h>
 #include <string.h>
@@ -398,4 +399,21 @@ Test(presets, version_parse)
 	cr_expect_eq(ctq_version_parse("v1.2"), 10200);
 	cr_expect_eq(ctq_version_parse("latest"), -1);
 	cr_expect_eq(ctq_version_parse("1"), -1);
+}
+
+/* A config.json that is an array names its file (not just "(root)"). */
+Test(qconfig, non_object_file_names_the_file)
+{
+	char path[] = "/tmp/ctq-qconfig-array-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	cr_assert_eq(write(fd, "[1, 2]", 6), 6);
+	close(fd);
+	struct ctq_qconfig cfg;
+	struct ctq_error err = {0};
+	cr_expect_eq(ctq_qconfig_load(&cfg, path, NULL, &err), CTQ_ERR_INVALID_CONFIG);
+	cr_expect_str_eq(err.path, path);
+	cr_expect(strstr(err.message, "array"), "%s", err.message);
+	ctq_qconfig_free(&cfg);
+	unlink(path);
 }

@@ -25,6 +25,7 @@
 #include "harness/commands.h"
 #include "reference/backend.h"
 #include "reports/env.h"
+#include "reports/plot.h"
 
 struct tmp {
 	char root[64];
@@ -213,13 +214,15 @@ Test(report, plan_run_writes_junit_manifest_and_report)
 	cr_expect(strstr(junit, "<testsuite name=\"ctq.run\" tests=\"6\" failures=\"0\" errors=\"0\" skipped=\"1\""),
 		  "%.400s", junit);
 	cr_expect(strstr(junit, "<testsuite name=\"conform: ctq.conform\""));
-	cr_expect(strstr(junit, "name=\"bench (ctq bench model --model ${run}/models/w8a8"));
+	char cmdline[300];
+	snprintf(cmdline, sizeof cmdline, "name=\"bench (ctq bench model --model %s/models/w8a8", out);
+	cr_expect(strstr(junit, cmdline), "no %s", cmdline);
 	free(junit);
 
 	/* The report. */
 	snprintf(path, sizeof path, "%s/summary.md", out);
 	char *md = slurp(path);
-	cr_expect(strstr(md, "**Verdict: PASS**"));
+	cr_expect(strstr(md, cuda_opens() ? "**Verdict: PASS**" : "**Verdict: PASS (CPU only: no GPU was qualified)**"));
 	cr_expect(strstr(md, "## Conformance") && strstr(md, "## Kernel probes") &&
 		  strstr(md, "## Performance") && strstr(md, "## Checkpoints"));
 	cr_expect(!strstr(md, ".tmp-"), "a temporary path leaked into the report");
@@ -258,7 +261,7 @@ Test(report, failed_steps_and_their_dependents)
 	free(junit);
 	snprintf(path, sizeof path, "%s/summary.md", out);
 	char *md = slurp(path);
-	cr_expect(strstr(md, "**Verdict: FAIL**"));
+	cr_expect(strstr(md, "**Verdict: FAIL (CPU only: no GPU was qualified)**"));
 	cr_expect(strstr(md, "Log of step probe-defect"));
 	free(md);
 	cJSON_Delete(m);
@@ -451,5 +454,163 @@ Test(report, two_default_runs_compare_as_no_regression, .timeout = 600)
 		  strstr(md, "| serve-tiny-w8a8/bench_serve.csv | (all requests) | errors | 0 | 0 |"),
 		  "%s", md);
 	free(md);
+	ctq_remove_tree(t.root);
+}
+
+/* Step 11: the verdict of a run in which no GPU step ran says so beside the
+ * verdict (summary.md, report.html, junit.xml's properties); junit.xml
+ * shows command lines with ${run} expanded and carries the probe rows; no
+ * result file names the run's temporary folder. */
+static bool file_has(const char *dir, const char *name, const char *needle)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	char *text = slurp(path);
+	bool has = strstr(text, needle) != NULL;
+	free(text);
+	return has;
+}
+
+Test(report, cpu_only_run_says_so_and_names_only_final_paths)
+{
+	struct tmp t;
+	tmp_make(&t);
+	char plan[128], out[128];
+	snprintf(plan, sizeof plan, "%s/plan.json", t.root);
+	snprintf(out, sizeof out, "%s/run", t.root);
+	put(plan, small_plan);
+	cr_assert_eq(run_plan(plan, out, "--gpu"), 0);
+	cr_expect(file_has(out, "summary.md", "**Verdict: PASS (CPU only: no GPU was qualified)**"));
+	cr_expect(file_has(out, "report.html", "\">PASS (CPU only: no GPU was qualified)</div>"));
+	cr_expect(file_has(out, "junit.xml",
+			   "<property name=\"verdict\" value=\"PASS (CPU only: no GPU was qualified)\"/>"));
+	cr_expect(!file_has(out, "junit.xml", "${run}"));
+	char want[256];
+	snprintf(want, sizeof want, "--model %s/models/w8a8 ", out);
+	cr_expect(file_has(out, "junit.xml", want), "junit.xml lacks %s", want);
+	cr_expect(file_has(out, "junit.xml", "<testsuite name=\"probe: ctq.probe\" tests=\""));
+	cr_expect(file_has(out, "junit.xml", "<testcase classname=\"probe."));
+	static const char *const files[] = {"bench/bench_model.csv", "bench/manifest.json", "manifest.json",
+					    "logs/bench.txt", "summary.md", "report.html", "junit.xml",
+					    "conform/manifest.json", "probe/manifest.json"};
+	for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+		cr_expect(!file_has(out, files[i], ".tmp-"), "%s names the temporary folder", files[i]);
+	snprintf(want, sizeof want, "\"%s/models/w8a8\"", out);
+	cr_expect(file_has(out, "bench/bench_model.csv", want), "bench_model.csv lacks %s", want);
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "grep -rlI -e '.tmp-' '%s'", out);
+	FILE *g = popen(cmd, "r");
+	cr_assert(g);
+	char line[512] = "";
+	bool any = fgets(line, sizeof line, g) != NULL;
+	pclose(g);
+	cr_expect(!any, "%s names the temporary folder", line);
+	ctq_remove_tree(t.root);
+}
+
+/* A GPU step skipped without a device gives the backend's reason once,
+ * without a reason nested in parentheses in another. */
+Test(report, no_gpu_reason_is_given_once)
+{
+	if (cuda_opens())
+		cr_skip_test("a CUDA device is present here");
+	struct tmp t;
+	tmp_make(&t);
+	char plan[128], out[128];
+	snprintf(plan, sizeof plan, "%s/plan.json", t.root);
+	snprintf(out, sizeof out, "%s/run", t.root);
+	put(plan, small_plan);
+	cr_assert_eq(run_plan(plan, out, NULL), 0);
+	cJSON *m = manifest(out);
+	const char *reason = str(step(m, "probe-gpu"), "reason");
+	cr_expect(!strncmp(reason, "no CUDA device: ", 16), "reason: %s", reason);
+	cr_expect(!strstr(reason + 1, "no CUDA device"), "said twice: %s", reason);
+	cr_expect(!strstr(reason, "))"), "nested parentheses: %s", reason);
+	cJSON_Delete(m);
+	ctq_remove_tree(t.root);
+}
+
+/* The gnuplot of packages unpacked under DEPS_PREFIX (an offline GPU host,
+ * tools/offline-deps.sh) draws the plots, finding its libraries there. */
+Test(report, gnuplot_under_deps_prefix_is_used)
+{
+	struct tmp t;
+	tmp_make(&t);
+	char bin[256], path[256], seen[256];
+	snprintf(bin, sizeof bin, "%s/usr/bin", t.root);
+	cr_assert_eq(ctq_mkdirs(bin, NULL), CTQ_OK);
+	snprintf(path, sizeof path, "%s/gnuplot-nox", bin);
+	snprintf(seen, sizeof seen, "%s/seen", t.root);
+	char script[600];
+	snprintf(script, sizeof script, "#!/bin/sh\necho \"$LD_LIBRARY_PATH\" >'%s'\nexit 0\n", seen);
+	put(path, script);
+	cr_assert_eq(chmod(path, 0755), 0);
+	unsetenv("CTQ_GNUPLOT");
+	setenv("DEPS_PREFIX", t.root, 1);
+	struct ctq_plotter p;
+	ctq_plot_init(&p);
+	unsetenv("DEPS_PREFIX");
+	cr_expect(p.available, "%s", p.why);
+	cr_expect_str_eq(p.program, path);
+	char *libs = slurp(seen), want[256];
+	snprintf(want, sizeof want, "%s/usr/lib/x86_64-linux-gnu", t.root);
+	cr_expect(!strncmp(libs, want, strlen(want)), "LD_LIBRARY_PATH=%s", libs);
+	free(libs);
+	ctq_remove_tree(t.root);
+}
+
+/* The performance section labels each side by what its model is (BF16,
+ * W8A8), gives the W8A8 / BF16 ratios, and draws linear bar axes with the
+ * legend inside its own plot. */
+Test(report, performance_labels_sides_and_gives_ratios)
+{
+	struct tmp t;
+	tmp_make(&t);
+	char plan[128], out[128];
+	snprintf(plan, sizeof plan, "%s/plan.json", t.root);
+	snprintf(out, sizeof out, "%s/run", t.root);
+	put(plan, "{\"name\": \"perf\", \"steps\": ["
+		  "{\"id\": \"make\", \"command\": \"make-model\", \"args\": [\"--arch\", \"qwen3\", \"--preset\", \"tiny\", \"--layers\", \"1\", \"--quiet\", \"${run}/models/bf16\"]},"
+		  "{\"id\": \"quantize\", \"command\": \"quantize\", \"after\": \"make\", \"args\": [\"${run}/models/bf16\", \"${run}/models/w8a8\", \"--quiet\"]},"
+		  "{\"id\": \"bench-bf16\", \"command\": \"bench\", \"after\": \"make\", \"args\": [\"model\", \"--model\", \"${run}/models/bf16\", \"--backend\", \"reference\","
+		  " \"--input-len\", \"8\", \"--output-len\", \"4\", \"--reps\", \"3\"]},"
+		  "{\"id\": \"bench-w8a8\", \"command\": \"bench\", \"after\": \"quantize\", \"args\": [\"model\", \"--model\", \"${run}/models/w8a8\", \"--backend\", \"reference\","
+		  " \"--input-len\", \"8\", \"--output-len\", \"4\", \"--reps\", \"3\"]}"
+		  "]}");
+	cr_assert_eq(run_plan(plan, out, "--gpu"), 0);
+	cr_expect(file_has(out, "summary.md", "| BF16 | reference | 1 | 8 | 4 | 3 |"));
+	cr_expect(file_has(out, "summary.md", "| W8A8 | reference | 1 | 8 | 4 | 3 |"));
+	cr_expect(!file_has(out, "summary.md", "reference (new)"));
+	cr_expect(file_has(out, "summary.md", "### W8A8 / BF16 (ratio of medians)"));
+	cr_expect(file_has(out, "summary.md", "| reference b1 in8 out4 | W8A8 / BF16 | "));
+	cr_expect(file_has(out, "report.html", "W8A8 / BF16 (ratio of medians)"));
+	char gp[256];
+	snprintf(gp, sizeof gp, "%s/plots/perf.gp", out);
+	if (ctq_path_exists(gp)) {
+		cr_expect(!file_has(out, "plots/perf.gp", "logscale"));
+		cr_expect(!file_has(out, "plots/perf.gp", "key tmargin"));
+	}
+	ctq_remove_tree(t.root);
+}
+
+/* A skipped step's command line shows ${run} and ${step} expanded, in the
+ * manifest, summary.md and junit.xml. */
+Test(report, skipped_step_shows_final_paths)
+{
+	struct tmp t;
+	tmp_make(&t);
+	char plan[128], out[128];
+	snprintf(plan, sizeof plan, "%s/plan.json", t.root);
+	snprintf(out, sizeof out, "%s/run", t.root);
+	put(plan, "{\"name\": \"skip\", \"steps\": ["
+		  "{\"id\": \"gpu\", \"command\": \"inspect\", \"needs\": \"gpu\", \"args\": [\"${run}/a\", \"${step}/b\"]}]}");
+	cr_assert_eq(run_plan(plan, out, "--gpu"), 0);
+	char want[256];
+	snprintf(want, sizeof want, "%s/a %s/gpu/b", out, out);
+	static const char *const files[] = {"manifest.json", "summary.md", "junit.xml"};
+	for (size_t i = 0; i < 3; i++)
+		cr_expect(!file_has(out, files[i], "${"), "%s shows ${run} or ${step}", files[i]);
+	cr_expect(file_has(out, "summary.md", want), "summary.md lacks %s", want);
+	cr_expect(file_has(out, "junit.xml", want), "junit.xml lacks %s", want);
 	ctq_remove_tree(t.root);
 }

@@ -32,12 +32,18 @@ if [ "$(id -u)" != 0 ]; then
 	fi
 fi
 export DEBIAN_FRONTEND=noninteractive
+# Another apt (unattended-upgrades, a second make) may hold the dpkg lock:
+# wait for it, up to 10 minutes, rather than fail at once. The log is this
+# run's own, so it never shows another process's lines.
+APT="apt-get -o DPkg::Lock::Timeout=600"
+log=$(mktemp "${TMPDIR:-/tmp}/ctq-deps.XXXXXX") || { echo "deps: cannot create a log file" >&2; exit 1; }
 # Install from the current lists first; refresh them only when that fails.
-if ! $SUDO apt-get install -y -q --no-install-recommends $missing >/tmp/ctq-deps.log 2>&1; then
-	if ! { $SUDO apt-get update -q && $SUDO apt-get install -y -q --no-install-recommends $missing; } >>/tmp/ctq-deps.log 2>&1; then
-		echo "deps: apt-get could not install$missing; see /tmp/ctq-deps.log:" >&2
-		tail -n 15 /tmp/ctq-deps.log >&2
+if ! $SUDO $APT install -y -q --no-install-recommends $missing >"$log" 2>&1; then
+	if ! { $SUDO $APT update -q && $SUDO $APT install -y -q --no-install-recommends $missing; } >>"$log" 2>&1; then
+		echo "deps: apt-get could not install$missing; see $log:" >&2
+		tail -n 15 "$log" >&2
 		exit 1
 	fi
 fi
+rm -f "$log"
 echo "deps: installed:$missing"

@@ -1,18 +1,47 @@
 #!/bin/sh
 # Downloads the Debian .deb files ctq needs into DIR, for GPU hosts without
-# network. On the offline host: tools/unpack-deps.sh DIR PREFIX, then
-# make DEPS_PREFIX=PREFIX (no root needed).
+# network: the build's libraries, and gnuplot (gnuplot-nox) with its whole
+# dependency closure (cairo, pango, fonts, ...), so that the report made on
+# the offline host has plots. What every Debian host has (dpkg, apt, debconf
+# and their closure: libc, libstdc++, zlib, ...) is left out. On the offline host:
+# tools/unpack-deps.sh DIR PREFIX, then make DEPS_PREFIX=PREFIX (no root
+# needed); ctq finds PREFIX/usr/bin/gnuplot through DEPS_PREFIX.
+# Usage: tools/offline-deps.sh [DIR]   or   tools/offline-deps.sh --list
 set -eu
 dir=${1:-offline-deps}
-mkdir -p "$dir"
-pkgs="libcjson1 libcjson-dev libcsv3 libcsv-dev libpcre2-dev libpcre2-8-0 libpcre2-16-0
+build_pkgs="libcjson1 libcjson-dev libcsv3 libcsv-dev libpcre2-dev libpcre2-8-0 libpcre2-16-0
 libpcre2-32-0 libpcre2-posix3 libcriterion3 libcriterion-dev libboxfort-dev libgit2-1.5
 libnanomsg5 libhttp-parser2.9 libssh2-1 libmbedcrypto7 libmbedtls14 libmbedx509-1"
-cd "$dir"
-if ! apt-get download $pkgs >/dev/null 2>../ctq-offline.log; then
-	echo "offline-deps: apt-get download failed (run 'apt-get update' once?):" >&2
-	cat ../ctq-offline.log >&2
+plot_root="gnuplot-nox"
+
+# The closure of a package list (Depends and Pre-Depends, recursively).
+closure() {
+	apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts \
+		--no-breaks --no-replaces --no-enhances "$@" 2>/dev/null | grep '^[a-z0-9]' | sort -u
+}
+plot_all=$(closure $plot_root)
+if [ -z "$plot_all" ]; then
+	echo "offline-deps: apt-cache knows no $plot_root (run 'apt-get update' once?)" >&2
 	exit 1
 fi
-rm -f ../ctq-offline.log
-echo "offline-deps: $(ls *.deb | wc -l) packages in $dir"
+# What every Debian host has: dpkg, apt and debconf with their closure (libc,
+# libstdc++, zlib, ...).
+base=$(closure dpkg apt debconf)
+plot_pkgs=$(printf '%s\n' $plot_all | grep -vxF "$base" || true)
+pkgs=$(printf '%s\n' $build_pkgs $plot_pkgs | sort -u)
+if [ "$dir" = "--list" ]; then
+	printf '%s\n' $pkgs
+	exit 0
+fi
+
+mkdir -p "$dir"
+log=$(mktemp "${TMPDIR:-/tmp}/ctq-offline.XXXXXX")
+cd "$dir"
+if ! apt-get download $pkgs >/dev/null 2>"$log"; then
+	echo "offline-deps: apt-get download failed (run 'apt-get update' once?):" >&2
+	cat "$log" >&2
+	rm -f "$log"
+	exit 1
+fi
+rm -f "$log"
+echo "offline-deps: $(ls *.deb | wc -l) packages in $dir ($(echo $plot_pkgs | wc -w) for gnuplot)"
