@@ -210,26 +210,31 @@ test: deps-report
 # ---- differential oracle against the real libraries (not part of `make test`) --
 # tests/oracle/semantics_diff.py: compressed-tensors 0.20.0 on transformers
 # 5.23.0 and vLLM 0.26.0's resolver source against `ctq inspect --json` over
-# ORACLE_N generated configs; exit 1 below 99.5% of modules per profile.
+# ORACLE_N generated configs (plus ../shared/configs when present); exit 1
+# below ORACLE_MIN percent of modules per profile. Disagreeing configs, shrunk,
+# go to $(BUILD)/oracle-out/ with summary.json.
 # Installs into build/oracle-venv from PyPI (torch comes with its CUDA wheels,
-# ~3 GB); ORACLE_PY=/path/to/python uses a ready interpreter instead.
+# ~3 GB); ORACLE_PY=/path/to/python uses a ready interpreter instead. The vLLM
+# wheel is only read (never installed, never kept in the tree).
 ORACLE_VENV := $(BUILD)/oracle-venv
 ORACLE_PY ?= $(ORACLE_VENV)/bin/python
 ORACLE_N ?= 2000
 ORACLE_SEED ?= 1
-ORACLE_PIP := torch transformers==5.23.0 compressed-tensors==0.20.0 loguru regex
+ORACLE_MIN ?= 99.5
+ORACLE_PIP := torch==2.15.0 transformers==5.23.0 compressed-tensors==0.20.0 loguru regex
 VLLM_ORACLE := 0.26.0
 VLLM_WHEEL_DIR := $(BUILD)/oracle-wheels
 .PHONY: test-oracle
 test-oracle: all
-	$(Q)if [ "$(ORACLE_PY)" = "$(ORACLE_VENV)/bin/python" ] && [ ! -f $(ORACLE_VENV)/.installed ]; then \
+	$(Q)if [ "$(ORACLE_PY)" = "$(ORACLE_VENV)/bin/python" ] && \
+	    [ "$$(cat $(ORACLE_VENV)/.installed 2>/dev/null)" != "$(ORACLE_PIP)" ]; then \
 		echo "test-oracle: installing $(ORACLE_PIP) into $(ORACLE_VENV)"; \
 		python3 -m venv $(ORACLE_VENV) && \
-		$(ORACLE_VENV)/bin/pip install -q $(ORACLE_PIP) && touch $(ORACLE_VENV)/.installed; \
+		$(ORACLE_VENV)/bin/pip install -q $(ORACLE_PIP) && echo "$(ORACLE_PIP)" > $(ORACLE_VENV)/.installed; \
 	fi
 	$(Q)ls $(VLLM_WHEEL_DIR)/vllm-$(VLLM_ORACLE)-*.whl >/dev/null 2>&1 || \
 		$(ORACLE_PY) -m pip download -q --no-deps vllm==$(VLLM_ORACLE) -d $(VLLM_WHEEL_DIR)
 	$(Q)$(ORACLE_PY) tests/oracle/semantics_diff.py --ctq $(BUILD)/ctq \
 		--vllm-wheel $$(ls $(VLLM_WHEEL_DIR)/vllm-$(VLLM_ORACLE)-*.whl | head -1) \
-		--n $(ORACLE_N) --seed $(ORACLE_SEED) --out $(BUILD)/oracle-out \
+		--n $(ORACLE_N) --seed $(ORACLE_SEED) --min $(ORACLE_MIN) --out $(BUILD)/oracle-out \
 		$(if $(wildcard ../shared/configs/*.json),--real-configs ../shared/configs)
