@@ -369,6 +369,7 @@ static enum ctq_status parse_args(struct parser *p, const cJSON *obj,
 					     "is %s; expected true or false",
 					     ctq_json_type_name(it));
 		a->symmetric = cJSON_IsTrue(it);
+		a->symmetric_given = true;
 	}
 	if ((it = ctq_json_get(obj, "group_size")) && !cJSON_IsNull(it)) {
 		ctq_json_path_key(fp, sizeof fp, path, "group_size");
@@ -414,6 +415,18 @@ static enum ctq_status parse_args(struct parser *p, const cJSON *obj,
 	}
 	if ((it = ctq_json_get(obj, "actorder")) && !cJSON_IsNull(it)) {
 		ctq_json_path_key(fp, sizeof fp, path, "actorder");
+		/* compressed-tensors 0.20.0's validate_actorder: group (dynamic,
+		 * true) has been removed; older tables still take it. */
+		bool removed = p->cfg->preset_version >= 2000 &&
+			       (cJSON_IsTrue(it) ||
+				(cJSON_IsString(it) && (!strcasecmp(it->valuestring, "group") ||
+							!strcasecmp(it->valuestring, "dynamic"))));
+		if (removed)
+			return ctq_error_set(p->err, CTQ_ERR_INVALID_CONFIG, fp,
+					     "is %s%s%s: actorder group has been removed in compressed-tensors 0.20 (use \"weight\" or null, or name an older version in the config's \"version\")",
+					     cJSON_IsString(it) ? "\"" : "",
+					     cJSON_IsString(it) ? it->valuestring : "true",
+					     cJSON_IsString(it) ? "\"" : "");
 		if (cJSON_IsBool(it)) {
 			a->actorder = cJSON_IsTrue(it) ? CTQ_ACTORDER_GROUP
 						       : CTQ_ACTORDER_NONE;
@@ -690,12 +703,11 @@ static enum ctq_status parse_block(struct parser *p, const cJSON *blk,
 	}
 	if ((st = get_string_or_null(p, blk, "format", path, &cfg->format)))
 		return st;
-	if (cfg->format && !known_format(cfg->format)) {
-		ctq_json_path_key(fp, sizeof fp, path, "format");
-		return ctq_error_set(p->err, CTQ_ERR_INVALID_CONFIG, fp,
-				     "format is \"%s\"; not a compressed-tensors CompressionFormat (dense, int-quantized, pack-quantized, ...)",
-				     cfg->format);
-	}
+	/* QuantizationConfig.format is a plain str in compressed-tensors (and
+	 * vLLM compares it by value): any string parses at the top level; a
+	 * value no engine knows then selects no kernel (strict:
+	 * unsupported-format on every quantized module). Group formats are
+	 * CompressionFormat values (QuantizationScheme validates them). */
 	if ((st = get_string_or_null(p, blk, "quantization_status", path,
 				     &cfg->status)))
 		return st;

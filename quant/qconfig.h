@@ -37,6 +37,7 @@ struct ctq_qargs {
 	int num_bits;
 	enum ctq_qtype type;
 	bool symmetric;
+	bool symmetric_given;      /* the key was in the file (vLLM reads the raw dict) */
 	bool has_group_size;
 	int group_size;            /* valid when has_group_size */
 	enum ctq_strategy strategy; /* inferred when absent */

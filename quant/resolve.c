@@ -485,7 +485,19 @@ static enum ctq_status ct_module(struct ctx *c, struct ctq_plan_entry *e)
 	}
 	if (m->kind != CTQ_MODULE_LINEAR && m->kind != CTQ_MODULE_EMBEDDING)
 		return ct_kv(c, e, m, CTQ_BY_DEFAULT, NULL);
-	return assign_group(c, e, win->group, win->target, wlv);
+	if ((st = assign_group(c, e, win->group, win->target, wlv)))
+		return st;
+	/* initialize_qparams: attn_head args observe [heads, tokens, head_dim];
+	 * on a Linear or Embedding (at most 2 dimensions) it raises. */
+	const struct ctq_qargs *const args[3] = {grp->scheme.weights, grp->scheme.input,
+						  grp->scheme.output};
+	for (int i = 0; i < 3; i++)
+		if (args[i] && args[i]->strategy == CTQ_STRATEGY_ATTN_HEAD)
+			return set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
+					 "%s: config_groups.%s (%s) quantizes a %s by attn_head; compressed-tensors raises ValueError: Attention quant requires at least 3 observed dimensions",
+					 m->name, grp->name, e->scheme ? e->scheme : "?",
+					 m->kind == CTQ_MODULE_LINEAR ? "Linear" : "Embedding");
+	return CTQ_OK;
 }
 
 /* ---- vllm --------------------------------------------------------------- */
@@ -718,10 +730,11 @@ static enum ctq_status vllm_attention(struct ctx *c, struct ctq_plan_entry *e,
 		return set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
 				 "%s: Invalid strategy for compressed-tensors KV cache. Expected strategies: (tensor, attn_head), found strategy: %s",
 				 m->name, ctq_strategy_name(kv->strategy));
-	if (!kv->symmetric)
+	/* validate_kv_cache_scheme reads the raw dict: a missing key is None. */
+	if (!kv->symmetric || !kv->symmetric_given)
 		return set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
-				 "%s: Only support symmetric scaling factor for compressed-tensors KV cache. However found symmetric: False",
-				 m->name);
+				 "%s: Only support symmetric scaling factor for compressed-tensors KV cache. However found symmetric: %s",
+				 m->name, kv->symmetric_given ? "False" : "None");
 	char buf[CTQ_SCHEME_NAME_MAX];
 	e->scheme = ctq_arena_strdup(&c->plan->arena,
 				     ctq_kv_scheme_name(kv, buf, sizeof buf));
@@ -934,6 +947,8 @@ enum ctq_status ctq_plan_resolve(struct ctq_plan *plan,
 	}
 	if (sem == CTQ_SEM_VLLM && (st = vllm_config_checks(&c)))
 		goto done;
+	/* QuantizationScheme's validator takes token, tensor, group,
+	 * tensor_group and attn_head activations; channel and block raise. */
 	if (sem == CTQ_SEM_CT && cfg->kv_cache &&
 	    cfg->kv_cache->strategy != CTQ_STRATEGY_TOKEN &&
 	    cfg->kv_cache->strategy != CTQ_STRATEGY_TENSOR &&

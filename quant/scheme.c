@@ -156,9 +156,11 @@ enum ctq_status ctq_scheme_check_exec(const struct ctq_qscheme *s,
 
 bool ctq_format_is_activation(const char *f)
 {
+	/* vLLM 0.26.0's is_activation_quantization_format (the spec's main
+	 * adds mxfp4-pack-quantized; no release has it). */
 	static const char *const fmts[] = {
 		"naive-quantized", "int-quantized", "float-quantized",
-		"nvfp4-pack-quantized", "mxfp4-pack-quantized",
+		"nvfp4-pack-quantized",
 	};
 	if (!f)
 		return false;
@@ -232,8 +234,16 @@ const char *ctq_scheme_vllm_class(const struct ctq_qscheme *s,
 		return "CompressedTensorsW8A8Mxfp8";
 	if (W->num_bits == 4 && W->strategy == CTQ_STRATEGY_GROUP && A &&
 	    A->num_bits == 8 && A->strategy == CTQ_STRATEGY_TOKEN &&
-	    is_static(W) && is_dynamic(A) && W->symmetric && A->symmetric)
+	    is_static(W) && is_dynamic(A) && W->symmetric && A->symmetric) {
+		/* _is_fp8_w4a8 tests no types; the scheme's constructor then
+		 * wants group 128 (ValueError). */
+		if (!W->has_group_size || W->group_size != 128) {
+			*value_error = true;
+			snprintf(reason, cap, "W4A8 kernels require group quantization with group size 128");
+			return NULL;
+		}
 		return "CompressedTensorsW4A8Fp8";
+	}
 	bool f_pack = f && !strcmp(f, "pack-quantized");
 	bool f_int = f && !strcmp(f, "int-quantized");
 	bool w_int_static_cg = W->type == CTQ_QTYPE_INT && is_static(W) &&
@@ -254,18 +264,43 @@ const char *ctq_scheme_vllm_class(const struct ctq_qscheme *s,
 	}
 	if (st_in(W, CTQ_STRATEGY_CHANNEL, CTQ_STRATEGY_GROUP) && is_static(W) &&
 	    !A && f_pack) {
-		if (W->num_bits >= 2 && W->num_bits <= 8)
-			return "CompressedTensorsWNA16";
+		/* CompressedTensorsWNA16's constructor (vLLM 0.26.0): a group
+		 * size unless per channel, bits 2..8, zero points for 4 or 8
+		 * bits only; each a ValueError. */
+		*value_error = true;
+		if (!W->has_group_size && W->strategy != CTQ_STRATEGY_CHANNEL) {
+			snprintf(reason, cap, "Pack-quantized format requires group quantization or channelwise quantization, but found no group size and strategy is not channelwise.");
+			return NULL;
+		}
+		if (W->num_bits < 2 || W->num_bits > 8) {
+			snprintf(reason, cap, "Unsupported num_bits = %d. Supported num_bits = [2, 3, 4, 5, 6, 7, 8]", W->num_bits);
+			return NULL;
+		}
+		if (!W->symmetric && W->num_bits != 4 && W->num_bits != 8) {
+			snprintf(reason, cap, "Asymmetric quantization not supported for num_bits = %d. Supported: [4, 8]", W->num_bits);
+			return NULL;
+		}
+		*value_error = false;
+		return "CompressedTensorsWNA16";
 	}
 	if (ctq_format_is_activation(f)) {
-		bool w_fp8_ok = is_fp(W, 8) && W->symmetric && is_static(W) &&
+		/* _is_fp8_w8a8 / _is_fp8_w8a16 test the types, not the bit
+		 * widths: any float weights (and float activations). */
+		bool w_fp8_ok = W->type == CTQ_QTYPE_FLOAT && W->symmetric && is_static(W) &&
 				(W->strategy == CTQ_STRATEGY_TENSOR ||
 				 W->strategy == CTQ_STRATEGY_CHANNEL ||
 				 W->strategy == CTQ_STRATEGY_BLOCK);
-		if (w_fp8_ok && is_fp(A, 8) &&
+		if (w_fp8_ok && A && A->type == CTQ_QTYPE_FLOAT &&
 		    (is_dynamic(A) ||
-		     (A->symmetric && A->strategy == CTQ_STRATEGY_TENSOR)))
+		     (A->symmetric && A->strategy == CTQ_STRATEGY_TENSOR))) {
+			/* CompressedTensorsW8A8Fp8: block weights need dynamic
+			 * activations (assert not is_static_input_scheme). */
+			if (W->strategy == CTQ_STRATEGY_BLOCK && !is_dynamic(A)) {
+				snprintf(reason, cap, "AssertionError in CompressedTensorsW8A8Fp8: block weights with static input activations");
+				return NULL;
+			}
 			return "CompressedTensorsW8A8Fp8";
+		}
 		if (w_fp8_ok)
 			return "CompressedTensorsW8A16Fp8";
 		if (A && W->num_bits == 8 && A->num_bits == 8 &&

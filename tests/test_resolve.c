@@ -275,7 +275,7 @@ Test(resolve, embeddings_and_attention_execute_unquantized)
 
 Test(resolve, kv_cache_scheme)
 {
-	const char *fp8 = KV("{\"num_bits\": 8, \"type\": \"float\", \"strategy\": \"tensor\", \"dynamic\": false}");
+	const char *fp8 = KV("{\"num_bits\": 8, \"type\": \"float\", \"symmetric\": true, \"strategy\": \"tensor\", \"dynamic\": false}");
 	struct resolved r;
 	resolve_text(&r, fp8, "qwen3", 1, CTQ_SEM_STRICT);
 	expect_error(&r, "model.layers.0.self_attn", CTQ_ERR_UNSUPPORTED_SCHEME, "kv_cache_scheme");
@@ -286,6 +286,12 @@ Test(resolve, kv_cache_scheme)
 	resolve_text(&r, KV("{\"num_bits\": 8, \"type\": \"int\", \"strategy\": \"tensor\"}"), "qwen3", 1,
 		     CTQ_SEM_VLLM);
 	expect_error(&r, "model.layers.0.self_attn", CTQ_ERR_UNSUPPORTED_SCHEME, "type=int");
+	resolved_free(&r);
+	/* vLLM's validate_kv_cache_scheme reads the raw dict: no "symmetric"
+	 * key is None, which it refuses. */
+	resolve_text(&r, KV("{\"num_bits\": 8, \"type\": \"float\", \"strategy\": \"tensor\"}"), "qwen3", 1,
+		     CTQ_SEM_VLLM);
+	expect_error(&r, "model.layers.0.self_attn", CTQ_ERR_UNSUPPORTED_SCHEME, "symmetric: None");
 	resolved_free(&r);
 }
 
