@@ -570,13 +570,19 @@ static enum ctq_status parse_scheme(struct parser *p, const cJSON *obj,
 	if (fmt) {
 		char fp[CTQ_PATH_MAX];
 		ctq_json_path_key(fp, sizeof fp, path, "format");
+		const char *why = NULL;
 		if (strcmp(fmt, "mixed-precision") == 0)
-			return ctq_error_set(p->err, CTQ_ERR_INVALID_CONFIG, fp,
-					     "mixed-precision cannot be set as a format for a QuantizationScheme");
-		if (!known_format(fmt) || strcmp(fmt, "fakequant") == 0)
-			return ctq_error_set(p->err, CTQ_ERR_INVALID_CONFIG, fp,
-					     "is \"%s\"; not a compressed-tensors CompressionFormat",
-					     fmt);
+			why = "mixed-precision cannot be set as a format for a QuantizationScheme";
+		else if (!known_format(fmt) || strcmp(fmt, "fakequant") == 0)
+			why = ctq_arena_printf(&p->cfg->arena,
+					       "is \"%s\"; not a compressed-tensors CompressionFormat",
+					       fmt);
+		if (why) {
+			s->format_error = why;
+			s->format_error_path = ctq_arena_strdup(&p->cfg->arena, fp);
+			if (!s->format_error || !s->format_error_path)
+				return oom(p, fp);
+		}
 	}
 	s->format = fmt;
 	return CTQ_OK;

@@ -60,6 +60,12 @@ struct ctq_qscheme {
 	const struct ctq_qargs *input;
 	const struct ctq_qargs *output;
 	const char *format;   /* group format; NULL when absent or null */
+	/* A group format compressed-tensors' QuantizationScheme refuses
+	 * (mixed-precision, a value outside CompressionFormat): an error of
+	 * the config under strict and ct, resolved at plan time; vLLM never
+	 * validates a group's format and compares it by value. NULL: fine. */
+	const char *format_error;
+	const char *format_error_path;
 };
 
 struct ctq_qgroup {

@@ -770,6 +770,10 @@ static enum ctq_status vllm_config_checks(struct ctx *c)
 			c->dropped[g] = true;
 			continue;
 		}
+		/* _quantization_scheme_map_from_config parses a group's args
+		 * once per target: a group with no targets is never looked at. */
+		if (grp->scheme.n_targets == 0)
+			continue;
 		if (!grp->scheme.weights) {
 			snprintf(p, sizeof p, "%s.weights", grp->path);
 			return ctq_error_set(c->err, CTQ_ERR_INVALID_CONFIG, p,
@@ -945,6 +949,14 @@ enum ctq_status ctq_plan_resolve(struct ctq_plan *plan,
 				   "is set; ctq does not execute Hadamard/QuIP/SpinQuant transforms");
 		goto done;
 	}
+	if (sem != CTQ_SEM_VLLM)
+		for (size_t g = 0; g < cfg->n_groups; g++)
+			if (cfg->groups[g].scheme.format_error) {
+				st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG,
+						   cfg->groups[g].scheme.format_error_path, "%s",
+						   cfg->groups[g].scheme.format_error);
+				goto done;
+			}
 	if (sem == CTQ_SEM_VLLM && (st = vllm_config_checks(&c)))
 		goto done;
 	/* QuantizationScheme's validator takes token, tensor, group,

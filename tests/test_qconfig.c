@@ -232,9 +232,11 @@ static const struct scheme_case scheme_cases[] = {
 	 CTQ_ERR_INVALID_CONFIG, "quantization_config.config_groups.g.output_activations.actorder",
 	 "actorder"},
 	{"mixed_precision_scheme_format", "{\"targets\": [\"Linear\"], \"format\": \"mixed-precision\"}",
-	 CTQ_ERR_INVALID_CONFIG, "quantization_config.config_groups.g.format", "mixed-precision"},
+	 CTQ_OK, NULL, NULL},
+	/* A group format outside CompressionFormat parses (vLLM takes it as a
+	 * string); strict and ct refuse it at resolution (format_error below). */
 	{"unknown_scheme_format", "{\"targets\": [\"Linear\"], \"format\": \"int8-packed\"}",
-	 CTQ_ERR_INVALID_CONFIG, "quantization_config.config_groups.g.format", "int8-packed"},
+	 CTQ_OK, NULL, NULL},
 	{"unknown_scheme_key", "{\"targets\": [\"Linear\"], \"weight\": {}}", CTQ_ERR_INVALID_CONFIG,
 	 "quantization_config.config_groups.g.weight", "unknown key"},
 	{"group_is_number", "3", CTQ_ERR_INVALID_CONFIG, "quantization_config.config_groups.g",
@@ -419,4 +421,19 @@ Test(qconfig, non_object_file_names_the_file)
 	cr_expect(strstr(err.message, "array"), "%s", err.message);
 	ctq_qconfig_free(&cfg);
 	unlink(path);
+}
+
+/* The group format compressed-tensors refuses is kept with its path and
+ * reason, for the profiles that refuse it. */
+Test(qconfig, group_format_error_is_recorded)
+{
+	struct ctq_qconfig cfg;
+	struct ctq_error err = {0};
+	cr_assert_eq(parse_text(&cfg, "{\"quantization_config\": {\"config_groups\": {\"g\": "
+				      "{\"targets\": [\"Linear\"], \"format\": \"int8-packed\"}}}}",
+				NULL, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(cfg.n_groups, 1);
+	cr_expect_str_eq(cfg.groups[0].scheme.format_error_path, "quantization_config.config_groups.g.format");
+	cr_expect(strstr(cfg.groups[0].scheme.format_error, "int8-packed"));
+	ctq_qconfig_free(&cfg);
 }
