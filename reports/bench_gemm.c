@@ -275,6 +275,14 @@ enum ctq_status ctq_gemm_rows_load(const char *path, struct ctq_gemm_row **rows,
 			if (!(d[k] >= 1 && d[k] <= 9e15))
 				st = ctq_error_set(err, CTQ_ERR_PARSE, path, "row %zu: %s is \"%s\"; expected a positive integer",
 						   i + 2, ctq_gemm_csv_header[k], ctq_table_get(&t, i, c[k]));
+		/* Counts: empty (NaN) is 0; anything else must be a count an int
+		 * holds (a cast of NaN or 1e300 is undefined; found by fuzz_csv). */
+		for (int k = 6; k <= 8; k++)
+			if (!isnan(d[k]) && !(d[k] >= 0 && d[k] <= 2e9))
+				st = ctq_error_set(err, CTQ_ERR_PARSE, path, "row %zu: %s is \"%s\"; expected a count from 0 to 2e9",
+						   i + 2, ctq_gemm_csv_header[k], ctq_table_get(&t, i, c[k]));
+		if (st)
+			break;
 		r->K = (int64_t)d[1], r->N = (int64_t)d[2], r->M = (int64_t)d[3];
 		r->samples = isnan(d[6]) ? 0 : (int)d[6];
 		r->copies = isnan(d[7]) ? 0 : (int)d[7];

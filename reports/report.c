@@ -440,8 +440,11 @@ static enum ctq_status probe_file(struct rep *r, const struct ctq_result_file *f
 				break;
 		if (l == nl) {
 			snprintf(ly[nl].name, sizeof ly[nl].name, "%s", ln);
-			ly[nl].K = (long long)ctq_table_num(&t, i, c[1]);
-			ly[nl].N = (long long)ctq_table_num(&t, i, c[2]);
+			/* A cell that is no number (or out of range) is shown as
+			 * 0, never cast (NaN -> long long is undefined; fuzz_csv). */
+			double kk = ctq_table_num(&t, i, c[1]), nn = ctq_table_num(&t, i, c[2]);
+			ly[nl].K = kk >= 0 && kk <= 9e15 ? (long long)kk : 0;
+			ly[nl].N = nn >= 0 && nn <= 9e15 ? (long long)nn : 0;
 			for (int z = 0; z < 4; z++)
 				ly[nl].k[z] = ly[nl].q[z] = NAN;
 			nl++;

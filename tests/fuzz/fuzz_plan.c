@@ -1,0 +1,18 @@
+/* Fuzz target: a run plan (ctq run PLAN) through the plan loader and
+ * validator of harness/cmd_run.c, reached through ctq_run_plan_check
+ * (harness/commands.h). The plan is only validated, never run. */
+#include "tests/fuzz/fuzz.h"
+
+#include "harness/commands.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size > CTQ_FUZZ_MAX_BYTES)
+		return -1;
+	char file[512];
+	snprintf(file, sizeof file, "%s", ctq_fuzz_path("plan.json"));
+	ctq_fuzz_write(file, data, size);
+	struct ctq_error err = {0};
+	(void)ctq_run_plan_check(file, &err);
+	return 0;
+}
