@@ -159,8 +159,9 @@ test: deps
 # initcheck (tools/gpu-sanitize.sh; GPU host only; SANITIZE_SECONDS per run).
 SANITIZE_SECONDS ?= 240
 .PHONY: test-gpu-sanitize
-test-gpu-sanitize: all $(BUILD)/tests/gpu/test_dense $(BUILD)/tests/gpu/test_attention
+test-gpu-sanitize:
 	$(Q)test "$(CUDA)" = 1 || { echo "test-gpu-sanitize: this build has no CUDA (nvcc not found)"; exit 3; }
+	$(Q)$(MAKE) --no-print-directory all $(BUILD)/tests/gpu/test_dense $(BUILD)/tests/gpu/test_attention
 	$(Q)sh tools/gpu-sanitize.sh $(BUILD) $(BUILD)/gpu-sanitize $(SANITIZE_SECONDS)
 
 # CUDA tests: on a GPU host only; one worker (Criterion forks).
