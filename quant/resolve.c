@@ -977,6 +977,18 @@ enum ctq_status ctq_plan_resolve(struct ctq_plan *plan,
 				   ctq_strategy_name(cfg->kv_cache->strategy));
 		goto done;
 	}
+	/* A static kv_cache_scheme by group or tensor_group: compressed-tensors'
+	 * initialisation allocates its scales with a None dimension and crashes
+	 * (TypeError in torch.empty, measured with 0.20.0); dynamic ones run. */
+	if (sem == CTQ_SEM_CT && cfg->kv_cache && cfg->kv_cache->dynamic == CTQ_DYNAMIC_FALSE &&
+	    (cfg->kv_cache->strategy == CTQ_STRATEGY_GROUP ||
+	     cfg->kv_cache->strategy == CTQ_STRATEGY_TENSOR_GROUP)) {
+		ctq_json_path_key(p, sizeof p, cfg->block_path, "kv_cache_scheme.strategy");
+		st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, p,
+				   "is %s with static scales; compressed-tensors' initialisation fails on it (TypeError: empty(): argument 'size' ...); dynamic per-group KV quantization runs",
+				   ctq_strategy_name(cfg->kv_cache->strategy));
+		goto done;
+	}
 	if (sem != CTQ_SEM_STRICT && (st = build_map(&c)))
 		goto done;
 	if (sem == CTQ_SEM_CT) {
