@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "core/fileio.h"
 #include "core/cleanup.h"
+
+#include <dirent.h>
 #include "core/arena.h"
 
 #include <errno.h>
@@ -191,6 +193,19 @@ static int remove_cb(const char *p, const struct stat *sb, int flag,
 	(void)ftw;
 	remove(p);
 	return 0;
+}
+
+bool ctq_dir_is_empty(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return false;
+	struct dirent *e;
+	bool empty = true;
+	while (empty && (e = readdir(d)))
+		empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+	closedir(d);
+	return empty;
 }
 
 void ctq_remove_tree(const char *path)

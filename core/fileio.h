@@ -40,6 +40,8 @@ void ctq_file_unmap(const void *map, size_t n_bytes);
 
 bool ctq_path_is_dir(const char *path);
 bool ctq_path_exists(const char *path);
+/* True for a folder that holds nothing (false when it cannot be read). */
+bool ctq_dir_is_empty(const char *path);
 
 /* mkdir -p. */
 enum ctq_status ctq_mkdirs(const char *path, struct ctq_error *err);

@@ -41,25 +41,12 @@ static void help(void)
 
 /* ---- shared with quantize -------------------------------------------------- */
 
-static bool dir_is_empty(const char *path)
-{
-	DIR *d = opendir(path);
-	if (!d)
-		return false;
-	struct dirent *e;
-	bool empty = true;
-	while (empty && (e = readdir(d)))
-		empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
-	closedir(d);
-	return empty;
-}
-
 bool ctq_out_dir_allowed(const char *cmd, const char *out, bool force, bool *replace)
 {
 	*replace = false;
 	if (!ctq_path_exists(out))
 		return true;
-	if (force || (ctq_path_is_dir(out) && dir_is_empty(out))) {
+	if (force || (ctq_path_is_dir(out) && ctq_dir_is_empty(out))) {
 		*replace = true;
 		return true;
 	}

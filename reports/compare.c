@@ -208,13 +208,18 @@ done:
 
 /* ---- timing ---------------------------------------------------------------- */
 
-enum ctq_status ctq_compare_timing(const double *base, size_t nb, const double *cand, size_t nc,
-				   const struct ctq_compare_policy *p,
-				   struct ctq_timing_result *out, struct ctq_error *err)
+/* What both timing verdicts share: the two sample summaries, the median
+ * change, and "ambiguous: too few samples" (*decided then). */
+static enum ctq_status timing_begin(const double *base, size_t nb, const double *cand, size_t nc,
+				    const struct ctq_compare_policy *p,
+				    struct ctq_timing_result *out, bool *decided,
+				    struct ctq_error *err)
 {
 	memset(out, 0, sizeof *out);
+	*decided = false;
 	out->change = NAN;
 	out->mwu.p = NAN;
+	out->mwu.p_min = NAN;
 	enum ctq_status st;
 	if ((st = ctq_sample_summarize(base, nb, &out->base, err)) ||
 	    (st = ctq_sample_summarize(cand, nc, &out->cand, err)))
@@ -227,24 +232,45 @@ enum ctq_status ctq_compare_timing(const double *base, size_t nb, const double *
 	if (nb < min_n || nc < min_n) {
 		snprintf(out->why, sizeof out->why,
 			 "too few samples: %zu base, %zu new (policy: at least %zu per side)", nb, nc, min_n);
-		return CTQ_OK;
+		*decided = true;
 	}
-	if ((st = ctq_mwu_test(cand, nc, base, nb, &out->mwu, err)))
-		return st;
+	return CTQ_OK;
+}
+
+/* "ambiguous: too noisy" or "same: within the threshold"; true when one
+ * of them decided the row. */
+static bool timing_noisy_or_same(const struct ctq_compare_policy *p, struct ctq_timing_result *out)
+{
 	double max_cv = p->v[CTQ_POL_TIMING_MAX_CV];
 	if (out->base.cv > max_cv || out->cand.cv > max_cv) {
 		snprintf(out->why, sizeof out->why,
 			 "too noisy: cv %.3g base, %.3g new (policy: at most %.3g)", out->base.cv,
 			 out->cand.cv, max_cv);
-		return CTQ_OK;
+		return true;
 	}
-	double thr = p->v[CTQ_POL_TIMING_THRESHOLD], alpha = p->v[CTQ_POL_TIMING_ALPHA];
+	double thr = p->v[CTQ_POL_TIMING_THRESHOLD];
 	if (fabs(out->change) < thr) {
 		out->verdict = "same";
 		snprintf(out->why, sizeof out->why, "median %+.2f%%, within +-%.3g%%", 100 * out->change,
 			 100 * thr);
-		return CTQ_OK;
+		return true;
 	}
+	return false;
+}
+
+enum ctq_status ctq_compare_timing(const double *base, size_t nb, const double *cand, size_t nc,
+				   const struct ctq_compare_policy *p,
+				   struct ctq_timing_result *out, struct ctq_error *err)
+{
+	bool decided;
+	enum ctq_status st = timing_begin(base, nb, cand, nc, p, out, &decided, err);
+	if (st || decided)
+		return st;
+	if ((st = ctq_mwu_test(cand, nc, base, nb, &out->mwu, err)))
+		return st;
+	if (timing_noisy_or_same(p, out))
+		return CTQ_OK;
+	double thr = p->v[CTQ_POL_TIMING_THRESHOLD], alpha = p->v[CTQ_POL_TIMING_ALPHA];
 	if (out->mwu.p < alpha) {
 		out->regression = out->change > 0;
 		out->verdict = out->change > 0 ? "slower" : "faster";
@@ -281,38 +307,11 @@ enum ctq_status ctq_compare_timing_run(const double *base, size_t nb, const doub
 				       const struct ctq_compare_policy *p,
 				       struct ctq_timing_result *out, struct ctq_error *err)
 {
-	memset(out, 0, sizeof *out);
-	out->change = NAN;
-	out->mwu.p = NAN;
-	out->mwu.p_min = NAN;
-	enum ctq_status st;
-	if ((st = ctq_sample_summarize(base, nb, &out->base, err)) ||
-	    (st = ctq_sample_summarize(cand, nc, &out->cand, err)))
+	bool decided;
+	enum ctq_status st = timing_begin(base, nb, cand, nc, p, out, &decided, err);
+	if (st || decided || timing_noisy_or_same(p, out))
 		return st;
-	double mb = out->base.median, mc = out->cand.median;
-	if (nb && nc)
-		out->change = mb != 0 ? (mc - mb) / fabs(mb) : (mc == mb ? 0 : INFINITY);
-	size_t min_n = (size_t)p->v[CTQ_POL_TIMING_MIN_SAMPLES];
-	out->verdict = "ambiguous";
-	if (nb < min_n || nc < min_n) {
-		snprintf(out->why, sizeof out->why,
-			 "too few samples: %zu base, %zu new (policy: at least %zu per side)", nb, nc, min_n);
-		return CTQ_OK;
-	}
-	double max_cv = p->v[CTQ_POL_TIMING_MAX_CV];
-	if (out->base.cv > max_cv || out->cand.cv > max_cv) {
-		snprintf(out->why, sizeof out->why,
-			 "too noisy: cv %.3g base, %.3g new (policy: at most %.3g)", out->base.cv,
-			 out->cand.cv, max_cv);
-		return CTQ_OK;
-	}
 	double thr = p->v[CTQ_POL_TIMING_THRESHOLD], a = p->v[CTQ_POL_TIMING_RUN_NOISE];
-	if (fabs(out->change) < thr) {
-		out->verdict = "same";
-		snprintf(out->why, sizeof out->why, "median %+.2f%%, within +-%.3g%%", 100 * out->change,
-			 100 * thr);
-		return CTQ_OK;
-	}
 	/* ratio = mc / mb; symmetric in log: slower beyond 1 + a, faster under
 	 * 1 / (1 + a). */
 	double ratio = 1 + out->change;

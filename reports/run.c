@@ -80,19 +80,6 @@ static bool is_tmp_name(const char *path)
 	return true;
 }
 
-static bool folder_is_empty(const char *path)
-{
-	DIR *d = opendir(path);
-	if (!d)
-		return false;
-	struct dirent *e;
-	bool empty = true;
-	while (empty && (e = readdir(d)))
-		empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
-	closedir(d);
-	return empty;
-}
-
 /* The kind of path, and for the refusals why (into why, cap bytes). */
 static enum ctq_run_dir_kind dir_kind(const char *path, char *why, size_t cap)
 {
@@ -105,7 +92,7 @@ static enum ctq_run_dir_kind dir_kind(const char *path, char *why, size_t cap)
 		snprintf(why, cap, "is not a folder");
 		return CTQ_RUN_DIR_OTHER;
 	}
-	if (folder_is_empty(path)) {
+	if (ctq_dir_is_empty(path)) {
 		snprintf(why, cap, "is an empty folder, not a ctq run directory (no manifest.json)");
 		return CTQ_RUN_DIR_EMPTY;
 	}
