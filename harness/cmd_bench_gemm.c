@@ -466,7 +466,7 @@ enum ctq_status ctq_gemm_bench_open(struct ctq_gemm_bench **out, int device,
 	*out = NULL;
 	memset(info, 0, sizeof *info);
 	return ctq_error_set(err, CTQ_ERR_ENV, "--device",
-			     "this ctq was built without CUDA (nvcc was not found at build time); "
+			     "this ctq was built without CUDA (CUDA=0, or no nvcc at build time); "
 			     "bench gemm needs a GPU");
 }
 

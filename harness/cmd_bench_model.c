@@ -458,6 +458,9 @@ int ctq_cmd_bench_model(int argc, char **argv)
 		fprintf(stderr, "ctq bench model: --model DIR is required (see --help)\n");
 		return CTQ_EXIT_USAGE;
 	}
+	if (!ctq_opt_model_dir("bench model", "--model", model) ||
+	    !ctq_opt_model_dir("bench model", "--ref-model", ref))
+		return ctq_status_exit_code(CTQ_ERR_IO);
 	if (!ctq_opt_out_ok("bench model", out, force))
 		return CTQ_EXIT_USAGE;
 	struct ctq_error err = {0};

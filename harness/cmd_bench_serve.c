@@ -9,6 +9,7 @@
  * in their latency and TTFT). Time is wall clock on CLOCK_MONOTONIC; each
  * forward call returns its logits to the host, so it is synchronised. */
 #include "harness/commands.h"
+#include "core/fileio.h"
 #include "core/rng.h"
 #include "model/runner.h"
 #include "reference/backend.h"
@@ -172,6 +173,8 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 		fprintf(stderr, "ctq bench serve: --model DIR is required (see --help)\n");
 		return CTQ_EXIT_USAGE;
 	}
+	if (!ctq_opt_model_dir("bench serve", "--model", o->model))
+		return ctq_status_exit_code(CTQ_ERR_IO);
 	if (!o->max_batch)
 		o->max_batch = o->concurrency;
 	if (!o->cache_len)

@@ -14,6 +14,7 @@
 static void help(void)
 {
 	printf("usage: ctq compare BASE NEW [--policy FILE] [--out DIR [--force]] [--quiet]\n"
+	       "       ctq compare --ab BASE_SET NEW_SET [--policy FILE] [--out DIR [--force]]\n"
 	       "       ctq compare RUN1 RUN2 ... RUNn --trend [--out DIR [--force]]\n"
 	       "\n"
 	       "Pairs the observations of two run directories by key and calls each change:\n"
@@ -48,6 +49,16 @@ static void help(void)
 	       "in NEW (every conform.csv gone, say) is a regression unless the policy's\n"
 	       "missing_family.<family> exempts it, with its reason.\n"
 	       "\n"
+	       "One run a side cannot gate small timing changes: runs of one build drift\n"
+	       "(sd 5-7%% a run on a 2-core CPU), so only a ratio beyond 1.5x is called.\n"
+	       "With --ab, BASE_SET and NEW_SET are folders of runs made interleaved by\n"
+	       "tools/ab-run.sh (base, new, new, base, ...; pairs by folder name, checked by\n"
+	       "start time): each pair shares the drift, and each timing series gets a\n"
+	       "paired t test over the pairs (timing.ab_alpha 0.002, at least\n"
+	       "timing.ab_min_pairs 5), which gates a +30%% change of one family in more\n"
+	       "than 95%% of pairs of sets and noise in under 1%%. Other families compare\n"
+	       "the first pair.\n"
+	       "\n"
 	       "options:\n"
 	       "  --policy FILE  thresholds and their reasons (default: built-in, the same as\n"
 	       "                 policies/compare.json)\n"
@@ -56,6 +67,7 @@ static void help(void)
 	       "  --force        replace DIR when it is an existing ctq run directory (any\n"
 	       "                 other non-empty DIR is refused)\n"
 	       "  --trend        tabulate every metric over RUN1..RUNn (no verdict)\n"
+	       "  --ab           BASE and NEW are interleaved run sets (tools/ab-run.sh)\n"
 	       "  --quiet        no table on stdout, only the verdict line\n"
 	       "\n"
 	       "exit: 0 no regression; 1 a regression; 2 bad usage or unreadable input.\n");
@@ -111,7 +123,7 @@ fail:
 int ctq_cmd_compare(int argc, char **argv)
 {
 	const char *policy_path = NULL, *out = NULL;
-	bool do_trend = false, quiet = false, force = false;
+	bool do_trend = false, quiet = false, force = false, ab = false;
 	char **dirs = calloc((size_t)argc + 1, sizeof *dirs);
 	int n = 0;
 	if (!dirs)
@@ -133,6 +145,8 @@ int ctq_cmd_compare(int argc, char **argv)
 			force = true;
 		} else if (!strcmp(a, "--trend")) {
 			do_trend = true;
+		} else if (!strcmp(a, "--ab")) {
+			ab = true;
 		} else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
 			quiet = true;
 		} else if (a[0] == '-') {
@@ -142,7 +156,11 @@ int ctq_cmd_compare(int argc, char **argv)
 			dirs[n++] = argv[i];
 		}
 	}
-	for (int i = 0; i < n; i++) {
+	if (ab && do_trend) {
+		fprintf(stderr, "ctq compare: --ab and --trend do not combine\n");
+		goto out;
+	}
+	for (int i = 0; i < n && !ab; i++) {
 		struct ctq_error derr = {0};
 		if (ctq_run_dir_check(dirs[i], &derr)) {
 			ctq_print_error("compare", &derr);
@@ -160,7 +178,8 @@ int ctq_cmd_compare(int argc, char **argv)
 		goto out;
 	}
 	if (n != 2) {
-		fprintf(stderr, "ctq compare: give BASE and NEW (two run directories; --trend for more)\n");
+		fprintf(stderr, ab ? "ctq compare --ab: give BASE_SET and NEW_SET (two run sets)\n"
+				   : "ctq compare: give BASE and NEW (two run directories; --trend for more)\n");
 		goto out;
 	}
 	struct ctq_compare_policy pol;
@@ -171,7 +190,8 @@ int ctq_cmd_compare(int argc, char **argv)
 		goto out;
 	}
 	struct ctq_comparison c;
-	enum ctq_status st = ctq_compare_runs(&c, dirs[0], dirs[1], &pol, &err);
+	enum ctq_status st = ab ? ctq_compare_ab(&c, dirs[0], dirs[1], &pol, &err)
+				: ctq_compare_runs(&c, dirs[0], dirs[1], &pol, &err);
 	if (st) {
 		ctq_print_error("compare", &err);
 		rc = ctq_status_exit_code(st);
@@ -198,6 +218,8 @@ int ctq_cmd_compare(int argc, char **argv)
 	cJSON_AddStringToObject(cm, "base", dirs[0]);
 	cJSON_AddStringToObject(cm, "new", dirs[1]);
 	cJSON_AddStringToObject(cm, "policy", pol.source);
+	if (ab)
+		cJSON_AddNumberToObject(cm, "ab_pairs", (double)c.ab_pairs);
 	cJSON_AddNumberToObject(cm, "regressions", (double)c.n_regressions);
 	cJSON_AddNumberToObject(cm, "improvements", (double)c.n_improvements);
 	cJSON_AddNumberToObject(cm, "ambiguous", (double)c.n_ambiguous);

@@ -134,6 +134,15 @@ int ctq_cmd_conform(int argc, char **argv)
 		rc = ctq_status_exit_code(st);
 		goto out;
 	}
+	/* Begun before the cases run: numeric cases build their scratch
+	 * checkpoints inside the temporary run directory, so that a killed
+	 * run leaves nothing outside it (core/cleanup.h removes it). */
+	if ((st = ctq_run_begin(&run, out, force, "conform", argc, argv, &err))) {
+		ctq_print_error("conform", &err);
+		rc = ctq_status_exit_code(st);
+		goto out;
+	}
+	const struct ctq_case_run_options ro = {.scratch_dir = run.tmp_dir};
 	size_t n_cases = 0;
 	for (size_t i = 0; i < suite.n_cases; i++) {
 		const struct ctq_case *c = &suite.cases[i];
@@ -143,8 +152,9 @@ int ctq_cmd_conform(int argc, char **argv)
 		for (int s = 0; s < CTQ_SEM_COUNT; s++) {
 			if (!c->sem[s])
 				continue;
-			if ((st = ctq_case_run(c, (enum ctq_semantics)s, &checks, &err))) {
+			if ((st = ctq_case_run_opts(c, (enum ctq_semantics)s, &ro, &checks, &err))) {
 				ctq_print_error("conform", &err);
+				ctq_run_abort(&run);
 				rc = ctq_status_exit_code(st);
 				goto out;
 			}
@@ -152,6 +162,7 @@ int ctq_cmd_conform(int argc, char **argv)
 	}
 	if (!n_cases) {
 		fprintf(stderr, "ctq conform: no case matches --filter %s\n", filter);
+		ctq_run_abort(&run);
 		goto out;
 	}
 	size_t passed = 0, failed = 0;
@@ -169,8 +180,7 @@ int ctq_cmd_conform(int argc, char **argv)
 			printf("     expected: %s\n     actual:   %s\n     why:      %s\n     file:     %s\n",
 			       k->expected, k->actual, k->detail, k->file);
 	}
-	if ((st = ctq_run_begin(&run, out, force, "conform", argc, argv, &err)) ||
-	    (st = write_outputs(&run, &checks, &err))) {
+	if ((st = write_outputs(&run, &checks, &err))) {
 		ctq_print_error("conform", &err);
 		ctq_run_abort(&run);
 		rc = ctq_status_exit_code(st);

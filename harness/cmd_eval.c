@@ -579,6 +579,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "ctq eval: --model DIR is required (see --help)\n");
 		return CTQ_EXIT_USAGE;
 	}
+	if (!ctq_opt_model_dir("eval", "--model", o->model) ||
+	    !ctq_opt_model_dir("eval", "--ref-model", o->ref))
+		return ctq_status_exit_code(CTQ_ERR_IO);
 	if (!ctq_protocol_id(o->bench, o->protocol)) {
 		fprintf(stderr, "ctq eval: %s has no %s protocol (the spec defines none); use original\n",
 			ctq_bench_name(o->bench), ctq_protocol_name(o->protocol));

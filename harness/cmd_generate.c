@@ -204,6 +204,8 @@ int ctq_cmd_generate(int argc, char **argv)
 		fprintf(stderr, "ctq generate: --model DIR and one of --prompt TEXT or --ids LIST are required (see --help)\n");
 		return CTQ_EXIT_USAGE;
 	}
+	if (!ctq_opt_model_dir("generate", "--model", model))
+		return ctq_status_exit_code(CTQ_ERR_IO);
 	if (!ctq_opt_act_numerics_backend("generate", numerics, backend))
 		return CTQ_EXIT_USAGE;
 	if (ids_arg && chat) {

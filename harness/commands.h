@@ -43,6 +43,11 @@ const char *ctq_opt_value(int argc, char **argv, int *i);
  * run directory (reports/run.h ctq_run_out_check): checked before a
  * command starts its work. Prints why not. */
 bool ctq_opt_out_ok(const char *cmd, const char *out, bool force);
+/* True when path is NULL or a folder; otherwise prints "ctq CMD: io-error
+ * at PATH: OPT: no such file or folder" (or "not a folder"), false. Checked
+ * right after the options, before a backend opens or a tokenizer loads, so
+ * that a mistyped checkpoint path is what is said. */
+bool ctq_opt_model_dir(const char *cmd, const char *opt, const char *path);
 
 /* Parses a positive int option value; false on error (printed). */
 bool ctq_opt_int(const char *cmd, const char *opt, const char *v, long min,

@@ -1,5 +1,6 @@
 /* ctq harness helpers shared by the commands (see commands.h). */
 #include "harness/commands.h"
+#include "core/fileio.h"
 #include "core/json.h"
 #include "reports/run.h"
 
@@ -88,4 +89,16 @@ enum ctq_status ctq_load_target(const char *path,
 		return ctq_error_set(err, CTQ_ERR_USAGE, path,
 				     "has no model_type / num_hidden_layers (a standalone quantization config?); name the model with --arch A --layers N");
 	return ctq_modules_from_config(mods, cfg->raw, "", prefix, err);
+}
+
+bool ctq_opt_model_dir(const char *cmd, const char *opt, const char *path)
+{
+	if (!path || ctq_path_is_dir(path))
+		return true;
+	struct ctq_error err = {0};
+	ctq_error_set(&err, CTQ_ERR_IO, path, "%s: %s", opt,
+		      ctq_path_exists(path) ? "not a folder; expected a checkpoint folder"
+					    : "no such file or folder");
+	ctq_print_error(cmd, &err);
+	return false;
 }

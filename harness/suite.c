@@ -13,6 +13,7 @@
 #include "harness/tpcheck.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -981,21 +982,30 @@ static long num_or(const cJSON *o, const char *k, long dflt)
 	return cJSON_IsNumber(v) ? (long)v->valuedouble : dflt;
 }
 
-/* Builds the case's synthetic checkpoint in a temporary folder, then one
- * check per (linear module, tp): tp ranks against tp 1 (harness/tpcheck.h). */
-static enum ctq_status run_numeric(const struct ctq_case *c, struct ctq_checks *out,
-				   struct ctq_error *err)
+/* Builds the case's synthetic checkpoint in a scratch folder under
+ * scratch_dir (struct ctq_case_run_options), then one check per (linear
+ * module, tp): tp ranks against tp 1 (harness/tpcheck.h). */
+static enum ctq_status run_numeric(const struct ctq_case *c, const char *scratch_dir,
+				   struct ctq_checks *out, struct ctq_error *err)
 {
 	const cJSON *ck = c->checkpoint;
 	struct ctq_synth_spec spec;
-	char base[64], qdir[96];
-	snprintf(base, sizeof base, "/tmp/ctq-conform-XXXXXX");
+	char base[1200], qdir[1208]; /* scratch_dir may be a run's tmp_dir (reports/run.h) */
+	const char *parent = scratch_dir;
+	if (!parent && (!(parent = getenv("TMPDIR")) || !*parent))
+		parent = "/tmp";
+	if (snprintf(base, sizeof base, "%s/ctq-conform-XXXXXX", parent) >= (int)sizeof base)
+		return ctq_error_set(err, CTQ_ERR_IO, parent, "path too long for a scratch folder");
 	if (!mkdtemp(base))
-		return ctq_error_set(err, CTQ_ERR_IO, "/tmp", "cannot create a temporary folder");
+		return ctq_error_set(err, CTQ_ERR_IO, parent, "cannot create a scratch folder: %s",
+				     strerror(errno));
 	snprintf(qdir, sizeof qdir, "%s-w8a8", base);
-	/* A SIGINT/SIGTERM during the case removes both (core/cleanup.h). */
-	ctq_cleanup_register(base);
-	ctq_cleanup_register(qdir);
+	/* A SIGINT/SIGTERM during the case removes both (core/cleanup.h): with
+	 * the run directory, already registered, when they lie inside it. */
+	if (!scratch_dir) {
+		ctq_cleanup_register(base);
+		ctq_cleanup_register(qdir);
+	}
 	struct ctq_error cerr = {0};
 	struct ctq_qconfig cfg;
 	struct ctq_modules mods;
@@ -1065,14 +1075,26 @@ done:
 	ctq_qconfig_free(&cfg);
 	ctq_remove_tree(base);
 	ctq_remove_tree(qdir);
+	if (!scratch_dir) {
+		ctq_cleanup_unregister(base);
+		ctq_cleanup_unregister(qdir);
+	}
 	return st;
 }
 
 enum ctq_status ctq_case_run(const struct ctq_case *c, enum ctq_semantics sem,
 			     struct ctq_checks *out, struct ctq_error *err)
 {
+	return ctq_case_run_opts(c, sem, NULL, out, err);
+}
+
+enum ctq_status ctq_case_run_opts(const struct ctq_case *c, enum ctq_semantics sem,
+				  const struct ctq_case_run_options *opt,
+				  struct ctq_checks *out, struct ctq_error *err)
+{
 	if (c->checkpoint)
-		return sem == CTQ_SEM_STRICT ? run_numeric(c, out, err) : CTQ_OK;
+		return sem == CTQ_SEM_STRICT ?
+			run_numeric(c, opt ? opt->scratch_dir : NULL, out, err) : CTQ_OK;
 	struct ctq_qconfig cfg;
 	struct ctq_modules mods;
 	struct ctq_plan plan;

@@ -64,8 +64,25 @@ struct ctq_checks {
 
 void ctq_checks_free(struct ctq_checks *c);
 
-/* Runs one case under one profile, appending its checks. Errors are only
- * resource failures; a case that cannot load its config is a failed check. */
+/* How cases are run. */
+struct ctq_case_run_options {
+	/* An existing folder (borrowed) under which a numeric case builds its
+	 * synthetic checkpoint (ctq-conform-XXXXXX and its -w8a8 twin),
+	 * removed when the case ends. ctq conform passes its temporary run
+	 * directory, so a killed run leaves nothing outside it. NULL: $TMPDIR,
+	 * else /tmp, and the scratch is registered with core/cleanup.h. */
+	const char *scratch_dir;
+};
+
+/* Runs one case under one profile, appending its checks. opt may be NULL
+ * (defaults above). Errors are only resource failures (io-error naming the
+ * scratch folder when it cannot be made); a case that cannot load its
+ * config is a failed check. */
+enum ctq_status ctq_case_run_opts(const struct ctq_case *c, enum ctq_semantics sem,
+				  const struct ctq_case_run_options *opt,
+				  struct ctq_checks *out, struct ctq_error *err);
+
+/* ctq_case_run_opts with the default options. */
 enum ctq_status ctq_case_run(const struct ctq_case *c, enum ctq_semantics sem,
 			     struct ctq_checks *out, struct ctq_error *err);
 

@@ -209,7 +209,7 @@ enum ctq_status ctq_backend_cuda(struct ctq_backend *b, int device, struct ctq_e
 	(void)device;
 	memset(b, 0, sizeof *b);
 	return ctq_error_set(err, CTQ_ERR_ENV, "--backend cuda",
-			     "this ctq was built without CUDA (nvcc was not found at build time)");
+			     "this ctq was built without CUDA (CUDA=0, or no nvcc at build time)");
 }
 #endif
 

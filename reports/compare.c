@@ -5,8 +5,11 @@
 #include "eval/stats.h"
 #include "reports/bench_gemm.h"
 #include "reports/csv.h"
+#include "reports/run.h"
 #include "reports/table.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +48,17 @@ static const struct {
 		"factor of sd 8-10%, so the log ratio of two runs has sd about 0.14 and a ratio "
 		"beyond 1.5 (2.9 sd) is chance in about 0.2% of a family's pairs. Within 1.5x a "
 		"change beyond the threshold is ambiguous: one run cannot tell it from noise."},
+	[CTQ_POL_TIMING_AB_ALPHA] = {"timing", "ab_alpha", 0.001, 1e-12, 1, false,
+		"Level of the paired t test over interleaved run pairs (ctq compare --ab). A pair's "
+		"runs share the host's drift, so the pairs' differences are the replicates. A set "
+		"has about 9 timing series; at 0.001 chance alone gated 0.5% of 1000 same-build "
+		"sets of 8 pairs under the drift measured on the 2-core CPU "
+		"(tests/test_compare_sweep.c), and 0 of 25 sets cut from 400 real back-to-back "
+		"runs, while a +30% slowdown of one family was gated in 99.4% (96-100% real)."},
+	[CTQ_POL_TIMING_AB_MIN_PAIRS] = {"timing", "ab_min_pairs", 5, 2, 1e6, true,
+		"With 4 degrees of freedom the t test needs t > 8.6 for p < 0.001; with fewer "
+		"pairs a 30% change cannot be told from run-to-run noise of 6%, so the row is "
+		"ambiguous. tools/ab-run.sh makes 8 pairs by default."},
 	[CTQ_POL_SERVE_MAX_CV] = {"serving", "max_cv", 1.0, 0, 1e9, false,
 		"Per-request latencies of bench serve spread by design, not by noise: in a closed "
 		"loop the first wave of requests shares its prefill, so TTFT's cv is 0.76 in the H200 "
@@ -1423,6 +1437,350 @@ done:
 	return st;
 }
 
+/* ---- interleaved run sets (--ab) --------------------------------------------- */
+
+struct ab_run {
+	char dir[1200];
+	const char *name; /* into dir */
+	double t;         /* started_unix_s */
+	int pair, side;
+};
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names of set's subfolders, sorted (owned, *n of them). */
+static enum ctq_status ab_list(const char *set, char ***out, size_t *n, struct ctq_error *err)
+{
+	*out = NULL;
+	*n = 0;
+	if (ctq_run_dir_kind(set) == CTQ_RUN_DIR_FINISHED)
+		return ctq_error_set(err, CTQ_ERR_USAGE, set,
+				     "is one run directory; --ab compares two run sets (folders of runs "
+				     "made by tools/ab-run.sh)");
+	DIR *d = opendir(set);
+	if (!d)
+		return ctq_error_set(err, CTQ_ERR_USAGE, set, "cannot be read as a run set: %s",
+				     strerror(errno));
+	enum ctq_status st = CTQ_OK;
+	size_t cap = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) && !st) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[1200];
+		snprintf(path, sizeof path, "%s/%s", set, e->d_name);
+		if (!ctq_path_is_dir(path))
+			continue; /* a log beside the runs */
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 16;
+			char **v = realloc(*out, cap * sizeof *v);
+			if (!v) {
+				st = ctq_error_set(err, CTQ_ERR_NOMEM, set, "out of memory");
+				break;
+			}
+			*out = v;
+		}
+		if (!((*out)[*n] = strdup(e->d_name)))
+			st = ctq_error_set(err, CTQ_ERR_NOMEM, set, "out of memory");
+		else
+			(*n)++;
+	}
+	closedir(d);
+	if (!st && !*n)
+		st = ctq_error_set(err, CTQ_ERR_USAGE, set, "holds no run directories");
+	if (!st)
+		qsort(*out, *n, sizeof **out, cmp_name);
+	return st;
+}
+
+static void names_free(char **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static int cmp_start(const void *a, const void *b)
+{
+	const struct ab_run *x = a, *y = b;
+	return (x->t > y->t) - (x->t < y->t);
+}
+
+/* Fills runs[2 * R] (base i at 2i, new i at 2i + 1) and checks that they are
+ * finished, paired by name, and interleaved. */
+static enum ctq_status ab_runs(const char *base_set, const char *new_set, struct ab_run **out,
+			       size_t *R, struct ctq_error *err)
+{
+	char **nb = NULL, **nn = NULL;
+	size_t kb = 0, kn = 0;
+	struct ab_run *runs = NULL;
+	enum ctq_status st;
+	*out = NULL;
+	if ((st = ab_list(base_set, &nb, &kb, err)) || (st = ab_list(new_set, &nn, &kn, err)))
+		goto done;
+	for (size_t i = 0, j = 0; i < kb || j < kn;) {
+		int c = i == kb ? 1 : j == kn ? -1 : strcmp(nb[i], nn[j]);
+		if (c) {
+			st = ctq_error_set(err, CTQ_ERR_USAGE, c < 0 ? base_set : new_set,
+					   "holds run %s, which the other set (%s) lacks: the runs of "
+					   "--ab pair by name", c < 0 ? nb[i] : nn[j],
+					   c < 0 ? new_set : base_set);
+			goto done;
+		}
+		i++, j++;
+	}
+	if (!(runs = calloc(2 * kb, sizeof *runs))) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, base_set, "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < 2 * kb; i++) {
+		struct ab_run *r = &runs[i];
+		r->pair = (int)(i / 2);
+		r->side = (int)(i % 2);
+		snprintf(r->dir, sizeof r->dir, "%s/%s", r->side ? new_set : base_set, nb[i / 2]);
+		r->name = nb[i / 2];
+		cJSON *m = NULL;
+		if ((st = ctq_run_dir_check(r->dir, err)) ||
+		    (st = ctq_results_manifest(r->dir, &m, err)))
+			goto done;
+		const cJSON *t = ctq_json_get(m, "started_unix_s");
+		r->t = cJSON_IsNumber(t) ? t->valuedouble : NAN;
+		cJSON_Delete(m);
+		if (isnan(r->t)) {
+			st = ctq_error_set(err, CTQ_ERR_USAGE, r->dir,
+					   "manifest.json has no started_unix_s (made by a ctq that did not "
+					   "record it), so its place in the interleaving is unknown");
+			goto done;
+		}
+	}
+	struct ab_run *sorted = malloc(2 * kb * sizeof *sorted);
+	if (!sorted) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, base_set, "out of memory");
+		goto done;
+	}
+	memcpy(sorted, runs, 2 * kb * sizeof *sorted);
+	qsort(sorted, 2 * kb, sizeof *sorted, cmp_start);
+	for (size_t k = 0; k < kb && !st; k++)
+		if (sorted[2 * k].pair != sorted[2 * k + 1].pair) {
+			const struct ab_run *a = &sorted[2 * k], *b = &sorted[2 * k + 1];
+			st = ctq_error_set(err, CTQ_ERR_USAGE, a->dir,
+					   "was not run beside its pair: by start time it neighbours "
+					   "%s, not %s/%s. --ab needs the two sides interleaved, each "
+					   "pair back to back (tools/ab-run.sh); sets run one after the "
+					   "other share no drift and need the one-run verdict", b->dir,
+					   a->side ? base_set : new_set, a->name);
+		}
+	free(sorted);
+done:
+	if (st) {
+		free(runs);
+		runs = NULL;
+	} else {
+		*R = kb;
+		/* names live in nb, which the runs borrow: keep it alive with them
+		 * by copying the names into dir (already) and dropping the borrow. */
+		for (size_t i = 0; i < 2 * kb; i++) {
+			const char *slash = strrchr(runs[i].dir, '/');
+			runs[i].name = slash ? slash + 1 : runs[i].dir;
+		}
+	}
+	names_free(nb, kb);
+	names_free(nn, kn);
+	*out = runs;
+	return st;
+}
+
+static bool timing_metric(int fam, const char *metric)
+{
+	if (fam == CTQ_FAM_BENCH_MODEL)
+		return !strcmp(metric, "ttft_ms") || !strcmp(metric, "decode_ms_per_step");
+	if (fam == CTQ_FAM_BENCH_GEMM)
+		return !strcmp(metric, "time_us") || !strcmp(metric, "time_us_median");
+	if (fam == CTQ_FAM_BENCH_SERVE)
+		return !strcmp(metric, "ttft_ms") || !strcmp(metric, "tpot_ms") ||
+		       !strcmp(metric, "latency_ms");
+	return false;
+}
+
+/* Drops the one-run timing verdicts of the first pair and recounts. */
+static void ab_drop_run_timings(struct ctq_comparison *c)
+{
+	size_t w = 0;
+	c->n_regressions = c->n_improvements = c->n_ambiguous = 0;
+	for (size_t i = 0; i < c->n; i++) {
+		const struct ctq_cmp_row *r = &c->rows[i];
+		const char *v = r->verdict;
+		if (timing_metric(r->fam, r->metric) &&
+		    (!strcmp(v, "same") || !strcmp(v, "slower") || !strcmp(v, "faster") ||
+		     !strcmp(v, "ambiguous")))
+			continue;
+		c->rows[w] = c->rows[i];
+		set_verdict(c, &c->rows[w], r->verdict, r->regression);
+		w++;
+	}
+	c->n = w;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median_of(const double *v, size_t n, double *tmp)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isnan(v[i]))
+			tmp[k++] = v[i];
+	if (!k)
+		return NAN;
+	qsort(tmp, k, sizeof *tmp, cmp_dbl);
+	return k % 2 ? tmp[k / 2] : 0.5 * (tmp[k / 2 - 1] + tmp[k / 2]);
+}
+
+/* The paired verdict of one timing series: base and cand hold one median
+ * per pair (NaN where the run lacks it). */
+static enum ctq_status ab_row(struct ctq_comparison *c, const struct ctq_trend_series *sb,
+			      const struct ctq_trend_series *sn, size_t R,
+			      const struct ctq_compare_policy *p, double *d, double *tmp,
+			      struct ctq_error *err)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < R; i++)
+		if (sb->v[i] > 0 && sn->v[i] > 0 && isfinite(sb->v[i]) && isfinite(sn->v[i]))
+			d[n++] = log(sn->v[i] / sb->v[i]);
+	struct ctq_cmp_row *r = new_row(c, sb->fam, sb->file, err);
+	if (!r)
+		return CTQ_ERR_NOMEM;
+	snprintf(r->key, sizeof r->key, "%s", sb->key);
+	snprintf(r->metric, sizeof r->metric, "%s", sb->metric);
+	r->base = median_of(sb->v, R, tmp);
+	r->cand = median_of(sn->v, R, tmp);
+	/* A stalled run (the host paused it: 1% of the runs of a series on the
+	 * 2-core CPU took 1.5x to 500x their neighbours) is one wild pair, and
+	 * one wild pair makes the t test blind. Pairs whose difference sits
+	 * beyond both 1.5x and 5 robust sd (1.4826 MAD) of the median
+	 * difference are set aside, at most a quarter of them; a real change
+	 * moves every pair, not one. */
+	size_t n_all = n, n_out = 0;
+	if (n >= 4) {
+		double md = median_of(d, n, tmp);
+		for (size_t i = 0; i < n; i++)
+			tmp[i] = fabs(d[i] - md);
+		double mad = median_of(tmp, n, tmp + n);
+		double cut = fmax(log(1.5), 5 * 1.4826 * mad);
+		for (size_t i = 0; i < n; i++)
+			n_out += fabs(d[i] - md) > cut;
+		if (n_out > n / 4) {
+			n_out = 0; /* too many to be stalls: keep them all */
+		} else if (n_out) {
+			size_t k = 0;
+			for (size_t i = 0; i < n; i++)
+				if (fabs(d[i] - md) <= cut)
+					d[k++] = d[i];
+			n = k;
+		}
+	}
+	struct ctq_paired_t t;
+	ctq_paired_t_test(d, n, &t);
+	char aside[96] = "";
+	if (n_out)
+		snprintf(aside, sizeof aside, " (%zu of %zu set aside as stalls)", n_out, n_all);
+	r->change = n ? expm1(t.mean) : NAN;
+	r->p = t.p;
+	const size_t min_pairs = (size_t)p->v[CTQ_POL_TIMING_AB_MIN_PAIRS];
+	const double thr = p->v[CTQ_POL_TIMING_THRESHOLD], alpha = p->v[CTQ_POL_TIMING_AB_ALPHA];
+	if (n < min_pairs) {
+		set_verdict(c, r, "ambiguous", false);
+		snprintf(r->detail, sizeof r->detail,
+			 "too few interleaved pairs: %zu (policy: at least %zu)", n, min_pairs);
+	} else if (fabs(r->change) < thr) {
+		set_verdict(c, r, "same", false);
+		snprintf(r->detail, sizeof r->detail,
+			 "%zu pairs%s: geometric mean ratio %+.2f%%, within +-%.3g%%", n, aside,
+			 100 * r->change, 100 * thr);
+	} else if (t.p < alpha) {
+		set_verdict(c, r, r->change > 0 ? "slower" : "faster", r->change > 0);
+		snprintf(r->detail, sizeof r->detail,
+			 "%zu pairs%s: geometric mean ratio %+.2f%% (threshold %.3g%%), paired t %.3g, "
+			 "p %.3g < %.3g", n, aside, 100 * r->change, 100 * thr, t.t, t.p, alpha);
+	} else {
+		set_verdict(c, r, "ambiguous", false);
+		snprintf(r->detail, sizeof r->detail,
+			 "%zu pairs%s: geometric mean ratio %+.2f%% but paired t %.3g, p %.3g >= %.3g; "
+			 "more pairs would decide", n, aside, 100 * r->change, t.t, t.p, alpha);
+	}
+	return CTQ_OK;
+}
+
+enum ctq_status ctq_compare_ab(struct ctq_comparison *c, const char *base_set,
+			       const char *new_set, const struct ctq_compare_policy *p,
+			       struct ctq_error *err)
+{
+	memset(c, 0, sizeof *c);
+	struct ab_run *runs = NULL;
+	size_t R = 0;
+	char **db = NULL, **dn = NULL;
+	double *d = NULL, *tmp = NULL;
+	struct ctq_trend tb = {0}, tn = {0};
+	bool have_b = false, have_n = false;
+	enum ctq_status st = ab_runs(base_set, new_set, &runs, &R, err);
+	if (st)
+		return st;
+	db = calloc(R, sizeof *db);
+	dn = calloc(R, sizeof *dn);
+	d = malloc(R * sizeof *d);
+	tmp = malloc(2 * R * sizeof *tmp);
+	if (!db || !dn || !d || !tmp) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, base_set, "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < R; i++) {
+		db[i] = runs[2 * i].dir;
+		dn[i] = runs[2 * i + 1].dir;
+	}
+	if ((st = ctq_compare_runs(c, db[0], dn[0], p, err)))
+		goto done;
+	ab_drop_run_timings(c);
+	c->ab_pairs = R;
+	if ((st = ctq_trend_collect(&tb, db, R, err)))
+		goto done;
+	have_b = true;
+	if ((st = ctq_trend_collect(&tn, dn, R, err)))
+		goto done;
+	have_n = true;
+	for (size_t i = 0; i < tb.n && !st; i++) {
+		const struct ctq_trend_series *sb = &tb.s[i];
+		if (!timing_metric(sb->fam, sb->metric))
+			continue;
+		for (size_t j = 0; j < tn.n; j++) {
+			const struct ctq_trend_series *sn = &tn.s[j];
+			if (sn->fam == sb->fam && !strcmp(sn->file, sb->file) &&
+			    !strcmp(sn->key, sb->key) && !strcmp(sn->metric, sb->metric)) {
+				st = ab_row(c, sb, sn, R, p, d, tmp, err);
+				break;
+			}
+		}
+	}
+done:
+	if (have_b)
+		ctq_trend_free(&tb);
+	if (have_n)
+		ctq_trend_free(&tn);
+	free(runs);
+	free(db);
+	free(dn);
+	free(d);
+	free(tmp);
+	if (st)
+		ctq_comparison_free(c);
+	return st;
+}
+
 /* ---- output ------------------------------------------------------------------ */
 
 static const char *fam_label(int fam)
@@ -1604,13 +1962,23 @@ void ctq_comparison_markdown(const struct ctq_comparison *c, const char *base_di
 		md_escape(out, p->reason[k]);
 		ctq_strbuf_append(out, " |\n");
 	}
-	ctq_strbuf_append(out,
-			  "\nTimings: one run a side is one replicate (bench model repetitions, bench "
-			  "gemm per-call times and bench serve requests share their run's clock, load and "
-			  "cache state), so each side is its median and no p-value is computed; change = "
-			  "relative change of the median, same within timing.threshold, slower or faster "
-			  "beyond timing.run_noise, ambiguous in between. Accuracy: exact McNemar p on the discordant "
-			  "questions, Newcombe hybrid score interval of the paired difference.\n");
+	if (c->ab_pairs)
+		ctq_strbuf_printf(out,
+				  "\nTimings: %zu interleaved run pairs (--ab); each series is one "
+				  "median per run, and the verdict is the paired t test of ln(new / "
+				  "base) over the pairs: same within timing.threshold, slower or "
+				  "faster when p < timing.ab_alpha, ambiguous otherwise; change = "
+				  "geometric mean ratio - 1, base and new = the medians over the runs. "
+				  "Every other family compares the first pair.\n",
+				  c->ab_pairs);
+	else
+		ctq_strbuf_append(out,
+				  "\nTimings: one run a side is one replicate (bench model repetitions, bench "
+				  "gemm per-call times and bench serve requests share their run's clock, load and "
+				  "cache state), so each side is its median and no p-value is computed; change = "
+				  "relative change of the median, same within timing.threshold, slower or faster "
+				  "beyond timing.run_noise, ambiguous in between. Accuracy: exact McNemar p on the discordant "
+				  "questions, Newcombe hybrid score interval of the paired difference.\n");
 }
 
 /* ---- trends ------------------------------------------------------------------ */

@@ -71,6 +71,8 @@ enum ctq_policy_key {
 	CTQ_POL_TIMING_MAX_CV,        /* a side noisier than this: ambiguous */
 	CTQ_POL_TIMING_RUN_NOISE,     /* run-to-run allowance: one run a side is slower or
 				       * faster only beyond it (fraction) */
+	CTQ_POL_TIMING_AB_ALPHA,      /* paired t level of interleaved run sets (--ab) */
+	CTQ_POL_TIMING_AB_MIN_PAIRS,  /* fewer interleaved pairs: ambiguous */
 	CTQ_POL_SERVE_MAX_CV,         /* the same for per-request serving latencies */
 	CTQ_POL_ACC_ALPHA,            /* McNemar significance level */
 	CTQ_POL_ACC_MIN_DROP,         /* smallest accuracy drop that gates (fraction) */
@@ -155,6 +157,7 @@ struct ctq_comparison {
 	struct ctq_cmp_row *rows; /* (n) owned */
 	size_t n, cap;
 	size_t n_regressions, n_improvements, n_ambiguous, n_files;
+	size_t ab_pairs;          /* run pairs of ctq_compare_ab; 0: one run a side */
 };
 
 /* Compares the run directories base_dir and new_dir (borrowed) into c.
@@ -165,6 +168,26 @@ enum ctq_status ctq_compare_runs(struct ctq_comparison *c, const char *base_dir,
 				 const char *new_dir, const struct ctq_compare_policy *p,
 				 struct ctq_error *err);
 void ctq_comparison_free(struct ctq_comparison *c);
+
+/* Compares two run sets made by interleaving the two sides (tools/ab-run.sh:
+ * base, new, new, base, base, new, ...): base_set and new_set are folders
+ * whose subfolders are finished run directories, paired by name (the same
+ * names on both sides; files beside them are ignored). The pairs must have
+ * been run back to back: ordered by their manifests' started_unix_s, the
+ * two runs of every pair are neighbours. Then a pair's two runs share the
+ * machine's drift (consecutive runs of one build on the 2-core CPU correlate
+ * 0.15-0.7), and each timing series (bench model key, GEMM point, serving
+ * latency) gets the paired t test of its per-run log medians:
+ * ln(new_i / base_i), one difference per pair. Same when |change| (the
+ * geometric mean ratio - 1) is under timing.threshold; slower or faster when
+ * p < timing.ab_alpha; ambiguous otherwise or with fewer than
+ * timing.ab_min_pairs pairs. Every other family (and the steps) compares the
+ * first pair's runs as ctq_compare_runs does. Errors: usage-error naming the
+ * set or run that is not a finished run, not paired, lacks started_unix_s,
+ * or was not interleaved; as ctq_compare_runs otherwise. */
+enum ctq_status ctq_compare_ab(struct ctq_comparison *c, const char *base_set,
+			       const char *new_set, const struct ctq_compare_policy *p,
+			       struct ctq_error *err);
 
 /* compare.csv: one row per ctq_cmp_row. */
 enum ctq_status ctq_comparison_write_csv(const struct ctq_comparison *c, const char *path,

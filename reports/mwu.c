@@ -180,3 +180,92 @@ enum ctq_status ctq_mwu_test(const double *x, size_t n1, const double *y, size_t
 	out->p_min = fmin(1.0, erfc(zmax / sqrt(2.0)));
 	return CTQ_OK;
 }
+
+/* ---- Student's t ---------------------------------------------------------- */
+
+/* The continued fraction of the incomplete beta function (Numerical
+ * Recipes' betacf, modified Lentz). */
+static double beta_cf(double a, double b, double x)
+{
+	const double tiny = 1e-300, eps = 1e-15;
+	double qab = a + b, qap = a + 1, qam = a - 1;
+	double c = 1, d = 1 - qab * x / qap;
+	if (fabs(d) < tiny)
+		d = tiny;
+	d = 1 / d;
+	double h = d;
+	for (int m = 1; m <= 500; m++) {
+		int m2 = 2 * m;
+		double aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+		d = 1 + aa * d;
+		d = fabs(d) < tiny ? tiny : d;
+		c = 1 + aa / c;
+		c = fabs(c) < tiny ? tiny : c;
+		d = 1 / d;
+		h *= d * c;
+		aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+		d = 1 + aa * d;
+		d = fabs(d) < tiny ? tiny : d;
+		c = 1 + aa / c;
+		c = fabs(c) < tiny ? tiny : c;
+		d = 1 / d;
+		double del = d * c;
+		h *= del;
+		if (fabs(del - 1) < eps)
+			break;
+	}
+	return h;
+}
+
+/* I_x(a, b), 0 <= x <= 1. */
+static double beta_inc(double a, double b, double x)
+{
+	if (x <= 0)
+		return 0;
+	if (x >= 1)
+		return 1;
+	double lbt = lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x);
+	double bt = exp(lbt);
+	if (x < (a + 1) / (a + b + 2))
+		return bt * beta_cf(a, b, x) / a;
+	return 1 - bt * beta_cf(b, a, 1 - x) / b;
+}
+
+double ctq_student_t_p2(double t, double df)
+{
+	if (isnan(t) || !(df > 0))
+		return NAN;
+	if (isinf(t))
+		return 0;
+	double p = beta_inc(df / 2, 0.5, df / (df + t * t));
+	return p > 1 ? 1 : p;
+}
+
+void ctq_paired_t_test(const double *d, size_t n, struct ctq_paired_t *out)
+{
+	memset(out, 0, sizeof *out);
+	out->n = n;
+	out->p = NAN;
+	out->t = NAN;
+	if (!n) {
+		out->mean = NAN;
+		return;
+	}
+	double s = 0;
+	for (size_t i = 0; i < n; i++)
+		s += d[i];
+	out->mean = s / (double)n;
+	if (n < 2)
+		return;
+	double ss = 0;
+	for (size_t i = 0; i < n; i++)
+		ss += (d[i] - out->mean) * (d[i] - out->mean);
+	out->sd = sqrt(ss / (double)(n - 1));
+	if (out->sd == 0) {
+		out->t = out->mean == 0 ? 0 : (out->mean > 0 ? INFINITY : -INFINITY);
+		out->p = out->mean == 0 ? 1 : 0;
+		return;
+	}
+	out->t = out->mean / (out->sd / sqrt((double)n));
+	out->p = ctq_student_t_p2(out->t, (double)(n - 1));
+}

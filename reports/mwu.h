@@ -52,4 +52,23 @@ struct ctq_mwu {
 enum ctq_status ctq_mwu_test(const double *x, size_t n1, const double *y, size_t n2,
 			     struct ctq_mwu *out, struct ctq_error *err);
 
+/* The two-sided p of Student's t statistic t with df degrees of freedom
+ * (df > 0): P(|T| >= |t|) = I_{df / (df + t^2)}(df / 2, 1 / 2), the
+ * regularized incomplete beta function by its continued fraction (Lentz),
+ * as scipy.stats.t.sf(|t|, df) * 2 computes it to about 1e-12. t = +-inf
+ * gives 0, NaN gives NaN. */
+double ctq_student_t_p2(double t, double df);
+
+struct ctq_paired_t {
+	size_t n;
+	double mean, sd; /* of the differences (Bessel); sd 0 when n < 2 */
+	double t;        /* mean / (sd / sqrt(n)); +-inf when sd is 0 and mean is not */
+	double p;        /* two-sided, n - 1 degrees of freedom; NaN when n < 2 */
+};
+
+/* The one-sample t test of the paired differences d (n, borrowed) against
+ * 0, as scipy.stats.ttest_1samp(d, 0) (or ttest_rel on the two columns).
+ * Every difference 0: t 0, p 1. */
+void ctq_paired_t_test(const double *d, size_t n, struct ctq_paired_t *out);
+
 #endif

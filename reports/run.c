@@ -210,6 +210,10 @@ enum ctq_status ctq_run_begin(struct ctq_run *run, const char *out_dir, bool for
 	for (int i = 0; av && i < argc; i++)
 		cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
 	cJSON_AddStringToObject(m, "started_utc", run->started_utc);
+	/* To the microsecond: ctq compare --ab orders the runs of two run sets
+	 * by it to check that they were interleaved. */
+	cJSON_AddNumberToObject(m, "started_unix_s",
+				(double)run->t0.tv_sec + 1e-9 * (double)run->t0.tv_nsec);
 	cJSON *ctq = cJSON_AddObjectToObject(m, "ctq");
 	cJSON_AddStringToObject(ctq, "version", ctq_version());
 	cJSON_AddStringToObject(ctq, "build_revision", ctq_build_revision());

@@ -239,6 +239,53 @@ fi
 expect_usage eval-model-missing "io-error at $tmp/no-model: --model" "$ctq" eval mmlu --model "$tmp/no-model" --backend cuda
 expect_usage eval-ref-model-missing "io-error at $tmp/no-ref: --ref-model" "$ctq" eval mmlu --model . --ref-model "$tmp/no-ref"
 expect_usage bench-model-missing "io-error at $tmp/no-model: --model" "$ctq" bench model --model "$tmp/no-model" --backend cuda
+# The same check after option parsing in each command (a plan step of
+# `ctq run` calls them directly), and a regular file is not a checkpoint
+# folder either. The message names the path, not the tokenizer or CUDA.
+expect_not() {
+	id=$1
+	unwanted=$2
+	if grep -qiF -- "$unwanted" "$tmp/err"; then
+		fail=$((fail + 1))
+		echo "FAIL badinput/$id: stderr mentions $unwanted:"
+		sed 's/^/    /' "$tmp/err" | cut -c1-300 | head -n 5
+	else
+		pass=$((pass + 1))
+	fi
+}
+expect_usage eval-model-nonexistent "io-error at /nonexistent: --model" "$ctq" eval mmlu --model /nonexistent
+expect_not eval-model-nonexistent-no-tokenizer tokenizer
+expect_usage bench-model-nonexistent "io-error at /nonexistent: --model" "$ctq" bench model --model /nonexistent --backend cuda
+expect_not bench-model-nonexistent-no-cuda cuda
+printf 'not a checkpoint\n' >"$tmp/model-file"
+expect_usage eval-model-file "io-error at $tmp/model-file: --model: not a folder" "$ctq" eval mmlu --model "$tmp/model-file"
+expect_not eval-model-file-no-tokenizer tokenizer
+expect_usage eval-ref-model-file "io-error at $tmp/model-file: --ref-model: not a folder" "$ctq" eval mmlu --model . --ref-model "$tmp/model-file"
+expect_usage bench-model-file "io-error at $tmp/model-file: --model: not a folder" "$ctq" bench model --model "$tmp/model-file" --backend cuda
+expect_not bench-model-file-no-cuda cuda
+expect_usage bench-serve-file "io-error at $tmp/model-file: --model: not a folder" "$ctq" bench serve --model "$tmp/model-file" --backend cuda
+expect_usage generate-model-file "io-error at $tmp/model-file: --model: not a folder" "$ctq" generate --model "$tmp/model-file" --prompt hi
+
+# inspect matches each re: target and ignore entry against each module:
+# more than 6554000 (entry, module) pairs is refused before resolving
+# (docs/semantics.md "Cost of inspect"). regex_config LAYERS TARGETS IGNORES.
+regex_config() {
+	awk -v L="$1" -v T="$2" -v I="$3" 'BEGIN {
+		printf "{\"model_type\": \"qwen3\", \"num_hidden_layers\": %d, \"quantization_config\": {\"config_groups\": {\"g\": {\"targets\": [", L
+		for (t = 0; t < T - 1; t++)
+			printf "\"re:.*layers\\\\.%d\\\\.mlp\\\\.down_proj$\", ", t % L
+		printf "\"re:.*_proj$\"], \"weights\": {\"num_bits\": 8, \"type\": \"int\", \"symmetric\": true, \"strategy\": \"channel\", \"dynamic\": false}, \"input_activations\": {\"num_bits\": 8, \"type\": \"int\", \"symmetric\": true, \"strategy\": \"token\", \"dynamic\": true}}}, \"ignore\": [\"lm_head\""
+		for (i = 0; i < I; i++)
+			printf ", \"re:.*layers\\\\.%d\\\\.mlp\\\\.gate_proj$\"", i % L
+		printf "]}}\n"
+	}'
+}
+regex_config 4096 201 0 >"$tmp/regex-targets.json"
+expect_usage inspect-regex-targets-bound "invalid-config at $tmp/regex-targets.json: 201 re: targets and ignore entries x 32770 modules" "$ctq" inspect "$tmp/regex-targets.json" --semantics all
+regex_config 4096 1 200 >"$tmp/regex-ignore.json"
+expect_usage inspect-regex-ignore-bound "inspect takes at most 6554000" "$ctq" inspect "$tmp/regex-ignore.json"
+regex_config 64 2000 0 >"$tmp/regex-small-model.json"
+expect_ok inspect-regex-below-bound "model.layers.63.mlp.down_proj" "$ctq" inspect "$tmp/regex-small-model.json"
 
 # check ID CONDITION-EXIT-STATUS MESSAGE: counts a shell check.
 check() {

@@ -297,3 +297,34 @@ Test(compare_stats, bad_policies_are_refused_with_their_path)
 	cr_expect_eq(p.v[CTQ_POL_MISSING_IS_REGRESSION], 1);
 	cr_expect_str_eq(p.reason[CTQ_POL_TIMING_THRESHOLD], "(no reason given in the policy file)");
 }
+
+/* Goldens: 2 * scipy.stats.t.sf(|t|, df) (scipy 1.16), and
+ * scipy.stats.ttest_1samp([0.12, 0.08, 0.15, 0.11, 0.09], 0). */
+Test(compare_stats, student_t_matches_scipy)
+{
+	static const double g[][3] = {
+		{0.5, 1, 0.7048327646991335},    {2.0, 4, 0.11611652351681556},
+		{7.17, 4, 0.002003338455840057}, {3.0, 7, 0.019942126131992536},
+		{-1.2, 15, 0.24874978738802267}, {10, 2, 0.00985245702332569},
+		{0.0, 3, 1.0},                   {4.5, 8, 0.0020020922755185975},
+		{40, 5, 1.8411962171772954e-07},
+	};
+	for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
+		double p = ctq_student_t_p2(g[i][0], g[i][1]);
+		cr_expect(fabs(p - g[i][2]) <= 1e-10 * g[i][2] + 1e-15, "t %g df %g: p %.17g, scipy %.17g",
+			  g[i][0], g[i][1], p, g[i][2]);
+	}
+	cr_expect_eq(ctq_student_t_p2(INFINITY, 3), 0);
+	cr_expect(isnan(ctq_student_t_p2(NAN, 3)));
+	double d[] = {0.12, 0.08, 0.15, 0.11, 0.09};
+	struct ctq_paired_t r;
+	ctq_paired_t_test(d, 5, &r);
+	cr_expect(fabs(r.t - 8.981462390204987) < 1e-9, "t %.17g", r.t);
+	cr_expect(fabs(r.p - 0.0008505445157144158) < 1e-12, "p %.17g", r.p);
+	double z[] = {0, 0, 0};
+	ctq_paired_t_test(z, 3, &r);
+	cr_expect(r.t == 0 && r.p == 1);
+	double one[] = {0.3};
+	ctq_paired_t_test(one, 1, &r);
+	cr_expect(isnan(r.p));
+}

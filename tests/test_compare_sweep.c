@@ -73,17 +73,21 @@ static double lognormal(struct ctq_rng *r, double sd)
 	return exp(sd * ctq_rng_normal(r));
 }
 
-/* One run directory; slow[f] multiplies family f's times (1: none). The
- * 32 TTFT samples of the serving run go to ttft (may be NULL). */
-static void write_run(const char *dir, struct ctq_rng *r, const double slow[F_N], double *ttft)
+/* One run directory started at start (unix s); fam[f] multiplies family
+ * f's times: its run factor times any planted slowdown. The 32 TTFT samples
+ * of the serving run go to ttft (may be NULL). */
+static void write_run_at(const char *dir, struct ctq_rng *r, const double fam[F_N], double *ttft,
+			 double start)
 {
 	char *buf = malloc(65536);
 	cr_assert(buf);
-	put(dir, "manifest.json",
-	    "{\"schema_version\": 1, \"command\": \"test\", \"ended_utc\": \"2026-01-01T00:00:00Z\"}");
+	snprintf(buf, 65536,
+		 "{\"schema_version\": 1, \"command\": \"test\", \"started_unix_s\": %.6f, "
+		 "\"ended_utc\": \"2026-01-01T00:00:00Z\"}", start);
+	put(dir, "manifest.json", buf);
 
 	/* bench model: 3 repetitions sharing the run factor. */
-	double fm = lognormal(r, RUN_SD) * slow[F_MODEL];
+	double fm = fam[F_MODEL];
 	size_t n = (size_t)sprintf(buf, "backend,batch,input_tokens,output_tokens,rep,ttft_ms,"
 					"decode_ms_per_step\n");
 	for (int i = 0; i < 3; i++)
@@ -100,7 +104,7 @@ static void write_run(const char *dir, struct ctq_rng *r, const double slow[F_N]
 	cr_assert_eq(ctq_csv_open(&w, path, ctq_gemm_csv_header, ctq_gemm_csv_cols, NULL), CTQ_OK);
 	const struct ctq_gemm_peaks peaks = {NAN, NAN, "test"};
 	static const long Ms[4] = {1, 8, 64, 256};
-	double fg = lognormal(r, RUN_SD) * slow[F_GEMM];
+	double fg = fam[F_GEMM];
 	n = (size_t)sprintf(buf, "shape,K,N,M,impl,sample,time_us\n");
 	for (int pt = 0; pt < 4; pt++) {
 		double v[20], fk = fg * lognormal(r, KEY_SD);
@@ -128,7 +132,7 @@ static void write_run(const char *dir, struct ctq_rng *r, const double slow[F_N]
 	put(dir, "gemm/bench_gemm_samples.csv", buf);
 
 	/* bench serve: 32 requests sharing the run factor. */
-	double fs = lognormal(r, RUN_SD) * slow[F_SERVE];
+	double fs = fam[F_SERVE];
 	n = (size_t)sprintf(buf, "request,input_tokens,output_tokens,arrival_s,queue_ms,ttft_ms,"
 				 "latency_ms,tpot_ms,status,tokens\n");
 	for (int i = 0; i < N_REQ; i++) {
@@ -141,6 +145,16 @@ static void write_run(const char *dir, struct ctq_rng *r, const double slow[F_N]
 	}
 	put(dir, "serve/bench_serve.csv", buf);
 	free(buf);
+}
+
+/* One run of independent run factors (sd RUN_SD a family); slow[f]
+ * multiplies family f's times (1: none). */
+static void write_run(const char *dir, struct ctq_rng *r, const double slow[F_N], double *ttft)
+{
+	double fam[F_N];
+	for (int f = 0; f < F_N; f++)
+		fam[f] = lognormal(r, RUN_SD) * slow[f];
+	write_run_at(dir, r, fam, ttft, 0);
 }
 
 struct tally {
@@ -247,4 +261,154 @@ Test(compare_sweep, a_doubling_is_gated)
 	fprintf(stderr, "compare_sweep: 2x planted on one family, %d pairs: gated (slower) %d (%.1f%%)\n",
 		N_PAIRS, slow.gated, 100.0 * slow.gated / N_PAIRS);
 	cr_expect(slow.gated >= 0.95 * N_PAIRS, "2x gated in %d of %d", slow.gated, N_PAIRS);
+}
+
+/* ---- interleaved run sets (ctq compare --ab) ----------------------------------
+ *
+ * The drift measured on the 2-core CPU (400 back-to-back default-plan runs
+ * of one build, tools/ab-noise-study.sh): a timing series' per-run log
+ * median has sd 0.05-0.08 and lag-1 autocorrelation 0.15-0.7, series of
+ * different families correlate 0.5-0.8, and about 1% of a series' runs
+ * stall (1.5x to 500x). Modelled here: each family's log factor is an AR(1)
+ * process over the sequence of runs (phi AB_PHI, stationary sd AB_SD), the
+ * sum of a host component shared by all families (share AB_SHARED of the
+ * variance) and the family's own; a run of a family stalls with probability
+ * AB_STALL, its times multiplied by 1.5 to 20. A set of AB_PAIRS pairs is
+ * 2 x AB_PAIRS consecutive runs, alternately base-new and new-base
+ * (tools/ab-run.sh's order). Rates: noise-only sets of pairs with any
+ * regression must stay under 1%; a +30% planted on one family must be gated
+ * (slower) in at least 95% of the sets of pairs. */
+#define AB_PAIRS 8
+#define AB_TRIALS 1000 /* noise-only sets; a third as many planted */
+#define AB_PHI 0.6
+#define AB_SD 0.065
+#define AB_SHARED 0.7
+#define AB_STALL 0.01
+
+struct ab_tally {
+	int regressed, gated, gated_f[F_N], planted_f[F_N], stalls;
+};
+
+static void ab_sweep(double factor, uint64_t seed, int trials, struct ab_tally *t)
+{
+	char root[64] = "/tmp/ctq-absweep-XXXXXX", bs[96], ns[96], dir[160];
+	cr_assert(mkdtemp(root));
+	snprintf(bs, sizeof bs, "%s/base", root);
+	snprintf(ns, sizeof ns, "%s/new", root);
+	struct ctq_compare_policy p;
+	ctq_compare_policy_default(&p);
+	struct ctq_rng r;
+	ctq_rng_seed(&r, seed);
+	memset(t, 0, sizeof *t);
+	const double innov = sqrt(1 - AB_PHI * AB_PHI);
+	for (int trial = 0; trial < trials; trial++) {
+		const int planted = factor != 1 ? trial % F_N : -1;
+		/* Stationary start. */
+		double host = AB_SD * sqrt(AB_SHARED) * ctq_rng_normal(&r), own[F_N];
+		for (int f = 0; f < F_N; f++)
+			own[f] = AB_SD * sqrt(1 - AB_SHARED) * ctq_rng_normal(&r);
+		for (int k = 0; k < 2 * AB_PAIRS; k++) {
+			host = AB_PHI * host + innov * AB_SD * sqrt(AB_SHARED) * ctq_rng_normal(&r);
+			/* Pair 0 runs base then new, pair 1 new then base, ... */
+			const int pair = k / 2;
+			const bool is_new = (k % 2 == 1) != (pair % 2 == 1);
+			double fam[F_N];
+			for (int f = 0; f < F_N; f++) {
+				own[f] = AB_PHI * own[f] +
+					 innov * AB_SD * sqrt(1 - AB_SHARED) * ctq_rng_normal(&r);
+				fam[f] = exp(host + own[f]);
+				if (ctq_rng_uniform(&r) < AB_STALL) {
+					fam[f] *= 1.5 + 18.5 * ctq_rng_uniform(&r);
+					t->stalls++;
+				}
+				if (is_new && f == planted)
+					fam[f] *= factor;
+			}
+			snprintf(dir, sizeof dir, "%s/rep-%02d", is_new ? ns : bs, pair + 1);
+			write_run_at(dir, &r, fam, NULL, 1e9 + k);
+		}
+		struct ctq_comparison c = {0};
+		struct ctq_error err = {0};
+		cr_assert_eq(ctq_compare_ab(&c, bs, ns, &p, &err), CTQ_OK, "%s: %s", err.path,
+			     err.message);
+		cr_assert_eq(c.ab_pairs, AB_PAIRS);
+		bool gated = false;
+		for (size_t i = 0; i < c.n; i++)
+			if (planted >= 0 && c.rows[i].fam == fam_of[planted] &&
+			    !strcmp(c.rows[i].verdict, "slower"))
+				gated = true;
+		t->regressed += c.n_regressions > 0;
+		if (planted >= 0) {
+			t->planted_f[planted]++;
+			t->gated += gated, t->gated_f[planted] += gated;
+		}
+		ctq_comparison_free(&c);
+	}
+	ctq_remove_tree(root);
+}
+
+Test(compare_sweep, interleaved_pairs_gate_a_30_percent_slowdown_and_not_noise)
+{
+	struct ab_tally noise, slow;
+	const int n_slow = AB_TRIALS / 3;
+	ab_sweep(1.0, 20261204, AB_TRIALS, &noise);
+	ab_sweep(1.3, 20261205, n_slow, &slow);
+	const double n = AB_TRIALS;
+	fprintf(stderr,
+		"compare_sweep: --ab, %d interleaved pairs a set, drift sd %.1f%% phi %.1f, %.0f%% "
+		"stalls: %d noise-only sets of pairs: %d regressed (%.2f%%); +30%% planted on one "
+		"family: gated (slower) %d of %d (%.1f%%)\n",
+		AB_PAIRS, 100 * AB_SD, AB_PHI, 100 * AB_STALL, AB_TRIALS, noise.regressed,
+		100 * noise.regressed / n, slow.gated, n_slow, 100.0 * slow.gated / n_slow);
+	for (int f = 0; f < F_N; f++)
+		fprintf(stderr, "compare_sweep:   --ab %s: gated %d of %d\n", fam_name[f],
+			slow.gated_f[f], slow.planted_f[f]);
+	cr_expect(noise.stalls > 0, "the model planted no stall");
+	cr_expect(noise.regressed < 0.01 * n, "noise-only sets regressed: %d of %d", noise.regressed,
+		  AB_TRIALS);
+	for (int f = 0; f < F_N; f++)
+		cr_expect(slow.gated_f[f] >= 0.95 * slow.planted_f[f], "--ab %s: gated %d of %d",
+			  fam_name[f], slow.gated_f[f], slow.planted_f[f]);
+}
+
+/* Sets run one after the other, not interleaved, share no drift: refused. */
+Test(compare_sweep, sets_not_interleaved_or_not_paired_are_refused)
+{
+	char root[64] = "/tmp/ctq-abref-XXXXXX", dir[160], bs[96], ns[96];
+	cr_assert(mkdtemp(root));
+	snprintf(bs, sizeof bs, "%s/base", root);
+	snprintf(ns, sizeof ns, "%s/new", root);
+	struct ctq_rng r;
+	ctq_rng_seed(&r, 5);
+	const double one[F_N] = {1, 1, 1};
+	for (int k = 0; k < 4; k++) {
+		snprintf(dir, sizeof dir, "%s/rep-%02d", bs, k + 1);
+		write_run_at(dir, &r, one, NULL, 100 + k);
+		snprintf(dir, sizeof dir, "%s/rep-%02d", ns, k + 1);
+		write_run_at(dir, &r, one, NULL, 200 + k);
+	}
+	struct ctq_compare_policy p;
+	ctq_compare_policy_default(&p);
+	struct ctq_comparison c = {0};
+	struct ctq_error err = {0};
+	cr_expect_eq(ctq_compare_ab(&c, bs, ns, &p, &err), CTQ_ERR_USAGE);
+	cr_expect(strstr(err.message, "interleaved"), "%s", err.message);
+	/* Interleave them, then take a pair away from one side. */
+	for (int k = 0; k < 4; k++) {
+		snprintf(dir, sizeof dir, "%s/rep-%02d", ns, k + 1);
+		write_run_at(dir, &r, one, NULL, 100.5 + k);
+	}
+	memset(&err, 0, sizeof err);
+	cr_expect_eq(ctq_compare_ab(&c, bs, ns, &p, &err), CTQ_OK, "%s", err.message);
+	ctq_comparison_free(&c);
+	snprintf(dir, sizeof dir, "%s/rep-04", ns);
+	ctq_remove_tree(dir);
+	memset(&err, 0, sizeof err);
+	cr_expect_eq(ctq_compare_ab(&c, bs, ns, &p, &err), CTQ_ERR_USAGE);
+	cr_expect(strstr(err.message, "rep-04"), "%s", err.message);
+	/* A run set that is one run directory. */
+	snprintf(dir, sizeof dir, "%s/rep-01", bs);
+	memset(&err, 0, sizeof err);
+	cr_expect_eq(ctq_compare_ab(&c, dir, ns, &p, &err), CTQ_ERR_USAGE);
+	ctq_remove_tree(root);
 }
