@@ -45,15 +45,14 @@ ifeq ($(SAN),1)
   LDFLAGS += -fsanitize=address,undefined
 endif
 
-CORE_SRC    := $(wildcard core/*.c)
-QUANT_SRC   := $(wildcard quant/*.c)
-REF_SRC     := $(wildcard reference/*.c)
-REPORTS_SRC := $(wildcard reports/*.c)
+# The floors, ground first (docs/architecture.md): each folder's sources go
+# into libctq.a; harness/ (the commands) links above it.
+LIB_DIRS    := core quant checkpoint text backend reference model stats results families \
+               eval conform bench reports
 HARNESS_SRC := $(wildcard harness/*.c)
-MODEL_SRC   := $(wildcard model/*.c)
-LIB_SRC     := $(CORE_SRC) $(QUANT_SRC) $(REF_SRC) $(MODEL_SRC) $(REPORTS_SRC) $(wildcard eval/*.c)
+LIB_SRC     := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
-CU_SRC      := $(wildcard kernels/*.cu)
+CU_SRC      := $(wildcard kernels/*.cu bench/*.cu)
 CU_OBJ      := $(CU_SRC:%.cu=$(BUILD)/%.o)
 NVCCFLAGS   ?= -O3 -lineinfo
 NVCCFLAGS   += -std=c++17 $(CUDA_ARCH) -I. -MMD -MP -Xcompiler -fno-strict-aliasing
@@ -97,14 +96,14 @@ $(BUILD)/%.o: %.c
 # The CPU reference is the CI backend: let its loops vectorize.
 $(BUILD)/reference/%.o: CFLAGS += -O3
 
-$(BUILD)/kernels/%.o: kernels/%.cu
+$(BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  NVCC    $<")
 	$(Q)$(NVCC) $(NVCCFLAGS) $(if $(DEPS_PREFIX),-I$(DEPS_PREFIX)/usr/include) -c $< -o $@
 
 $(BUILD)/libctq.a: $(LIB_OBJ)
 	$(if $(Q),@echo "  AR      $@")
-	$(Q)ar rcs $@ $^
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/ctq: $(HARNESS_OBJ) $(BUILD)/libctq.a
 	$(if $(Q),@echo "  LD      $@")
@@ -185,13 +184,13 @@ endif
 fixtures: all
 	$(Q)sh tools/fixtures.sh $(BUILD)
 
-# ---- build flags in run manifests (reports/env.c) ---------------------------
+# ---- build flags in run manifests (results/env.c) ---------------------------
 # The flags this build used, compiled into env.o only; a stamp rewritten when
 # they change rebuilds env.o alone.
 BUILD_FLAGS_STR = CC=$(CC) CFLAGS=$(CFLAGS) LDFLAGS=$(LDFLAGS) SAN=$(SAN) CUDA=$(CUDA)$(if $(filter 1,$(CUDA)), NVCCFLAGS=$(NVCCFLAGS))
 BUILD_FLAGS_Q = $(subst ',,$(subst ",,$(BUILD_FLAGS_STR)))
-$(BUILD)/reports/env.o: CPPFLAGS += -DCTQ_BUILD_FLAGS='"$(BUILD_FLAGS_Q)"'
-$(BUILD)/reports/env.o: $(BUILD)/build-flags.txt
+$(BUILD)/results/env.o: CPPFLAGS += -DCTQ_BUILD_FLAGS='"$(BUILD_FLAGS_Q)"'
+$(BUILD)/results/env.o: $(BUILD)/build-flags.txt
 $(BUILD)/build-flags.txt: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(BUILD_FLAGS_Q)' | cmp -s - $@ || echo '$(BUILD_FLAGS_Q)' > $@

@@ -164,7 +164,7 @@ CTQ_NUM_FN int8_t ctq_quantize_fast(float x, float s, float inv)
  * where w^ = w * s_w is exact). Unlike ctq's formula, the largest negative
  * element of a row reaches -128 (-127.5 rounds to even) while the largest
  * positive one stops at 127. The reference backend runs these under
- * --act-numerics transformers (reference/backend.h); ctq's formula above
+ * --act-numerics transformers (backend/backend.h); ctq's formula above
  * stays the default. */
 #define CTQ_CT_ACT_DIVISOR 127.5f
 #define CTQ_CT_SCALE_EPS_F32 0x1p-23f  /* torch.finfo(torch.float32).eps */

@@ -18,7 +18,7 @@
  * exactly one of A, B, C, D. Errors name file:line (the line a record
  * starts on, 1-based, counting the header).
  *
- * What it is not: a general CSV library (reports/csv.h writes CSV), or a
+ * What it is not: a general CSV library (results/csv_out.h writes CSV), or a
  * downloader: the data is read from a folder the caller names.
  */
 #ifndef CTQ_EVAL_DATASETS_H

@@ -3,7 +3,8 @@
 #include "eval/eval.h"
 #include "core/sha256.h"
 #include "core/strbuf.h"
-#include "eval/stats.h"
+#include "stats/accuracy.h"
+#include "core/time.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -456,13 +457,6 @@ struct row_ref {
 	int64_t j;               /* tail token index, -1 for the context's last */
 };
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static enum ctq_status make_groups(const struct ctq_eval_set *s, struct group **out, long *n_out,
 				   struct ctq_error *err)
 {
@@ -554,7 +548,7 @@ enum ctq_status ctq_eval_score(struct ctq_runner *r, int tp, const struct ctq_ev
 							     it->cont[k][t], (long long)V);
 	}
 	const long rows_cap = n_slots + 256;
-	double t0 = now_s();
+	double t0 = ctq_now_s();
 	struct group *groups = NULL;
 	long n_groups = 0;
 	enum ctq_status st = make_groups(s, &groups, &n_groups, err);
@@ -692,7 +686,7 @@ enum ctq_status ctq_eval_score(struct ctq_runner *r, int tp, const struct ctq_ev
 		if (progress)
 			progress(pctx, done, s->n);
 	}
-	c.seconds = now_s() - t0;
+	c.seconds = ctq_now_s() - t0;
 	if (counters)
 		*counters = c;
 	free(groups);

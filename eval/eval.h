@@ -44,7 +44,7 @@
 #include "eval/datasets.h"
 #include "eval/prompts.h"
 #include "model/runner.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 struct ctq_eval_options {
 	enum ctq_bench bench;

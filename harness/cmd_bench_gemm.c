@@ -2,18 +2,18 @@
  * preset or a checkpoint. Each point (shape, M) is checked bit-exact
  * against the CPU reference on a subset of rows, then timed side by side in
  * this process: ctq_w8a8 (quantization + GEMM + epilogue), ctq_gemm,
- * ctq_quantize, cuBLAS BF16 and cuBLASLt int8 (kernels/bench_gemm.h, the
- * driver). Metrics, CSV, plots and targets: reports/bench_gemm.h. */
+ * ctq_quantize, cuBLAS BF16 and cuBLASLt int8 (bench/gemm_cuda.h, the
+ * driver). Metrics, CSV, plots and targets: bench/gemm.h. */
 #include "harness/commands.h"
 #include "core/dtype.h"
 #include "core/numerics.h"
 #include "core/rng.h"
-#include "kernels/bench_gemm.h"
+#include "bench/gemm_cuda.h"
 #include "quant/resolve.h"
-#include "quant/safetensors.h"
-#include "reports/bench_gemm.h"
-#include "reports/env.h"
-#include "reports/run.h"
+#include "checkpoint/safetensors.h"
+#include "bench/gemm.h"
+#include "results/env.h"
+#include "results/run.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -21,7 +21,7 @@
 
 #define MAX_SHAPES 64
 #define MAX_M 32
-/* Graph launches are lengthened to at least this (kernels/bench_gemm.h). */
+/* Graph launches are lengthened to at least this (bench/gemm_cuda.h). */
 #define MIN_GRAPH_US 1000.0
 
 static void help(void)

@@ -10,9 +10,10 @@
 #include "core/fileio.h"
 #include "core/rng.h"
 #include "model/runner.h"
-#include "reference/backend.h"
-#include "reports/csv.h"
-#include "reports/run.h"
+#include "backend/backend.h"
+#include "results/csv_out.h"
+#include "results/run.h"
+#include "core/time.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -50,13 +51,6 @@ static void help(void)
 	       "Gains are ratios of medians: TTFT reduction = 1 - new/ref; prefill and decode\n"
 	       "gain = new/ref tokens per second.\n"
 	       "exit: 0 done; 2 bad usage or input; 3 no GPU for cuda.\n");
-}
-
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 static int parse_list(const char *s, long *v, int cap, long max)
@@ -181,7 +175,7 @@ static enum ctq_status run_once(struct ctq_runner *r, int tp, long batch, long l
 			slot[s * len + i] = (int32_t)s;
 			pos[s * len + i] = (int32_t)i;
 		}
-	double t0 = now_s();
+	double t0 = ctq_now_s();
 	for (int64_t off = 0; off < T && !st;) {
 		/* Whole sequences per call, as many as fit in max_tokens. */
 		int64_t per = r->opt.max_tokens / len;
@@ -198,7 +192,7 @@ static enum ctq_status run_once(struct ctq_runner *r, int tp, long batch, long l
 			 logits + (off / len) * V, err);
 		off += nseq * len;
 	}
-	*ttft = now_s() - t0;
+	*ttft = ctq_now_s() - t0;
 	for (long step = 1; step < out_len && !st; step++) {
 		for (long s = 0; s < batch; s++) {
 			ids[s] = ctq_argmax(logits + s * V, V);
@@ -206,9 +200,9 @@ static enum ctq_status run_once(struct ctq_runner *r, int tp, long batch, long l
 			pos[s] = (int32_t)(len + step - 1);
 			rows[s] = s;
 		}
-		double t1 = now_s();
+		double t1 = ctq_now_s();
 		st = fwd(r, tp, ids, slot, pos, batch, rows, batch, logits, err);
-		steps[step - 1] = now_s() - t1;
+		steps[step - 1] = ctq_now_s() - t1;
 	}
 done:
 	free(ids), free(slot), free(pos), free(rows), free(local), free(logits);
@@ -264,14 +258,14 @@ static enum ctq_status bench_one(struct ctx *C, const char *role, const char *mo
 	size_t free0 = 0, free1 = 0, total = 0, min_free = 0;
 	bool mem = b0->ops->mem_info && !b0->ops->mem_info(b0, &free0, &total, err);
 	double cached = page_cache_fraction(model);
-	double tl = now_s();
+	double tl = ctq_now_s();
 	for (int k = 0; k < tp && !st; k++) {
 		opt.rank = k;
 		st = ctq_runner_load(&rk[k], &bk[k], model, &opt, err);
 	}
 	if (st)
 		goto done;
-	tl = now_s() - tl;
+	tl = ctq_now_s() - tl;
 	if (mem && (st = b0->ops->mem_info(b0, &free1, &total, err)))
 		goto done;
 	min_free = free1;

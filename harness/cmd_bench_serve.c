@@ -12,9 +12,10 @@
 #include "core/fileio.h"
 #include "core/rng.h"
 #include "model/runner.h"
-#include "reference/backend.h"
-#include "reports/csv.h"
-#include "reports/run.h"
+#include "backend/backend.h"
+#include "results/csv_out.h"
+#include "results/run.h"
+#include "core/time.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -54,13 +55,6 @@ static void help(void)
 	       "64 of them) and the summary in manifest.json.\n"
 	       "exit: 0 done with 0 errors; 1 a request failed; 2 bad usage or input; 3 no GPU\n"
 	       "for cuda.\n");
-}
-
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 static void sleep_s(double s)
@@ -247,7 +241,7 @@ int ctq_cmd_bench_serve(int argc, char **argv)
 			    : !(group = ctq_tp_group_new(tp)) &&
 				      ctq_error_set(&err, CTQ_ERR_NOMEM, "--tp", "out of memory")))
 		goto fail;
-	double t_load = now_s();
+	double t_load = ctq_now_s();
 	for (int k = 0; k < tp; k++) {
 		struct ctq_runner_options opt = {.max_slots = o.max_batch, .max_len = o.cache_len,
 						 .max_tokens = o.max_tokens, .tp = tp, .rank = k,
@@ -255,7 +249,7 @@ int ctq_cmd_bench_serve(int argc, char **argv)
 		if (ctq_runner_load(&rk[k], &bk[k], o.model, &opt, &err))
 			goto fail;
 	}
-	t_load = now_s() - t_load;
+	t_load = ctq_now_s() - t_load;
 	const int64_t V = r0->cfg.vocab;
 	logits = malloc((size_t)(o.max_batch * V) * 4);
 	if (!logits) {
@@ -304,9 +298,9 @@ int ctq_cmd_bench_serve(int argc, char **argv)
 	long assigned = o.rate > 0 ? n_req : (o.concurrency < n_req ? o.concurrency : n_req);
 	const long serve_cap = o.rate > 0 ? in_flight : o.max_batch;
 	int64_t fed_total = 0, decode_tokens = 0;
-	const double t0 = now_s();
+	const double t0 = ctq_now_s();
 	while (finished + failed < n_req) {
-		double now = now_s() - t0;
+		double now = ctq_now_s() - t0;
 		/* Admit arrived requests while a client and a slot are free. */
 		while (next < assigned && active < serve_cap && q[next].arrival <= now) {
 			struct req *x = &q[next];
@@ -327,7 +321,7 @@ int ctq_cmd_bench_serve(int argc, char **argv)
 				ctq_print_error("bench serve", &err);
 				break;
 			}
-			sleep_s(q[next].arrival - (now_s() - t0));
+			sleep_s(q[next].arrival - (ctq_now_s() - t0));
 			continue;
 		}
 		/* One forward call: decode tokens first, then prompt chunks. */
@@ -377,7 +371,7 @@ int ctq_cmd_bench_serve(int argc, char **argv)
 		}
 		calls++;
 		fed_total += T;
-		now = now_s() - t0;
+		now = ctq_now_s() - t0;
 		for (int64_t k = 0; k < n_rows; k++) {
 			struct req *x = &q[row_req[k]];
 			x->next = ctq_argmax(logits + k * V, V);
@@ -398,7 +392,7 @@ int ctq_cmd_bench_serve(int argc, char **argv)
 			}
 		}
 	}
-	const double wall = now_s() - t0;
+	const double wall = ctq_now_s() - t0;
 
 	/* Results. */
 	char path[1200];

@@ -4,9 +4,9 @@
 #include "core/fileio.h"
 #include "core/strbuf.h"
 #include "reports/compare.h"
-#include "reports/env.h"
+#include "results/env.h"
 #include "reports/report.h"
-#include "reports/run.h"
+#include "results/run.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,10 +2,10 @@
  * each profile they name, one row per check in conform.csv, one testcase per
  * check in junit.xml, and a closing "N passed, N failed" line. */
 #include "harness/commands.h"
-#include "harness/suite.h"
-#include "reports/csv.h"
-#include "reports/junit.h"
-#include "reports/run.h"
+#include "conform/suite.h"
+#include "results/csv_out.h"
+#include "results/junit.h"
+#include "results/run.h"
 
 #include <fnmatch.h>
 #include <stdlib.h>

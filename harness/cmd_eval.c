@@ -1,6 +1,6 @@
 /* ctq eval: MMLU / C-Eval / CMMLU accuracy of a checkpoint by answer-letter
  * log-probabilities (eval/eval.h), and with --ref-model the paired verdict
- * of a candidate against a baseline on the same questions (eval/stats.h).
+ * of a candidate against a baseline on the same questions (stats/accuracy.h).
  * Writes per-question, per-group and paired CSVs, a summary and the
  * manifest into a run directory. */
 #include "harness/commands.h"
@@ -11,12 +11,13 @@
 #include "eval/datasets.h"
 #include "eval/eval.h"
 #include "eval/prompts.h"
-#include "eval/stats.h"
+#include "stats/accuracy.h"
 #include "model/runner.h"
-#include "model/tokenizer.h"
-#include "reports/csv.h"
-#include "reports/junit.h"
-#include "reports/run.h"
+#include "text/tokenizer.h"
+#include "results/csv_out.h"
+#include "results/junit.h"
+#include "results/run.h"
+#include "core/time.h"
 
 #include <libgen.h>
 #include <limits.h>
@@ -93,13 +94,6 @@ static void help(void)
 	       DEFAULT_CONTEXT);
 }
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static bool opt_double(const char *opt, const char *v, double min, double max, double *out)
 {
 	char *end;
@@ -138,7 +132,7 @@ static void progress_cb(void *ctx, size_t done, size_t total)
 	struct progress *p = ctx;
 	if (!p->on)
 		return;
-	double t = now_s();
+	double t = ctq_now_s();
 	if (done < total && t - p->last < 0.2)
 		return;
 	p->last = t;
@@ -238,7 +232,7 @@ static enum ctq_status model_score(struct model_run *m, struct ctq_backend *b, i
 	int64_t longest = s->max_len;
 	struct ctq_runner r[8];
 	memset(r, 0, sizeof r);
-	double t = now_s();
+	double t = ctq_now_s();
 	enum ctq_status st = CTQ_OK;
 	for (int k = 0; k < tp && !st; k++) {
 		struct ctq_runner_options opt = {
@@ -248,13 +242,13 @@ static enum ctq_status model_score(struct model_run *m, struct ctq_backend *b, i
 			.tp = tp, .rank = k, .group = group};
 		st = ctq_runner_load(&r[k], &b[k], m->dir, &opt, err);
 	}
-	m->load_s = now_s() - t;
+	m->load_s = ctq_now_s() - t;
 	if (!st) {
 		m->n_quantized = r[0].n_quantized;
 		m->n_dense = r[0].n_dense;
 		for (int k = 0; k < tp; k++)
 			m->weight_bytes += r[k].weight_bytes;
-		pg->t0 = pg->last = now_s();
+		pg->t0 = pg->last = ctq_now_s();
 		st = ctq_eval_score(r, tp, s, m->lp, progress_cb, pg, &m->counters, err);
 	}
 	for (int k = 0; k < tp; k++)
@@ -266,7 +260,7 @@ static enum ctq_status model_score(struct model_run *m, struct ctq_backend *b, i
 
 struct tally {
 	size_t n, k_new, k_ref;
-	size_t a, b, c, d, agree; /* paired table (see eval/stats.h), top-1 agreement */
+	size_t a, b, c, d, agree; /* paired table (see stats/accuracy.h), top-1 agreement */
 	double kl;                /* sum of KL(ref || new) */
 };
 
@@ -689,7 +683,7 @@ int ctq_cmd_eval(int argc, char **argv)
 		.bench = o.bench, .protocol = o.protocol, .shots = (int)o.shots,
 		.max_context = o.max_context ? o.max_context : model_ctx ? model_ctx : DEFAULT_CONTEXT,
 		.limit = (size_t)o.limit, .add_bos = o.add_bos, .bos_id = cand.tok.bos_id};
-	double t_prep = now_s();
+	double t_prep = ctq_now_s();
 	if (ctq_eval_prepare(&shared, &data, &eo, &cand.tok, &err))
 		goto fail;
 	cand.set = &shared;
@@ -704,7 +698,7 @@ int ctq_cmd_eval(int argc, char **argv)
 			base.set = &base.own;
 		}
 	}
-	t_prep = now_s() - t_prep;
+	t_prep = ctq_now_s() - t_prep;
 	if (shared.n == 0) {
 		ctq_error_set(&err, CTQ_ERR_USAGE, data_dir, "no questions to evaluate");
 		goto fail;

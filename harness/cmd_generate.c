@@ -8,7 +8,8 @@
 #include "core/fileio.h"
 #include "core/strbuf.h"
 #include "model/runner.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
+#include "core/time.h"
 
 #include <errno.h>
 #include <math.h>
@@ -43,13 +44,6 @@ static void help(void)
 	       "                      (cuda), or N in-process ranks (reference)\n"
 	       "\n"
 	       "exit: 0 done; 2 bad usage or input; 3 no GPU for cuda.\n");
-}
-
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 /* "1,2,3" -> malloc'ed ids; false (printed) on a malformed list. */
@@ -255,7 +249,7 @@ int ctq_cmd_generate(int argc, char **argv)
 			    : !(group = ctq_tp_group_new((int)tp)) &&
 				      ctq_error_set(&err, CTQ_ERR_NOMEM, "--tp", "out of memory")))
 		goto fail;
-	double t0 = now_s();
+	double t0 = ctq_now_s();
 	for (long k = 0; k < tp; k++) {
 		struct ctq_runner_options opt = {.max_slots = 1,
 						 .max_len = (int64_t)n_ids + max_new + 1,
@@ -264,15 +258,15 @@ int ctq_cmd_generate(int argc, char **argv)
 		if (ctq_runner_load(&r[k], &b[k], model, &opt, &err))
 			goto fail;
 	}
-	double t1 = now_s(), t_load = t1 - t0;
+	double t1 = ctq_now_s(), t_load = t1 - t0;
 	if (logits_out &&
 	    write_logits(r, (int)tp, logits_out, model, backend, ids, (int64_t)n_ids, &err))
 		goto fail;
-	t1 = now_s();
+	t1 = ctq_now_s();
 	int64_t n_out = 0;
 	if (ctq_runner_generate(r, (int)tp, ids, (int64_t)n_ids, max_new, ignore_eos, &out, &n_out, &err))
 		goto fail;
-	double t2 = now_s();
+	double t2 = ctq_now_s();
 	if (have_tok) {
 		size_t len = 0;
 		if (ctq_tokenizer_decode(&tok, out, (size_t)n_out, true, &text, &len, &err))

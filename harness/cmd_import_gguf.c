@@ -3,7 +3,8 @@
  * (and transformers) loads: config.json, generation_config.json,
  * model.safetensors, tokenizer.json, tokenizer_config.json. */
 #include "harness/commands.h"
-#include "quant/gguf.h"
+#include "checkpoint/gguf.h"
+#include "core/time.h"
 
 #include <string.h>
 #include <time.h>
@@ -26,13 +27,6 @@ static void help(void)
 	       "  --force    replace OUT when it exists\n"
 	       "\n"
 	       "exit: 0 converted; 2 bad usage, a malformed or unsupported file, or a write error.\n");
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static void print_summary(const char *file, const char *out,
@@ -86,7 +80,7 @@ int ctq_cmd_import_gguf(int argc, char **argv)
 	}
 	struct ctq_gguf_import_summary sum;
 	struct ctq_error err = {0};
-	double t0 = now_s();
+	double t0 = ctq_now_s();
 	enum ctq_status st = ctq_gguf_import(file, out, force, &sum, &err);
 	if (st) {
 		ctq_print_error("import-gguf", &err);
@@ -94,6 +88,6 @@ int ctq_cmd_import_gguf(int argc, char **argv)
 			fprintf(stderr, "ctq import-gguf: pass --force to replace %s\n", out);
 		return ctq_status_exit_code(st);
 	}
-	print_summary(file, out, &sum, now_s() - t0);
+	print_summary(file, out, &sum, ctq_now_s() - t0);
 	return CTQ_EXIT_OK;
 }

@@ -1,10 +1,11 @@
 /* ctq make-model: writes a synthetic Hugging Face checkpoint (Qwen3, Qwen2 or
- * Llama shapes, BF16 random weights; quant/synth.h) through a temporary
+ * Llama shapes, BF16 random weights; checkpoint/synth.h) through a temporary
  * directory renamed into place when complete. Also holds the output-folder
  * and progress helpers make-model and quantize share. */
 #include "harness/commands.h"
 #include "core/fileio.h"
-#include "quant/synth.h"
+#include "checkpoint/synth.h"
+#include "core/time.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -62,24 +63,17 @@ void ctq_out_dir_trim(char *out)
 		out[--n] = '\0';
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 void ctq_progress_init(struct ctq_progress *p, const char *cmd, bool quiet)
 {
 	memset(p, 0, sizeof *p);
 	p->cmd = cmd;
 	p->quiet = quiet;
-	p->t0_s = now_s();
+	p->t0_s = ctq_now_s();
 }
 
 double ctq_progress_elapsed_s(const struct ctq_progress *p)
 {
-	return now_s() - p->t0_s;
+	return ctq_now_s() - p->t0_s;
 }
 
 /* One line per tensor group (a decoder layer, the embeddings, ...): the

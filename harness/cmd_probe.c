@@ -1,15 +1,15 @@
-/* ctq probe: kernel isolation per linear geometry (harness/probe.h), on the
+/* ctq probe: kernel isolation per linear geometry (conform/probe.h), on the
  * reference backend, the CUDA backend, or both; CSV + JSON into a run
  * directory and exit 1 on any failure. */
 #include "harness/commands.h"
-#include "harness/probe.h"
+#include "conform/probe.h"
 #include "core/dtype.h"
-#include "quant/loader.h"
+#include "checkpoint/loader.h"
 #include "quant/regex.h"
 #include "quant/resolve.h"
 #include "core/fileio.h"
-#include "reports/csv.h"
-#include "reports/run.h"
+#include "results/csv_out.h"
+#include "results/run.h"
 
 #include <stdlib.h>
 #include <string.h>

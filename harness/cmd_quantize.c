@@ -1,11 +1,11 @@
 /* ctq quantize: a BF16 / F16 / F32 Hugging Face checkpoint becomes a
  * compressed-tensors W8A8 INT8 checkpoint as llm-compressor writes one
- * (quant/quantize.h), through a temporary folder renamed into place once
+ * (checkpoint/quantize.h), through a temporary folder renamed into place once
  * written, self-checked and reported (OUT/quantization_report.csv). */
 #include "harness/commands.h"
 #include "core/fileio.h"
-#include "quant/quantize.h"
-#include "reports/csv.h"
+#include "checkpoint/quantize.h"
+#include "results/csv_out.h"
 
 #include <stdlib.h>
 #include <string.h>

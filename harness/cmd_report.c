@@ -2,7 +2,7 @@
  * (reports/report.h). */
 #include "harness/commands.h"
 #include "reports/report.h"
-#include "reports/run.h"
+#include "results/run.h"
 
 #include <string.h>
 

@@ -21,11 +21,12 @@
 #include "core/json.h"
 #include "core/sha256.h"
 #include "core/strbuf.h"
-#include "reference/backend.h"
-#include "reports/env.h"
-#include "reports/junit_merge.h"
+#include "backend/backend.h"
+#include "results/env.h"
+#include "results/junit_merge.h"
 #include "reports/report.h"
-#include "reports/run.h"
+#include "results/run.h"
+#include "core/time.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -291,13 +292,6 @@ static void final_path(char *buf, size_t cap, const char *path, const struct ctq
 		snprintf(buf, cap, "%s%s", run->final_dir, path + n);
 	else
 		snprintf(buf, cap, "%s", path);
-}
-
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 /* Runs fn with stdout and stderr sent to log_path. */
@@ -659,7 +653,7 @@ int ctq_cmd_run(int argc, char **argv)
 	fflush(stdout);
 
 	int counts[4] = {0}; /* passed failed skipped error */
-	double t_all = now_s();
+	double t_all = ctq_now_s();
 	for (int i = 0; i < p->n; i++) {
 		struct step *x = &p->steps[i];
 		x->status = "skipped";
@@ -679,9 +673,9 @@ int ctq_cmd_run(int argc, char **argv)
 		snprintf(log, sizeof log, "%s/%s.txt", logs, x->id);
 		printf("[%d/%d] %-22s ", i + 1, p->n, x->id);
 		fflush(stdout);
-		double t0 = now_s();
+		double t0 = ctq_now_s();
 		x->exit_code = run_captured(step_commands[x->cmd].fn, x->argc, x->argv, log);
-		x->wall_s = now_s() - t0;
+		x->wall_s = ctq_now_s() - t0;
 		switch (x->exit_code) {
 		case CTQ_EXIT_OK:
 			x->status = "passed";
@@ -708,7 +702,7 @@ int ctq_cmd_run(int argc, char **argv)
 			print_tail(log);
 		fflush(stdout);
 	}
-	double t_steps = now_s() - t_all;
+	double t_steps = ctq_now_s() - t_all;
 
 	checkpoints(p, &run);
 	record(p, &run, plan_file, counts);

@@ -10,7 +10,7 @@
 #include "core/status.h"
 #include "quant/modules.h"
 #include "quant/qconfig.h"
-#include "reference/backend.h"
+#include "backend/backend.h"
 
 int ctq_cmd_inspect(int argc, char **argv);
 int ctq_cmd_conform(int argc, char **argv);
@@ -40,7 +40,7 @@ void ctq_print_error(const char *cmd, const struct ctq_error *err);
 const char *ctq_opt_value(int argc, char **argv, int *i);
 
 /* Whether --out DIR (out; NULL: the default under runs/) may receive a new
- * run directory (reports/run.h ctq_run_out_check): checked before a
+ * run directory (results/run.h ctq_run_out_check): checked before a
  * command starts its work. Prints why not. */
 bool ctq_opt_out_ok(const char *cmd, const char *out, bool force);
 /* True when path is NULL or a folder; otherwise prints "ctq CMD: io-error
@@ -83,7 +83,7 @@ bool ctq_out_dir_allowed(const char *cmd, const char *out, bool force, bool *rep
 /* Drops trailing slashes (a temporary folder is made beside OUT). */
 void ctq_out_dir_trim(char *out);
 
-/* A progress printer for ctq_progress_fn (quant/synth.h): one stderr line
+/* A progress printer for ctq_progress_fn (checkpoint/synth.h): one stderr line
  * per tensor group (a decoder layer, the embeddings, ...). */
 struct ctq_progress {
 	const char *cmd;

@@ -2,7 +2,7 @@
 #include "harness/commands.h"
 #include "core/fileio.h"
 #include "core/json.h"
-#include "reports/run.h"
+#include "results/run.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -12,7 +12,7 @@
  *     per (token, KV head, chunk of keys), partials merged by
  *     attention_combine_kernel.
  *   - attention_kernel: any other head shape (one block per token and head).
- * Shapes as in reference/backend.h. */
+ * Shapes as in backend/backend.h. */
 #include "core/dtype.h"
 #include "core/numerics.h"
 #include "kernels/block_reduce.cuh"

@@ -1,4 +1,4 @@
-/* ctq CUDA backend: fills the ops table of reference/backend.h with the
+/* ctq CUDA backend: fills the ops table of backend/backend.h with the
  * kernels of this folder and cuBLAS (BF16 GEMM). One stream per backend;
  * every op is asynchronous on it until sync or download. */
 #include <stdlib.h>
@@ -12,7 +12,7 @@
 typedef void *ncclComm_t;
 #endif
 #include "kernels/kernels.h"
-#include "reference/backend.h"
+#include "backend/backend.h"
 
 struct cuda_impl {
 	int device;

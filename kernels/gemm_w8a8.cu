@@ -16,7 +16,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/gemm_sm90.h"
 #include "kernels/kernels.h"
-#include "reference/backend.h"
+#include "backend/backend.h"
 
 #define BM 64
 #define BN 64

@@ -8,7 +8,7 @@
 #include "core/numerics.h"
 #include "kernels/cuda_check.h"
 #include "kernels/kernels.h"
-#include "reference/backend.h"
+#include "backend/backend.h"
 
 #define GEMV_MAX_M 16
 #define GEMV_WARPS 8

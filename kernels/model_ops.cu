@@ -1,7 +1,7 @@
 /* ctq CUDA model ops on BF16 activations: embedding gather, RMSNorm (also per
  * head, Qwen3's q/k norm), residual add, RoPE, SiLU·mul, and attention over
  * a paged-by-slot KV cache. Every kernel computes in f32 and rounds its
- * output to BF16 once. Shapes as in reference/backend.h. */
+ * output to BF16 once. Shapes as in backend/backend.h. */
 #include "core/dtype.h"
 #include "core/numerics.h"
 #include "kernels/cuda_check.h"

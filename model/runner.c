@@ -3,10 +3,10 @@
 #include "core/arena.h"
 #include "core/dtype.h"
 #include "core/json.h"
-#include "quant/loader.h"
+#include "checkpoint/loader.h"
 #include "quant/modules.h"
 #include "quant/qconfig.h"
-#include "quant/safetensors.h"
+#include "checkpoint/safetensors.h"
 #include "quant/shard.h"
 
 #include <math.h>

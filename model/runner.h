@@ -1,5 +1,5 @@
 /* ctq transformer runner: Qwen3 (q/k norm), Qwen2 (q/k/v bias) and Llama
- * (llama3 rope scaling) on any backend of reference/backend.h, one code path.
+ * (llama3 rope scaling) on any backend of backend/backend.h, one code path.
  * Every linear runs as the resolved plan says (w8a8-int8 or unquantized), so
  * a hybrid checkpoint executes mixed; q/k/v and gate/up run fused (the plan
  * guarantees the members agree).
@@ -16,7 +16,7 @@
 
 #include "core/status.h"
 #include "quant/resolve.h"
-#include "reference/backend.h"
+#include "backend/backend.h"
 
 struct ctq_model_config {
 	const char *arch;       /* qwen3, qwen2, llama */

@@ -1,6 +1,6 @@
 /* ctq reference backend, model ops: f32 activations, f32 dense weights,
  * straightforward loops (the CPU backend runs tiny models and checks the CUDA
- * one). Shapes as in reference/backend.h. */
+ * one). Shapes as in backend/backend.h. */
 #include "reference/ref_model_ops.h"
 #include "core/arena.h"
 #include "core/dtype.h"

@@ -3,7 +3,7 @@
 #ifndef CTQ_REFERENCE_REF_MODEL_OPS_H
 #define CTQ_REFERENCE_REF_MODEL_OPS_H
 
-#include "reference/backend.h"
+#include "backend/backend.h"
 
 enum ctq_status ctq_refm_upload_dense(struct ctq_backend *b, const uint16_t *w, size_t n,
 				      void **out, struct ctq_error *err);

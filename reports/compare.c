@@ -2,11 +2,11 @@
 #include "reports/compare.h"
 #include "core/json.h"
 #include "core/fileio.h"
-#include "eval/stats.h"
-#include "reports/bench_gemm.h"
-#include "reports/csv.h"
-#include "reports/run.h"
-#include "reports/table.h"
+#include "stats/accuracy.h"
+#include "bench/gemm.h"
+#include "results/csv_out.h"
+#include "results/run.h"
+#include "results/table.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -836,7 +836,7 @@ static enum ctq_status removed_rows(struct pair_ctx *x, int fam, const char *met
 	return CTQ_OK;
 }
 
-/* ---- GEMM points (bench_gemm.csv, reports/bench_gemm.h) ------------------------ */
+/* ---- GEMM points (bench_gemm.csv, bench/gemm.h) ------------------------ */
 
 /* The per-call times beside a bench_gemm.csv (CTQ_GEMM_SAMPLES_FILE),
  * indexed by the point's key; present false when there is no such file. */

@@ -33,7 +33,7 @@
  *                side is a regression.
  *   accuracy     eval_questions.csv by (benchmark, subject, id): paired by
  *                question, exact McNemar on the discordant pairs and the
- *                difference with Newcombe's interval (eval/stats.h); a
+ *                difference with Newcombe's interval (stats/accuracy.h); a
  *                significant drop of at least the policy's minimum is a
  *                regression. Subjects are shown, only the whole file gates.
  *   steps        a plan run's steps by id: passed -> failed or error is a
@@ -61,8 +61,8 @@
 
 #include "core/status.h"
 #include "core/strbuf.h"
-#include "reports/mwu.h"
-#include "reports/results.h"
+#include "stats/sample.h"
+#include "results/files.h"
 
 enum ctq_policy_key {
 	CTQ_POL_TIMING_THRESHOLD,     /* |median change| below it is "same" (fraction) */

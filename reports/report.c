@@ -2,11 +2,11 @@
 #include "reports/report.h"
 #include "core/fileio.h"
 #include "core/json.h"
-#include "eval/stats.h"
-#include "reports/bench_gemm.h"
-#include "reports/plot.h"
-#include "reports/results.h"
-#include "reports/table.h"
+#include "stats/accuracy.h"
+#include "bench/gemm.h"
+#include "results/plot.h"
+#include "results/files.h"
+#include "results/table.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -574,7 +574,7 @@ static enum ctq_status probe_file(struct rep *r, const struct ctq_result_file *f
 struct subject {
 	char name[128];
 	size_t n, k, kr;
-	size_t a, b, c, d; /* reference (ref) vs candidate (new), eval/stats.h */
+	size_t a, b, c, d; /* reference (ref) vs candidate (new), stats/accuracy.h */
 };
 
 /* The gate ctq eval recorded in the manifest of the step in dir (eval.verdict,
@@ -1189,7 +1189,7 @@ static bool i8_note(const struct ctq_gemm_row *rows, size_t n, const char *shape
 	return len > 0;
 }
 
-/* bench_gemm.csv (ctq bench gemm, reports/bench_gemm.h): how it was timed,
+/* bench_gemm.csv (ctq bench gemm, bench/gemm.h): how it was timed,
  * the points whose ctq outputs differ from the reference (a failure), the
  * targets per shape as pass / miss, a table and a TOPS-against-M plot per
  * shape. */

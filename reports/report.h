@@ -9,7 +9,7 @@
  * and decode throughput), GEMM throughput (ctq bench gemm: the targets per
  * shape as pass / miss, TOPS against M per shape; a ctq output that differed
  * from the reference fails the verdict) — and checkpoint provenance. Plots
- * go to RUN/plots/ (reports/plot.h).
+ * go to RUN/plots/ (results/plot.h).
  *
  * What it is not: a comparison (reports/compare.h) or a dashboard.
  */

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "core/fileio.h"
-#include "quant/quantize.h"
-#include "quant/synth.h"
+#include "checkpoint/quantize.h"
+#include "checkpoint/synth.h"
 
 struct fixture {
 	char dir[64], bf16[96], w8a8[96], out[96];

@@ -1,4 +1,4 @@
-/* Criterion tests for the activation numerics switch (reference/backend.h
+/* Criterion tests for the activation numerics switch (backend/backend.h
  * enum ctq_act_numerics): under transformers' numerics the reference
  * backend quantizes as compressed-tensors does (s = amax / 127.5, -128
  * reachable, a zero scale as the dtype's eps, BF16 rounding on BF16
@@ -20,9 +20,9 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "model/runner.h"
-#include "quant/quantize.h"
-#include "quant/synth.h"
-#include "reference/backend.h"
+#include "checkpoint/quantize.h"
+#include "checkpoint/synth.h"
+#include "backend/backend.h"
 
 #define K 4
 #define M 3

@@ -1,4 +1,4 @@
-/* Criterion tests for the host side of `ctq bench gemm` (reports/bench_gemm.h,
+/* Criterion tests for the host side of `ctq bench gemm` (bench/gemm.h,
  * harness/cmd_bench_gemm.c): the operation and byte counts per
  * implementation, rotation copies against the L2, the peak table, sample
  * statistics, the metrics of a row, the bit-exact row check against the CPU
@@ -19,12 +19,12 @@
 #include "core/rng.h"
 #include "harness/commands.h"
 #include "reference/ref_ops.h"
-#include "reports/bench_gemm.h"
-#include "reports/env.h"
-#include "reports/plot.h"
+#include "bench/gemm.h"
+#include "results/env.h"
+#include "results/plot.h"
 #include "reports/report.h"
-#include "reports/run.h"
-#include "reports/table.h"
+#include "results/run.h"
+#include "results/table.h"
 #include "tests/model_fixture.h"
 
 TestSuite(bench_gemm);

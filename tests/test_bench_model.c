@@ -16,11 +16,11 @@
 #include "core/rng.h"
 #include "harness/commands.h"
 #include "model/runner.h"
-#include "reference/backend.h"
-#include "quant/quantize.h"
-#include "quant/synth.h"
+#include "backend/backend.h"
+#include "checkpoint/quantize.h"
+#include "checkpoint/synth.h"
 #include "reports/report.h"
-#include "reports/table.h"
+#include "results/table.h"
 #include "tests/model_fixture.h"
 
 static void one_thread(void)

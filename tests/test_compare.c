@@ -11,7 +11,7 @@
  *     ctq check, no samples file, a point gone under the missing policy;
  *   - serving loads (bench_serve.csv): slower TTFT, unserved requests,
  *     another load (not judged), noise only;
- *   - the CSV reader (reports/table.h) and --trend over three runs. */
+ *   - the CSV reader (results/table.h) and --trend over three runs. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -23,9 +23,9 @@
 #include "core/json.h"
 #include "core/rng.h"
 #include "harness/commands.h"
-#include "reports/bench_gemm.h"
+#include "bench/gemm.h"
 #include "reports/compare.h"
-#include "reports/table.h"
+#include "results/table.h"
 
 struct dirs {
 	char root[64], base[96], cand[96], out[96];
@@ -271,7 +271,7 @@ struct gemm_point {
 	int n;
 };
 
-/* DIR/gemm/bench_gemm.csv through the bench gemm writer (reports/bench_gemm.h)
+/* DIR/gemm/bench_gemm.csv through the bench gemm writer (bench/gemm.h)
  * and, with samples, DIR/gemm/bench_gemm_samples.csv beside it. */
 static void gemm_run(const char *dir, const struct gemm_point *pts, size_t n, uint64_t seed,
 		     bool samples)

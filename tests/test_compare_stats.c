@@ -1,4 +1,4 @@
-/* Criterion tests for the regression statistics (reports/mwu.h) and the
+/* Criterion tests for the regression statistics (stats/sample.h) and the
  * timing verdict and policy of ctq compare (reports/compare.h):
  *   - Mann-Whitney U and its two-sided p against goldens computed
  *     independently with scipy 1.17.1, scipy.stats.mannwhitneyu(x, y,
@@ -20,7 +20,7 @@
 
 #include "core/rng.h"
 #include "reports/compare.h"
-#include "reports/mwu.h"
+#include "stats/sample.h"
 
 struct mwu_golden {
 	const char *id;

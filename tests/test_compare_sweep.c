@@ -42,7 +42,7 @@
 
 #include "core/fileio.h"
 #include "core/rng.h"
-#include "reports/bench_gemm.h"
+#include "bench/gemm.h"
 #include "reports/compare.h"
 
 #define N_PAIRS 300

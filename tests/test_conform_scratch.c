@@ -1,5 +1,5 @@
 /* ctq conform builds the synthetic checkpoints of numeric cases inside its
- * temporary run directory (harness/suite.h struct ctq_case_run_options):
+ * temporary run directory (conform/suite.h struct ctq_case_run_options):
  * nothing is created under $TMPDIR or /tmp, and the final run directory
  * holds only the result files, no scratch. An inotify watch on /tmp and
  * on $TMPDIR sees a scratch folder even when the case removes it again. */

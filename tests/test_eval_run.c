@@ -21,12 +21,12 @@
 #include "eval/eval.h"
 #include "harness/commands.h"
 #include "model/runner.h"
-#include "model/tokenizer.h"
-#include "quant/quantize.h"
-#include "quant/synth.h"
+#include "text/tokenizer.h"
+#include "checkpoint/quantize.h"
+#include "checkpoint/synth.h"
 #include "tests/model_fixture.h"
 #include "reports/report.h"
-#include "reports/table.h"
+#include "results/table.h"
 
 #define TOKENIZER "tests/fixtures/tokenizers/gpt2-small"
 #define VOCAB 2048

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "eval/stats.h"
+#include "stats/accuracy.h"
 
 /* Same formulas in double on both sides: agreement to a few ulps of the
  * larger magnitudes involved. */

@@ -13,7 +13,7 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/sha256.h"
-#include "reports/table.h"
+#include "results/table.h"
 
 TestSuite(fileio);
 

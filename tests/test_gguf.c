@@ -22,8 +22,8 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/sha256.h"
-#include "quant/gguf.h"
-#include "quant/safetensors.h"
+#include "checkpoint/gguf.h"
+#include "checkpoint/safetensors.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
 

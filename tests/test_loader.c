@@ -10,7 +10,7 @@
 #include "core/dtype.h"
 #include "core/fileio.h"
 #include "helpers.h"
-#include "quant/loader.h"
+#include "checkpoint/loader.h"
 
 /* hidden 8, 2 heads of 4, 1 kv head, intermediate 16, vocab 32. */
 #define SHAPE "\"model_type\": \"qwen3\", \"num_hidden_layers\": 1, \"hidden_size\": 8, \"num_attention_heads\": 2, \"num_key_value_heads\": 1, \"head_dim\": 4, \"intermediate_size\": 16, \"vocab_size\": 32, \"tie_word_embeddings\": true"
@@ -299,7 +299,7 @@ Test(loader, stale_all_zero_zero_points_are_ignored)
 	stop(&f, &r, &ck);
 }
 
-#include "harness/tpcheck.h"
+#include "conform/tpcheck.h"
 
 Test(loader, tp2_reproduces_tp1_numerically)
 {

@@ -4,8 +4,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "harness/probe.h"
-#include "reference/backend.h"
+#include "conform/probe.h"
+#include "backend/backend.h"
 
 static const struct ctq_probe_layer layer = {.name = "model.layers.5.self_attn.o_proj", .K = 96, .N = 48};
 

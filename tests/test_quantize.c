@@ -27,12 +27,12 @@
 #include "core/numerics.h"
 #include "core/sha256.h"
 #include "harness/commands.h"
-#include "quant/loader.h"
+#include "checkpoint/loader.h"
 #include "quant/modules.h"
 #include "quant/qconfig.h"
-#include "quant/quantize.h"
+#include "checkpoint/quantize.h"
 #include "quant/resolve.h"
-#include "quant/safetensors.h"
+#include "checkpoint/safetensors.h"
 #include "reference/ref_ops.h"
 
 /* quantization_config as compressed-tensors' ModelCompressor writes it for
@@ -894,7 +894,7 @@ Test(quantize, config_contradicting_the_tensors_is_refused)
 	free(cfg_path), free(dir), free(src), free(root);
 }
 
-/* See tests/test_synth.c: quant/safetensors.c write_subset spins when its
+/* See tests/test_synth.c: checkpoint/safetensors.c write_subset spins when its
  * header strbuf runs out of memory. True when it does (probed in a child
  * with an alarm), so the sweep below is skipped instead of hanging. */
 static bool writer_hangs_on_oom(void)
@@ -938,7 +938,7 @@ static bool writer_hangs_on_oom(void)
 Test(quantize, allocation_failures_leave_nothing, .timeout = 120)
 {
 	if (writer_hangs_on_oom())
-		cr_skip_test("quant/safetensors.c write_subset loops forever when its header "
+		cr_skip_test("checkpoint/safetensors.c write_subset loops forever when its header "
 			     "strbuf runs out of memory; the allocation sweep is skipped until "
 			     "that is fixed");
 	char *root = make_tmpdir();

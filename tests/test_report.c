@@ -1,6 +1,6 @@
 /* Criterion tests for `ctq run`, `ctq report` and the run manifest
- * (harness/cmd_run.c, reports/report.h, reports/env.h,
- * reports/junit_merge.h):
+ * (harness/cmd_run.c, reports/report.h, results/env.h,
+ * results/junit_merge.h):
  *   - a plan with a GPU step reports it skipped ("no CUDA device") on a
  *     host without one, and with --gpu off everywhere;
  *   - failing steps, dependent steps, missing requirements; bad plans exit
@@ -23,9 +23,9 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "harness/commands.h"
-#include "reference/backend.h"
-#include "reports/env.h"
-#include "reports/plot.h"
+#include "backend/backend.h"
+#include "results/env.h"
+#include "results/plot.h"
 
 struct tmp {
 	char root[64];

@@ -1,4 +1,4 @@
-/* Criterion tests for run directories (reports/run.h) and the commit that
+/* Criterion tests for run directories (results/run.h) and the commit that
  * moves one into place (core/fileio.h ctq_tmpdir_commit):
  *   - what report and compare accept: only a finished run directory; an
  *     empty folder, a folder without a manifest and the temporary folder of
@@ -17,7 +17,7 @@
 
 #include "core/fileio.h"
 #include "harness/commands.h"
-#include "reports/run.h"
+#include "results/run.h"
 
 #define FINISHED_MANIFEST "{\"schema_version\": 1, \"command\": \"conform\", \"ended_utc\": \"2026-01-01T00:00:00Z\"}"
 #define JUNIT "<?xml version=\"1.0\"?><testsuites tests=\"1\" failures=\"0\"><testsuite name=\"x\" tests=\"1\"><testcase name=\"a\"/></testsuite></testsuites>\n"

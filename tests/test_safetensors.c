@@ -16,7 +16,7 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/sha256.h"
-#include "quant/safetensors.h"
+#include "checkpoint/safetensors.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 

@@ -11,7 +11,7 @@
 
 #include "core/fileio.h"
 #include "model/runner.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 #define BF16_DIR "fixtures/smollm2-135m-bf16"
 #define W8A8_DIR "fixtures/smollm2-135m-w8a8"

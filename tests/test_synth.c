@@ -21,8 +21,8 @@
 #include "core/json.h"
 #include "core/sha256.h"
 #include "harness/commands.h"
-#include "quant/safetensors.h"
-#include "quant/synth.h"
+#include "checkpoint/safetensors.h"
+#include "checkpoint/synth.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
 
@@ -645,7 +645,7 @@ Test(synth, existing_out_is_kept_unless_forced)
 	free(cfg), free(marker), free(out), free(root);
 }
 
-/* quant/safetensors.c write_subset pads the header with
+/* checkpoint/safetensors.c write_subset pads the header with
  * `while (hdr.len % 8) ctq_strbuf_append(&hdr, " ")`, which never ends once
  * the strbuf has run out of memory (appends are then no-ops). Probed in a
  * child with an alarm: true when the writer hangs on a failed allocation, in
@@ -692,7 +692,7 @@ static bool writer_hangs_on_oom(void)
 Test(synth, failure_midway_leaves_nothing, .timeout = 120)
 {
 	if (writer_hangs_on_oom())
-		cr_skip_test("quant/safetensors.c write_subset loops forever when its header "
+		cr_skip_test("checkpoint/safetensors.c write_subset loops forever when its header "
 			     "strbuf runs out of memory (while (hdr.len %% 8) never ends); "
 			     "the allocation sweep is skipped until that is fixed");
 	char *root = make_tmpdir();

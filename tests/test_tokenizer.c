@@ -12,7 +12,7 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/sha256.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 #define FIX "tests/fixtures/tokenizers"
 
@@ -431,7 +431,7 @@ Test(tokenizer, nfc_matches_python_unicodedata)
 {
 	cJSON *root = load_json(FIX "/nfc.json");
 	cr_assert_str_eq(str_of(root, "unicode"), ctq_tokenizer_nfc_unicode_version(),
-			 "nfc.json and tokenizer_nfc_data.h come from different Unicode versions");
+			 "nfc.json and text/nfc_data.h come from different Unicode versions");
 	size_t n_cases = 0;
 	for (const cJSON *c = ctq_json_get(root, "cases")->child; c; c = c->next, n_cases++) {
 		const char *in = str_of(c, "input"), *want = str_of(c, "nfc");

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes model/tokenizer_nfc_data.h: the Unicode tables that NFC needs
+"""Writes text/nfc_data.h: the Unicode tables that NFC needs
 (canonical combining classes, canonical decompositions, primary composites),
 taken from Python's unicodedata so that the tables and the Unicode version are
 the interpreter's. Hangul syllables are algorithmic and not in the tables.
@@ -10,7 +10,7 @@ import os
 import sys
 import unicodedata
 
-OUT = os.path.join(os.path.dirname(__file__), "..", "model", "tokenizer_nfc_data.h")
+OUT = os.path.join(os.path.dirname(__file__), "..", "model", "text/nfc_data.h")
 
 
 def is_hangul(c):

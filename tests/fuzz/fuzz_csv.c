@@ -8,11 +8,11 @@
  * bench_gemm.csv, read by ctq_gemm_rows_load. */
 #include "tests/fuzz/fuzz.h"
 
-#include "reports/bench_gemm.h"
+#include "bench/gemm.h"
 #include "reports/compare.h"
 #include "reports/report.h"
-#include "reports/results.h"
-#include "reports/table.h"
+#include "results/files.h"
+#include "results/table.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv)

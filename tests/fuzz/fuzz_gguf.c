@@ -5,7 +5,7 @@
  * input. */
 #include "tests/fuzz/fuzz.h"
 
-#include "quant/gguf.h"
+#include "checkpoint/gguf.h"
 
 #define MAX_DEQUANT_ELEMENTS ((uint64_t)1 << 20)
 

@@ -1,5 +1,5 @@
 /* Fuzz target: a safetensors file through ctq_st_open, the checkpoint
- * folder loader and plan-driven module loading (quant/loader.h) at tp 1 and
+ * folder loader and plan-driven module loading (checkpoint/loader.h) at tp 1 and
  * tp 2. Input: a 4-byte little-endian length L, L bytes of config.json,
  * then the model.safetensors bytes; when L does not fit, the whole input is
  * the safetensors file and the config is the 1-layer W8A8 qwen3 of
@@ -7,11 +7,11 @@
 #include "tests/fuzz/fuzz.h"
 
 #include "core/json.h"
-#include "quant/loader.h"
+#include "checkpoint/loader.h"
 #include "quant/modules.h"
 #include "quant/qconfig.h"
 #include "quant/resolve.h"
-#include "quant/safetensors.h"
+#include "checkpoint/safetensors.h"
 #include "quant/shard.h"
 
 static const char default_config[] =

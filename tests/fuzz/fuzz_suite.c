@@ -5,7 +5,7 @@
  * model in a folder of their own under /tmp, sized by the case. */
 #include "tests/fuzz/fuzz.h"
 
-#include "harness/suite.h"
+#include "conform/suite.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -5,7 +5,7 @@
  * are also decoded as raw ids (out-of-range ids included). */
 #include "tests/fuzz/fuzz.h"
 
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 static const char default_text[] = "Hello, world! It's 2024 — naïve café 東京 <|endoftext|>\n\t  x";
 

@@ -61,7 +61,7 @@ def main():
         name = os.path.basename(os.path.dirname(p))
         put("tokenizer", open(p, "rb").read() + b"\0" + text, name)
         put("tokenizer", open(p, "rb").read() + b"\0" + bad, name + "-invalid-utf8")
-    # (e) CSVs: family byte (reports/results.h order) + the first 40 lines.
+    # (e) CSVs: family byte (results/files.h order) + the first 40 lines.
     fams = ["conform.csv", "probe.csv", "bench_model.csv", "bench_gemm.csv",
             "eval_questions.csv", "bench_serve.csv"]
     for p in sorted(glob.glob(os.path.join(ROOT, "reports/baselines/h200/**/*.csv"), recursive=True)):

@@ -11,7 +11,7 @@
 
 #include "core/dtype.h"
 #include "core/rng.h"
-#include "reference/backend.h"
+#include "backend/backend.h"
 
 static struct ctq_backend gpu, ref;
 

@@ -9,7 +9,7 @@
 #include "core/dtype.h"
 #include "core/rng.h"
 #include "kernels/kernels.h"
-#include "reference/backend.h"
+#include "backend/backend.h"
 
 static double row_rel(const float *a, const float *ref, int64_t n)
 {

@@ -12,10 +12,10 @@
 #include "core/dtype.h"
 #include "core/numerics.h"
 #include "core/rng.h"
-#include "harness/probe.h"
+#include "conform/probe.h"
 #include "kernels/gemm_sm90.h"
 #include "kernels/kernels.h"
-#include "reference/backend.h"
+#include "backend/backend.h"
 #include "reference/ref_ops.h"
 
 static struct ctq_backend gpu;

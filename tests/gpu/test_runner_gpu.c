@@ -11,8 +11,8 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "model/runner.h"
-#include "quant/quantize.h"
-#include "quant/synth.h"
+#include "checkpoint/quantize.h"
+#include "checkpoint/synth.h"
 
 #define T_TOK 24
 

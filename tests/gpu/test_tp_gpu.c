@@ -10,8 +10,8 @@
 
 #include "core/fileio.h"
 #include "model/runner.h"
-#include "quant/quantize.h"
-#include "quant/synth.h"
+#include "checkpoint/quantize.h"
+#include "checkpoint/synth.h"
 
 #define T_PRE 16
 #define T_DEC 16

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Builds the tokenizer fixtures and the golden ids that tests/test_tokenizer.c
-compares model/tokenizer.c against, with the Hugging Face `tokenizers`
+compares text/tokenizer.c against, with the Hugging Face `tokenizers`
 library as the oracle.
 
   small   trains two small byte-level BPE tokenizers with the library on
@@ -25,7 +25,7 @@ library as the oracle.
           writes it to fixtures/tokenizers/qwen2/ (ignored by git: ~7 MB).
           Its goldens are committed; tools/fixtures-tokenizers.sh rebuilds it.
   nfc     writes tests/fixtures/tokenizers/nfc.json: NFC cases from Python's
-          unicodedata (the same Unicode version as model/tokenizer_nfc_data.h).
+          unicodedata (the same Unicode version as text/nfc_data.h).
 
 Goldens (<name>/golden.json): for every line of corpus.txt, every run of three
 lines joined by "\\n", the whole corpus, a few long runs, and every line of

@@ -1,0 +1,811 @@
+/* ctq GEMM benchmark results (see bench_gemm.h). */
+#include "bench/gemm.h"
+#include "core/dtype.h"
+#include "core/numerics.h"
+#include "core/fileio.h"
+#include "reference/ref_ops.h"
+#include "results/plot.h"
+#include "results/table.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const impl_names[CTQ_GEMM_IMPL_COUNT] = {
+	"ctq_w8a8", "ctq_gemm", "ctq_quantize", "cublas_bf16", "cublaslt_i8",
+};
+
+const char *ctq_gemm_impl_name(enum ctq_gemm_impl i)
+{
+	return (unsigned)i < CTQ_GEMM_IMPL_COUNT ? impl_names[i] : "unknown";
+}
+
+bool ctq_gemm_impl_parse(const char *s, enum ctq_gemm_impl *out)
+{
+	for (int i = 0; i < CTQ_GEMM_IMPL_COUNT; i++)
+		if (!strcmp(s, impl_names[i])) {
+			*out = (enum ctq_gemm_impl)i;
+			return true;
+		}
+	return false;
+}
+
+bool ctq_gemm_impl_is_ctq(enum ctq_gemm_impl i)
+{
+	return i == CTQ_GEMM_W8A8 || i == CTQ_GEMM_GEMM || i == CTQ_GEMM_QUANTIZE;
+}
+
+/* ---- operations, bytes, copies ------------------------------------------------ */
+
+double ctq_gemm_ops(enum ctq_gemm_impl i, int64_t M, int64_t N, int64_t K)
+{
+	return i == CTQ_GEMM_QUANTIZE ? 0.0 : 2.0 * (double)M * (double)N * (double)K;
+}
+
+double ctq_gemm_bytes(enum ctq_gemm_impl i, int64_t M, int64_t N, int64_t K)
+{
+	const double m = (double)M, n = (double)N, k = (double)K;
+	switch (i) {
+	case CTQ_GEMM_W8A8: return 2 * m * k + n * k + 8 * n + 2 * m * n;
+	case CTQ_GEMM_GEMM: return m * k + 4 * m + n * k + 8 * n + 2 * m * n;
+	case CTQ_GEMM_QUANTIZE: return 2 * m * k + m * k + 4 * m;
+	case CTQ_GEMM_BF16: return 2 * m * k + 2 * n * k + 2 * m * n;
+	case CTQ_GEMM_I8: return m * k + n * k + 4 * m * n;
+	default: return NAN;
+	}
+}
+
+double ctq_gemm_weight_bytes(enum ctq_gemm_impl i, int64_t N, int64_t K)
+{
+	const double nk = (double)N * (double)K;
+	switch (i) {
+	case CTQ_GEMM_QUANTIZE: return 0;
+	case CTQ_GEMM_BF16: return 2 * nk;
+	default: return nk;
+	}
+}
+
+double ctq_gemm_touched_bytes(enum ctq_gemm_impl i, int64_t M, int64_t N, int64_t K)
+{
+	double b = ctq_gemm_bytes(i, M, N, K);
+	if (i == CTQ_GEMM_W8A8) /* q and s written by the quantization, read by the GEMM */
+		b += 2.0 * ((double)M * (double)K + 4.0 * (double)M);
+	return b;
+}
+
+int ctq_gemm_copies(double touched_bytes, int64_t l2_bytes)
+{
+	if (!(touched_bytes > 0) || l2_bytes <= 0)
+		return 1;
+	double c = ceil(CTQ_GEMM_L2_FACTOR * (double)l2_bytes / touched_bytes);
+	if (c < 1)
+		c = 1;
+	return c > CTQ_GEMM_MAX_COPIES ? CTQ_GEMM_MAX_COPIES : (int)c;
+}
+
+/* ---- peaks --------------------------------------------------------------------- */
+
+/* Dense (not 2:4 sparse) INT8 tensor-core TOPS and HBM bandwidth, from
+ * NVIDIA's H100 / H200 datasheets (SXM parts; H100 PCIe separately). */
+static const struct {
+	const char *name;
+	double int8_tops, hbm_gbps;
+} peak_table[] = {
+	{"NVIDIA H200", 1979, 4800},
+	{"NVIDIA H100 80GB HBM3", 1979, 3350},
+	{"NVIDIA H100 PCIe", 1513, 2000},
+};
+
+void ctq_gemm_peaks_for(const char *device_name, double tops_override, double gbps_override,
+			struct ctq_gemm_peaks *p)
+{
+	p->int8_tops = p->hbm_gbps = NAN;
+	const char *src = NULL;
+	for (size_t i = 0; i < sizeof peak_table / sizeof *peak_table; i++)
+		if (device_name && !strcmp(device_name, peak_table[i].name)) {
+			p->int8_tops = peak_table[i].int8_tops;
+			p->hbm_gbps = peak_table[i].hbm_gbps;
+			src = "NVIDIA datasheet (dense INT8 tensor TOPS, HBM bandwidth)";
+		}
+	if (tops_override > 0)
+		p->int8_tops = tops_override;
+	if (gbps_override > 0)
+		p->hbm_gbps = gbps_override;
+	if (tops_override > 0 || gbps_override > 0)
+		snprintf(p->source, sizeof p->source, "%s%s%s%s",
+			 tops_override > 0 ? "--peak-tops" : "",
+			 tops_override > 0 && gbps_override > 0 ? " and " : "",
+			 gbps_override > 0 ? "--hbm-gbps" : "",
+			 src ? "; the rest from the NVIDIA datasheet" : "");
+	else if (src)
+		snprintf(p->source, sizeof p->source, "%s", src);
+	else
+		snprintf(p->source, sizeof p->source,
+			 "unknown device \"%.100s\": no peaks (give --peak-tops and --hbm-gbps)",
+			 device_name ? device_name : "?");
+}
+
+/* ---- statistics ------------------------------------------------------------------ */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+void ctq_gemm_stats(const double *v, size_t n, struct ctq_gemm_stats *s)
+{
+	s->median = s->min = s->mean = s->stddev = s->cv = NAN;
+	if (!n)
+		return;
+	double *c = malloc(n * sizeof *c);
+	if (!c)
+		return;
+	memcpy(c, v, n * sizeof *c);
+	qsort(c, n, sizeof *c, cmp_double);
+	s->min = c[0];
+	s->median = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
+	double sum = 0;
+	for (size_t i = 0; i < n; i++)
+		sum += c[i];
+	s->mean = sum / (double)n;
+	double ss = 0;
+	for (size_t i = 0; i < n; i++)
+		ss += (c[i] - s->mean) * (c[i] - s->mean);
+	s->stddev = n > 1 ? sqrt(ss / (double)(n - 1)) : 0.0;
+	s->cv = s->mean > 0 ? s->stddev / s->mean : NAN;
+	free(c);
+}
+
+/* ---- rows ------------------------------------------------------------------------- */
+
+void ctq_gemm_row_metrics(struct ctq_gemm_row *r, const struct ctq_gemm_peaks *p)
+{
+	const double t = r->time_us_median * 1e-6; /* seconds; NaN when unmeasured */
+	r->ops = ctq_gemm_ops(r->impl, r->M, r->N, r->K);
+	r->bytes = ctq_gemm_bytes(r->impl, r->M, r->N, r->K);
+	r->weight_bytes = ctq_gemm_weight_bytes(r->impl, r->N, r->K);
+	r->peak_tops = p->int8_tops;
+	r->hbm_gbps = p->hbm_gbps;
+	r->tops = r->ops > 0 ? r->ops / t / 1e12 : NAN;
+	r->pct_int8_peak = 100.0 * r->tops / p->int8_tops;
+	r->gbps = r->bytes / t / 1e9;
+	r->pct_hbm = 100.0 * r->gbps / p->hbm_gbps;
+	r->pct_hbm_weights = r->weight_bytes > 0 ? 100.0 * (r->weight_bytes / t / 1e9) / p->hbm_gbps : NAN;
+	r->speedup_vs_bf16 = NAN;
+}
+
+void ctq_gemm_rows_speedup(struct ctq_gemm_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		rows[i].speedup_vs_bf16 = NAN;
+		if (rows[i].impl == CTQ_GEMM_QUANTIZE)
+			continue;
+		for (size_t j = 0; j < n; j++)
+			if (rows[j].impl == CTQ_GEMM_BF16 && rows[j].M == rows[i].M &&
+			    rows[j].N == rows[i].N && rows[j].K == rows[i].K &&
+			    !strcmp(rows[j].shape, rows[i].shape))
+				rows[i].speedup_vs_bf16 = rows[j].time_us_median / rows[i].time_us_median;
+	}
+}
+
+const char *const ctq_gemm_csv_header[] = {
+	"shape", "K", "N", "M", "impl", "check", "samples", "copies", "calls_per_sample",
+	"time_us_median", "time_us_min", "time_cv", "ops", "tops", "peak_tops", "pct_int8_peak",
+	"bytes", "gbps", "hbm_gbps", "pct_hbm", "weight_bytes", "pct_hbm_weights",
+	"speedup_vs_bf16", "note",
+};
+const size_t ctq_gemm_csv_cols = sizeof ctq_gemm_csv_header / sizeof *ctq_gemm_csv_header;
+
+/* Numbers with 9 significant digits (a float's round trip; timings come
+ * from float event milliseconds); NaN is an empty cell. */
+static void num(struct ctq_csv *w, double v)
+{
+	if (isnan(v) || isinf(v))
+		ctq_csv_field(w, "");
+	else
+		ctq_csv_fieldf(w, "%.9g", v);
+}
+
+void ctq_gemm_csv_row(struct ctq_csv *w, const struct ctq_gemm_row *r)
+{
+	ctq_csv_field(w, r->shape);
+	ctq_csv_fieldf(w, "%lld", (long long)r->K);
+	ctq_csv_fieldf(w, "%lld", (long long)r->N);
+	ctq_csv_fieldf(w, "%lld", (long long)r->M);
+	ctq_csv_field(w, ctq_gemm_impl_name(r->impl));
+	ctq_csv_field(w, r->check);
+	ctq_csv_fieldf(w, "%d", r->samples);
+	ctq_csv_fieldf(w, "%d", r->copies);
+	ctq_csv_fieldf(w, "%d", r->calls);
+	num(w, r->time_us_median);
+	num(w, r->time_us_min);
+	num(w, r->time_cv);
+	num(w, r->ops);
+	num(w, r->tops);
+	num(w, r->peak_tops);
+	num(w, r->pct_int8_peak);
+	num(w, r->bytes);
+	num(w, r->gbps);
+	num(w, r->hbm_gbps);
+	num(w, r->pct_hbm);
+	num(w, r->weight_bytes);
+	num(w, r->pct_hbm_weights);
+	num(w, r->speedup_vs_bf16);
+	ctq_csv_field(w, r->note);
+	ctq_csv_end_row(w);
+}
+
+enum ctq_status ctq_gemm_rows_load(const char *path, struct ctq_gemm_row **rows, size_t *n,
+				   struct ctq_error *err)
+{
+	*rows = NULL;
+	*n = 0;
+	struct ctq_table t;
+	enum ctq_status st = ctq_table_load(&t, path, err);
+	if (st)
+		return st;
+	int c[sizeof ctq_gemm_csv_header / sizeof *ctq_gemm_csv_header];
+	for (size_t i = 0; i < ctq_gemm_csv_cols; i++)
+		if ((c[i] = ctq_table_col(&t, ctq_gemm_csv_header[i])) < 0) {
+			ctq_table_free(&t);
+			return ctq_error_set(err, CTQ_ERR_PARSE, path, "has no column %s (ctq bench gemm writes %zu)",
+					     ctq_gemm_csv_header[i], ctq_gemm_csv_cols);
+		}
+	struct ctq_gemm_row *v = calloc(t.n_rows ? t.n_rows : 1, sizeof *v);
+	if (!v) {
+		ctq_table_free(&t);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, path, "out of memory");
+	}
+	for (size_t i = 0; i < t.n_rows && !st; i++) {
+		struct ctq_gemm_row *r = &v[i];
+		double d[sizeof ctq_gemm_csv_header / sizeof *ctq_gemm_csv_header];
+		for (size_t k = 0; k < ctq_gemm_csv_cols; k++)
+			d[k] = ctq_table_num(&t, i, c[k]);
+		snprintf(r->shape, sizeof r->shape, "%s", ctq_table_get(&t, i, c[0]));
+		snprintf(r->check, sizeof r->check, "%s", ctq_table_get(&t, i, c[5]));
+		snprintf(r->note, sizeof r->note, "%s", ctq_table_get(&t, i, c[23]));
+		if (!ctq_gemm_impl_parse(ctq_table_get(&t, i, c[4]), &r->impl)) {
+			st = ctq_error_set(err, CTQ_ERR_PARSE, path, "row %zu: impl \"%s\" is none of ctq bench gemm's",
+					   i + 2, ctq_table_get(&t, i, c[4]));
+			break;
+		}
+		for (int k = 1; k <= 3; k++)
+			if (!(d[k] >= 1 && d[k] <= 9e15))
+				st = ctq_error_set(err, CTQ_ERR_PARSE, path, "row %zu: %s is \"%s\"; expected a positive integer",
+						   i + 2, ctq_gemm_csv_header[k], ctq_table_get(&t, i, c[k]));
+		/* Counts: empty (NaN) is 0; anything else must be a count an int
+		 * holds (a cast of NaN or 1e300 is undefined; found by fuzz_csv). */
+		for (int k = 6; k <= 8; k++)
+			if (!isnan(d[k]) && !(d[k] >= 0 && d[k] <= 2e9))
+				st = ctq_error_set(err, CTQ_ERR_PARSE, path, "row %zu: %s is \"%s\"; expected a count from 0 to 2e9",
+						   i + 2, ctq_gemm_csv_header[k], ctq_table_get(&t, i, c[k]));
+		if (st)
+			break;
+		r->K = (int64_t)d[1], r->N = (int64_t)d[2], r->M = (int64_t)d[3];
+		r->samples = isnan(d[6]) ? 0 : (int)d[6];
+		r->copies = isnan(d[7]) ? 0 : (int)d[7];
+		r->calls = isnan(d[8]) ? 0 : (int)d[8];
+		r->time_us_median = d[9], r->time_us_min = d[10], r->time_cv = d[11];
+		r->ops = d[12], r->tops = d[13], r->peak_tops = d[14], r->pct_int8_peak = d[15];
+		r->bytes = d[16], r->gbps = d[17], r->hbm_gbps = d[18], r->pct_hbm = d[19];
+		r->weight_bytes = d[20], r->pct_hbm_weights = d[21], r->speedup_vs_bf16 = d[22];
+	}
+	const size_t n_rows = t.n_rows;
+	ctq_table_free(&t);
+	if (st) {
+		free(v);
+		return st;
+	}
+	*rows = v;
+	*n = n_rows;
+	return CTQ_OK;
+}
+
+/* ---- plot --------------------------------------------------------------------------- */
+
+void ctq_gemm_plot_name(char *buf, size_t cap, const char *shape)
+{
+	snprintf(buf, cap, "gemm_%s", shape);
+	for (char *c = buf; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+		      *c == '-' || *c == '_'))
+			*c = '_';
+}
+
+/* Indices of shape's rows of impl with a TOPS value, sorted by M. */
+static size_t series(const struct ctq_gemm_row *rows, size_t n, const char *shape,
+		     enum ctq_gemm_impl impl, bool need_tops, size_t *idx)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].impl == impl && !strcmp(rows[i].shape, shape) &&
+		    !isnan(need_tops ? rows[i].tops : rows[i].time_us_median))
+			idx[k++] = i;
+	for (size_t a = 1; a < k; a++)
+		for (size_t b = a; b > 0 && rows[idx[b - 1]].M > rows[idx[b]].M; b--) {
+			size_t t = idx[b];
+			idx[b] = idx[b - 1];
+			idx[b - 1] = t;
+		}
+	return k;
+}
+
+size_t ctq_gemm_plot(const struct ctq_gemm_row *rows, size_t n, const char *shape,
+		     const char *name, double peak_tops, struct ctq_strbuf *body,
+		     struct ctq_strbuf *data)
+{
+	static const enum ctq_gemm_impl lines[] = {CTQ_GEMM_GEMM, CTQ_GEMM_W8A8, CTQ_GEMM_BF16, CTQ_GEMM_I8};
+	size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+	if (!idx)
+		return 0;
+	int64_t K = 0, N = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(rows[i].shape, shape))
+			K = rows[i].K, N = rows[i].N;
+	ctq_strbuf_printf(body, "set title \"%s (K=%lld, N=%lld): TOPS against M\"\n"
+				"set logscale x 2\nset grid\nset key top left font \",9\"\n"
+				"set xlabel \"M (tokens)\"\nset ylabel \"TOPS (2MNK / median time)\"\n"
+				"set yrange [0:*]\nset offsets 0, 0, graph 0.06, 0\nplot ",
+			  shape, (long long)K, (long long)N);
+	size_t drawn = 0;
+	for (size_t l = 0; l < sizeof lines / sizeof *lines; l++) {
+		size_t k = series(rows, n, shape, lines[l], true, idx);
+		if (!k)
+			continue;
+		ctq_strbuf_printf(data, "# %s %s\n# M tops\n", shape, ctq_gemm_impl_name(lines[l]));
+		for (size_t a = 0; a < k; a++)
+			ctq_strbuf_printf(data, "%lld %.9g\n", (long long)rows[idx[a]].M, rows[idx[a]].tops);
+		ctq_strbuf_append(data, "\n\n");
+		ctq_strbuf_printf(body, "%s\"%s.dat\" index %zu using 1:2 with linespoints pt 7 title \"%s\"",
+				  drawn ? ", " : "", name, drawn, ctq_gemm_impl_name(lines[l]));
+		drawn++;
+	}
+	if (drawn && !isnan(peak_tops))
+		ctq_strbuf_printf(body, ", %.9g with lines dt 2 lc rgb \"#888888\" title \"INT8 dense peak %.0f TOPS\"",
+				  peak_tops, peak_tops);
+	ctq_strbuf_append(body, "\n");
+	free(idx);
+	return drawn;
+}
+
+/* ---- targets -------------------------------------------------------------------------- */
+
+const char *ctq_gemm_verdict_name(enum ctq_gemm_verdict v)
+{
+	return v == CTQ_GEMM_PASS ? "pass" : v == CTQ_GEMM_MISS ? "miss" : "not measured";
+}
+
+const char *ctq_gemm_target_text(enum ctq_gemm_target_id id)
+{
+	switch (id) {
+	case CTQ_GEMM_TGT_SPEEDUP: return "M >= 1024: ctq_gemm >= 1.7x cuBLAS BF16";
+	case CTQ_GEMM_TGT_PEAK: return "M >= 1024: ctq_gemm >= 65% of INT8 dense peak";
+	case CTQ_GEMM_TGT_WEIGHTS: return "M <= 16: ctq_gemm reads its int8 weights at >= 60% of HBM bandwidth";
+	case CTQ_GEMM_TGT_JUMP: return "no M where ctq_gemm or ctq_w8a8 time is > 10% above its neighbours' trend";
+	case CTQ_GEMM_TGT_QUANT_BW: return "M = 8192: ctq_quantize >= 75% of HBM bandwidth";
+	case CTQ_GEMM_TGT_QUANT_LAT: return "M <= 128: ctq_quantize < 3 us";
+	default: return "?";
+	}
+}
+
+/* A threshold target over the rows of one shape and impl within [m_lo,
+ * m_hi]: the worst value decides (higher is better unless lower_better). */
+static void threshold(struct ctq_gemm_target *t, const struct ctq_gemm_row *rows, size_t n,
+		      enum ctq_gemm_impl impl, int64_t m_lo, int64_t m_hi, size_t field_off,
+		      double limit, bool lower_better, const char *unit, size_t *idx)
+{
+	size_t k = series(rows, n, t->shape, impl, false, idx), used = 0;
+	double worst = NAN;
+	int64_t worst_m = 0;
+	bool any_m = false;
+	for (size_t a = 0; a < k; a++) {
+		const struct ctq_gemm_row *r = &rows[idx[a]];
+		if (r->M < m_lo || r->M > m_hi)
+			continue;
+		any_m = true;
+		double v = *(const double *)((const char *)r + field_off);
+		if (isnan(v))
+			continue;
+		used++;
+		if (isnan(worst) || (lower_better ? v > worst : v < worst))
+			worst = v, worst_m = r->M;
+	}
+	if (!used) {
+		t->verdict = CTQ_GEMM_UNMEASURED;
+		snprintf(t->detail, sizeof t->detail, "%s", !any_m ? "no such M measured"
+							 : "no value (unknown peak, failed check or no baseline)");
+		return;
+	}
+	bool ok = lower_better ? worst < limit : worst >= limit;
+	t->verdict = ok ? CTQ_GEMM_PASS : CTQ_GEMM_MISS;
+	if (used > 1)
+		snprintf(t->detail, sizeof t->detail, "worst %.4g%s at M=%lld over %zu points", worst, unit,
+			 (long long)worst_m, used);
+	else
+		snprintf(t->detail, sizeof t->detail, "%.4g%s at M=%lld", worst, unit, (long long)worst_m);
+}
+
+/* Time over the log-log line through the neighbours, worst over both ctq
+ * GEMM paths. */
+static void jump(struct ctq_gemm_target *t, const struct ctq_gemm_row *rows, size_t n, size_t *idx)
+{
+	static const enum ctq_gemm_impl impls[] = {CTQ_GEMM_GEMM, CTQ_GEMM_W8A8};
+	double worst = NAN;
+	int64_t wm = 0, wlo = 0, whi = 0;
+	const char *wimpl = "";
+	size_t checked = 0;
+	for (size_t s = 0; s < 2; s++) {
+		size_t k = series(rows, n, t->shape, impls[s], false, idx);
+		for (size_t a = 1; a + 1 < k; a++) {
+			const struct ctq_gemm_row *p = &rows[idx[a - 1]], *c = &rows[idx[a]], *q = &rows[idx[a + 1]];
+			if (p->M == c->M || c->M == q->M || !(p->time_us_median > 0) || !(q->time_us_median > 0))
+				continue;
+			double f = (log((double)c->M) - log((double)p->M)) / (log((double)q->M) - log((double)p->M));
+			double trend = exp(log(p->time_us_median) + f * (log(q->time_us_median) - log(p->time_us_median)));
+			double ratio = c->time_us_median / trend;
+			checked++;
+			if (isnan(worst) || ratio > worst)
+				worst = ratio, wm = c->M, wlo = p->M, whi = q->M, wimpl = ctq_gemm_impl_name(impls[s]);
+		}
+	}
+	if (!checked) {
+		t->verdict = CTQ_GEMM_UNMEASURED;
+		snprintf(t->detail, sizeof t->detail, "fewer than 3 values of M");
+		return;
+	}
+	t->verdict = worst <= CTQ_GEMM_T_JUMP ? CTQ_GEMM_PASS : CTQ_GEMM_MISS;
+	snprintf(t->detail, sizeof t->detail, "worst %s M=%lld: %.3fx the trend of M=%lld and M=%lld (%zu points)",
+		 wimpl, (long long)wm, worst, (long long)wlo, (long long)whi, checked);
+}
+
+enum ctq_status ctq_gemm_targets(const struct ctq_gemm_row *rows, size_t n,
+				 struct ctq_gemm_target **out, size_t *n_out, struct ctq_error *err)
+{
+	*out = NULL;
+	*n_out = 0;
+	const char **shapes = calloc(n ? n : 1, sizeof *shapes);
+	size_t *idx = calloc(n ? n : 1, sizeof *idx);
+	size_t ns = 0;
+	if (!shapes || !idx) {
+		free(shapes);
+		free(idx);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t j = 0;
+		while (j < ns && strcmp(shapes[j], rows[i].shape))
+			j++;
+		if (j == ns)
+			shapes[ns++] = rows[i].shape;
+	}
+	struct ctq_gemm_target *t = calloc(ns * CTQ_GEMM_TGT_COUNT + 1, sizeof *t);
+	if (!t) {
+		free(shapes);
+		free(idx);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
+	}
+	size_t k = 0;
+	for (int id = 0; id < CTQ_GEMM_TGT_COUNT; id++)
+		for (size_t s = 0; s < ns; s++) {
+			struct ctq_gemm_target *x = &t[k++];
+			x->id = (enum ctq_gemm_target_id)id;
+			snprintf(x->shape, sizeof x->shape, "%s", shapes[s]);
+			switch (x->id) {
+			case CTQ_GEMM_TGT_SPEEDUP:
+				threshold(x, rows, n, CTQ_GEMM_GEMM, 1024, INT64_MAX,
+					  offsetof(struct ctq_gemm_row, speedup_vs_bf16), CTQ_GEMM_T_SPEEDUP, false,
+					  "x", idx);
+				break;
+			case CTQ_GEMM_TGT_PEAK:
+				threshold(x, rows, n, CTQ_GEMM_GEMM, 1024, INT64_MAX,
+					  offsetof(struct ctq_gemm_row, pct_int8_peak), CTQ_GEMM_T_PEAK_PCT, false,
+					  "%", idx);
+				break;
+			case CTQ_GEMM_TGT_WEIGHTS:
+				threshold(x, rows, n, CTQ_GEMM_GEMM, 1, 16,
+					  offsetof(struct ctq_gemm_row, pct_hbm_weights), CTQ_GEMM_T_WEIGHTS_PCT,
+					  false, "%", idx);
+				break;
+			case CTQ_GEMM_TGT_JUMP: jump(x, rows, n, idx); break;
+			case CTQ_GEMM_TGT_QUANT_BW:
+				threshold(x, rows, n, CTQ_GEMM_QUANTIZE, 8192, 8192,
+					  offsetof(struct ctq_gemm_row, pct_hbm), CTQ_GEMM_T_QUANT_PCT, false, "%",
+					  idx);
+				break;
+			case CTQ_GEMM_TGT_QUANT_LAT:
+				threshold(x, rows, n, CTQ_GEMM_QUANTIZE, 1, 128,
+					  offsetof(struct ctq_gemm_row, time_us_median), CTQ_GEMM_T_QUANT_US, true,
+					  " us", idx);
+				break;
+			default: break;
+			}
+		}
+	free(shapes);
+	free(idx);
+	*out = t;
+	*n_out = k;
+	return CTQ_OK;
+}
+
+enum ctq_gemm_verdict ctq_gemm_target_overall(const struct ctq_gemm_target *t, size_t n,
+					      enum ctq_gemm_target_id id, const char **worst_detail,
+					      const char **worst_shape)
+{
+	enum ctq_gemm_verdict v = CTQ_GEMM_UNMEASURED;
+	*worst_detail = *worst_shape = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (t[i].id != id || t[i].verdict == CTQ_GEMM_UNMEASURED)
+			continue;
+		if (t[i].verdict == CTQ_GEMM_MISS && v != CTQ_GEMM_MISS) {
+			v = CTQ_GEMM_MISS;
+			*worst_detail = t[i].detail, *worst_shape = t[i].shape;
+		} else if (v == CTQ_GEMM_UNMEASURED) {
+			v = CTQ_GEMM_PASS;
+			*worst_detail = t[i].detail, *worst_shape = t[i].shape;
+		}
+	}
+	return v;
+}
+
+/* ---- the run directory ------------------------------------------------------------------- */
+
+static cJSON *num_or_null(double v)
+{
+	return isnan(v) || isinf(v) ? cJSON_CreateNull() : cJSON_CreateNumber(v);
+}
+
+static const char *const samples_header[] = {"shape", "K", "N", "M", "impl", "sample", "time_us"};
+
+static enum ctq_status write_csvs(const char *dir, const struct ctq_gemm_row *rows, size_t n,
+				  const double *samples, size_t stride, struct ctq_error *err)
+{
+	char path[1200];
+	struct ctq_csv w, sw;
+	memset(&w, 0, sizeof w);
+	memset(&sw, 0, sizeof sw);
+	snprintf(path, sizeof path, "%s/bench_gemm.csv", dir);
+	enum ctq_status st = ctq_csv_open(&w, path, ctq_gemm_csv_header, ctq_gemm_csv_cols, err);
+	if (st)
+		return st;
+	for (size_t i = 0; i < n; i++)
+		ctq_gemm_csv_row(&w, &rows[i]);
+	if ((st = ctq_csv_close(&w, err)))
+		return st;
+	snprintf(path, sizeof path, "%s/%s", dir, CTQ_GEMM_SAMPLES_FILE);
+	if ((st = ctq_csv_open(&sw, path, samples_header, sizeof samples_header / sizeof *samples_header, err)))
+		return st;
+	for (size_t i = 0; i < n; i++)
+		for (int k = 0; samples && k < rows[i].samples && (size_t)k < stride; k++) {
+			ctq_csv_field(&sw, rows[i].shape);
+			ctq_csv_fieldf(&sw, "%lld", (long long)rows[i].K);
+			ctq_csv_fieldf(&sw, "%lld", (long long)rows[i].N);
+			ctq_csv_fieldf(&sw, "%lld", (long long)rows[i].M);
+			ctq_csv_field(&sw, ctq_gemm_impl_name(rows[i].impl));
+			ctq_csv_fieldf(&sw, "%d", k);
+			ctq_csv_fieldf(&sw, "%.9g", samples[i * stride + (size_t)k]);
+			ctq_csv_end_row(&sw);
+		}
+	return ctq_csv_close(&sw, err);
+}
+
+static void write_manifest(cJSON *m, const struct ctq_gemm_run_info *in, const struct ctq_gemm_row *rows,
+			   size_t n, const struct ctq_gemm_target *t, size_t nt)
+{
+	cJSON_DeleteItemFromObjectCaseSensitive(m, "bench_gemm");
+	cJSON *g = cJSON_AddObjectToObject(m, "bench_gemm");
+	cJSON_AddStringToObject(g, "device", in->device ? in->device : "unknown");
+	cJSON_AddStringToObject(g, "device_name", in->device_name ? in->device_name : "unknown");
+	cJSON_AddNumberToObject(g, "device_index", in->device_index);
+	cJSON_AddNumberToObject(g, "l2_bytes", (double)in->l2_bytes);
+	cJSON *p = cJSON_AddObjectToObject(g, "peaks");
+	cJSON_AddItemToObject(p, "int8_dense_tops", num_or_null(in->peaks.int8_tops));
+	cJSON_AddItemToObject(p, "hbm_gbps", num_or_null(in->peaks.hbm_gbps));
+	cJSON_AddStringToObject(p, "source", in->peaks.source);
+	cJSON *me = cJSON_AddObjectToObject(g, "method");
+	cJSON_AddStringToObject(me, "timing",
+				"CUDA events between back-to-back launches of a CUDA graph of `calls` consecutive "
+				"calls (call j on buffer copy j % copies); per-call time = launch time / calls; "
+				"graphs lengthened by whole cycles of copies to at least min_graph_us");
+	cJSON_AddStringToObject(me, "cache",
+				"each implementation cycles through `copies` distinct buffer sets (activations, "
+				"weights, outputs) so that one pass touches >= l2_factor x the L2 size; copies "
+				"capped at max_copies (the smallest ctq_quantize points may then stay in L2)");
+	cJSON_AddStringToObject(me, "statistics",
+				"median, min and cv (sample stddev / mean) of the per-call times of `samples` "
+				"launches after `warmup` untimed ones");
+	cJSON_AddStringToObject(me, "check",
+				"before timing, per point: ctq_quantize q and scales, the ctq GEMM's int32 "
+				"accumulators (acc != NULL), ctq_gemm and ctq_w8a8 BF16 outputs, bit-exact against "
+				"reference/ref_ops on check_rows rows (first and last included), all columns; "
+				"outputs poisoned before each run; a mismatch fails the point (not timed) and the "
+				"command (exit 1); cuBLASLt's int32 is checked too (a note, not a failure)");
+	cJSON_AddNumberToObject(me, "samples", in->samples);
+	cJSON_AddNumberToObject(me, "warmup", in->warmup);
+	cJSON_AddNumberToObject(me, "min_graph_us", in->min_graph_us);
+	cJSON_AddNumberToObject(me, "l2_factor", CTQ_GEMM_L2_FACTOR);
+	cJSON_AddNumberToObject(me, "max_copies", CTQ_GEMM_MAX_COPIES);
+	cJSON_AddNumberToObject(me, "check_rows", in->check_rows);
+	cJSON_AddNumberToObject(me, "seed", (double)in->seed);
+	cJSON_AddStringToObject(me, "ops", "2MNK (none for ctq_quantize); TOPS = ops / median time");
+	cJSON *by = cJSON_AddObjectToObject(me, "bytes");
+	cJSON_AddStringToObject(by, "ctq_w8a8", "x 2MK + w NK + s_w, bias 8N + y 2MN (q/s round trip not counted)");
+	cJSON_AddStringToObject(by, "ctq_gemm", "q MK + s_a 4M + w NK + s_w, bias 8N + y 2MN");
+	cJSON_AddStringToObject(by, "ctq_quantize", "x 2MK + q MK + s 4M");
+	cJSON_AddStringToObject(by, "cublas_bf16", "x 2MK + w 2NK + y 2MN");
+	cJSON_AddStringToObject(by, "cublaslt_i8", "q MK + w NK + acc 4MN");
+	cJSON_AddStringToObject(by, "pct_hbm_weights", "weight bytes alone (NK int8, 2NK bf16) / time, % of HBM");
+	cJSON_AddStringToObject(g, "shapes_from", in->shapes_from ? in->shapes_from : "unknown");
+	cJSON *sa = cJSON_AddArrayToObject(g, "shapes");
+	for (size_t i = 0; i < n; i++) {
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = !strcmp(rows[j].shape, rows[i].shape);
+		if (seen)
+			continue;
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "name", rows[i].shape);
+		cJSON_AddNumberToObject(x, "K", (double)rows[i].K);
+		cJSON_AddNumberToObject(x, "N", (double)rows[i].N);
+		cJSON_AddItemToArray(sa, x);
+	}
+	cJSON *ma = cJSON_AddArrayToObject(g, "m");
+	for (int i = 0; in->m && i < in->n_m; i++)
+		cJSON_AddItemToArray(ma, cJSON_CreateNumber((double)in->m[i]));
+	cJSON *ck = cJSON_AddObjectToObject(g, "check");
+	cJSON_AddNumberToObject(ck, "points", (double)in->points);
+	cJSON_AddNumberToObject(ck, "ctq_failures", (double)in->ctq_failures);
+	cJSON_AddNumberToObject(ck, "cublaslt_i8_failures", (double)in->i8_failures);
+	if (in->first_failure)
+		cJSON_AddStringToObject(ck, "first_failure", in->first_failure);
+	cJSON *ta = cJSON_AddArrayToObject(g, "targets");
+	for (size_t i = 0; i < nt; i++) {
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "target", ctq_gemm_target_text(t[i].id));
+		cJSON_AddStringToObject(x, "shape", t[i].shape);
+		cJSON_AddStringToObject(x, "verdict", ctq_gemm_verdict_name(t[i].verdict));
+		cJSON_AddStringToObject(x, "detail", t[i].detail);
+		cJSON_AddItemToArray(ta, x);
+	}
+}
+
+enum ctq_status ctq_gemm_write(const char *dir, cJSON *manifest, const struct ctq_gemm_run_info *info,
+			       const struct ctq_gemm_row *rows, size_t n, const double *samples,
+			       size_t stride, char *plot_note, size_t cap, struct ctq_error *err)
+{
+	if (cap)
+		plot_note[0] = '\0';
+	struct ctq_gemm_target *t = NULL;
+	size_t nt = 0;
+	enum ctq_status st = write_csvs(dir, rows, n, samples, stride, err);
+	if (st || (st = ctq_gemm_targets(rows, n, &t, &nt, err)))
+		return st;
+	write_manifest(manifest, info, rows, n, t, nt);
+	free(t);
+	struct ctq_plotter p;
+	ctq_plot_init(&p);
+	if (!p.available) {
+		snprintf(plot_note, cap, "no plots: %s", p.why);
+		return CTQ_OK;
+	}
+	char pdir[1200];
+	snprintf(pdir, sizeof pdir, "%s/plots", dir);
+	if ((st = ctq_mkdirs(pdir, err)))
+		return st;
+	for (size_t i = 0; i < n; i++) {
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = !strcmp(rows[j].shape, rows[i].shape);
+		if (seen)
+			continue;
+		char name[128];
+		ctq_gemm_plot_name(name, sizeof name, rows[i].shape);
+		struct ctq_strbuf body, data;
+		ctq_strbuf_init(&body);
+		ctq_strbuf_init(&data);
+		struct ctq_error pe = {0};
+		if (ctq_gemm_plot(rows, n, rows[i].shape, name, info->peaks.int8_tops, &body, &data) &&
+		    !body.oom && !data.oom &&
+		    ctq_plot_render(&p, pdir, name, 900, 520, body.data, data.data, &pe) && cap)
+			snprintf(plot_note, cap, "plot %s not drawn: %s", name, pe.message);
+		ctq_strbuf_free(&body);
+		ctq_strbuf_free(&data);
+	}
+	return CTQ_OK;
+}
+
+/* ---- the reference check ---------------------------------------------------------------- */
+
+int64_t ctq_gemm_check_rows(int64_t M, int64_t n_max, int64_t *rows)
+{
+	if (M <= 0 || n_max <= 0)
+		return 0;
+	if (M <= n_max) {
+		for (int64_t i = 0; i < M; i++)
+			rows[i] = i;
+		return M;
+	}
+	if (n_max == 1) {
+		rows[0] = 0;
+		return 1;
+	}
+	/* Evenly spaced; strictly increasing since M > n_max. */
+	for (int64_t i = 0; i < n_max; i++)
+		rows[i] = i * (M - 1) / (n_max - 1);
+	return n_max;
+}
+
+static void bf16_text(char *buf, size_t cap, uint16_t v)
+{
+	snprintf(buf, cap, "0x%04x (%.9g)", v, (double)ctq_bf16_to_f32(v));
+}
+
+/* The first element where got and want differ (bitwise), or -1. */
+static int64_t first_diff(const void *got, const void *want, size_t elem, size_t n)
+{
+	const unsigned char *a = got, *b = want;
+	for (size_t i = 0; i < n; i++)
+		if (memcmp(a + i * elem, b + i * elem, elem))
+			return (int64_t)i;
+	return -1;
+}
+
+enum ctq_status ctq_gemm_check(const struct ctq_gemm_check_in *in, char *ctq_mismatch,
+			       size_t cap, char *i8_mismatch, size_t i8_cap, struct ctq_error *err)
+{
+	const int64_t n = in->n_rows, N = in->N, K = in->K;
+	ctq_mismatch[0] = '\0';
+	if (i8_mismatch && i8_cap)
+		i8_mismatch[0] = '\0';
+	if (n <= 0)
+		return CTQ_OK;
+	uint16_t *x = malloc((size_t)(n * K) * sizeof *x);
+	int8_t *q = malloc((size_t)(n * K));
+	float *s = malloc((size_t)n * sizeof *s);
+	int32_t *acc = malloc((size_t)(n * N) * sizeof *acc);
+	uint16_t *y = malloc((size_t)(n * N) * sizeof *y);
+	enum ctq_status st = CTQ_OK;
+	if (!x || !q || !s || !acc || !y) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
+		goto done;
+	}
+	for (int64_t i = 0; i < n; i++)
+		memcpy(x + i * K, in->x + in->rows[i] * K, (size_t)K * sizeof *x);
+	ctq_ref_quantize_bf16(x, n, K, q, s);
+	if ((st = ctq_ref_gemm_i8(q, in->w, n, N, K, acc, err)))
+		goto done;
+	ctq_ref_w8a8_epilogue(acc, s, in->s_w, in->bias, n, N, y);
+	int64_t d;
+	char g[64], w[64];
+	if ((d = first_diff(in->q, q, 1, (size_t)(n * K))) >= 0) {
+		snprintf(ctq_mismatch, cap, "ctq_quantize q row %lld col %lld: got %d, want %d",
+			 (long long)in->rows[d / K], (long long)(d % K), in->q[d], q[d]);
+	} else if ((d = first_diff(in->s, s, 4, (size_t)n)) >= 0) {
+		snprintf(ctq_mismatch, cap, "ctq_quantize scale row %lld: got %.9g, want %.9g",
+			 (long long)in->rows[d], (double)in->s[d], (double)s[d]);
+	} else if ((d = first_diff(in->acc, acc, 4, (size_t)(n * N))) >= 0) {
+		snprintf(ctq_mismatch, cap, "ctq_gemm int32 accumulator row %lld col %lld: got %d, want %d",
+			 (long long)in->rows[d / N], (long long)(d % N), in->acc[d], acc[d]);
+	} else if ((d = first_diff(in->y_gemm, y, 2, (size_t)(n * N))) >= 0) {
+		bf16_text(g, sizeof g, in->y_gemm[d]);
+		bf16_text(w, sizeof w, y[d]);
+		snprintf(ctq_mismatch, cap, "ctq_gemm bf16 output row %lld col %lld: got %s, want %s",
+			 (long long)in->rows[d / N], (long long)(d % N), g, w);
+	} else if ((d = first_diff(in->y_w8a8, y, 2, (size_t)(n * N))) >= 0) {
+		bf16_text(g, sizeof g, in->y_w8a8[d]);
+		bf16_text(w, sizeof w, y[d]);
+		snprintf(ctq_mismatch, cap, "ctq_w8a8 bf16 output row %lld col %lld: got %s, want %s",
+			 (long long)in->rows[d / N], (long long)(d % N), g, w);
+	}
+	if (in->acc_i8 && i8_mismatch && (d = first_diff(in->acc_i8, acc, 4, (size_t)(n * N))) >= 0)
+		snprintf(i8_mismatch, i8_cap, "cublaslt_i8 int32 row %lld col %lld: got %d, want %d",
+			 (long long)in->rows[d / N], (long long)(d % N), in->acc_i8[d], acc[d]);
+done:
+	free(x);
+	free(q);
+	free(s);
+	free(acc);
+	free(y);
+	return st;
+}

@@ -1,0 +1,231 @@
+/* ctq GEMM benchmark results (`ctq bench gemm`, read back by `ctq report`):
+ * the stable implementation names, the operations and bytes each one is
+ * charged, the device peak table, how many buffer copies defeat the L2,
+ * sample statistics, the bit-exact check of device rows against the CPU
+ * reference, the CSV schema (bench_gemm.csv, one row per shape × M ×
+ * implementation), the per-shape TOPS plot, and the performance targets of
+ * the W8A8 kernels evaluated over a set of rows.
+ *
+ * Bytes per call (the least device-memory traffic; no cache reuse assumed):
+ *   ctq_w8a8      x 2MK + w NK + s_w, bias 8N + y 2MN  (the q/s round trip
+ *                 between its two kernels is overhead, not counted)
+ *   ctq_gemm      q MK + s_a 4M + w NK + s_w, bias 8N + y 2MN
+ *   ctq_quantize  x 2MK + q MK + s 4M
+ *   cublas_bf16   x 2MK + w 2NK + y 2MN
+ *   cublaslt_i8   q MK + w NK + acc 4MN
+ * Operations: 2MNK for the GEMMs; none for ctq_quantize (no TOPS).
+ *
+ * What it is not: the timing (bench/gemm_cuda.h) or the command line
+ * (harness/cmd_bench_gemm.c). Host C only, no CUDA.
+ */
+#ifndef CTQ_BENCH_GEMM_H
+#define CTQ_BENCH_GEMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/status.h"
+#include "core/strbuf.h"
+#include "bench/gemm_cuda.h"
+#include "results/csv_out.h"
+
+/* Rotation: the bytes one timed pass touches are at least this many times
+ * the L2 size (so no call finds its operands left in L2 by an earlier one),
+ * with at most CTQ_GEMM_MAX_COPIES buffer sets. */
+#define CTQ_GEMM_L2_FACTOR 3.0
+#define CTQ_GEMM_MAX_COPIES 1024
+
+/* Targets (issue "Step 7"): */
+#define CTQ_GEMM_T_SPEEDUP 1.7     /* ctq_gemm / cublas_bf16 speed at M >= 1024 */
+#define CTQ_GEMM_T_PEAK_PCT 65.0   /* ctq_gemm % of INT8 dense peak at M >= 1024 */
+#define CTQ_GEMM_T_WEIGHTS_PCT 60.0 /* ctq_gemm int8-weight bytes, % of HBM, at M <= 16 */
+#define CTQ_GEMM_T_JUMP 1.10       /* time over the neighbours' trend, at most */
+#define CTQ_GEMM_T_QUANT_PCT 75.0  /* ctq_quantize % of HBM at M = 8192 */
+#define CTQ_GEMM_T_QUANT_US 3.0    /* ctq_quantize time at M <= 128, below */
+
+/* "ctq_w8a8", "ctq_gemm", "ctq_quantize", "cublas_bf16", "cublaslt_i8". */
+const char *ctq_gemm_impl_name(enum ctq_gemm_impl i);
+/* false when s names none. */
+bool ctq_gemm_impl_parse(const char *s, enum ctq_gemm_impl *out);
+/* ctq_w8a8, ctq_gemm, ctq_quantize: held to the bit-exact check. */
+bool ctq_gemm_impl_is_ctq(enum ctq_gemm_impl i);
+
+double ctq_gemm_ops(enum ctq_gemm_impl i, int64_t M, int64_t N, int64_t K);
+/* Roofline bytes (table above). */
+double ctq_gemm_bytes(enum ctq_gemm_impl i, int64_t M, int64_t N, int64_t K);
+/* The weight bytes among them: NK int8, 2NK bf16, 0 for ctq_quantize. */
+double ctq_gemm_weight_bytes(enum ctq_gemm_impl i, int64_t N, int64_t K);
+/* The bytes one call touches (roofline bytes plus ctq_w8a8's q/s round trip). */
+double ctq_gemm_touched_bytes(enum ctq_gemm_impl i, int64_t M, int64_t N, int64_t K);
+/* Buffer copies so that copies × touched >= CTQ_GEMM_L2_FACTOR × l2_bytes:
+ * in [1, CTQ_GEMM_MAX_COPIES]; 1 when touched alone already exceeds it. */
+int ctq_gemm_copies(double touched_bytes, int64_t l2_bytes);
+
+/* Device peaks: NaN where unknown. */
+struct ctq_gemm_peaks {
+	double int8_tops; /* dense INT8 tensor TOPS */
+	double hbm_gbps;  /* memory bandwidth, GB/s (1e9 bytes) */
+	char source[200]; /* where the numbers come from */
+};
+/* From the device name (exact names: "NVIDIA H200", "NVIDIA H100 80GB
+ * HBM3", "NVIDIA H100 PCIe"; datasheet figures), each replaced by its
+ * override when that is > 0. An unknown device gets NaN and says so. */
+void ctq_gemm_peaks_for(const char *device_name, double tops_override, double gbps_override,
+			struct ctq_gemm_peaks *p);
+
+struct ctq_gemm_stats {
+	double median, min, mean, stddev, cv; /* cv = stddev / mean (sample stddev) */
+};
+/* v (n) is not modified; n == 0 gives NaN. */
+void ctq_gemm_stats(const double *v, size_t n, struct ctq_gemm_stats *s);
+
+/* One row of bench_gemm.csv. NaN (an empty cell) where a value does not
+ * apply or was not measured. */
+struct ctq_gemm_row {
+	char shape[64];
+	int64_t K, N, M;
+	enum ctq_gemm_impl impl;
+	char check[8]; /* "pass", "fail" or "-" (not checked) */
+	int samples, copies, calls;
+	double time_us_median, time_us_min, time_cv;
+	double ops, tops, peak_tops, pct_int8_peak;
+	double bytes, gbps, hbm_gbps, pct_hbm;
+	double weight_bytes, pct_hbm_weights;
+	double speedup_vs_bf16;
+	char note[256];
+};
+
+/* Fills ops .. pct_hbm_weights from shape, impl, time_us_median and peaks;
+ * speedup_vs_bf16 is left NaN (see ctq_gemm_rows_speedup). */
+void ctq_gemm_row_metrics(struct ctq_gemm_row *r, const struct ctq_gemm_peaks *p);
+/* speedup_vs_bf16 = cublas_bf16 median / the row's median, pairing rows of
+ * the same shape, K, N and M. */
+void ctq_gemm_rows_speedup(struct ctq_gemm_row *rows, size_t n);
+
+extern const char *const ctq_gemm_csv_header[];
+extern const size_t ctq_gemm_csv_cols;
+void ctq_gemm_csv_row(struct ctq_csv *w, const struct ctq_gemm_row *r);
+/* Reads a bench_gemm.csv. Errors: io-error, parse-error (a missing column,
+ * an unknown impl, a bad number), out-of-memory. *rows owned (free()). */
+enum ctq_status ctq_gemm_rows_load(const char *path, struct ctq_gemm_row **rows, size_t *n,
+				   struct ctq_error *err);
+
+/* The TOPS-against-M plot of one shape: gnuplot body (reading "NAME.dat")
+ * and data for results/plot.h, one line per GEMM implementation and the
+ * INT8 peak as a dashed line when known. Returns the number of lines with
+ * points (0: nothing to draw). */
+size_t ctq_gemm_plot(const struct ctq_gemm_row *rows, size_t n, const char *shape,
+		     const char *name, double peak_tops, struct ctq_strbuf *body,
+		     struct ctq_strbuf *data);
+/* "gemm_<shape>" with characters outside [A-Za-z0-9_-] replaced by '_'. */
+void ctq_gemm_plot_name(char *buf, size_t cap, const char *shape);
+
+/* ---- the run directory ------------------------------------------------------- */
+
+/* What a bench gemm run was, for its manifest. Strings borrowed. */
+struct ctq_gemm_run_info {
+	const char *device;      /* description, e.g. "NVIDIA H200 (sm_90, 132 SMs, L2 60.0 MiB, 139.8 GiB)" */
+	const char *device_name; /* ctq_gemm_device.name */
+	int device_index;
+	int64_t l2_bytes;
+	struct ctq_gemm_peaks peaks;
+	int samples, warmup, check_rows;
+	double min_graph_us;
+	long seed;
+	const char *shapes_from; /* "--shapes qwen3-4b", "checkpoint DIR" */
+	const long *m;           /* (n_m) the M list asked for */
+	int n_m;
+	size_t points, ctq_failures, i8_failures;
+	const char *first_failure; /* or NULL */
+};
+
+#define CTQ_GEMM_SAMPLES_FILE "bench_gemm_samples.csv"
+
+/* Writes a bench gemm run into dir (the run's temporary directory):
+ * bench_gemm.csv (rows), bench_gemm_samples.csv (row i's per-call times
+ * are samples[i * stride ..], rows[i].samples of them), the "bench_gemm"
+ * member of manifest (device, peaks, method, byte counts, shapes, M list,
+ * check counts, targets per shape), and plots/gemm_<shape>.{dat,gp,png}
+ * when gnuplot is available; plot_note (cap bytes) says why a plot is
+ * missing, "" otherwise. Errors: io-error, out-of-memory. */
+enum ctq_status ctq_gemm_write(const char *dir, cJSON *manifest, const struct ctq_gemm_run_info *info,
+			       const struct ctq_gemm_row *rows, size_t n, const double *samples,
+			       size_t stride, char *plot_note, size_t cap, struct ctq_error *err);
+
+/* ---- targets --------------------------------------------------------------- */
+
+enum ctq_gemm_target_id {
+	CTQ_GEMM_TGT_SPEEDUP,   /* M >= 1024: ctq_gemm >= 1.7x cublas_bf16 */
+	CTQ_GEMM_TGT_PEAK,      /* M >= 1024: ctq_gemm >= 65% of INT8 peak */
+	CTQ_GEMM_TGT_WEIGHTS,   /* M <= 16: ctq_gemm int8 weights at >= 60% of HBM */
+	CTQ_GEMM_TGT_JUMP,      /* no ctq_gemm / ctq_w8a8 time > 10% above its neighbours' trend */
+	CTQ_GEMM_TGT_QUANT_BW,  /* ctq_quantize >= 75% of HBM at M = 8192 */
+	CTQ_GEMM_TGT_QUANT_LAT, /* ctq_quantize < 3 us at M <= 128 */
+	CTQ_GEMM_TGT_COUNT
+};
+
+enum ctq_gemm_verdict { CTQ_GEMM_PASS, CTQ_GEMM_MISS, CTQ_GEMM_UNMEASURED };
+
+struct ctq_gemm_target {
+	enum ctq_gemm_target_id id;
+	char shape[64];
+	enum ctq_gemm_verdict verdict;
+	char detail[256]; /* the worst point, or why unmeasured */
+};
+
+/* "pass", "miss", "not measured". */
+const char *ctq_gemm_verdict_name(enum ctq_gemm_verdict v);
+/* One line saying what the target demands. */
+const char *ctq_gemm_target_text(enum ctq_gemm_target_id id);
+
+/* Each target for each shape in rows (first-seen order): CTQ_GEMM_TGT_COUNT
+ * × shapes entries into *out (owned, free()). Rows without a median (failed
+ * check, unsupported) do not count. The neighbours' trend of a point is the
+ * straight line in log M / log time through the points either side of it;
+ * the first and last M have none. Errors: out-of-memory. */
+enum ctq_status ctq_gemm_targets(const struct ctq_gemm_row *rows, size_t n,
+				 struct ctq_gemm_target **out, size_t *n_out,
+				 struct ctq_error *err);
+/* Over every shape: miss when any shape misses, pass when some passes and
+ * none misses, else not measured. */
+enum ctq_gemm_verdict ctq_gemm_target_overall(const struct ctq_gemm_target *t, size_t n,
+					      enum ctq_gemm_target_id id, const char **worst_detail,
+					      const char **worst_shape);
+
+/* ---- the reference check --------------------------------------------------- */
+
+/* n_max rows spread evenly over [0, M), the first and the last included
+ * (all of them when M <= n_max). Returns the count written to rows. */
+int64_t ctq_gemm_check_rows(int64_t M, int64_t n_max, int64_t *rows);
+
+/* Device rows (bench/gemm_cuda.h ctq_gemm_outputs) against the CPU
+ * reference (reference/ref_ops.h) computed for the same rows: q and s of
+ * the quantization, the int32 accumulators, the BF16 outputs of ctq_gemm and
+ * ctq_w8a8, all bit-exact; and cuBLASLt's int32 when acc_i8 is given. */
+struct ctq_gemm_check_in {
+	int64_t M, N, K;
+	const uint16_t *x;  /* (M, K) bf16: the whole activation */
+	const int8_t *w;    /* (N, K) */
+	const float *s_w;   /* (N) */
+	const float *bias;  /* (N) */
+	const int64_t *rows;
+	int64_t n_rows;
+	const int8_t *q;        /* (n_rows, K) */
+	const float *s;         /* (n_rows) */
+	const int32_t *acc;     /* (n_rows, N) */
+	const uint16_t *y_gemm; /* (n_rows, N) */
+	const uint16_t *y_w8a8; /* (n_rows, N) */
+	const int32_t *acc_i8;  /* (n_rows, N) or NULL */
+};
+
+/* ctq_mismatch receives "" when every ctq output matches, else the first
+ * mismatch: "<output> row R col C: got G, want W"; i8_mismatch likewise for
+ * cuBLASLt ("" when it matches or was not given). Errors: usage (K above
+ * CTQ_K_MAX), out-of-memory. */
+enum ctq_status ctq_gemm_check(const struct ctq_gemm_check_in *in, char *ctq_mismatch,
+			       size_t cap, char *i8_mismatch, size_t i8_cap, struct ctq_error *err);
+
+#endif

@@ -1,0 +1,786 @@
+/* ctq quantizer: BF16 / F16 / F32 checkpoint -> compressed-tensors W8A8
+ * (see quantize.h). */
+#include "checkpoint/quantize.h"
+#include "core/fileio.h"
+#include "core/json.h"
+#include "core/numerics.h"
+#include "quant/modules.h"
+#include "quant/qconfig.h"
+#include "quant/regex.h"
+#include "quant/resolve.h"
+#include "checkpoint/safetensors.h"
+
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define CONFIG_MAX_BYTES ((size_t)64 << 20)
+#define AUX_MAX_BYTES ((size_t)1 << 30)
+
+/* ---- the quantization_config block --------------------------------------- */
+
+/* One QuantizationArgs with every field, as model_dump writes it (§1.2). */
+static cJSON *args_json(bool weights)
+{
+	cJSON *a = cJSON_CreateObject();
+	bool ok = a != NULL;
+	ok = ok && cJSON_AddNullToObject(a, "actorder");
+	ok = ok && cJSON_AddNullToObject(a, "block_structure");
+	ok = ok && cJSON_AddBoolToObject(a, "dynamic", !weights);
+	ok = ok && cJSON_AddNullToObject(a, "group_size");
+	ok = ok && cJSON_AddNumberToObject(a, "num_bits", 8);
+	/* dynamic=true forces observer null; static weights default to
+	 * memoryless_minmax (§2.3 steps 7-8). */
+	ok = ok && (weights ? cJSON_AddStringToObject(a, "observer", "memoryless_minmax") != NULL
+			    : cJSON_AddNullToObject(a, "observer") != NULL);
+	ok = ok && cJSON_AddObjectToObject(a, "observer_kwargs");
+	ok = ok && cJSON_AddNullToObject(a, "scale_dtype");
+	ok = ok && cJSON_AddStringToObject(a, "strategy", weights ? "channel" : "token");
+	ok = ok && cJSON_AddBoolToObject(a, "symmetric", true);
+	ok = ok && cJSON_AddStringToObject(a, "type", "int");
+	ok = ok && cJSON_AddNullToObject(a, "zp_dtype"); /* null when symmetric */
+	if (!ok) {
+		cJSON_Delete(a);
+		return NULL;
+	}
+	return a;
+}
+
+cJSON *ctq_quantize_config_block(const char *const *ignore, size_t n_ignore)
+{
+	cJSON *b = cJSON_CreateObject();
+	cJSON *groups = cJSON_AddObjectToObject(b, "config_groups");
+	cJSON *g0 = cJSON_AddObjectToObject(groups, "group_0");
+	bool ok = b && groups && g0;
+	ok = ok && cJSON_AddStringToObject(g0, "format", "int-quantized");
+	cJSON *in = ok ? args_json(false) : NULL;
+	ok = ok && in && cJSON_AddItemToObject(g0, "input_activations", in);
+	ok = ok && cJSON_AddNullToObject(g0, "output_activations");
+	cJSON *targets = cJSON_AddArrayToObject(g0, "targets");
+	ok = ok && targets && cJSON_AddItemToArray(targets, cJSON_CreateString("Linear"));
+	cJSON *w = ok ? args_json(true) : NULL;
+	ok = ok && w && cJSON_AddItemToObject(g0, "weights", w);
+	ok = ok && cJSON_AddStringToObject(b, "format", "int-quantized");
+	ok = ok && cJSON_AddNullToObject(b, "global_compression_ratio");
+	cJSON *ig = cJSON_AddArrayToObject(b, "ignore");
+	ok = ok && ig;
+	for (size_t i = 0; ok && i < n_ignore; i++)
+		ok = cJSON_AddItemToArray(ig, cJSON_CreateString(ignore[i]));
+	ok = ok && cJSON_AddNullToObject(b, "kv_cache_scheme");
+	ok = ok && cJSON_AddStringToObject(b, "quant_method", "compressed-tensors");
+	ok = ok && cJSON_AddStringToObject(b, "quantization_status", "compressed");
+	ok = ok && cJSON_AddObjectToObject(b, "sparsity_config");
+	ok = ok && cJSON_AddObjectToObject(b, "transform_config");
+	ok = ok && cJSON_AddStringToObject(b, "version", CTQ_QUANTIZE_CT_VERSION);
+	if (!ok) {
+		cJSON_Delete(b);
+		return NULL;
+	}
+	return b;
+}
+
+/* ---- one weight matrix ----------------------------------------------------- */
+
+int64_t ctq_quantize_weight(const void *w, enum ctq_dtype dtype, int64_t N, int64_t K,
+			    int8_t *q, void *scale, double *err2, double *norm2)
+{
+	const size_t esz = ctq_dtype_size(dtype);
+	int n_threads = 1;
+#ifdef _OPENMP
+	n_threads = omp_get_max_threads();
+#endif
+	/* (n_threads, K) f32: each thread converts its current row here. */
+	float *rows = ctq_malloc((size_t)n_threads * (size_t)(K ? K : 1) * sizeof *rows);
+	if (!rows)
+		return -2;
+#pragma omp parallel for schedule(static)
+	for (int64_t n = 0; n < N; n++) {
+		int tid = 0;
+#ifdef _OPENMP
+		tid = omp_get_thread_num();
+#endif
+		float *wr = rows + (size_t)tid * (size_t)K; /* (K) */
+		ctq_convert_to_f32((const unsigned char *)w + (size_t)n * (size_t)K * esz, dtype,
+				   (size_t)K, wr);
+		float amax = 0.0f;
+		for (int64_t k = 0; k < K; k++)
+			amax = ctq_amax_update(amax, wr[k]);
+		/* compressed-tensors clamps observed scales at
+		 * torch.finfo(float32).eps (= FLT_EPSILON, the reference's
+		 * CTQ_WEIGHT_SCALE_MIN), then stores them in the weight dtype;
+		 * the row is quantized with the stored value. */
+		float sc32 = ctq_act_scale(amax);
+		float clamped = sc32 > FLT_EPSILON ? sc32 : FLT_EPSILON;
+		float sc;
+		if (dtype == CTQ_DTYPE_BF16) {
+			uint16_t b = ctq_f32_to_bf16(clamped);
+			((uint16_t *)scale)[n] = b;
+			sc = ctq_bf16_to_f32(b);
+		} else if (dtype == CTQ_DTYPE_F16) {
+			uint16_t h = ctq_f32_to_f16(clamped);
+			((uint16_t *)scale)[n] = h;
+			sc = ctq_f16_to_f32(h);
+		} else {
+			((float *)scale)[n] = clamped;
+			sc = clamped;
+		}
+		if (!isfinite(amax) || !isfinite(sc)) {
+			err2[n] = NAN;
+			norm2[n] = 0.0;
+			continue;
+		}
+		double e2 = 0.0, w2 = 0.0;
+		int8_t *qr = q + (size_t)n * (size_t)K;
+		for (int64_t k = 0; k < K; k++) {
+			int8_t v = ctq_quantize(wr[k], sc);
+			qr[k] = v;
+			double d = (double)v * (double)sc - (double)wr[k];
+			e2 += d * d;
+			w2 += (double)wr[k] * (double)wr[k];
+		}
+		err2[n] = e2;
+		norm2[n] = w2;
+	}
+	free(rows);
+	for (int64_t n = 0; n < N; n++)
+		if (isnan(err2[n]))
+			return n;
+	return -1;
+}
+
+/* ---- the checkpoint -------------------------------------------------------- */
+
+enum role { ROLE_COPY, ROLE_WEIGHT, ROLE_SCALE };
+
+struct qmod {
+	size_t module;                    /* index into the modules */
+	const char *name;                 /* module name (modules' arena) */
+	const struct ctq_st_tensor *w;    /* source weight, in the mapping */
+	int64_t N, K;
+	void *scale;                      /* (N) in w->dtype once quantized */
+	double rel_l2;
+	bool done;
+};
+
+struct qctx {
+	struct ctq_arena arena;           /* scales, names, tables */
+	struct qmod *qm;                  /* (n_qm) quantized modules, model order */
+	size_t n_qm;
+	enum role *role;                  /* (n_out) per output tensor */
+	size_t *role_qm;                  /* (n_out) qm index for weight/scale */
+};
+
+static void quantize_result_init(struct ctq_quantize_result *r)
+{
+	memset(r, 0, sizeof *r);
+	ctq_arena_init(&r->arena);
+}
+
+void ctq_quantize_result_free(struct ctq_quantize_result *r)
+{
+	if (!r)
+		return;
+	ctq_arena_free(&r->arena);
+	memset(r, 0, sizeof *r);
+}
+
+/* Quantizes module m; q (N, K) receives the int8 weight, or a scratch
+ * buffer is used when q is NULL (only the scale is wanted). */
+static enum ctq_status quantize_module(struct qctx *c, struct qmod *m, int8_t *q,
+				       struct ctq_error *err)
+{
+	enum ctq_status st = CTQ_OK;
+	size_t N = (size_t)m->N, K = (size_t)m->K;
+	int8_t *scratch = NULL;                                /* (N, K) */
+	double *e2 = ctq_malloc((N ? N : 1) * sizeof *e2);     /* (N) */
+	double *w2 = ctq_malloc((N ? N : 1) * sizeof *w2);     /* (N) */
+	if (!m->scale)
+		m->scale = ctq_arena_alloc(&c->arena, (N ? N : 1) * ctq_dtype_size(m->w->dtype));
+	if (!q)
+		q = scratch = ctq_malloc(N * K > 0 ? N * K : 1);
+	if (!e2 || !w2 || !m->scale || !q) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, m->name, "out of memory");
+		goto done;
+	}
+	int64_t bad = ctq_quantize_weight(m->w->data, m->w->dtype, m->N, m->K, q, m->scale,
+					  e2, w2);
+	if (bad == -2) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, m->name, "out of memory");
+		goto done;
+	}
+	if (bad >= 0) {
+		st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, m->w->name,
+				   "row %" PRId64 " holds NaN or infinite values (or its scale overflows %s); refusing to quantize it",
+				   bad, ctq_dtype_name(m->w->dtype));
+		goto done;
+	}
+	/* Row sums added in row order: the report is the same whatever the
+	 * thread count. */
+	double se = 0.0, sw = 0.0;
+	for (size_t n = 0; n < N; n++) {
+		se += e2[n];
+		sw += w2[n];
+	}
+	m->rel_l2 = sw > 0.0 ? sqrt(se / sw) : 0.0;
+	m->done = true;
+done:
+	free(scratch);
+	free(e2);
+	free(w2);
+	return st;
+}
+
+static enum ctq_status produce_quant(void *vctx, size_t i, const struct ctq_stream_tensor *t,
+				     void *dst, struct ctq_error *err)
+{
+	struct qctx *c = vctx;
+	struct qmod *m = &c->qm[c->role_qm[i]];
+	if (c->role[i] == ROLE_WEIGHT)
+		return quantize_module(c, m, dst, err);
+	/* The scale normally follows its weight; should the shard split put it
+	 * first, quantize now and keep the scale for the weight's turn. */
+	if (!m->done) {
+		enum ctq_status st = quantize_module(c, m, NULL, err);
+		if (st)
+			return st;
+	}
+	memcpy(dst, m->scale, t->n_bytes);
+	return CTQ_OK;
+}
+
+/* Natural order of tensor names: digit runs compare as numbers, so
+ * model.layers.2 comes before model.layers.10. */
+static int natural_cmp(const char *a, const char *b)
+{
+	while (*a && *b) {
+		if (*a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
+			const char *a0 = a, *b0 = b;
+			while (*a0 == '0' && a0[1] >= '0' && a0[1] <= '9')
+				a0++;
+			while (*b0 == '0' && b0[1] >= '0' && b0[1] <= '9')
+				b0++;
+			const char *a1 = a0, *b1 = b0;
+			while (*a1 >= '0' && *a1 <= '9')
+				a1++;
+			while (*b1 >= '0' && *b1 <= '9')
+				b1++;
+			if (a1 - a0 != b1 - b0)
+				return a1 - a0 < b1 - b0 ? -1 : 1;
+			int c = strncmp(a0, b0, (size_t)(a1 - a0));
+			if (c)
+				return c;
+			a = a1, b = b1;
+			continue;
+		}
+		if (*a != *b)
+			return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+		a++, b++;
+	}
+	if (*a || *b)
+		return *a ? 1 : -1;
+	return 0;
+}
+
+struct out_item {
+	struct ctq_stream_tensor t;
+	enum role role;
+	size_t qm;
+};
+
+/* Output order: natural order, lm_head last, as a *ForCausalLM state dict
+ * lists it (model.* first). Shards are filled in this order. */
+static int cmp_out_item(const void *x, const void *y)
+{
+	const struct out_item *a = x, *b = y;
+	bool la = !strncmp(a->t.name, "lm_head.", 8), lb = !strncmp(b->t.name, "lm_head.", 8);
+	if (la != lb)
+		return la ? 1 : -1;
+	int c = natural_cmp(a->t.name, b->t.name);
+	return c ? c : strcmp(a->t.name, b->t.name);
+}
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* Marks the Linear modules the ignore entries name. */
+static enum ctq_status apply_ignores(const struct ctq_modules *mods,
+				     const struct ctq_quantize_options *opt, bool *ignored,
+				     struct ctq_error *err)
+{
+	enum ctq_status st = CTQ_OK;
+	struct ctq_regex_cache rc;
+	ctq_regex_cache_init(&rc);
+	for (size_t j = 0; opt && j < opt->n_ignore; j++) {
+		const char *e = opt->ignore[j];
+		char path[64];
+		snprintf(path, sizeof path, "--ignore[%zu]", j);
+		size_t hits = 0;
+		if (!strncmp(e, "re:", 3)) {
+			for (size_t i = 0; i < mods->n; i++) {
+				if (mods->v[i].kind != CTQ_MODULE_LINEAR)
+					continue;
+				bool m = false;
+				if ((st = ctq_regex_match(&rc, e + 3, path, mods->v[i].name, &m, err)))
+					goto done;
+				if (m) {
+					ignored[i] = true;
+					hits++;
+				}
+			}
+			if (!hits) {
+				st = ctq_error_set(err, CTQ_ERR_USAGE, path,
+						   "\"%s\" matches no Linear module of the model (Python re.match: anchored at the start only)",
+						   e);
+				goto done;
+			}
+			continue;
+		}
+		long i = ctq_modules_find(mods, e);
+		if (i < 0) {
+			st = ctq_error_set(err, CTQ_ERR_USAGE, path,
+					   "\"%s\" is not a module of the model; expected a Linear module name (e.g. model.layers.0.self_attn.o_proj) or re:PATTERN",
+					   e);
+			goto done;
+		}
+		if (mods->v[i].kind != CTQ_MODULE_LINEAR) {
+			st = ctq_error_set(err, CTQ_ERR_USAGE, path,
+					   "\"%s\" is a %s, not a Linear module; only Linear modules are quantized",
+					   e, mods->v[i].types[0]);
+			goto done;
+		}
+		ignored[i] = true;
+	}
+	/* q/k/v and gate/up run as one GEMM in serving engines; ctq's strict
+	 * resolver rejects a fused set with mixed schemes (fused-mismatch), so
+	 * such a checkpoint could never pass the self-check. */
+	for (size_t f = 0; f < mods->n_fused; f++) {
+		const struct ctq_fused_set *fs = &mods->fused[f];
+		size_t n_ign = 0;
+		for (size_t k = 0; k < fs->n_members; k++)
+			n_ign += ignored[fs->members[k]];
+		if (n_ign && n_ign < fs->n_members) {
+			char names[CTQ_MESSAGE_MAX / 2] = "";
+			size_t len = 0;
+			for (size_t k = 0; k < fs->n_members && len < sizeof names; k++)
+				len += (size_t)snprintf(names + len, sizeof names - len, "%s%s%s",
+							k ? ", " : "", mods->v[fs->members[k]].name,
+							ignored[fs->members[k]] ? " (ignored)" : "");
+			st = ctq_error_set(err, CTQ_ERR_USAGE, "--ignore",
+					   "splits the fused set %s: %s; engines run it as one GEMM and ctq's strict resolver rejects mixed schemes (fused-mismatch): ignore every member or none",
+					   fs->runtime_name, names);
+			goto done;
+		}
+	}
+done:
+	ctq_regex_cache_free(&rc);
+	return st;
+}
+
+static enum ctq_status copy_aux(const char *in, const char *dir, struct ctq_error *err)
+{
+	static const char *const names[] = {
+		"generation_config.json", "tokenizer.json", "tokenizer_config.json",
+		"special_tokens_map.json", "vocab.json", "merges.txt", "tokenizer.model",
+		"added_tokens.json", "chat_template.jinja",
+	};
+	enum ctq_status st = CTQ_OK;
+	for (size_t i = 0; i < sizeof names / sizeof *names && !st; i++) {
+		char *src = ctq_path_join(in, names[i]);
+		char *dst = ctq_path_join(dir, names[i]);
+		char *data = NULL;
+		size_t n = 0;
+		if (!src || !dst)
+			st = ctq_error_set(err, CTQ_ERR_NOMEM, in, "out of memory");
+		else if (ctq_path_exists(src) &&
+			 !(st = ctq_file_read(src, AUX_MAX_BYTES, &data, &n, err)))
+			st = ctq_file_write_atomic(dst, data, n, err);
+		free(data);
+		free(src);
+		free(dst);
+	}
+	return st;
+}
+
+/* The [N, K] config.json gives a projection (transformers builds the
+ * nn.Linear from these fields and refuses a checkpoint tensor of another
+ * shape); false when a field it needs is absent or the module is no
+ * projection ctq knows. */
+static bool expected_shape(const struct ctq_model_shape *s, const char *name,
+			   long *n, long *k)
+{
+	const char *dot = strrchr(name, '.');
+	const char *leaf = dot ? dot + 1 : name;
+	long H = s->hidden_size, I = s->intermediate_size;
+	long q = s->num_attention_heads * s->head_dim, kv = s->num_key_value_heads * s->head_dim;
+	struct { const char *leaf; long n, k; } t[] = {
+		{"q_proj", q, H}, {"k_proj", kv, H}, {"v_proj", kv, H}, {"o_proj", H, q},
+		{"gate_proj", I, H}, {"up_proj", I, H}, {"down_proj", H, I},
+	};
+	for (size_t i = 0; i < sizeof t / sizeof *t; i++)
+		if (!strcmp(leaf, t[i].leaf)) {
+			if (t[i].n <= 0 || t[i].k <= 0)
+				return false;
+			*n = t[i].n;
+			*k = t[i].k;
+			return true;
+		}
+	return false;
+}
+
+/* Reads dir back: the config must resolve (strict) to w8a8-int8 exactly on
+ * the quantized modules, and the checkpoint hold I8 weights and [N, 1]
+ * scales for them. A mismatch sets *failed; running out of memory or an I/O
+ * error while reading back is returned as it is (the check did not run). */
+static enum ctq_status self_check(const char *dir, const struct qctx *c,
+				  const struct ctq_modules *src_mods, bool *failed,
+				  struct ctq_error *err)
+{
+	struct ctq_qconfig cfg;
+	struct ctq_modules mods;
+	struct ctq_plan plan;
+	struct ctq_checkpoint ck;
+	memset(&cfg, 0, sizeof cfg);
+	memset(&plan, 0, sizeof plan);
+	memset(&ck, 0, sizeof ck);
+	ctq_modules_init(&mods);
+	struct ctq_error sub = {0};
+	enum ctq_status st;
+	char what[CTQ_MESSAGE_MAX / 2] = "";
+	*failed = false;
+	if ((st = ctq_qconfig_load(&cfg, dir, NULL, &sub)) ||
+	    (st = ctq_modules_from_config(&mods, cfg.raw, "", NULL, &sub)) ||
+	    (st = ctq_plan_resolve(&plan, &cfg, &mods, CTQ_SEM_STRICT, NULL, &sub))) {
+		snprintf(what, sizeof what, "%s at %s: %s", ctq_status_name(sub.status), sub.path,
+			 sub.message);
+		goto done;
+	}
+	if (mods.n != src_mods->n) {
+		snprintf(what, sizeof what, "%zu modules enumerated, %zu expected", mods.n,
+			 src_mods->n);
+		goto done;
+	}
+	size_t k = 0; /* next quantized module, both lists in model order */
+	for (size_t i = 0; i < mods.n; i++) {
+		const struct ctq_plan_entry *e = &plan.entries[i];
+		bool quantized = k < c->n_qm && c->qm[k].module == i;
+		const char *want = quantized ? "w8a8-int8" : "unquantized";
+		if (quantized)
+			k++;
+		if (e->error || strcmp(e->scheme, want) ||
+		    (!quantized && mods.v[i].kind == CTQ_MODULE_LINEAR && e->by != CTQ_BY_IGNORE)) {
+			snprintf(what, sizeof what, "%s resolves to %s (by %s); expected %s%s",
+				 mods.v[i].name, e->error ? ctq_status_name(e->error) : e->scheme,
+				 ctq_match_by_name(e->by), want,
+				 quantized || mods.v[i].kind != CTQ_MODULE_LINEAR ? "" : " by ignore");
+			goto done;
+		}
+	}
+	if ((st = ctq_checkpoint_open(&ck, dir, &sub))) {
+		snprintf(what, sizeof what, "%s at %s: %s", ctq_status_name(sub.status), sub.path,
+			 sub.message);
+		goto done;
+	}
+	for (size_t j = 0; j < c->n_qm; j++) {
+		const struct qmod *m = &c->qm[j];
+		char name[CTQ_PATH_MAX];
+		snprintf(name, sizeof name, "%s.weight", m->name);
+		const struct ctq_st_tensor *w = ctq_checkpoint_find(&ck, name, NULL);
+		snprintf(name, sizeof name, "%s.weight_scale", m->name);
+		const struct ctq_st_tensor *s = ctq_checkpoint_find(&ck, name, NULL);
+		if (!w || w->dtype != CTQ_DTYPE_I8 || w->ndim != 2 || w->shape[0] != m->N ||
+		    w->shape[1] != m->K || !s || s->dtype != m->w->dtype || s->ndim != 2 ||
+		    s->shape[0] != m->N || s->shape[1] != 1) {
+			snprintf(what, sizeof what, "%s: weight or weight_scale missing or of the wrong dtype or shape",
+				 m->name);
+			goto done;
+		}
+	}
+done:
+	ctq_checkpoint_close(&ck);
+	ctq_plan_free(&plan);
+	ctq_modules_free(&mods);
+	ctq_qconfig_free(&cfg);
+	if (sub.status == CTQ_ERR_NOMEM || sub.status == CTQ_ERR_IO)
+		return ctq_error_set(err, sub.status, sub.path, "%s", sub.message);
+	if (what[0]) {
+		*failed = true;
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, "quantization_config",
+				     "self-check of the written checkpoint failed: %s", what);
+	}
+	return CTQ_OK;
+}
+
+enum ctq_status ctq_quantize_checkpoint(const char *in, const char *dir,
+					const struct ctq_quantize_options *opt,
+					struct ctq_quantize_result *res,
+					struct ctq_error *err)
+{
+	enum ctq_status st = CTQ_OK;
+	cJSON *config = NULL;
+	char *path = NULL;
+	bool *ignored = NULL;
+	struct out_item *items = NULL;
+	struct ctq_stream_tensor *list = NULL;
+	struct ctq_modules mods;
+	struct ctq_checkpoint ck;
+	struct qctx c;
+	memset(&ck, 0, sizeof ck);
+	memset(&c, 0, sizeof c);
+	ctq_arena_init(&c.arena);
+	ctq_modules_init(&mods);
+	if (res)
+		quantize_result_init(res);
+
+	if (!(path = ctq_path_join(in, "config.json"))) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, in, "out of memory");
+		goto done;
+	}
+	if (!ctq_path_is_dir(in)) {
+		st = ctq_error_set(err, CTQ_ERR_IO, in,
+				   "is not a directory; expected a Hugging Face checkpoint folder");
+		goto done;
+	}
+	if ((st = ctq_json_load_file(path, CONFIG_MAX_BYTES, NULL, &config, err)))
+		goto done;
+	if (!cJSON_IsObject(config)) {
+		st = ctq_error_set(err, CTQ_ERR_PARSE, path, "is a JSON %s; expected an object",
+				   ctq_json_type_name(config));
+		goto done;
+	}
+	if (ctq_json_get(config, "text_config")) {
+		/* A multimodal model's vision Linear modules are not enumerated:
+		 * they would be neither quantized nor listed in ignore, and a
+		 * Linear target would claim them. */
+		st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, "text_config",
+				   "is present in %s: ctq quantize handles text-only qwen3, qwen2 and llama checkpoints",
+				   path);
+		goto done;
+	}
+	static const char *const qkeys[] = {"quantization_config", "compression_config"};
+	for (size_t i = 0; i < 2; i++) {
+		const cJSON *q = ctq_json_get(config, qkeys[i]);
+		if (cJSON_IsNull(q)) {
+			/* null: not quantized; replaced by the block below. */
+			cJSON_DeleteItemFromObjectCaseSensitive(config, qkeys[i]);
+		} else if (q) {
+			st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, qkeys[i],
+					   "is present in %s: the checkpoint is already quantized; ctq quantize takes a BF16, F16 or F32 one",
+					   path);
+			goto done;
+		}
+	}
+	if ((st = ctq_modules_from_config(&mods, config, "", NULL, err)))
+		goto done;
+	if ((st = ctq_checkpoint_open(&ck, in, err)))
+		goto done;
+
+	/* Which modules are quantized. */
+	ignored = ctq_malloc((mods.n ? mods.n : 1) * sizeof *ignored);
+	c.qm = ctq_arena_calloc(&c.arena, mods.n ? mods.n : 1, sizeof *c.qm);
+	const char **ign = ctq_arena_calloc(&c.arena, mods.n ? mods.n : 1, sizeof *ign);
+	if (!ignored || !c.qm || !ign) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, in, "out of memory");
+		goto done;
+	}
+	memset(ignored, 0, (mods.n ? mods.n : 1) * sizeof *ignored);
+	if ((st = apply_ignores(&mods, opt, ignored, err)))
+		goto done;
+	size_t n_ign = 0;
+	for (size_t i = 0; i < mods.n; i++) {
+		const struct ctq_module *m = &mods.v[i];
+		if (m->kind != CTQ_MODULE_LINEAR)
+			continue;
+		if (ignored[i] || !strcmp(m->name, "lm_head")) {
+			ign[n_ign++] = m->name;
+			continue;
+		}
+		char wname[CTQ_PATH_MAX];
+		snprintf(wname, sizeof wname, "%s.weight", m->name);
+		const struct ctq_st_tensor *w = ctq_checkpoint_find(&ck, wname, NULL);
+		if (!w) {
+			st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, wname,
+					   "is missing from %s; the config's model has this Linear module",
+					   in);
+			goto done;
+		}
+		if ((w->dtype != CTQ_DTYPE_BF16 && w->dtype != CTQ_DTYPE_F16 &&
+		     w->dtype != CTQ_DTYPE_F32) ||
+		    w->ndim != 2 || w->shape[0] < 1 || w->shape[1] < 1) {
+			st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, wname,
+					   "is %s with %d dimension(s); expected a 2-D BF16, F16 or F32 weight [N, K]",
+					   ctq_dtype_name(w->dtype), w->ndim);
+			goto done;
+		}
+		long en, ek;
+		if (expected_shape(&mods.shape, m->name, &en, &ek) &&
+		    (w->shape[0] != en || w->shape[1] != ek)) {
+			st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, wname,
+					   "is [%lld, %lld] but config.json (hidden_size %ld, intermediate_size %ld, %ld heads, %ld kv heads, head_dim %ld) makes it [%ld, %ld]; transformers refuses such a checkpoint (size mismatch), so ctq does not quantize it",
+					   (long long)w->shape[0], (long long)w->shape[1],
+					   mods.shape.hidden_size, mods.shape.intermediate_size,
+					   mods.shape.num_attention_heads, mods.shape.num_key_value_heads,
+					   mods.shape.head_dim, en, ek);
+			goto done;
+		}
+		struct qmod *q = &c.qm[c.n_qm++];
+		q->module = i;
+		q->name = m->name;
+		q->w = w;
+		q->N = w->shape[0];
+		q->K = w->shape[1];
+	}
+
+	/* The output tensors: two per quantized weight, every other tensor
+	 * borrowed from the input mapping. */
+	size_t n_in = ctq_checkpoint_count(&ck), n_out = n_in + c.n_qm;
+	items = ctq_malloc((n_out ? n_out : 1) * sizeof *items);
+	list = ctq_malloc((n_out ? n_out : 1) * sizeof *list);
+	c.role = ctq_arena_calloc(&c.arena, n_out ? n_out : 1, sizeof *c.role);
+	c.role_qm = ctq_arena_calloc(&c.arena, n_out ? n_out : 1, sizeof *c.role_qm);
+	if (!items || !list || !c.role || !c.role_qm) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, in, "out of memory");
+		goto done;
+	}
+	memset(items, 0, (n_out ? n_out : 1) * sizeof *items);
+	size_t k = 0;
+	for (size_t i = 0; i < n_in; i++) {
+		const struct ctq_st_tensor *t = ctq_checkpoint_at(&ck, i, NULL);
+		struct out_item *it = &items[k++];
+		it->t.name = t->name;
+		it->t.dtype = t->dtype;
+		it->t.ndim = t->ndim;
+		memcpy(it->t.shape, t->shape, sizeof t->shape);
+		it->t.n_bytes = t->n_bytes;
+		it->t.borrowed = t->data;
+		it->role = ROLE_COPY;
+		size_t j = 0;
+		while (j < c.n_qm && c.qm[j].w != t)
+			j++;
+		if (j == c.n_qm)
+			continue;
+		const struct qmod *m = &c.qm[j];
+		it->role = ROLE_WEIGHT;
+		it->qm = j;
+		it->t.dtype = CTQ_DTYPE_I8;
+		it->t.n_bytes = (uint64_t)m->N * (uint64_t)m->K;
+		it->t.borrowed = NULL;
+		struct out_item *sc = &items[k++];
+		sc->t.name = ctq_arena_printf(&c.arena, "%s.weight_scale", m->name);
+		if (!sc->t.name) {
+			st = ctq_error_set(err, CTQ_ERR_NOMEM, in, "out of memory");
+			goto done;
+		}
+		sc->t.dtype = t->dtype;
+		sc->t.ndim = 2;
+		sc->t.shape[0] = m->N;
+		sc->t.shape[1] = 1;
+		sc->t.n_bytes = (uint64_t)m->N * ctq_dtype_size(t->dtype);
+		sc->role = ROLE_SCALE;
+		sc->qm = j;
+	}
+	qsort(items, n_out, sizeof *items, cmp_out_item);
+	size_t n_copied = 0;
+	uint64_t n_bytes = 0;
+	for (size_t i = 0; i < n_out; i++) {
+		list[i] = items[i].t;
+		c.role[i] = items[i].role;
+		c.role_qm[i] = items[i].qm;
+		n_copied += items[i].role == ROLE_COPY;
+		n_bytes += items[i].t.n_bytes;
+		if (items[i].role == ROLE_COPY &&
+		    (has_suffix(list[i].name, ".weight_scale") || has_suffix(list[i].name, ".input_scale"))) {
+			st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, list[i].name,
+					   "is a quantization tensor in an unquantized checkpoint");
+			goto done;
+		}
+	}
+
+	/* config.json: every field kept, quantization_config added. */
+	cJSON *block = ctq_quantize_config_block(ign, n_ign);
+	if (!block || !cJSON_AddItemToObject(config, "quantization_config", block)) {
+		cJSON_Delete(block);
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, in, "out of memory");
+		goto done;
+	}
+	if ((st = ctq_mkdirs(dir, err)))
+		goto done;
+	free(path);
+	if (!(path = ctq_path_join(dir, "config.json"))) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+		goto done;
+	}
+	if ((st = ctq_json_save_hf(path, config, err)))
+		goto done;
+	if ((st = ctq_stream_write(dir, list, n_out,
+				   opt && opt->max_shard_bytes ? opt->max_shard_bytes
+							       : CTQ_HF_MAX_SHARD_BYTES,
+				   produce_quant, &c, opt ? opt->progress : NULL,
+				   opt ? opt->progress_ctx : NULL, err)))
+		goto done;
+	for (size_t j = 0; j < c.n_qm; j++)
+		if (!c.qm[j].done) {
+			st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, c.qm[j].name,
+					   "was never quantized (internal error)");
+			goto done;
+		}
+	if ((st = copy_aux(in, dir, err)))
+		goto done;
+	bool check_failed = false;
+	if ((st = self_check(dir, &c, &mods, &check_failed, err))) {
+		if (res)
+			res->self_check_failed = check_failed;
+		goto done;
+	}
+
+	if (res) {
+		res->modules = ctq_arena_calloc(&res->arena, c.n_qm ? c.n_qm : 1, sizeof *res->modules);
+		res->ignore = ctq_arena_calloc(&res->arena, n_ign ? n_ign : 1, sizeof *res->ignore);
+		bool ok = res->modules && res->ignore;
+		double sum = 0.0;
+		for (size_t j = 0; ok && j < c.n_qm; j++) {
+			struct ctq_quantize_module *r = &res->modules[j];
+			ok = (r->name = ctq_arena_strdup(&res->arena, c.qm[j].name)) != NULL;
+			r->N = c.qm[j].N;
+			r->K = c.qm[j].K;
+			r->dtype = c.qm[j].w->dtype;
+			r->rel_l2 = c.qm[j].rel_l2;
+			sum += r->rel_l2;
+			if (ok && (!res->rel_l2_max_module || r->rel_l2 > res->rel_l2_max)) {
+				res->rel_l2_max = r->rel_l2;
+				res->rel_l2_max_module = r->name;
+			}
+		}
+		for (size_t j = 0; ok && j < n_ign; j++)
+			ok = (res->ignore[j] = ctq_arena_strdup(&res->arena, ign[j])) != NULL;
+		if (!ok) {
+			st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+			goto done;
+		}
+		res->n_modules = c.n_qm;
+		res->n_ignore = n_ign;
+		res->n_tensors = n_out;
+		res->n_copied = n_copied;
+		res->n_bytes = n_bytes;
+		res->rel_l2_mean = c.n_qm ? sum / (double)c.n_qm : 0.0;
+	}
+done:
+	free(items);
+	free(list);
+	free(ignored);
+	free(path);
+	cJSON_Delete(config);
+	ctq_checkpoint_close(&ck);
+	ctq_modules_free(&mods);
+	ctq_arena_free(&c.arena);
+	return st;
+}

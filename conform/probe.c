@@ -1,0 +1,344 @@
+/* ctq kernel isolation probes (see probe.h). */
+#include "conform/probe.h"
+#include "core/arena.h"
+#include "core/dtype.h"
+#include "core/json.h"
+#include "core/rng.h"
+#include "reference/ref_ops.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const weights_names[] = {"checkpoint", "random", "pm127", "constant", "zero-row"};
+static const char *const acts_names[] = {"gaussian", "outliers", "zero-rows", "bf16-limit"};
+
+const char *ctq_probe_weights_name(enum ctq_probe_weights w) { return weights_names[w]; }
+const char *ctq_probe_acts_name(enum ctq_probe_acts a) { return acts_names[a]; }
+
+bool ctq_probe_weights_parse(const char *s, enum ctq_probe_weights *out)
+{
+	for (int i = 0; i < CTQ_PW_COUNT; i++)
+		if (!strcmp(s, weights_names[i])) {
+			*out = (enum ctq_probe_weights)i;
+			return true;
+		}
+	return false;
+}
+
+bool ctq_probe_acts_parse(const char *s, enum ctq_probe_acts *out)
+{
+	for (int i = 0; i < CTQ_PA_COUNT; i++)
+		if (!strcmp(s, acts_names[i])) {
+			*out = (enum ctq_probe_acts)i;
+			return true;
+		}
+	return false;
+}
+
+void ctq_probe_policy_default(struct ctq_probe_policy *p)
+{
+	/* Kernel error: a kernel that follows the epilogue order of
+	 * core/numerics.h is bit-exact (0); one that rounds differently (an FMA,
+	 * bias after the cast) is off by at most one BF16 ulp per element, a
+	 * relative 2^-8 = 0.0039. Anything above that is a defect. */
+	p->kernel_rel_l2_max = 0.0039;
+	/* Quantization error: int8 per token × per channel on N(0,1) inputs
+	 * measures about 1e-2 (one 1/127 step spread over K terms); outlier
+	 * channels ×100 stretch every token's scale, so the rest of the row loses
+	 * ~6 bits; BF16-limit inputs overflow the output by design, so only the
+	 * agreement of Inf/NaN positions with the reference is judged. */
+	p->quant_rel_l2_max[CTQ_PA_GAUSSIAN] = 0.05;
+	p->quant_rel_l2_max[CTQ_PA_OUTLIERS] = 0.5;
+	p->quant_rel_l2_max[CTQ_PA_ZERO_ROWS] = 0.05;
+	p->quant_rel_l2_max[CTQ_PA_BF16_LIMIT] = -1.0;
+	p->source = "built-in";
+}
+
+enum ctq_status ctq_probe_policy_load(struct ctq_probe_policy *p, const char *path,
+				      struct ctq_error *err)
+{
+	cJSON *root = NULL;
+	enum ctq_status st = ctq_json_load_file(path, 1 << 20, NULL, &root, err);
+	if (st)
+		return st;
+	const cJSON *k = ctq_json_get(root, "kernel_rel_l2_max");
+	if (k) {
+		if (!cJSON_IsNumber(k) || k->valuedouble < 0) {
+			st = ctq_error_set(err, CTQ_ERR_USAGE, "kernel_rel_l2_max",
+					   "must be a non-negative number (in %s)", path);
+			goto done;
+		}
+		p->kernel_rel_l2_max = k->valuedouble;
+	}
+	const cJSON *q = ctq_json_get(root, "quant_rel_l2_max");
+	for (const cJSON *c = root->child; c; c = c->next)
+		if (strcmp(c->string, "about") && strcmp(c->string, "kernel_rel_l2_max") &&
+		    strcmp(c->string, "quant_rel_l2_max")) {
+			st = ctq_error_set(err, CTQ_ERR_USAGE, c->string,
+					   "unknown key in probe policy %s (about, kernel_rel_l2_max, quant_rel_l2_max)",
+					   path);
+			goto done;
+		}
+	for (const cJSON *c = q ? q->child : NULL; c; c = c->next) {
+		enum ctq_probe_acts a;
+		if (!ctq_probe_acts_parse(c->string, &a) || !(cJSON_IsNumber(c) || cJSON_IsNull(c))) {
+			st = ctq_error_set(err, CTQ_ERR_USAGE, c->string,
+					   "quant_rel_l2_max takes gaussian, outliers, zero-rows, bf16-limit: a number or null (in %s)",
+					   path);
+			goto done;
+		}
+		p->quant_rel_l2_max[a] = cJSON_IsNull(c) ? -1.0 : c->valuedouble;
+	}
+	p->source = path;
+done:
+	cJSON_Delete(root);
+	return st;
+}
+
+struct bufs {
+	float *x_f;      /* (M, K) activations after BF16 rounding */
+	uint16_t *x;     /* (M, K) bf16 */
+	float *w_orig;   /* (N, K) unquantized weights */
+	int8_t *wq;      /* (N, K) int8 */
+	float *sw;       /* (N) */
+	float *bias;     /* (N) or NULL */
+	int8_t *q;       /* (M, K) */
+	float *sa;       /* (M) */
+	int32_t *acc;    /* (M, N) */
+	uint16_t *y_ref; /* (M, N) */
+	uint16_t *y;     /* (M, N) */
+	double *y64;     /* (M, N) */
+};
+
+static void free_bufs(struct bufs *b)
+{
+	free(b->x_f);
+	free(b->x);
+	free(b->w_orig);
+	free(b->wq);
+	free(b->sw);
+	free(b->bias);
+	free(b->q);
+	free(b->sa);
+	free(b->acc);
+	free(b->y_ref);
+	free(b->y);
+	free(b->y64);
+}
+
+static void make_weights(struct bufs *b, const struct ctq_probe_layer *L,
+			 enum ctq_probe_weights wp, struct ctq_rng *rng)
+{
+	const int64_t N = L->N, K = L->K;
+	if (wp == CTQ_PW_CHECKPOINT && L->wq) {
+		/* Already quantized: the unquantized yardstick is the dequantized
+		 * weight, so the quantization error is the activations' alone. */
+		memcpy(b->wq, L->wq, (size_t)(N * K));
+		memcpy(b->sw, L->sw, (size_t)N * sizeof(float));
+		for (int64_t n = 0; n < N; n++)
+			for (int64_t k = 0; k < K; k++)
+				b->w_orig[n * K + k] = (float)L->wq[n * K + k] * L->sw[n];
+		return;
+	}
+	if (wp == CTQ_PW_CHECKPOINT) {
+		memcpy(b->w_orig, L->w, (size_t)(N * K) * sizeof(float));
+		uint16_t *sb = malloc((size_t)N * sizeof *sb);
+		if (!sb)
+			return;
+		ctq_ref_quantize_weight_rows(L->w, N, K, b->wq, sb);
+		for (int64_t n = 0; n < N; n++)
+			b->sw[n] = ctq_bf16_to_f32(sb[n]);
+		free(sb);
+		return;
+	}
+	for (int64_t n = 0; n < N; n++) {
+		/* Scales of a typical linear (|w| up to ~0.05), varied per channel. */
+		b->sw[n] = (float)((0.5 + ctq_rng_uniform(rng)) * 0.05 / 127.0);
+		for (int64_t k = 0; k < K; k++) {
+			int v;
+			switch (wp) {
+			case CTQ_PW_PM127: v = (ctq_rng_next(rng) & 1) ? 127 : -127; break;
+			case CTQ_PW_CONSTANT: v = 64; break;
+			default: v = (int)ctq_rng_below(rng, 255) - 127;
+			}
+			if (wp == CTQ_PW_ZERO_ROW && n == N / 2)
+				v = 0;
+			b->wq[n * K + k] = (int8_t)v;
+			b->w_orig[n * K + k] = (float)v * b->sw[n];
+		}
+	}
+}
+
+static void make_acts(struct bufs *b, int64_t M, int64_t K, enum ctq_probe_acts ap,
+		      struct ctq_rng *rng)
+{
+	int64_t n_out = K / 100 > 0 ? K / 100 : 1;
+	for (int64_t m = 0; m < M; m++) {
+		for (int64_t k = 0; k < K; k++) {
+			double v = ctq_rng_normal(rng);
+			if (ap == CTQ_PA_OUTLIERS && (k * 7919) % K < n_out)
+				v *= 100.0;
+			if (ap == CTQ_PA_ZERO_ROWS && m % 4 == 0)
+				v = 0.0;
+			if (ap == CTQ_PA_BF16_LIMIT)
+				v = (ctq_rng_next(rng) & 1 ? 1.0 : -1.0) * (1.7e38 + ctq_rng_uniform(rng) * 1.69e38);
+			uint16_t h = ctq_f32_to_bf16((float)v);
+			if ((h & 0x7f80) == 0x7f80) /* never Inf from the generator itself */
+				h = (uint16_t)((h & 0x8000) | 0x7f7f);
+			b->x[m * K + k] = h;
+			b->x_f[m * K + k] = ctq_bf16_to_f32(h);
+		}
+	}
+}
+
+enum ctq_status ctq_probe_run(struct ctq_backend *be, const struct ctq_probe_layer *L,
+			      enum ctq_probe_weights wp, enum ctq_probe_acts ap, int64_t M,
+			      uint64_t seed, const struct ctq_probe_policy *policy,
+			      struct ctq_probe_result *r, struct ctq_error *err)
+{
+	const int64_t N = L->N, K = L->K;
+	memset(r, 0, sizeof *r);
+	snprintf(r->layer, sizeof r->layer, "%s", L->name);
+	snprintf(r->backend, sizeof r->backend, "%s%s", be->ops->name,
+		 be->act_numerics == CTQ_ACT_NUMERICS_TRANSFORMERS ? "+transformers" : "");
+	r->K = K;
+	r->N = N;
+	r->M = M;
+	r->weights = wp;
+	r->acts = ap;
+	if (wp == CTQ_PW_CHECKPOINT && !L->w && !(L->wq && L->sw))
+		return ctq_error_set(err, CTQ_ERR_USAGE, L->name, "has no checkpoint weights to probe");
+	struct bufs b = {0};
+	size_t mk = (size_t)(M * K), nk = (size_t)(N * K), mn = (size_t)(M * N);
+	b.x_f = malloc(mk * sizeof *b.x_f);
+	b.x = malloc(mk * sizeof *b.x);
+	b.w_orig = malloc(nk * sizeof *b.w_orig);
+	b.wq = malloc(nk);
+	b.sw = malloc((size_t)N * sizeof *b.sw);
+	b.q = malloc(mk);
+	b.sa = malloc((size_t)M * sizeof *b.sa);
+	b.acc = malloc(mn * sizeof *b.acc);
+	b.y_ref = malloc(mn * sizeof *b.y_ref);
+	b.y = malloc(mn * sizeof *b.y);
+	b.y64 = malloc(mn * sizeof *b.y64);
+	bool want_bias = wp != CTQ_PW_CHECKPOINT || L->bias;
+	if (want_bias)
+		b.bias = malloc((size_t)N * sizeof *b.bias);
+	void *d_x = NULL, *d_w = NULL, *d_sw = NULL, *d_bias = NULL, *d_y = NULL, *d_ws = NULL;
+	enum ctq_status st = CTQ_OK;
+	if (!b.x_f || !b.x || !b.w_orig || !b.wq || !b.sw || !b.q || !b.sa || !b.acc || !b.y_ref ||
+	    !b.y || !b.y64 || (want_bias && !b.bias)) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, L->name, "out of memory for M=%lld K=%lld N=%lld",
+				   (long long)M, (long long)K, (long long)N);
+		goto done;
+	}
+	struct ctq_rng rng;
+	ctq_rng_seed(&rng, seed ^ ((uint64_t)wp << 40) ^ ((uint64_t)ap << 48) ^ (uint64_t)(K * 131 + N));
+	make_weights(&b, L, wp, &rng);
+	make_acts(&b, M, K, ap, &rng);
+	if (b.bias) {
+		for (int64_t n = 0; n < N; n++)
+			b.bias[n] = L->bias ? L->bias[n] : (float)(0.1 * ctq_rng_normal(&rng));
+	}
+
+	/* The oracle: exact-quantized reference, and the FP64 product. */
+	ctq_ref_quantize_bf16(b.x, M, K, b.q, b.sa);
+	if ((st = ctq_ref_gemm_i8(b.q, b.wq, M, N, K, b.acc, err)))
+		goto done;
+	ctq_ref_w8a8_epilogue(b.acc, b.sa, b.sw, b.bias, M, N, b.y_ref);
+	ctq_ref_gemm_f64(b.x_f, b.w_orig, b.bias, M, N, K, b.y64);
+
+	/* The backend under test. */
+	const struct ctq_backend_ops *o = be->ops;
+	size_t ws = ctq_w8a8_workspace_bytes(M, K);
+	if ((st = o->alloc(be, mk * 2, &d_x, err)) || (st = o->alloc(be, nk, &d_w, err)) ||
+	    (st = o->alloc(be, (size_t)N * 4, &d_sw, err)) ||
+	    (b.bias && (st = o->alloc(be, (size_t)N * 4, &d_bias, err))) ||
+	    (st = o->alloc(be, mn * 2, &d_y, err)) || (st = o->alloc(be, ws, &d_ws, err)) ||
+	    (st = o->upload(be, d_x, b.x, mk * 2, err)) || (st = o->upload(be, d_w, b.wq, nk, err)) ||
+	    (st = o->upload(be, d_sw, b.sw, (size_t)N * 4, err)) ||
+	    (b.bias && (st = o->upload(be, d_bias, b.bias, (size_t)N * 4, err))) ||
+	    (st = o->w8a8_linear(be, d_x, d_w, d_sw, d_bias, M, N, K, d_y, d_ws, err)) ||
+	    (st = o->download(be, b.y, d_y, mn * 2, err)))
+		goto done;
+
+	/* Compare. */
+	double num = 0, den = 0, qnum = 0, qden = 0;
+	bool any_nonzero = false, ref_nonzero = false;
+	r->max_m = r->max_n = -1;
+	for (int64_t i = 0; i < (int64_t)mn; i++) {
+		double got = ctq_bf16_to_f32(b.y[i]), ref = ctq_bf16_to_f32(b.y_ref[i]);
+		if (isnan(got))
+			r->nan_count++;
+		else if (isinf(got))
+			r->inf_count++;
+		if (got != 0)
+			any_nonzero = true;
+		if (ref != 0)
+			ref_nonzero = true;
+		bool fg = isfinite(got), fr = isfinite(ref);
+		if (fg != fr || (!fg && !fr && !(isnan(got) && isnan(ref)) && got != ref)) {
+			r->nonfinite_mismatch++;
+			continue;
+		}
+		if (!fg)
+			continue;
+		double d = got - ref;
+		num += d * d;
+		den += ref * ref;
+		if (fabs(d) > r->max_abs_err || r->max_m < 0) {
+			r->max_abs_err = fabs(d);
+			r->max_m = i / N;
+			r->max_n = i % N;
+			r->ref_at_max = ref;
+			r->got_at_max = got;
+		}
+		if (isfinite(b.y64[i])) {
+			double e = got - b.y64[i];
+			qnum += e * e;
+			qden += b.y64[i] * b.y64[i];
+		}
+	}
+	r->all_zero = !any_nonzero && ref_nonzero;
+	r->kernel_rel_l2 = den > 0 ? sqrt(num / den) : (num > 0 ? INFINITY : 0.0);
+	r->quant_rel_l2 = qden > 0 ? sqrt(qnum / qden) : NAN;
+
+	/* Verdict: the first reason wins. */
+	double qmax = policy->quant_rel_l2_max[ap];
+	r->passed = true;
+	if (r->nonfinite_mismatch)
+		snprintf(r->reason, sizeof r->reason,
+			 "%s: %lld output(s) NaN/Inf where the reference is finite, or the reverse (NaN %lld, Inf %lld)",
+			 L->name, (long long)r->nonfinite_mismatch, (long long)r->nan_count,
+			 (long long)r->inf_count);
+	else if (r->all_zero)
+		snprintf(r->reason, sizeof r->reason, "%s: the output is all zero; the reference is not",
+			 L->name);
+	else if (policy->kernel_rel_l2_max >= 0 && !(r->kernel_rel_l2 <= policy->kernel_rel_l2_max))
+		snprintf(r->reason, sizeof r->reason,
+			 "%s: kernel rel-L2 %.3g > %.3g; worst at [%lld, %lld]: %g, reference %g",
+			 L->name, r->kernel_rel_l2, policy->kernel_rel_l2_max, (long long)r->max_m,
+			 (long long)r->max_n, r->got_at_max, r->ref_at_max);
+	else if (qmax >= 0 && !(r->quant_rel_l2 <= qmax))
+		snprintf(r->reason, sizeof r->reason,
+			 "%s: quantization rel-L2 %.3g > %.3g (vs the FP64 unquantized product)",
+			 L->name, r->quant_rel_l2, qmax);
+	else if (!ref_nonzero && qmax >= 0 && wp != CTQ_PW_ZERO_ROW)
+		snprintf(r->reason, sizeof r->reason,
+			 "%s: the reference output is all zero, so the comparison proves nothing",
+			 L->name);
+	r->passed = r->reason[0] == '\0';
+done:
+	if (be->ops) {
+		be->ops->free(be, d_x);
+		be->ops->free(be, d_w);
+		be->ops->free(be, d_sw);
+		be->ops->free(be, d_bias);
+		be->ops->free(be, d_y);
+		be->ops->free(be, d_ws);
+	}
+	free_bufs(&b);
+	return st;
+}

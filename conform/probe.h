@@ -1,0 +1,88 @@
+/* ctq kernel isolation probes: one linear layer geometry at a time, with the
+ * checkpoint's real weights or synthetic int8 weights, under activation
+ * patterns chosen to break kernels (gaussian, outlier channels, all-zero
+ * rows, magnitudes near the BF16 limit). Each run reports NaN/Inf counts,
+ * an all-zero flag, the worst element, rel-L2 to the exact-quantized CPU
+ * reference (kernel error) and rel-L2 to the FP64 unquantized product
+ * (quantization error), judged against a policy. A reference backend set to
+ * transformers' numerics (backend/backend.h) is probed the same way: its
+ * "kernel" rel-L2 is then the distance between compressed-tensors' fake
+ * quantization and ctq's formula, and its backend column reads
+ * reference+transformers. */
+#ifndef CTQ_CONFORM_PROBE_H
+#define CTQ_CONFORM_PROBE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/status.h"
+#include "backend/backend.h"
+
+enum ctq_probe_weights {
+	CTQ_PW_CHECKPOINT, /* the layer's real weights, quantized per channel */
+	CTQ_PW_RANDOM,     /* uniform int8 in [-127, 127] */
+	CTQ_PW_PM127,      /* ±127 with random signs */
+	CTQ_PW_CONSTANT,   /* every weight 64 */
+	CTQ_PW_ZERO_ROW,   /* random with output channel N/2 all zero */
+	CTQ_PW_COUNT
+};
+
+enum ctq_probe_acts {
+	CTQ_PA_GAUSSIAN,   /* N(0, 1) */
+	CTQ_PA_OUTLIERS,   /* N(0, 1) with 1% of channels ×100 */
+	CTQ_PA_ZERO_ROWS,  /* every fourth row all zero */
+	CTQ_PA_BF16_LIMIT, /* |x| in [1.7e38, 3.39e38] */
+	CTQ_PA_COUNT
+};
+
+const char *ctq_probe_weights_name(enum ctq_probe_weights w);
+const char *ctq_probe_acts_name(enum ctq_probe_acts a);
+bool ctq_probe_weights_parse(const char *s, enum ctq_probe_weights *out);
+bool ctq_probe_acts_parse(const char *s, enum ctq_probe_acts *out);
+
+struct ctq_probe_policy {
+	double kernel_rel_l2_max;               /* vs the exact-quantized reference; < 0: not judged */
+	double quant_rel_l2_max[CTQ_PA_COUNT];  /* vs FP64; < 0: not judged */
+	const char *source;                     /* where the numbers came from */
+};
+
+/* The built-in policy (policies/probe.json documents the same numbers). */
+void ctq_probe_policy_default(struct ctq_probe_policy *p);
+/* Reads a policy JSON file over the defaults. */
+enum ctq_status ctq_probe_policy_load(struct ctq_probe_policy *p, const char *path,
+				      struct ctq_error *err);
+
+struct ctq_probe_layer {
+	const char *name;
+	int64_t K, N;
+	const float *w;      /* (N, K) real unquantized weights for CTQ_PW_CHECKPOINT */
+	const int8_t *wq;    /* or (N, K) real int8 weights ... */
+	const float *sw;     /* ... with their (N) scales (a W8A8 checkpoint) */
+	const float *bias;   /* (N) or NULL; synthetic patterns make their own */
+};
+
+struct ctq_probe_result {
+	char layer[256];
+	int64_t K, N, M;
+	enum ctq_probe_weights weights;
+	enum ctq_probe_acts acts;
+	char backend[32];
+	int64_t nan_count, inf_count, nonfinite_mismatch;
+	bool all_zero;
+	double max_abs_err;
+	int64_t max_m, max_n;
+	double ref_at_max, got_at_max;
+	double kernel_rel_l2, quant_rel_l2;
+	bool passed;
+	char reason[320];
+};
+
+/* Runs one (layer, weight pattern, activation pattern, M) on backend b. The
+ * oracle always runs on the CPU (reference/ref_ops). Resource failures are
+ * returned; a failing probe is a result with passed == false. */
+enum ctq_status ctq_probe_run(struct ctq_backend *b, const struct ctq_probe_layer *layer,
+			      enum ctq_probe_weights wp, enum ctq_probe_acts ap, int64_t M,
+			      uint64_t seed, const struct ctq_probe_policy *policy,
+			      struct ctq_probe_result *r, struct ctq_error *err);
+
+#endif
