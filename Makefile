@@ -52,7 +52,7 @@ LIB_DIRS    := core quant checkpoint text backend reference model stats results 
 HARNESS_SRC := $(wildcard harness/*.c)
 LIB_SRC     := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
-CU_SRC      := $(wildcard kernels/*.cu bench/*.cu)
+CU_SRC      := $(wildcard kernels/*.cu)
 CU_OBJ      := $(CU_SRC:%.cu=$(BUILD)/%.o)
 NVCCFLAGS   ?= -O3 -lineinfo
 NVCCFLAGS   += -std=c++17 $(CUDA_ARCH) -I. -MMD -MP -Xcompiler -fno-strict-aliasing

@@ -28,6 +28,28 @@ enum ctq_defect {
 	CTQ_DEFECT_TRANSPOSED_W = 1u << 2,  /* weight read as (K, N) instead of (N, K) */
 };
 
+/* The one definition of the epilogue defects, shared by the reference
+ * backend and the CUDA kernels (compiled by cc and nvcc). */
+#ifdef __CUDACC__
+#define CTQ_DEFECT_FN static inline __host__ __device__
+#else
+#define CTQ_DEFECT_FN static inline
+#endif
+
+/* The s_w column the epilogue reads for output column n of N. */
+CTQ_DEFECT_FN int64_t ctq_defect_scale_col(unsigned defects, int64_t n, int64_t N)
+{
+	return (defects & CTQ_DEFECT_SCALE_SHIFT) && n + 1 < N ? n + 1 : n;
+}
+
+/* Output element (m, n) of an (M, N) epilogue: v (BF16 bits), or a quiet
+ * NaN at the centre element (M / 2, N / 2) under CTQ_DEFECT_EPILOGUE_NAN. */
+CTQ_DEFECT_FN uint16_t ctq_defect_output(unsigned defects, int64_t m, int64_t n,
+					  int64_t M, int64_t N, uint16_t v)
+{
+	return (defects & CTQ_DEFECT_EPILOGUE_NAN) && m == M / 2 && n == N / 2 ? 0x7fc0 : v;
+}
+
 /* How the W8A8 linears quantize their activations and multiply. */
 enum ctq_act_numerics {
 	/* DESIGN.md "Numerics": s = amax / 127, an int32 GEMM of q and the int8

@@ -1,11 +1,13 @@
 /* ctq GEMM benchmark results (see bench_gemm.h). */
 #include "bench/gemm.h"
+#include "stats/sample.h"
 #include "core/dtype.h"
 #include "core/numerics.h"
 #include "core/fileio.h"
 #include "reference/ref_ops.h"
 #include "results/plot.h"
 #include "results/table.h"
+#include "families/bench_gemm.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -128,34 +130,19 @@ void ctq_gemm_peaks_for(const char *device_name, double tops_override, double gb
 
 /* ---- statistics ------------------------------------------------------------------ */
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
+/* The one sample summary (stats/sample.h); a time's cv is undefined unless
+ * its mean is positive. */
 void ctq_gemm_stats(const double *v, size_t n, struct ctq_gemm_stats *s)
 {
 	s->median = s->min = s->mean = s->stddev = s->cv = NAN;
-	if (!n)
+	struct ctq_sample_summary sum;
+	if (!n || ctq_sample_summarize(v, n, &sum, NULL))
 		return;
-	double *c = malloc(n * sizeof *c);
-	if (!c)
-		return;
-	memcpy(c, v, n * sizeof *c);
-	qsort(c, n, sizeof *c, cmp_double);
-	s->min = c[0];
-	s->median = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
-	double sum = 0;
-	for (size_t i = 0; i < n; i++)
-		sum += c[i];
-	s->mean = sum / (double)n;
-	double ss = 0;
-	for (size_t i = 0; i < n; i++)
-		ss += (c[i] - s->mean) * (c[i] - s->mean);
-	s->stddev = n > 1 ? sqrt(ss / (double)(n - 1)) : 0.0;
-	s->cv = s->mean > 0 ? s->stddev / s->mean : NAN;
-	free(c);
+	s->median = sum.median;
+	s->min = sum.min;
+	s->mean = sum.mean;
+	s->stddev = sum.stddev;
+	s->cv = sum.mean > 0 ? sum.stddev / sum.mean : NAN;
 }
 
 /* ---- rows ------------------------------------------------------------------------- */
@@ -190,12 +177,7 @@ void ctq_gemm_rows_speedup(struct ctq_gemm_row *rows, size_t n)
 	}
 }
 
-const char *const ctq_gemm_csv_header[] = {
-	"shape", "K", "N", "M", "impl", "check", "samples", "copies", "calls_per_sample",
-	"time_us_median", "time_us_min", "time_cv", "ops", "tops", "peak_tops", "pct_int8_peak",
-	"bytes", "gbps", "hbm_gbps", "pct_hbm", "weight_bytes", "pct_hbm_weights",
-	"speedup_vs_bf16", "note",
-};
+const char *const ctq_gemm_csv_header[] = {CTQ_BENCH_GEMM_CSV_COLUMNS};
 const size_t ctq_gemm_csv_cols = sizeof ctq_gemm_csv_header / sizeof *ctq_gemm_csv_header;
 
 /* Numbers with 9 significant digits (a float's round trip; timings come
@@ -556,7 +538,7 @@ static cJSON *num_or_null(double v)
 	return isnan(v) || isinf(v) ? cJSON_CreateNull() : cJSON_CreateNumber(v);
 }
 
-static const char *const samples_header[] = {"shape", "K", "N", "M", "impl", "sample", "time_us"};
+static const char *const samples_header[] = {CTQ_BENCH_GEMM_SAMPLES_CSV_COLUMNS};
 
 static enum ctq_status write_csvs(const char *dir, const struct ctq_gemm_row *rows, size_t n,
 				  const double *samples, size_t stride, struct ctq_error *err)

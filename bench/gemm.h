@@ -15,7 +15,7 @@
  *   cublaslt_i8   q MK + w NK + acc 4MN
  * Operations: 2MNK for the GEMMs; none for ctq_quantize (no TOPS).
  *
- * What it is not: the timing (bench/gemm_cuda.h) or the command line
+ * What it is not: the timing (kernels/gemm_timing.h) or the command line
  * (harness/cmd_bench_gemm.c). Host C only, no CUDA.
  */
 #ifndef CTQ_BENCH_GEMM_H
@@ -29,7 +29,7 @@
 
 #include "core/status.h"
 #include "core/strbuf.h"
-#include "bench/gemm_cuda.h"
+#include "kernels/gemm_timing.h"
 #include "results/csv_out.h"
 
 /* Rotation: the bytes one timed pass touches are at least this many times
@@ -201,7 +201,7 @@ enum ctq_gemm_verdict ctq_gemm_target_overall(const struct ctq_gemm_target *t, s
  * (all of them when M <= n_max). Returns the count written to rows. */
 int64_t ctq_gemm_check_rows(int64_t M, int64_t n_max, int64_t *rows);
 
-/* Device rows (bench/gemm_cuda.h ctq_gemm_outputs) against the CPU
+/* Device rows (kernels/gemm_timing.h ctq_gemm_outputs) against the CPU
  * reference (reference/ref_ops.h) computed for the same rows: q and s of
  * the quantization, the int32 accumulators, the BF16 outputs of ctq_gemm and
  * ctq_w8a8, all bit-exact; and cuBLASLt's int32 when acc_i8 is given. */

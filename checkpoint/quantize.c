@@ -10,7 +10,6 @@
 #include "quant/resolve.h"
 #include "checkpoint/safetensors.h"
 
-#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -112,12 +111,9 @@ int64_t ctq_quantize_weight(const void *w, enum ctq_dtype dtype, int64_t N, int6
 		float amax = 0.0f;
 		for (int64_t k = 0; k < K; k++)
 			amax = ctq_amax_update(amax, wr[k]);
-		/* compressed-tensors clamps observed scales at
-		 * torch.finfo(float32).eps (= FLT_EPSILON, the reference's
-		 * CTQ_WEIGHT_SCALE_MIN), then stores them in the weight dtype;
-		 * the row is quantized with the stored value. */
-		float sc32 = ctq_act_scale(amax);
-		float clamped = sc32 > FLT_EPSILON ? sc32 : FLT_EPSILON;
+		/* The clamped scale is stored in the weight dtype and the row
+		 * quantized with the stored value. */
+		float clamped = ctq_weight_scale(amax);
 		float sc;
 		if (dtype == CTQ_DTYPE_BF16) {
 			uint16_t b = ctq_f32_to_bf16(clamped);

@@ -1172,6 +1172,44 @@ static int cmp_writer_name(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+size_t ctq_st_split_shards(const void *tensors, size_t n, ctq_st_size_fn size_of,
+			   uint64_t max_shard_bytes, size_t *shard_of,
+			   size_t *pending, uint64_t *total_bytes)
+{
+	uint64_t limit = max_shard_bytes ? max_shard_bytes : UINT64_MAX;
+	uint64_t total = 0, cur = 0;
+	size_t n_pending = 0, n_shards = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t b = size_of(tensors, i);
+		total += b;
+		if (b > limit) {
+			shard_of[i] = n_shards++;
+			continue;
+		}
+		if (n_pending && cur + b > limit) {
+			for (size_t k = 0; k < n_pending; k++)
+				shard_of[pending[k]] = n_shards;
+			n_shards++;
+			n_pending = 0;
+			cur = 0;
+		}
+		pending[n_pending++] = i;
+		cur += b;
+	}
+	if (n_pending) {
+		for (size_t k = 0; k < n_pending; k++)
+			shard_of[pending[k]] = n_shards;
+		n_shards++;
+	}
+	*total_bytes = total;
+	return n_shards;
+}
+
+static uint64_t writer_entry_bytes(const void *tensors, size_t i)
+{
+	return ((const struct ctq_st_writer_entry *)tensors)[i].n_bytes;
+}
+
 enum ctq_status ctq_checkpoint_write(const char *dir,
 				     const struct ctq_st_writer *w,
 				     uint64_t max_shard_bytes,
@@ -1200,34 +1238,9 @@ enum ctq_status ctq_checkpoint_write(const char *dir,
 		goto done;
 	}
 
-	/* huggingface_hub's split: in insertion order; a tensor over the limit
-	 * is a shard by itself at once; otherwise the current shard is closed
-	 * when the tensor would tip it over the limit. */
-	uint64_t limit = max_shard_bytes ? max_shard_bytes : UINT64_MAX;
-	uint64_t total = 0, cur = 0;
-	size_t n_pending = 0;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t b = w->tensors[i].n_bytes;
-		total += b;
-		if (b > limit) {
-			shard_of[i] = n_shards++;
-			continue;
-		}
-		if (n_pending && cur + b > limit) {
-			for (size_t k = 0; k < n_pending; k++)
-				shard_of[pending[k]] = n_shards;
-			n_shards++;
-			n_pending = 0;
-			cur = 0;
-		}
-		pending[n_pending++] = i;
-		cur += b;
-	}
-	if (n_pending) {
-		for (size_t k = 0; k < n_pending; k++)
-			shard_of[pending[k]] = n_shards;
-		n_shards++;
-	}
+	uint64_t total = 0;
+	n_shards = ctq_st_split_shards(w->tensors, n, writer_entry_bytes, max_shard_bytes,
+				       shard_of, pending, &total);
 
 	if (n_shards <= 1) {
 		path = ctq_path_join(dir, CTQ_ST_SINGLE_NAME);

@@ -228,4 +228,18 @@ enum ctq_status ctq_checkpoint_write(const char *dir,
 				     uint64_t max_shard_bytes,
 				     struct ctq_error *err);
 
+/* Bytes of tensor i of a caller's tensor list (for ctq_st_split_shards). */
+typedef uint64_t (*ctq_st_size_fn)(const void *tensors, size_t i);
+
+/* huggingface_hub's split_state_dict_into_shards over n tensors in list
+ * order (max_shard_bytes 0: no limit): a tensor over the limit is a shard
+ * of its own at once; otherwise the open shard closes when the next tensor
+ * would tip it over. Fills shard_of (n) with each tensor's shard number,
+ * *total_bytes with the sum of the sizes, and returns the shard count.
+ * pending (n) is scratch. Shared by ctq_checkpoint_write and
+ * ctq_stream_write so that both name the same shards. */
+size_t ctq_st_split_shards(const void *tensors, size_t n, ctq_st_size_fn size_of,
+			   uint64_t max_shard_bytes, size_t *shard_of,
+			   size_t *pending, uint64_t *total_bytes);
+
 #endif

@@ -272,6 +272,11 @@ enum ctq_status ctq_json_save_hf(const char *path, const cJSON *v, struct ctq_er
 
 /* ---- streaming sharded writer ---------------------------------------------- */
 
+static uint64_t stream_tensor_bytes(const void *tensors, size_t i)
+{
+	return ((const struct ctq_stream_tensor *)tensors)[i].n_bytes;
+}
+
 enum ctq_status ctq_stream_write(const char *dir, const struct ctq_stream_tensor *t,
 				 size_t n, uint64_t max_shard_bytes,
 				 ctq_stream_produce_fn produce, void *produce_ctx,
@@ -295,34 +300,9 @@ enum ctq_status ctq_stream_write(const char *dir, const struct ctq_stream_tensor
 	if ((st = ctq_mkdirs(dir, err)))
 		goto done;
 
-	/* huggingface_hub's split, as ctq_checkpoint_write does it: in list
-	 * order; a tensor over the limit is a shard of its own at once; else
-	 * the open shard closes when the tensor would tip it over. */
-	uint64_t limit = max_shard_bytes ? max_shard_bytes : UINT64_MAX;
-	uint64_t total = 0, cur = 0, done_bytes = 0;
-	size_t n_pending = 0;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t b = t[i].n_bytes;
-		total += b;
-		if (b > limit) {
-			shard_of[i] = n_shards++;
-			continue;
-		}
-		if (n_pending && cur + b > limit) {
-			for (size_t k = 0; k < n_pending; k++)
-				shard_of[pending[k]] = n_shards;
-			n_shards++;
-			n_pending = 0;
-			cur = 0;
-		}
-		pending[n_pending++] = i;
-		cur += b;
-	}
-	if (n_pending) {
-		for (size_t k = 0; k < n_pending; k++)
-			shard_of[pending[k]] = n_shards;
-		n_shards++;
-	}
+	uint64_t total = 0, done_bytes = 0;
+	n_shards = ctq_st_split_shards(t, n, stream_tensor_bytes, max_shard_bytes,
+				       shard_of, pending, &total);
 	bool sharded = n_shards > 1;
 	if (sharded && !(index = cJSON_CreateObject())) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");

@@ -38,6 +38,18 @@ void *ctq_realloc(void *p, size_t n_bytes)
 	return alloc_allowed() ? realloc(p, n_bytes ? n_bytes : 1) : NULL;
 }
 
+void *ctq_calloc(size_t count, size_t size)
+{
+	if (size && count > SIZE_MAX / size)
+		return NULL;
+	return alloc_allowed() ? calloc(count ? count : 1, size ? size : 1) : NULL;
+}
+
+void ctq_free(void *p)
+{
+	free(p);
+}
+
 void ctq_arena_init(struct ctq_arena *a)
 {
 	a->head = NULL;

@@ -33,5 +33,9 @@ char *ctq_arena_printf(struct ctq_arena *a, const char *fmt, ...)
 void ctq_alloc_fail_after(long n);
 void *ctq_malloc(size_t n_bytes);
 void *ctq_realloc(void *p, size_t n_bytes);
+/* Zero-filled count * size bytes; NULL on overflow or under the hook. */
+void *ctq_calloc(size_t count, size_t size);
+/* Frees what ctq_malloc, ctq_calloc or ctq_realloc returned (NULL: no-op). */
+void ctq_free(void *p);
 
 #endif

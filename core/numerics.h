@@ -67,6 +67,20 @@ CTQ_NUM_FN float ctq_act_scale(float amax)
 	return CTQ_FDIV(amax, 127.0f);
 }
 
+/* The smallest weight scale a producer writes: compressed-tensors clamps its
+ * observed scales at torch.finfo(torch.float32).eps (FLT_EPSILON). */
+#define CTQ_WEIGHT_SCALE_MIN 1.1920928955078125e-07f
+
+/* A weight row's scale before it is stored in the weight dtype: the row
+ * scale clamped at CTQ_WEIGHT_SCALE_MIN, so an all-zero row keeps a tiny
+ * positive scale, never 0. A NaN scale (from a NaN amax) also becomes the
+ * minimum: the comparison is false. */
+CTQ_NUM_FN float ctq_weight_scale(float amax)
+{
+	const float s = ctq_act_scale(amax);
+	return s > CTQ_WEIGHT_SCALE_MIN ? s : CTQ_WEIGHT_SCALE_MIN;
+}
+
 /* q for one element given the row scale s (s == 0 -> 0). NaN maps to 0:
  * rint(NaN) is NaN and a NaN compares false against both bounds, so it is
  * caught explicitly; the row's scale (NaN) carries the poison instead. */

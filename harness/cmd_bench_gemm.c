@@ -2,13 +2,13 @@
  * preset or a checkpoint. Each point (shape, M) is checked bit-exact
  * against the CPU reference on a subset of rows, then timed side by side in
  * this process: ctq_w8a8 (quantization + GEMM + epilogue), ctq_gemm,
- * ctq_quantize, cuBLAS BF16 and cuBLASLt int8 (bench/gemm_cuda.h, the
+ * ctq_quantize, cuBLAS BF16 and cuBLASLt int8 (kernels/gemm_timing.h, the
  * driver). Metrics, CSV, plots and targets: bench/gemm.h. */
 #include "harness/commands.h"
 #include "core/dtype.h"
 #include "core/numerics.h"
 #include "core/rng.h"
-#include "bench/gemm_cuda.h"
+#include "kernels/gemm_timing.h"
 #include "quant/resolve.h"
 #include "checkpoint/safetensors.h"
 #include "bench/gemm.h"
@@ -21,7 +21,7 @@
 
 #define MAX_SHAPES 64
 #define MAX_M 32
-/* Graph launches are lengthened to at least this (bench/gemm_cuda.h). */
+/* Graph launches are lengthened to at least this (kernels/gemm_timing.h). */
 #define MIN_GRAPH_US 1000.0
 
 static void help(void)

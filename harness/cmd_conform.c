@@ -6,6 +6,7 @@
 #include "results/csv_out.h"
 #include "results/junit.h"
 #include "results/run.h"
+#include "families/conform.h"
 
 #include <fnmatch.h>
 #include <stdlib.h>
@@ -32,9 +33,7 @@ static void help(void)
 	       "      (nothing is run or written) or bad usage.\n");
 }
 
-static const char *const csv_header[] = {
-	"case_id", "file", "semantics", "check", "expected", "actual", "outcome", "detail",
-};
+static const char *const csv_header[] = {CTQ_CONFORM_CSV_COLUMNS};
 
 static enum ctq_status write_outputs(struct ctq_run *run, const struct ctq_checks *ck,
 				     struct ctq_error *err)

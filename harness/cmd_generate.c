@@ -8,6 +8,7 @@
 #include "core/fileio.h"
 #include "core/strbuf.h"
 #include "model/runner.h"
+#include "backend/tp.h"
 #include "text/tokenizer.h"
 #include "core/time.h"
 
@@ -208,8 +209,8 @@ int ctq_cmd_generate(int argc, char **argv)
 	}
 	struct ctq_error err = {0};
 	struct ctq_tokenizer tok;
-	struct ctq_backend b[8];
-	struct ctq_runner r[8];
+	struct ctq_backend b[CTQ_TP_MAX];
+	struct ctq_runner r[CTQ_TP_MAX];
 	struct ctq_tp_group *group = NULL;
 	memset(&tok, 0, sizeof tok);
 	memset(b, 0, sizeof b);
@@ -240,14 +241,7 @@ int ctq_cmd_generate(int argc, char **argv)
 		if (ctq_tokenizer_encode(&tok, p, strlen(p), true, &ids, &n_ids, &err))
 			goto fail;
 	}
-	bool cuda = !strcmp(backend, "cuda");
-	for (long k = 0; k < tp; k++)
-		if ((cuda ? ctq_backend_cuda(&b[k], (int)k, &err) : ctq_backend_open(&b[k], backend, &err)) ||
-		    ctq_backend_set_act_numerics(&b[k], numerics, &err))
-			goto fail;
-	if (tp > 1 && (cuda ? ctq_backend_cuda_tp_init(b, (int)tp, &err)
-			    : !(group = ctq_tp_group_new((int)tp)) &&
-				      ctq_error_set(&err, CTQ_ERR_NOMEM, "--tp", "out of memory")))
+	if (ctq_backend_open_tp(b, backend, (int)tp, numerics, &group, &err))
 		goto fail;
 	double t0 = ctq_now_s();
 	for (long k = 0; k < tp; k++) {
@@ -289,11 +283,9 @@ fail:
 	rc = ctq_status_exit_code(err.status);
 done:
 	free(ids), free(out), free(text), free(wrapped);
-	for (long k = 0; k < tp; k++) {
+	for (long k = 0; k < tp; k++)
 		ctq_runner_free(&r[k]);
-		ctq_backend_close(&b[k]);
-	}
-	ctq_tp_group_free(group);
+	ctq_backend_close_tp(b, (int)tp, group);
 	ctq_tokenizer_free(&tok);
 	return rc;
 }

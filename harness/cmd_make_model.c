@@ -1,7 +1,6 @@
 /* ctq make-model: writes a synthetic Hugging Face checkpoint (Qwen3, Qwen2 or
  * Llama shapes, BF16 random weights; checkpoint/synth.h) through a temporary
- * directory renamed into place when complete. Also holds the output-folder
- * and progress helpers make-model and quantize share. */
+ * directory renamed into place when complete. */
 #include "harness/commands.h"
 #include "core/fileio.h"
 #include "checkpoint/synth.h"
@@ -38,79 +37,6 @@ static void help(void)
 	       "  --quiet              no progress on stderr\n"
 	       "\n"
 	       "exit: 0 written; 2 bad usage, OUT exists, or the folder cannot be written.\n");
-}
-
-/* ---- shared with quantize -------------------------------------------------- */
-
-bool ctq_out_dir_allowed(const char *cmd, const char *out, bool force, bool *replace)
-{
-	*replace = false;
-	if (!ctq_path_exists(out))
-		return true;
-	if (force || (ctq_path_is_dir(out) && ctq_dir_is_empty(out))) {
-		*replace = true;
-		return true;
-	}
-	fprintf(stderr, "ctq %s: %s already exists and is not an empty folder; refusing to replace it (--force replaces it)\n",
-		cmd, out);
-	return false;
-}
-
-void ctq_out_dir_trim(char *out)
-{
-	size_t n = strlen(out);
-	while (n > 1 && out[n - 1] == '/')
-		out[--n] = '\0';
-}
-
-void ctq_progress_init(struct ctq_progress *p, const char *cmd, bool quiet)
-{
-	memset(p, 0, sizeof *p);
-	p->cmd = cmd;
-	p->quiet = quiet;
-	p->t0_s = ctq_now_s();
-}
-
-double ctq_progress_elapsed_s(const struct ctq_progress *p)
-{
-	return ctq_now_s() - p->t0_s;
-}
-
-/* One line per tensor group (a decoder layer, the embeddings, ...): the
- * group is the name up to and including the layer number. */
-void ctq_progress_print(void *ctx, const char *tensor, uint64_t bytes_done,
-			uint64_t bytes_total)
-{
-	struct ctq_progress *p = ctx;
-	if (p->quiet)
-		return;
-	size_t n = strlen(tensor);
-	if (n > 12 && !strcmp(tensor + n - 12, ".safetensors")) {
-		fprintf(stderr, "ctq %s: wrote %s  (%.1f s)\n", p->cmd, tensor,
-			ctq_progress_elapsed_s(p));
-		return;
-	}
-	const char *l = strstr(tensor, "layers.");
-	if (l) {
-		const char *e = l + strlen("layers.");
-		while (*e >= '0' && *e <= '9')
-			e++;
-		n = (size_t)(e - tensor);
-	} else if (strrchr(tensor, '.')) {
-		n = (size_t)(strrchr(tensor, '.') - tensor);
-	}
-	if (n >= sizeof p->group)
-		n = sizeof p->group - 1;
-	if (!strncmp(p->group, tensor, n) && p->group[n] == '\0' && bytes_done < bytes_total)
-		return;
-	memcpy(p->group, tensor, n);
-	p->group[n] = '\0';
-	bool gb = bytes_total >= 1000000000ULL;
-	double unit = gb ? 1e9 : 1e6;
-	fprintf(stderr, "ctq %s: [%3.0f%%] %.2f of %.2f %s  %s  (%.1f s)\n", p->cmd,
-		bytes_total ? 100.0 * (double)bytes_done / (double)bytes_total : 100.0,
-		(double)bytes_done / unit, (double)bytes_total / unit, gb ? "GB" : "MB",
-		p->group, ctq_progress_elapsed_s(p));
 }
 
 /* ---- the command ------------------------------------------------------------ */

@@ -10,6 +10,7 @@
 #include "core/fileio.h"
 #include "results/csv_out.h"
 #include "results/run.h"
+#include "families/probe.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -142,11 +143,7 @@ static bool parse_a(const char *s, int *v)
 	return true;
 }
 
-static const char *const csv_header[] = {
-	"layer", "K", "N", "M", "weights", "acts", "backend", "nan_count", "inf_count",
-	"nonfinite_mismatch", "all_zero", "max_abs_err", "max_at_m", "max_at_n", "ref_at_max",
-	"got_at_max", "kernel_rel_l2", "quant_rel_l2", "outcome", "reason",
-};
+static const char *const csv_header[] = {CTQ_PROBE_CSV_COLUMNS};
 
 static void csv_row(struct ctq_csv *w, const struct ctq_probe_result *r)
 {

@@ -70,30 +70,9 @@ static void help(void)
 	       "      be written.\n");
 }
 
-/* How a command takes its output location. */
-enum out_kind { OUT_NONE, OUT_OPTION };
-
-static const struct {
-	const char *name;
-	int (*fn)(int argc, char **argv);
-	enum out_kind out;
-} step_commands[] = {
-	{"inspect", ctq_cmd_inspect, OUT_NONE},
-	{"conform", ctq_cmd_conform, OUT_OPTION},
-	{"probe", ctq_cmd_probe, OUT_OPTION},
-	{"bench", ctq_cmd_bench, OUT_OPTION},
-	{"eval", ctq_cmd_eval, OUT_OPTION},
-	{"generate", ctq_cmd_generate, OUT_NONE},
-	{"make-model", ctq_cmd_make_model, OUT_NONE},
-	{"quantize", ctq_cmd_quantize, OUT_NONE},
-	{"import-gguf", ctq_cmd_import_gguf, OUT_NONE},
-	{"compare", ctq_cmd_compare, OUT_OPTION},
-};
-#define N_STEP_COMMANDS (sizeof step_commands / sizeof *step_commands)
-
 struct step {
 	const char *id, *command, *about; /* borrowed from the plan JSON */
-	int cmd;                          /* index into step_commands */
+	const struct ctq_command *cmd;    /* in the registry, in_plan */
 	const cJSON *args, *requires;
 	bool needs_gpu;
 	int after[MAX_STEPS];
@@ -203,11 +182,8 @@ static enum ctq_status plan_load(struct plan *p, const char *file, struct ctq_er
 		ctq_json_path_key(mp, sizeof mp, jp, "command");
 		if (!cJSON_IsString(cmd))
 			return bad(err, mp, "expected a ctq command name, found %s", ctq_json_type_name(cmd));
-		x->cmd = -1;
-		for (size_t k = 0; k < N_STEP_COMMANDS; k++)
-			if (!strcmp(step_commands[k].name, cmd->valuestring))
-				x->cmd = (int)k;
-		if (x->cmd < 0)
+		x->cmd = ctq_command_find(cmd->valuestring);
+		if (!x->cmd || !x->cmd->in_plan)
 			return bad(err, mp, "\"%s\" is not a command a plan can run (inspect, conform, probe, "
 					    "bench, eval, generate, make-model, quantize, import-gguf, compare)",
 				   cmd->valuestring);
@@ -341,7 +317,7 @@ static enum ctq_status build_argv(struct step *x, const struct ctq_run *run, str
 		has_out |= !strcmp(a->valuestring, "--out");
 		x->argv[x->argc++] = substitute(a->valuestring, run->tmp_dir, stepdir);
 	}
-	if (step_commands[x->cmd].out == OUT_OPTION && !has_out) {
+	if (x->cmd->out == CTQ_CMD_OUT_OPTION && !has_out) {
 		x->argv[x->argc++] = strdup("--out");
 		x->argv[x->argc++] = strdup(stepdir);
 	}
@@ -557,42 +533,172 @@ static enum ctq_status write_report(struct ctq_run *run, struct ctq_report_summa
 	return st ? st : ctq_report_write(run->tmp_dir, run->final_dir, rs, err);
 }
 
-int ctq_cmd_run(int argc, char **argv)
+struct run_opts {
+	const char *plan_file, *out, *gpu_mode;
+	bool verbose, report, force;
+};
+
+/* 0: run; -1: --help was given; otherwise the exit code (printed). */
+static int parse_args(int argc, char **argv, struct run_opts *o)
 {
-	const char *plan_file = NULL, *out = NULL, *gpu_mode = "auto";
-	bool verbose = false, report = true, force = false;
+	*o = (struct run_opts){.gpu_mode = "auto", .report = true};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			help();
-			return CTQ_EXIT_OK;
+			return -1;
 		} else if (!strcmp(a, "--out")) {
-			if (!(out = ctq_opt_value(argc, argv, &i)))
+			if (!(o->out = ctq_opt_value(argc, argv, &i)))
 				return CTQ_EXIT_USAGE;
 		} else if (!strcmp(a, "--gpu")) {
-			if (!(gpu_mode = ctq_opt_value(argc, argv, &i)))
+			if (!(o->gpu_mode = ctq_opt_value(argc, argv, &i)))
 				return CTQ_EXIT_USAGE;
-			if (strcmp(gpu_mode, "auto") && strcmp(gpu_mode, "off")) {
-				fprintf(stderr, "ctq run: --gpu is \"%s\"; expected auto or off\n", gpu_mode);
+			if (strcmp(o->gpu_mode, "auto") && strcmp(o->gpu_mode, "off")) {
+				fprintf(stderr, "ctq run: --gpu is \"%s\"; expected auto or off\n", o->gpu_mode);
 				return CTQ_EXIT_USAGE;
 			}
 		} else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
-			verbose = true;
+			o->verbose = true;
 		} else if (!strcmp(a, "--no-report")) {
-			report = false;
+			o->report = false;
 		} else if (!strcmp(a, "--force")) {
-			force = true;
-		} else if (a[0] == '-' || plan_file) {
+			o->force = true;
+		} else if (a[0] == '-' || o->plan_file) {
 			fprintf(stderr, "ctq run: unexpected argument %s (see --help)\n", a);
 			return CTQ_EXIT_USAGE;
 		} else {
-			plan_file = a;
+			o->plan_file = a;
 		}
 	}
-	if (!plan_file) {
+	if (!o->plan_file) {
 		fprintf(stderr, "ctq run: PLAN.json is required (plans/default.json is the default plan; see --help)\n");
 		return CTQ_EXIT_USAGE;
 	}
+	return 0;
+}
+
+/* A GPU is a CUDA device the backend can open: true with its description
+ * in desc, else false with why in no_gpu. */
+static bool detect_gpu(const char *gpu_mode, char *no_gpu, size_t no_cap, char *desc, size_t desc_cap)
+{
+	/* The backend's message says which: no driver, an old driver, no
+	 * device, or a build without CUDA; it is given once, as it is. */
+	if (!strcmp(gpu_mode, "off")) {
+		snprintf(no_gpu, no_cap, "GPU steps turned off (--gpu off)");
+		return false;
+	}
+	struct ctq_backend b;
+	struct ctq_error ge = {0};
+	memset(&b, 0, sizeof b);
+	if (ctq_backend_open(&b, "cuda", &ge) == CTQ_OK) {
+		b.ops->describe(&b, desc, desc_cap);
+		ctq_backend_close(&b);
+		return true;
+	}
+	snprintf(no_gpu, no_cap, "%s%s", strncmp(ge.message, "no CUDA device", 14) ? "no CUDA device: " : "",
+		 ge.message);
+	return false;
+}
+
+/* Runs step x (number i of n) with its output in LOGS/<id>.txt, and
+ * prints its line. */
+static void step_run(struct step *x, int i, int n, const char *logs, bool verbose, int counts[4])
+{
+	char log[1400];
+	snprintf(log, sizeof log, "%s/%s.txt", logs, x->id);
+	printf("[%d/%d] %-22s ", i + 1, n, x->id);
+	fflush(stdout);
+	double t0 = ctq_now_s();
+	x->exit_code = run_captured(x->cmd->run, x->argc, x->argv, log);
+	x->wall_s = ctq_now_s() - t0;
+	switch (x->exit_code) {
+	case CTQ_EXIT_OK:
+		x->status = "passed";
+		counts[0]++;
+		break;
+	case CTQ_EXIT_FAIL:
+		x->status = "failed";
+		snprintf(x->reason, sizeof x->reason, "a check failed (exit 1; see logs/%s.txt)", x->id);
+		counts[1]++;
+		break;
+	default:
+		x->status = "error";
+		snprintf(x->reason, sizeof x->reason, "%s (exit %d; see logs/%s.txt)",
+			 x->exit_code == CTQ_EXIT_USAGE ? "bad usage or input"
+			 : x->exit_code == CTQ_EXIT_ENV ? "the environment cannot do it"
+							: "stopped",
+			 x->exit_code, x->id);
+		counts[3]++;
+	}
+	printf("%-8s %7.2f s%s%s\n", x->status, x->wall_s, x->reason[0] ? "  " : "", x->reason);
+	if (verbose)
+		print_log(log);
+	else if (strcmp(x->status, "passed") != 0)
+		print_tail(log);
+	fflush(stdout);
+}
+
+/* junit.xml: a testcase per step, then the steps' own suites; the
+ * command lines as a reader of the finished run sees them (${run} and
+ * ${step} expanded to the final names). 0, or the exit code (printed). */
+static int write_junit(struct plan *p, struct ctq_run *run, int rc)
+{
+	struct ctq_error err = {0};
+	struct ctq_junit_step js[MAX_STEPS];
+	char (*jpaths)[1400] = calloc((size_t)p->n, sizeof *jpaths);
+	char (*ppaths)[1400] = calloc((size_t)p->n, sizeof *ppaths);
+	char (*cmdl)[600] = calloc((size_t)p->n, sizeof *cmdl);
+	if (!jpaths || !ppaths || !cmdl) {
+		free(jpaths);
+		free(ppaths);
+		free(cmdl);
+		fprintf(stderr, "ctq run: out of memory\n");
+		return CTQ_EXIT_USAGE;
+	}
+	for (int i = 0; i < p->n; i++) {
+		struct step *x = &p->steps[i];
+		snprintf(jpaths[i], sizeof jpaths[i], "%s/%s/junit.xml", run->tmp_dir, x->id);
+		snprintf(ppaths[i], sizeof ppaths[i], "%s/%s/probe.csv", run->tmp_dir, x->id);
+		char stepdir[1300];
+		snprintf(stepdir, sizeof stepdir, "%s/%s", run->final_dir, x->id);
+		size_t len = 0;
+		const cJSON *a;
+		len += (size_t)snprintf(cmdl[i], sizeof cmdl[i], "ctq %s", x->command);
+		cJSON_ArrayForEach(a, x->args) if (len < sizeof cmdl[i])
+		{
+			char *shown = substitute(a->valuestring, run->final_dir, stepdir);
+			len += (size_t)snprintf(cmdl[i] + len, sizeof cmdl[i] - len, " %s",
+						shown ? shown : a->valuestring);
+			free(shown);
+		}
+		js[i] = (struct ctq_junit_step){x->id, cmdl[i], x->status,
+						x->reason[0] ? x->reason : NULL, x->wall_s,
+						ctq_path_exists(jpaths[i]) ? jpaths[i] : NULL,
+						ctq_path_exists(ppaths[i]) ? ppaths[i] : NULL};
+	}
+	char path[1400], verdict[96];
+	snprintf(verdict, sizeof verdict, "%s%s", rc ? "FAIL" : "PASS",
+		 ctq_report_cpu_only(run->manifest) ? " (" CTQ_REPORT_CPU_ONLY ")" : "");
+	snprintf(path, sizeof path, "%s/junit.xml", run->tmp_dir);
+	enum ctq_status st = ctq_junit_merge(path, p->name, verdict, js, (size_t)p->n, &err);
+	free(jpaths);
+	free(ppaths);
+	free(cmdl);
+	if (st) {
+		ctq_print_error("run", &err);
+		return CTQ_EXIT_ENV;
+	}
+	return 0;
+}
+
+int ctq_cmd_run(int argc, char **argv)
+{
+	struct run_opts o;
+	int prc = parse_args(argc, argv, &o);
+	if (prc)
+		return prc < 0 ? CTQ_EXIT_OK : prc;
+	const char *plan_file = o.plan_file, *out = o.out;
+	const bool verbose = o.verbose, report = o.report, force = o.force;
 	if (!ctq_opt_out_ok("run", out, force))
 		return CTQ_EXIT_USAGE;
 	struct plan *p = calloc(1, sizeof *p);
@@ -611,26 +717,8 @@ int ctq_cmd_run(int argc, char **argv)
 		goto out;
 	}
 
-	/* A GPU is a CUDA device the backend can open. */
-	bool gpu = false;
 	char no_gpu[600] = "no CUDA device", desc[256] = "";
-	/* The backend's message says which: no driver, an old driver, no
-	 * device, or a build without CUDA; it is given once, as it is. */
-	if (!strcmp(gpu_mode, "off")) {
-		snprintf(no_gpu, sizeof no_gpu, "GPU steps turned off (--gpu off)");
-	} else {
-		struct ctq_backend b;
-		struct ctq_error ge = {0};
-		memset(&b, 0, sizeof b);
-		if (ctq_backend_open(&b, "cuda", &ge) == CTQ_OK) {
-			gpu = true;
-			b.ops->describe(&b, desc, sizeof desc);
-			ctq_backend_close(&b);
-		} else {
-			snprintf(no_gpu, sizeof no_gpu, "%s%s",
-				 strncmp(ge.message, "no CUDA device", 14) ? "no CUDA device: " : "", ge.message);
-		}
-	}
+	const bool gpu = detect_gpu(o.gpu_mode, no_gpu, sizeof no_gpu, desc, sizeof desc);
 	if ((st = ctq_run_begin(&run, out, force, "run", argc, argv, &err))) {
 		ctq_print_error("run", &err);
 		rc = st == CTQ_ERR_USAGE				  ? CTQ_EXIT_USAGE
@@ -669,38 +757,7 @@ int ctq_cmd_run(int argc, char **argv)
 			rc = CTQ_EXIT_USAGE;
 			goto out;
 		}
-		char log[1400];
-		snprintf(log, sizeof log, "%s/%s.txt", logs, x->id);
-		printf("[%d/%d] %-22s ", i + 1, p->n, x->id);
-		fflush(stdout);
-		double t0 = ctq_now_s();
-		x->exit_code = run_captured(step_commands[x->cmd].fn, x->argc, x->argv, log);
-		x->wall_s = ctq_now_s() - t0;
-		switch (x->exit_code) {
-		case CTQ_EXIT_OK:
-			x->status = "passed";
-			counts[0]++;
-			break;
-		case CTQ_EXIT_FAIL:
-			x->status = "failed";
-			snprintf(x->reason, sizeof x->reason, "a check failed (exit 1; see logs/%s.txt)", x->id);
-			counts[1]++;
-			break;
-		default:
-			x->status = "error";
-			snprintf(x->reason, sizeof x->reason, "%s (exit %d; see logs/%s.txt)",
-				 x->exit_code == CTQ_EXIT_USAGE ? "bad usage or input"
-				 : x->exit_code == CTQ_EXIT_ENV ? "the environment cannot do it"
-								: "stopped",
-				 x->exit_code, x->id);
-			counts[3]++;
-		}
-		printf("%-8s %7.2f s%s%s\n", x->status, x->wall_s, x->reason[0] ? "  " : "", x->reason);
-		if (verbose)
-			print_log(log);
-		else if (strcmp(x->status, "passed") != 0)
-			print_tail(log);
-		fflush(stdout);
+		step_run(x, i, p->n, logs, verbose, counts);
 	}
 	double t_steps = ctq_now_s() - t_all;
 
@@ -709,55 +766,10 @@ int ctq_cmd_run(int argc, char **argv)
 	rc = counts[1] || counts[3] ? CTQ_EXIT_FAIL : CTQ_EXIT_OK;
 	cJSON_AddNumberToObject(run.manifest, "exit_code", rc);
 
-	/* junit.xml: a testcase per step, then the steps' own suites; the
-	 * command lines as a reader of the finished run sees them (${run} and
-	 * ${step} expanded to the final names). */
-	struct ctq_junit_step js[MAX_STEPS];
-	char (*jpaths)[1400] = calloc((size_t)p->n, sizeof *jpaths);
-	char (*ppaths)[1400] = calloc((size_t)p->n, sizeof *ppaths);
-	char (*cmdl)[600] = calloc((size_t)p->n, sizeof *cmdl);
-	if (!jpaths || !ppaths || !cmdl) {
-		free(jpaths);
-		free(ppaths);
-		free(cmdl);
-		fprintf(stderr, "ctq run: out of memory\n");
+	int jrc = write_junit(p, &run, rc);
+	if (jrc) {
 		ctq_run_abort(&run);
-		rc = CTQ_EXIT_USAGE;
-		goto out;
-	}
-	for (int i = 0; i < p->n; i++) {
-		struct step *x = &p->steps[i];
-		snprintf(jpaths[i], sizeof jpaths[i], "%s/%s/junit.xml", run.tmp_dir, x->id);
-		snprintf(ppaths[i], sizeof ppaths[i], "%s/%s/probe.csv", run.tmp_dir, x->id);
-		char stepdir[1300];
-		snprintf(stepdir, sizeof stepdir, "%s/%s", run.final_dir, x->id);
-		size_t len = 0;
-		const cJSON *a;
-		len += (size_t)snprintf(cmdl[i], sizeof cmdl[i], "ctq %s", x->command);
-		cJSON_ArrayForEach(a, x->args) if (len < sizeof cmdl[i])
-		{
-			char *shown = substitute(a->valuestring, run.final_dir, stepdir);
-			len += (size_t)snprintf(cmdl[i] + len, sizeof cmdl[i] - len, " %s",
-						shown ? shown : a->valuestring);
-			free(shown);
-		}
-		js[i] = (struct ctq_junit_step){x->id, cmdl[i], x->status,
-						x->reason[0] ? x->reason : NULL, x->wall_s,
-						ctq_path_exists(jpaths[i]) ? jpaths[i] : NULL,
-						ctq_path_exists(ppaths[i]) ? ppaths[i] : NULL};
-	}
-	char path[1400], verdict[96];
-	snprintf(verdict, sizeof verdict, "%s%s", rc ? "FAIL" : "PASS",
-		 ctq_report_cpu_only(run.manifest) ? " (" CTQ_REPORT_CPU_ONLY ")" : "");
-	snprintf(path, sizeof path, "%s/junit.xml", run.tmp_dir);
-	st = ctq_junit_merge(path, p->name, verdict, js, (size_t)p->n, &err);
-	free(jpaths);
-	free(ppaths);
-	free(cmdl);
-	if (st) {
-		ctq_print_error("run", &err);
-		ctq_run_abort(&run);
-		rc = CTQ_EXIT_ENV;
+		rc = jrc;
 		goto out;
 	}
 	struct ctq_report_summary rs = {0};

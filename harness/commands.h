@@ -30,6 +30,29 @@ enum ctq_status ctq_run_plan_check(const char *file, struct ctq_error *err);
 int ctq_cmd_report(int argc, char **argv);
 int ctq_cmd_compare(int argc, char **argv);
 
+/* The command registry (harness/registry.c): main dispatches through it and
+ * `ctq help` lists it in this order; `ctq run` runs the in_plan ones. */
+
+/* How a command takes its output location when a plan step runs it. */
+enum ctq_cmd_out {
+	CTQ_CMD_OUT_NONE,   /* where its arguments say */
+	CTQ_CMD_OUT_OPTION, /* --out DIR (a run directory), RUN/<step id> by default */
+};
+
+struct ctq_command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary; /* one line of `ctq help` */
+	bool in_plan;        /* a plan step may run it */
+	enum ctq_cmd_out out;
+};
+
+extern const struct ctq_command ctq_commands[];
+extern const size_t ctq_n_commands;
+
+/* The command called name, or NULL. */
+const struct ctq_command *ctq_command_find(const char *name);
+
 /* Shared helpers (harness/common.c). */
 
 /* Prints "ctq: <class> at <path>: <message>" to stderr. */
@@ -73,7 +96,7 @@ enum ctq_status ctq_load_target(const char *path,
 				struct ctq_error *err);
 
 /* Output folders and progress, shared by make-model and quantize
- * (harness/cmd_make_model.c). */
+ * (harness/common.c over checkpoint/hf_folder.h). */
 
 /* Whether OUT may be written: it does not exist, is an empty folder, or
  * force is set (*replace then says the commit must replace it). Prints why

@@ -3,6 +3,8 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "results/run.h"
+#include "checkpoint/hf_folder.h"
+#include "core/time.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -101,4 +103,70 @@ bool ctq_opt_model_dir(const char *cmd, const char *opt, const char *path)
 					    : "no such file or folder");
 	ctq_print_error(cmd, &err);
 	return false;
+}
+
+/* ---- output folders and progress (make-model, quantize) -------------------- */
+
+bool ctq_out_dir_allowed(const char *cmd, const char *out, bool force, bool *replace)
+{
+	if (ctq_hf_folder_writable(out, force, replace))
+		return true;
+	fprintf(stderr, "ctq %s: %s already exists and is not an empty folder; refusing to replace it (--force replaces it)\n",
+		cmd, out);
+	return false;
+}
+
+void ctq_out_dir_trim(char *out)
+{
+	ctq_hf_folder_trim(out);
+}
+
+void ctq_progress_init(struct ctq_progress *p, const char *cmd, bool quiet)
+{
+	memset(p, 0, sizeof *p);
+	p->cmd = cmd;
+	p->quiet = quiet;
+	p->t0_s = ctq_now_s();
+}
+
+double ctq_progress_elapsed_s(const struct ctq_progress *p)
+{
+	return ctq_now_s() - p->t0_s;
+}
+
+/* One line per tensor group (a decoder layer, the embeddings, ...): the
+ * group is the name up to and including the layer number. */
+void ctq_progress_print(void *ctx, const char *tensor, uint64_t bytes_done,
+			uint64_t bytes_total)
+{
+	struct ctq_progress *p = ctx;
+	if (p->quiet)
+		return;
+	size_t n = strlen(tensor);
+	if (n > 12 && !strcmp(tensor + n - 12, ".safetensors")) {
+		fprintf(stderr, "ctq %s: wrote %s  (%.1f s)\n", p->cmd, tensor,
+			ctq_progress_elapsed_s(p));
+		return;
+	}
+	const char *l = strstr(tensor, "layers.");
+	if (l) {
+		const char *e = l + strlen("layers.");
+		while (*e >= '0' && *e <= '9')
+			e++;
+		n = (size_t)(e - tensor);
+	} else if (strrchr(tensor, '.')) {
+		n = (size_t)(strrchr(tensor, '.') - tensor);
+	}
+	if (n >= sizeof p->group)
+		n = sizeof p->group - 1;
+	if (!strncmp(p->group, tensor, n) && p->group[n] == '\0' && bytes_done < bytes_total)
+		return;
+	memcpy(p->group, tensor, n);
+	p->group[n] = '\0';
+	bool gb = bytes_total >= 1000000000ULL;
+	double unit = gb ? 1e9 : 1e6;
+	fprintf(stderr, "ctq %s: [%3.0f%%] %.2f of %.2f %s  %s  (%.1f s)\n", p->cmd,
+		bytes_total ? 100.0 * (double)bytes_done / (double)bytes_total : 100.0,
+		(double)bytes_done / unit, (double)bytes_total / unit, gb ? "GB" : "MB",
+		p->group, ctq_progress_elapsed_s(p));
 }

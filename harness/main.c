@@ -1,43 +1,12 @@
 /* ctq — qualifies compressed-tensors W8A8 INT8 inference.
- * The program: one subcommand per file under harness/. */
+ * The program: one subcommand per file under harness/, listed in
+ * harness/registry.c. */
 #include <stdio.h>
 #include <string.h>
 
 #include "core/fileio.h"
 #include "core/version.h"
 #include "harness/commands.h"
-
-static const struct {
-	const char *name;
-	int (*run)(int argc, char **argv);
-	const char *summary;
-} commands[] = {
-	{"inspect", ctq_cmd_inspect,
-	 "show what each module executes as: scheme, group, target, rule"},
-	{"conform", ctq_cmd_conform,
-	 "run conformance suites (JSON cases) and write CSV + JUnit"},
-	{"generate", ctq_cmd_generate,
-	 "greedy text from a checkpoint (tokenizer, runner, backend) for a human check"},
-	{"bench", ctq_cmd_bench,
-	 "benchmarks: `bench model` (TTFT, prefill and decode throughput), `bench serve` (load),\n"
-	 "               `bench gemm` (W8A8 GEMM TOPS against M vs cuBLAS)"},
-	{"probe", ctq_cmd_probe,
-	 "isolate the W8A8 kernels per layer geometry: NaN/Inf, rel-L2 vs references"},
-	{"make-model", ctq_cmd_make_model,
-	 "write a synthetic BF16 checkpoint (qwen3, qwen2, llama shapes)"},
-	{"quantize", ctq_cmd_quantize,
-	 "turn a BF16 checkpoint into a compressed-tensors W8A8 INT8 one"},
-	{"import-gguf", ctq_cmd_import_gguf,
-	 "convert a llama GGUF (F32/F16/Q8_0/Q4_0/Q4_1) into a Hugging Face BF16 checkpoint"},
-	{"eval", ctq_cmd_eval,
-	 "MMLU / C-Eval / CMMLU accuracy by answer log-probabilities; paired verdict vs a baseline"},
-	{"run", ctq_cmd_run,
-	 "run a plan of steps (plans/default.json) into one run directory with a report"},
-	{"report", ctq_cmd_report,
-	 "write summary.md and a self-contained report.html (plots) for a run directory"},
-	{"compare", ctq_cmd_compare,
-	 "regression verdict between two run directories, or a trend over N (--trend)"},
-};
 
 /* The commands that load a checkpoint folder named by --model or
  * --ref-model check it exists before anything else (the backend, the
@@ -77,8 +46,8 @@ static void usage(FILE *f)
 		"ctq qualifies compressed-tensors W8A8 INT8 LLM inference.\n"
 		"\n"
 		"commands:\n");
-	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-		fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+	for (size_t i = 0; i < ctq_n_commands; i++)
+		fprintf(f, "  %-12s %s\n", ctq_commands[i].name, ctq_commands[i].summary);
 	fprintf(f,
 		"  %-12s %s\n"
 		"\n"
@@ -104,11 +73,11 @@ int main(int argc, char **argv)
 		/* `ctq help --help` and `ctq help help` describe help: this text. */
 		if (argc > 2 && strcmp(argv[2], "--help") && strcmp(argv[2], "-h") &&
 		    strcmp(argv[2], "help")) {
-			for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-				if (!strcmp(argv[2], commands[i].name)) {
-					char *hv[] = {argv[2], "--help", NULL};
-					return commands[i].run(2, hv);
-				}
+			const struct ctq_command *c = ctq_command_find(argv[2]);
+			if (c) {
+				char *hv[] = {argv[2], "--help", NULL};
+				return c->run(2, hv);
+			}
 			fprintf(stderr, "ctq: unknown command \"%s\"\n", argv[2]);
 			return CTQ_EXIT_USAGE;
 		}
@@ -117,9 +86,9 @@ int main(int argc, char **argv)
 	}
 	if (!model_paths_exist(argc, argv))
 		return CTQ_EXIT_USAGE;
-	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-		if (!strcmp(cmd, commands[i].name))
-			return commands[i].run(argc - 1, argv + 1);
+	const struct ctq_command *c = ctq_command_find(cmd);
+	if (c)
+		return c->run(argc - 1, argv + 1);
 	fprintf(stderr, "ctq: unknown command \"%s\"\n\n", cmd);
 	usage(stderr);
 	return CTQ_EXIT_USAGE;

@@ -15,8 +15,9 @@
  * Shapes as in backend/backend.h. */
 #include "core/dtype.h"
 #include "core/numerics.h"
-#include "kernels/block_reduce.cuh"
+#include "kernels/device.cuh"
 #include "kernels/cuda_check.h"
+#include "backend/knobs.h"
 #include "kernels/kernels.h"
 
 #include <math.h>
@@ -785,6 +786,9 @@ extern "C" enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_
 {
 	if (T <= 0)
 		return CTQ_OK;
+	enum ctq_status kst = ctq_knobs_check(err);
+	if (kst)
+		return kst;
 	if (d > ATT_MAX_D || heads % kv_heads)
 		return ctq_error_set(err, CTQ_ERR_USAGE, "attention",
 				     "head_dim %lld > %d or heads %lld not a multiple of kv heads %lld",
@@ -797,7 +801,7 @@ extern "C" enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_
 	const float scale = 1.0f / sqrtf((float)d);
 	const int64_t G = heads / kv_heads;
 	const bool gqa = d % 2 == 0 && d / 2 <= 128 && 128 % (d / 2) == 0 && G <= ATT_GMAX &&
-			 T <= 0x7fffffff && heads <= 0x7fffffff && !getenv("CTQ_ATTENTION_SIMPLE");
+			 T <= 0x7fffffff && heads <= 0x7fffffff && !ctq_knobs()->attention_simple;
 	if (!gqa) {
 		attention_kernel<<<dim3((unsigned)T, (unsigned)heads), ATT_THREADS, 0,
 				   (cudaStream_t)stream>>>(q, ld, kc, vc, slot, pos, heads, kv_heads, d,
@@ -807,7 +811,7 @@ extern "C" enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_
 	/* prefill: tensor cores for D = 64 / 128 and groups of 1, 2, 4 or 8
 	 * (the per-token fallback inside needs what gqa_block needs) */
 	if (T >= AM_MIN_T && (d == 64 || d == 128) && (G == 1 || G == 2 || G == 4 || G == 8) &&
-	    !getenv("CTQ_ATTENTION_NO_MMA")) {
+	    !ctq_knobs()->attention_no_mma) {
 		const int BT = AM_ROWS / (int)G;
 		const dim3 grid((unsigned)((T + BT - 1) / BT), (unsigned)kv_heads);
 		const size_t smem = (size_t)4 * AM_BK * (size_t)d * 2;
@@ -827,7 +831,7 @@ extern "C" enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_
 	/* decode: key chunks of kpc (64 doubled while the grid would pass 16
 	 * blocks per SM or the partials the scratch) */
 	if ((d == 64 || d == 128) && (G == 1 || G == 2 || G == 4 || G == 8) && scratch &&
-	    !getenv("CTQ_ATTENTION_GQA")) {
+	    !ctq_knobs()->attention_no_gqa) {
 		int64_t kpc = 64, chunks = (max_len + kpc - 1) / kpc;
 		while (kpc < max_len && (T * kv_heads * chunks > 16 * (int64_t)sms ||
 					 (size_t)(T * heads * chunks) * (size_t)(d + 2) * sizeof(float) > scratch_bytes)) {

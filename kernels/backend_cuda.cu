@@ -13,6 +13,7 @@ typedef void *ncclComm_t;
 #endif
 #include "kernels/kernels.h"
 #include "backend/backend.h"
+#include "backend/knobs.h"
 
 struct cuda_impl {
 	int device;
@@ -469,10 +470,10 @@ extern "C" enum ctq_status ctq_backend_cuda(struct ctq_backend *b, int device,
 	b->impl = c;
 	b->ops = &cuda_ops;
 	c->device = device;
-	c->no_gemv_bf16 = getenv("CTQ_NO_GEMV_BF16") != NULL;
-	c->sanitize_memset_cublas = getenv("CTQ_SANITIZE_MEMSET_CUBLAS") != NULL;
+	c->no_gemv_bf16 = ctq_knobs()->no_gemv_bf16;
+	c->sanitize_memset_cublas = ctq_knobs()->sanitize_memset_cublas;
 	enum ctq_status st;
-	if ((st = CTQ_CUDA(cudaSetDevice(device), err)) ||
+	if ((st = ctq_knobs_check(err)) || (st = CTQ_CUDA(cudaSetDevice(device), err)) ||
 	    (st = CTQ_CUDA(cudaGetDeviceProperties(&c->prop, device), err)) ||
 	    (st = CTQ_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), err)) ||
 	    (st = CTQ_CUBLAS(cublasCreate(&c->cublas), err)) ||

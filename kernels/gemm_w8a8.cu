@@ -17,6 +17,7 @@
 #include "kernels/gemm_sm90.h"
 #include "kernels/kernels.h"
 #include "backend/backend.h"
+#include "backend/knobs.h"
 
 #define BM 64
 #define BN 64
@@ -94,11 +95,9 @@ gemm_w8a8_kernel(const int8_t *__restrict__ q, const int8_t *__restrict__ w,
 				acc_out[m * N + n] = c[i][j];
 				continue;
 			}
-			const int64_t ns = (defects & CTQ_DEFECT_SCALE_SHIFT) && n + 1 < N ? n + 1 : n;
+			const int64_t ns = ctq_defect_scale_col(defects, n, N);
 			uint16_t v = ctq_w8a8_epilogue(c[i][j], s_a[m], s_w[ns], bias ? bias[n] : 0.0f);
-			if ((defects & CTQ_DEFECT_EPILOGUE_NAN) && m == M / 2 && n == N / 2)
-				v = 0x7fc0;
-			y[m * N + n] = v;
+			y[m * N + n] = ctq_defect_output(defects, m, n, M, N, v);
 		}
 	}
 }
@@ -111,11 +110,9 @@ __global__ void w8a8_epilogue_kernel(const int32_t *__restrict__ acc, const floa
 	if (i >= M * N)
 		return;
 	const int64_t m = i / N, n = i % N;
-	const int64_t ns = (defects & CTQ_DEFECT_SCALE_SHIFT) && n + 1 < N ? n + 1 : n;
+	const int64_t ns = ctq_defect_scale_col(defects, n, N);
 	uint16_t v = ctq_w8a8_epilogue(acc[i], s_a[m], s_w[ns], bias ? bias[n] : 0.0f);
-	if ((defects & CTQ_DEFECT_EPILOGUE_NAN) && m == M / 2 && n == N / 2)
-		v = 0x7fc0;
-	y[i] = v;
+	y[i] = ctq_defect_output(defects, m, n, M, N, v);
 }
 
 __global__ void bias_bf16_kernel(uint16_t *__restrict__ y, const float *__restrict__ bias,
@@ -129,15 +126,10 @@ __global__ void bias_bf16_kernel(uint16_t *__restrict__ y, const float *__restri
 
 /* Where the Hopper kernel exists, the GEMV takes only M <= this (measured
  * crossover, bench gemm on the H200); CTQ_GEMV_MAX_M overrides it for
- * tuning. */
+ * tuning (backend/knobs.h). */
 static int64_t gemv_max_m(void)
 {
-	static int64_t v = -1;
-	if (v < 0) {
-		const char *e = getenv("CTQ_GEMV_MAX_M");
-		v = e && *e ? atoll(e) : 1;
-	}
-	return v;
+	return ctq_knobs()->gemv_max_m;
 }
 
 extern "C" enum ctq_status ctq_gemm_w8a8_launch(const int8_t *q, const int8_t *w,
@@ -152,6 +144,9 @@ extern "C" enum ctq_status ctq_gemm_w8a8_launch(const int8_t *q, const int8_t *w
 				     (long long)K, CTQ_K_MAX);
 	if (M <= 0 || N <= 0)
 		return CTQ_OK;
+	enum ctq_status st = ctq_knobs_check(err);
+	if (st)
+		return st;
 	const bool sm90 = ctq_gemm_sm90_fits(q, w, M, N, K, defects);
 	if (ctq_gemv_w8a8_fits(M, defects) && (!sm90 || M <= gemv_max_m()))
 		return ctq_gemv_w8a8_launch(q, w, s_a, s_w, bias, M, N, K, acc, y, defects, stream, err);

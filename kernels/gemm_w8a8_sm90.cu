@@ -27,6 +27,7 @@
 #include "core/numerics.h"
 #include "kernels/cuda_check.h"
 #include "kernels/gemm_sm90.h"
+#include "backend/knobs.h"
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define CTQ_SM90_DEVICE 1
@@ -732,7 +733,7 @@ extern "C" bool ctq_gemm_sm90_available(void)
 			cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
 			cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
 			major == 9 && minor == 0;
-		if (avail && getenv("CTQ_NO_SM90"))
+		if (avail && ctq_knobs()->no_sm90)
 			avail = 0;
 	}
 	return avail;
@@ -756,8 +757,9 @@ extern "C" enum ctq_status ctq_gemm_sm90_launch(const int8_t *q, const int8_t *w
 		return st;
 	if (tile < 0) {
 		/* CTQ_SM90_TILE forces one configuration (tuning experiments) */
-		const char *force = getenv("CTQ_SM90_TILE");
-		tile = force && *force ? atoi(force) : ctq_gemm_sm90_pick(M, N, K);
+		if ((st = ctq_knobs_check(err)))
+			return st;
+		tile = ctq_knobs()->sm90_tile >= 0 ? ctq_knobs()->sm90_tile : ctq_gemm_sm90_pick(M, N, K);
 	}
 	switch (tile) {
 	case 0:

@@ -91,11 +91,9 @@ gemv_w8a8_kernel(const int8_t *__restrict__ q, const int8_t *__restrict__ w,
 			acc_out[(int64_t)m * N + n] = acc[m];
 			continue;
 		}
-		const int64_t ns = (defects & CTQ_DEFECT_SCALE_SHIFT) && n + 1 < N ? n + 1 : n;
+		const int64_t ns = ctq_defect_scale_col(defects, n, N);
 		uint16_t v = ctq_w8a8_epilogue(acc[m], s_a[m], s_w[ns], bias ? bias[n] : 0.0f);
-		if ((defects & CTQ_DEFECT_EPILOGUE_NAN) && m == M / 2 && n == N / 2)
-			v = 0x7fc0;
-		y[(int64_t)m * N + n] = v;
+		y[(int64_t)m * N + n] = ctq_defect_output(defects, m, n, M, N, v);
 	}
 }
 

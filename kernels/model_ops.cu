@@ -10,7 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "kernels/block_reduce.cuh"
+#include "kernels/device.cuh"
 
 __global__ void embed_kernel(const uint16_t *table, const int32_t *ids, int64_t H, uint16_t *out)
 {
@@ -98,7 +98,7 @@ __global__ void silu_mul_kernel(const uint16_t *gu, int64_t M, int64_t I, uint16
  *
  * The absolute maximum is an integer max of the sign-cleared BF16 bit
  * patterns: |x| orders like (bits & 0x7fff), NaN patterns above Inf (the
- * sticky-NaN max of ctq_amax_update; kernels/quant.cu amax_bits). */
+ * sticky-NaN max of ctq_amax_update; kernels/device.cuh amax_bits). */
 __device__ __forceinline__ uint32_t block_amax_bits(uint32_t a, uint32_t *red)
 {
 	a = __reduce_max_sync(0xffffffffu, a);
@@ -111,13 +111,6 @@ __device__ __forceinline__ uint32_t block_amax_bits(uint32_t a, uint32_t *red)
 	for (int i = 0; i < nw; i++)
 		a = max(a, red[i]);
 	return a;
-}
-
-/* The row scale from the integer amax, and the reciprocal for
- * ctq_quantize_fast. */
-__device__ __forceinline__ float scale_of_bits(uint32_t a)
-{
-	return a == 0 ? 0.0f : ctq_act_scale(ctq_bf16_to_f32((uint16_t)a));
 }
 
 /* rmsnorm_kernel's output for x = xv, weight wk, 1/rms inv: BF16 bits. */
@@ -229,13 +222,6 @@ __device__ __forceinline__ uint32_t silu_pair(uint32_t g2, uint32_t u2)
 	return (uint32_t)lo | ((uint32_t)hi << 16);
 }
 
-__device__ __forceinline__ uint32_t quant_pair_bits(uint32_t two_bf16, float sc, float inv)
-{
-	const int8_t a = ctq_quantize_fast(__uint_as_float(two_bf16 << 16), sc, inv);
-	const int8_t b = ctq_quantize_fast(__uint_as_float(two_bf16 & 0xffff0000u), sc, inv);
-	return (uint32_t)(uint8_t)a | ((uint32_t)(uint8_t)b << 8);
-}
-
 /* I % 8 == 0, 16-byte aligned gu, 8-byte aligned q: one row per block,
  * thread t holding the 8-wide groups g = t, t + blockDim.x, ... (C at
  * most): gate and up loaded 16 bytes at a time, the 8 outputs kept as
@@ -276,10 +262,7 @@ silu_mul_quant_regs_kernel(const uint16_t *gu, int64_t I, int8_t *q, float *s)
 #pragma unroll
 	for (int c = 0; c < C; c++)
 		if (t + c * T < groups) {
-			uint2 o;
-			o.x = quant_pair_bits(gv[c].x, sc, sinv) | (quant_pair_bits(gv[c].y, sc, sinv) << 16);
-			o.y = quant_pair_bits(gv[c].z, sc, sinv) | (quant_pair_bits(gv[c].w, sc, sinv) << 16);
-			qr[t + c * T] = o;
+			qr[t + c * T] = quant_group(gv[c], sc, sinv);
 		}
 }
 

@@ -26,46 +26,8 @@
 #include "core/dtype.h"
 #include "core/numerics.h"
 #include "kernels/cuda_check.h"
+#include "kernels/device.cuh"
 #include "kernels/kernels.h"
-
-/* |b| of a bf16 b, as a float, orders exactly like b & 0x7fff as an
- * unsigned integer (sign-magnitude with the exponent above the mantissa),
- * and the NaN patterns (b & 0x7fff) > 0x7f80 come after Inf. So the
- * integer max of the sign-cleared patterns is the pattern of the sticky-
- * NaN absolute maximum of ctq_amax_update, and the max is associative and
- * commutative like it. (A NaN amax may carry a different payload than a
- * float fold would; s = amax / 127 is a NaN either way, and GPU float
- * arithmetic is expected to return its canonical NaN 0x7fffffff for a NaN
- * operand, so the bits of s would not change; tests/gpu/test_kernels.c
- * only asks for a NaN, as the CPU's s keeps the payload.) Packed: two
- * bf16 per 32-bit word, two 16-bit maxima per instruction. */
-__device__ __forceinline__ uint32_t amax_bits(uint32_t acc, uint32_t two_bf16)
-{
-	return __vmaxu2(acc, two_bf16 & 0x7fff7fffu);
-}
-
-/* The row scale from the integer amax of a row (both 16-bit halves). */
-__device__ __forceinline__ float scale_from_bits(uint32_t packed)
-{
-	const uint32_t m = max(packed & 0xffffu, packed >> 16);
-	return m == 0 ? 0.0f : ctq_act_scale(ctq_bf16_to_f32((uint16_t)m));
-}
-
-/* Two bf16 (one word) to two q bytes in the low half of the result. */
-__device__ __forceinline__ uint32_t quant_pair(uint32_t two_bf16, float sc, float inv)
-{
-	const int8_t a = ctq_quantize_fast(__uint_as_float(two_bf16 << 16), sc, inv);
-	const int8_t b = ctq_quantize_fast(__uint_as_float(two_bf16 & 0xffff0000u), sc, inv);
-	return (uint32_t)(uint8_t)a | ((uint32_t)(uint8_t)b << 8);
-}
-
-__device__ __forceinline__ uint2 quant_group(uint4 v, float sc, float inv)
-{
-	uint2 o;
-	o.x = quant_pair(v.x, sc, inv) | (quant_pair(v.y, sc, inv) << 16);
-	o.y = quant_pair(v.z, sc, inv) | (quant_pair(v.w, sc, inv) << 16);
-	return o;
-}
 
 /* Rows of K = 8 * groups, tpr threads per row (blockDim.x = tpr * rows per
  * block), each thread holding groups g = t, t + tpr, ... (C of them at
@@ -106,7 +68,7 @@ quantize_rows_kernel(const uint16_t *__restrict__ x, int64_t M, int groups, int 
 	}
 	if (!live)
 		return;
-	const float sc = scale_from_bits(a);
+	const float sc = scale_of_bits(max(a & 0xffffu, a >> 16));
 	const float inv = ctq_quantize_inv(sc);
 	if (t == 0)
 		s[row] = sc;
@@ -137,7 +99,7 @@ quantize_kernel(const uint16_t *__restrict__ x, int64_t K, int8_t *__restrict__ 
 	__syncthreads();
 	for (int w = 0; w < QUANT_THREADS / 32; w++)
 		a = max(a, warp_amax[w]);
-	const float sc = scale_from_bits(a);
+	const float sc = scale_of_bits(max(a & 0xffffu, a >> 16));
 	const float inv = ctq_quantize_inv(sc);
 	if (threadIdx.x == 0)
 		s[row] = sc;

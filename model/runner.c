@@ -1,5 +1,6 @@
 /* ctq transformer runner (see runner.h). */
 #include "model/runner.h"
+#include "backend/tp.h"
 #include "core/arena.h"
 #include "core/dtype.h"
 #include "core/json.h"
@@ -360,11 +361,11 @@ static enum ctq_status load_lin(struct loadctx *L, const char *const *names, siz
 	out->N = N;
 	out->K = K;
 	size_t esz = out->quantized ? 1 : 2;
-	unsigned char *w = malloc((size_t)(N * K) * esz + 1);
-	float *scale = out->quantized ? malloc((size_t)N * 4) : NULL;
-	float *bias = any_bias ? calloc((size_t)N, 4) : NULL;
+	unsigned char *w = ctq_malloc((size_t)(N * K) * esz + 1);
+	float *scale = out->quantized ? ctq_malloc((size_t)N * 4) : NULL;
+	float *bias = any_bias ? ctq_calloc((size_t)N, 4) : NULL;
 	if (!w || (out->quantized && !scale) || (any_bias && !bias)) {
-		free(w), free(scale), free(bias);
+		ctq_free(w), ctq_free(scale), ctq_free(bias);
 		st = ctq_error_set(L->err, CTQ_ERR_NOMEM, names[0], "out of memory");
 		goto done;
 	}
@@ -391,7 +392,7 @@ static enum ctq_status load_lin(struct loadctx *L, const char *const *names, siz
 	}
 	if (!st && bias)
 		st = up(r, bias, (size_t)N * 4, (void **)&out->bias, L->err);
-	free(w), free(scale), free(bias);
+	ctq_free(w), ctq_free(scale), ctq_free(bias);
 done:
 	for (size_t i = 0; i < 3; i++)
 		ctq_linear_free(&parts[i]);
@@ -405,7 +406,7 @@ static enum ctq_status load_vec(struct loadctx *L, const char *name, int64_t n, 
 	enum ctq_status st = ctq_load_f32(L->ck, name, 1, shape, &h, L->err);
 	if (!st)
 		st = up(L->r, h, (size_t)n * 4, (void **)out, L->err);
-	free(h);
+	ctq_free(h);
 	return st;
 }
 
@@ -451,9 +452,9 @@ void ctq_runner_free(struct ctq_runner *r)
 			   r->d_ids, r->d_slot, r->d_pos, r->d_rows};
 	for (size_t i = 0; i < sizeof scratch / sizeof *scratch; i++)
 		b->ops->free(b, scratch[i]);
-	free(r->layers);
-	free(r->k_cache);
-	free(r->v_cache);
+	ctq_free(r->layers);
+	ctq_free(r->k_cache);
+	ctq_free(r->v_cache);
 	memset(r, 0, sizeof *r);
 }
 
@@ -524,9 +525,9 @@ enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, con
 	const struct ctq_model_config *c = &r->cfg;
 	const int64_t H = c->hidden, d = c->head_dim;
 	struct loadctx L = {r, &ck, &plan, &sp, tp > 1 ? opt->rank : 0, err};
-	r->layers = calloc((size_t)c->layers, sizeof *r->layers);
-	r->k_cache = calloc((size_t)c->layers, sizeof *r->k_cache);
-	r->v_cache = calloc((size_t)c->layers, sizeof *r->v_cache);
+	r->layers = ctq_calloc((size_t)c->layers, sizeof *r->layers);
+	r->k_cache = ctq_calloc((size_t)c->layers, sizeof *r->k_cache);
+	r->v_cache = ctq_calloc((size_t)c->layers, sizeof *r->v_cache);
 	if (!r->layers || !r->k_cache || !r->v_cache) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
 		goto done;
@@ -541,10 +542,10 @@ enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, con
 					   (long long)c->vocab, (long long)H);
 			goto done;
 		}
-		uint16_t *bf = malloc((size_t)e->n_elements * 2);
-		float *tmp = malloc((size_t)H * 4);
+		uint16_t *bf = ctq_malloc((size_t)e->n_elements * 2);
+		float *tmp = ctq_malloc((size_t)H * 4);
 		if (!bf || !tmp) {
-			free(bf), free(tmp);
+			ctq_free(bf), ctq_free(tmp);
 			st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
 			goto done;
 		}
@@ -553,10 +554,10 @@ enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, con
 					   e->dtype, (size_t)H, tmp);
 			ctq_convert_f32_to_bf16(tmp, (size_t)H, bf + v * H);
 		}
-		free(tmp);
+		ctq_free(tmp);
 		st = b->ops->upload_dense(b, bf, (size_t)(c->vocab * H), &r->embed, err);
 		r->weight_bytes += (uint64_t)(c->vocab * H) * b->ops->act_bytes;
-		free(bf);
+		ctq_free(bf);
 		if (st)
 			goto done;
 	}
@@ -626,14 +627,14 @@ enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, con
 		    (st = b->ops->alloc(b, bytes, &r->v_cache[l], err)))
 			goto done;
 	}
-	float *invf = malloc((size_t)(d / 2) * 4);
+	float *invf = ctq_malloc((size_t)(d / 2) * 4);
 	if (!invf) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
 		goto done;
 	}
 	inv_freq_host(c, invf);
 	st = up(r, invf, (size_t)(d / 2) * 4, (void **)&r->inv_freq, err);
-	free(invf);
+	ctq_free(invf);
 	if (st)
 		goto done;
 	int64_t kmax = H > r->heads_local * d ? H : r->heads_local * d;
@@ -711,39 +712,6 @@ static enum ctq_status producer_linear(struct ctq_runner *r, void *x, const void
 	return st ? st : linear(r, l, mid, M, y, err);
 }
 
-/* ---- tensor-parallel group (host memory backends) --------------------------- */
-
-struct ctq_tp_group {
-	int tp;
-	pthread_barrier_t bar;
-	float **bufs;   /* (tp) each rank's buffer during an all-reduce */
-	int failed;     /* a rank's forward failed: the others stop */
-};
-
-struct ctq_tp_group *ctq_tp_group_new(int tp)
-{
-	struct ctq_tp_group *g = calloc(1, sizeof *g);
-	if (!g)
-		return NULL;
-	g->tp = tp;
-	g->bufs = calloc((size_t)tp, sizeof *g->bufs);
-	if (!g->bufs || pthread_barrier_init(&g->bar, NULL, (unsigned)tp)) {
-		free(g->bufs);
-		free(g);
-		return NULL;
-	}
-	return g;
-}
-
-void ctq_tp_group_free(struct ctq_tp_group *g)
-{
-	if (!g)
-		return;
-	pthread_barrier_destroy(&g->bar);
-	free(g->bufs);
-	free(g);
-}
-
 /* Sums the ranks' partial outputs in rank order into every rank's buffer. */
 static enum ctq_status allreduce(struct ctq_runner *r, void *buf, int64_t n,
 				 struct ctq_error *err)
@@ -756,19 +724,7 @@ static enum ctq_status allreduce(struct ctq_runner *r, void *buf, int64_t n,
 	if (r->b->ops->act_bytes != 4)
 		return ctq_error_set(err, CTQ_ERR_ENV, "tp",
 				     "in-process tensor parallelism needs host f32 activations (the reference backend)");
-	g->bufs[r->opt.rank] = buf;
-	pthread_barrier_wait(&g->bar);
-	if (r->opt.rank == 0)
-		for (int64_t i = 0; i < n; i++) {
-			float s = g->bufs[0][i];
-			for (int k = 1; k < g->tp; k++)
-				s += g->bufs[k][i];
-			g->bufs[0][i] = s;
-		}
-	pthread_barrier_wait(&g->bar);
-	if (r->opt.rank != 0)
-		memcpy(buf, g->bufs[0], (size_t)n * sizeof(float));
-	pthread_barrier_wait(&g->bar);
+	ctq_tp_group_allreduce_f32(g, r->opt.rank, buf, n);
 	return CTQ_OK;
 }
 
@@ -937,9 +893,9 @@ enum ctq_status ctq_runner_tp_forward(struct ctq_runner *ranks, int tp, const in
 				      const int64_t *out_rows, int64_t n_out, float *logits,
 				      struct ctq_error *err)
 {
-	struct tp_job *jobs = calloc((size_t)tp, sizeof *jobs);
-	pthread_t *th = calloc((size_t)tp, sizeof *th);
-	float *scratch = tp > 1 ? malloc((size_t)(n_out * ranks[0].cfg.vocab) * 4 * (size_t)(tp - 1)) : NULL;
+	struct tp_job *jobs = ctq_calloc((size_t)tp, sizeof *jobs);
+	pthread_t *th = ctq_calloc((size_t)tp, sizeof *th);
+	float *scratch = tp > 1 ? ctq_malloc((size_t)(n_out * ranks[0].cfg.vocab) * 4 * (size_t)(tp - 1)) : NULL;
 	enum ctq_status st = CTQ_OK;
 	if (!jobs || !th || (tp > 1 && !scratch)) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, "tp", "out of memory");
@@ -964,9 +920,9 @@ enum ctq_status ctq_runner_tp_forward(struct ctq_runner *ranks, int tp, const in
 			st = ctq_error_set(err, jobs[k].st, jobs[k].err.path, "rank %d: %s", k,
 					   jobs[k].err.message);
 done:
-	free(jobs);
-	free(th);
-	free(scratch);
+	ctq_free(jobs);
+	ctq_free(th);
+	ctq_free(scratch);
 	return st;
 }
 
@@ -1000,10 +956,10 @@ enum ctq_status ctq_runner_generate(struct ctq_runner *r, int tp, const int32_t 
 		return ctq_error_set(err, CTQ_ERR_USAGE, "generate",
 				     "prompt %lld + %lld new tokens exceed the context of %lld",
 				     (long long)n_prompt, (long long)max_new, (long long)r->opt.max_len);
-	int32_t *toks = malloc((size_t)(max_new + 1) * 4);
-	float *logits = malloc((size_t)V * 4);
-	int32_t *slot = calloc((size_t)r->opt.max_tokens, 4);
-	int32_t *pos = malloc((size_t)r->opt.max_tokens * 4);
+	int32_t *toks = ctq_malloc((size_t)(max_new + 1) * 4);
+	float *logits = ctq_malloc((size_t)V * 4);
+	int32_t *slot = ctq_calloc((size_t)r->opt.max_tokens, 4);
+	int32_t *pos = ctq_malloc((size_t)r->opt.max_tokens * 4);
 	enum ctq_status st = CTQ_OK;
 	if (!toks || !logits || !slot || !pos) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, "generate", "out of memory");
@@ -1035,9 +991,9 @@ enum ctq_status ctq_runner_generate(struct ctq_runner *r, int tp, const int32_t 
 		toks = NULL;
 	}
 done:
-	free(toks);
-	free(logits);
-	free(slot);
-	free(pos);
+	ctq_free(toks);
+	ctq_free(logits);
+	ctq_free(slot);
+	ctq_free(pos);
 	return st;
 }

@@ -102,9 +102,6 @@ enum ctq_status ctq_runner_generate(struct ctq_runner *r, int tp, const int32_t 
 				    int64_t max_new, bool ignore_eos, int32_t **out,
 				    int64_t *n_out, struct ctq_error *err);
 
-/* A group of tp ranks (malloc'ed; ctq_tp_group_free). */
-struct ctq_tp_group *ctq_tp_group_new(int tp);
-void ctq_tp_group_free(struct ctq_tp_group *g);
 
 /* Runs ctq_runner_forward on every rank concurrently with the same inputs;
  * logits come from rank 0 (every rank computes the same ones). */

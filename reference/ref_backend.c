@@ -92,11 +92,10 @@ static enum ctq_status ref_epilogue(struct ctq_backend *b, const void *acc, cons
 	uint16_t *out = y;
 	for (int64_t m = 0; m < M; m++)
 		for (int64_t n = 0; n < N; n++) {
-			int64_t ns = (b->defects & CTQ_DEFECT_SCALE_SHIFT) && n + 1 < N ? n + 1 : n;
-			out[m * N + n] = ctq_w8a8_epilogue(a[m * N + n], sa[m], sw[ns], bi ? bi[n] : 0.0f);
+			int64_t ns = ctq_defect_scale_col(b->defects, n, N);
+			uint16_t v = ctq_w8a8_epilogue(a[m * N + n], sa[m], sw[ns], bi ? bi[n] : 0.0f);
+			out[m * N + n] = ctq_defect_output(b->defects, m, n, M, N, v);
 		}
-	if ((b->defects & CTQ_DEFECT_EPILOGUE_NAN) && M * N > 0)
-		out[(M / 2) * N + N / 2] = 0x7fc0; /* a quiet NaN */
 	return CTQ_OK;
 }
 

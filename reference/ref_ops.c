@@ -127,10 +127,7 @@ void ctq_ref_quantize_weight_rows(const float *w, int64_t N, int64_t K, int8_t *
 		float amax = 0.0f;
 		for (int64_t k = 0; k < K; k++)
 			amax = ctq_amax_update(amax, wr[k]);
-		/* compressed-tensors clamps weight scales at the f32 epsilon, so an
-		 * all-zero row stores a tiny positive scale, never 0. */
-		float sc32 = ctq_act_scale(amax);
-		uint16_t sb = ctq_f32_to_bf16(sc32 > CTQ_WEIGHT_SCALE_MIN ? sc32 : CTQ_WEIGHT_SCALE_MIN);
+		uint16_t sb = ctq_f32_to_bf16(ctq_weight_scale(amax));
 		s_bf16[n] = sb;
 		float sc = ctq_bf16_to_f32(sb);
 		for (int64_t k = 0; k < K; k++)

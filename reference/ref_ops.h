@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/numerics.h"
 #include "core/status.h"
 
 /* Per-token quantization of BF16 activations.
@@ -33,9 +34,7 @@ void ctq_ref_quantize_ct_bf16(const uint16_t *x, int64_t M, int64_t K, int8_t *q
 void ctq_ref_dequantize_ct(const int8_t *q, const float *s, int64_t R, int64_t K, bool bf16,
 			   float *y);
 
-/* The smallest weight scale a producer writes: compressed-tensors clamps its
- * observed scales at torch.finfo(torch.float32).eps. */
-#define CTQ_WEIGHT_SCALE_MIN 1.1920928955078125e-07f
+/* CTQ_WEIGHT_SCALE_MIN and ctq_weight_scale: core/numerics.h. */
 
 /* Per-channel symmetric weight quantization as a producer writes it: the
  * scale of each row is rounded to BF16 (the model dtype) first and the row

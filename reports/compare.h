@@ -47,6 +47,9 @@
  * exempts it (missing_family.<family>: false, with its reason). The policy (thresholds with their reasons) is
  * policies/compare.json or the built-in copy.
  *
+ * Each family's keys, verdicts and trend series are its own
+ * (families/<family>.c); this module pairs the files and dispatches.
+ *
  * What it is not: a history store; `ctq compare --trend` tabulates N runs
  * but calls no regression.
  */
@@ -64,101 +67,7 @@
 #include "stats/sample.h"
 #include "results/files.h"
 
-enum ctq_policy_key {
-	CTQ_POL_TIMING_THRESHOLD,     /* |median change| below it is "same" (fraction) */
-	CTQ_POL_TIMING_ALPHA,         /* Mann-Whitney level (genuine replicates only) */
-	CTQ_POL_TIMING_MIN_SAMPLES,   /* fewer per side: ambiguous */
-	CTQ_POL_TIMING_MAX_CV,        /* a side noisier than this: ambiguous */
-	CTQ_POL_TIMING_RUN_NOISE,     /* run-to-run allowance: one run a side is slower or
-				       * faster only beyond it (fraction) */
-	CTQ_POL_TIMING_AB_ALPHA,      /* paired t level of interleaved run sets (--ab) */
-	CTQ_POL_TIMING_AB_MIN_PAIRS,  /* fewer interleaved pairs: ambiguous */
-	CTQ_POL_SERVE_MAX_CV,         /* the same for per-request serving latencies */
-	CTQ_POL_ACC_ALPHA,            /* McNemar significance level */
-	CTQ_POL_ACC_MIN_DROP,         /* smallest accuracy drop that gates (fraction) */
-	CTQ_POL_PROBE_FACTOR,         /* rel-L2 growth factor that gates */
-	CTQ_POL_PROBE_KERNEL_FLOOR,   /* kernel rel-L2 below it never gates */
-	CTQ_POL_PROBE_QUANT_FLOOR,    /* quantization rel-L2 below it never gates */
-	CTQ_POL_MISSING_IS_REGRESSION,/* a result file, GEMM point or serving key gone
-				       * from NEW gates (0/1) */
-	/* A whole result family (every file of it) in BASE and none in NEW
-	 * gates (0/1; default 1): one key per enum ctq_family, in its order,
-	 * named missing_family.<family name>. An exemption (0) needs a reason. */
-	CTQ_POL_MISSING_FAMILY,
-	CTQ_POL_COUNT = CTQ_POL_MISSING_FAMILY + CTQ_FAM_COUNT
-};
-
-struct ctq_compare_policy {
-	double v[CTQ_POL_COUNT];
-	char reason[CTQ_POL_COUNT][512];
-	char source[512];
-};
-
-/* "timing.threshold", ... (the JSON section and key). */
-const char *ctq_compare_policy_name(enum ctq_policy_key k);
-void ctq_compare_policy_default(struct ctq_compare_policy *p);
-/* Reads a policy over the defaults: {"section": {"key": {"value": x,
- * "reason": "..."}}} or a bare number / boolean; "about" members are
- * ignored. Unknown sections or keys and out-of-range values are
- * invalid-config at their JSON path. */
-enum ctq_status ctq_compare_policy_load(struct ctq_compare_policy *p, const char *path,
-					struct ctq_error *err);
-
-struct ctq_timing_result {
-	struct ctq_sample_summary base, cand;
-	struct ctq_mwu mwu;
-	double change;        /* (median_new - median_base) / median_base */
-	const char *verdict;  /* "same", "slower", "faster", "ambiguous" */
-	bool regression;      /* slower */
-	char why[256];
-};
-
-/* The timing verdict of genuine replicates base (nb) and cand (nc), both
- * borrowed: independent repetitions of the whole measurement (several runs),
- * never the requests, calls or repetitions of one run, which share that
- * run's conditions (clock, load, cache state). Mann-Whitney U plus the
- * practical threshold; lower values are better (times). NOMEM only. */
-enum ctq_status ctq_compare_timing(const double *base, size_t nb, const double *cand, size_t nc,
-				   const struct ctq_compare_policy *p,
-				   struct ctq_timing_result *out, struct ctq_error *err);
-
-/* The verdict of one run against one run: base (nb) and cand (nc), both
- * borrowed, are the within-run samples of each side (the requests of a
- * bench serve run, the per-call times of a GEMM point, the repetitions of a
- * bench model key). They share their run's conditions, so they are not
- * replicates of the revision and feed no test: each side summarizes to its
- * median. |change| under timing.threshold is same; a ratio of medians
- * beyond 1 + timing.run_noise (or under 1 / (1 + run_noise)) is slower
- * (faster); in between ambiguous (beyond the threshold, within run-to-run
- * noise). Fewer than timing.min_samples a side, or a side's cv above
- * timing.max_cv, is ambiguous. mwu is not computed (p NaN). NOMEM only. */
-enum ctq_status ctq_compare_timing_run(const double *base, size_t nb, const double *cand, size_t nc,
-				       const struct ctq_compare_policy *p,
-				       struct ctq_timing_result *out, struct ctq_error *err);
-
-#define CTQ_FAM_STEPS CTQ_FAM_COUNT /* pseudo-family of plan steps */
-
-struct ctq_cmp_row {
-	int fam;              /* enum ctq_family or CTQ_FAM_STEPS */
-	char file[512];       /* result file (NEW side's path) */
-	char key[512];        /* the observation's key, fields joined by ", " */
-	char metric[64];
-	double base, cand;    /* NaN when not a number */
-	double change;        /* relative (timing, probe) or absolute (accuracy); NaN n/a */
-	double p;             /* p-value; NaN n/a */
-	char verdict[16];     /* same slower faster ambiguous regression improvement
-			       * added removed changed */
-	bool regression;
-	bool summary;         /* a per-file summary row */
-	char detail[512];
-};
-
-struct ctq_comparison {
-	struct ctq_cmp_row *rows; /* (n) owned */
-	size_t n, cap;
-	size_t n_regressions, n_improvements, n_ambiguous, n_files;
-	size_t ab_pairs;          /* run pairs of ctq_compare_ab; 0: one run a side */
-};
+#include "families/verdict.h"
 
 /* Compares the run directories base_dir and new_dir (borrowed) into c.
  * Errors: io-error (a folder or file cannot be read), parse-error (a CSV or
@@ -167,7 +76,6 @@ struct ctq_comparison {
 enum ctq_status ctq_compare_runs(struct ctq_comparison *c, const char *base_dir,
 				 const char *new_dir, const struct ctq_compare_policy *p,
 				 struct ctq_error *err);
-void ctq_comparison_free(struct ctq_comparison *c);
 
 /* Compares two run sets made by interleaving the two sides (tools/ab-run.sh:
  * base, new, new, base, base, new, ...): base_set and new_set are folders
@@ -201,20 +109,6 @@ void ctq_comparison_markdown(const struct ctq_comparison *c, const char *base_di
 void ctq_comparison_print(const struct ctq_comparison *c, FILE *f);
 
 /* ---- trends over N runs ---------------------------------------------------- */
-
-struct ctq_trend_series {
-	int fam;
-	char file[512], key[512], metric[64];
-	char unit[16];
-	double *v; /* (n_runs) owned; NaN where the run lacks it */
-};
-
-struct ctq_trend {
-	size_t n_runs;
-	char (*labels)[128];  /* (n_runs) short run names (revision or folder) */
-	struct ctq_trend_series *s; /* (n) owned */
-	size_t n, cap;
-};
 
 /* One value per run of every series: timing medians (bench model keys,
  * GEMM points, serving latencies) and serving error counts, conformance

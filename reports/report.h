@@ -11,6 +11,8 @@
  * from the reference fails the verdict) — and checkpoint provenance. Plots
  * go to RUN/plots/ (results/plot.h).
  *
+ * Each family section is written by its family (families/<family>.c).
+ *
  * What it is not: a comparison (reports/compare.h) or a dashboard.
  */
 #ifndef CTQ_REPORTS_REPORT_H

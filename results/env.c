@@ -1,5 +1,7 @@
 /* ctq environment capture (see env.h). */
 #include "results/env.h"
+#include "core/arena.h"
+#include "backend/knobs.h"
 #include "core/json.h"
 #include "core/json_write.h"
 #include "core/sha256.h"
@@ -385,6 +387,7 @@ void ctq_env_capture(cJSON *manifest, const struct ctq_env_options *opt)
 	capture_build(manifest);
 	capture_cuda(manifest);
 	capture_gpus(manifest, opt);
+	ctq_knobs_to_json(manifest);
 }
 
 /* ---- checkpoint provenance ------------------------------------------------ */
@@ -404,7 +407,7 @@ static enum ctq_status file_entry(const char *dir, const char *name, cJSON *file
 				  struct ctq_error *err)
 {
 	size_t n = strlen(dir) + strlen(name) + 2;
-	char *path = malloc(n);
+	char *path = ctq_malloc(n);
 	if (!path)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
 	snprintf(path, n, "%s/%s", dir, name);
@@ -416,7 +419,7 @@ static enum ctq_status file_entry(const char *dir, const char *name, cJSON *file
 		st = ctq_error_set(err, CTQ_ERR_IO, path, "cannot stat");
 	else
 		st = ctq_sha256_file(path, d, err);
-	free(path);
+	ctq_free(path);
 	if (st)
 		return st;
 	ctq_sha256_hex(d, hex);
@@ -442,7 +445,7 @@ enum ctq_status ctq_env_checkpoint(const char *dir, const char *display, cJSON *
 		return ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
 	cJSON_AddStringToObject(o, "path", display ? display : dir);
 
-	char *cpath = malloc(strlen(dir) + 16);
+	char *cpath = ctq_malloc(strlen(dir) + 16);
 	if (!cpath) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
 		goto done;
@@ -452,10 +455,10 @@ enum ctq_status ctq_env_checkpoint(const char *dir, const char *display, cJSON *
 	char hex[CTQ_SHA256_HEX];
 	if ((st = ctq_sha256_file(cpath, d, err)) ||
 	    (st = ctq_json_load_file(cpath, (size_t)64 << 20, NULL, &cfg, err))) {
-		free(cpath);
+		ctq_free(cpath);
 		goto done;
 	}
-	free(cpath);
+	ctq_free(cpath);
 	ctq_sha256_hex(d, hex);
 	cJSON_AddStringToObject(o, "config_sha256", hex);
 	const cJSON *qc = ctq_json_get(cfg, "quantization_config");
@@ -495,7 +498,7 @@ enum ctq_status ctq_env_checkpoint(const char *dir, const char *display, cJSON *
 			continue;
 		if (n_names == cap) {
 			cap = cap ? 2 * cap : 8;
-			char **nn = realloc(names, cap * sizeof *nn);
+			char **nn = ctq_realloc(names, cap * sizeof *nn);
 			if (!nn) {
 				st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
 				break;
@@ -517,8 +520,8 @@ enum ctq_status ctq_env_checkpoint(const char *dir, const char *display, cJSON *
 		st = file_entry(dir, names[i], files, err);
 done:
 	for (size_t i = 0; i < n_names; i++)
-		free(names[i]);
-	free(names);
+		ctq_free(names[i]);
+	ctq_free(names);
 	cJSON_Delete(cfg);
 	if (st)
 		cJSON_Delete(o);

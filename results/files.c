@@ -1,5 +1,6 @@
 /* ctq result files of a run directory (see results.h). */
 #include "results/files.h"
+#include "core/arena.h"
 #include "core/fileio.h"
 #include "core/json.h"
 
@@ -32,7 +33,7 @@ static enum ctq_status add(struct ctq_results *r, size_t *cap, enum ctq_family f
 {
 	if (r->n == *cap) {
 		size_t c = *cap ? 2 * *cap : 16;
-		struct ctq_result_file *v = realloc(r->v, c * sizeof *v);
+		struct ctq_result_file *v = ctq_realloc(r->v, c * sizeof *v);
 		if (!v)
 			return ctq_error_set(err, CTQ_ERR_NOMEM, name, "out of memory");
 		r->v = v;
@@ -110,7 +111,7 @@ void ctq_results_free(struct ctq_results *r)
 {
 	if (!r)
 		return;
-	free(r->v);
+	ctq_free(r->v);
 	r->v = NULL;
 	r->n = 0;
 }

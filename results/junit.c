@@ -5,7 +5,7 @@
 
 #include <stdlib.h>
 
-static void xml_escape(struct ctq_strbuf *sb, const char *s)
+void ctq_junit_xml_escape(struct ctq_strbuf *sb, const char *s)
 {
 	for (; s && *s; s++) {
 		unsigned char c = (unsigned char)*s;
@@ -18,7 +18,7 @@ static void xml_escape(struct ctq_strbuf *sb, const char *s)
 		default:
 			/* XML 1.0 forbids most control characters. */
 			if (c < 0x20 && c != '\n' && c != '\t' && c != '\r')
-				ctq_strbuf_printf(sb, "?");
+				ctq_strbuf_append(sb, "?");
 			else
 				ctq_strbuf_appendn(sb, (const char *)&c, 1);
 		}
@@ -38,24 +38,24 @@ enum ctq_status ctq_junit_write(const char *path, const char *suite,
 	struct ctq_strbuf sb;
 	ctq_strbuf_init(&sb);
 	ctq_strbuf_append(&sb, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n<testsuite name=\"");
-	xml_escape(&sb, suite);
+	ctq_junit_xml_escape(&sb, suite);
 	ctq_strbuf_printf(&sb, "\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"0\" time=\"%.6f\">\n",
 			  n, failures, total);
 	for (size_t i = 0; i < n; i++) {
 		const struct ctq_junit_case *c = &cases[i];
 		ctq_strbuf_append(&sb, "  <testcase classname=\"");
-		xml_escape(&sb, c->classname);
+		ctq_junit_xml_escape(&sb, c->classname);
 		ctq_strbuf_append(&sb, "\" name=\"");
-		xml_escape(&sb, c->name);
+		ctq_junit_xml_escape(&sb, c->name);
 		ctq_strbuf_printf(&sb, "\" time=\"%.6f\"", c->time_s);
 		if (!c->failed) {
 			ctq_strbuf_append(&sb, "/>\n");
 			continue;
 		}
 		ctq_strbuf_append(&sb, ">\n    <failure message=\"");
-		xml_escape(&sb, c->message);
+		ctq_junit_xml_escape(&sb, c->message);
 		ctq_strbuf_append(&sb, "\">");
-		xml_escape(&sb, c->message);
+		ctq_junit_xml_escape(&sb, c->message);
 		ctq_strbuf_append(&sb, "</failure>\n  </testcase>\n");
 	}
 	ctq_strbuf_append(&sb, "</testsuite>\n</testsuites>\n");

@@ -1,31 +1,13 @@
 /* ctq JUnit XML of a plan run (see junit_merge.h). */
 #include "results/junit_merge.h"
+#include "core/arena.h"
+#include "results/junit.h"
 #include "core/fileio.h"
 #include "core/strbuf.h"
 #include "results/table.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static void esc(struct ctq_strbuf *sb, const char *s)
-{
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		switch (c) {
-		case '<': ctq_strbuf_append(sb, "&lt;"); break;
-		case '>': ctq_strbuf_append(sb, "&gt;"); break;
-		case '&': ctq_strbuf_append(sb, "&amp;"); break;
-		case '"': ctq_strbuf_append(sb, "&quot;"); break;
-		case '\'': ctq_strbuf_append(sb, "&apos;"); break;
-		default:
-			/* XML 1.0 forbids most control characters. */
-			if (c < 0x20 && c != '\n' && c != '\t' && c != '\r')
-				ctq_strbuf_append(sb, "?");
-			else
-				ctq_strbuf_appendn(sb, (const char *)&c, 1);
-		}
-	}
-}
 
 /* Copies every <testsuite ...>...</testsuite> (or self-closed) element of
  * text into sb, its name attribute prefixed with "id: ". */
@@ -55,7 +37,7 @@ static void copy_suites(struct ctq_strbuf *sb, const char *text, const char *id)
 		if (name && name < tag_end) {
 			name += strlen(" name=\"");
 			ctq_strbuf_appendn(sb, open, (size_t)(name - open));
-			esc(sb, id);
+			ctq_junit_xml_escape(sb, id);
 			ctq_strbuf_append(sb, ": ");
 			ctq_strbuf_appendn(sb, name, (size_t)(end - name));
 		} else {
@@ -86,34 +68,34 @@ static void probe_suite(struct ctq_strbuf *sb, const char *csv, const char *id)
 	for (size_t i = 0; i < t.n_rows; i++)
 		failures += strcmp(ctq_table_get(&t, i, c[7]), "pass") != 0;
 	ctq_strbuf_append(sb, "  <testsuite name=\"");
-	esc(sb, id);
+	ctq_junit_xml_escape(sb, id);
 	ctq_strbuf_printf(sb, ": ctq.probe\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"0\" "
 			      "time=\"0.000000\">\n", t.n_rows, failures);
 	for (size_t i = 0; i < t.n_rows; i++) {
 		ctq_strbuf_append(sb, "    <testcase classname=\"probe.");
-		esc(sb, ctq_table_get(&t, i, c[0]));
+		ctq_junit_xml_escape(sb, ctq_table_get(&t, i, c[0]));
 		ctq_strbuf_append(sb, "\" name=\"");
-		esc(sb, ctq_table_get(&t, i, c[6]));
+		ctq_junit_xml_escape(sb, ctq_table_get(&t, i, c[6]));
 		ctq_strbuf_append(sb, " K=");
-		esc(sb, ctq_table_get(&t, i, c[1]));
+		ctq_junit_xml_escape(sb, ctq_table_get(&t, i, c[1]));
 		ctq_strbuf_append(sb, " N=");
-		esc(sb, ctq_table_get(&t, i, c[2]));
+		ctq_junit_xml_escape(sb, ctq_table_get(&t, i, c[2]));
 		ctq_strbuf_append(sb, " M=");
-		esc(sb, ctq_table_get(&t, i, c[3]));
+		ctq_junit_xml_escape(sb, ctq_table_get(&t, i, c[3]));
 		ctq_strbuf_append(sb, " ");
-		esc(sb, ctq_table_get(&t, i, c[4]));
+		ctq_junit_xml_escape(sb, ctq_table_get(&t, i, c[4]));
 		ctq_strbuf_append(sb, "/");
-		esc(sb, ctq_table_get(&t, i, c[5]));
+		ctq_junit_xml_escape(sb, ctq_table_get(&t, i, c[5]));
 		const char *outcome = ctq_table_get(&t, i, c[7]), *reason = ctq_table_get(&t, i, c[8]);
 		if (!strcmp(outcome, "pass")) {
 			ctq_strbuf_append(sb, "\" time=\"0.000000\"/>\n");
 			continue;
 		}
 		ctq_strbuf_append(sb, "\" time=\"0.000000\">\n      <failure message=\"");
-		esc(sb, outcome);
+		ctq_junit_xml_escape(sb, outcome);
 		if (reason[0]) {
 			ctq_strbuf_append(sb, ": ");
-			esc(sb, reason);
+			ctq_junit_xml_escape(sb, reason);
 		}
 		ctq_strbuf_append(sb, "\"/>\n    </testcase>\n");
 	}
@@ -136,23 +118,23 @@ enum ctq_status ctq_junit_merge(const char *path, const char *name, const char *
 	struct ctq_strbuf sb;
 	ctq_strbuf_init(&sb);
 	ctq_strbuf_append(&sb, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"");
-	esc(&sb, name);
+	ctq_junit_xml_escape(&sb, name);
 	ctq_strbuf_append(&sb, "\">\n  <testsuite name=\"ctq.run\"");
 	ctq_strbuf_printf(&sb, " tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"%zu\" time=\"%.6f\">\n",
 			  n, failures, errors, skipped, total);
 	if (verdict) {
 		ctq_strbuf_append(&sb, "    <properties>\n      <property name=\"verdict\" value=\"");
-		esc(&sb, verdict);
+		ctq_junit_xml_escape(&sb, verdict);
 		ctq_strbuf_append(&sb, "\"/>\n    </properties>\n");
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct ctq_junit_step *s = &steps[i];
 		ctq_strbuf_append(&sb, "    <testcase classname=\"ctq.run.");
-		esc(&sb, name);
+		ctq_junit_xml_escape(&sb, name);
 		ctq_strbuf_append(&sb, "\" name=\"");
-		esc(&sb, s->id);
+		ctq_junit_xml_escape(&sb, s->id);
 		ctq_strbuf_append(&sb, " (");
-		esc(&sb, s->command);
+		ctq_junit_xml_escape(&sb, s->command);
 		ctq_strbuf_printf(&sb, ")\" time=\"%.6f\"", s->time_s);
 		const char *tag = !strcmp(s->status, "failed")  ? "failure"
 				  : !strcmp(s->status, "error")   ? "error"
@@ -163,13 +145,13 @@ enum ctq_status ctq_junit_merge(const char *path, const char *name, const char *
 			continue;
 		}
 		ctq_strbuf_printf(&sb, ">\n      <%s message=\"", tag);
-		esc(&sb, s->message ? s->message : s->status);
+		ctq_junit_xml_escape(&sb, s->message ? s->message : s->status);
 		if (!strcmp(tag, "skipped")) {
 			ctq_strbuf_append(&sb, "\"/>\n    </testcase>\n");
 			continue;
 		}
 		ctq_strbuf_append(&sb, "\">");
-		esc(&sb, s->message ? s->message : s->status);
+		ctq_junit_xml_escape(&sb, s->message ? s->message : s->status);
 		ctq_strbuf_printf(&sb, "</%s>\n    </testcase>\n", tag);
 	}
 	ctq_strbuf_append(&sb, "  </testsuite>\n");
@@ -183,7 +165,7 @@ enum ctq_status ctq_junit_merge(const char *path, const char *name, const char *
 		if (ctq_file_read(steps[i].junit_path, (size_t)256 << 20, &text, &len, NULL))
 			continue;
 		copy_suites(&sb, text, steps[i].id);
-		free(text);
+		ctq_free(text);
 	}
 	ctq_strbuf_append(&sb, "</testsuites>\n");
 	enum ctq_status st;

@@ -1,5 +1,6 @@
 /* ctq plots (see plot.h). */
 #include "results/plot.h"
+#include "core/arena.h"
 #include "core/fileio.h"
 
 #include <fcntl.h>
@@ -159,7 +160,7 @@ enum ctq_status ctq_base64_file(const char *path, struct ctq_strbuf *out, struct
 		quad[3] = i + 2 < n ? tab[v & 63] : '=';
 		ctq_strbuf_appendn(out, quad, 4);
 	}
-	free(data);
+	ctq_free(data);
 	if (out->oom)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, path, "out of memory");
 	return CTQ_OK;

@@ -1,6 +1,7 @@
 /* ctq run directory and manifest (see run.h). */
 #define _GNU_SOURCE
 #include "results/run.h"
+#include "core/arena.h"
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/version.h"
@@ -295,12 +296,12 @@ static enum ctq_status final_names(const char *dir, const char *from, const char
 		for (const char *c = text; (c = strstr(c, from)); c += nf)
 			hits++;
 		if (!hits || memchr(text, '\0', n)) {
-			free(text);
+			ctq_free(text);
 			continue;
 		}
-		char *out = malloc(n + hits * nt + 1), *w = out;
+		char *out = ctq_malloc(n + hits * nt + 1), *w = out;
 		if (!out) {
-			free(text);
+			ctq_free(text);
 			st = ctq_error_set(err, CTQ_ERR_NOMEM, path, "out of memory");
 			break;
 		}
@@ -316,8 +317,8 @@ static enum ctq_status final_names(const char *dir, const char *from, const char
 			w += nt;
 		}
 		st = ctq_file_write_atomic(path, out, (size_t)(w - out), err);
-		free(out);
-		free(text);
+		ctq_free(out);
+		ctq_free(text);
 	}
 	closedir(d);
 	return st;
@@ -342,7 +343,7 @@ enum ctq_status ctq_run_commit(struct ctq_run *run, struct ctq_error *err)
 	enum ctq_status st = ctq_file_write_atomic(
 		ctq_run_path(run, "manifest.json", path, sizeof path), text,
 		strlen(text), err);
-	free(text);
+	ctq_free(text);
 	if (!st)
 		st = final_names(run->tmp_dir, run->tmp_dir, run->final_dir, 0, err);
 	if (!st)

@@ -1,5 +1,6 @@
 /* ctq CSV reader (see table.h). */
 #include "results/table.h"
+#include "core/arena.h"
 #include "core/fileio.h"
 
 #include <csv.h>
@@ -42,7 +43,7 @@ static void on_field(void *data, size_t len, void *ctx)
 	}
 	if (p->n_row == p->cap_row) {
 		size_t cap = p->cap_row ? 2 * p->cap_row : 16;
-		char **r = realloc(p->row, cap * sizeof *r);
+		char **r = ctq_realloc(p->row, cap * sizeof *r);
 		if (!r) {
 			p->st = ctq_error_set(p->err, CTQ_ERR_NOMEM, p->name, "out of memory");
 			return;
@@ -50,7 +51,7 @@ static void on_field(void *data, size_t len, void *ctx)
 		p->row = r;
 		p->cap_row = cap;
 	}
-	char *s = malloc(len + 1);
+	char *s = ctq_malloc(len + 1);
 	if (!s) {
 		p->st = ctq_error_set(p->err, CTQ_ERR_NOMEM, p->name, "out of memory");
 		return;
@@ -64,7 +65,7 @@ static void on_field(void *data, size_t len, void *ctx)
 static void drop_row(struct parse_state *p)
 {
 	for (size_t i = 0; i < p->n_row; i++)
-		free(p->row[i]);
+		ctq_free(p->row[i]);
 	p->n_row = 0;
 }
 
@@ -96,7 +97,7 @@ static void on_row(int c, void *ctx)
 	}
 	if ((t->n_rows + 1) * t->n_cols > p->cap_cells) {
 		size_t cap = p->cap_cells ? 2 * p->cap_cells : 64 * t->n_cols;
-		char **cells = realloc(t->cells, cap * sizeof *cells);
+		char **cells = ctq_realloc(t->cells, cap * sizeof *cells);
 		if (!cells) {
 			p->st = ctq_error_set(p->err, CTQ_ERR_NOMEM, p->name, "out of memory");
 			drop_row(p);
@@ -143,7 +144,7 @@ enum ctq_status ctq_table_parse(struct ctq_table *t, const char *text, size_t le
 	}
 	csv_free(&cp);
 	drop_row(&p);
-	free(p.row);
+	ctq_free(p.row);
 	if (!p.st && !t->header)
 		p.st = ctq_error_set(err, CTQ_ERR_PARSE, name, "empty file: no header row");
 	if (p.st)
@@ -160,7 +161,7 @@ enum ctq_status ctq_table_load(struct ctq_table *t, const char *path, struct ctq
 	if (st)
 		return st;
 	st = ctq_table_parse(t, text, len, path, err);
-	free(text);
+	ctq_free(text);
 	return st;
 }
 
@@ -194,10 +195,10 @@ void ctq_table_free(struct ctq_table *t)
 	if (!t)
 		return;
 	for (size_t i = 0; i < t->n_cols; i++)
-		free(t->header ? t->header[i] : NULL);
+		ctq_free(t->header ? t->header[i] : NULL);
 	for (size_t i = 0; i < t->n_rows * t->n_cols; i++)
-		free(t->cells[i]);
-	free(t->header);
-	free(t->cells);
+		ctq_free(t->cells[i]);
+	ctq_free(t->header);
+	ctq_free(t->cells);
 	memset(t, 0, sizeof *t);
 }

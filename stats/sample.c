@@ -1,5 +1,6 @@
 /* ctq timing statistics (see mwu.h). */
 #include "stats/sample.h"
+#include "core/arena.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -12,6 +13,13 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+double ctq_median(const double *v, size_t n)
+{
+	if (!n)
+		return NAN;
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 enum ctq_status ctq_sample_summarize(const double *x, size_t n,
 				     struct ctq_sample_summary *s,
 				     struct ctq_error *err)
@@ -20,14 +28,14 @@ enum ctq_status ctq_sample_summarize(const double *x, size_t n,
 					 .mean = NAN, .stddev = NAN, .cv = NAN};
 	if (!n)
 		return CTQ_OK;
-	double *v = malloc(n * sizeof *v); /* (n) sorted copy */
+	double *v = ctq_malloc(n * sizeof *v); /* (n) sorted copy */
 	if (!v)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "summary", "out of memory");
 	memcpy(v, x, n * sizeof *v);
 	qsort(v, n, sizeof *v, cmp_double);
 	s->min = v[0];
 	s->max = v[n - 1];
-	s->median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+	s->median = ctq_median(v, n);
 	double sum = 0;
 	for (size_t i = 0; i < n; i++)
 		sum += v[i];
@@ -37,7 +45,7 @@ enum ctq_status ctq_sample_summarize(const double *x, size_t n,
 		ss += (v[i] - s->mean) * (v[i] - s->mean);
 	s->stddev = n > 1 ? sqrt(ss / (double)(n - 1)) : 0.0;
 	s->cv = n < 2 ? 0.0 : s->mean != 0.0 ? s->stddev / fabs(s->mean) : INFINITY;
-	free(v);
+	ctq_free(v);
 	return CTQ_OK;
 }
 
@@ -91,7 +99,7 @@ static enum ctq_status exact_sf(size_t m, size_t n, double u, int64_t total, dou
 				struct ctq_error *err)
 {
 	size_t deg = m * n;
-	int64_t *c = calloc(deg + 1, sizeof *c); /* (deg + 1) counts by U */
+	int64_t *c = ctq_calloc(deg + 1, sizeof *c); /* (deg + 1) counts by U */
 	if (!c)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "mann-whitney", "out of memory");
 	c[0] = 1;
@@ -113,7 +121,7 @@ static enum ctq_status exact_sf(size_t m, size_t n, double u, int64_t total, dou
 	size_t start = u <= 0 ? 0 : (size_t)ceil(u);
 	for (size_t k = start; k <= deg; k++)
 		tail += c[k];
-	free(c);
+	ctq_free(c);
 	*p = (double)tail / (double)total;
 	return CTQ_OK;
 }
@@ -126,13 +134,13 @@ enum ctq_status ctq_mwu_test(const double *x, size_t n1, const double *y, size_t
 		return ctq_error_set(err, CTQ_ERR_USAGE, "mann-whitney", "a sample is empty (%zu, %zu values)",
 				     n1, n2);
 	size_t n = n1 + n2;
-	struct ranked *r = malloc(n * sizeof *r); /* (n) pooled values */
+	struct ranked *r = ctq_malloc(n * sizeof *r); /* (n) pooled values */
 	if (!r)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "mann-whitney", "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		r[i] = i < n1 ? (struct ranked){x[i], 1} : (struct ranked){y[i - n1], 0};
 		if (isnan(r[i].v)) {
-			free(r);
+			ctq_free(r);
 			return ctq_error_set(err, CTQ_ERR_USAGE, "mann-whitney", "a sample holds NaN");
 		}
 	}
@@ -152,7 +160,7 @@ enum ctq_status ctq_mwu_test(const double *x, size_t n1, const double *y, size_t
 				r1 += rank;
 		i = j + 1;
 	}
-	free(r);
+	ctq_free(r);
 	double nn1 = (double)n1, nn2 = (double)n2, nn = (double)n;
 	out->u1 = r1 - nn1 * (nn1 + 1.0) / 2.0;
 	double u = fmax(out->u1, nn1 * nn2 - out->u1);

@@ -33,6 +33,11 @@ struct ctq_sample_summary {
 	double cv;     /* stddev / |mean|; 0 when n < 2, +inf when mean == 0 */
 };
 
+/* The median of v (n values, sorted ascending, borrowed): the middle value,
+ * or the mean of the two middle values when n is even; NaN when n == 0.
+ * The one median of ctq: summaries, benchmarks and reports call it. */
+double ctq_median(const double *v, size_t n);
+
 /* Summarizes x (n values, borrowed, not modified). NOMEM on failure. An
  * empty sample gives n = 0 and NaN everywhere else. */
 enum ctq_status ctq_sample_summarize(const double *x, size_t n,

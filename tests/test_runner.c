@@ -14,6 +14,7 @@
 
 #include "core/fileio.h"
 #include "core/json.h"
+#include "backend/tp.h"
 #include "model/runner.h"
 #include "checkpoint/quantize.h"
 #include "checkpoint/synth.h"

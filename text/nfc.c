@@ -5,6 +5,7 @@
  * decomposed and composed algorithmically. */
 #include "text/tokenizer.h"
 #include "core/arena.h"
+#include "core/utf8.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -198,55 +199,6 @@ static bool reorder_run(struct cps *c, size_t lo, size_t hi)
 	return true;
 }
 
-static size_t utf8_put(char *dst, uint32_t cp)
-{
-	if (cp < 0x80) {
-		dst[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		dst[0] = (char)(0xC0 | (cp >> 6));
-		dst[1] = (char)(0x80 | (cp & 0x3F));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		dst[0] = (char)(0xE0 | (cp >> 12));
-		dst[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		dst[2] = (char)(0x80 | (cp & 0x3F));
-		return 3;
-	}
-	dst[0] = (char)(0xF0 | (cp >> 18));
-	dst[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-	dst[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-	dst[3] = (char)(0x80 | (cp & 0x3F));
-	return 4;
-}
-
-/* Decodes one code point of valid UTF-8 at s[*i], advancing *i. */
-static uint32_t utf8_next(const unsigned char *s, size_t *i)
-{
-	uint32_t c = s[*i];
-	if (c < 0x80) {
-		*i += 1;
-		return c;
-	}
-	if (c < 0xE0) {
-		uint32_t cp = ((c & 0x1F) << 6) | (s[*i + 1] & 0x3F);
-		*i += 2;
-		return cp;
-	}
-	if (c < 0xF0) {
-		uint32_t cp = ((c & 0x0F) << 12) | ((uint32_t)(s[*i + 1] & 0x3F) << 6) |
-			      (s[*i + 2] & 0x3F);
-		*i += 3;
-		return cp;
-	}
-	uint32_t cp = ((c & 0x07) << 18) | ((uint32_t)(s[*i + 1] & 0x3F) << 12) |
-		      ((uint32_t)(s[*i + 2] & 0x3F) << 6) | (s[*i + 3] & 0x3F);
-	*i += 4;
-	return cp;
-}
-
 /* UAX #15 quick check: true when text is certainly NFC already (every
  * character NFC_Quick_Check=Yes, combining classes in canonical order). Code
  * points below U+0300 (lead bytes below 0xCC) always pass. */
@@ -259,7 +211,9 @@ static bool is_nfc_quick(const unsigned char *s, size_t len)
 			i += s[i] < 0x80 ? 1 : 2;
 			continue;
 		}
-		uint32_t cp = utf8_next(s, &i);
+		size_t n;
+		uint32_t cp = ctq_utf8_decode(s + i, &n);
+		i += n;
 		uint8_t ccc = ccc_of(cp);
 		if ((ccc && last > ccc) || qc_not_yes(cp))
 			return false;
@@ -286,8 +240,8 @@ enum ctq_status ctq_tokenizer_nfc(const char *text, size_t len, char **out,
 	}
 
 	struct cps c = {0};
-	for (size_t i = 0; i < len && !c.oom;)
-		decompose(&c, utf8_next(s, &i), 0);
+	for (size_t i = 0, n; i < len && !c.oom; i += n)
+		decompose(&c, ctq_utf8_decode(s + i, &n), 0);
 	bool ok = !c.oom;
 	for (size_t i = 0; ok && i < c.n;) {
 		if (c.ccc[i] == 0) {
@@ -336,7 +290,7 @@ enum ctq_status ctq_tokenizer_nfc(const char *text, size_t len, char **out,
 	}
 	size_t k = 0;
 	for (size_t i = 0; i < n_out; i++)
-		k += utf8_put(dst + k, c.v[i]);
+		k += ctq_utf8_encode(dst + k, c.v[i]);
 	dst[k] = '\0';
 	free(c.v);
 	free(c.ccc);

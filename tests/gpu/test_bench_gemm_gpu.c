@@ -1,7 +1,7 @@
 /* `ctq bench gemm` on a GPU (make test-gpu, one worker): two small shapes
  * (one with K not a multiple of 16 and N not a tile multiple) at three M,
  * every ctq output checked bit-exact against the reference and every
- * implementation timed; and the driver's rotation (bench/gemm_cuda.h):
+ * implementation timed; and the driver's rotation (kernels/gemm_timing.h):
  * graphs hold whole cycles of the requested copies and last at least
  * min_graph_us. */
 #include <criterion/criterion.h>
@@ -12,7 +12,7 @@
 
 #include "core/fileio.h"
 #include "harness/commands.h"
-#include "bench/gemm_cuda.h"
+#include "kernels/gemm_timing.h"
 #include "bench/gemm.h"
 #include "reports/report.h"
 

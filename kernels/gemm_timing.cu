@@ -8,7 +8,7 @@
 
 #include <cublasLt.h>
 
-#include "bench/gemm_cuda.h"
+#include "kernels/gemm_timing.h"
 #include "kernels/cuda_check.h"
 #include "kernels/kernels.h"
 

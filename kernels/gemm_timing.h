@@ -1,4 +1,4 @@
-/* ctq GEMM benchmark driver (bench/gemm_cuda.cu): runs and times, side by
+/* ctq GEMM benchmark driver (kernels/gemm_timing.cu): runs and times, side by
  * side on one device, ctq's W8A8 path (kernels/kernels.h) and the cuBLAS
  * baselines for one (M, N, K) point at a time. C API; no CUDA types.
  *
@@ -14,8 +14,8 @@
  * What it is not: the metrics, the reference check or the CSV (those are
  * bench/gemm.h, host C); nothing here prints.
  */
-#ifndef CTQ_BENCH_GEMM_CUDA_H
-#define CTQ_BENCH_GEMM_CUDA_H
+#ifndef CTQ_KERNELS_GEMM_TIMING_H
+#define CTQ_KERNELS_GEMM_TIMING_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,0 +1,58 @@
+/* ctq dispatch knobs: the environment variables that steer kernel choice
+ * for tuning and debugging, each read once, validated, and recorded in the
+ * run manifest (results/env.c). The one place that reads them: kernels and
+ * backends take the struct, never getenv.
+ *
+ * What it is not: configuration. A run's meaning comes from its flags and
+ * files; these only pick among implementations that must agree (or, for
+ * CTQ_SANITIZE_MEMSET_CUBLAS, help a sanitizer). */
+#ifndef CTQ_BACKEND_KNOBS_H
+#define CTQ_BACKEND_KNOBS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cJSON cJSON;
+
+/* Flags are on when the variable is set (to any value, "" included), as
+ * before this struct existed; numbers must be decimal integers in range
+ * (unset or "" keeps the default). */
+struct ctq_knobs {
+	bool no_sm90;                /* CTQ_NO_SM90: never take the Hopper GEMM */
+	int sm90_tile;               /* CTQ_SM90_TILE: forced sm90 tile, -1 = pick by shape */
+	int64_t gemv_max_m;          /* CTQ_GEMV_MAX_M: largest M for the W8A8 GEMV where
+				      * the sm90 kernel exists (default 1) */
+	bool attention_simple;       /* CTQ_ATTENTION_SIMPLE: per-token attention kernel only */
+	bool attention_no_mma;       /* CTQ_ATTENTION_NO_MMA: no tensor-core prefill */
+	bool attention_no_gqa;       /* CTQ_ATTENTION_GQA: no chunked GQA decode kernel */
+	bool no_gemv_bf16;           /* CTQ_NO_GEMV_BF16: BF16 linears through cuBLAS only */
+	bool sanitize_memset_cublas; /* CTQ_SANITIZE_MEMSET_CUBLAS: zero cuBLAS outputs
+				      * first (compute-sanitizer initcheck) */
+};
+
+/* The knobs, read from the environment on the first call (thread-safe);
+ * never NULL. An invalid value is replaced by its default here and
+ * reported by ctq_knobs_check. */
+const struct ctq_knobs *ctq_knobs(void);
+
+/* CTQ_OK, or a usage error naming the first invalid variable and its value
+ * (e.g. "CTQ_GEMV_MAX_M": "is \"abc\"; expected an integer 0..2^62").
+ * Backends and launchers call it before they dispatch. */
+enum ctq_status ctq_knobs_check(struct ctq_error *err);
+
+/* Adds "knobs" to obj: every variable by name, its value as set (a string)
+ * or null when unset, and "invalid" with the check's message when a value
+ * was rejected. */
+void ctq_knobs_to_json(cJSON *obj);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

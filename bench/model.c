@@ -1,0 +1,293 @@
+/* ctq bench model, the engine (bench/model.h). */
+#define _GNU_SOURCE
+#include "bench/model.h"
+#include "core/arena.h"
+#include "core/fileio.h"
+#include "core/rng.h"
+#include "core/time.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, long n)
+{
+	if (n <= 0)
+		return NAN;
+	qsort(v, (size_t)n, sizeof *v, cmp_double);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Fraction of the checkpoint's tensor files resident in the page cache
+ * (mincore over a read-only mapping), so load times say cold or warm. */
+static double page_cache_fraction(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return NAN;
+	size_t pages = 0, resident = 0;
+	long ps = sysconf(_SC_PAGESIZE);
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		if (n < 12 || strcmp(e->d_name + n - 12, ".safetensors"))
+			continue;
+		char path[4096];
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		int fd;
+		struct stat sb;
+		if (ctq_file_open_regular(path, "a .safetensors file", &fd, &sb, NULL))
+			continue;
+		if (sb.st_size == 0) {
+			close(fd);
+			continue;
+		}
+		void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
+		close(fd);
+		if (m == MAP_FAILED)
+			continue;
+		size_t np = ((size_t)sb.st_size + (size_t)ps - 1) / (size_t)ps;
+		unsigned char *vec = malloc(np);
+		if (vec && mincore(m, (size_t)sb.st_size, vec) == 0)
+			for (size_t i = 0; i < np; i++)
+				resident += vec[i] & 1;
+		pages += np;
+		free(vec);
+		munmap(m, (size_t)sb.st_size);
+	}
+	closedir(d);
+	return pages ? (double)resident / (double)pages : NAN;
+}
+
+/* One timed run: prefill batch x len tokens, then out_len - 1 decode steps. */
+/* One forward pass on one runner or on the tp ranks r[0..tp-1]. */
+static enum ctq_status fwd(struct ctq_runner *r, int tp, const int32_t *ids, const int32_t *slot,
+			   const int32_t *pos, int64_t T, const int64_t *rows, int64_t n_rows,
+			   float *logits, struct ctq_error *err)
+{
+	return tp > 1 ? ctq_runner_tp_forward(r, tp, ids, slot, pos, T, rows, n_rows, logits, err)
+		      : ctq_runner_forward(r, ids, slot, pos, T, rows, n_rows, logits, err);
+}
+
+static enum ctq_status run_once(struct ctq_runner *r, int tp, long batch, long len, long out_len,
+				struct ctq_rng *rng, double *ttft, double *steps,
+				struct ctq_error *err)
+{
+	const int64_t V = r->cfg.vocab, T = batch * len;
+	int32_t *ids = malloc((size_t)T * 4), *slot = malloc((size_t)T * 4), *pos = malloc((size_t)T * 4);
+	int64_t *rows = malloc((size_t)batch * 8), *local = malloc((size_t)batch * 8);
+	float *logits = malloc((size_t)(batch * V) * 4);
+	enum ctq_status st = CTQ_OK;
+	if (!ids || !slot || !pos || !rows || !local || !logits) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench", "out of memory");
+		goto done;
+	}
+	for (long s = 0; s < batch; s++)
+		for (long i = 0; i < len; i++) {
+			ids[s * len + i] = (int32_t)ctq_rng_below(rng, (uint64_t)V);
+			slot[s * len + i] = (int32_t)s;
+			pos[s * len + i] = (int32_t)i;
+		}
+	double t0 = ctq_now_s();
+	for (int64_t off = 0; off < T && !st;) {
+		/* Whole sequences per call, as many as fit in max_tokens. */
+		int64_t per = r->opt.max_tokens / len;
+		if (per < 1) {
+			st = ctq_error_set(err, CTQ_ERR_USAGE, "--input-len",
+					   "%ld exceeds the runner's %lld tokens per call", len,
+					   (long long)r->opt.max_tokens);
+			break;
+		}
+		int64_t nseq = (T - off) / len < per ? (T - off) / len : per;
+		for (int64_t s = 0; s < nseq; s++)
+			local[s] = s * len + len - 1;
+		st = fwd(r, tp, ids + off, slot + off, pos + off, nseq * len, local, nseq,
+			 logits + (off / len) * V, err);
+		off += nseq * len;
+	}
+	*ttft = ctq_now_s() - t0;
+	for (long step = 1; step < out_len && !st; step++) {
+		for (long s = 0; s < batch; s++) {
+			ids[s] = ctq_argmax(logits + s * V, V);
+			slot[s] = (int32_t)s;
+			pos[s] = (int32_t)(len + step - 1);
+			rows[s] = s;
+		}
+		double t1 = ctq_now_s();
+		st = fwd(r, tp, ids, slot, pos, batch, rows, batch, logits, err);
+		steps[step - 1] = ctq_now_s() - t1;
+	}
+done:
+	free(ids), free(slot), free(pos), free(rows), free(local), free(logits);
+	return st;
+}
+
+enum ctq_status ctq_bench_model_open(struct ctq_bench_model *m, const struct ctq_bench_model_options *o,
+				     const char *model, struct ctq_error *err)
+{
+	memset(m, 0, sizeof *m);
+	m->o = o;
+	m->model = model;
+	long max_b = 1, max_l = 1;
+	for (int i = 0; i < o->n_b; i++)
+		max_b = o->batches[i] > max_b ? o->batches[i] : max_b;
+	for (int i = 0; i < o->n_l; i++)
+		max_l = o->lens[i] > max_l ? o->lens[i] : max_l;
+	m->max_b = max_b;
+	const int tp = (int)o->tp;
+	struct ctq_backend *const b0 = &m->bk[0];
+	struct ctq_runner *const r0 = &m->rk[0];
+	enum ctq_status st;
+	m->steps = ctq_malloc((size_t)o->out_len * sizeof *m->steps);
+	m->samples = ctq_malloc((size_t)o->reps * 3 * sizeof *m->samples);
+	if (!m->steps || !m->samples)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "bench", "out of memory");
+	if ((st = ctq_backend_open_tp(m->bk, o->backend, tp, CTQ_ACT_NUMERICS_CTQ, &m->group, err)))
+		return st;
+	struct ctq_runner_options *opt = &m->opt;
+	*opt = (struct ctq_runner_options){
+		.max_slots = max_b, .max_len = max_l + o->out_len,
+		.max_tokens = max_l > 8192 ? max_l : (max_b * max_l < 8192 ? max_b * max_l : 8192),
+		.tp = tp, .group = m->group};
+	if (opt->max_tokens < max_b)
+		opt->max_tokens = max_b;
+	m->mem = b0->ops->mem_info && !b0->ops->mem_info(b0, &m->free0, &m->total, err);
+	m->cached = page_cache_fraction(model);
+	double tl = ctq_now_s();
+	for (int k = 0; k < tp; k++) {
+		opt->rank = k;
+		if ((st = ctq_runner_load(&m->rk[k], &m->bk[k], model, opt, err)))
+			return st;
+	}
+	opt->rank = 0;
+	m->load_s = ctq_now_s() - tl;
+	if (m->mem && (st = b0->ops->mem_info(b0, &m->free1, &m->total, err)))
+		return st;
+	m->min_free = m->free1;
+	const struct ctq_model_config *c = &r0->cfg;
+	m->kv_tok = (uint64_t)(2 * c->layers * c->kv_heads * c->head_dim) * b0->ops->act_bytes;
+	/* Rank 0 holds its share of the KV heads. */
+	m->kv_tok_rank = tp > 1 ? (uint64_t)(2 * c->layers * r0->kv_local * c->head_dim) * b0->ops->act_bytes
+				: m->kv_tok;
+	for (int k = 0; k < tp; k++)
+		m->weight_bytes += m->rk[k].weight_bytes;
+	b0->ops->describe(b0, m->device, sizeof m->device);
+	if (tp > 1) {
+		size_t dl = strlen(m->device);
+		snprintf(m->device + dl, sizeof m->device - dl, " x %d ranks (tp %d, %s)", tp, tp,
+			 !strcmp(o->backend, "cuda") ? "NCCL" : "in-process");
+	}
+	return CTQ_OK;
+}
+
+static void csv_row(const struct ctq_bench_model *m, const char *role, const struct ctq_bench_model_sample *x,
+		    struct ctq_csv *w)
+{
+	ctq_csv_field(w, role);
+	ctq_csv_field(w, m->model);
+	ctq_csv_field(w, m->o->backend);
+	ctq_csv_fieldf(w, "%ld", x->batch);
+	ctq_csv_fieldf(w, "%ld", x->len);
+	ctq_csv_fieldf(w, "%ld", m->o->out_len);
+	ctq_csv_fieldf(w, "%ld", x->rep);
+	ctq_csv_fieldf(w, "%.6f", x->ttft_s * 1e3);
+	ctq_csv_fieldf(w, "%.3f", x->prefill_tps);
+	ctq_csv_fieldf(w, "%.6f", x->mean_s * 1e3);
+	ctq_csv_fieldf(w, "%.3f", x->decode_tps);
+	ctq_csv_fieldf(w, "%.6f", x->p50_s * 1e3);
+	ctq_csv_fieldf(w, "%.6f", x->p99_s * 1e3);
+	ctq_csv_fieldf(w, "%llu", (unsigned long long)m->weight_bytes);
+	ctq_csv_fieldf(w, "%llu", (unsigned long long)m->kv_tok);
+	if (m->mem) {
+		ctq_csv_fieldf(w, "%llu", (unsigned long long)(m->total - m->free1));
+		ctq_csv_fieldf(w, "%llu", (unsigned long long)(m->total - m->min_free));
+	} else {
+		ctq_csv_field(w, "");
+		ctq_csv_field(w, "");
+	}
+	ctq_csv_end_row(w);
+}
+
+/* The warmup and timed runs of one (batch, len); the medians into cl. */
+static enum ctq_status measure_cell(struct ctq_bench_model *m, const char *role, long batch, long len,
+				    struct ctq_csv *csv, struct ctq_bench_model_cell *cl,
+				    ctq_bench_model_sample_fn on_sample, void *ctx, struct ctq_error *err)
+{
+	const struct ctq_bench_model_options *o = m->o;
+	struct ctq_backend *const b0 = &m->bk[0];
+	double *steps = m->steps, *samples = m->samples;
+	enum ctq_status st = CTQ_OK;
+	struct ctq_rng rng;
+	ctq_rng_seed(&rng, (uint64_t)o->seed);
+	long nrep = 0;
+	for (long rep = -o->warmup; rep < o->reps && !st; rep++) {
+		double ttft = 0;
+		if ((st = run_once(m->rk, (int)o->tp, batch, len, o->out_len, &rng, &ttft, steps, err)))
+			break;
+		size_t fr = 0, tot = 0;
+		if (m->mem && !b0->ops->mem_info(b0, &fr, &tot, err) && fr < m->min_free)
+			m->min_free = fr;
+		if (rep < 0)
+			continue;
+		long ns = o->out_len - 1;
+		double sum = 0;
+		for (long s = 0; s < ns; s++)
+			sum += steps[s];
+		struct ctq_bench_model_sample x = {.batch = batch, .len = len, .rep = rep, .ttft_s = ttft};
+		x.mean_s = ns > 0 ? sum / (double)ns : NAN;
+		x.p50_s = ns > 0 ? median(steps, ns) : NAN; /* sorts steps */
+		x.p99_s = ns > 0 ? steps[(long)floor(0.99 * (double)(ns - 1))] : NAN;
+		x.prefill_tps = (double)(batch * len) / ttft;
+		x.decode_tps = (double)batch / x.mean_s;
+		samples[nrep] = ttft * 1e3;
+		samples[o->reps + nrep] = x.prefill_tps;
+		samples[2 * o->reps + nrep] = x.decode_tps;
+		nrep++;
+		if (on_sample)
+			on_sample(ctx, &x);
+		csv_row(m, role, &x, csv);
+	}
+	if (st)
+		return st;
+	cl->ttft_ms = median(samples, nrep);
+	cl->prefill_tps = median(samples + o->reps, nrep);
+	cl->decode_tps = median(samples + 2 * o->reps, nrep);
+	return CTQ_OK;
+}
+
+enum ctq_status ctq_bench_model_measure(struct ctq_bench_model *m, const char *role, struct ctq_csv *csv,
+					struct ctq_bench_model_cell *cells, ctq_bench_model_sample_fn on_sample,
+					void *ctx, struct ctq_error *err)
+{
+	const struct ctq_bench_model_options *o = m->o;
+	enum ctq_status st = CTQ_OK;
+	for (int bi = 0; bi < o->n_b && !st; bi++)
+		for (int li = 0; li < o->n_l && !st; li++)
+			st = measure_cell(m, role, o->batches[bi], o->lens[li], csv, &cells[bi * o->n_l + li],
+					  on_sample, ctx, err);
+	return st;
+}
+
+void ctq_bench_model_close(struct ctq_bench_model *m)
+{
+	if (!m)
+		return;
+	free(m->steps);
+	free(m->samples);
+	for (int k = 0; m->o && k < m->o->tp; k++)
+		ctq_runner_free(&m->rk[k]);
+	ctq_backend_close_tp(m->bk, m->o ? (int)m->o->tp : 0, m->group);
+	memset(m, 0, sizeof *m);
+}

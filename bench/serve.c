@@ -1,0 +1,216 @@
+/* ctq bench serve, the engine (bench/serve.h): the workload from the seed,
+ * the scheduler run, and the per-request and summary measurements. Time is
+ * wall clock on CLOCK_MONOTONIC; the queue wait counts in a request's
+ * latency and TTFT. */
+#include "bench/serve.h"
+#include "core/arena.h"
+#include "core/rng.h"
+#include "core/time.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Percentile q (0..1) of v (n, sorted), linear interpolation between ranks. */
+static double pct(const double *v, size_t n, double q)
+{
+	if (!n)
+		return NAN;
+	double at = q * (double)(n - 1);
+	size_t i = (size_t)floor(at);
+	if (i + 1 >= n)
+		return v[n - 1];
+	return v[i] + (at - (double)i) * (v[i + 1] - v[i]);
+}
+
+/* Prompts and arrival times, from the seed alone. */
+static void workload(struct ctq_bench_serve *s, int64_t V)
+{
+	const struct ctq_bench_serve_options *o = &s->o;
+	struct ctq_rng rng;
+	ctq_rng_seed(&rng, (uint64_t)o->seed);
+	double t_arr = 0;
+	for (long i = 0; i < o->requests; i++) {
+		struct ctq_sched_req *x = &s->q[i];
+		x->prompt = s->prompts + i * o->input_len;
+		x->out = s->outs + i * o->output_len;
+		for (long t = 0; t < o->input_len; t++)
+			x->prompt[t] = (int32_t)ctq_rng_below(&rng, (uint64_t)V);
+		if (o->rate > 0) {
+			t_arr += -log(1.0 - ctq_rng_uniform(&rng)) / o->rate;
+			x->arrival = t_arr;
+		}
+		x->slot = -1;
+	}
+}
+
+enum ctq_status ctq_bench_serve_open(struct ctq_bench_serve *s, const struct ctq_bench_serve_options *o,
+				     struct ctq_error *err)
+{
+	memset(s, 0, sizeof *s);
+	s->o = *o;
+	const long n_req = o->requests;
+	const int tp = (int)o->tp;
+	enum ctq_status st;
+	s->q = calloc((size_t)n_req, sizeof *s->q);
+	s->prompts = ctq_malloc((size_t)(n_req * o->input_len) * 4);
+	s->outs = ctq_malloc((size_t)(n_req * o->output_len) * 4);
+	s->tmp = ctq_malloc((size_t)n_req * sizeof *s->tmp);
+	if (!s->q || !s->prompts || !s->outs || !s->tmp)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "bench serve", "out of memory");
+	if ((st = ctq_backend_open_tp(s->bk, o->backend, tp, CTQ_ACT_NUMERICS_CTQ, &s->group, err)))
+		return st;
+	double t_load = ctq_now_s();
+	for (int k = 0; k < tp; k++) {
+		struct ctq_runner_options opt = {.max_slots = o->max_batch, .max_len = o->cache_len,
+						 .max_tokens = o->max_tokens, .tp = tp, .rank = k,
+						 .group = s->group};
+		if ((st = ctq_runner_load(&s->rk[k], &s->bk[k], o->model, &opt, err)))
+			return st;
+	}
+	s->load_s = ctq_now_s() - t_load;
+	const int64_t V = s->rk[0].cfg.vocab;
+	struct ctq_sched_options so = {.max_batch = o->max_batch, .input_len = o->input_len,
+				       .output_len = o->output_len, .max_tokens = o->max_tokens,
+				       .concurrency = o->concurrency, .rate = o->rate};
+	if ((st = ctq_sched_init(&s->sched, &so, V, err)))
+		return st;
+	workload(s, V);
+	struct ctq_backend *b0 = &s->bk[0];
+	b0->ops->describe(b0, s->device, sizeof s->device);
+	if (tp > 1) {
+		size_t dl = strlen(s->device);
+		snprintf(s->device + dl, sizeof s->device - dl, " x %d ranks (tp %d, %s)", tp, tp,
+			 !strcmp(o->backend, "cuda") ? "NCCL" : "in-process");
+	}
+	return CTQ_OK;
+}
+
+static void summarize(struct ctq_bench_serve *s)
+{
+	static const char *const names[CTQ_SERVE_N_DIST] = {"ttft_ms", "latency_ms", "tpot_ms", "queue_ms"};
+	const long out_len = s->o.output_len;
+	for (int d = 0; d < CTQ_SERVE_N_DIST; d++) {
+		size_t n = 0;
+		double sum = 0;
+		for (long i = 0; i < s->o.requests; i++) {
+			const struct ctq_sched_req *x = &s->q[i];
+			if (x->state != CTQ_REQ_DONE || (d == CTQ_SERVE_TPOT && out_len < 2))
+				continue;
+			double v = d == CTQ_SERVE_TTFT	  ? x->first - x->arrival
+				   : d == CTQ_SERVE_LATENCY ? x->finish - x->arrival
+				   : d == CTQ_SERVE_TPOT    ? (x->finish - x->first) / (double)(out_len - 1)
+							    : x->admitted - x->arrival;
+			s->tmp[n++] = v * 1e3;
+			sum += v * 1e3;
+		}
+		qsort(s->tmp, n, sizeof *s->tmp, cmp_double);
+		struct ctq_bench_serve_dist *p = &s->dist[d];
+		p->name = names[d];
+		p->p50 = pct(s->tmp, n, 0.50);
+		p->p90 = pct(s->tmp, n, 0.90);
+		p->p99 = pct(s->tmp, n, 0.99);
+		p->mean = n ? sum / (double)n : NAN;
+	}
+}
+
+enum ctq_status ctq_bench_serve_run(struct ctq_bench_serve *s, struct ctq_error *err)
+{
+	enum ctq_status st = ctq_sched_run(&s->sched, s->rk, (int)s->o.tp, s->q, s->o.requests,
+					   &s->stats, err);
+	summarize(s);
+	return st;
+}
+
+void ctq_bench_serve_rows(const struct ctq_bench_serve *s, struct ctq_csv *csv)
+{
+	const struct ctq_bench_serve_options *o = &s->o;
+	for (long i = 0; i < o->requests; i++) {
+		const struct ctq_sched_req *x = &s->q[i];
+		bool ok = x->state == CTQ_REQ_DONE;
+		ctq_csv_fieldf(csv, "%ld", i);
+		ctq_csv_fieldf(csv, "%ld", o->input_len);
+		ctq_csv_fieldf(csv, "%lld", (long long)x->generated);
+		ctq_csv_fieldf(csv, "%.6f", x->arrival);
+		if (ok) {
+			ctq_csv_fieldf(csv, "%.6f", (x->admitted - x->arrival) * 1e3);
+			ctq_csv_fieldf(csv, "%.6f", (x->first - x->arrival) * 1e3);
+			ctq_csv_fieldf(csv, "%.6f", (x->finish - x->arrival) * 1e3);
+			if (o->output_len > 1)
+				ctq_csv_fieldf(csv, "%.6f",
+					       (x->finish - x->first) * 1e3 / (double)(o->output_len - 1));
+			else
+				ctq_csv_field(csv, "");
+		} else {
+			for (int k = 0; k < 4; k++)
+				ctq_csv_field(csv, "");
+		}
+		ctq_csv_field(csv, ok ? "ok" : x->state == CTQ_REQ_FAILED ? "error" : "not run");
+		/* The greedy tokens, space-separated: scheduling must not change them. */
+		char tok[24 * 64];
+		size_t len = 0;
+		tok[0] = '\0';
+		for (int64_t t = 0; t < x->generated && len + 24 < sizeof tok; t++)
+			len += (size_t)snprintf(tok + len, sizeof tok - len, t ? " %d" : "%d", x->out[t]);
+		ctq_csv_field(csv, tok);
+		ctq_csv_end_row(csv);
+	}
+}
+
+void ctq_bench_serve_manifest(const struct ctq_bench_serve *s, cJSON *m)
+{
+	const struct ctq_bench_serve_options *o = &s->o;
+	const struct ctq_sched_stats *x = &s->stats;
+	const double wall = x->wall_s, out_tokens = (double)x->finished * (double)o->output_len;
+	cJSON_AddStringToObject(m, "model", o->model);
+	cJSON_AddStringToObject(m, "device", s->device);
+	cJSON_AddNumberToObject(m, "requests", (double)o->requests);
+	cJSON_AddNumberToObject(m, "completed", (double)x->finished);
+	cJSON_AddNumberToObject(m, "errors", (double)(o->requests - x->finished));
+	cJSON_AddNumberToObject(m, "concurrency", (double)o->concurrency);
+	cJSON_AddNumberToObject(m, "max_batch", (double)o->max_batch);
+	cJSON_AddNumberToObject(m, "cache_len", (double)o->cache_len);
+	cJSON_AddNumberToObject(m, "max_tokens", (double)o->max_tokens);
+	cJSON_AddNumberToObject(m, "input_tokens", (double)o->input_len);
+	cJSON_AddNumberToObject(m, "output_tokens", (double)o->output_len);
+	cJSON_AddStringToObject(m, "arrival", o->rate > 0 ? "poisson" : "closed");
+	if (o->rate > 0)
+		cJSON_AddNumberToObject(m, "rate_per_s", o->rate);
+	cJSON_AddNumberToObject(m, "seed", (double)o->seed);
+	cJSON_AddNumberToObject(m, "load_s", s->load_s);
+	cJSON_AddNumberToObject(m, "total_s", wall);
+	cJSON_AddNumberToObject(m, "requests_per_s", (double)x->finished / wall);
+	cJSON_AddNumberToObject(m, "output_tokens_per_s", out_tokens / wall);
+	cJSON_AddNumberToObject(m, "tokens_per_s", (double)x->fed_tokens / wall);
+	cJSON_AddNumberToObject(m, "forward_calls", (double)x->calls);
+	cJSON_AddNumberToObject(m, "decode_tokens", (double)x->decode_tokens);
+	cJSON_AddNumberToObject(m, "graph_replays", (double)s->rk[0].graph_replays);
+	cJSON_AddNumberToObject(m, "tp", (double)o->tp);
+	for (int d = 0; d < CTQ_SERVE_N_DIST; d++) {
+		const struct ctq_bench_serve_dist *p = &s->dist[d];
+		cJSON *j = cJSON_AddObjectToObject(m, p->name);
+		cJSON_AddNumberToObject(j, "mean", isnan(p->mean) ? -1 : p->mean);
+		cJSON_AddNumberToObject(j, "p50", isnan(p->p50) ? -1 : p->p50);
+		cJSON_AddNumberToObject(j, "p90", isnan(p->p90) ? -1 : p->p90);
+		cJSON_AddNumberToObject(j, "p99", isnan(p->p99) ? -1 : p->p99);
+	}
+}
+
+void ctq_bench_serve_free(struct ctq_bench_serve *s)
+{
+	if (!s)
+		return;
+	ctq_sched_free(&s->sched);
+	free(s->q), free(s->prompts), free(s->outs), free(s->tmp);
+	for (int k = 0; k < s->o.tp && k < CTQ_TP_MAX; k++)
+		ctq_runner_free(&s->rk[k]);
+	ctq_backend_close_tp(s->bk, (int)s->o.tp, s->group);
+	memset(s, 0, sizeof *s);
+}

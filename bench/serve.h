@@ -1,0 +1,67 @@
+/* ctq bench serve, the engine: a seeded serving workload (random prompts,
+ * a fixed number of new tokens, closed-loop or Poisson arrivals) run
+ * through the continuous-batching scheduler (model/scheduler.h) on one
+ * backend, and its measurement: per-request rows of bench_serve.csv, the
+ * latency / TTFT / TPOT / queue distributions and the manifest summary.
+ * Not the option parsing or the printing (harness/cmd_bench_serve.c), not
+ * the CSV header (families/bench_serve.h). */
+#ifndef CTQ_BENCH_SERVE_H
+#define CTQ_BENCH_SERVE_H
+
+#include <cjson/cJSON.h>
+
+#include "backend/tp.h"
+#include "model/runner.h"
+#include "model/scheduler.h"
+#include "results/csv_out.h"
+
+struct ctq_bench_serve_options {
+	const char *model, *backend; /* borrowed */
+	long requests, concurrency, max_batch, cache_len, input_len, output_len, max_tokens, seed, tp;
+	double rate; /* requests per second, Poisson; 0: closed loop */
+};
+
+/* One distribution, in ms; NAN when no request gives a sample. */
+struct ctq_bench_serve_dist {
+	const char *name;
+	double p50, p90, p99, mean;
+};
+
+enum { CTQ_SERVE_TTFT, CTQ_SERVE_LATENCY, CTQ_SERVE_TPOT, CTQ_SERVE_QUEUE, CTQ_SERVE_N_DIST };
+
+struct ctq_bench_serve {
+	struct ctq_bench_serve_options o;
+	struct ctq_backend bk[CTQ_TP_MAX];
+	struct ctq_runner rk[CTQ_TP_MAX];
+	struct ctq_tp_group *group;
+	struct ctq_sched sched;
+	struct ctq_sched_req *q; /* (requests) */
+	int32_t *prompts;        /* (requests, input_len) */
+	int32_t *outs;           /* (requests, output_len) */
+	double *tmp;             /* (requests) sorting space */
+	double load_s;
+	char device[256]; /* the backend's description, with the ranks */
+	struct ctq_sched_stats stats;
+	struct ctq_bench_serve_dist dist[CTQ_SERVE_N_DIST];
+};
+
+/* Opens the backend ranks, loads the model on each, sizes the scheduler
+ * and draws the workload from the seed. s is zeroed first; on error it is
+ * safe to free. Errors: nomem, the backend's (usage, env), the loader's. */
+enum ctq_status ctq_bench_serve_open(struct ctq_bench_serve *s, const struct ctq_bench_serve_options *o,
+				     struct ctq_error *err);
+
+/* Serves every request (ctq_sched_run: its errors; the requests and stats
+ * say what was served either way) and summarises the distributions. */
+enum ctq_status ctq_bench_serve_run(struct ctq_bench_serve *s, struct ctq_error *err);
+
+/* Writes one bench_serve.csv row per request into csv (opened with the
+ * family's header). */
+void ctq_bench_serve_rows(const struct ctq_bench_serve *s, struct ctq_csv *csv);
+
+/* Adds the run's summary to m (the manifest's "bench_serve" object). */
+void ctq_bench_serve_manifest(const struct ctq_bench_serve *s, cJSON *m);
+
+void ctq_bench_serve_free(struct ctq_bench_serve *s);
+
+#endif

@@ -1,0 +1,2 @@
+build-dd2/core/version.o: core/version.c core/version.h
+core/version.h:

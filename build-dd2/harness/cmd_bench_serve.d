@@ -1,0 +1,25 @@
+build-dd2/harness/cmd_bench_serve.o: harness/cmd_bench_serve.c \
+ harness/commands.h core/status.h quant/modules.h core/arena.h \
+ quant/qconfig.h backend/backend.h bench/serve.h backend/tp.h \
+ model/runner.h quant/resolve.h quant/regex.h model/scheduler.h \
+ results/csv_out.h results/run.h families/bench_serve.h families/family.h \
+ core/strbuf.h results/files.h results/plot.h
+harness/commands.h:
+core/status.h:
+quant/modules.h:
+core/arena.h:
+quant/qconfig.h:
+backend/backend.h:
+bench/serve.h:
+backend/tp.h:
+model/runner.h:
+quant/resolve.h:
+quant/regex.h:
+model/scheduler.h:
+results/csv_out.h:
+results/run.h:
+families/bench_serve.h:
+families/family.h:
+core/strbuf.h:
+results/files.h:
+results/plot.h:

@@ -1,0 +1,10 @@
+build-dd2/text/tokenizer_encode.o: text/tokenizer_encode.c \
+ text/tokenizer_internal.h text/tokenizer.h core/status.h core/arena.h \
+ core/fileio.h core/json.h core/utf8.h
+text/tokenizer_internal.h:
+text/tokenizer.h:
+core/status.h:
+core/arena.h:
+core/fileio.h:
+core/json.h:
+core/utf8.h:

@@ -1,0 +1,732 @@
+/* ctq eval, the engine (eval/run.h): from the data set and two models to
+ * the run directory's files. */
+#include "eval/run.h"
+#include "core/fileio.h"
+#include "core/json.h"
+#include "core/sha256.h"
+#include "core/time.h"
+#include "families/eval.h"
+#include "model/runner.h"
+#include "results/csv_out.h"
+#include "results/junit.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- models ---------------------------------------------------------------------- */
+
+static void model_free(struct ctq_eval_model *m)
+{
+	ctq_tokenizer_free(&m->tok);
+	ctq_eval_set_free(&m->own);
+	free(m->lp);
+}
+
+static void sha_file_hex(const char *path, char hex[65])
+{
+	unsigned char dg[CTQ_SHA256_BYTES];
+	if (ctq_sha256_file(path, dg, NULL))
+		snprintf(hex, 65, "unreadable");
+	else
+		ctq_sha256_hex(dg, hex);
+}
+
+/* The tokenizer file of a model (or the --tokenizer override), its digest,
+ * the config digest and its context length. */
+static enum ctq_status model_open(struct ctq_eval_model *m, const char *tokenizer,
+				  struct ctq_error *err)
+{
+	const char *tp = tokenizer ? tokenizer : m->dir;
+	if (ctq_path_is_dir(tp))
+		snprintf(m->tok_path, sizeof m->tok_path, "%s/tokenizer.json", tp);
+	else
+		snprintf(m->tok_path, sizeof m->tok_path, "%s", tp);
+	if (!ctq_path_exists(m->tok_path))
+		return ctq_error_set(err, CTQ_ERR_IO, m->tok_path,
+				     "no tokenizer (a synthetic checkpoint has none: give --tokenizer PATH)");
+	enum ctq_status st = ctq_tokenizer_load(&m->tok, tp, err);
+	if (st)
+		return st;
+	sha_file_hex(m->tok_path, m->tok_sha);
+	char cfg[1100];
+	snprintf(cfg, sizeof cfg, "%s/config.json", m->dir);
+	sha_file_hex(cfg, m->config_sha);
+	cJSON *root = NULL;
+	if ((st = ctq_json_load_file(cfg, (size_t)16 << 20, NULL, &root, err)))
+		return st;
+	const cJSON *mp = ctq_json_get(root, "max_position_embeddings");
+	if (!mp)
+		mp = ctq_json_get(ctq_json_get(root, "text_config"), "max_position_embeddings");
+	long ctxlen = 0;
+	if (mp && (st = ctq_json_int(mp, "max_position_embeddings", 2, 1L << 24, &ctxlen, err))) {
+		cJSON_Delete(root);
+		return st;
+	}
+	m->context = ctxlen;
+	cJSON_Delete(root);
+	return CTQ_OK;
+}
+
+/* ---- aggregation ---------------------------------------------------------------- */
+
+static void tally_add(struct ctq_eval_tally *t, const struct ctq_eval_tally *u)
+{
+	t->n += u->n, t->k_new += u->k_new, t->k_ref += u->k_ref;
+	t->a += u->a, t->b += u->b, t->c += u->c, t->d += u->d, t->agree += u->agree;
+	t->kl += u->kl;
+}
+
+static void group_finish(struct ctq_eval_group *g, const struct ctq_eval_tally *subj, const size_t *members,
+			 size_t n_members, bool have_ref)
+{
+	size_t kn[CTQ_EVAL_MAX_SUBJECTS], kr[CTQ_EVAL_MAX_SUBJECTS], nn[CTQ_EVAL_MAX_SUBJECTS];
+	g->n_subjects = 0;
+	memset(&g->t, 0, sizeof g->t);
+	double sn = 0, sr = 0;
+	for (size_t i = 0; i < n_members; i++) {
+		const struct ctq_eval_tally *u = &subj[members[i]];
+		tally_add(&g->t, u);
+		if (!u->n)
+			continue;
+		kn[g->n_subjects] = u->k_new;
+		kr[g->n_subjects] = u->k_ref;
+		nn[g->n_subjects] = u->n;
+		sn += (double)u->k_new / (double)u->n;
+		sr += (double)u->k_ref / (double)u->n;
+		g->n_subjects++;
+	}
+	double S = g->n_subjects ? (double)g->n_subjects : NAN;
+	g->macro_new = sn / S;
+	g->macro_ref = sr / S;
+	g->macro_new_se = ctq_stats_macro_se(kn, nn, g->n_subjects);
+	g->macro_ref_se = ctq_stats_macro_se(kr, nn, g->n_subjects);
+	if (have_ref)
+		ctq_stats_paired(&g->paired, g->t.a, g->t.b, g->t.c, g->t.d, CTQ_Z95);
+}
+
+static const char *verdict_name(const struct ctq_eval_group *g, bool have_ref)
+{
+	if (!have_ref)
+		return "";
+	if (!g->gated)
+		return "n/a";
+	return g->verdict;
+}
+
+static double pct(size_t k, size_t n)
+{
+	return n ? 100.0 * (double)k / (double)n : NAN;
+}
+
+/* ---- outputs ------------------------------------------------------------------- */
+
+static const char *const q_header[] = {CTQ_EVAL_QUESTIONS_CSV_COLUMNS};
+
+static const char *const g_header[] = {CTQ_EVAL_GROUPS_CSV_COLUMNS};
+
+static const char *const p_header[] = {CTQ_EVAL_PAIRED_CSV_COLUMNS};
+
+static void g_row(struct ctq_csv *w, const struct ctq_eval_group *g, const char *model, size_t k,
+		  double macro, double macro_se)
+{
+	ctq_csv_field(w, g->level);
+	ctq_csv_field(w, g->name);
+	ctq_csv_field(w, model);
+	ctq_csv_fieldf(w, "%zu", g->n_subjects);
+	ctq_csv_fieldf(w, "%zu", g->t.n);
+	ctq_csv_fieldf(w, "%zu", k);
+	ctq_csv_fieldf(w, "%.17g", g->t.n ? (double)k / (double)g->t.n : NAN);
+	ctq_csv_fieldf(w, "%.17g", ctq_stats_binom_se(k, g->t.n));
+	ctq_csv_fieldf(w, "%.17g", macro);
+	ctq_csv_fieldf(w, "%.17g", macro_se);
+	ctq_csv_end_row(w);
+}
+
+static void p_row(struct ctq_csv *w, const struct ctq_eval_group *g)
+{
+	const struct ctq_paired *p = &g->paired;
+	ctq_csv_field(w, g->level);
+	ctq_csv_field(w, g->name);
+	ctq_csv_fieldf(w, "%zu", p->n);
+	ctq_csv_fieldf(w, "%zu", g->t.k_ref);
+	ctq_csv_fieldf(w, "%zu", g->t.k_new);
+	ctq_csv_fieldf(w, "%zu", p->a);
+	ctq_csv_fieldf(w, "%zu", p->b);
+	ctq_csv_fieldf(w, "%zu", p->c);
+	ctq_csv_fieldf(w, "%zu", p->d);
+	ctq_csv_fieldf(w, "%.17g", p->acc_ref);
+	ctq_csv_fieldf(w, "%.17g", p->acc_new);
+	ctq_csv_fieldf(w, "%.17g", p->diff);
+	ctq_csv_fieldf(w, "%.17g", p->lo);
+	ctq_csv_fieldf(w, "%.17g", p->hi);
+	ctq_csv_field(w, "newcombe-hybrid-score");
+	ctq_csv_fieldf(w, "%.17g", p->wald_lo);
+	ctq_csv_fieldf(w, "%.17g", p->wald_hi);
+	ctq_csv_fieldf(w, "%.17g", p->p_mcnemar);
+	ctq_csv_fieldf(w, "%.17g", g->t.n ? (double)g->t.agree / (double)g->t.n : NAN);
+	ctq_csv_fieldf(w, "%.17g", g->t.n ? g->t.kl / (double)g->t.n : NAN);
+	ctq_csv_fieldf(w, "%g", g->margin);
+	ctq_csv_field(w, verdict_name(g, true));
+	ctq_csv_end_row(w);
+}
+
+/* One line of the summary table. The macro row compares the macro
+ * averages only: the paired statistics are of pooled questions. */
+static void table_row(struct ctq_strbuf *sb, const struct ctq_eval_group *g, bool have_ref, bool macro)
+{
+	char name[48];
+	snprintf(name, sizeof name, "%s", g->name);
+	double acc = macro ? 100 * g->macro_new : pct(g->t.k_new, g->t.n);
+	double se = macro ? 100 * g->macro_new_se : 100 * ctq_stats_binom_se(g->t.k_new, g->t.n);
+	ctq_strbuf_printf(sb, "%-40s %6zu %7.2f %5.2f", name, g->t.n, acc, se);
+	if (have_ref && macro) {
+		ctq_strbuf_printf(sb, "  %7.2f %+6.2f", 100 * g->macro_ref, acc - 100 * g->macro_ref);
+	} else if (have_ref) {
+		const struct ctq_paired *p = &g->paired;
+		ctq_strbuf_printf(sb, "  %7.2f %+6.2f [%+6.2f, %+6.2f] %5zu %5zu %9.3g %6.1f %9.3g  %s",
+				  pct(g->t.k_ref, g->t.n), 100 * p->diff, 100 * p->lo, 100 * p->hi, p->b,
+				  p->c, p->p_mcnemar, pct(g->t.agree, g->t.n),
+				  g->t.n ? g->t.kl / (double)g->t.n : NAN, verdict_name(g, true));
+	}
+	ctq_strbuf_append(sb, "\n");
+}
+
+static void table_head(struct ctq_strbuf *sb, bool have_ref)
+{
+	ctq_strbuf_printf(sb, "%-40s %6s %7s %5s", "group", "n", "acc %", "se");
+	if (have_ref)
+		ctq_strbuf_printf(sb, "  %7s %6s %-16s %5s %5s %9s %6s %9s  %s", "ref %", "diff",
+				  "95% CI Newcombe", "r->w", "w->r", "McNemar p", "agree%", "KL nats",
+				  "verdict");
+	ctq_strbuf_append(sb, "\n");
+}
+
+/* Category of a subject under the chosen protocol. */
+static const char *category_of(const struct ctq_eval_run_options *o, const struct ctq_subject_meta *m)
+{
+	if (o->bench == CTQ_BENCH_MMLU && o->protocol == CTQ_PROTO_LM_EVAL)
+		return m->category_lm_eval;
+	return m->category;
+}
+
+const char *ctq_eval_overflow_name(enum ctq_overflow r)
+{
+	return r == CTQ_OVERFLOW_DROP_LAST_SHOT ? "drop the last shot until it fits"
+	       : r == CTQ_OVERFLOW_DROP_LONGEST ? "drop the longest shots (CMMLU gen_prompt)"
+						: "left-truncate (lm-eval)";
+}
+
+/* ---- open ------------------------------------------------------------------------ */
+
+static enum ctq_status check_data(const struct ctq_eval_run *r, struct ctq_error *err)
+{
+	const struct ctq_eval_run_options *o = &r->o;
+	const struct ctq_eval_data *data = &r->data;
+	if (data->n > CTQ_EVAL_MAX_SUBJECTS)
+		return ctq_error_set(err, CTQ_ERR_USAGE, o->data_dir, "%zu subjects; at most %d", data->n,
+				     CTQ_EVAL_MAX_SUBJECTS);
+	for (size_t i = 0; i < data->n; i++)
+		if (!data->subjects[i].items.has_answers)
+			return ctq_error_set(err, CTQ_ERR_USAGE, data->subjects[i].path,
+					     "the %s %s split has no answers (C-Eval withheld its test labels): it loads but cannot be scored; use --split val",
+					     ctq_bench_name(o->bench), o->split);
+	return CTQ_OK;
+}
+
+/* The questions of the candidate's tokenizer, and of the reference's when
+ * it tokenizes otherwise. */
+static enum ctq_status prepare(struct ctq_eval_run *r, struct ctq_error *err)
+{
+	const struct ctq_eval_run_options *o = &r->o;
+	struct ctq_eval_model *cand = &r->cand, *base = &r->base;
+	int64_t model_ctx = cand->context;
+	if (r->have_ref && base->context && (!model_ctx || base->context < model_ctx))
+		model_ctx = base->context;
+	r->eo = (struct ctq_eval_options){
+		.bench = o->bench, .protocol = o->protocol, .shots = (int)o->shots,
+		.max_context = o->max_context ? o->max_context : model_ctx ? model_ctx : CTQ_EVAL_DEFAULT_CONTEXT,
+		.limit = (size_t)o->limit, .add_bos = o->add_bos, .bos_id = cand->tok.bos_id};
+	double t_prep = ctq_now_s();
+	enum ctq_status st;
+	if ((st = ctq_eval_prepare(&r->shared, &r->data, &r->eo, &cand->tok, err)))
+		return st;
+	cand->set = &r->shared;
+	if (r->have_ref) {
+		if (!strcmp(base->tok_sha, cand->tok_sha) && base->tok.bos_id == cand->tok.bos_id) {
+			base->set = &r->shared;
+		} else {
+			struct ctq_eval_options ro = r->eo;
+			ro.bos_id = base->tok.bos_id;
+			if ((st = ctq_eval_prepare(&base->own, &r->data, &ro, &base->tok, err)))
+				return st;
+			base->set = &base->own;
+		}
+	}
+	r->prep_s = ctq_now_s() - t_prep;
+	if (r->shared.n == 0)
+		return ctq_error_set(err, CTQ_ERR_USAGE, o->data_dir, "no questions to evaluate");
+	return CTQ_OK;
+}
+
+enum ctq_status ctq_eval_run_open(struct ctq_eval_run *r, const struct ctq_eval_run_options *o,
+				  struct ctq_error *err)
+{
+	memset(r, 0, sizeof *r);
+	r->o = *o;
+	r->have_ref = o->ref != NULL;
+	r->cand.dir = o->model;
+	r->base.dir = o->ref;
+	ctq_strbuf_init(&r->table);
+	enum ctq_status st;
+	if ((st = ctq_eval_data_load(&r->data, o->bench, o->data_dir, o->split, o->n_subjects ? o->subjects : NULL,
+				     o->n_subjects, o->shots > 0, err)) ||
+	    (st = check_data(r, err)))
+		return st;
+	/* The backends first: no GPU is exit 3 before any tokenizing. */
+	if ((st = ctq_backend_open_tp(r->b, o->backend, (int)o->tp, o->numerics, &r->group, err)))
+		return st;
+	if ((st = model_open(&r->cand, o->tokenizer, err)) ||
+	    (r->have_ref && (st = model_open(&r->base, o->tokenizer, err))) || (st = prepare(r, err)))
+		return st;
+	char *desc = r->device;
+	r->b[0].ops->describe(&r->b[0], desc, sizeof r->device);
+	if (o->tp > 1) {
+		size_t dl = strlen(desc);
+		snprintf(desc + dl, sizeof r->device - dl, " x %ld ranks (tp %ld%s)", o->tp, o->tp,
+			 !strcmp(o->backend, "cuda") ? ", NCCL" : ", in-process");
+	}
+	if (o->numerics != CTQ_ACT_NUMERICS_CTQ) {
+		size_t dl = strlen(desc);
+		snprintf(desc + dl, sizeof r->device - dl, ", %s activation numerics",
+			 ctq_act_numerics_name(o->numerics));
+	}
+	r->protocol_id = ctq_protocol_id(o->bench, o->protocol);
+	r->macro_head = ctq_protocol_macro(o->bench, o->protocol);
+	return CTQ_OK;
+}
+
+/* ---- scoring --------------------------------------------------------------------- */
+
+static enum ctq_status model_score(struct ctq_eval_run *r, struct ctq_eval_model *m, const char *label,
+				   const struct ctq_eval_run_progress *p, struct ctq_error *err)
+{
+	const struct ctq_eval_run_options *o = &r->o;
+	const struct ctq_eval_set *s = m->set;
+	const int tp = (int)o->tp;
+	m->lp = calloc(s->n ? s->n : 1, sizeof *m->lp);
+	if (!m->lp)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval", "out of memory");
+	int64_t longest = s->max_len;
+	struct ctq_runner rk[CTQ_TP_MAX];
+	memset(rk, 0, sizeof rk);
+	double t = ctq_now_s();
+	enum ctq_status st = CTQ_OK;
+	for (int k = 0; k < tp && !st; k++) {
+		struct ctq_runner_options opt = {
+			.max_slots = o->slots < (long)s->n ? o->slots : (long)(s->n ? s->n : 1),
+			.max_len = longest,
+			.max_tokens = o->max_tokens,
+			.tp = tp, .rank = k, .group = r->group};
+		st = ctq_runner_load(&rk[k], &r->b[k], m->dir, &opt, err);
+	}
+	m->load_s = ctq_now_s() - t;
+	if (!st) {
+		m->n_quantized = rk[0].n_quantized;
+		m->n_dense = rk[0].n_dense;
+		for (int k = 0; k < tp; k++)
+			m->weight_bytes += rk[k].weight_bytes;
+		if (p && p->begin)
+			p->begin(p->ctx, label);
+		st = ctq_eval_score(rk, tp, s, m->lp, p ? p->step : NULL, p ? p->ctx : NULL, &m->counters,
+				    err);
+	}
+	for (int k = 0; k < tp; k++)
+		ctq_runner_free(&rk[k]);
+	return st;
+}
+
+enum ctq_status ctq_eval_run_score(struct ctq_eval_run *r, const struct ctq_eval_run_progress *p,
+				   struct ctq_error *err)
+{
+	enum ctq_status st;
+	if (r->have_ref && (st = model_score(r, &r->base, "reference", p, err)))
+		return st;
+	return model_score(r, &r->cand, r->have_ref ? "candidate" : "eval", p, err);
+}
+
+/* ---- summary --------------------------------------------------------------------- */
+
+/* Per-subject tallies. */
+static void tally_subjects(struct ctq_eval_run *r)
+{
+	const bool have_ref = r->have_ref;
+	for (size_t i = 0; i < r->shared.n; i++) {
+		const struct ctq_eval_item *it = &r->shared.items[i];
+		const struct ctq_question *q = &r->data.subjects[it->subject].items.q[it->index];
+		struct ctq_eval_tally *t = &r->subj[it->subject];
+		int gold = q->answer - 'A', cn = ctq_eval_argmax4(r->cand.lp[i]);
+		bool rn = cn == gold;
+		t->n++;
+		t->k_new += rn;
+		if (have_ref) {
+			int cr = ctq_eval_argmax4(r->base.lp[i]);
+			bool rr = cr == gold;
+			t->k_ref += rr;
+			t->a += rr && rn, t->b += rr && !rn, t->c += !rr && rn, t->d += !rr && !rn;
+			t->agree += cr == cn;
+			t->kl += ctq_stats_kl(r->base.lp[i], r->cand.lp[i], 4);
+		}
+	}
+}
+
+/* Groups: subjects, categories, the benchmark's extra sets, overall; then
+ * the verdicts. */
+static enum ctq_status make_groups(struct ctq_eval_run *r, struct ctq_error *err)
+{
+	const struct ctq_eval_run_options *o = &r->o;
+	const struct ctq_eval_data *data = &r->data;
+	const bool have_ref = r->have_ref;
+	size_t n_cat;
+	const char *const *cats = ctq_bench_categories(o->bench, &n_cat);
+	size_t n_groups = data->n + n_cat + 3, ng = 0;
+	struct ctq_eval_group *groups = r->groups = calloc(n_groups, sizeof *groups);
+	size_t *members = calloc(data->n, sizeof *members);
+	if (!groups || !members) {
+		free(members);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval", "out of memory");
+	}
+	for (size_t s = 0; s < data->n; s++) {
+		struct ctq_eval_group *g = &groups[ng++];
+		*g = (struct ctq_eval_group){.level = "subject", .name = data->subjects[s].meta->name,
+					     .margin = o->subject_margin};
+		group_finish(g, r->subj, &s, 1, have_ref);
+		g->gated = have_ref && g->t.n >= (size_t)o->min_subject_n;
+	}
+	for (size_t c = 0; c <= n_cat + 1; c++) {
+		const char *name = c < n_cat ? cats[c]
+				   : c == n_cat ? (o->bench == CTQ_BENCH_CEVAL   ? "Hard"
+						   : o->bench == CTQ_BENCH_CMMLU ? "China specific"
+										 : NULL)
+						: "overall";
+		if (!name)
+			continue;
+		size_t nm = 0;
+		for (size_t s = 0; s < data->n; s++) {
+			const struct ctq_subject_meta *m = data->subjects[s].meta;
+			bool in = c < n_cat ? !strcmp(category_of(o, m), name)
+				  : c == n_cat ? (o->bench == CTQ_BENCH_CEVAL ? m->hard : m->china_specific)
+					       : true;
+			if (in)
+				members[nm++] = s;
+		}
+		if (!nm)
+			continue;
+		struct ctq_eval_group *g = &groups[ng++];
+		*g = (struct ctq_eval_group){.level = c == n_cat + 1 ? "overall" : "category", .name = name,
+					     .margin = o->margin};
+		group_finish(g, r->subj, members, nm, have_ref);
+		g->gated = have_ref && c == n_cat + 1;
+	}
+	free(members);
+	r->n_groups = ng;
+	r->any_inferior = false;
+	for (size_t i = 0; i < ng; i++) {
+		struct ctq_eval_group *g = &groups[i];
+		/* Non-inferior: the whole interval lies above -margin. Inferior: it
+		 * lies below. Otherwise the data cannot tell (inconclusive); the gate
+		 * fails for both, since non-inferiority was not shown. */
+		const double m = -g->margin / 100.0;
+		g->verdict = g->paired.lo > m ? "non-inferior" : g->paired.hi < m ? "inferior" : "inconclusive";
+		g->inferior = g->gated && strcmp(g->verdict, "non-inferior");
+		r->any_inferior |= g->inferior;
+	}
+	return CTQ_OK;
+}
+
+/* The summary table. */
+static void render_table(struct ctq_eval_run *r)
+{
+	const struct ctq_eval_run_options *o = &r->o;
+	const bool have_ref = r->have_ref, macro_head = r->macro_head;
+	const struct ctq_eval_group *groups = r->groups, *overall = &groups[r->n_groups - 1];
+	const struct ctq_eval_model *cand = &r->cand, *base = &r->base;
+	struct ctq_strbuf *table = &r->table;
+	table_head(table, have_ref);
+	for (size_t i = 0; i < r->n_groups; i++) {
+		if (i == r->data.n || !strcmp(groups[i].level, "overall"))
+			ctq_strbuf_append(table, "\n");
+		table_row(table, &groups[i], have_ref, false);
+	}
+	char macro_name[64];
+	snprintf(macro_name, sizeof macro_name, "overall (macro, %zu subjects)", overall->n_subjects);
+	struct ctq_eval_group macro_row = *overall;
+	macro_row.name = macro_name;
+	table_row(table, &macro_row, have_ref, true);
+	int64_t fed = cand->counters.tokens_fed + (have_ref ? base->counters.tokens_fed : 0);
+	double secs = cand->counters.seconds + (have_ref ? base->counters.seconds : 0);
+	ctq_strbuf_printf(table,
+			  "\nheadline (%s): %.2f%% ± %.2f",
+			  macro_head ? "macro" : "micro",
+			  macro_head ? 100 * overall->macro_new : pct(overall->t.k_new, overall->t.n),
+			  macro_head ? 100 * overall->macro_new_se
+				     : 100 * ctq_stats_binom_se(overall->t.k_new, overall->t.n));
+	if (have_ref)
+		ctq_strbuf_printf(table, " (reference %.2f%%); verdict %s at margin %.2g points overall, "
+				  "%.2g per subject with n >= %ld",
+				  macro_head ? 100 * overall->macro_ref : pct(overall->t.k_ref, overall->t.n),
+				  !r->any_inferior ? "non-inferior"
+				  : !strcmp(overall->verdict, "inferior") ? "INFERIOR"
+				  : "NOT SHOWN non-inferior (inconclusive: the interval straddles -margin)",
+				  o->margin, o->subject_margin,
+				  o->min_subject_n);
+	ctq_strbuf_printf(table,
+			  "\ntokens: %lld through the model (%lld in the prompts; shared prefixes computed "
+			  "once per slot) in %.2f s: %.0f tokens/s, %.1f questions/s; preparation %.2f s\n",
+			  (long long)fed,
+			  (long long)(cand->counters.prompt_tokens + (have_ref ? base->counters.prompt_tokens : 0)),
+			  secs, secs > 0 ? (double)fed / secs : 0,
+			  secs > 0 ? (double)(r->shared.n * (have_ref ? 2 : 1)) / secs : 0, r->prep_s);
+}
+
+enum ctq_status ctq_eval_run_summarize(struct ctq_eval_run *r, struct ctq_error *err)
+{
+	enum ctq_status st;
+	r->subj = calloc(r->data.n, sizeof *r->subj);
+	if (!r->subj)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval", "out of memory");
+	tally_subjects(r);
+	if ((st = make_groups(r, err)))
+		return st;
+	render_table(r);
+	if (r->table.oom)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval", "out of memory");
+	return CTQ_OK;
+}
+
+/* ---- the run directory ----------------------------------------------------------- */
+
+static enum ctq_status write_questions(const struct ctq_eval_run *r, struct ctq_run *run,
+				       struct ctq_error *err)
+{
+	const struct ctq_eval_run_options *o = &r->o;
+	const struct ctq_eval_model *cand = &r->cand, *base = &r->base;
+	struct ctq_csv csv = {0};
+	char path[1200];
+	enum ctq_status st;
+	if ((st = ctq_csv_open(&csv, ctq_run_path(run, "eval_questions.csv", path, sizeof path), q_header,
+			       sizeof q_header / sizeof *q_header, err)))
+		return st;
+	for (size_t i = 0; i < r->shared.n; i++) {
+		const struct ctq_eval_item *it = &r->shared.items[i];
+		const struct ctq_eval_subject *s = &r->data.subjects[it->subject];
+		const struct ctq_question *q = &s->items.q[it->index];
+		int cn = ctq_eval_argmax4(cand->lp[i]);
+		ctq_csv_field(&csv, ctq_bench_name(o->bench));
+		ctq_csv_field(&csv, r->protocol_id);
+		ctq_csv_field(&csv, o->split);
+		ctq_csv_field(&csv, s->meta->name);
+		ctq_csv_field(&csv, category_of(o, s->meta));
+		ctq_csv_field(&csv, q->id);
+		ctq_csv_fieldf(&csv, "%ld", q->line);
+		ctq_csv_fieldf(&csv, "%d", it->shots);
+		ctq_csv_fieldf(&csv, "%lld", (long long)it->n_prompt);
+		ctq_csv_fieldf(&csv, "%lld", (long long)it->n_ctx);
+		ctq_csv_field(&csv, it->truncated ? "true" : "false");
+		ctq_csv_field(&csv, it->sha256);
+		ctq_csv_fieldf(&csv, "%c", q->answer);
+		ctq_csv_fieldf(&csv, "%c", 'A' + cn);
+		ctq_csv_field(&csv, cn == q->answer - 'A' ? "true" : "false");
+		for (int k = 0; k < 4; k++)
+			ctq_csv_fieldf(&csv, "%.9g", cand->lp[i][k]);
+		if (r->have_ref) {
+			int cr = ctq_eval_argmax4(base->lp[i]);
+			ctq_csv_fieldf(&csv, "%c", 'A' + cr);
+			ctq_csv_field(&csv, cr == q->answer - 'A' ? "true" : "false");
+			for (int k = 0; k < 4; k++)
+				ctq_csv_fieldf(&csv, "%.9g", base->lp[i][k]);
+			ctq_csv_fieldf(&csv, "%.9g", ctq_stats_kl(base->lp[i], cand->lp[i], 4));
+		} else {
+			for (int k = 0; k < 7; k++)
+				ctq_csv_field(&csv, "");
+		}
+		ctq_csv_end_row(&csv);
+	}
+	return ctq_csv_close(&csv, err);
+}
+
+static enum ctq_status write_groups(const struct ctq_eval_run *r, struct ctq_run *run,
+				    struct ctq_error *err)
+{
+	const struct ctq_eval_group *groups = r->groups;
+	struct ctq_csv csv = {0};
+	char path[1200];
+	enum ctq_status st;
+	if ((st = ctq_csv_open(&csv, ctq_run_path(run, "eval_groups.csv", path, sizeof path), g_header,
+			       sizeof g_header / sizeof *g_header, err)))
+		return st;
+	for (size_t i = 0; i < r->n_groups; i++) {
+		g_row(&csv, &groups[i], "candidate", groups[i].t.k_new, groups[i].macro_new,
+		      groups[i].macro_new_se);
+		if (r->have_ref)
+			g_row(&csv, &groups[i], "reference", groups[i].t.k_ref, groups[i].macro_ref,
+			      groups[i].macro_ref_se);
+	}
+	return ctq_csv_close(&csv, err);
+}
+
+/* eval_paired.csv and junit.xml: one case per gated group. */
+static enum ctq_status write_paired(const struct ctq_eval_run *r, struct ctq_run *run,
+				    struct ctq_error *err)
+{
+	const size_t ng = r->n_groups;
+	struct ctq_csv csv = {0};
+	char path[1200];
+	enum ctq_status st;
+	if ((st = ctq_csv_open(&csv, ctq_run_path(run, "eval_paired.csv", path, sizeof path), p_header,
+			       sizeof p_header / sizeof *p_header, err)))
+		return st;
+	for (size_t i = 0; i < ng; i++)
+		p_row(&csv, &r->groups[i]);
+	if ((st = ctq_csv_close(&csv, err)))
+		return st;
+	size_t nc = 0;
+	struct ctq_junit_case *cases = calloc(ng, sizeof *cases);
+	char (*msgs)[256] = calloc(ng, sizeof *msgs);
+	if (!cases || !msgs) {
+		free(cases), free(msgs);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval", "out of memory");
+	}
+	for (size_t i = 0; i < ng; i++) {
+		const struct ctq_eval_group *g = &r->groups[i];
+		if (!g->gated)
+			continue;
+		snprintf(msgs[nc], sizeof msgs[nc],
+			 "new - ref = %+.2f points, 95%% CI [%+.2f, %+.2f]; margin -%.2g points",
+			 100 * g->paired.diff, 100 * g->paired.lo, 100 * g->paired.hi, g->margin);
+		cases[nc] = (struct ctq_junit_case){.classname = g->level, .name = g->name,
+						    .failed = g->inferior,
+						    .message = g->inferior ? msgs[nc] : NULL};
+		nc++;
+	}
+	char suite[64];
+	snprintf(suite, sizeof suite, "eval.%s", r->protocol_id);
+	st = ctq_junit_write(ctq_run_path(run, "junit.xml", path, sizeof path), suite, cases, nc, err);
+	free(cases), free(msgs);
+	return st;
+}
+
+static void manifest_models(const struct ctq_eval_run *r, cJSON *ev)
+{
+	const struct ctq_eval_model *mr[2] = {&r->cand, r->have_ref ? &r->base : NULL};
+	const char *mk[2] = {"model", "ref_model"};
+	for (int m = 0; m < 2 && mr[m]; m++) {
+		cJSON *j = cJSON_AddObjectToObject(ev, mk[m]);
+		cJSON_AddStringToObject(j, "path", mr[m]->dir);
+		cJSON_AddStringToObject(j, "config_sha256", mr[m]->config_sha);
+		cJSON_AddStringToObject(j, "tokenizer", mr[m]->tok_path);
+		cJSON_AddStringToObject(j, "tokenizer_sha256", mr[m]->tok_sha);
+		cJSON_AddNumberToObject(j, "linear_w8a8", (double)mr[m]->n_quantized);
+		cJSON_AddNumberToObject(j, "linear_dense", (double)mr[m]->n_dense);
+		cJSON_AddNumberToObject(j, "weight_bytes", (double)mr[m]->weight_bytes);
+		cJSON_AddNumberToObject(j, "load_s", mr[m]->load_s);
+		cJSON_AddNumberToObject(j, "tokens_fed", (double)mr[m]->counters.tokens_fed);
+		cJSON_AddNumberToObject(j, "prompt_tokens", (double)mr[m]->counters.prompt_tokens);
+		cJSON_AddNumberToObject(j, "forward_calls", (double)mr[m]->counters.calls);
+		cJSON_AddNumberToObject(j, "score_s", mr[m]->counters.seconds);
+		cJSON_AddNumberToObject(j, "tokens_per_s", mr[m]->counters.seconds > 0
+								   ? (double)mr[m]->counters.tokens_fed /
+									     mr[m]->counters.seconds
+								   : 0);
+	}
+}
+
+static void manifest(const struct ctq_eval_run *r, cJSON *ev)
+{
+	const struct ctq_eval_run_options *o = &r->o;
+	const struct ctq_eval_data *data = &r->data;
+	const struct ctq_eval_set *shared = &r->shared;
+	const struct ctq_eval_group *overall = &r->groups[r->n_groups - 1];
+	cJSON_AddStringToObject(ev, "benchmark", ctq_bench_name(o->bench));
+	cJSON_AddStringToObject(ev, "protocol", r->protocol_id);
+	cJSON_AddStringToObject(ev, "act_numerics", ctq_act_numerics_name(o->numerics));
+	cJSON_AddStringToObject(ev, "split", o->split);
+	cJSON_AddNumberToObject(ev, "shots", (double)o->shots);
+	cJSON_AddStringToObject(ev, "data", o->data_dir);
+	cJSON_AddNumberToObject(ev, "limit_per_subject", (double)o->limit);
+	cJSON_AddStringToObject(ev, "continuation_A", ctq_prompt_continuation(o->bench, o->protocol, 0));
+	cJSON_AddStringToObject(ev, "scoring",
+				"sum of log-probabilities of encode(prompt + letter)[len(encode(prompt)):] (lm-eval _encode_pair); argmax of four");
+	cJSON_AddStringToObject(ev, "overflow",
+				ctq_eval_overflow_name(ctq_protocol_overflow(o->bench, o->protocol)));
+	cJSON_AddNumberToObject(ev, "max_context", (double)r->eo.max_context);
+	cJSON_AddBoolToObject(ev, "add_bos", o->add_bos);
+	cJSON_AddStringToObject(ev, "headline_average", r->macro_head ? "macro" : "micro");
+	cJSON_AddStringToObject(ev, "categories",
+				o->bench == CTQ_BENCH_MMLU
+					? (o->protocol == CTQ_PROTO_LM_EVAL ? "lm-eval mmlu groups"
+									    : "hendrycks/test categories.py")
+				: o->bench == CTQ_BENCH_CEVAL ? "hkust-nlp/ceval subject_mapping.json"
+							      : "haonan-li/CMMLU src/categories.py");
+	cJSON_AddStringToObject(ev, "macro_se", "sqrt(sum_s p_s(1-p_s)/n_s)/S (subjects fixed)");
+	cJSON_AddNumberToObject(ev, "questions", (double)shared->n);
+	cJSON_AddNumberToObject(ev, "subjects", (double)data->n);
+	cJSON_AddNumberToObject(ev, "fewer_shots", (double)shared->n_fewer_shots);
+	cJSON_AddNumberToObject(ev, "truncated", (double)shared->n_truncated);
+	cJSON_AddNumberToObject(ev, "boundary_merges", (double)shared->n_merged);
+	cJSON_AddNumberToObject(ev, "multi_token_continuations", (double)shared->n_multi_token);
+	cJSON *df = cJSON_AddObjectToObject(ev, "data_files_sha256");
+	for (size_t i = 0; i < data->n; i++) {
+		char hex[65];
+		sha_file_hex(data->subjects[i].path, hex);
+		cJSON_AddStringToObject(df, data->subjects[i].path, hex);
+		if (data->subjects[i].dev_path && strcmp(o->split, "dev")) {
+			sha_file_hex(data->subjects[i].dev_path, hex);
+			cJSON_AddStringToObject(df, data->subjects[i].dev_path, hex);
+		}
+	}
+	manifest_models(r, ev);
+	cJSON_AddStringToObject(ev, "device", r->device);
+	cJSON_AddNumberToObject(ev, "tp", (double)o->tp);
+	cJSON_AddNumberToObject(ev, "acc_micro", (double)overall->t.k_new / (double)overall->t.n);
+	cJSON_AddNumberToObject(ev, "acc_macro", overall->macro_new);
+	if (r->have_ref) {
+		cJSON_AddNumberToObject(ev, "ref_acc_micro", (double)overall->t.k_ref / (double)overall->t.n);
+		cJSON_AddNumberToObject(ev, "ref_acc_macro", overall->macro_ref);
+		cJSON_AddNumberToObject(ev, "margin_points", o->margin);
+		cJSON_AddNumberToObject(ev, "subject_margin_points", o->subject_margin);
+		cJSON_AddNumberToObject(ev, "min_subject_n", (double)o->min_subject_n);
+		cJSON_AddStringToObject(ev, "interval", "Newcombe hybrid score (method 10), 95%");
+		cJSON_AddStringToObject(ev, "verdict", r->any_inferior ? (strcmp(overall->verdict, "inferior") ? "inconclusive" : "inferior") : "non-inferior");
+	}
+}
+
+enum ctq_status ctq_eval_run_write(struct ctq_eval_run *r, struct ctq_run *run, struct ctq_error *err)
+{
+	char path[1200];
+	enum ctq_status st;
+	if ((st = write_questions(r, run, err)) || (st = write_groups(r, run, err)) ||
+	    (r->have_ref && (st = write_paired(r, run, err))))
+		return st;
+	if ((st = ctq_file_write_atomic(ctq_run_path(run, "summary.md", path, sizeof path), r->table.data,
+					r->table.len, err)))
+		return st;
+	manifest(r, cJSON_AddObjectToObject(run->manifest, "eval"));
+	return CTQ_OK;
+}
+
+void ctq_eval_run_free(struct ctq_eval_run *r)
+{
+	if (!r)
+		return;
+	free(r->groups);
+	free(r->subj);
+	ctq_strbuf_free(&r->table);
+	model_free(&r->cand);
+	model_free(&r->base);
+	ctq_eval_set_free(&r->shared);
+	ctq_eval_data_free(&r->data);
+	ctq_backend_close_tp(r->b, (int)r->o.tp, r->group);
+	memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,27 @@
+/* The serving load family: bench_serve.csv, one row per request of ctq
+ * bench serve (harness/cmd_bench_serve.c writes it). Compared by role when
+ * both files have one, else the whole file: ttft_ms, tpot_ms and
+ * latency_ms through the one-run timing verdict (serving.max_cv), a request
+ * not served on the new side a regression. Trend: the latency medians and
+ * the errors. Report: the load and its latencies. */
+#ifndef CTQ_FAMILIES_BENCH_SERVE_H
+#define CTQ_FAMILIES_BENCH_SERVE_H
+
+#include <stddef.h>
+
+#include "families/family.h"
+
+/* bench_serve.csv's columns, in order. */
+#define CTQ_BENCH_SERVE_CSV_COLUMNS                                                              \
+	"request", "input_tokens", "output_tokens", "arrival_s", "queue_ms", "ttft_ms",          \
+	"latency_ms", "tpot_ms", "status", "tokens"
+
+enum ctq_status ctq_fam_bench_serve_compare(struct ctq_cmp_pair *x, struct ctq_error *err);
+enum ctq_status ctq_fam_bench_serve_trend(struct ctq_trend *t, size_t run, const struct ctq_table *tb,
+					  const char *path, const char *file, struct ctq_error *err);
+
+/* Appends the section of result file f to r (errors: io-error,
+ * parse-error, out-of-memory, in r->err). */
+enum ctq_status ctq_fam_bench_serve_report(struct ctq_rep *r, const struct ctq_result_file *f);
+
+#endif

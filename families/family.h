@@ -1,0 +1,105 @@
+/* What every result family (families/<family>.c) shares. A family owns one
+ * kind of result CSV: its column header (declared once, in its .h, for the
+ * writer and the readers), its comparison of two runs' files, its part of a
+ * trend over N runs, and its section of the run report. reports/compare.c
+ * and reports/report.c dispatch to the families by enum ctq_family
+ * (results/files.h); the comparison machinery they use is
+ * families/verdict.h, the report's (struct ctq_rep and its
+ * rendering helpers, defined in family.c) is here.
+ *
+ * Every family declares, in families/<family>.h:
+ *   ctq_fam_<family>_compare(x, err)   the rows of one pair of files
+ *                                      (struct ctq_cmp_pair, loaded by it)
+ *   ctq_fam_<family>_trend(t, run, tb, path, file, err)
+ *                                      its series of one run's table tb
+ *                                      (borrowed; path names it in errors)
+ *   ctq_fam_<family>_report(r, f)      its report section for file f
+ *
+ * What it is not: a registry; adding a family means a case in each driver.
+ */
+#ifndef CTQ_FAMILIES_FAMILY_H
+#define CTQ_FAMILIES_FAMILY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/status.h"
+#include "core/strbuf.h"
+#include "results/files.h"
+#include "results/plot.h"
+
+struct ctq_cmp_pair;
+struct ctq_trend;
+struct ctq_table;
+struct ctq_result_file;
+
+/* The one reading of a boolean CSV cell: "true" or "1" (the writers write
+ * "true"; "1" is accepted from other tools). Anything else is false. */
+bool ctq_csv_truthy(const char *s);
+
+/* ---- the run report's context and rendering (reports/report.c) ------------------ */
+
+/* Rows listed before "... and N more" in the failing-case tables. */
+#define CTQ_REP_MAX_LISTED 50
+/* Kernel rel-L2 is 0 when bit-exact; a log axis draws 0 here. */
+#define CTQ_REP_LOG_FLOOR 1e-9
+
+/* One report being written; the families append their sections to md and
+ * html and count what fails the verdict. */
+struct ctq_rep {
+	const char *dir;
+	const char *display;   /* the run directory as readers should see it */
+	cJSON *m;
+	struct ctq_results res;
+	struct ctq_plotter plot;
+	char plots[1200];      /* the (temporary) plots folder */
+	struct ctq_strbuf md, html; /* the family sections */
+	size_t n_plots;
+	char plot_note[256];
+	size_t checks_failed, probes_failed, files_bad;
+	size_t gates, gates_failed; /* accuracy gates that ctq eval recorded */
+	size_t serve_errors;        /* failed requests of ctq bench serve */
+	size_t gemm_failed;         /* ctq bench gemm rows whose ctq output differs from the reference */
+	struct ctq_error *err;
+};
+
+/* s escaped for HTML (h) or for a Markdown table cell (md), appended to sb. */
+void ctq_rep_h(struct ctq_strbuf *sb, const char *s);
+void ctq_rep_md(struct ctq_strbuf *sb, const char *s);
+/* One table cell in both documents; cls is the HTML class or NULL. */
+void ctq_rep_cell(struct ctq_rep *r, const char *s, const char *cls);
+void ctq_rep_cellf(struct ctq_rep *r, const char *cls, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Starts a table with the given headers (NULL-terminated). */
+void ctq_rep_table_head(struct ctq_rep *r, const char *const *cols);
+void ctq_rep_row_begin(struct ctq_rep *r);
+void ctq_rep_row_end(struct ctq_rep *r);
+void ctq_rep_table_end(struct ctq_rep *r);
+void ctq_rep_heading(struct ctq_rep *r, int level, const char *text);
+void ctq_rep_para(struct ctq_rep *r, const char *text);
+/* "%.4g" of v, or of 100 v with two decimals (pct); "-" for NaN. */
+void ctq_rep_fmt_g(char *buf, size_t cap, double v);
+void ctq_rep_fmt_pct(char *buf, size_t cap, double v);
+/* Draws a plot and embeds it (HTML data URI, Markdown link). A failure to
+ * draw is noted in the report, not returned: the numbers are in the tables. */
+void ctq_rep_plot(struct ctq_rep *r, const char *name, int w, int hgt, const char *caption,
+		  const char *body, const char *data);
+/* A plot name from a file's folder: "probe-tiny/probe" -> "probe-tiny_probe". */
+void ctq_rep_plot_name(char *buf, size_t cap, const char *prefix, const char *dir);
+/* A string at a dotted path ("unknown" without one); a number member (NaN). */
+const char *ctq_rep_jstr(const cJSON *o, const char *dotted);
+double ctq_rep_jnum(const cJSON *o, const char *key);
+/* The manifest of the step whose folder is dir under run_dir ("" for the
+ * run itself); NULL without one. Owned by the caller. */
+cJSON *ctq_rep_step_manifest(const char *run_dir, const char *dir);
+/* The value after option opt in the argv of dir/manifest.json, in buf;
+ * NULL without one. */
+char *ctq_rep_step_option(const char *run_dir, const char *display, const char *dir,
+			  const char *opt, char *buf, size_t cap);
+/* Loads the result file f of the run into t; path receives its path. */
+enum ctq_status ctq_rep_load_result(struct ctq_rep *r, const struct ctq_result_file *f,
+				    struct ctq_table *t, char *path, size_t cap);
+
+#endif

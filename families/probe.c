@@ -1,0 +1,357 @@
+/* The probe family (see probe.h). */
+#include "families/probe.h"
+#include "families/verdict.h"
+#include "results/table.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- comparison -------------------------------------------------------------- */
+
+static enum ctq_status probe_row(struct ctq_cmp_pair *x, const char *key, const char *metric,
+				 double b, double n, const char *verdict, bool bad,
+				 const char *detail, struct ctq_error *err)
+{
+	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_PROBE, x->file, err);
+	if (!r)
+		return CTQ_ERR_NOMEM;
+	snprintf(r->key, sizeof r->key, "%s", key);
+	snprintf(r->metric, sizeof r->metric, "%s", metric);
+	r->base = b;
+	r->cand = n;
+	r->change = b > 0 && isfinite(b) && isfinite(n) ? n / b : NAN;
+	ctq_cmp_set_verdict(x->c, r, verdict, bad);
+	snprintf(r->detail, sizeof r->detail, "%s", detail);
+	return CTQ_OK;
+}
+
+enum ctq_status ctq_fam_probe_compare(struct ctq_cmp_pair *x, struct ctq_error *err)
+{
+	static const char *const keys[] = {"layer", "K", "N", "M", "weights", "acts", "backend",
+					   "nan_count", "inf_count", "kernel_rel_l2",
+					   "quant_rel_l2", "outcome"};
+	int cb[12], cn[12];
+	enum ctq_status st = ctq_cmp_pair_load(x, keys, 7, true, cb, cn, err);
+	if (st || (st = ctq_cmp_need_cols(&x->tb, x->base_path, keys + 7, 5, cb + 7, err)) ||
+	    (st = ctq_cmp_need_cols(&x->tn, x->new_path, keys + 7, 5, cn + 7, err)))
+		return st;
+	const double factor = x->p->v[CTQ_POL_PROBE_FACTOR];
+	const double floors[2] = {x->p->v[CTQ_POL_PROBE_KERNEL_FLOOR],
+				  x->p->v[CTQ_POL_PROBE_QUANT_FLOOR]};
+	static const char *const names[2] = {"kernel_rel_l2", "quant_rel_l2"};
+	size_t regress = 0, improve = 0, paired = 0, added, removed;
+	char detail[256];
+	for (size_t i = 0; i < x->in.n && !st; i++) {
+		const struct ctq_cmp_keyed *kb = ctq_cmp_index_find(&x->ib, x->in.v[i].key);
+		if (!kb)
+			continue;
+		paired++;
+		size_t rb = kb->row, rn = x->in.v[i].row;
+		const char *key = x->in.v[i].key;
+		size_t before = x->c->n_regressions;
+		double nfb = ctq_table_num(&x->tb, rb, cb[7]) + ctq_table_num(&x->tb, rb, cb[8]);
+		double nfn = ctq_table_num(&x->tn, rn, cn[7]) + ctq_table_num(&x->tn, rn, cn[8]);
+		if (nfb == 0 && nfn > 0) {
+			snprintf(detail, sizeof detail, "%.0f NaN/Inf output(s) where the baseline had none", nfn);
+			st = probe_row(x, key, "nan+inf", nfb, nfn, "regression", true, detail, err);
+		}
+		/* bf16-limit overflows by design; only NaN/Inf agreement is judged. */
+		bool limit = !strcmp(ctq_table_get(&x->tn, rn, cn[5]), "bf16-limit");
+		for (int m = 0; m < 2 && !st; m++) {
+			double b = ctq_table_num(&x->tb, rb, cb[9 + m]);
+			double n = ctq_table_num(&x->tn, rn, cn[9 + m]);
+			if ((isnan(b) && isnan(n)) || (m == 1 && limit))
+				continue;
+			if (isfinite(b) && !isfinite(n)) {
+				st = probe_row(x, key, names[m], b, n, "regression", true,
+					       "rel-L2 is no longer finite", err);
+			} else if (isfinite(b) && isfinite(n) && n > factor * b && n > floors[m]) {
+				snprintf(detail, sizeof detail, "grew beyond %.3gx (floor %.3g)", factor,
+					 floors[m]);
+				st = probe_row(x, key, names[m], b, n, "regression", true, detail, err);
+			} else if (isfinite(b) && isfinite(n) && b > factor * n && b > floors[m]) {
+				snprintf(detail, sizeof detail, "shrank beyond %.3gx", factor);
+				st = probe_row(x, key, names[m], b, n, "improvement", false, detail, err);
+				improve++;
+			}
+		}
+		const char *ob = ctq_table_get(&x->tb, rb, cb[11]);
+		const char *on = ctq_table_get(&x->tn, rn, cn[11]);
+		if (!st && strcmp(ob, on) != 0) {
+			bool bad = !strcmp(ob, "pass");
+			char metric[64];
+			snprintf(metric, sizeof metric, "outcome %s -> %s", ob, on);
+			st = probe_row(x, key, metric, NAN, NAN, bad ? "regression" : "improvement", bad,
+				       bad ? "the probe now fails its policy" : "the probe now passes", err);
+			if (!bad)
+				improve++;
+		}
+		if (x->c->n_regressions > before)
+			regress++;
+	}
+	if (st)
+		return st;
+	ctq_cmp_added_removed(x, &added, &removed);
+	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_PROBE, x->file, err);
+	if (!r)
+		return CTQ_ERR_NOMEM;
+	r->summary = true;
+	snprintf(r->key, sizeof r->key, "(all probes)");
+	snprintf(r->metric, sizeof r->metric, "probes regressed");
+	r->base = 0;
+	r->cand = (double)regress;
+	snprintf(r->detail, sizeof r->detail,
+		 "%zu probes paired: %zu regressed, %zu improved; %zu new, %zu gone", paired, regress,
+		 improve, added, removed);
+	snprintf(r->verdict, sizeof r->verdict, "%s",
+		 regress ? "regression" : improve ? "improvement" : "same");
+	return CTQ_OK;
+}
+
+/* ---- trend ------------------------------------------------------------------- */
+
+enum ctq_status ctq_fam_probe_trend(struct ctq_trend *t, size_t run, const struct ctq_table *tb,
+				    const char *path, const char *file, struct ctq_error *err)
+{
+	int bc = ctq_table_col(tb, "backend"), kc = ctq_table_col(tb, "kernel_rel_l2");
+	int qc = ctq_table_col(tb, "quant_rel_l2");
+	int oc = ctq_table_col(tb, "outcome");
+	enum ctq_status st = CTQ_OK;
+	if (bc < 0 || kc < 0 || qc < 0 || oc < 0)
+		st = ctq_error_set(err, CTQ_ERR_PARSE, path,
+				   "lacks backend, kernel_rel_l2, quant_rel_l2 or outcome");
+	for (size_t r = 0; r < tb->n_rows && !st; r++) {
+		const char *b = ctq_table_get(tb, r, bc);
+		int ac = ctq_table_col(tb, "acts");
+		double vals[3] = {ctq_table_num(tb, r, kc), ctq_table_num(tb, r, qc),
+				  strcmp(ctq_table_get(tb, r, oc), "pass") != 0};
+		if (!strcmp(ctq_table_get(tb, r, ac), "bf16-limit"))
+			vals[1] = NAN; /* overflows by design (not judged) */
+		static const char *const ms[3] = {"worst kernel_rel_l2", "worst quant_rel_l2",
+						  "failed probes"};
+		for (int m = 0; m < 3 && !st; m++) {
+			struct ctq_trend_series *s = ctq_trend_series_get(t, CTQ_FAM_PROBE, file, b,
+									  ms[m], "", err);
+			if (!s) {
+				st = CTQ_ERR_NOMEM;
+				break;
+			}
+			if (m == 2)
+				s->v[run] = (isnan(s->v[run]) ? 0 : s->v[run]) + vals[2];
+			else if (!isnan(vals[m]) && (isnan(s->v[run]) || vals[m] > s->v[run]))
+				s->v[run] = vals[m];
+		}
+	}
+	return st;
+}
+
+/* ---- report section ------------------------------------------------------------ */
+
+struct probe_backend {
+	char name[32];
+	size_t n, failed;
+	double nan, inf, mismatch;
+	double worst_k, worst_q;
+	size_t at_k, at_q; /* rows */
+};
+
+struct probe_layer {
+	char name[256];
+	long long K, N;
+	double k[4], q[4]; /* per backend (up to 4) */
+};
+
+enum ctq_status ctq_fam_probe_report(struct ctq_rep *r, const struct ctq_result_file *f)
+{
+	char path[1200];
+	struct ctq_table t;
+	enum ctq_status st = ctq_rep_load_result(r, f, &t, path, sizeof path);
+	if (st)
+		return st;
+	static const char *const names[] = {"layer", "K", "N", "M", "weights", "acts", "backend",
+					    "nan_count", "inf_count", "nonfinite_mismatch",
+					    "kernel_rel_l2", "quant_rel_l2", "outcome", "reason"};
+	int c[14];
+	for (int i = 0; i < 14; i++)
+		if ((c[i] = ctq_table_col(&t, names[i])) < 0) {
+			ctq_table_free(&t);
+			return ctq_error_set(r->err, CTQ_ERR_PARSE, path, "has no column \"%s\"", names[i]);
+		}
+	struct probe_backend be[4];
+	size_t nb = 0;
+	struct probe_layer *ly = calloc(t.n_rows + 1, sizeof *ly);
+	if (!ly) {
+		ctq_table_free(&t);
+		return ctq_error_set(r->err, CTQ_ERR_NOMEM, path, "out of memory");
+	}
+	size_t nl = 0, failed = 0;
+	memset(be, 0, sizeof be);
+	for (size_t i = 0; i < t.n_rows; i++) {
+		const char *b = ctq_table_get(&t, i, c[6]);
+		size_t j;
+		for (j = 0; j < nb; j++)
+			if (!strcmp(be[j].name, b))
+				break;
+		if (j == nb) {
+			if (nb == 4)
+				continue;
+			snprintf(be[nb].name, sizeof be[nb].name, "%s", b);
+			be[nb].worst_k = be[nb].worst_q = NAN;
+			nb++;
+		}
+		struct probe_backend *p = &be[j];
+		p->n++;
+		bool ok = !strcmp(ctq_table_get(&t, i, c[12]), "pass");
+		if (!ok) {
+			p->failed++;
+			failed++;
+		}
+		p->nan += ctq_table_num(&t, i, c[7]);
+		p->inf += ctq_table_num(&t, i, c[8]);
+		p->mismatch += ctq_table_num(&t, i, c[9]);
+		double k = ctq_table_num(&t, i, c[10]), q = ctq_table_num(&t, i, c[11]);
+		/* bf16-limit overflows by design: its policy judges only NaN/Inf
+		 * agreement, so its quantization rel-L2 is no measure of error. */
+		if (!strcmp(ctq_table_get(&t, i, c[5]), "bf16-limit"))
+			q = NAN;
+		if (!isnan(k) && (isnan(p->worst_k) || k > p->worst_k))
+			p->worst_k = k, p->at_k = i;
+		if (!isnan(q) && (isnan(p->worst_q) || q > p->worst_q))
+			p->worst_q = q, p->at_q = i;
+		const char *ln = ctq_table_get(&t, i, c[0]);
+		size_t l;
+		for (l = 0; l < nl; l++)
+			if (!strcmp(ly[l].name, ln))
+				break;
+		if (l == nl) {
+			snprintf(ly[nl].name, sizeof ly[nl].name, "%s", ln);
+			/* A cell that is no number (or out of range) is shown as
+			 * 0, never cast (NaN -> long long is undefined; fuzz_csv). */
+			double kk = ctq_table_num(&t, i, c[1]), nn = ctq_table_num(&t, i, c[2]);
+			ly[nl].K = kk >= 0 && kk <= 9e15 ? (long long)kk : 0;
+			ly[nl].N = nn >= 0 && nn <= 9e15 ? (long long)nn : 0;
+			for (int z = 0; z < 4; z++)
+				ly[nl].k[z] = ly[nl].q[z] = NAN;
+			nl++;
+		}
+		if (!isnan(k) && (isnan(ly[l].k[j]) || k > ly[l].k[j]))
+			ly[l].k[j] = k;
+		if (!isnan(q) && (isnan(ly[l].q[j]) || q > ly[l].q[j]))
+			ly[l].q[j] = q;
+	}
+	r->probes_failed += failed;
+	char title[700], buf[64], buf2[64];
+	snprintf(title, sizeof title, "%s — %zu probes: %zu passed, %zu failed", f->rel, t.n_rows,
+		 t.n_rows - failed, failed);
+	ctq_rep_heading(r, 3, title);
+	static const char *const cols[] = {"backend", "probes", "failed", "worst kernel rel-L2",
+					   "at", "worst quantization rel-L2", "at", "NaN", "Inf",
+					   "NaN/Inf mismatches", NULL};
+	ctq_rep_table_head(r, cols);
+	for (size_t j = 0; j < nb; j++) {
+		const struct probe_backend *p = &be[j];
+		char at_k[400], at_q[400];
+		snprintf(at_k, sizeof at_k, "%s M=%s %s/%s", ctq_table_get(&t, p->at_k, c[0]),
+			 ctq_table_get(&t, p->at_k, c[3]), ctq_table_get(&t, p->at_k, c[4]),
+			 ctq_table_get(&t, p->at_k, c[5]));
+		if (p->worst_k == 0)
+			snprintf(at_k, sizeof at_k, "every probe bit-exact");
+		snprintf(at_q, sizeof at_q, "%s M=%s %s/%s", ctq_table_get(&t, p->at_q, c[0]),
+			 ctq_table_get(&t, p->at_q, c[3]), ctq_table_get(&t, p->at_q, c[4]),
+			 ctq_table_get(&t, p->at_q, c[5]));
+		ctq_rep_row_begin(r);
+		ctq_rep_cell(r, p->name, NULL);
+		ctq_rep_cellf(r, "num", "%zu", p->n);
+		ctq_rep_cellf(r, p->failed ? "num bad" : "num", "%zu", p->failed);
+		ctq_rep_fmt_g(buf, sizeof buf, p->worst_k);
+		ctq_rep_cell(r, buf, "num");
+		ctq_rep_cell(r, at_k, NULL);
+		ctq_rep_fmt_g(buf2, sizeof buf2, p->worst_q);
+		ctq_rep_cell(r, buf2, "num");
+		ctq_rep_cell(r, at_q, NULL);
+		ctq_rep_cellf(r, "num", "%.0f", p->nan);
+		ctq_rep_cellf(r, "num", "%.0f", p->inf);
+		ctq_rep_cellf(r, p->mismatch > 0 ? "num bad" : "num", "%.0f", p->mismatch);
+		ctq_rep_row_end(r);
+	}
+	ctq_rep_table_end(r);
+	ctq_rep_para(r, "Quantization rel-L2 leaves out the bf16-limit activations, which overflow BF16 by "
+		"design (their policy judges only NaN/Inf agreement). "
+		"NaN/Inf counts include them; "
+		"a probe fails when its non-finite outputs differ from the reference's, or its rel-L2 "
+		"exceeds the policy (kernel: against the exact-quantized CPU reference; quantization: "
+		"against the FP64 unquantized product).");
+	if (failed) {
+		static const char *const fc[] = {"layer", "K", "N", "M", "weights", "acts", "backend",
+						 "kernel rel-L2", "quant rel-L2", "why", NULL};
+		ctq_rep_table_head(r, fc);
+		size_t listed = 0;
+		for (size_t i = 0; i < t.n_rows && listed < CTQ_REP_MAX_LISTED; i++) {
+			if (!strcmp(ctq_table_get(&t, i, c[12]), "pass"))
+				continue;
+			listed++;
+			ctq_rep_row_begin(r);
+			for (int k = 0; k < 7; k++)
+				ctq_rep_cell(r, ctq_table_get(&t, i, c[k]), NULL);
+			ctq_rep_cell(r, ctq_table_get(&t, i, c[10]), "num bad");
+			ctq_rep_cell(r, ctq_table_get(&t, i, c[11]), "num");
+			ctq_rep_cell(r, ctq_table_get(&t, i, c[13]), NULL);
+			ctq_rep_row_end(r);
+		}
+		ctq_rep_table_end(r);
+	}
+	/* rel-L2 per layer: the maximum over patterns and M. */
+	struct ctq_strbuf data, body;
+	ctq_strbuf_init(&data);
+	ctq_strbuf_init(&body);
+	ctq_strbuf_append(&data, "# index layer");
+	for (size_t j = 0; j < nb; j++)
+		ctq_strbuf_printf(&data, " kernel_%s quant_%s", be[j].name, be[j].name);
+	ctq_strbuf_append(&data, "\n");
+	for (size_t l = 0; l < nl; l++) {
+		char label[320];
+		snprintf(label, sizeof label, "%s %lldx%lld", ly[l].name, ly[l].K, ly[l].N);
+		ctq_strbuf_printf(&data, "%zu ", l);
+		ctq_plot_quoted(&data, label);
+		for (size_t j = 0; j < nb; j++) {
+			double k = ly[l].k[j], q = ly[l].q[j];
+			ctq_strbuf_printf(&data, " %.9g %.9g", isnan(k) ? NAN : k > CTQ_REP_LOG_FLOOR ? k : CTQ_REP_LOG_FLOOR,
+					  isnan(q) ? NAN : q > CTQ_REP_LOG_FLOOR ? q : CTQ_REP_LOG_FLOOR);
+		}
+		ctq_strbuf_append(&data, "\n");
+	}
+	char name[300];
+	ctq_rep_plot_name(name, sizeof name, "probe_rel_l2", f->dir);
+	ctq_strbuf_printf(&body,
+			  "set title \"rel-L2 per layer (max over weight/activation patterns and M): %s\"\n"
+			  "set logscale y\nset format y \"%%.0e\"\nset yrange [%g:*]\n"
+			  "set ylabel \"rel-L2 (0, bit-exact, drawn at %g)\"\n"
+			  "set key outside bottom center horizontal\n"
+			  "set xtics rotate by 30 right font \",8\"\n"
+			  "set offsets 0.5, 0.5, 0, 0\nset lmargin 18\n",
+			  f->rel, CTQ_REP_LOG_FLOOR / 3, CTQ_REP_LOG_FLOOR);
+	if (nl > 40)
+		ctq_strbuf_append(&body, "set xtics auto\nset xlabel \"layer index\"\n");
+	ctq_strbuf_printf(&body, "set label 1 \"quantization error bound 5e-2 (gaussian)\" at graph 0.01, first 0.06 font \",8\" tc rgb \"#888888\"\n");
+	ctq_strbuf_append(&body, "plot ");
+	static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd"};
+	for (size_t j = 0; j < nb; j++) {
+		ctq_strbuf_printf(&body,
+				  "%s\"%s.dat\" using 1:%zu%s with linespoints pt 7 ps 0.8 lc rgb \"%s\" title \"quantization rel-L2 (%s)\", "
+				  "\"%s.dat\" using 1:%zu with points pt 6 ps 1.2 lc rgb \"%s\" title \"kernel rel-L2 (%s)\"",
+				  j ? ", " : "", name, 4 + 2 * j, nl > 40 ? "" : ":xtic(2)", colors[j],
+				  be[j].name, name, 3 + 2 * j, colors[j], be[j].name);
+	}
+	ctq_strbuf_append(&body, ", 0.05 with lines dt 2 lc rgb \"#888888\" notitle\n");
+	char caption[700];
+	snprintf(caption, sizeof caption, "rel-L2 per layer, %s", f->rel);
+	if (nl && nb && !data.oom && !body.oom)
+		ctq_rep_plot(r, name, 1000, 520, caption, body.data, data.data);
+	ctq_strbuf_free(&data);
+	ctq_strbuf_free(&body);
+	free(ly);
+	ctq_table_free(&t);
+	return CTQ_OK;
+}
