@@ -242,4 +242,10 @@ size_t ctq_st_split_shards(const void *tensors, size_t n, ctq_st_size_fn size_of
 			   uint64_t max_shard_bytes, size_t *shard_of,
 			   size_t *pending, uint64_t *total_bytes);
 
+/* Writes the tensors sel[0..n) (indices into w's tensors) to path, one
+ * safetensors file (checkpoint/safetensors.c; used by the sharded writer in
+ * checkpoint/shards.c). */
+enum ctq_status ctq_st_write_subset(const struct ctq_st_writer *w, const size_t *sel, size_t n,
+				    const char *path, struct ctq_error *err);
+
 #endif

@@ -1,2 +1,0 @@
-build-dd2/core/status.o: core/status.c core/status.h
-core/status.h:

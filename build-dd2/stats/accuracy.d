@@ -1,2 +1,0 @@
-build-dd2/stats/accuracy.o: stats/accuracy.c stats/accuracy.h
-stats/accuracy.h:
