@@ -25,6 +25,8 @@ struct cuda_impl {
 	cudaDeviceProp prop;
 	bool no_gemv_bf16; /* CTQ_NO_GEMV_BF16 set: cuBLAS for every BF16 linear (A/B) */
 	bool sanitize_memset_cublas; /* CTQ_SANITIZE_MEMSET_CUBLAS: clear cuBLAS outputs first (initcheck) */
+	uint16_t *rows_pinned; /* page-locked staging of rows_to_host (logits), grown on demand */
+	size_t rows_pinned_cap; /* elements */
 };
 
 #define CUBLAS_WS_BYTES ((size_t)32 << 20)
@@ -46,6 +48,8 @@ static void cu_destroy(struct ctq_backend *b)
 		cudaFree(c->cublas_ws);
 	if (c->att_scratch)
 		cudaFree(c->att_scratch);
+	if (c->rows_pinned)
+		cudaFreeHost(c->rows_pinned);
 #ifndef CTQ_NO_NCCL
 	if (c->comm)
 		ncclCommDestroy(c->comm);
@@ -303,23 +307,43 @@ static enum ctq_status cu_silu_mul(struct ctq_backend *b, const void *gu, int64_
 	return ctq_silu_mul_launch((const uint16_t *)gu, M, I, (uint16_t *)out, impl(b)->stream, err);
 }
 
+/* The logits of a decode step come back here every step: into page-locked
+ * staging kept across calls, in one copy when the rows are contiguous, then
+ * widened to f32 on the host. */
 static enum ctq_status cu_rows_to_host(struct ctq_backend *b, const void *x, int64_t N,
 				       const int64_t *idx, int64_t n, float *out,
 				       struct ctq_error *err)
 {
-	uint16_t *tmp = (uint16_t *)malloc((size_t)(n * N) * 2 + 2);
-	if (!tmp)
-		return ctq_error_set(err, CTQ_ERR_NOMEM, "cuda", "out of memory");
+	struct cuda_impl *c = impl(b);
+	const size_t need = (size_t)(n * N);
+	if (need > c->rows_pinned_cap) {
+		if (c->rows_pinned)
+			cudaFreeHost(c->rows_pinned);
+		c->rows_pinned = NULL;
+		c->rows_pinned_cap = 0;
+		enum ctq_status ast = CTQ_CUDA(cudaMallocHost((void **)&c->rows_pinned, need * 2 + 2), err);
+		if (ast)
+			return ast;
+		c->rows_pinned_cap = need;
+	}
+	uint16_t *tmp = c->rows_pinned;
+	bool contiguous = true;
+	for (int64_t i = 1; i < n && contiguous; i++)
+		contiguous = idx[i] == idx[0] + i;
 	enum ctq_status st = CTQ_OK;
-	for (int64_t i = 0; i < n && !st; i++)
-		st = CTQ_CUDA(cudaMemcpyAsync(tmp + i * N, (const uint16_t *)x + idx[i] * N,
-					      (size_t)N * 2, cudaMemcpyDeviceToHost, impl(b)->stream),
+	if (n && contiguous)
+		st = CTQ_CUDA(cudaMemcpyAsync(tmp, (const uint16_t *)x + idx[0] * N, need * 2,
+					      cudaMemcpyDeviceToHost, c->stream),
 			      err);
+	else
+		for (int64_t i = 0; i < n && !st; i++)
+			st = CTQ_CUDA(cudaMemcpyAsync(tmp + i * N, (const uint16_t *)x + idx[i] * N,
+						      (size_t)N * 2, cudaMemcpyDeviceToHost, c->stream),
+				      err);
 	if (!st)
-		st = CTQ_CUDA(cudaStreamSynchronize(impl(b)->stream), err);
+		st = CTQ_CUDA(cudaStreamSynchronize(c->stream), err);
 	if (!st)
-		ctq_convert_to_f32(tmp, CTQ_DTYPE_BF16, (size_t)(n * N), out);
-	free(tmp);
+		ctq_convert_to_f32(tmp, CTQ_DTYPE_BF16, need, out);
 	return st;
 }
 
