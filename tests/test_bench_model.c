@@ -1,7 +1,7 @@
 /* Criterion tests for `ctq bench model` and `ctq bench serve` on the CPU
- * reference (bench/model.c, bench/serve.c and model/scheduler.c behind their thin
- * commands in harness/): the run
- * directory each writes (one CSV row per timed run, gains with --ref-model;
+ * reference (bench/model.c, bench/serve.c and model/scheduler.c behind their
+ * thin commands in harness/): the run directory each writes (one CSV row per
+ * timed run, gains with --ref-model;
  * one row per request), the tensor-parallel topology in the manifest with
  * --tp, continuous batching that leaves every request's greedy tokens as
  * generated alone, and the refusals. Timings are not checked: they belong
