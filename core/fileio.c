@@ -333,3 +333,17 @@ char *ctq_path_join(const char *a, const char *b)
 	memcpy(p + na + 1, b, nb + 1);
 	return p;
 }
+
+void ctq_read_cmd_line(const char *cmd, char *buf, size_t cap)
+{
+	buf[0] = '\0';
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return;
+	if (fgets(buf, (int)cap, p)) {
+		size_t n = strlen(buf);
+		while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+			buf[--n] = '\0';
+	}
+	pclose(p);
+}

@@ -39,6 +39,10 @@ enum ctq_status ctq_file_map(const char *path, const char *expected, const void 
 void ctq_file_unmap(const void *map, size_t n_bytes);
 
 bool ctq_path_is_dir(const char *path);
+/* The first line the shell command cmd prints, without its line end, into
+ * buf (cap bytes); empty when cmd cannot run or prints nothing. For the
+ * manifest's facts about the host (git, /proc, nvidia-smi). */
+void ctq_read_cmd_line(const char *cmd, char *buf, size_t cap);
 bool ctq_path_exists(const char *path);
 /* True for a folder that holds nothing (false when it cannot be read). */
 bool ctq_dir_is_empty(const char *path);

@@ -15,6 +15,7 @@
 #include "families/probe.h"
 #include "results/csv_out.h"
 #include "results/run.h"
+#include "stats/sample.h"
 #include "results/table.h"
 
 #include <dirent.h>
@@ -435,7 +436,7 @@ static double median_of(const double *v, size_t n, double *tmp)
 	if (!k)
 		return NAN;
 	qsort(tmp, k, sizeof *tmp, cmp_dbl);
-	return k % 2 ? tmp[k / 2] : 0.5 * (tmp[k / 2 - 1] + tmp[k / 2]);
+	return ctq_median(tmp, k);
 }
 
 /* The paired verdict of one timing series: base and cand hold one median

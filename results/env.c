@@ -1,4 +1,5 @@
 /* ctq environment capture (see env.h). */
+#include "core/fileio.h"
 #include "results/env.h"
 #include "core/arena.h"
 #include "backend/knobs.h"
@@ -35,21 +36,6 @@ int cudaRuntimeGetVersion(int *version);
 int cudaDriverGetVersion(int *version);
 int cublasGetProperty(int type, int *value);
 #endif
-
-/* Reads the first line printed by cmd into buf (empty on failure). */
-static void read_line(const char *cmd, char *buf, size_t cap)
-{
-	buf[0] = '\0';
-	FILE *p = popen(cmd, "r");
-	if (!p)
-		return;
-	if (fgets(buf, (int)cap, p)) {
-		size_t n = strlen(buf);
-		while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-			buf[--n] = '\0';
-	}
-	pclose(p);
-}
 
 /* The value of "key<spaces>: value" lines in a /proc file, first match. */
 static bool proc_value(const char *file, const char *key, char *buf, size_t cap)
@@ -166,7 +152,7 @@ static void capture_host(cJSON *m)
 	cJSON_AddNumberToObject(host, "cpu_logical", (double)logical);
 	cJSON_DeleteItemFromObjectCaseSensitive(host, "cpu_cores");
 	cJSON_AddNumberToObject(host, "cpu_cores", (double)(cores > 0 ? cores : logical));
-	read_line("cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null", buf,
+	ctq_read_cmd_line("cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null", buf,
 		  sizeof buf);
 	set_string(host, "cpu_governor", buf);
 	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);

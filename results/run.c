@@ -23,20 +23,6 @@ static void utc_now(char *buf, size_t cap, const char *fmt)
 	strftime(buf, cap, fmt, &tm);
 }
 
-static void read_cmd(const char *cmd, char *buf, size_t cap)
-{
-	buf[0] = '\0';
-	FILE *p = popen(cmd, "r");
-	if (!p)
-		return;
-	if (fgets(buf, (int)cap, p)) {
-		size_t n = strlen(buf);
-		while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-			buf[--n] = '\0';
-	}
-	pclose(p);
-}
-
 /* CTQ_REVISION (e.g. "1a2b3c4d5e6f" or "1a2b3c4d5e6f-dirty") names the
  * revision where the tree was copied without its history (GPU hosts that
  * receive a working tree); otherwise git is asked. */
@@ -49,18 +35,18 @@ void ctq_git_revision(char *buf, size_t cap, bool *dirty)
 		snprintf(buf, cap, "%.*s", (int)(*dirty ? n - 6 : n), env);
 		return;
 	}
-	read_cmd("git rev-parse --short=12 HEAD 2>/dev/null", buf, cap);
+	ctq_read_cmd_line("git rev-parse --short=12 HEAD 2>/dev/null", buf, cap);
 	if (!buf[0])
 		snprintf(buf, cap, "unknown");
 	char st[8];
-	read_cmd("git status --porcelain --untracked-files=no 2>/dev/null | head -n 1",
+	ctq_read_cmd_line("git status --porcelain --untracked-files=no 2>/dev/null | head -n 1",
 		 st, sizeof st);
 	*dirty = st[0] != '\0';
 }
 
 static void cpu_model(char *buf, size_t cap)
 {
-	read_cmd("sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1",
+	ctq_read_cmd_line("sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1",
 		 buf, cap);
 	if (!buf[0])
 		snprintf(buf, cap, "unknown");
