@@ -32,11 +32,13 @@ CFLAGS  ?= -O2 -g
 CFLAGS  += -ffp-contract=off -fopenmp
 CPPFLAGS += -I. -D_POSIX_C_SOURCE=200809L -MMD -MP
 LDFLAGS += -fopenmp -pthread
-LDLIBS  += -lcjson -lcsv -lpcre2-8 -lm
+# libmicrohttpd: ctq serve; libcurl: the HTTP client (bench serve --url,
+# eval --url); libdl: plug-in kernels
+LDLIBS  += -lcjson -lcsv -lpcre2-8 -lmicrohttpd -lcurl -ldl -lm
 
 ifneq ($(DEPS_PREFIX),)
   DEPS_LIBDIR := $(DEPS_PREFIX)/usr/lib/x86_64-linux-gnu
-  CPPFLAGS += -I$(DEPS_PREFIX)/usr/include
+  CPPFLAGS += -I$(DEPS_PREFIX)/usr/include -I$(DEPS_PREFIX)/usr/include/x86_64-linux-gnu
   LDFLAGS  += -L$(DEPS_LIBDIR) -Wl,-rpath,$(abspath $(DEPS_LIBDIR))
 endif
 
@@ -128,7 +130,7 @@ $(BUILD)/tools/%: tools/%.c $(BUILD)/libctq.a
 	$(Q)$(CC) $(CPPFLAGS) $(GPU_TEST_CPPFLAGS) $(CFLAGS) $(WARN) -Wno-missing-prototypes $(LDFLAGS) -o $@ $< $(BUILD)/libctq.a $(LDLIBS)
 
 # ---- set-up ----------------------------------------------------------------
-DEB_PKGS := libcjson-dev libcsv-dev libcriterion-dev libpcre2-dev gnuplot-nox
+DEB_PKGS := libcjson-dev libcsv-dev libcriterion-dev libpcre2-dev gnuplot-nox libmicrohttpd-dev libcurl4-openssl-dev
 
 deps:
 	$(Q)sh tools/deps.sh $(DEB_PKGS)

@@ -11,8 +11,12 @@ set -eu
 dir=${1:-offline-deps}
 build_pkgs="libcjson1 libcjson-dev libcsv3 libcsv-dev libpcre2-dev libpcre2-8-0 libpcre2-16-0
 libpcre2-32-0 libpcre2-posix3 libcriterion3 libcriterion-dev libboxfort-dev libgit2-1.5
-libnanomsg5 libhttp-parser2.9 libssh2-1 libmbedcrypto7 libmbedtls14 libmbedx509-1"
+libnanomsg5 libhttp-parser2.9 libssh2-1 libmbedcrypto7 libmbedtls14 libmbedx509-1
+libmicrohttpd-dev libcurl4-openssl-dev"
 plot_root="gnuplot-nox"
+# ctq serve (libmicrohttpd) and the HTTP client (libcurl): their runtime
+# libraries with their closure (gnutls, nghttp2, ldap, ...)
+http_root="libmicrohttpd12 libcurl4"
 
 # The closure of a package list (Depends and Pre-Depends, recursively).
 closure() {
@@ -27,8 +31,13 @@ fi
 # What every Debian host has: dpkg, apt and debconf with their closure (libc,
 # libstdc++, zlib, ...).
 base=$(closure dpkg apt debconf)
-plot_pkgs=$(printf '%s\n' $plot_all | grep -vxF "$base" || true)
-pkgs=$(printf '%s\n' $build_pkgs $plot_pkgs | sort -u)
+# apt-cache lists every alternative of an "A | B | C" dependency:
+# fontconfig-config's fonts are such a list, and one of them is enough
+# (fonts-dejavu-core, the first); the others are 30 MB the host never reads.
+plot_pkgs=$(printf '%s\n' $plot_all | grep -vxF "$base" |
+	grep -vE '^(fonts-(croscore|freefont-otf|freefont-ttf|liberation|liberation2|texgyre|urw-base35)|ttf-bitstream-vera)$' || true)
+http_pkgs=$(printf '%s\n' $(closure $http_root) | grep -vxF "$base" || true)
+pkgs=$(printf '%s\n' $build_pkgs $plot_pkgs $http_pkgs | sort -u)
 if [ "$dir" = "--list" ]; then
 	printf '%s\n' $pkgs
 	exit 0
@@ -44,4 +53,4 @@ if ! apt-get download $pkgs >/dev/null 2>"$log"; then
 	exit 1
 fi
 rm -f "$log"
-echo "offline-deps: $(ls *.deb | wc -l) packages in $dir ($(echo $plot_pkgs | wc -w) for gnuplot)"
+echo "offline-deps: $(ls *.deb | wc -l) packages in $dir ($(echo $plot_pkgs | wc -w) for gnuplot, $(echo $http_pkgs | wc -w) for HTTP)"
