@@ -158,6 +158,12 @@ struct ctq_backend_ops {
 	enum ctq_status (*rows_to_host)(struct ctq_backend *b, const void *x, int64_t N,
 					const int64_t *idx, int64_t n, float *out,
 					struct ctq_error *err);
+	/* Optional: out[r] (host) = the argmax of row r of x (rows 0..n-1 of N
+	 * values) with ctq_argmax's rule (model/runner.h): the greedy pick
+	 * without the rows coming back. NULL: the runner takes rows_to_host
+	 * and ctq_argmax. */
+	enum ctq_status (*rows_argmax)(struct ctq_backend *b, const void *x, int64_t N, int64_t n,
+				       int32_t *out, struct ctq_error *err);
 	/* Optional (NULL on backends without them): capture the ops issued
 	 * between begin and end into a replayable graph (CUDA graphs), replay
 	 * it, and destroy it. Ops inside a capture must not synchronise. */

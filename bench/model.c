@@ -71,16 +71,24 @@ static double page_cache_fraction(const char *dir)
 	return pages ? (double)resident / (double)pages : NAN;
 }
 
-/* One timed run: prefill batch x len tokens, then out_len - 1 decode steps. */
-/* One forward pass on one runner or on the tp ranks r[0..tp-1]. */
+/* One forward pass on one runner or on the tp ranks r[0..tp-1], giving the
+ * greedy pick of each output row (next, n_rows): a serving engine's step
+ * ends with its sampling, so the pick is part of what a step costs. One
+ * runner picks on the device where its backend can (ctq_runner_forward_next);
+ * tp ranks bring the rows back into logits (n_rows x vocab) and pick there. */
 static enum ctq_status fwd(struct ctq_runner *r, int tp, const int32_t *ids, const int32_t *slot,
 			   const int32_t *pos, int64_t T, const int64_t *rows, int64_t n_rows,
-			   float *logits, struct ctq_error *err)
+			   float *logits, int32_t *next, struct ctq_error *err)
 {
-	return tp > 1 ? ctq_runner_tp_forward(r, tp, ids, slot, pos, T, rows, n_rows, logits, err)
-		      : ctq_runner_forward(r, ids, slot, pos, T, rows, n_rows, logits, err);
+	if (tp <= 1)
+		return ctq_runner_forward_next(r, ids, slot, pos, T, rows, n_rows, next, err);
+	enum ctq_status st = ctq_runner_tp_forward(r, tp, ids, slot, pos, T, rows, n_rows, logits, err);
+	for (int64_t i = 0; !st && i < n_rows; i++)
+		next[i] = ctq_argmax(logits + i * r->cfg.vocab, r->cfg.vocab);
+	return st;
 }
 
+/* One timed run: prefill batch x len tokens, then out_len - 1 decode steps. */
 static enum ctq_status run_once(struct ctq_runner *r, int tp, long batch, long len, long out_len,
 				struct ctq_rng *rng, double *ttft, double *steps,
 				struct ctq_error *err)
@@ -88,9 +96,10 @@ static enum ctq_status run_once(struct ctq_runner *r, int tp, long batch, long l
 	const int64_t V = r->cfg.vocab, T = batch * len;
 	int32_t *ids = malloc((size_t)T * 4), *slot = malloc((size_t)T * 4), *pos = malloc((size_t)T * 4);
 	int64_t *rows = malloc((size_t)batch * 8), *local = malloc((size_t)batch * 8);
-	float *logits = malloc((size_t)(batch * V) * 4);
+	float *logits = tp > 1 ? malloc((size_t)(batch * V) * 4) : NULL;
+	int32_t *next = malloc((size_t)batch * 4);
 	enum ctq_status st = CTQ_OK;
-	if (!ids || !slot || !pos || !rows || !local || !logits) {
+	if (!ids || !slot || !pos || !rows || !local || (tp > 1 && !logits) || !next) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench", "out of memory");
 		goto done;
 	}
@@ -113,24 +122,24 @@ static enum ctq_status run_once(struct ctq_runner *r, int tp, long batch, long l
 		int64_t nseq = (T - off) / len < per ? (T - off) / len : per;
 		for (int64_t s = 0; s < nseq; s++)
 			local[s] = s * len + len - 1;
-		st = fwd(r, tp, ids + off, slot + off, pos + off, nseq * len, local, nseq,
-			 logits + (off / len) * V, err);
+		st = fwd(r, tp, ids + off, slot + off, pos + off, nseq * len, local, nseq, logits,
+			 next + off / len, err);
 		off += nseq * len;
 	}
 	*ttft = ctq_now_s() - t0;
 	for (long step = 1; step < out_len && !st; step++) {
 		for (long s = 0; s < batch; s++) {
-			ids[s] = ctq_argmax(logits + s * V, V);
+			ids[s] = next[s];
 			slot[s] = (int32_t)s;
 			pos[s] = (int32_t)(len + step - 1);
 			rows[s] = s;
 		}
 		double t1 = ctq_now_s();
-		st = fwd(r, tp, ids, slot, pos, batch, rows, batch, logits, err);
+		st = fwd(r, tp, ids, slot, pos, batch, rows, batch, logits, next, err);
 		steps[step - 1] = ctq_now_s() - t1;
 	}
 done:
-	free(ids), free(slot), free(pos), free(rows), free(local), free(logits);
+	free(ids), free(slot), free(pos), free(rows), free(local), free(logits), free(next);
 	return st;
 }
 

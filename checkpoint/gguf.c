@@ -708,10 +708,12 @@ const struct ctq_gguf_tensor *ctq_gguf_find_tensor(const struct ctq_gguf_file *f
 
 /* The kv for key; a missing required key is an error at "file:0". */
 static enum ctq_status find_required(const struct ctq_gguf_file *f, const char *key,
-				     bool required, const struct ctq_gguf_kv **kv,
+				     bool required, const struct ctq_gguf_kv **kv, bool *found,
 				     struct ctq_error *err)
 {
 	*kv = ctq_gguf_find_kv(f, key);
+	if (found)
+		*found = *kv != NULL;
 	if (!*kv && required)
 		return GG_FAIL(f, 0, "metadata key \"%s\" is missing", key);
 	return CTQ_OK;
@@ -726,6 +728,18 @@ static enum ctq_status wrong_type(const struct ctq_gguf_file *f,
 			       kv->key, vtype_names[kv->value.v.arr.elem], expected);
 	return GG_FAIL(f, kv->file_offset, "metadata \"%s\" is %s; expected %s", kv->key,
 		       vtype_names[kv->value.type], expected);
+}
+
+/* find_required, then a value of one of the types in mask (bits 1 << type;
+ * expected names them). */
+static enum ctq_status find_typed(const struct ctq_gguf_file *f, const char *key, bool required,
+				  bool *found, unsigned mask, const char *expected,
+				  const struct ctq_gguf_kv **kv, struct ctq_error *err)
+{
+	enum ctq_status st = find_required(f, key, required, kv, found, err);
+	if (!st && *kv && !(mask & (1u << (*kv)->value.type)))
+		return wrong_type(f, *kv, expected, err);
+	return st;
 }
 
 static bool is_unsigned(enum ctq_gguf_vtype t)
@@ -745,9 +759,7 @@ enum ctq_status ctq_gguf_get_uint(const struct ctq_gguf_file *f, const char *key
 				  bool *found, struct ctq_error *err)
 {
 	const struct ctq_gguf_kv *kv;
-	enum ctq_status st = find_required(f, key, required, &kv, err);
-	if (found)
-		*found = kv != NULL;
+	enum ctq_status st = find_required(f, key, required, &kv, found, err);
 	if (st || !kv)
 		return st;
 	uint64_t u;
@@ -772,15 +784,12 @@ enum ctq_status ctq_gguf_get_float(const struct ctq_gguf_file *f, const char *ke
 				   struct ctq_error *err)
 {
 	const struct ctq_gguf_kv *kv;
-	enum ctq_status st = find_required(f, key, required, &kv, err);
-	if (found)
-		*found = kv != NULL;
-	if (st || !kv)
-		return st;
-	if (kv->value.type != CTQ_GGUF_FLOAT32 && kv->value.type != CTQ_GGUF_FLOAT64)
-		return wrong_type(f, kv, "FLOAT32 or FLOAT64", err);
-	*out = kv->value.v.f;
-	return CTQ_OK;
+	enum ctq_status st = find_typed(f, key, required, found,
+					1u << CTQ_GGUF_FLOAT32 | 1u << CTQ_GGUF_FLOAT64,
+					"FLOAT32 or FLOAT64", &kv, err);
+	if (!st && kv)
+		*out = kv->value.v.f;
+	return st;
 }
 
 enum ctq_status ctq_gguf_get_bool(const struct ctq_gguf_file *f, const char *key,
@@ -788,15 +797,10 @@ enum ctq_status ctq_gguf_get_bool(const struct ctq_gguf_file *f, const char *key
 				  struct ctq_error *err)
 {
 	const struct ctq_gguf_kv *kv;
-	enum ctq_status st = find_required(f, key, required, &kv, err);
-	if (found)
-		*found = kv != NULL;
-	if (st || !kv)
-		return st;
-	if (kv->value.type != CTQ_GGUF_BOOL)
-		return wrong_type(f, kv, "BOOL", err);
-	*out = kv->value.v.b;
-	return CTQ_OK;
+	enum ctq_status st = find_typed(f, key, required, found, 1u << CTQ_GGUF_BOOL, "BOOL", &kv, err);
+	if (!st && kv)
+		*out = kv->value.v.b;
+	return st;
 }
 
 enum ctq_status ctq_gguf_get_string(const struct ctq_gguf_file *f, const char *key,
@@ -804,14 +808,10 @@ enum ctq_status ctq_gguf_get_string(const struct ctq_gguf_file *f, const char *k
 				    struct ctq_error *err)
 {
 	const struct ctq_gguf_kv *kv;
-	enum ctq_status st = find_required(f, key, required, &kv, err);
-	*out = NULL;
-	if (st || !kv)
-		return st;
-	if (kv->value.type != CTQ_GGUF_STRING)
-		return wrong_type(f, kv, "STRING", err);
-	*out = &kv->value;
-	return CTQ_OK;
+	enum ctq_status st = find_typed(f, key, required, NULL, 1u << CTQ_GGUF_STRING, "STRING", &kv,
+					err);
+	*out = !st && kv ? &kv->value : NULL;
+	return st;
 }
 
 enum ctq_status ctq_gguf_get_array(const struct ctq_gguf_file *f, const char *key,
@@ -820,7 +820,7 @@ enum ctq_status ctq_gguf_get_array(const struct ctq_gguf_file *f, const char *ke
 				   struct ctq_error *err)
 {
 	const struct ctq_gguf_kv *kv;
-	enum ctq_status st = find_required(f, key, required, &kv, err);
+	enum ctq_status st = find_required(f, key, required, &kv, NULL, err);
 	*out = NULL;
 	if (st || !kv)
 		return st;

@@ -1,6 +1,7 @@
 /* ctq quantizer: BF16 / F16 / F32 checkpoint -> compressed-tensors W8A8
  * (see quantize.h). */
 #include "checkpoint/quantize.h"
+#include "checkpoint/target.h"
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/numerics.h"
@@ -441,47 +442,39 @@ static enum ctq_status self_check(const char *dir, const struct qctx *c,
 				  const struct ctq_modules *src_mods, bool *failed,
 				  struct ctq_error *err)
 {
-	struct ctq_qconfig cfg;
-	struct ctq_modules mods;
-	struct ctq_plan plan;
-	struct ctq_checkpoint ck;
-	memset(&cfg, 0, sizeof cfg);
-	memset(&plan, 0, sizeof plan);
-	memset(&ck, 0, sizeof ck);
-	ctq_modules_init(&mods);
+	struct ctq_target t;
 	struct ctq_error sub = {0};
-	enum ctq_status st;
 	char what[CTQ_MESSAGE_MAX / 2] = "";
 	*failed = false;
-	if ((st = ctq_qconfig_load(&cfg, dir, NULL, &sub)) ||
-	    (st = ctq_modules_from_config(&mods, cfg.raw, "", NULL, &sub)) ||
-	    (st = ctq_plan_resolve(&plan, &cfg, &mods, CTQ_SEM_STRICT, NULL, &sub))) {
+	if (ctq_target_open(&t, dir, CTQ_SEM_STRICT, 0, &sub)) {
 		snprintf(what, sizeof what, "%s at %s: %s", ctq_status_name(sub.status), sub.path,
 			 sub.message);
 		goto done;
 	}
-	if (mods.n != src_mods->n) {
-		snprintf(what, sizeof what, "%zu modules enumerated, %zu expected", mods.n,
+	const struct ctq_modules *mods = &t.mods;
+	const struct ctq_plan *plan = &t.plan;
+	if (mods->n != src_mods->n) {
+		snprintf(what, sizeof what, "%zu modules enumerated, %zu expected", mods->n,
 			 src_mods->n);
 		goto done;
 	}
 	size_t k = 0; /* next quantized module, both lists in model order */
-	for (size_t i = 0; i < mods.n; i++) {
-		const struct ctq_plan_entry *e = &plan.entries[i];
+	for (size_t i = 0; i < mods->n; i++) {
+		const struct ctq_plan_entry *e = &plan->entries[i];
 		bool quantized = k < c->n_qm && c->qm[k].module == i;
 		const char *want = quantized ? "w8a8-int8" : "unquantized";
 		if (quantized)
 			k++;
 		if (e->error || strcmp(e->scheme, want) ||
-		    (!quantized && mods.v[i].kind == CTQ_MODULE_LINEAR && e->by != CTQ_BY_IGNORE)) {
+		    (!quantized && mods->v[i].kind == CTQ_MODULE_LINEAR && e->by != CTQ_BY_IGNORE)) {
 			snprintf(what, sizeof what, "%s resolves to %s (by %s); expected %s%s",
-				 mods.v[i].name, e->error ? ctq_status_name(e->error) : e->scheme,
+				 mods->v[i].name, e->error ? ctq_status_name(e->error) : e->scheme,
 				 ctq_match_by_name(e->by), want,
-				 quantized || mods.v[i].kind != CTQ_MODULE_LINEAR ? "" : " by ignore");
+				 quantized || mods->v[i].kind != CTQ_MODULE_LINEAR ? "" : " by ignore");
 			goto done;
 		}
 	}
-	if ((st = ctq_checkpoint_open(&ck, dir, &sub))) {
+	if (ctq_checkpoint_open(&t.ck, dir, &sub)) {
 		snprintf(what, sizeof what, "%s at %s: %s", ctq_status_name(sub.status), sub.path,
 			 sub.message);
 		goto done;
@@ -490,9 +483,9 @@ static enum ctq_status self_check(const char *dir, const struct qctx *c,
 		const struct qmod *m = &c->qm[j];
 		char name[CTQ_PATH_MAX];
 		snprintf(name, sizeof name, "%s.weight", m->name);
-		const struct ctq_st_tensor *w = ctq_checkpoint_find(&ck, name, NULL);
+		const struct ctq_st_tensor *w = ctq_checkpoint_find(&t.ck, name, NULL);
 		snprintf(name, sizeof name, "%s.weight_scale", m->name);
-		const struct ctq_st_tensor *s = ctq_checkpoint_find(&ck, name, NULL);
+		const struct ctq_st_tensor *s = ctq_checkpoint_find(&t.ck, name, NULL);
 		if (!w || w->dtype != CTQ_DTYPE_I8 || w->ndim != 2 || w->shape[0] != m->N ||
 		    w->shape[1] != m->K || !s || s->dtype != m->w->dtype || s->ndim != 2 ||
 		    s->shape[0] != m->N || s->shape[1] != 1) {
@@ -502,10 +495,7 @@ static enum ctq_status self_check(const char *dir, const struct qctx *c,
 		}
 	}
 done:
-	ctq_checkpoint_close(&ck);
-	ctq_plan_free(&plan);
-	ctq_modules_free(&mods);
-	ctq_qconfig_free(&cfg);
+	ctq_target_close(&t);
 	if (sub.status == CTQ_ERR_NOMEM || sub.status == CTQ_ERR_IO)
 		return ctq_error_set(err, sub.status, sub.path, "%s", sub.message);
 	if (what[0]) {

@@ -10,6 +10,7 @@
 #include "checkpoint/quantize.h"
 #include "checkpoint/safetensors.h"
 #include "checkpoint/synth.h"
+#include "checkpoint/target.h"
 #include "conform/tpcheck.h"
 
 #include <dirent.h>
@@ -434,6 +435,117 @@ static enum ctq_status validate_numeric(struct ctq_case *c, const cJSON *o, cons
 	return CTQ_OK;
 }
 
+/* config (inline) or config_file (relative to the case file, resolved into
+ * c->config_file). */
+static enum ctq_status validate_config_source(struct ctq_case *c, const cJSON *o,
+					      const char *file, const char *where,
+					      struct ctq_error *err)
+{
+	c->config = ctq_json_get(o, "config");
+	const cJSON *cf = ctq_json_get(o, "config_file");
+	if (!!c->config == !!cf)
+		return bad(err, file, where, "give exactly one of config and config_file");
+	if (c->config && !cJSON_IsObject(c->config))
+		return bad(err, file, where, "config must be a config.json object");
+	if (cf) {
+		if (!cJSON_IsString(cf) || !cf->valuestring[0] || cf->valuestring[0] == '/')
+			return bad(err, file, where, "config_file must be a path relative to the case file");
+		const char *slash = strrchr(file, '/');
+		size_t dl = slash ? (size_t)(slash - file) : 1;
+		c->config_file = ctq_malloc(dl + strlen(cf->valuestring) + 2);
+		if (!c->config_file)
+			return ctq_error_set(err, CTQ_ERR_NOMEM, file, "out of memory");
+		sprintf(c->config_file, "%.*s/%s", (int)dl, slash ? file : ".", cf->valuestring);
+		if (!ctq_path_exists(c->config_file))
+			return bad(err, file, where, "config_file %s does not exist", c->config_file);
+	}
+	return CTQ_OK;
+}
+
+/* model {arch, layers, prefix?} or modules [{name, type, vllm_type?}]. */
+static enum ctq_status validate_target(struct ctq_case *c, const cJSON *o, const char *file,
+				       const char *where, struct ctq_error *err)
+{
+	c->model = ctq_json_get(o, "model");
+	c->modules = ctq_json_get(o, "modules");
+	if (c->model && c->modules)
+		return bad(err, file, where, "give model or modules, not both");
+	if (c->model) {
+		if (!cJSON_IsObject(c->model))
+			return bad(err, file, where, "model must be an object {arch, layers, ...}");
+		const cJSON *arch = ctq_json_get(c->model, "arch");
+		const cJSON *layers = ctq_json_get(c->model, "layers");
+		if (!cJSON_IsString(arch) || !ctq_arch_normalise(arch->valuestring))
+			return bad(err, file, where, "model.arch must be qwen3, qwen2 or llama");
+		if (!cJSON_IsNumber(layers) || layers->valuedouble < 1 || layers->valuedouble > 4096 ||
+		    layers->valuedouble != (double)(long)layers->valuedouble)
+			return bad(err, file, where, "model.layers must be an integer 1..4096");
+		const cJSON *pfx = ctq_json_get(c->model, "prefix");
+		if (pfx && !cJSON_IsString(pfx))
+			return bad(err, file, where, "model.prefix must be a string");
+	}
+	if (c->modules) {
+		if (!cJSON_IsArray(c->modules) || !c->modules->child)
+			return bad(err, file, where, "modules must be a non-empty list");
+		for (const cJSON *m = c->modules->child; m; m = m->next) {
+			const cJSON *n = ctq_json_get(m, "name"), *t = ctq_json_get(m, "type");
+			const cJSON *vt = ctq_json_get(m, "vllm_type");
+			if (!cJSON_IsObject(m) || !cJSON_IsString(n) || !t ||
+			    check_strings(t, file, where, NULL) || !t->child ||
+			    (vt && !cJSON_IsString(vt)))
+				return bad(err, file, where,
+					   "each module is {\"name\": str, \"type\": [class, ...], \"vllm_type\"?: str}");
+			for (const cJSON *k = m->child; k; k = k->next)
+				if (strcmp(k->string, "name") && strcmp(k->string, "type") &&
+				    strcmp(k->string, "vllm_type"))
+					return bad(err, file, where, "module key \"%s\" is unknown", k->string);
+		}
+	}
+	return CTQ_OK;
+}
+
+/* expect, expect_by_semantics, and something to check under each profile. */
+static enum ctq_status validate_expect(struct ctq_case *c, const cJSON *o, const char *file,
+				       const char *where, struct ctq_error *err)
+{
+	enum ctq_status st;
+	const cJSON *e = ctq_json_get(o, "expect");
+	if (e && (st = check_expect(e, file, "expect", err)))
+		return st;
+	const cJSON *eb = ctq_json_get(o, "expect_by_semantics");
+	if (eb) {
+		if (!cJSON_IsObject(eb))
+			return bad(err, file, where, "expect_by_semantics must be an object keyed by profile");
+		for (const cJSON *k = eb->child; k; k = k->next) {
+			enum ctq_semantics x;
+			if (!ctq_semantics_parse(k->string, &x) || !c->sem[x])
+				return bad(err, file, where,
+					   "expect_by_semantics.%s names a profile the case does not run",
+					   k->string);
+			char w[128];
+			snprintf(w, sizeof w, "expect_by_semantics.%s", k->string);
+			if ((st = check_expect(k, file, w, err)))
+				return st;
+		}
+	}
+	for (int s = 0; s < CTQ_SEM_COUNT && !c->checkpoint; s++) {
+		if (!c->sem[s])
+			continue;
+		struct effective ef;
+		effective(c, (enum ctq_semantics)s, &ef);
+		if (!count_checks(&ef))
+			return bad(err, file, where, "has nothing to check under %s",
+				   ctq_semantics_name((enum ctq_semantics)s));
+		if ((ef.shards[0] || ef.shards[1]) && !c->tp)
+			return bad(err, file, where, "expects shards but gives no tp");
+		if (!c->model && !c->modules && !(ef.error && !ef.modules[0] && !ef.modules[1]) &&
+		    !(c->config && ctq_json_get(c->config, "num_hidden_layers")))
+			return bad(err, file, where,
+				   "expects modules but names none (give model or modules)");
+	}
+	return CTQ_OK;
+}
+
 static enum ctq_status validate_case(struct ctq_case *c, const cJSON *o,
 				     const char *file, size_t index,
 				     struct ctq_error *err)
@@ -476,59 +588,9 @@ static enum ctq_status validate_case(struct ctq_case *c, const cJSON *o,
 	c->checkpoint = ctq_json_get(o, "checkpoint");
 	if (c->checkpoint)
 		return validate_numeric(c, o, file, where, err);
-	c->config = ctq_json_get(o, "config");
-	const cJSON *cf = ctq_json_get(o, "config_file");
-	if (!!c->config == !!cf)
-		return bad(err, file, where, "give exactly one of config and config_file");
-	if (c->config && !cJSON_IsObject(c->config))
-		return bad(err, file, where, "config must be a config.json object");
-	if (cf) {
-		if (!cJSON_IsString(cf) || !cf->valuestring[0] || cf->valuestring[0] == '/')
-			return bad(err, file, where, "config_file must be a path relative to the case file");
-		const char *slash = strrchr(file, '/');
-		size_t dl = slash ? (size_t)(slash - file) : 1;
-		c->config_file = ctq_malloc(dl + strlen(cf->valuestring) + 2);
-		if (!c->config_file)
-			return ctq_error_set(err, CTQ_ERR_NOMEM, file, "out of memory");
-		sprintf(c->config_file, "%.*s/%s", (int)dl, slash ? file : ".", cf->valuestring);
-		if (!ctq_path_exists(c->config_file))
-			return bad(err, file, where, "config_file %s does not exist", c->config_file);
-	}
-	c->model = ctq_json_get(o, "model");
-	c->modules = ctq_json_get(o, "modules");
-	if (c->model && c->modules)
-		return bad(err, file, where, "give model or modules, not both");
-	if (c->model) {
-		if (!cJSON_IsObject(c->model))
-			return bad(err, file, where, "model must be an object {arch, layers, ...}");
-		const cJSON *arch = ctq_json_get(c->model, "arch");
-		const cJSON *layers = ctq_json_get(c->model, "layers");
-		if (!cJSON_IsString(arch) || !ctq_arch_normalise(arch->valuestring))
-			return bad(err, file, where, "model.arch must be qwen3, qwen2 or llama");
-		if (!cJSON_IsNumber(layers) || layers->valuedouble < 1 || layers->valuedouble > 4096 ||
-		    layers->valuedouble != (double)(long)layers->valuedouble)
-			return bad(err, file, where, "model.layers must be an integer 1..4096");
-		const cJSON *pfx = ctq_json_get(c->model, "prefix");
-		if (pfx && !cJSON_IsString(pfx))
-			return bad(err, file, where, "model.prefix must be a string");
-	}
-	if (c->modules) {
-		if (!cJSON_IsArray(c->modules) || !c->modules->child)
-			return bad(err, file, where, "modules must be a non-empty list");
-		for (const cJSON *m = c->modules->child; m; m = m->next) {
-			const cJSON *n = ctq_json_get(m, "name"), *t = ctq_json_get(m, "type");
-			const cJSON *vt = ctq_json_get(m, "vllm_type");
-			if (!cJSON_IsObject(m) || !cJSON_IsString(n) || !t ||
-			    check_strings(t, file, where, NULL) || !t->child ||
-			    (vt && !cJSON_IsString(vt)))
-				return bad(err, file, where,
-					   "each module is {\"name\": str, \"type\": [class, ...], \"vllm_type\"?: str}");
-			for (const cJSON *k = m->child; k; k = k->next)
-				if (strcmp(k->string, "name") && strcmp(k->string, "type") &&
-				    strcmp(k->string, "vllm_type"))
-					return bad(err, file, where, "module key \"%s\" is unknown", k->string);
-		}
-	}
+	if ((st = validate_config_source(c, o, file, where, err)) ||
+	    (st = validate_target(c, o, file, where, err)))
+		return st;
 	const cJSON *tp = ctq_json_get(o, "tp");
 	if (tp) {
 		if (!cJSON_IsNumber(tp) || tp->valuedouble < 1 || tp->valuedouble > 1024 ||
@@ -553,41 +615,7 @@ static enum ctq_status validate_case(struct ctq_case *c, const cJSON *o,
 					   "parser takes accept_unknown_keys (bool) and ct_version (\"X.Y[.Z]\")");
 		}
 	}
-	const cJSON *e = ctq_json_get(o, "expect");
-	if (e && (st = check_expect(e, file, "expect", err)))
-		return st;
-	const cJSON *eb = ctq_json_get(o, "expect_by_semantics");
-	if (eb) {
-		if (!cJSON_IsObject(eb))
-			return bad(err, file, where, "expect_by_semantics must be an object keyed by profile");
-		for (const cJSON *k = eb->child; k; k = k->next) {
-			enum ctq_semantics x;
-			if (!ctq_semantics_parse(k->string, &x) || !c->sem[x])
-				return bad(err, file, where,
-					   "expect_by_semantics.%s names a profile the case does not run",
-					   k->string);
-			char w[128];
-			snprintf(w, sizeof w, "expect_by_semantics.%s", k->string);
-			if ((st = check_expect(k, file, w, err)))
-				return st;
-		}
-	}
-	for (int s = 0; s < CTQ_SEM_COUNT && !c->checkpoint; s++) {
-		if (!c->sem[s])
-			continue;
-		struct effective ef;
-		effective(c, (enum ctq_semantics)s, &ef);
-		if (!count_checks(&ef))
-			return bad(err, file, where, "has nothing to check under %s",
-				   ctq_semantics_name((enum ctq_semantics)s));
-		if ((ef.shards[0] || ef.shards[1]) && !c->tp)
-			return bad(err, file, where, "expects shards but gives no tp");
-		if (!c->model && !c->modules && !(ef.error && !ef.modules[0] && !ef.modules[1]) &&
-		    !(c->config && ctq_json_get(c->config, "num_hidden_layers")))
-			return bad(err, file, where,
-				   "expects modules but names none (give model or modules)");
-	}
-	return CTQ_OK;
+	return validate_expect(c, o, file, where, err);
 }
 
 enum ctq_status ctq_suite_load(struct ctq_suite *s, const char *dir,
@@ -1007,14 +1035,8 @@ static enum ctq_status run_numeric(const struct ctq_case *c, const char *scratch
 		ctq_cleanup_register(qdir);
 	}
 	struct ctq_error cerr = {0};
-	struct ctq_qconfig cfg;
-	struct ctq_modules mods;
-	struct ctq_plan plan;
-	struct ctq_checkpoint ckp;
-	memset(&cfg, 0, sizeof cfg);
-	memset(&plan, 0, sizeof plan);
-	memset(&ckp, 0, sizeof ckp);
-	ctq_modules_init(&mods);
+	struct ctq_target t;
+	ctq_target_init(&t);
 	enum ctq_status st = CTQ_OK;
 	const char *dir = base;
 	if (case_spec(ck, &spec, &cerr)) {
@@ -1032,10 +1054,8 @@ static enum ctq_status run_numeric(const struct ctq_case *c, const char *scratch
 			dir = qdir;
 		}
 	}
-	if (!cerr.status && !ctq_qconfig_load(&cfg, dir, NULL, &cerr) &&
-	    !ctq_modules_from_config(&mods, cfg.raw, "", NULL, &cerr) &&
-	    !ctq_plan_resolve(&plan, &cfg, &mods, CTQ_SEM_STRICT, NULL, &cerr))
-		ctq_checkpoint_open(&ckp, dir, &cerr);
+	if (!cerr.status)
+		ctq_target_open(&t, dir, CTQ_SEM_STRICT, CTQ_TARGET_TENSORS, &cerr);
 	if (cerr.status) {
 		if (cerr.status == CTQ_ERR_NOMEM)
 			st = ctq_error_set(err, cerr.status, cerr.path, "%s", cerr.message);
@@ -1045,14 +1065,14 @@ static enum ctq_status run_numeric(const struct ctq_case *c, const char *scratch
 		goto done;
 	}
 	for (int k = 0; k < c->n_numeric_tp && !st; k++)
-		for (size_t m = 0; m < mods.n && !st; m++) {
-			if (mods.v[m].kind != CTQ_MODULE_LINEAR)
+		for (size_t m = 0; m < t.mods.n && !st; m++) {
+			if (t.mods.v[m].kind != CTQ_MODULE_LINEAR)
 				continue;
 			struct ctq_tp_result r;
 			char name[CTQ_PATH_MAX], exp[96], act[256];
-			snprintf(name, sizeof name, "numeric:%s:tp%ld", mods.v[m].name, c->numeric_tp[k]);
+			snprintf(name, sizeof name, "numeric:%s:tp%ld", t.mods.v[m].name, c->numeric_tp[k]);
 			struct ctq_error terr = {0};
-			if (ctq_tp_check_linear(&ckp, &plan, m, (int)c->numeric_tp[k], 8, 7, &r, &terr)) {
+			if (ctq_tp_check_linear(&t.ck, &t.plan, m, (int)c->numeric_tp[k], 8, 7, &r, &terr)) {
 				if (terr.status == CTQ_ERR_NOMEM) {
 					st = ctq_error_set(err, terr.status, terr.path, "%s", terr.message);
 					break;
@@ -1069,10 +1089,7 @@ static enum ctq_status run_numeric(const struct ctq_case *c, const char *scratch
 			st = add_check(out, c, CTQ_SEM_STRICT, name, exp, act, r.passed ? "" : r.reason, err);
 		}
 done:
-	ctq_checkpoint_close(&ckp);
-	ctq_plan_free(&plan);
-	ctq_modules_free(&mods);
-	ctq_qconfig_free(&cfg);
+	ctq_target_close(&t);
 	ctq_remove_tree(base);
 	ctq_remove_tree(qdir);
 	if (!scratch_dir) {

@@ -45,6 +45,37 @@ void *ctq_calloc(size_t count, size_t size)
 	return alloc_allowed() ? calloc(count ? count : 1, size ? size : 1) : NULL;
 }
 
+char *ctq_strdup(const char *s)
+{
+	if (!s)
+		return NULL;
+	size_t n = strlen(s) + 1;
+	char *d = ctq_malloc(n);
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
+bool ctq_grow(void **v, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return true;
+	size_t c = *cap ? *cap : 64;
+	while (c < need) {
+		if (c > SIZE_MAX / 2)
+			return false;
+		c *= 2;
+	}
+	if (elem && c > SIZE_MAX / elem)
+		return false;
+	void *p = ctq_realloc(*v, c * elem);
+	if (!p)
+		return false;
+	*v = p;
+	*cap = c;
+	return true;
+}
+
 void ctq_free(void *p)
 {
 	free(p);

@@ -7,6 +7,7 @@
 #define CTQ_CORE_ARENA_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 struct ctq_arena_block;
@@ -35,7 +36,14 @@ void *ctq_malloc(size_t n_bytes);
 void *ctq_realloc(void *p, size_t n_bytes);
 /* Zero-filled count * size bytes; NULL on overflow or under the hook. */
 void *ctq_calloc(size_t count, size_t size);
-/* Frees what ctq_malloc, ctq_calloc or ctq_realloc returned (NULL: no-op). */
+/* A copy of s (NULL: NULL) through ctq_malloc; NULL when memory runs out. */
+char *ctq_strdup(const char *s);
+/* Frees what ctq_malloc, ctq_calloc, ctq_realloc or ctq_strdup returned
+ * (NULL: no-op). */
 void ctq_free(void *p);
+/* Grows the array *v of *cap elements of elem bytes (through ctq_realloc,
+ * doubling from 64) until it holds need; false (v untouched) when memory
+ * runs out or the size overflows. */
+bool ctq_grow(void **v, size_t *cap, size_t need, size_t elem);
 
 #endif

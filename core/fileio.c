@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "core/fileio.h"
 #include "core/cleanup.h"
+#include "core/strbuf.h"
 
 #include <dirent.h>
 #include "core/arena.h"
@@ -346,4 +347,26 @@ void ctq_read_cmd_line(const char *cmd, char *buf, size_t cap)
 			buf[--n] = '\0';
 	}
 	pclose(p);
+}
+
+enum ctq_status ctq_strbuf_write_atomic(const struct ctq_strbuf *sb, const char *path,
+					struct ctq_error *err)
+{
+	if (sb->oom)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, path, "out of memory");
+	return ctq_file_write_atomic(path, sb->data, sb->len, err);
+}
+
+enum ctq_status ctq_file_read_tail(const char *path, size_t max_bytes, size_t tail_bytes,
+				   char **out, const char **tail, struct ctq_error *err)
+{
+	size_t n = 0;
+	enum ctq_status st = ctq_file_read(path, max_bytes, out, &n, err);
+	if (st)
+		return st;
+	size_t start = n > tail_bytes ? n - tail_bytes : 0;
+	while (start > 0 && start < n && (*out)[start - 1] != '\n')
+		start++;
+	*tail = *out + start;
+	return CTQ_OK;
 }

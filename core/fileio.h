@@ -26,9 +26,22 @@ enum ctq_status ctq_file_open_regular(const char *path, const char *expected, in
 enum ctq_status ctq_file_read(const char *path, size_t max_bytes, char **out,
 			      size_t *n_bytes, struct ctq_error *err);
 
+/* Reads the text file path (at most max_bytes) into *out, as ctq_file_read,
+ * and points *tail at its last lines: at most tail_bytes, starting at a line
+ * start. Free *out with free(). */
+enum ctq_status ctq_file_read_tail(const char *path, size_t max_bytes, size_t tail_bytes,
+				   char **out, const char **tail, struct ctq_error *err);
+
 /* Writes n_bytes to path through path.tmp.<pid> and rename(2). */
 enum ctq_status ctq_file_write_atomic(const char *path, const void *data,
 				      size_t n_bytes, struct ctq_error *err);
+
+struct ctq_strbuf;
+/* Writes the text of sb to path as ctq_file_write_atomic does; a buffer
+ * that ran out of memory while it was built is nomem at path, and nothing is
+ * written. */
+enum ctq_status ctq_strbuf_write_atomic(const struct ctq_strbuf *sb, const char *path,
+					struct ctq_error *err);
 
 /* Maps the regular file path read-only (MAP_PRIVATE): *map receives the
  * bytes (NULL for an empty file), *n_bytes its size. `expected` names the

@@ -3,6 +3,7 @@
 #include "core/arena.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,18 +34,11 @@ static bool reserve(struct ctq_strbuf *sb, size_t extra)
 {
 	if (sb->oom)
 		return false;
-	if (sb->len + extra + 1 <= sb->cap)
-		return true;
-	size_t cap = sb->cap ? sb->cap : 256;
-	while (cap < sb->len + extra + 1)
-		cap *= 2;
-	char *d = ctq_realloc(sb->data, cap);
-	if (!d) {
+	if (extra > SIZE_MAX / 2 - sb->len ||
+	    !ctq_grow((void **)&sb->data, &sb->cap, sb->len + extra + 1, 1)) {
 		sb->oom = true;
 		return false;
 	}
-	sb->data = d;
-	sb->cap = cap;
 	return true;
 }
 

@@ -97,12 +97,12 @@ enum ctq_status ctq_fam_bench_gemm_compare(struct ctq_cmp_pair *x, struct ctq_er
 		const char *ckb = kb ? ctq_table_get(&x->tb, kb->row, cb[5]) : "(absent)";
 		if (ctq && (strcmp(ckn, "pass") || strcmp(ckb, "pass"))) {
 			const bool bad = strcmp(ckn, "pass") != 0;
-			struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_BENCH_GEMM, x->file, err);
+			struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_BENCH_GEMM, x->file,
+								key, NULL, err);
 			if (!r) {
 				st = CTQ_ERR_NOMEM;
 				break;
 			}
-			snprintf(r->key, sizeof r->key, "%s", key);
 			snprintf(r->metric, sizeof r->metric, "check %s -> %s", ckb, ckn);
 			ctq_cmp_set_verdict(x->c, r, bad ? "regression" : "improvement", bad);
 			if (bad)
@@ -153,14 +153,13 @@ enum ctq_status ctq_fam_bench_gemm_compare(struct ctq_cmp_pair *x, struct ctq_er
 	}
 	if (st || (st = ctq_cmp_removed_rows(x, CTQ_FAM_BENCH_GEMM, "time_us", &removed, err)))
 		goto done;
-	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_BENCH_GEMM, x->file, err);
+	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_BENCH_GEMM, x->file,
+						"(all points)", "points regressed", err);
 	if (!r) {
 		st = CTQ_ERR_NOMEM;
 		goto done;
 	}
 	r->summary = true;
-	snprintf(r->key, sizeof r->key, "(all points)");
-	snprintf(r->metric, sizeof r->metric, "points regressed");
 	r->base = 0;
 	r->cand = (double)(slower + failed);
 	snprintf(r->detail, sizeof r->detail,

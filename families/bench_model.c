@@ -107,27 +107,20 @@ static void model_kind(const char *dir, char *buf, size_t cap)
 enum ctq_status ctq_fam_bench_model_report(struct ctq_rep *r, const struct ctq_result_file *f,
 				  struct ctq_perf_case **cases, size_t *n_cases, size_t *cap)
 {
-	char path[1200];
-	struct ctq_table t;
-	enum ctq_status st = ctq_rep_load_result(r, f, &t, path, sizeof path);
-	if (st)
-		return st;
-	static const char *const names[] = {"backend", "batch", "input_tokens", "output_tokens",
-					    "ttft_ms", "prefill_tokens_per_s", "decode_ms_per_step",
-					    "decode_tokens_per_s", "weight_bytes"};
-	int c[9];
-	for (int i = 0; i < 9; i++)
-		if ((c[i] = ctq_table_col(&t, names[i])) < 0) {
-			ctq_table_free(&t);
-			return ctq_error_set(r->err, CTQ_ERR_PARSE, path, "has no column \"%s\"", names[i]);
-		}
 	/* With --ref-model one file holds both roles: a case is (role, backend,
 	 * batch, input, output). */
-	const int crole = ctq_table_col(&t, "role"), cmodel = ctq_table_col(&t, "model");
+	static const char *const names[] = {"backend", "batch", "input_tokens", "output_tokens",
+					    "ttft_ms", "prefill_tokens_per_s", "decode_ms_per_step",
+					    "decode_tokens_per_s", "weight_bytes", "role", "model"};
+	struct ctq_rep_table R;
+	enum ctq_status st = ctq_rep_load_result(r, f, names, 11, 9, &R);
+	if (st)
+		return st;
+	const int crole = R.col[9], cmodel = R.col[10];
 	/* The role (ref, new) is shown only where one file holds both. */
 	bool two_roles = false;
-	for (size_t i = 1; crole >= 0 && i < t.n_rows; i++)
-		two_roles |= strcmp(ctq_table_get(&t, i, crole), ctq_table_get(&t, 0, crole)) != 0;
+	for (size_t i = 1; crole >= 0 && i < R.t.n_rows; i++)
+		two_roles |= strcmp(ctq_table_get(&R.t, i, crole), ctq_table_get(&R.t, 0, crole)) != 0;
 	char model[400] = "", v[300];
 	if (ctq_rep_step_option(r->dir, r->display, f->dir, "--model", v, sizeof v))
 		snprintf(model, sizeof model, " — model %s", v);
@@ -139,30 +132,30 @@ enum ctq_status ctq_fam_bench_model_report(struct ctq_rep *r, const struct ctq_r
 					   "prefill tok/s", "decode ms/step", "decode tok/s",
 					   "weights MB", NULL};
 	ctq_rep_table_head(r, cols);
-	double *buf = malloc((t.n_rows + 1) * 4 * sizeof *buf);
-	bool *done = calloc(t.n_rows + 1, sizeof *done);
+	double *buf = malloc((R.t.n_rows + 1) * 4 * sizeof *buf);
+	bool *done = calloc(R.t.n_rows + 1, sizeof *done);
 	if (!buf || !done) {
 		free(buf);
 		free(done);
-		ctq_table_free(&t);
-		return ctq_error_set(r->err, CTQ_ERR_NOMEM, path, "out of memory");
+		ctq_table_free(&R.t);
+		return ctq_error_set(r->err, CTQ_ERR_NOMEM, R.path, "out of memory");
 	}
-	for (size_t i = 0; i < t.n_rows && !st; i++) {
+	for (size_t i = 0; i < R.t.n_rows && !st; i++) {
 		if (done[i])
 			continue;
 		size_t n = 0;
-		double *tt = buf, *pf = buf + t.n_rows, *dm = buf + 2 * t.n_rows, *dt = buf + 3 * t.n_rows;
-		for (size_t j = i; j < t.n_rows; j++) {
-			bool same = crole < 0 || !strcmp(ctq_table_get(&t, i, crole), ctq_table_get(&t, j, crole));
+		double *tt = buf, *pf = buf + R.t.n_rows, *dm = buf + 2 * R.t.n_rows, *dt = buf + 3 * R.t.n_rows;
+		for (size_t j = i; j < R.t.n_rows; j++) {
+			bool same = crole < 0 || !strcmp(ctq_table_get(&R.t, i, crole), ctq_table_get(&R.t, j, crole));
 			for (int k = 0; k < 4 && same; k++)
-				same = !strcmp(ctq_table_get(&t, i, c[k]), ctq_table_get(&t, j, c[k]));
+				same = !strcmp(ctq_table_get(&R.t, i, R.col[k]), ctq_table_get(&R.t, j, R.col[k]));
 			if (!same)
 				continue;
 			done[j] = true;
-			tt[n] = ctq_table_num(&t, j, c[4]);
-			pf[n] = ctq_table_num(&t, j, c[5]);
-			dm[n] = ctq_table_num(&t, j, c[6]);
-			dt[n] = ctq_table_num(&t, j, c[7]);
+			tt[n] = ctq_table_num(&R.t, j, R.col[4]);
+			pf[n] = ctq_table_num(&R.t, j, R.col[5]);
+			dm[n] = ctq_table_num(&R.t, j, R.col[6]);
+			dt[n] = ctq_table_num(&R.t, j, R.col[7]);
 			n++;
 		}
 		struct ctq_sample_summary s;
@@ -170,29 +163,29 @@ enum ctq_status ctq_fam_bench_model_report(struct ctq_rep *r, const struct ctq_r
 			break;
 		double med_pf = median_of(pf, n), med_dm = median_of(dm, n), med_dt = median_of(dt, n);
 		char kind[32];
-		model_kind(ctq_table_get(&t, i, cmodel), kind, sizeof kind);
-		const char *role = crole >= 0 ? ctq_table_get(&t, i, crole) : "";
+		model_kind(ctq_table_get(&R.t, i, cmodel), kind, sizeof kind);
+		const char *role = crole >= 0 ? ctq_table_get(&R.t, i, crole) : "";
 		ctq_rep_row_begin(r);
 		ctq_rep_cell(r, kind, "strong");
 		if (two_roles)
-			ctq_rep_cellf(r, NULL, "%s (%s)", ctq_table_get(&t, i, c[0]), role);
+			ctq_rep_cellf(r, NULL, "%s (%s)", ctq_table_get(&R.t, i, R.col[0]), role);
 		else
-			ctq_rep_cell(r, ctq_table_get(&t, i, c[0]), NULL);
+			ctq_rep_cell(r, ctq_table_get(&R.t, i, R.col[0]), NULL);
 		for (int k = 1; k < 4; k++)
-			ctq_rep_cell(r, ctq_table_get(&t, i, c[k]), "num");
+			ctq_rep_cell(r, ctq_table_get(&R.t, i, R.col[k]), "num");
 		ctq_rep_cellf(r, "num", "%zu", n);
 		ctq_rep_cellf(r, "num", "%.4g [%.4g, %.4g]", s.median, s.min, s.max);
 		ctq_rep_cellf(r, s.cv > 0.2 ? "num warn" : "num", "%.3g", s.cv);
 		ctq_rep_cellf(r, "num", "%.4g", med_pf);
 		ctq_rep_cellf(r, "num", "%.4g", med_dm);
 		ctq_rep_cellf(r, "num", "%.4g", med_dt);
-		ctq_rep_cellf(r, "num", "%.2f", ctq_table_num(&t, i, c[8]) / 1e6);
+		ctq_rep_cellf(r, "num", "%.2f", ctq_table_num(&R.t, i, R.col[8]) / 1e6);
 		ctq_rep_row_end(r);
 		if (*n_cases == *cap) {
 			size_t nc = *cap ? 2 * *cap : 16;
 			struct ctq_perf_case *pc = realloc(*cases, nc * sizeof *pc);
 			if (!pc) {
-				st = ctq_error_set(r->err, CTQ_ERR_NOMEM, path, "out of memory");
+				st = ctq_error_set(r->err, CTQ_ERR_NOMEM, R.path, "out of memory");
 				break;
 			}
 			*cases = pc;
@@ -200,18 +193,18 @@ enum ctq_status ctq_fam_bench_model_report(struct ctq_rep *r, const struct ctq_r
 		}
 		struct ctq_perf_case *pc = &(*cases)[(*n_cases)++];
 		snprintf(pc->kind, sizeof pc->kind, "%s", kind);
-		snprintf(pc->key, sizeof pc->key, "%s b%s in%s out%s", ctq_table_get(&t, i, c[0]),
-			 ctq_table_get(&t, i, c[1]), ctq_table_get(&t, i, c[2]), ctq_table_get(&t, i, c[3]));
+		snprintf(pc->key, sizeof pc->key, "%s b%s in%s out%s", ctq_table_get(&R.t, i, R.col[0]),
+			 ctq_table_get(&R.t, i, R.col[1]), ctq_table_get(&R.t, i, R.col[2]), ctq_table_get(&R.t, i, R.col[3]));
 		snprintf(pc->label, sizeof pc->label, "%s %s %s b%s in%s", *f->dir ? f->dir : "run", kind,
-			 ctq_table_get(&t, i, c[0]), ctq_table_get(&t, i, c[1]), ctq_table_get(&t, i, c[2]));
+			 ctq_table_get(&R.t, i, R.col[0]), ctq_table_get(&R.t, i, R.col[1]), ctq_table_get(&R.t, i, R.col[2]));
 		snprintf(pc->series_ttft, sizeof pc->series_ttft, "%s_%s%s%s_b%s_out%s",
-			 *f->dir ? f->dir : "run", ctq_table_get(&t, i, c[0]), *role ? "_" : "", role,
-			 ctq_table_get(&t, i, c[1]), ctq_table_get(&t, i, c[3]));
+			 *f->dir ? f->dir : "run", ctq_table_get(&R.t, i, R.col[0]), *role ? "_" : "", role,
+			 ctq_table_get(&R.t, i, R.col[1]), ctq_table_get(&R.t, i, R.col[3]));
 		snprintf(pc->series_tps, sizeof pc->series_tps, "%s_%s%s%s_in%s_out%s",
-			 *f->dir ? f->dir : "run", ctq_table_get(&t, i, c[0]), *role ? "_" : "", role,
-			 ctq_table_get(&t, i, c[2]), ctq_table_get(&t, i, c[3]));
-		pc->batch = ctq_table_num(&t, i, c[1]);
-		pc->input = ctq_table_num(&t, i, c[2]);
+			 *f->dir ? f->dir : "run", ctq_table_get(&R.t, i, R.col[0]), *role ? "_" : "", role,
+			 ctq_table_get(&R.t, i, R.col[2]), ctq_table_get(&R.t, i, R.col[3]));
+		pc->batch = ctq_table_num(&R.t, i, R.col[1]);
+		pc->input = ctq_table_num(&R.t, i, R.col[2]);
 		pc->ttft[0] = s.median;
 		pc->ttft[1] = s.min;
 		pc->ttft[2] = s.max;
@@ -222,7 +215,7 @@ enum ctq_status ctq_fam_bench_model_report(struct ctq_rep *r, const struct ctq_r
 	ctq_rep_table_end(r);
 	free(buf);
 	free(done);
-	ctq_table_free(&t);
+	ctq_table_free(&R.t);
 	return st;
 }
 

@@ -80,13 +80,13 @@ enum ctq_status ctq_fam_bench_serve_compare(struct ctq_cmp_pair *x, struct ctq_e
 				nb += strcmp(ctq_table_get(&x->tb, x->ib.v[k].row, cb[nk]), "ok") != 0;
 		for (size_t k = i; k < j; k++)
 			nn += strcmp(ctq_table_get(&x->tn, x->in.v[k].row, cn[nk]), "ok") != 0;
-		struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_BENCH_SERVE, x->file, err);
+		const char *key = nk ? x->in.v[i].key : "(all requests)";
+		struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_BENCH_SERVE, x->file, key,
+							"errors", err);
 		if (!r) {
 			st = CTQ_ERR_NOMEM;
 			break;
 		}
-		snprintf(r->key, sizeof r->key, "%s", nk ? x->in.v[i].key : "(all requests)");
-		snprintf(r->metric, sizeof r->metric, "errors");
 		r->base = kb ? (double)nb : NAN;
 		r->cand = (double)nn;
 		if (nn)
@@ -136,21 +136,17 @@ enum ctq_status ctq_fam_bench_serve_trend(struct ctq_trend *t, size_t run, const
  * percentiles) and the request statuses of bench_serve.csv. */
 enum ctq_status ctq_fam_bench_serve_report(struct ctq_rep *r, const struct ctq_result_file *f)
 {
-	char path[1200];
-	struct ctq_table t;
-	enum ctq_status st = ctq_rep_load_result(r, f, &t, path, sizeof path);
+	static const char *const names[] = {"status"};
+	struct ctq_rep_table R;
+	enum ctq_status st = ctq_rep_load_result(r, f, names, 1, 1, &R);
 	if (st)
 		return st;
-	int cs = ctq_table_col(&t, "status");
-	if (cs < 0) {
-		ctq_table_free(&t);
-		return ctq_error_set(r->err, CTQ_ERR_PARSE, path, "has no status column");
-	}
+	const int cs = R.col[0];
 	size_t ok = 0;
-	for (size_t i = 0; i < t.n_rows; i++)
-		ok += !strcmp(ctq_table_get(&t, i, cs), "ok");
-	const size_t n = t.n_rows;
-	ctq_table_free(&t);
+	for (size_t i = 0; i < R.t.n_rows; i++)
+		ok += !strcmp(ctq_table_get(&R.t, i, cs), "ok");
+	const size_t n = R.t.n_rows;
+	ctq_table_free(&R.t);
 	r->serve_errors += n - ok;
 	cJSON *m = ctq_rep_step_manifest(r->dir, f->dir);
 	const cJSON *sv = ctq_json_get(m, "bench_serve");

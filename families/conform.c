@@ -31,10 +31,10 @@ enum ctq_status ctq_fam_conform_compare(struct ctq_cmp_pair *x, struct ctq_error
 		const char *on = ctq_table_get(&x->tn, x->in.v[i].row, cn[3]);
 		if (!strcmp(ob, on))
 			continue;
-		struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_CONFORM, x->file, err);
+		struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_CONFORM, x->file,
+							x->in.v[i].key, NULL, err);
 		if (!r)
 			return CTQ_ERR_NOMEM;
-		snprintf(r->key, sizeof r->key, "%s", x->in.v[i].key);
 		snprintf(r->metric, sizeof r->metric, "outcome %s -> %s", ob, on);
 		bool bad = !strcmp(ob, "pass");
 		ctq_cmp_set_verdict(x->c, r, bad ? "regression" : "improvement", bad);
@@ -43,12 +43,11 @@ enum ctq_status ctq_fam_conform_compare(struct ctq_cmp_pair *x, struct ctq_error
 		bad ? flips++ : fixes++;
 	}
 	ctq_cmp_added_removed(x, &added, &removed);
-	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_CONFORM, x->file, err);
+	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_CONFORM, x->file,
+						"(all checks)", "failed checks", err);
 	if (!r)
 		return CTQ_ERR_NOMEM;
 	r->summary = true;
-	snprintf(r->key, sizeof r->key, "(all checks)");
-	snprintf(r->metric, sizeof r->metric, "failed checks");
 	r->base = (double)fail_b;
 	r->cand = (double)fail_n;
 	snprintf(r->detail, sizeof r->detail,
@@ -89,27 +88,20 @@ struct folder {
 
 enum ctq_status ctq_fam_conform_report(struct ctq_rep *r, const struct ctq_result_file *f)
 {
-	char path[1200];
-	struct ctq_table t;
-	enum ctq_status st = ctq_rep_load_result(r, f, &t, path, sizeof path);
+	static const char *const names[] = {"case_id", "outcome", "semantics", "check",
+					    "expected", "actual", "detail"};
+	struct ctq_rep_table R;
+	enum ctq_status st = ctq_rep_load_result(r, f, names, 7, 2, &R);
 	if (st)
 		return st;
-	int c_case = ctq_table_col(&t, "case_id"), c_sem = ctq_table_col(&t, "semantics");
-	int c_chk = ctq_table_col(&t, "check"), c_exp = ctq_table_col(&t, "expected");
-	int c_act = ctq_table_col(&t, "actual"), c_out = ctq_table_col(&t, "outcome");
-	int c_det = ctq_table_col(&t, "detail");
-	if (c_case < 0 || c_out < 0) {
-		ctq_table_free(&t);
-		return ctq_error_set(r->err, CTQ_ERR_PARSE, path, "has no case_id or outcome column");
-	}
-	struct folder *fs = calloc(t.n_rows + 1, sizeof *fs);
-	if (!fs) {
-		ctq_table_free(&t);
-		return ctq_error_set(r->err, CTQ_ERR_NOMEM, path, "out of memory");
-	}
+	const int c_case = R.col[0], c_out = R.col[1], c_sem = R.col[2], c_chk = R.col[3];
+	const int c_exp = R.col[4], c_act = R.col[5], c_det = R.col[6];
+	struct folder *fs = calloc(R.t.n_rows + 1, sizeof *fs);
+	if (!fs)
+		return ctq_rep_table_nomem(r, &R);
 	size_t nf = 0, passed = 0, failed = 0;
-	for (size_t i = 0; i < t.n_rows; i++) {
-		const char *id = ctq_table_get(&t, i, c_case);
+	for (size_t i = 0; i < R.t.n_rows; i++) {
+		const char *id = ctq_table_get(&R.t, i, c_case);
 		size_t k = strcspn(id, "/");
 		char name[128];
 		snprintf(name, sizeof name, "%.*s", id[k] ? (int)k : 5, id[k] ? id : "(top)");
@@ -123,13 +115,13 @@ enum ctq_status ctq_fam_conform_report(struct ctq_rep *r, const struct ctq_resul
 			fs[j].cases++;
 			snprintf(fs[j].last_case, sizeof fs[j].last_case, "%s", id);
 		}
-		bool ok = !strcmp(ctq_table_get(&t, i, c_out), "pass");
+		bool ok = !strcmp(ctq_table_get(&R.t, i, c_out), "pass");
 		ok ? fs[j].passed++ : fs[j].failed++;
 		ok ? passed++ : failed++;
 	}
 	r->checks_failed += failed;
 	char title[700];
-	snprintf(title, sizeof title, "%s — %zu checks: %zu passed, %zu failed", f->rel, t.n_rows,
+	snprintf(title, sizeof title, "%s — %zu checks: %zu passed, %zu failed", f->rel, R.t.n_rows,
 		 passed, failed);
 	ctq_rep_heading(r, 3, title);
 	static const char *const cols[] = {"suite folder", "cases", "checks", "passed", "failed", NULL};
@@ -151,17 +143,17 @@ enum ctq_status ctq_fam_conform_report(struct ctq_rep *r, const struct ctq_resul
 						 "why", NULL};
 		ctq_rep_table_head(r, fc);
 		size_t listed = 0;
-		for (size_t i = 0; i < t.n_rows && listed < CTQ_REP_MAX_LISTED; i++) {
-			if (!strcmp(ctq_table_get(&t, i, c_out), "pass"))
+		for (size_t i = 0; i < R.t.n_rows && listed < CTQ_REP_MAX_LISTED; i++) {
+			if (!strcmp(ctq_table_get(&R.t, i, c_out), "pass"))
 				continue;
 			listed++;
 			ctq_rep_row_begin(r);
-			ctq_rep_cell(r, ctq_table_get(&t, i, c_case), NULL);
-			ctq_rep_cell(r, ctq_table_get(&t, i, c_sem), NULL);
-			ctq_rep_cell(r, ctq_table_get(&t, i, c_chk), NULL);
-			ctq_rep_cell(r, ctq_table_get(&t, i, c_exp), NULL);
-			ctq_rep_cell(r, ctq_table_get(&t, i, c_act), "bad");
-			ctq_rep_cell(r, ctq_table_get(&t, i, c_det), NULL);
+			ctq_rep_cell(r, ctq_table_get(&R.t, i, c_case), NULL);
+			ctq_rep_cell(r, ctq_table_get(&R.t, i, c_sem), NULL);
+			ctq_rep_cell(r, ctq_table_get(&R.t, i, c_chk), NULL);
+			ctq_rep_cell(r, ctq_table_get(&R.t, i, c_exp), NULL);
+			ctq_rep_cell(r, ctq_table_get(&R.t, i, c_act), "bad");
+			ctq_rep_cell(r, ctq_table_get(&R.t, i, c_det), NULL);
 			ctq_rep_row_end(r);
 		}
 		ctq_rep_table_end(r);
@@ -172,6 +164,6 @@ enum ctq_status ctq_fam_conform_report(struct ctq_rep *r, const struct ctq_resul
 			ctq_rep_para(r, more);
 		}
 	}
-	ctq_table_free(&t);
+	ctq_table_free(&R.t);
 	return CTQ_OK;
 }

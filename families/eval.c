@@ -33,11 +33,9 @@ static enum ctq_status acc_row(struct ctq_cmp_pair *x, const char *key, const ch
 {
 	struct ctq_paired pr;
 	ctq_stats_paired(&pr, t->a, t->b, t->c, t->d, CTQ_Z95);
-	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_EVAL, x->file, err);
+	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_EVAL, x->file, key, metric, err);
 	if (!r)
 		return CTQ_ERR_NOMEM;
-	snprintf(r->key, sizeof r->key, "%s", key);
-	snprintf(r->metric, sizeof r->metric, "%s", metric);
 	r->base = pr.acc_ref;
 	r->cand = pr.acc_new;
 	r->change = pr.diff;
@@ -124,11 +122,10 @@ enum ctq_status ctq_fam_eval_compare(struct ctq_cmp_pair *x, struct ctq_error *e
 		/* Argmax agreement: the share of questions whose chosen letter is the
 		 * same in both runs (TP against one rank, a kernel change against the
 		 * last build). Informational: accuracy gates, agreement explains. */
-		struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_EVAL, x->file, err);
+		struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_EVAL, x->file,
+							"(all questions)", "answer agreement", err);
 		if (!r)
 			return CTQ_ERR_NOMEM;
-		snprintf(r->key, sizeof r->key, "(all questions)");
-		snprintf(r->metric, sizeof r->metric, "answer agreement");
 		r->cand = (double)n_agree / (double)n_chosen;
 		r->summary = true;
 		snprintf(r->verdict, sizeof r->verdict, "%s", n_agree == n_chosen ? "same" : "changed");
@@ -201,36 +198,30 @@ static void eval_gate(struct ctq_rep *r, const char *dir)
 
 enum ctq_status ctq_fam_eval_report(struct ctq_rep *r, const struct ctq_result_file *f)
 {
-	char path[1200];
-	struct ctq_table t;
-	enum ctq_status st = ctq_rep_load_result(r, f, &t, path, sizeof path);
+	static const char *const names[] = {"subject", "correct", "ref_correct", "benchmark",
+					    "protocol", "shots"};
+	struct ctq_rep_table R;
+	enum ctq_status st = ctq_rep_load_result(r, f, names, 6, 2, &R);
 	if (st)
 		return st;
-	int cs = ctq_table_col(&t, "subject"), cc = ctq_table_col(&t, "correct");
-	int cr = ctq_table_col(&t, "ref_correct"), cb = ctq_table_col(&t, "benchmark");
-	int cp = ctq_table_col(&t, "protocol"), csh = ctq_table_col(&t, "shots");
-	if (cs < 0 || cc < 0) {
-		ctq_table_free(&t);
-		return ctq_error_set(r->err, CTQ_ERR_PARSE, path, "has no subject or correct column");
-	}
-	struct subject *sj = calloc(t.n_rows + 2, sizeof *sj);
-	if (!sj) {
-		ctq_table_free(&t);
-		return ctq_error_set(r->err, CTQ_ERR_NOMEM, path, "out of memory");
-	}
+	const int cs = R.col[0], cc = R.col[1], cr = R.col[2], cb = R.col[3], cp = R.col[4];
+	const int csh = R.col[5];
+	struct subject *sj = calloc(R.t.n_rows + 2, sizeof *sj);
+	if (!sj)
+		return ctq_rep_table_nomem(r, &R);
 	size_t ns = 0;
-	bool have_ref = cr >= 0 && t.n_rows && *ctq_table_get(&t, 0, cr);
+	bool have_ref = cr >= 0 && R.t.n_rows && *ctq_table_get(&R.t, 0, cr);
 	struct subject all = {.name = "overall (micro)"};
-	for (size_t i = 0; i < t.n_rows; i++) {
-		const char *s = ctq_table_get(&t, i, cs);
+	for (size_t i = 0; i < R.t.n_rows; i++) {
+		const char *s = ctq_table_get(&R.t, i, cs);
 		size_t j;
 		for (j = 0; j < ns; j++)
 			if (!strcmp(sj[j].name, s))
 				break;
 		if (j == ns)
 			snprintf(sj[ns++].name, sizeof sj->name, "%s", s);
-		bool ok = ctq_csv_truthy(ctq_table_get(&t, i, cc));
-		bool okr = have_ref && ctq_csv_truthy(ctq_table_get(&t, i, cr));
+		bool ok = ctq_csv_truthy(ctq_table_get(&R.t, i, cc));
+		bool okr = have_ref && ctq_csv_truthy(ctq_table_get(&R.t, i, cr));
 		struct subject *x[2] = {&sj[j], &all};
 		for (int z = 0; z < 2; z++) {
 			x[z]->n++;
@@ -253,9 +244,9 @@ enum ctq_status ctq_fam_eval_report(struct ctq_rep *r, const struct ctq_result_f
 		snprintf(ref, sizeof ref, "reference %s", v);
 	char title[800];
 	snprintf(title, sizeof title, "%s — %s, protocol %s, %s-shot: %zu questions in %zu subjects",
-		 f->rel, cb >= 0 && t.n_rows ? ctq_table_get(&t, 0, cb) : "?",
-		 cp >= 0 && t.n_rows ? ctq_table_get(&t, 0, cp) : "?",
-		 csh >= 0 && t.n_rows ? ctq_table_get(&t, 0, csh) : "?", t.n_rows, ns);
+		 f->rel, cb >= 0 && R.t.n_rows ? ctq_table_get(&R.t, 0, cb) : "?",
+		 cp >= 0 && R.t.n_rows ? ctq_table_get(&R.t, 0, cp) : "?",
+		 csh >= 0 && R.t.n_rows ? ctq_table_get(&R.t, 0, csh) : "?", R.t.n_rows, ns);
 	ctq_rep_heading(r, 3, title);
 	char line[800];
 	snprintf(line, sizeof line, "%s%s%s.", cand, have_ref ? " against " : "", have_ref ? ref : "");
@@ -347,6 +338,6 @@ enum ctq_status ctq_fam_eval_report(struct ctq_rep *r, const struct ctq_result_f
 	ctq_strbuf_free(&data);
 	ctq_strbuf_free(&body);
 	free(sj);
-	ctq_table_free(&t);
+	ctq_table_free(&R.t);
 	return CTQ_OK;
 }

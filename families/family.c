@@ -233,8 +233,24 @@ char *ctq_rep_step_option(const char *run_dir, const char *display, const char *
 }
 
 enum ctq_status ctq_rep_load_result(struct ctq_rep *r, const struct ctq_result_file *f,
-				   struct ctq_table *t, char *path, size_t cap)
+				    const char *const *names, int n, int n_required,
+				    struct ctq_rep_table *rt)
 {
-	snprintf(path, cap, "%s/%s", r->dir, f->rel);
-	return ctq_table_load(t, path, r->err);
+	snprintf(rt->path, sizeof rt->path, "%s/%s", r->dir, f->rel);
+	enum ctq_status st = ctq_table_load(&rt->t, rt->path, r->err);
+	if (st)
+		return st;
+	for (int i = 0; i < n && i < CTQ_REP_COLS_MAX; i++)
+		if ((rt->col[i] = ctq_table_col(&rt->t, names[i])) < 0 && i < n_required) {
+			ctq_table_free(&rt->t);
+			return ctq_error_set(r->err, CTQ_ERR_PARSE, rt->path, "has no column \"%s\"",
+					     names[i]);
+		}
+	return CTQ_OK;
+}
+
+enum ctq_status ctq_rep_table_nomem(struct ctq_rep *r, struct ctq_rep_table *rt)
+{
+	ctq_table_free(&rt->t);
+	return ctq_error_set(r->err, CTQ_ERR_NOMEM, rt->path, "out of memory");
 }

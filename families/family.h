@@ -29,10 +29,10 @@
 #include "core/strbuf.h"
 #include "results/files.h"
 #include "results/plot.h"
+#include "results/table.h"
 
 struct ctq_cmp_pair;
 struct ctq_trend;
-struct ctq_table;
 struct ctq_result_file;
 
 /* The one reading of a boolean CSV cell: "true" or "1" (the writers write
@@ -98,8 +98,22 @@ cJSON *ctq_rep_step_manifest(const char *run_dir, const char *dir);
  * NULL without one. */
 char *ctq_rep_step_option(const char *run_dir, const char *display, const char *dir,
 			  const char *opt, char *buf, size_t cap);
-/* Loads the result file f of the run into t; path receives its path. */
+/* A result file loaded for a report section: its table, its path and the
+ * columns the section asked for. */
+#define CTQ_REP_COLS_MAX 16
+struct ctq_rep_table {
+	struct ctq_table t;
+	char path[1200];
+	int col[CTQ_REP_COLS_MAX];
+};
+/* Loads the result file f of the run into rt and finds the columns
+ * names[0..n-1] (n <= CTQ_REP_COLS_MAX) into rt->col: the first n_required
+ * must be there (else parse-error naming the column and the file, rt
+ * freed); the others are -1 when absent. */
 enum ctq_status ctq_rep_load_result(struct ctq_rep *r, const struct ctq_result_file *f,
-				    struct ctq_table *t, char *path, size_t cap);
+				    const char *const *names, int n, int n_required,
+				    struct ctq_rep_table *rt);
+/* Frees rt and sets r->err to out of memory at its path. */
+enum ctq_status ctq_rep_table_nomem(struct ctq_rep *r, struct ctq_rep_table *rt);
 
 #endif

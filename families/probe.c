@@ -14,11 +14,9 @@ static enum ctq_status probe_row(struct ctq_cmp_pair *x, const char *key, const 
 				 double b, double n, const char *verdict, bool bad,
 				 const char *detail, struct ctq_error *err)
 {
-	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_PROBE, x->file, err);
+	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_PROBE, x->file, key, metric, err);
 	if (!r)
 		return CTQ_ERR_NOMEM;
-	snprintf(r->key, sizeof r->key, "%s", key);
-	snprintf(r->metric, sizeof r->metric, "%s", metric);
 	r->base = b;
 	r->cand = n;
 	r->change = b > 0 && isfinite(b) && isfinite(n) ? n / b : NAN;
@@ -94,12 +92,11 @@ enum ctq_status ctq_fam_probe_compare(struct ctq_cmp_pair *x, struct ctq_error *
 	if (st)
 		return st;
 	ctq_cmp_added_removed(x, &added, &removed);
-	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_PROBE, x->file, err);
+	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_PROBE, x->file,
+						"(all probes)", "probes regressed", err);
 	if (!r)
 		return CTQ_ERR_NOMEM;
 	r->summary = true;
-	snprintf(r->key, sizeof r->key, "(all probes)");
-	snprintf(r->metric, sizeof r->metric, "probes regressed");
 	r->base = 0;
 	r->cand = (double)regress;
 	snprintf(r->detail, sizeof r->detail,
@@ -165,31 +162,22 @@ struct probe_layer {
 
 enum ctq_status ctq_fam_probe_report(struct ctq_rep *r, const struct ctq_result_file *f)
 {
-	char path[1200];
-	struct ctq_table t;
-	enum ctq_status st = ctq_rep_load_result(r, f, &t, path, sizeof path);
-	if (st)
-		return st;
 	static const char *const names[] = {"layer", "K", "N", "M", "weights", "acts", "backend",
 					    "nan_count", "inf_count", "nonfinite_mismatch",
 					    "kernel_rel_l2", "quant_rel_l2", "outcome", "reason"};
-	int c[14];
-	for (int i = 0; i < 14; i++)
-		if ((c[i] = ctq_table_col(&t, names[i])) < 0) {
-			ctq_table_free(&t);
-			return ctq_error_set(r->err, CTQ_ERR_PARSE, path, "has no column \"%s\"", names[i]);
-		}
+	struct ctq_rep_table R;
+	enum ctq_status st = ctq_rep_load_result(r, f, names, 14, 14, &R);
+	if (st)
+		return st;
 	struct probe_backend be[4];
 	size_t nb = 0;
-	struct probe_layer *ly = calloc(t.n_rows + 1, sizeof *ly);
-	if (!ly) {
-		ctq_table_free(&t);
-		return ctq_error_set(r->err, CTQ_ERR_NOMEM, path, "out of memory");
-	}
+	struct probe_layer *ly = calloc(R.t.n_rows + 1, sizeof *ly);
+	if (!ly)
+		return ctq_rep_table_nomem(r, &R);
 	size_t nl = 0, failed = 0;
 	memset(be, 0, sizeof be);
-	for (size_t i = 0; i < t.n_rows; i++) {
-		const char *b = ctq_table_get(&t, i, c[6]);
+	for (size_t i = 0; i < R.t.n_rows; i++) {
+		const char *b = ctq_table_get(&R.t, i, R.col[6]);
 		size_t j;
 		for (j = 0; j < nb; j++)
 			if (!strcmp(be[j].name, b))
@@ -203,24 +191,24 @@ enum ctq_status ctq_fam_probe_report(struct ctq_rep *r, const struct ctq_result_
 		}
 		struct probe_backend *p = &be[j];
 		p->n++;
-		bool ok = !strcmp(ctq_table_get(&t, i, c[12]), "pass");
+		bool ok = !strcmp(ctq_table_get(&R.t, i, R.col[12]), "pass");
 		if (!ok) {
 			p->failed++;
 			failed++;
 		}
-		p->nan += ctq_table_num(&t, i, c[7]);
-		p->inf += ctq_table_num(&t, i, c[8]);
-		p->mismatch += ctq_table_num(&t, i, c[9]);
-		double k = ctq_table_num(&t, i, c[10]), q = ctq_table_num(&t, i, c[11]);
+		p->nan += ctq_table_num(&R.t, i, R.col[7]);
+		p->inf += ctq_table_num(&R.t, i, R.col[8]);
+		p->mismatch += ctq_table_num(&R.t, i, R.col[9]);
+		double k = ctq_table_num(&R.t, i, R.col[10]), q = ctq_table_num(&R.t, i, R.col[11]);
 		/* bf16-limit overflows by design: its policy judges only NaN/Inf
 		 * agreement, so its quantization rel-L2 is no measure of error. */
-		if (!strcmp(ctq_table_get(&t, i, c[5]), "bf16-limit"))
+		if (!strcmp(ctq_table_get(&R.t, i, R.col[5]), "bf16-limit"))
 			q = NAN;
 		if (!isnan(k) && (isnan(p->worst_k) || k > p->worst_k))
 			p->worst_k = k, p->at_k = i;
 		if (!isnan(q) && (isnan(p->worst_q) || q > p->worst_q))
 			p->worst_q = q, p->at_q = i;
-		const char *ln = ctq_table_get(&t, i, c[0]);
+		const char *ln = ctq_table_get(&R.t, i, R.col[0]);
 		size_t l;
 		for (l = 0; l < nl; l++)
 			if (!strcmp(ly[l].name, ln))
@@ -229,7 +217,7 @@ enum ctq_status ctq_fam_probe_report(struct ctq_rep *r, const struct ctq_result_
 			snprintf(ly[nl].name, sizeof ly[nl].name, "%s", ln);
 			/* A cell that is no number (or out of range) is shown as
 			 * 0, never cast (NaN -> long long is undefined; fuzz_csv). */
-			double kk = ctq_table_num(&t, i, c[1]), nn = ctq_table_num(&t, i, c[2]);
+			double kk = ctq_table_num(&R.t, i, R.col[1]), nn = ctq_table_num(&R.t, i, R.col[2]);
 			ly[nl].K = kk >= 0 && kk <= 9e15 ? (long long)kk : 0;
 			ly[nl].N = nn >= 0 && nn <= 9e15 ? (long long)nn : 0;
 			for (int z = 0; z < 4; z++)
@@ -243,8 +231,8 @@ enum ctq_status ctq_fam_probe_report(struct ctq_rep *r, const struct ctq_result_
 	}
 	r->probes_failed += failed;
 	char title[700], buf[64], buf2[64];
-	snprintf(title, sizeof title, "%s — %zu probes: %zu passed, %zu failed", f->rel, t.n_rows,
-		 t.n_rows - failed, failed);
+	snprintf(title, sizeof title, "%s — %zu probes: %zu passed, %zu failed", f->rel, R.t.n_rows,
+		 R.t.n_rows - failed, failed);
 	ctq_rep_heading(r, 3, title);
 	static const char *const cols[] = {"backend", "probes", "failed", "worst kernel rel-L2",
 					   "at", "worst quantization rel-L2", "at", "NaN", "Inf",
@@ -253,14 +241,14 @@ enum ctq_status ctq_fam_probe_report(struct ctq_rep *r, const struct ctq_result_
 	for (size_t j = 0; j < nb; j++) {
 		const struct probe_backend *p = &be[j];
 		char at_k[400], at_q[400];
-		snprintf(at_k, sizeof at_k, "%s M=%s %s/%s", ctq_table_get(&t, p->at_k, c[0]),
-			 ctq_table_get(&t, p->at_k, c[3]), ctq_table_get(&t, p->at_k, c[4]),
-			 ctq_table_get(&t, p->at_k, c[5]));
+		snprintf(at_k, sizeof at_k, "%s M=%s %s/%s", ctq_table_get(&R.t, p->at_k, R.col[0]),
+			 ctq_table_get(&R.t, p->at_k, R.col[3]), ctq_table_get(&R.t, p->at_k, R.col[4]),
+			 ctq_table_get(&R.t, p->at_k, R.col[5]));
 		if (p->worst_k == 0)
 			snprintf(at_k, sizeof at_k, "every probe bit-exact");
-		snprintf(at_q, sizeof at_q, "%s M=%s %s/%s", ctq_table_get(&t, p->at_q, c[0]),
-			 ctq_table_get(&t, p->at_q, c[3]), ctq_table_get(&t, p->at_q, c[4]),
-			 ctq_table_get(&t, p->at_q, c[5]));
+		snprintf(at_q, sizeof at_q, "%s M=%s %s/%s", ctq_table_get(&R.t, p->at_q, R.col[0]),
+			 ctq_table_get(&R.t, p->at_q, R.col[3]), ctq_table_get(&R.t, p->at_q, R.col[4]),
+			 ctq_table_get(&R.t, p->at_q, R.col[5]));
 		ctq_rep_row_begin(r);
 		ctq_rep_cell(r, p->name, NULL);
 		ctq_rep_cellf(r, "num", "%zu", p->n);
@@ -288,16 +276,16 @@ enum ctq_status ctq_fam_probe_report(struct ctq_rep *r, const struct ctq_result_
 						 "kernel rel-L2", "quant rel-L2", "why", NULL};
 		ctq_rep_table_head(r, fc);
 		size_t listed = 0;
-		for (size_t i = 0; i < t.n_rows && listed < CTQ_REP_MAX_LISTED; i++) {
-			if (!strcmp(ctq_table_get(&t, i, c[12]), "pass"))
+		for (size_t i = 0; i < R.t.n_rows && listed < CTQ_REP_MAX_LISTED; i++) {
+			if (!strcmp(ctq_table_get(&R.t, i, R.col[12]), "pass"))
 				continue;
 			listed++;
 			ctq_rep_row_begin(r);
 			for (int k = 0; k < 7; k++)
-				ctq_rep_cell(r, ctq_table_get(&t, i, c[k]), NULL);
-			ctq_rep_cell(r, ctq_table_get(&t, i, c[10]), "num bad");
-			ctq_rep_cell(r, ctq_table_get(&t, i, c[11]), "num");
-			ctq_rep_cell(r, ctq_table_get(&t, i, c[13]), NULL);
+				ctq_rep_cell(r, ctq_table_get(&R.t, i, R.col[k]), NULL);
+			ctq_rep_cell(r, ctq_table_get(&R.t, i, R.col[10]), "num bad");
+			ctq_rep_cell(r, ctq_table_get(&R.t, i, R.col[11]), "num");
+			ctq_rep_cell(r, ctq_table_get(&R.t, i, R.col[13]), NULL);
 			ctq_rep_row_end(r);
 		}
 		ctq_rep_table_end(r);
@@ -352,6 +340,6 @@ enum ctq_status ctq_fam_probe_report(struct ctq_rep *r, const struct ctq_result_
 	ctq_strbuf_free(&data);
 	ctq_strbuf_free(&body);
 	free(ly);
-	ctq_table_free(&t);
+	ctq_table_free(&R.t);
 	return CTQ_OK;
 }

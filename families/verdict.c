@@ -341,7 +341,7 @@ enum ctq_status ctq_compare_timing_run(const double *base, size_t nb, const doub
 /* ---- rows ------------------------------------------------------------------ */
 
 struct ctq_cmp_row *ctq_cmp_new_row(struct ctq_comparison *c, int fam, const char *file,
-				   struct ctq_error *err)
+				    const char *key, const char *metric, struct ctq_error *err)
 {
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? 2 * c->cap : 64;
@@ -357,6 +357,8 @@ struct ctq_cmp_row *ctq_cmp_new_row(struct ctq_comparison *c, int fam, const cha
 	memset(r, 0, sizeof *r);
 	r->fam = fam;
 	snprintf(r->file, sizeof r->file, "%s", file);
+	snprintf(r->key, sizeof r->key, "%s", key ? key : "");
+	snprintf(r->metric, sizeof r->metric, "%s", metric ? metric : "");
 	r->base = r->cand = r->change = r->p = NAN;
 	snprintf(r->verdict, sizeof r->verdict, "same");
 	return r;
@@ -563,11 +565,9 @@ enum ctq_status ctq_cmp_timing_row(struct ctq_cmp_pair *x, int fam, const char *
 	enum ctq_status st = ctq_compare_timing_run(sb, nb, sn, nn, x->p, &tr, err);
 	if (st)
 		return st;
-	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, fam, x->file, err);
+	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, fam, x->file, key, metric, err);
 	if (!r)
 		return CTQ_ERR_NOMEM;
-	snprintf(r->key, sizeof r->key, "%s", key);
-	snprintf(r->metric, sizeof r->metric, "%s", metric);
 	r->base = tr.base.median;
 	r->cand = tr.cand.median;
 	r->change = tr.change;
@@ -627,11 +627,10 @@ enum ctq_status ctq_cmp_removed_rows(struct ctq_cmp_pair *x, int fam, const char
 	for (size_t i = 0; i < x->ib.n; i++) {
 		if (ctq_cmp_index_find(&x->in, x->ib.v[i].key) || (i && !strcmp(x->ib.v[i].key, x->ib.v[i - 1].key)))
 			continue;
-		struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, fam, x->file, err);
+		const char *key = x->ib.v[i].key[0] ? x->ib.v[i].key : "(all requests)";
+		struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, fam, x->file, key, metric, err);
 		if (!r)
 			return CTQ_ERR_NOMEM;
-		snprintf(r->key, sizeof r->key, "%s", x->ib.v[i].key[0] ? x->ib.v[i].key : "(all requests)");
-		snprintf(r->metric, sizeof r->metric, "%s", metric);
 		ctq_cmp_set_verdict(x->c, r, "removed", x->p->v[CTQ_POL_MISSING_IS_REGRESSION] != 0);
 		snprintf(r->detail, sizeof r->detail, "only in the baseline run (policy %s)",
 			 ctq_compare_policy_name(CTQ_POL_MISSING_IS_REGRESSION));

@@ -136,10 +136,11 @@ struct ctq_trend {
 
 /* ---- rows ------------------------------------------------------------------ */
 
-/* A new row of family fam for file, appended to c (values NaN, verdict
- * "same"); NULL with NOMEM in err. The row lives until c grows again. */
+/* A new row of family fam for file with key and metric (NULL: empty),
+ * appended to c (values NaN, verdict "same"); NULL with NOMEM in err. The
+ * row lives until c grows again. */
 struct ctq_cmp_row *ctq_cmp_new_row(struct ctq_comparison *c, int fam, const char *file,
-				    struct ctq_error *err);
+				    const char *key, const char *metric, struct ctq_error *err);
 /* Sets r's verdict and counts it in c. */
 void ctq_cmp_set_verdict(struct ctq_comparison *c, struct ctq_cmp_row *r, const char *v,
 			 bool regression);

@@ -4,6 +4,7 @@
  * this process: ctq_w8a8 (quantization + GEMM + epilogue), ctq_gemm,
  * ctq_quantize, cuBLAS BF16 and cuBLASLt int8 (kernels/gemm_timing.h, the
  * driver). Metrics, CSV, plots and targets: bench/gemm.h. */
+#include "checkpoint/target.h"
 #include "harness/commands.h"
 #include "core/dtype.h"
 #include "core/numerics.h"
@@ -180,7 +181,7 @@ static enum ctq_status shapes_from_model(const char *dir, struct shape *s, size_
 	memset(&ck, 0, sizeof ck);
 	memset(&cfg, 0, sizeof cfg);
 	*n = 0;
-	enum ctq_status st = ctq_load_target(dir, NULL, NULL, 0, NULL, &cfg, &mods, err);
+	enum ctq_status st = ctq_target_load_config(dir, NULL, NULL, 0, NULL, &cfg, &mods, err);
 	if (st || (st = ctq_plan_resolve(&plan, &cfg, &mods, CTQ_SEM_STRICT, NULL, err)) ||
 	    (st = ctq_checkpoint_open(&ck, dir, err)))
 		goto done;

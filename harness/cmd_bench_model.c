@@ -57,6 +57,21 @@ static int parse_list(const char *s, long *v, int cap, long max)
 	return n;
 }
 
+/* --batch LIST and --input-len LIST (dst: the options). */
+static bool opt_batch(const char *cmd, const char *name, const char *v, void *dst)
+{
+	(void)cmd, (void)name;
+	struct ctq_bench_model_options *o = dst;
+	return (o->n_b = parse_list(v, o->batches, 16, 256)) >= 0;
+}
+
+static bool opt_input_len(const char *cmd, const char *name, const char *v, void *dst)
+{
+	(void)cmd, (void)name;
+	struct ctq_bench_model_options *o = dst;
+	return (o->n_l = parse_list(v, o->lens, 16, 1 << 17)) >= 0;
+}
+
 static const char *const header[] = {CTQ_BENCH_MODEL_CSV_COLUMNS};
 
 static const char *const gain_header[] = {
@@ -150,52 +165,24 @@ int ctq_cmd_bench_model(int argc, char **argv)
 	bool force = false;
 	struct ctx C = {.o = {.backend = "cuda", .batches = {1}, .lens = {128}, .out_len = 32,
 			      .warmup = 1, .reps = 3, .seed = 1, .n_b = 1, .n_l = 1, .tp = 1}};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			help();
-			return CTQ_EXIT_OK;
-		}
-		if (!strcmp(a, "--force")) {
-			force = true;
-			continue;
-		}
-		if (!(v = ctq_opt_value(argc, argv, &i)))
-			return CTQ_EXIT_USAGE;
-		if (!strcmp(a, "--model"))
-			model = v;
-		else if (!strcmp(a, "--ref-model"))
-			ref = v;
-		else if (!strcmp(a, "--backend"))
-			C.o.backend = v;
-		else if (!strcmp(a, "--out"))
-			out = v;
-		else if (!strcmp(a, "--batch")) {
-			if ((C.o.n_b = parse_list(v, C.o.batches, 16, 256)) < 0)
-				return CTQ_EXIT_USAGE;
-		} else if (!strcmp(a, "--input-len")) {
-			if ((C.o.n_l = parse_list(v, C.o.lens, 16, 1 << 17)) < 0)
-				return CTQ_EXIT_USAGE;
-		} else if (!strcmp(a, "--output-len")) {
-			if (!ctq_opt_int("bench model", a, v, 1, 1 << 16, &C.o.out_len))
-				return CTQ_EXIT_USAGE;
-		} else if (!strcmp(a, "--warmup")) {
-			if (!ctq_opt_int("bench model", a, v, 0, 100, &C.o.warmup))
-				return CTQ_EXIT_USAGE;
-		} else if (!strcmp(a, "--reps")) {
-			if (!ctq_opt_int("bench model", a, v, 1, 1000, &C.o.reps))
-				return CTQ_EXIT_USAGE;
-		} else if (!strcmp(a, "--tp")) {
-			if (!ctq_opt_int("bench model", a, v, 1, 8, &C.o.tp))
-				return CTQ_EXIT_USAGE;
-		} else if (!strcmp(a, "--seed")) {
-			if (!ctq_opt_int("bench model", a, v, 0, 0x7fffffffL, &C.o.seed))
-				return CTQ_EXIT_USAGE;
-		} else {
-			fprintf(stderr, "ctq bench model: unknown option %s (see --help)\n", a);
-			return CTQ_EXIT_USAGE;
-		}
-	}
+	const struct ctq_opt opts[] = {
+		CTQ_OPT_FLAG("--force", &force),
+		CTQ_OPT_STR("--model", &model),
+		CTQ_OPT_STR("--ref-model", &ref),
+		CTQ_OPT_STR("--backend", &C.o.backend),
+		CTQ_OPT_STR("--out", &out),
+		CTQ_OPT_FN("--batch", &C.o, opt_batch),
+		CTQ_OPT_FN("--input-len", &C.o, opt_input_len),
+		CTQ_OPT_INT("--output-len", &C.o.out_len, 1, 1 << 16),
+		CTQ_OPT_INT("--warmup", &C.o.warmup, 0, 100),
+		CTQ_OPT_INT("--reps", &C.o.reps, 1, 1000),
+		CTQ_OPT_INT("--tp", &C.o.tp, 1, 8),
+		CTQ_OPT_INT("--seed", &C.o.seed, 0, 0x7fffffffL),
+		CTQ_OPT_END,
+	};
+	int prc = ctq_opt_parse("bench model", argc, argv, opts, NULL, 0, help);
+	if (prc >= 0)
+		return prc;
 	if (!model) {
 		fprintf(stderr, "ctq bench model: --model DIR is required (see --help)\n");
 		return CTQ_EXIT_USAGE;

@@ -125,37 +125,28 @@ int ctq_cmd_compare(int argc, char **argv)
 	const char *policy_path = NULL, *out = NULL;
 	bool do_trend = false, quiet = false, force = false, ab = false;
 	char **dirs = calloc((size_t)argc + 1, sizeof *dirs);
-	int n = 0;
 	if (!dirs)
 		return CTQ_EXIT_USAGE;
-	int rc = CTQ_EXIT_USAGE;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			help();
-			rc = CTQ_EXIT_OK;
-			goto out;
-		} else if (!strcmp(a, "--policy")) {
-			if (!(policy_path = ctq_opt_value(argc, argv, &i)))
-				goto out;
-		} else if (!strcmp(a, "--out")) {
-			if (!(out = ctq_opt_value(argc, argv, &i)))
-				goto out;
-		} else if (!strcmp(a, "--force")) {
-			force = true;
-		} else if (!strcmp(a, "--trend")) {
-			do_trend = true;
-		} else if (!strcmp(a, "--ab")) {
-			ab = true;
-		} else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
-			quiet = true;
-		} else if (a[0] == '-') {
-			fprintf(stderr, "ctq compare: unknown option %s (see --help)\n", a);
-			goto out;
-		} else {
-			dirs[n++] = argv[i];
-		}
+	const struct ctq_opt opts[] = {
+		CTQ_OPT_STR("--policy", &policy_path),
+		CTQ_OPT_STR("--out", &out),
+		CTQ_OPT_FLAG("--force", &force),
+		CTQ_OPT_FLAG("--trend", &do_trend),
+		CTQ_OPT_FLAG("--ab", &ab),
+		CTQ_OPT_FLAG("--quiet", &quiet),
+		CTQ_OPT_FLAG("-q", &quiet),
+		CTQ_OPT_END,
+	};
+	/* Every other argument is a run directory: dirs has room for all. */
+	int rc = ctq_opt_parse("compare", argc, argv, opts, (const char **)dirs, argc, help);
+	if (rc >= 0) {
+		free(dirs);
+		return rc;
 	}
+	rc = CTQ_EXIT_USAGE;
+	int n = 0;
+	while (dirs[n])
+		n++;
 	if (ab && do_trend) {
 		fprintf(stderr, "ctq compare: --ab and --trend do not combine\n");
 		goto out;

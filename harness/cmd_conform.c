@@ -92,29 +92,18 @@ int ctq_cmd_conform(int argc, char **argv)
 {
 	const char *suite_dir = NULL, *filter = NULL, *out = NULL;
 	bool verbose = false, force = false;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			help();
-			return CTQ_EXIT_OK;
-		} else if (!strcmp(a, "--suite")) {
-			if (!(suite_dir = ctq_opt_value(argc, argv, &i)))
-				return CTQ_EXIT_USAGE;
-		} else if (!strcmp(a, "--filter")) {
-			if (!(filter = ctq_opt_value(argc, argv, &i)))
-				return CTQ_EXIT_USAGE;
-		} else if (!strcmp(a, "--out")) {
-			if (!(out = ctq_opt_value(argc, argv, &i)))
-				return CTQ_EXIT_USAGE;
-		} else if (!strcmp(a, "--force")) {
-			force = true;
-		} else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
-			verbose = true;
-		} else {
-			fprintf(stderr, "ctq conform: unknown argument %s (see --help)\n", a);
-			return CTQ_EXIT_USAGE;
-		}
-	}
+	const struct ctq_opt opts[] = {
+		CTQ_OPT_STR("--suite", &suite_dir),
+		CTQ_OPT_STR("--filter", &filter),
+		CTQ_OPT_STR("--out", &out),
+		CTQ_OPT_FLAG("--force", &force),
+		CTQ_OPT_FLAG("--verbose", &verbose),
+		CTQ_OPT_FLAG("-v", &verbose),
+		CTQ_OPT_END,
+	};
+	int prc = ctq_opt_parse("conform", argc, argv, opts, NULL, 0, help);
+	if (prc >= 0)
+		return prc;
 	if (!suite_dir) {
 		fprintf(stderr, "ctq conform: --suite DIR is required (see --help)\n");
 		return CTQ_EXIT_USAGE;

@@ -134,10 +134,7 @@ static enum ctq_status write_logits(struct ctq_runner *r, int tp, const char *pa
 		ctq_strbuf_append(&sb, "]");
 	}
 	ctq_strbuf_append(&sb, "]}\n");
-	if (sb.oom)
-		st = ctq_error_set(err, CTQ_ERR_NOMEM, path, "out of memory");
-	else
-		st = ctq_file_write_atomic(path, sb.data, sb.len, err);
+	st = ctq_strbuf_write_atomic(&sb, path, err);
 done:
 	free(lg), free(slot), free(pos), free(rows);
 	cJSON_free(text);
@@ -153,48 +150,23 @@ int ctq_cmd_generate(int argc, char **argv)
 	long max_new = 64, tp = 1;
 	bool chat = false, ignore_eos = false;
 	enum ctq_act_numerics numerics = CTQ_ACT_NUMERICS_CTQ;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			help();
-			return CTQ_EXIT_OK;
-		} else if (!strcmp(a, "--chat")) {
-			chat = true;
-		} else if (!strcmp(a, "--ignore-eos")) {
-			ignore_eos = true;
-		} else if (!strcmp(a, "--tp")) {
-			const char *v = ctq_opt_value(argc, argv, &i);
-			if (!v || !ctq_opt_int("generate", a, v, 1, 8, &tp))
-				return CTQ_EXIT_USAGE;
-		} else if (!strcmp(a, "--act-numerics")) {
-			const char *v = ctq_opt_value(argc, argv, &i);
-			if (!v || !ctq_opt_act_numerics("generate", v, &numerics))
-				return CTQ_EXIT_USAGE;
-		} else if (!strcmp(a, "--model") || !strcmp(a, "--prompt") || !strcmp(a, "--backend") ||
-			   !strcmp(a, "--tokenizer") || !strcmp(a, "--max-new-tokens") ||
-			   !strcmp(a, "--ids") || !strcmp(a, "--logits-out")) {
-			const char *v = ctq_opt_value(argc, argv, &i);
-			if (!v)
-				return CTQ_EXIT_USAGE;
-			if (!strcmp(a, "--model"))
-				model = v;
-			else if (!strcmp(a, "--prompt"))
-				prompt = v;
-			else if (!strcmp(a, "--ids"))
-				ids_arg = v;
-			else if (!strcmp(a, "--logits-out"))
-				logits_out = v;
-			else if (!strcmp(a, "--backend"))
-				backend = v;
-			else if (!strcmp(a, "--tokenizer"))
-				tok_path = v;
-			else if (!ctq_opt_int("generate", a, v, 0, 1 << 20, &max_new))
-				return CTQ_EXIT_USAGE;
-		} else {
-			fprintf(stderr, "ctq generate: unknown argument %s (see --help)\n", a);
-			return CTQ_EXIT_USAGE;
-		}
-	}
+	const struct ctq_opt opts[] = {
+		CTQ_OPT_FLAG("--chat", &chat),
+		CTQ_OPT_FLAG("--ignore-eos", &ignore_eos),
+		CTQ_OPT_INT("--tp", &tp, 1, 8),
+		CTQ_OPT_FN("--act-numerics", &numerics, ctq_opt_fn_act_numerics),
+		CTQ_OPT_STR("--model", &model),
+		CTQ_OPT_STR("--prompt", &prompt),
+		CTQ_OPT_STR("--ids", &ids_arg),
+		CTQ_OPT_STR("--logits-out", &logits_out),
+		CTQ_OPT_STR("--backend", &backend),
+		CTQ_OPT_STR("--tokenizer", &tok_path),
+		CTQ_OPT_INT("--max-new-tokens", &max_new, 0, 1 << 20),
+		CTQ_OPT_END,
+	};
+	int prc = ctq_opt_parse("generate", argc, argv, opts, NULL, 0, help);
+	if (prc >= 0)
+		return prc;
 	if (!model || !prompt == !ids_arg) {
 		fprintf(stderr, "ctq generate: --model DIR and one of --prompt TEXT or --ids LIST are required (see --help)\n");
 		return CTQ_EXIT_USAGE;

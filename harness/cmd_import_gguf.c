@@ -53,27 +53,16 @@ static void print_summary(const char *file, const char *out,
 
 int ctq_cmd_import_gguf(int argc, char **argv)
 {
-	const char *file = NULL, *out = NULL;
+	const char *pos[2] = {NULL, NULL}; /* FILE OUT */
 	bool force = false;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			help();
-			return CTQ_EXIT_OK;
-		} else if (!strcmp(a, "--force")) {
-			force = true;
-		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "ctq import-gguf: unknown option %s (see --help)\n", a);
-			return CTQ_EXIT_USAGE;
-		} else if (!file) {
-			file = a;
-		} else if (!out) {
-			out = a;
-		} else {
-			fprintf(stderr, "ctq import-gguf: expected FILE and OUT only (extra %s)\n", a);
-			return CTQ_EXIT_USAGE;
-		}
-	}
+	const struct ctq_opt opts[] = {
+		CTQ_OPT_FLAG("--force", &force),
+		CTQ_OPT_END,
+	};
+	int prc = ctq_opt_parse("import-gguf", argc, argv, opts, pos, 2, help);
+	if (prc >= 0)
+		return prc;
+	const char *file = pos[0], *out = pos[1];
 	if (!file || !out) {
 		fprintf(stderr, "ctq import-gguf: FILE and OUT are required (see --help)\n");
 		return CTQ_EXIT_USAGE;

@@ -1,6 +1,7 @@
 /* ctq inspect: the plan per module — name, type, scheme, group, matched
  * target, rule — as a table or JSON, under one semantics profile or all
  * three side by side with their disagreements marked. */
+#include "checkpoint/target.h"
 #include "harness/commands.h"
 #include "quant/regex.h"
 #include "quant/resolve.h"
@@ -402,47 +403,21 @@ int ctq_cmd_inspect(int argc, char **argv)
 	long layers = 0, tp = 0;
 	bool json = false, check = false;
 	struct ctq_parse_options opt = {0};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			help();
-			return CTQ_EXIT_OK;
-		} else if (!strcmp(a, "--json")) {
-			json = true;
-		} else if (!strcmp(a, "--check")) {
-			check = true;
-		} else if (!strcmp(a, "--accept-unknown-keys")) {
-			opt.accept_unknown_keys = true;
-		} else if (!strcmp(a, "--semantics")) {
-			if (!(sem_name = ctq_opt_value(argc, argv, &i)))
-				return CTQ_EXIT_USAGE;
-		} else if (!strcmp(a, "--arch")) {
-			if (!(arch = ctq_opt_value(argc, argv, &i)))
-				return CTQ_EXIT_USAGE;
-		} else if (!strcmp(a, "--prefix")) {
-			if (!(prefix = ctq_opt_value(argc, argv, &i)))
-				return CTQ_EXIT_USAGE;
-		} else if (!strcmp(a, "--ct-version")) {
-			if (!(opt.ct_version = ctq_opt_value(argc, argv, &i)))
-				return CTQ_EXIT_USAGE;
-		} else if (!strcmp(a, "--tp")) {
-			const char *v = ctq_opt_value(argc, argv, &i);
-			if (!v || !ctq_opt_int("inspect", "--tp", v, 1, 1024, &tp))
-				return CTQ_EXIT_USAGE;
-		} else if (!strcmp(a, "--layers")) {
-			const char *v = ctq_opt_value(argc, argv, &i);
-			if (!v || !ctq_opt_int("inspect", "--layers", v, 1, 4096, &layers))
-				return CTQ_EXIT_USAGE;
-		} else if (a[0] == '-') {
-			fprintf(stderr, "ctq inspect: unknown option %s (see --help)\n", a);
-			return CTQ_EXIT_USAGE;
-		} else if (!path) {
-			path = a;
-		} else {
-			fprintf(stderr, "ctq inspect: one PATH only (got %s and %s)\n", path, a);
-			return CTQ_EXIT_USAGE;
-		}
-	}
+	const struct ctq_opt opts[] = {
+		CTQ_OPT_FLAG("--json", &json),
+		CTQ_OPT_FLAG("--check", &check),
+		CTQ_OPT_FLAG("--accept-unknown-keys", &opt.accept_unknown_keys),
+		CTQ_OPT_STR("--semantics", &sem_name),
+		CTQ_OPT_STR("--arch", &arch),
+		CTQ_OPT_STR("--prefix", &prefix),
+		CTQ_OPT_STR("--ct-version", &opt.ct_version),
+		CTQ_OPT_INT("--tp", &tp, 1, 1024),
+		CTQ_OPT_INT("--layers", &layers, 1, 4096),
+		CTQ_OPT_END,
+	};
+	int prc = ctq_opt_parse("inspect", argc, argv, opts, &path, 1, help);
+	if (prc >= 0)
+		return prc;
 	if (!path) {
 		fprintf(stderr, "ctq inspect: PATH is required (see --help)\n");
 		return CTQ_EXIT_USAGE;
@@ -461,7 +436,7 @@ int ctq_cmd_inspect(int argc, char **argv)
 	struct view v;
 	memset(&v, 0, sizeof v);
 	int rc = CTQ_EXIT_OK;
-	enum ctq_status st = ctq_load_target(path, &opt, arch, layers, prefix, &cfg,
+	enum ctq_status st = ctq_target_load_config(path, &opt, arch, layers, prefix, &cfg,
 					     &mods, &err);
 	if (st) {
 		ctq_print_error("inspect", &err);

@@ -43,60 +43,32 @@ static void help(void)
 
 int ctq_cmd_make_model(int argc, char **argv)
 {
-	const char *arch = NULL, *preset = NULL;
-	char *out = NULL;
+	const char *arch = NULL, *preset = NULL, *out_arg = NULL;
 	long layers = 0, seed = 0, max_shard = 0;
 	bool outliers = false, untied = false, force = false, quiet = false;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			help();
-			free(out);
-			return CTQ_EXIT_OK;
-		} else if (!strcmp(a, "--outliers")) {
-			outliers = true;
-		} else if (!strcmp(a, "--untied")) {
-			untied = true;
-		} else if (!strcmp(a, "--force")) {
-			force = true;
-		} else if (!strcmp(a, "--quiet")) {
-			quiet = true;
-		} else if (!strcmp(a, "--arch")) {
-			if (!(arch = ctq_opt_value(argc, argv, &i)))
-				goto usage;
-		} else if (!strcmp(a, "--preset")) {
-			if (!(preset = ctq_opt_value(argc, argv, &i)))
-				goto usage;
-		} else if (!strcmp(a, "--layers")) {
-			if (!(v = ctq_opt_value(argc, argv, &i)) ||
-			    !ctq_opt_int("make-model", "--layers", v, 1, 4096, &layers))
-				goto usage;
-		} else if (!strcmp(a, "--seed")) {
-			if (!(v = ctq_opt_value(argc, argv, &i)) ||
-			    !ctq_opt_int("make-model", "--seed", v, 0, 9007199254740992L, &seed))
-				goto usage;
-		} else if (!strcmp(a, "--max-shard-bytes")) {
-			if (!(v = ctq_opt_value(argc, argv, &i)) ||
-			    !ctq_opt_int("make-model", "--max-shard-bytes", v, 1, 1L << 62,
-					  &max_shard))
-				goto usage;
-		} else if (a[0] == '-') {
-			fprintf(stderr, "ctq make-model: unknown option %s (see --help)\n", a);
-			goto usage;
-		} else if (!out) {
-			if (!(out = strdup(a))) {
-				fprintf(stderr, "ctq make-model: out of memory\n");
-				goto usage;
-			}
-		} else {
-			fprintf(stderr, "ctq make-model: one OUT only (got %s and %s)\n", out, a);
-			goto usage;
-		}
-	}
-	if (!out || !arch || !preset) {
+	const struct ctq_opt opts[] = {
+		CTQ_OPT_FLAG("--outliers", &outliers),
+		CTQ_OPT_FLAG("--untied", &untied),
+		CTQ_OPT_FLAG("--force", &force),
+		CTQ_OPT_FLAG("--quiet", &quiet),
+		CTQ_OPT_STR("--arch", &arch),
+		CTQ_OPT_STR("--preset", &preset),
+		CTQ_OPT_INT("--layers", &layers, 1, 4096),
+		CTQ_OPT_INT("--seed", &seed, 0, 9007199254740992L),
+		CTQ_OPT_INT("--max-shard-bytes", &max_shard, 1, 1L << 62),
+		CTQ_OPT_END,
+	};
+	int prc = ctq_opt_parse("make-model", argc, argv, opts, &out_arg, 1, help);
+	if (prc >= 0)
+		return prc;
+	if (!out_arg || !arch || !preset) {
 		fprintf(stderr, "ctq make-model: --arch, --preset and OUT are required (see --help)\n");
-		goto usage;
+		return CTQ_EXIT_USAGE;
+	}
+	char *out = strdup(out_arg);
+	if (!out) {
+		fprintf(stderr, "ctq make-model: out of memory\n");
+		return CTQ_EXIT_USAGE;
 	}
 	ctq_out_dir_trim(out);
 

@@ -1,6 +1,7 @@
 /* ctq probe: kernel isolation per linear geometry (conform/probe.h), on the
  * reference backend, the CUDA backend, or both; CSV + JSON into a run
  * directory and exit 1 on any failure. */
+#include "checkpoint/target.h"
 #include "harness/commands.h"
 #include "conform/probe.h"
 #include "core/dtype.h"
@@ -254,7 +255,7 @@ static enum ctq_status run_model(struct session *S, const char *dir, const bool 
 	memset(&plan, 0, sizeof plan);
 	memset(&ck, 0, sizeof ck);
 	memset(&sp, 0, sizeof sp);
-	enum ctq_status st = ctq_load_target(dir, NULL, NULL, 0, NULL, &cfg, &mods, err);
+	enum ctq_status st = ctq_target_load_config(dir, NULL, NULL, 0, NULL, &cfg, &mods, err);
 	int64_t (*geo)[2] = NULL;
 	size_t n_geo = 0;
 	if (st || (st = ctq_plan_resolve(&plan, &cfg, &mods, CTQ_SEM_STRICT, NULL, err)))

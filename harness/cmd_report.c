@@ -4,8 +4,6 @@
 #include "reports/report.h"
 #include "results/run.h"
 
-#include <string.h>
-
 static void help(void)
 {
 	printf("usage: ctq report RUN\n"
@@ -31,17 +29,10 @@ static void help(void)
 int ctq_cmd_report(int argc, char **argv)
 {
 	const char *dir = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			help();
-			return CTQ_EXIT_OK;
-		}
-		if (argv[i][0] == '-' || dir) {
-			fprintf(stderr, "ctq report: unexpected argument %s (see --help)\n", argv[i]);
-			return CTQ_EXIT_USAGE;
-		}
-		dir = argv[i];
-	}
+	const struct ctq_opt opts[] = {CTQ_OPT_END};
+	int prc = ctq_opt_parse("report", argc, argv, opts, &dir, 1, help);
+	if (prc >= 0)
+		return prc;
 	if (!dir) {
 		fprintf(stderr, "ctq report: RUN (a run directory) is required (see --help)\n");
 		return CTQ_EXIT_USAGE;

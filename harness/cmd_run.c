@@ -380,13 +380,10 @@ static void print_log(const char *path)
 static void print_tail(const char *path)
 {
 	char *text = NULL;
-	size_t n = 0;
-	if (ctq_file_read(path, (size_t)64 << 20, &text, &n, NULL))
+	const char *tail;
+	if (ctq_file_read_tail(path, (size_t)64 << 20, 1500, &text, &tail, NULL))
 		return;
-	size_t start = n > 1500 ? n - 1500 : 0;
-	while (start > 0 && start < n && text[start - 1] != '\n')
-		start++;
-	for (const char *c = text + start; *c;) {
+	for (const char *c = tail; *c;) {
 		size_t k = strcspn(c, "\n");
 		printf("      | %.*s\n", (int)k, c);
 		c += k + (c[k] == '\n');
@@ -533,48 +530,15 @@ static enum ctq_status write_report(struct ctq_run *run, struct ctq_report_summa
 	return st ? st : ctq_report_write(run->tmp_dir, run->final_dir, rs, err);
 }
 
-struct run_opts {
-	const char *plan_file, *out, *gpu_mode;
-	bool verbose, report, force;
-};
-
-/* 0: run; -1: --help was given; otherwise the exit code (printed). */
-static int parse_args(int argc, char **argv, struct run_opts *o)
+/* --gpu MODE (dst: const char **). */
+static bool opt_gpu(const char *cmd, const char *name, const char *v, void *dst)
 {
-	*o = (struct run_opts){.gpu_mode = "auto", .report = true};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			help();
-			return -1;
-		} else if (!strcmp(a, "--out")) {
-			if (!(o->out = ctq_opt_value(argc, argv, &i)))
-				return CTQ_EXIT_USAGE;
-		} else if (!strcmp(a, "--gpu")) {
-			if (!(o->gpu_mode = ctq_opt_value(argc, argv, &i)))
-				return CTQ_EXIT_USAGE;
-			if (strcmp(o->gpu_mode, "auto") && strcmp(o->gpu_mode, "off")) {
-				fprintf(stderr, "ctq run: --gpu is \"%s\"; expected auto or off\n", o->gpu_mode);
-				return CTQ_EXIT_USAGE;
-			}
-		} else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
-			o->verbose = true;
-		} else if (!strcmp(a, "--no-report")) {
-			o->report = false;
-		} else if (!strcmp(a, "--force")) {
-			o->force = true;
-		} else if (a[0] == '-' || o->plan_file) {
-			fprintf(stderr, "ctq run: unexpected argument %s (see --help)\n", a);
-			return CTQ_EXIT_USAGE;
-		} else {
-			o->plan_file = a;
-		}
+	if (strcmp(v, "auto") && strcmp(v, "off")) {
+		fprintf(stderr, "ctq %s: %s is \"%s\"; expected auto or off\n", cmd, name, v);
+		return false;
 	}
-	if (!o->plan_file) {
-		fprintf(stderr, "ctq run: PLAN.json is required (plans/default.json is the default plan; see --help)\n");
-		return CTQ_EXIT_USAGE;
-	}
-	return 0;
+	*(const char **)dst = v;
+	return true;
 }
 
 /* A GPU is a CUDA device the backend can open: true with its description
@@ -693,12 +657,25 @@ static int write_junit(struct plan *p, struct ctq_run *run, int rc)
 
 int ctq_cmd_run(int argc, char **argv)
 {
-	struct run_opts o;
-	int prc = parse_args(argc, argv, &o);
-	if (prc)
-		return prc < 0 ? CTQ_EXIT_OK : prc;
-	const char *plan_file = o.plan_file, *out = o.out;
-	const bool verbose = o.verbose, report = o.report, force = o.force;
+	const char *plan_file = NULL, *out = NULL, *gpu_mode = "auto";
+	bool verbose = false, no_report = false, force = false;
+	const struct ctq_opt opts[] = {
+		CTQ_OPT_STR("--out", &out),
+		CTQ_OPT_FN("--gpu", &gpu_mode, opt_gpu),
+		CTQ_OPT_FLAG("--verbose", &verbose),
+		CTQ_OPT_FLAG("-v", &verbose),
+		CTQ_OPT_FLAG("--no-report", &no_report),
+		CTQ_OPT_FLAG("--force", &force),
+		CTQ_OPT_END,
+	};
+	int prc = ctq_opt_parse("run", argc, argv, opts, &plan_file, 1, help);
+	if (prc >= 0)
+		return prc;
+	if (!plan_file) {
+		fprintf(stderr, "ctq run: PLAN.json is required (plans/default.json is the default plan; see --help)\n");
+		return CTQ_EXIT_USAGE;
+	}
+	const bool report = !no_report;
 	if (!ctq_opt_out_ok("run", out, force))
 		return CTQ_EXIT_USAGE;
 	struct plan *p = calloc(1, sizeof *p);
@@ -718,7 +695,7 @@ int ctq_cmd_run(int argc, char **argv)
 	}
 
 	char no_gpu[600] = "no CUDA device", desc[256] = "";
-	const bool gpu = detect_gpu(o.gpu_mode, no_gpu, sizeof no_gpu, desc, sizeof desc);
+	const bool gpu = detect_gpu(gpu_mode, no_gpu, sizeof no_gpu, desc, sizeof desc);
 	if ((st = ctq_run_begin(&run, out, force, "run", argc, argv, &err))) {
 		ctq_print_error("run", &err);
 		rc = st == CTQ_ERR_USAGE				  ? CTQ_EXIT_USAGE

@@ -58,6 +58,39 @@ const struct ctq_command *ctq_command_find(const char *name);
 /* Prints "ctq: <class> at <path>: <message>" to stderr. */
 void ctq_print_error(const char *cmd, const struct ctq_error *err);
 
+/* A command's options as a table, for ctq_opt_parse. */
+enum ctq_opt_kind {
+	CTQ_OPT_KIND_FLAG, /* dst: bool *, set true */
+	CTQ_OPT_KIND_STR,  /* dst: const char **, the value (the last one given wins) */
+	CTQ_OPT_KIND_INT,  /* dst: long *, an integer in [min, max] */
+	CTQ_OPT_KIND_FN,   /* fn(cmd, name, value, dst) parses the value; false: printed */
+};
+
+struct ctq_opt {
+	const char *name; /* "--model" */
+	enum ctq_opt_kind kind;
+	void *dst;
+	long min, max; /* CTQ_OPT_KIND_INT */
+	bool (*fn)(const char *cmd, const char *name, const char *v, void *dst);
+};
+
+/* Table entries; the conditional checks dst's type at compile time. */
+#define CTQ_OPT_FLAG(n, d) {(n), CTQ_OPT_KIND_FLAG, (void *)(1 ? (d) : (bool *)0), 0, 0, NULL}
+#define CTQ_OPT_STR(n, d) {(n), CTQ_OPT_KIND_STR, (void *)(1 ? (d) : (const char **)0), 0, 0, NULL}
+#define CTQ_OPT_INT(n, d, lo, hi) {(n), CTQ_OPT_KIND_INT, (void *)(1 ? (d) : (long *)0), (lo), (hi), NULL}
+#define CTQ_OPT_FN(n, d, f) {(n), CTQ_OPT_KIND_FN, (d), 0, 0, (f)}
+#define CTQ_OPT_END {NULL, CTQ_OPT_KIND_FLAG, NULL, 0, 0, NULL}
+
+/* Parses argv[1..argc-1] of `ctq CMD` against opts (ended by an entry with
+ * no name): --help / -h calls help() and gives CTQ_EXIT_OK; an option of
+ * opts takes the next argument as its value (none for a flag); an argument
+ * that does not start with '-' (or is "-" itself) fills pos[0..n_pos-1] in
+ * order; an unknown option, a missing or bad value, or one positional
+ * argument too many prints why and gives CTQ_EXIT_USAGE. Returns -1 when
+ * every argument was taken. */
+int ctq_opt_parse(const char *cmd, int argc, char **argv, const struct ctq_opt *opts,
+		  const char **pos, int n_pos, void (*help)(void));
+
 /* Takes the value of option argv[*i] (advancing *i); prints a usage error
  * and returns NULL when it is missing. */
 const char *ctq_opt_value(int argc, char **argv, int *i);
@@ -79,6 +112,8 @@ bool ctq_opt_int(const char *cmd, const char *opt, const char *v, long min,
 /* Parses an --act-numerics value (ctq or transformers); false on error
  * (printed). */
 bool ctq_opt_act_numerics(const char *cmd, const char *v, enum ctq_act_numerics *out);
+/* The same as a CTQ_OPT_KIND_FN parser (dst: enum ctq_act_numerics *). */
+bool ctq_opt_fn_act_numerics(const char *cmd, const char *name, const char *v, void *dst);
 
 /* Whether numerics n can run on the --backend value: ctq's everywhere,
  * transformers' on the reference only; false (printed) otherwise. Checked
@@ -86,14 +121,6 @@ bool ctq_opt_act_numerics(const char *cmd, const char *v, enum ctq_act_numerics 
  * every host; ctq_backend_set_act_numerics refuses the same in the library. */
 bool ctq_opt_act_numerics_backend(const char *cmd, enum ctq_act_numerics n, const char *backend);
 
-/* Loads PATH (checkpoint folder, config.json or a standalone quantization
- * config) into cfg and enumerates its modules into mods: from the file's
- * model_type / num_hidden_layers, or from arch + layers when given. */
-enum ctq_status ctq_load_target(const char *path,
-				const struct ctq_parse_options *opt,
-				const char *arch, long layers, const char *prefix,
-				struct ctq_qconfig *cfg, struct ctq_modules *mods,
-				struct ctq_error *err);
 
 /* Output folders and progress, shared by make-model and quantize
  * (harness/common.c over checkpoint/hf_folder.h). */

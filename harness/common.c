@@ -36,6 +36,51 @@ const char *ctq_opt_value(int argc, char **argv, int *i)
 	return argv[++*i];
 }
 
+int ctq_opt_parse(const char *cmd, int argc, char **argv, const struct ctq_opt *opts,
+		  const char **pos, int n_pos, void (*help)(void))
+{
+	int n_given = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			help();
+			return CTQ_EXIT_OK;
+		}
+		if (a[0] != '-' || !a[1]) {
+			if (n_given >= n_pos) {
+				if (n_pos)
+					fprintf(stderr, "ctq %s: unexpected argument %s after %s (see --help)\n",
+						cmd, a, pos[n_pos - 1]);
+				else
+					fprintf(stderr, "ctq %s: unexpected argument %s (see --help)\n", cmd, a);
+				return CTQ_EXIT_USAGE;
+			}
+			pos[n_given++] = a;
+			continue;
+		}
+		const struct ctq_opt *o = opts;
+		while (o->name && strcmp(o->name, a))
+			o++;
+		if (!o->name) {
+			fprintf(stderr, "ctq %s: unknown option %s (see --help)\n", cmd, a);
+			return CTQ_EXIT_USAGE;
+		}
+		if (o->kind == CTQ_OPT_KIND_FLAG) {
+			*(bool *)o->dst = true;
+			continue;
+		}
+		const char *v = ctq_opt_value(argc, argv, &i);
+		if (!v)
+			return CTQ_EXIT_USAGE;
+		if (o->kind == CTQ_OPT_KIND_STR)
+			*(const char **)o->dst = v;
+		else if (o->kind == CTQ_OPT_KIND_INT ? !ctq_opt_int(cmd, a, v, o->min, o->max, o->dst)
+						: !o->fn(cmd, a, v, o->dst))
+			return CTQ_EXIT_USAGE;
+	}
+	return -1;
+}
+
 bool ctq_opt_int(const char *cmd, const char *opt, const char *v, long min,
 		 long max, long *out)
 {
@@ -59,6 +104,12 @@ bool ctq_opt_act_numerics(const char *cmd, const char *v, enum ctq_act_numerics 
 	return false;
 }
 
+bool ctq_opt_fn_act_numerics(const char *cmd, const char *name, const char *v, void *dst)
+{
+	(void)name;
+	return ctq_opt_act_numerics(cmd, v, dst);
+}
+
 bool ctq_opt_act_numerics_backend(const char *cmd, enum ctq_act_numerics n, const char *backend)
 {
 	if (n == CTQ_ACT_NUMERICS_CTQ || !strcmp(backend, "reference"))
@@ -67,30 +118,6 @@ bool ctq_opt_act_numerics_backend(const char *cmd, enum ctq_act_numerics n, cons
 		"ctq %s: --act-numerics %s runs on the reference backend only, not --backend %s (the CUDA kernels implement ctq's numerics: amax / 127, an int8 GEMM)\n",
 		cmd, ctq_act_numerics_name(n), backend);
 	return false;
-}
-
-enum ctq_status ctq_load_target(const char *path,
-				const struct ctq_parse_options *opt,
-				const char *arch, long layers, const char *prefix,
-				struct ctq_qconfig *cfg, struct ctq_modules *mods,
-				struct ctq_error *err)
-{
-	ctq_modules_init(mods);
-	enum ctq_status st = ctq_qconfig_load(cfg, path, opt, err);
-	if (st)
-		return st;
-	if (arch || layers) {
-		if (!arch || !layers)
-			return ctq_error_set(err, CTQ_ERR_USAGE, "--arch/--layers",
-					     "give both --arch and --layers, or neither");
-		return ctq_modules_from_arch(mods, arch, (int)layers, prefix, err);
-	}
-	const cJSON *tc = ctq_json_get(cfg->raw, "text_config");
-	if (!ctq_json_get(cfg->raw, "num_hidden_layers") &&
-	    !ctq_json_get(tc, "num_hidden_layers"))
-		return ctq_error_set(err, CTQ_ERR_USAGE, path,
-				     "has no model_type / num_hidden_layers (a standalone quantization config?); name the model with --arch A --layers N");
-	return ctq_modules_from_config(mods, cfg->raw, "", prefix, err);
 }
 
 bool ctq_opt_model_dir(const char *cmd, const char *opt, const char *path)

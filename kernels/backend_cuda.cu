@@ -27,6 +27,8 @@ struct cuda_impl {
 	bool sanitize_memset_cublas; /* CTQ_SANITIZE_MEMSET_CUBLAS: clear cuBLAS outputs first (initcheck) */
 	uint16_t *rows_pinned; /* page-locked staging of rows_to_host (logits), grown on demand */
 	size_t rows_pinned_cap; /* elements */
+	int32_t *argmax_dev, *argmax_pinned; /* rows_argmax's picks, device and page-locked */
+	int64_t argmax_cap; /* rows */
 };
 
 #define CUBLAS_WS_BYTES ((size_t)32 << 20)
@@ -50,6 +52,10 @@ static void cu_destroy(struct ctq_backend *b)
 		cudaFree(c->att_scratch);
 	if (c->rows_pinned)
 		cudaFreeHost(c->rows_pinned);
+	if (c->argmax_dev)
+		cudaFree(c->argmax_dev);
+	if (c->argmax_pinned)
+		cudaFreeHost(c->argmax_pinned);
 #ifndef CTQ_NO_NCCL
 	if (c->comm)
 		ncclCommDestroy(c->comm);
@@ -347,6 +353,36 @@ static enum ctq_status cu_rows_to_host(struct ctq_backend *b, const void *x, int
 	return st;
 }
 
+/* Greedy decoding's pick on the device: n int32 come back instead of n rows
+ * of logits (2.4 MB a step at batch 8 on a 151,936-token vocabulary). */
+static enum ctq_status cu_rows_argmax(struct ctq_backend *b, const void *x, int64_t N, int64_t n,
+				      int32_t *out, struct ctq_error *err)
+{
+	struct cuda_impl *c = impl(b);
+	enum ctq_status st = CTQ_OK;
+	if (n > c->argmax_cap) {
+		if (c->argmax_dev)
+			cudaFree(c->argmax_dev);
+		if (c->argmax_pinned)
+			cudaFreeHost(c->argmax_pinned);
+		c->argmax_dev = c->argmax_pinned = NULL;
+		c->argmax_cap = 0;
+		const int64_t cap = n < 64 ? 64 : n;
+		if ((st = CTQ_CUDA(cudaMalloc((void **)&c->argmax_dev, (size_t)cap * 4), err)) ||
+		    (st = CTQ_CUDA(cudaMallocHost((void **)&c->argmax_pinned, (size_t)cap * 4), err)))
+			return st;
+		c->argmax_cap = cap;
+	}
+	if ((st = ctq_rows_argmax_launch((const uint16_t *)x, N, n, c->argmax_dev, c->stream, err)) ||
+	    (st = CTQ_CUDA(cudaMemcpyAsync(c->argmax_pinned, c->argmax_dev, (size_t)n * 4,
+					   cudaMemcpyDeviceToHost, c->stream),
+			   err)) ||
+	    (st = CTQ_CUDA(cudaStreamSynchronize(c->stream), err)))
+		return st;
+	memcpy(out, c->argmax_pinned, (size_t)n * 4);
+	return CTQ_OK;
+}
+
 static enum ctq_status cu_graph_begin(struct ctq_backend *b, struct ctq_error *err)
 {
 	return CTQ_CUDA(cudaStreamBeginCapture(impl(b)->stream, cudaStreamCaptureModeThreadLocal), err);
@@ -440,6 +476,7 @@ static struct ctq_backend_ops make_cuda_ops(void)
 	o.attention = cu_attention;
 	o.silu_mul = cu_silu_mul;
 	o.rows_to_host = cu_rows_to_host;
+	o.rows_argmax = cu_rows_argmax;
 	o.graph_begin = cu_graph_begin;
 	o.graph_end = cu_graph_end;
 	o.graph_launch = cu_graph_launch;

@@ -54,6 +54,10 @@ enum ctq_status ctq_bias_bf16_launch(uint16_t *y, const float *bias, int64_t M, 
 /* Model ops on BF16 activations (kernels/model_ops.cu). rmsnorm: `rows`
  * vectors of H, row r at x + (r / inner) * ld + (r % inner) * H (inner = 1
  * for plain rows, = heads for per-head norms). */
+/* out[r] (device int32) = the argmax of row r of x (n rows of N BF16
+ * values), with ctq_argmax's rule (the first on ties; a NaN only at 0). */
+enum ctq_status ctq_rows_argmax_launch(const uint16_t *x, int64_t N, int64_t n, int32_t *out,
+				       void *stream, struct ctq_error *err);
 enum ctq_status ctq_embed_launch(const uint16_t *table, const int32_t *ids, int64_t n, int64_t H,
 				 uint16_t *out, void *stream, struct ctq_error *err);
 enum ctq_status ctq_rmsnorm_launch(const uint16_t *x, int64_t ld, int64_t rows, int64_t inner,

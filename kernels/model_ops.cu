@@ -1,6 +1,6 @@
 /* ctq CUDA model ops on BF16 activations: embedding gather, RMSNorm (also per
- * head, Qwen3's q/k norm), residual add, RoPE, SiLU·mul, and attention over
- * a paged-by-slot KV cache. Every kernel computes in f32 and rounds its
+ * head, Qwen3's q/k norm), residual add, RoPE, SiLU·mul, attention over
+ * a paged-by-slot KV cache, and the greedy pick of each logits row. Every kernel computes in f32 and rounds its
  * output to BF16 once. Shapes as in backend/backend.h. */
 #include "core/dtype.h"
 #include "core/numerics.h"
@@ -426,5 +426,79 @@ extern "C" enum ctq_status ctq_silu_mul_quant_launch(const uint16_t *gu, int64_t
 	} else {
 		silu_mul_quant_kernel<<<grid, 256, 0, st>>>(gu, I, q, s);
 	}
+	return CTQ_LAUNCH(err);
+}
+
+/* ---- greedy pick: the argmax of each logits row ------------------------------- */
+
+/* (value, index) under the order of ctq_argmax's scan (model/runner.c:
+ * best = 0; best = i where v[i] > v[best]): the largest value, the first
+ * index on ties; a NaN is never picked, except at index 0, which no later
+ * value replaces. So a NaN at 0 ranks above everything, one elsewhere below
+ * everything (and below -inf, which the scan may pick). */
+struct argmax_pair {
+	float v;
+	int rank; /* 2: NaN at 0, 1: a number, 0: NaN elsewhere */
+	int64_t i;
+};
+
+__device__ __forceinline__ bool argmax_better(const argmax_pair &a, const argmax_pair &b)
+{
+	if (a.rank != b.rank)
+		return a.rank > b.rank;
+	if (a.rank == 1 && a.v != b.v)
+		return a.v > b.v;
+	return a.i < b.i;
+}
+
+__device__ __forceinline__ argmax_pair argmax_shfl(const argmax_pair &a, int off)
+{
+	argmax_pair o;
+	o.v = __shfl_down_sync(0xffffffffu, a.v, off);
+	o.rank = __shfl_down_sync(0xffffffffu, a.rank, off);
+	o.i = __shfl_down_sync(0xffffffffu, a.i, off);
+	return o;
+}
+
+/* One block per row of x (rows of N BF16 logits, ld = N). */
+__global__ void rows_argmax_kernel(const uint16_t *x, int64_t N, int32_t *out)
+{
+	__shared__ argmax_pair red[32];
+	const uint16_t *row = x + (int64_t)blockIdx.x * N;
+	argmax_pair best = {0.0f, -1, N};
+	for (int64_t k = threadIdx.x; k < N; k += blockDim.x) {
+		const float v = ctq_bf16_to_f32(row[k]);
+		const argmax_pair c = {v, isnan(v) ? (k == 0 ? 2 : 0) : 1, k};
+		if (best.rank < 0 || argmax_better(c, best))
+			best = c;
+	}
+	for (int off = 16; off > 0; off >>= 1) {
+		const argmax_pair o = argmax_shfl(best, off);
+		if (o.rank >= 0 && (best.rank < 0 || argmax_better(o, best)))
+			best = o;
+	}
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	if (lane == 0)
+		red[warp] = best;
+	__syncthreads();
+	if (warp == 0) {
+		const int nw = (int)(blockDim.x + 31) / 32;
+		best = lane < nw ? red[lane] : argmax_pair{0.0f, -1, N};
+		for (int off = 16; off > 0; off >>= 1) {
+			const argmax_pair o = argmax_shfl(best, off);
+			if (o.rank >= 0 && (best.rank < 0 || argmax_better(o, best)))
+				best = o;
+		}
+		if (lane == 0)
+			out[blockIdx.x] = (int32_t)best.i;
+	}
+}
+
+extern "C" enum ctq_status ctq_rows_argmax_launch(const uint16_t *x, int64_t N, int64_t n,
+						  int32_t *out, void *stream, struct ctq_error *err)
+{
+	if (n <= 0)
+		return CTQ_OK;
+	rows_argmax_kernel<<<(unsigned)n, 1024, 0, (cudaStream_t)stream>>>(x, N, out);
 	return CTQ_LAUNCH(err);
 }

@@ -5,6 +5,7 @@
 #include "core/dtype.h"
 #include "core/json.h"
 #include "checkpoint/loader.h"
+#include "checkpoint/target.h"
 #include "quant/modules.h"
 #include "quant/qconfig.h"
 #include "checkpoint/safetensors.h"
@@ -489,42 +490,26 @@ enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, con
 		if (bst)
 			return bst;
 	}
-	struct ctq_qconfig qc;
-	struct ctq_modules mods;
-	struct ctq_plan plan;
-	struct ctq_checkpoint ck;
+	struct ctq_target t;
 	struct ctq_shard_plan sp;
-	memset(&qc, 0, sizeof qc);
-	memset(&plan, 0, sizeof plan);
-	memset(&ck, 0, sizeof ck);
 	memset(&sp, 0, sizeof sp);
-	ctq_modules_init(&mods);
 	enum ctq_status st;
-	if ((st = ctq_qconfig_load(&qc, dir, NULL, err)) ||
-	    (st = ctq_model_config_parse(&r->cfg, qc.raw, err)) ||
-	    (st = ctq_modules_from_config(&mods, qc.raw, "", NULL, err)) ||
-	    (st = ctq_plan_resolve(&plan, &qc, &mods, CTQ_SEM_STRICT, NULL, err)))
+	if ((st = ctq_target_open(&t, dir, CTQ_SEM_STRICT, CTQ_TARGET_EXECUTABLE, err)) ||
+	    (st = ctq_model_config_parse(&r->cfg, t.cfg.raw, err)))
 		goto done;
-	for (size_t i = 0; i < plan.n; i++)
-		if (plan.entries[i].error) {
-			st = ctq_error_set(err, plan.entries[i].error, mods.v[i].name,
-					   "the strict plan cannot execute this checkpoint: %s",
-					   plan.entries[i].message);
-			goto done;
-		}
 	const int tp = opt->tp > 1 ? opt->tp : 1;
 	if (tp > 1 && !opt->group && !b->ops->allreduce_sum) {
 		st = ctq_error_set(err, CTQ_ERR_USAGE, "tp", "tensor parallelism needs a rank group");
 		goto done;
 	}
-	if ((st = ctq_checkpoint_open(&ck, dir, err)) || (st = ctq_shard_plan_build(&sp, &plan, tp, err)))
+	if ((st = ctq_checkpoint_open(&t.ck, dir, err)) || (st = ctq_shard_plan_build(&sp, &t.plan, tp, err)))
 		goto done;
 	r->heads_local = sp.heads_per_rank;
 	r->kv_local = sp.kv_heads_per_rank;
 	r->inter_local = r->cfg.intermediate / tp;
 	const struct ctq_model_config *c = &r->cfg;
 	const int64_t H = c->hidden, d = c->head_dim;
-	struct loadctx L = {r, &ck, &plan, &sp, tp > 1 ? opt->rank : 0, err};
+	struct loadctx L = {r, &t.ck, &t.plan, &sp, tp > 1 ? opt->rank : 0, err};
 	r->layers = ctq_calloc((size_t)c->layers, sizeof *r->layers);
 	r->k_cache = ctq_calloc((size_t)c->layers, sizeof *r->k_cache);
 	r->v_cache = ctq_calloc((size_t)c->layers, sizeof *r->v_cache);
@@ -535,7 +520,7 @@ enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, con
 	/* Embeddings (and the tied lm_head). */
 	{
 		const char *file;
-		const struct ctq_st_tensor *e = ctq_checkpoint_find(&ck, "model.embed_tokens.weight", &file);
+		const struct ctq_st_tensor *e = ctq_checkpoint_find(&t.ck, "model.embed_tokens.weight", &file);
 		if (!e || e->ndim != 2 || e->shape[0] != c->vocab || e->shape[1] != H) {
 			st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, "model.embed_tokens.weight",
 					   "is %s; expected [%lld, %lld]", e ? "of another shape" : "missing",
@@ -601,10 +586,10 @@ enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, con
 	if (st || (st = load_vec(&L, "model.norm.weight", H, &r->final_norm)))
 		goto done;
 	{
-		long m = ctq_modules_find(&mods, "lm_head");
-		const struct ctq_plan_entry *e = m >= 0 ? &plan.entries[m] : NULL;
+		long m = ctq_modules_find(&t.mods, "lm_head");
+		const struct ctq_plan_entry *e = m >= 0 ? &t.plan.entries[m] : NULL;
 		bool quant = e && !strcmp(e->scheme, "w8a8-int8");
-		if (!quant && !ctq_checkpoint_find(&ck, "lm_head.weight", NULL)) {
+		if (!quant && !ctq_checkpoint_find(&t.ck, "lm_head.weight", NULL)) {
 			if (!c->tie) {
 				st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, "lm_head.weight",
 						   "is missing and tie_word_embeddings is false");
@@ -658,10 +643,7 @@ enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, con
 	st = b->ops->alloc(b, (size_t)(64 * c->vocab * ab), &r->logits, err);
 done:
 	ctq_shard_plan_free(&sp);
-	ctq_checkpoint_close(&ck);
-	ctq_plan_free(&plan);
-	ctq_modules_free(&mods);
-	ctq_qconfig_free(&qc);
+	ctq_target_close(&t);
 	if (st)
 		ctq_runner_free(r);
 	return st;
@@ -791,9 +773,36 @@ static enum ctq_status compute(struct ctq_runner *r, int64_t T, int64_t head_row
 	return head_rows > 0 ? head(r, head_rows, err) : CTQ_OK;
 }
 
-enum ctq_status ctq_runner_forward(struct ctq_runner *r, const int32_t *ids, const int32_t *slot,
-				   const int32_t *pos, int64_t T, const int64_t *out_rows,
-				   int64_t n_out, float *logits, struct ctq_error *err)
+/* Rows 0..n-1 of the device logits to the caller: as f32 rows into logits,
+ * or (next != NULL) as their greedy picks, on the device where the backend
+ * can. */
+static enum ctq_status emit_rows(struct ctq_runner *r, int64_t n, float *logits, int32_t *next,
+				 struct ctq_error *err)
+{
+	struct ctq_backend *b = r->b;
+	const struct ctq_backend_ops *o = b->ops;
+	const int64_t V = r->cfg.vocab;
+	if (next && o->rows_argmax)
+		return o->rows_argmax(b, r->logits, V, n, next, err);
+	int64_t idx[64];
+	for (int64_t i = 0; i < n; i++)
+		idx[i] = i;
+	if (!next)
+		return o->rows_to_host(b, r->logits, V, idx, n, logits, err);
+	float *rows = ctq_malloc((size_t)(n * V) * sizeof *rows);
+	if (!rows)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "forward", "out of memory");
+	enum ctq_status st = o->rows_to_host(b, r->logits, V, idx, n, rows, err);
+	for (int64_t i = 0; !st && i < n; i++)
+		next[i] = ctq_argmax(rows + i * V, V);
+	ctq_free(rows);
+	return st;
+}
+
+/* ctq_runner_forward (logits) and ctq_runner_forward_next (next). */
+static enum ctq_status forward(struct ctq_runner *r, const int32_t *ids, const int32_t *slot,
+			       const int32_t *pos, int64_t T, const int64_t *out_rows, int64_t n_out,
+			       float *logits, int32_t *next, struct ctq_error *err)
 {
 	struct ctq_backend *b = r->b;
 	const struct ctq_backend_ops *o = b->ops;
@@ -829,9 +838,8 @@ enum ctq_status ctq_runner_forward(struct ctq_runner *r, const int32_t *ids, con
 		all_rows = out_rows[i] == i;
 	if (all_rows && o->graph_begin && !r->opt.no_graphs && r->opt.tp <= 1) {
 		int32_t rows32[64];
-		int64_t idx[64];
 		for (int64_t i = 0; i < T; i++)
-			rows32[i] = (int32_t)i, idx[i] = i;
+			rows32[i] = (int32_t)i;
 		if ((st = o->upload(b, r->d_rows, rows32, (size_t)T * 4, err)))
 			return st;
 		if (!r->graphs[T]) {
@@ -849,7 +857,7 @@ enum ctq_status ctq_runner_forward(struct ctq_runner *r, const int32_t *ids, con
 		r->graph_replays++;
 		if ((st = o->graph_launch(b, r->graphs[T], err)))
 			return st;
-		return o->rows_to_host(b, r->logits, c->vocab, idx, T, logits, err);
+		return emit_rows(r, T, logits, next, err);
 	}
 	if ((st = compute(r, T, 0, err)))
 		return st;
@@ -857,17 +865,30 @@ enum ctq_status ctq_runner_forward(struct ctq_runner *r, const int32_t *ids, con
 	for (int64_t i0 = 0; i0 < n_out; i0 += 64) {
 		int64_t n = n_out - i0 < 64 ? n_out - i0 : 64;
 		int32_t rows32[64];
-		int64_t idx[64];
-		for (int64_t i = 0; i < n; i++) {
+		for (int64_t i = 0; i < n; i++)
 			rows32[i] = (int32_t)out_rows[i0 + i];
-			idx[i] = i;
-		}
 		if ((st = o->upload(b, r->d_rows, rows32, (size_t)n * 4, err)) ||
 		    (st = head(r, n, err)) ||
-		    (st = o->rows_to_host(b, r->logits, c->vocab, idx, n, logits + i0 * c->vocab, err)))
+		    (st = emit_rows(r, n, logits ? logits + i0 * c->vocab : NULL, next ? next + i0 : NULL,
+				    err)))
 			return st;
 	}
 	return CTQ_OK;
+}
+
+enum ctq_status ctq_runner_forward(struct ctq_runner *r, const int32_t *ids, const int32_t *slot,
+				   const int32_t *pos, int64_t T, const int64_t *out_rows,
+				   int64_t n_out, float *logits, struct ctq_error *err)
+{
+	return forward(r, ids, slot, pos, T, out_rows, n_out, logits, NULL, err);
+}
+
+enum ctq_status ctq_runner_forward_next(struct ctq_runner *r, const int32_t *ids,
+					const int32_t *slot, const int32_t *pos, int64_t T,
+					const int64_t *out_rows, int64_t n_out, int32_t *next,
+					struct ctq_error *err)
+{
+	return forward(r, ids, slot, pos, T, out_rows, n_out, NULL, next, err);
 }
 
 struct tp_job {

@@ -93,6 +93,15 @@ enum ctq_status ctq_runner_forward(struct ctq_runner *r, const int32_t *ids, con
 				   const int32_t *pos, int64_t T, const int64_t *out_rows,
 				   int64_t n_out, float *logits, struct ctq_error *err);
 
+/* The same forward pass, giving the greedy pick of each output row
+ * (ctq_argmax of its logits) into next (host, n_out) instead of the logits:
+ * on the device where the backend has rows_argmax, so that a decode step
+ * brings back n_out int32 rather than n_out rows of vocab logits. */
+enum ctq_status ctq_runner_forward_next(struct ctq_runner *r, const int32_t *ids,
+					const int32_t *slot, const int32_t *pos, int64_t T,
+					const int64_t *out_rows, int64_t n_out, int32_t *next,
+					struct ctq_error *err);
+
 /* Greedy decoding of one sequence in slot 0: prompt (n_prompt) then up to
  * max_new tokens (stopping at eos unless ignore_eos), on one runner (tp <= 1)
  * or on the tp ranks r[0..tp-1]. out receives the new tokens (malloc'ed),

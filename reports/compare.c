@@ -54,10 +54,10 @@ static enum ctq_status cmp_steps(struct ctq_comparison *c, const cJSON *mb, cons
 		const char *ob = step_status(sb, id->valuestring), *on = stn->valuestring;
 		if (!ob || !strcmp(ob, on))
 			continue;
-		struct ctq_cmp_row *r = ctq_cmp_new_row(c, CTQ_FAM_STEPS, "manifest.json", err);
+		struct ctq_cmp_row *r = ctq_cmp_new_row(c, CTQ_FAM_STEPS, "manifest.json",
+							id->valuestring, NULL, err);
 		if (!r)
 			return CTQ_ERR_NOMEM;
-		snprintf(r->key, sizeof r->key, "%s", id->valuestring);
 		snprintf(r->metric, sizeof r->metric, "status %s -> %s", ob, on);
 		bool bad = !strcmp(ob, "passed") && (!strcmp(on, "failed") || !strcmp(on, "error"));
 		bool good = strcmp(ob, "passed") != 0 && strcmp(ob, "skipped") != 0 &&
@@ -130,13 +130,11 @@ static enum ctq_status missing_families(struct ctq_comparison *c, const struct c
 		if (!nb || nn)
 			continue;
 		const char *file = ctq_family_file((enum ctq_family)f);
-		struct ctq_cmp_row *r = ctq_cmp_new_row(c, f, file, err);
+		struct ctq_cmp_row *r = ctq_cmp_new_row(c, f, file, "(family)", "present", err);
 		if (!r)
 			return CTQ_ERR_NOMEM;
 		enum ctq_policy_key k = (enum ctq_policy_key)(CTQ_POL_MISSING_FAMILY + f);
 		bool bad = p->v[k] != 0;
-		snprintf(r->key, sizeof r->key, "(family)");
-		snprintf(r->metric, sizeof r->metric, "present");
 		r->summary = true;
 		ctq_cmp_set_verdict(c, r, "removed", bad);
 		snprintf(r->detail, sizeof r->detail,
@@ -176,13 +174,12 @@ enum ctq_status ctq_compare_runs(struct ctq_comparison *c, const char *base_dir,
 		char pb[1200], pn[1200], disp[1100];
 		const struct ctq_result_file *fb = &rb.v[i];
 		if (pg.match[i] < 0) {
-			struct ctq_cmp_row *r = ctq_cmp_new_row(c, (int)fb->fam, fb->rel, err);
+			struct ctq_cmp_row *r = ctq_cmp_new_row(c, (int)fb->fam, fb->rel,
+								"(file)", "present", err);
 			if (!r) {
 				st = CTQ_ERR_NOMEM;
 				break;
 			}
-			snprintf(r->key, sizeof r->key, "(file)");
-			snprintf(r->metric, sizeof r->metric, "present");
 			r->summary = true;
 			bool bad = p->v[CTQ_POL_MISSING_IS_REGRESSION] != 0;
 			ctq_cmp_set_verdict(c, r, "removed", bad);
@@ -212,13 +209,12 @@ enum ctq_status ctq_compare_runs(struct ctq_comparison *c, const char *base_dir,
 	for (size_t j = 0; j < rn.n && !st; j++) {
 		if (pg.used[j])
 			continue;
-		struct ctq_cmp_row *r = ctq_cmp_new_row(c, (int)rn.v[j].fam, rn.v[j].rel, err);
+		struct ctq_cmp_row *r = ctq_cmp_new_row(c, (int)rn.v[j].fam, rn.v[j].rel,
+							"(file)", "present", err);
 		if (!r) {
 			st = CTQ_ERR_NOMEM;
 			break;
 		}
-		snprintf(r->key, sizeof r->key, "(file)");
-		snprintf(r->metric, sizeof r->metric, "present");
 		r->summary = true;
 		ctq_cmp_set_verdict(c, r, "added", false);
 		snprintf(r->detail, sizeof r->detail, "only in the new run");
@@ -450,11 +446,9 @@ static enum ctq_status ab_row(struct ctq_comparison *c, const struct ctq_trend_s
 	for (size_t i = 0; i < R; i++)
 		if (sb->v[i] > 0 && sn->v[i] > 0 && isfinite(sb->v[i]) && isfinite(sn->v[i]))
 			d[n++] = log(sn->v[i] / sb->v[i]);
-	struct ctq_cmp_row *r = ctq_cmp_new_row(c, sb->fam, sb->file, err);
+	struct ctq_cmp_row *r = ctq_cmp_new_row(c, sb->fam, sb->file, sb->key, sb->metric, err);
 	if (!r)
 		return CTQ_ERR_NOMEM;
-	snprintf(r->key, sizeof r->key, "%s", sb->key);
-	snprintf(r->metric, sizeof r->metric, "%s", sb->metric);
 	r->base = median_of(sb->v, R, tmp);
 	r->cand = median_of(sn->v, R, tmp);
 	/* A stalled run (the host paused it: 1% of the runs of a series on the

@@ -261,20 +261,17 @@ static void failed_logs(struct ctq_rep *r)
 		char path[1200];
 		snprintf(path, sizeof path, "%s/%s", r->dir, log);
 		char *text = NULL;
-		size_t n = 0;
-		if (ctq_file_read(path, (size_t)16 << 20, &text, &n, NULL))
+		const char *tail;
+		if (ctq_file_read_tail(path, (size_t)16 << 20, 3000, &text, &tail, NULL))
 			continue;
-		size_t start = n > 3000 ? n - 3000 : 0;
-		while (start > 0 && start < n && text[start - 1] != '\n')
-			start++;
 		char title[300];
 		snprintf(title, sizeof title, "Log of step %s (%s, last lines)", ctq_rep_jstr(s, "id"), log);
 		ctq_rep_heading(r, 3, title);
 		ctq_strbuf_append(&r->md, "```\n");
-		ctq_strbuf_append(&r->md, text + start);
+		ctq_strbuf_append(&r->md, tail);
 		ctq_strbuf_append(&r->md, "\n```\n\n");
 		ctq_strbuf_append(&r->html, "<pre>");
-		ctq_rep_h(&r->html, text + start);
+		ctq_rep_h(&r->html, tail);
 		ctq_strbuf_append(&r->html, "</pre>\n");
 		free(text);
 	}

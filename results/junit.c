@@ -59,11 +59,7 @@ enum ctq_status ctq_junit_write(const char *path, const char *suite,
 		ctq_strbuf_append(&sb, "</failure>\n  </testcase>\n");
 	}
 	ctq_strbuf_append(&sb, "</testsuite>\n</testsuites>\n");
-	enum ctq_status st;
-	if (sb.oom)
-		st = ctq_error_set(err, CTQ_ERR_NOMEM, path, "out of memory");
-	else
-		st = ctq_file_write_atomic(path, sb.data, sb.len, err);
+	enum ctq_status st = ctq_strbuf_write_atomic(&sb, path, err);
 	ctq_strbuf_free(&sb);
 	return st;
 }

@@ -72,20 +72,16 @@ static void probe_suite(struct ctq_strbuf *sb, const char *csv, const char *id)
 	ctq_strbuf_printf(sb, ": ctq.probe\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"0\" "
 			      "time=\"0.000000\">\n", t.n_rows, failures);
 	for (size_t i = 0; i < t.n_rows; i++) {
-		ctq_strbuf_append(sb, "    <testcase classname=\"probe.");
-		ctq_junit_xml_escape(sb, ctq_table_get(&t, i, c[0]));
-		ctq_strbuf_append(sb, "\" name=\"");
-		ctq_junit_xml_escape(sb, ctq_table_get(&t, i, c[6]));
-		ctq_strbuf_append(sb, " K=");
-		ctq_junit_xml_escape(sb, ctq_table_get(&t, i, c[1]));
-		ctq_strbuf_append(sb, " N=");
-		ctq_junit_xml_escape(sb, ctq_table_get(&t, i, c[2]));
-		ctq_strbuf_append(sb, " M=");
-		ctq_junit_xml_escape(sb, ctq_table_get(&t, i, c[3]));
-		ctq_strbuf_append(sb, " ");
-		ctq_junit_xml_escape(sb, ctq_table_get(&t, i, c[4]));
-		ctq_strbuf_append(sb, "/");
-		ctq_junit_xml_escape(sb, ctq_table_get(&t, i, c[5]));
+		/* classname probe.LAYER, name "BACKEND K=.. N=.. M=.. WEIGHTS/ACTS" */
+		static const struct {
+			const char *before;
+			int key;
+		} parts[] = {{"    <testcase classname=\"probe.", 0}, {"\" name=\"", 6}, {" K=", 1},
+			     {" N=", 2}, {" M=", 3}, {" ", 4}, {"/", 5}};
+		for (size_t k = 0; k < sizeof parts / sizeof parts[0]; k++) {
+			ctq_strbuf_append(sb, parts[k].before);
+			ctq_junit_xml_escape(sb, ctq_table_get(&t, i, c[parts[k].key]));
+		}
 		const char *outcome = ctq_table_get(&t, i, c[7]), *reason = ctq_table_get(&t, i, c[8]);
 		if (!strcmp(outcome, "pass")) {
 			ctq_strbuf_append(sb, "\" time=\"0.000000\"/>\n");
@@ -168,11 +164,7 @@ enum ctq_status ctq_junit_merge(const char *path, const char *name, const char *
 		ctq_free(text);
 	}
 	ctq_strbuf_append(&sb, "</testsuites>\n");
-	enum ctq_status st;
-	if (sb.oom)
-		st = ctq_error_set(err, CTQ_ERR_NOMEM, path, "out of memory");
-	else
-		st = ctq_file_write_atomic(path, sb.data, sb.len, err);
+	enum ctq_status st = ctq_strbuf_write_atomic(&sb, path, err);
 	ctq_strbuf_free(&sb);
 	return st;
 }

@@ -13,6 +13,7 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/sha256.h"
+#include "core/strbuf.h"
 #include "results/table.h"
 
 TestSuite(fileio);
@@ -74,4 +75,34 @@ Test(fileio, readers_refuse_what_is_not_a_regular_file, .timeout = 10)
 	unlink(fifo);
 	unlink(file);
 	rmdir(root);
+}
+
+/* ctq_file_read_tail: the last lines within the bound, starting at a line;
+ * the whole text when it is shorter. ctq_strbuf_write_atomic: what the
+ * buffer holds, and nomem (nothing written) for a buffer that ran out. */
+Test(fileio, tail_and_buffer_writes, .timeout = 10)
+{
+	char root[64], path[128];
+	snprintf(root, sizeof root, "/tmp/ctq-fileio-XXXXXX");
+	cr_assert(mkdtemp(root));
+	snprintf(path, sizeof path, "%s/log.txt", root);
+	struct ctq_strbuf sb;
+	ctq_strbuf_init(&sb);
+	ctq_strbuf_append(&sb, "first line\nsecond line\nthird\n");
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_strbuf_write_atomic(&sb, path, &err), CTQ_OK, "%s", err.message);
+	char *text = NULL;
+	const char *tail = NULL;
+	cr_assert_eq(ctq_file_read_tail(path, 1 << 20, 15, &text, &tail, &err), CTQ_OK);
+	cr_expect_str_eq(tail, "third\n", "a tail of 15 bytes starts at the next line: \"%s\"", tail);
+	free(text);
+	cr_assert_eq(ctq_file_read_tail(path, 1 << 20, 4096, &text, &tail, &err), CTQ_OK);
+	cr_expect_str_eq(tail, "first line\nsecond line\nthird\n");
+	free(text);
+	sb.oom = true;
+	snprintf(path, sizeof path, "%s/oom.txt", root);
+	cr_expect_eq(ctq_strbuf_write_atomic(&sb, path, &err), CTQ_ERR_NOMEM);
+	cr_expect(access(path, F_OK) != 0, "a buffer that ran out of memory wrote %s", path);
+	ctq_strbuf_free(&sb);
+	ctq_remove_tree(root);
 }

@@ -63,18 +63,10 @@ bool ctq_tok_bytes_reserve(struct bytes *b, size_t extra)
 		b->oom = true;
 		return false;
 	}
-	if (b->n + extra + 1 <= b->cap)
-		return true;
-	size_t cap = b->cap ? b->cap : 256;
-	while (cap < b->n + extra + 1)
-		cap *= 2;
-	char *v = ctq_realloc(b->v, cap);
-	if (!v) {
+	if (!ctq_grow((void **)&b->v, &b->cap, b->n + extra + 1, 1)) {
 		b->oom = true;
 		return false;
 	}
-	b->v = v;
-	b->cap = cap;
 	return true;
 }
 
@@ -93,33 +85,11 @@ void ctq_tok_ids_push(struct ids *a, int32_t id)
 {
 	if (a->oom)
 		return;
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 256;
-		int32_t *v = ctq_realloc(a->v, cap * sizeof *v);
-		if (!v) {
-			a->oom = true;
-			return;
-		}
-		a->v = v;
-		a->cap = cap;
+	if (!ctq_grow((void **)&a->v, &a->cap, a->n + 1, sizeof *a->v)) {
+		a->oom = true;
+		return;
 	}
 	a->v[a->n++] = id;
-}
-
-/* Generic array growth for the workspace's typed arrays. */
-bool ctq_tok_grow(void **v, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return true;
-	size_t c = *cap ? *cap : 64;
-	while (c < need)
-		c *= 2;
-	void *p = ctq_realloc(*v, c * elem);
-	if (!p)
-		return false;
-	*v = p;
-	*cap = c;
-	return true;
 }
 
 /* ---- indexes ---------------------------------------------------------------- */

@@ -119,7 +119,7 @@ static void pieces_add(const struct ctq_tokenizer_impl *T, struct pieces *p, con
 
 static bool spans_push(struct workspace *w, size_t start, size_t end, bool is_match)
 {
-	if (!ctq_tok_grow((void **)&w->spans, &w->cap_spans, w->n_spans + 1, sizeof *w->spans))
+	if (!ctq_grow((void **)&w->spans, &w->cap_spans, w->n_spans + 1, sizeof *w->spans))
 		return false;
 	w->spans[w->n_spans++] = (struct span){start, end, is_match};
 	return true;
@@ -294,7 +294,7 @@ static bool heap_less(const struct bpe_merge *a, const struct bpe_merge *b)
 
 static bool heap_push(struct workspace *w, struct bpe_merge m)
 {
-	if (!ctq_tok_grow((void **)&w->heap, &w->cap_heap, w->n_heap + 1, sizeof *w->heap))
+	if (!ctq_grow((void **)&w->heap, &w->cap_heap, w->n_heap + 1, sizeof *w->heap))
 		return false;
 	size_t i = w->n_heap++;
 	while (i > 0) {
@@ -337,7 +337,7 @@ static int32_t model_id(const struct ctq_tokenizer_impl *T, const char *s, size_
 
 static bool bpe_add(struct workspace *w, size_t *n_sym, int32_t id, uint32_t len)
 {
-	if (!ctq_tok_grow((void **)&w->sym, &w->cap_sym, *n_sym + 1, sizeof *w->sym))
+	if (!ctq_grow((void **)&w->sym, &w->cap_sym, *n_sym + 1, sizeof *w->sym))
 		return false;
 	int32_t i = (int32_t)*n_sym;
 	if (i > 0)
@@ -463,7 +463,7 @@ struct splits {
 
 static bool splits_push(struct splits *s, size_t start, size_t end, int32_t id)
 {
-	if (!ctq_tok_grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v))
+	if (!ctq_grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v))
 		return false;
 	s->v[s->n++] = (struct split){start, end, id};
 	return true;

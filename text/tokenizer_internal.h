@@ -135,8 +135,6 @@ struct ids {
 bool ctq_tok_bytes_reserve(struct bytes *b, size_t extra);
 void ctq_tok_bytes_append(struct bytes *b, const void *s, size_t n);
 void ctq_tok_ids_push(struct ids *a, int32_t id);
-/* Generic array growth for the workspace's typed arrays. */
-bool ctq_tok_grow(void **v, size_t *cap, size_t need, size_t elem);
 
 /* ---- indexes (tokenizer.c) ------------------------------------------------ */
 

@@ -57,40 +57,44 @@ static void index_path(char *dst, const char *base, size_t i)
 	ctq_json_path_index(dst, CTQ_PATH_MAX, base, i);
 }
 
+/* obj.key into *out when it is present, not null and of the kind is()
+ * accepts (expected names that kind for the error); NULL otherwise. */
+static enum ctq_status get_kind(struct loader *L, const cJSON *obj, const char *base,
+				const char *key, cJSON_bool (*is)(const cJSON *),
+				const char *expected, const cJSON **out)
+{
+	const cJSON *v = ctq_json_get(obj, key);
+	*out = NULL;
+	if (!v || cJSON_IsNull(v))
+		return CTQ_OK;
+	if (!is(v)) {
+		char p[CTQ_PATH_MAX];
+		key_path(p, base, key);
+		return fail(L, CTQ_ERR_INVALID_CONFIG, p, "is %s; expected %s",
+			    ctq_json_type_name(v), expected);
+	}
+	*out = v;
+	return CTQ_OK;
+}
+
 /* obj.key as a bool: absent or null gives dflt. */
 static enum ctq_status get_bool(struct loader *L, const cJSON *obj, const char *base,
 				const char *key, bool dflt, bool *out)
 {
-	const cJSON *v = ctq_json_get(obj, key);
-	*out = dflt;
-	if (!v || cJSON_IsNull(v))
-		return CTQ_OK;
-	if (!cJSON_IsBool(v)) {
-		char p[CTQ_PATH_MAX];
-		key_path(p, base, key);
-		return fail(L, CTQ_ERR_INVALID_CONFIG, p, "is %s; expected true or false",
-			    ctq_json_type_name(v));
-	}
-	*out = cJSON_IsTrue(v);
-	return CTQ_OK;
+	const cJSON *v;
+	enum ctq_status st = get_kind(L, obj, base, key, cJSON_IsBool, "true or false", &v);
+	*out = v ? cJSON_IsTrue(v) : dflt;
+	return st;
 }
 
 /* obj.key as a string, or NULL when absent or null. */
 static enum ctq_status get_string(struct loader *L, const cJSON *obj, const char *base,
 				  const char *key, const char **out)
 {
-	const cJSON *v = ctq_json_get(obj, key);
-	*out = NULL;
-	if (!v || cJSON_IsNull(v))
-		return CTQ_OK;
-	if (!cJSON_IsString(v)) {
-		char p[CTQ_PATH_MAX];
-		key_path(p, base, key);
-		return fail(L, CTQ_ERR_INVALID_CONFIG, p, "is %s; expected a string",
-			    ctq_json_type_name(v));
-	}
-	*out = v->valuestring;
-	return CTQ_OK;
+	const cJSON *v;
+	enum ctq_status st = get_kind(L, obj, base, key, cJSON_IsString, "a string", &v);
+	*out = v ? v->valuestring : NULL;
+	return st;
 }
 
 /* The "type" of a component object. */
@@ -240,18 +244,11 @@ static enum ctq_status load_sequence(struct loader *L, const cJSON *node, const 
 	return CTQ_OK;
 }
 
+/* An item_loader; ctx: bool *, set when a ByteLevel step is seen. */
 static enum ctq_status load_pre_tokenizer(struct loader *L, const cJSON *node, const char *path,
-					  int depth, bool *has_byte_level);
-
-static enum ctq_status pre_tokenizer_item(struct loader *L, const cJSON *item, const char *path,
 					  int depth, void *ctx)
 {
-	return load_pre_tokenizer(L, item, path, depth, ctx);
-}
-
-static enum ctq_status load_pre_tokenizer(struct loader *L, const cJSON *node, const char *path,
-					  int depth, bool *has_byte_level)
-{
+	bool *has_byte_level = ctx;
 	const char *type;
 	char p[CTQ_PATH_MAX];
 	enum ctq_status st = get_type(L, node, path, &type);
@@ -261,7 +258,7 @@ static enum ctq_status load_pre_tokenizer(struct loader *L, const cJSON *node, c
 		return fail(L, CTQ_ERR_INVALID_CONFIG, path,
 			    "pre-tokenizer Sequences nested deeper than %d", MAX_NESTING);
 	if (strcmp(type, "Sequence") == 0)
-		return load_sequence(L, node, path, "pretokenizers", depth, pre_tokenizer_item,
+		return load_sequence(L, node, path, "pretokenizers", depth, load_pre_tokenizer,
 				     has_byte_level);
 	struct pre_step s = {.kind = STEP_SPLIT, .behavior = SPLIT_ISOLATED};
 	if (strcmp(type, "ByteLevel") == 0) {
@@ -331,19 +328,11 @@ static enum ctq_status load_pre_tokenizer(struct loader *L, const cJSON *node, c
 	return st;
 }
 
+/* An item_loader (ctx unused); an absent or null node is no normalizer. */
 static enum ctq_status load_normalizer(struct loader *L, const cJSON *node, const char *path,
-				       int depth);
-
-static enum ctq_status normalizer_item(struct loader *L, const cJSON *item, const char *path,
 				       int depth, void *ctx)
 {
 	(void)ctx;
-	return load_normalizer(L, item, path, depth);
-}
-
-static enum ctq_status load_normalizer(struct loader *L, const cJSON *node, const char *path,
-				       int depth)
-{
 	if (!node || cJSON_IsNull(node))
 		return CTQ_OK;
 	const char *type;
@@ -355,7 +344,7 @@ static enum ctq_status load_normalizer(struct loader *L, const cJSON *node, cons
 		return CTQ_OK;
 	}
 	if (strcmp(type, "Sequence") == 0 && depth < MAX_NESTING)
-		return load_sequence(L, node, path, "normalizers", depth, normalizer_item, NULL);
+		return load_sequence(L, node, path, "normalizers", depth, load_normalizer, NULL);
 	char p[CTQ_PATH_MAX];
 	key_path(p, path, "type");
 	return fail(L, CTQ_ERR_UNSUPPORTED_FORMAT, p,
@@ -804,19 +793,11 @@ static enum ctq_status load_template(struct loader *L, const cJSON *node, const 
 	return CTQ_OK;
 }
 
+/* An item_loader (ctx unused); an absent or null node is no post-processor. */
 static enum ctq_status load_post_processor(struct loader *L, const cJSON *node, const char *path,
-					   int depth);
-
-static enum ctq_status post_processor_item(struct loader *L, const cJSON *item, const char *path,
 					   int depth, void *ctx)
 {
 	(void)ctx;
-	return load_post_processor(L, item, path, depth);
-}
-
-static enum ctq_status load_post_processor(struct loader *L, const cJSON *node, const char *path,
-					   int depth)
-{
 	if (!node || cJSON_IsNull(node))
 		return CTQ_OK;
 	const char *type;
@@ -828,7 +809,7 @@ static enum ctq_status load_post_processor(struct loader *L, const cJSON *node, 
 	if (strcmp(type, "TemplateProcessing") == 0)
 		return load_template(L, node, path);
 	if (strcmp(type, "Sequence") == 0 && depth < MAX_NESTING)
-		return load_sequence(L, node, path, "processors", depth, post_processor_item, NULL);
+		return load_sequence(L, node, path, "processors", depth, load_post_processor, NULL);
 	char p[CTQ_PATH_MAX];
 	key_path(p, path, "type");
 	return fail(L, CTQ_ERR_UNSUPPORTED_FORMAT, p,
@@ -867,7 +848,7 @@ static enum ctq_status load_root(struct loader *L, const cJSON *root)
 		return fail(L, CTQ_ERR_INVALID_CONFIG, "added_tokens", "holds too many tokens");
 
 	if ((st = load_model(L, ctq_json_get(root, "model"), n_added)) ||
-	    (st = load_normalizer(L, ctq_json_get(root, "normalizer"), "normalizer", 0)) ||
+	    (st = load_normalizer(L, ctq_json_get(root, "normalizer"), "normalizer", 0, NULL)) ||
 	    (st = load_added_tokens(L, added)) || (st = prepare_added_patterns(L)))
 		return st;
 
@@ -882,7 +863,7 @@ static enum ctq_status load_root(struct loader *L, const cJSON *root)
 		return fail(L, CTQ_ERR_UNSUPPORTED_FORMAT, "pre_tokenizer",
 			    "has no ByteLevel step; only byte-level BPE is supported");
 	if ((st = load_post_processor(L, ctq_json_get(root, "post_processor"), "post_processor",
-				      0)))
+				      0, NULL)))
 		return st;
 	const cJSON *dec = ctq_json_get(root, "decoder");
 	const char *type = NULL;

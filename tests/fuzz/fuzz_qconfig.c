@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 	if (ctq_qconfig_parse(&cfg, root, &opt, &err))
 		goto out;
-	/* As ctq_load_target: the model from the config when it has a shape,
+	/* As ctq_target_load_config: the model from the config when it has a shape,
 	 * else a small named architecture. */
 	const cJSON *tc = ctq_json_get(cfg.raw, "text_config");
 	enum ctq_status st;

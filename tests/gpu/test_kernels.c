@@ -17,6 +17,7 @@
 #include "kernels/kernels.h"
 #include "backend/backend.h"
 #include "reference/ref_ops.h"
+#include "model/runner.h"
 
 static struct ctq_backend gpu;
 
@@ -403,6 +404,67 @@ Test(kernels, int32_accumulation_exact_at_extremes, .init = setup, .fini = teard
 	/* ±127/-128 weights against saturated activations at K = 9728. */
 	check_linear(8, 64, 9728, P_HUGE, false, true);
 	check_linear(8, 64, 9728, P_GAUSS, true, true);
+}
+
+/* rows_argmax (the device's greedy pick) follows ctq_argmax's scan to the
+ * index: the first of equal maxima, a NaN never picked but at index 0,
+ * -inf rows, a maximum in the last position, a full 151,936-token row. */
+Test(kernels, rows_argmax_follows_the_host_rule, .init = setup, .fini = teardown)
+{
+	const int64_t Ns[2] = {1000, 151936};
+	for (int t = 0; t < 2; t++) {
+		const int64_t N = Ns[t], n = 10;
+		uint16_t *x = malloc((size_t)(n * N) * 2);
+		float *f = malloc((size_t)(n * N) * 4);
+		cr_assert(x && f);
+		struct ctq_rng r;
+		ctq_rng_seed(&r, 7 + (uint64_t)t);
+		for (int64_t i = 0; i < n * N; i++)
+			x[i] = ctq_f32_to_bf16((float)ctq_rng_normal(&r));
+		uint16_t *row;
+		row = x + 1 * N; /* all equal: 0 */
+		for (int64_t k = 0; k < N; k++)
+			row[k] = ctq_f32_to_bf16(1.5f);
+		row = x + 2 * N; /* two equal maxima: the first */
+		row[N / 2] = row[N / 3] = ctq_f32_to_bf16(99.0f);
+		x[3 * N] = 0x7fc0; /* NaN at 0: 0 */
+		x[3 * N + 17] = ctq_f32_to_bf16(99.0f);
+		row = x + 4 * N; /* NaNs elsewhere: skipped */
+		row[5] = 0x7fc0, row[9] = 0xffc1, row[10] = ctq_f32_to_bf16(50.0f), row[N - 2] = 0x7f81;
+		row = x + 5 * N; /* all -inf: 0 */
+		for (int64_t k = 0; k < N; k++)
+			row[k] = 0xff80;
+		row = x + 6 * N; /* -inf at 0, NaN everywhere else: 0 */
+		row[0] = 0xff80;
+		for (int64_t k = 1; k < N; k++)
+			row[k] = 0x7fc0;
+		x[7 * N + N - 1] = 0x7f80; /* +inf last */
+		x[8 * N + N - 1] = ctq_f32_to_bf16(1000.0f); /* maximum last */
+		row = x + 9 * N; /* -0.0 and +0.0 equal: the first */
+		for (int64_t k = 0; k < N; k++)
+			row[k] = ctq_f32_to_bf16(-1.0f);
+		row[3] = 0x8000, row[4] = 0x0000;
+		ctq_convert_to_f32(x, CTQ_DTYPE_BF16, (size_t)(n * N), f);
+		struct ctq_error err = {0};
+		void *d = NULL;
+		cr_assert_eq(gpu.ops->alloc(&gpu, (size_t)(n * N) * 2, &d, &err), CTQ_OK, "%s", err.message);
+		cr_assert_eq(gpu.ops->upload(&gpu, d, x, (size_t)(n * N) * 2, &err), CTQ_OK, "%s", err.message);
+		int32_t got[10];
+		cr_assert_eq(gpu.ops->rows_argmax(&gpu, d, N, n, got, &err), CTQ_OK, "%s", err.message);
+		const int32_t fixed[10] = {-1, 0, -1, 0, -1, 0, 0, (int32_t)(N - 1), (int32_t)(N - 1), 3};
+		for (int64_t i = 0; i < n; i++) {
+			int32_t want = ctq_argmax(f + i * N, N);
+			cr_expect_eq(got[i], want, "N %lld row %lld: device %d, ctq_argmax %d", (long long)N,
+				     (long long)i, got[i], want);
+			if (fixed[i] >= 0)
+				cr_expect_eq(want, fixed[i], "N %lld row %lld: ctq_argmax %d, expected %d",
+					     (long long)N, (long long)i, want, fixed[i]);
+		}
+		cr_expect_eq(got[2], (int32_t)(N / 3));
+		cr_expect_eq(got[4] >= 0 && got[4] != 5 && got[4] != 9 && got[4] != N - 2, 1);
+		gpu.ops->free(&gpu, d);
+		free(x), free(f);
+	}
 }
 
 Test(kernels, bf16_gemm_within_tolerance, .init = setup, .fini = teardown)

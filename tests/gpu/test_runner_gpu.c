@@ -179,3 +179,53 @@ Test(runner_gpu, fused_producers_bit_identical_on_the_gpu, .timeout = 120)
 		ctq_remove_tree(qdir);
 	}
 }
+
+/* ctq_runner_forward_next picks on the device (rows_argmax): the same
+ * tokens as ctq_argmax over the logits ctq_runner_forward returns, in the
+ * graph path (every row, T <= 64) and in the lm_head-on-chosen-rows path,
+ * BF16 and W8A8. */
+Test(runner_gpu, device_pick_equals_host_argmax, .timeout = 120)
+{
+	char dir[64], qdir[96];
+	snprintf(qdir, sizeof qdir, "/tmp/ctq-gpu-pick-w8a8-%d", (int)getpid());
+	make_model(dir, sizeof dir, "qwen3", qdir);
+	const char *dirs[2] = {dir, qdir};
+	for (int m = 0; m < 2; m++) {
+		struct ctq_backend b;
+		struct ctq_error err = {0};
+		cr_assert_eq(ctq_backend_open(&b, "cuda", &err), CTQ_OK, "%s", err.message);
+		cr_assert(b.ops->rows_argmax, "the CUDA backend has no rows_argmax");
+		struct ctq_runner r;
+		cr_assert_eq(ctq_runner_load(&r, &b, dirs[m], &opts, &err), CTQ_OK, "%s", err.message);
+		const int64_t V = r.cfg.vocab;
+		int32_t ids[T_TOK], slot[T_TOK], pos[T_TOK], next[T_TOK];
+		int64_t all[T_TOK], last[4];
+		for (int i = 0; i < T_TOK; i++)
+			ids[i] = (int32_t)((i * 53 + 7) % V), slot[i] = i % 4, pos[i] = i / 4, all[i] = i;
+		float *lg = malloc((size_t)(T_TOK * V) * 4);
+		cr_assert(lg);
+		/* every row (the graph path), twice: capture, then replay */
+		for (int rep = 0; rep < 2; rep++) {
+			cr_assert_eq(ctq_runner_forward(&r, ids, slot, pos, 8, all, 8, lg, &err), CTQ_OK, "%s",
+				     err.message);
+			cr_assert_eq(ctq_runner_forward_next(&r, ids, slot, pos, 8, all, 8, next, &err), CTQ_OK,
+				     "%s", err.message);
+			for (int i = 0; i < 8; i++)
+				cr_expect_eq(next[i], ctq_argmax(lg + i * V, V), "%s row %d: device pick %d, host %d",
+					     m ? "W8A8" : "BF16", i, next[i], ctq_argmax(lg + i * V, V));
+		}
+		/* chosen rows of a longer prefill (lm_head on those rows only) */
+		for (int s = 0; s < 4; s++)
+			last[s] = T_TOK - 4 + s;
+		cr_assert_eq(ctq_runner_forward(&r, ids, slot, pos, T_TOK, last, 4, lg, &err), CTQ_OK);
+		cr_assert_eq(ctq_runner_forward_next(&r, ids, slot, pos, T_TOK, last, 4, next, &err), CTQ_OK);
+		for (int i = 0; i < 4; i++)
+			cr_expect_eq(next[i], ctq_argmax(lg + i * V, V), "%s prefill row %d: device pick %d, host %d",
+				     m ? "W8A8" : "BF16", i, next[i], ctq_argmax(lg + i * V, V));
+		free(lg);
+		ctq_runner_free(&r);
+		ctq_backend_close(&b);
+	}
+	ctq_remove_tree(dir);
+	ctq_remove_tree(qdir);
+}

@@ -1,0 +1,62 @@
+#include "checkpoint/target.h"
+
+#include <string.h>
+
+#include "core/json.h"
+
+void ctq_target_init(struct ctq_target *t)
+{
+	memset(t, 0, sizeof *t);
+	ctq_modules_init(&t->mods);
+}
+
+enum ctq_status ctq_target_load_config(const char *path, const struct ctq_parse_options *opt,
+				       const char *arch, long layers, const char *prefix,
+				       struct ctq_qconfig *cfg, struct ctq_modules *mods,
+				       struct ctq_error *err)
+{
+	ctq_modules_init(mods);
+	enum ctq_status st = ctq_qconfig_load(cfg, path, opt, err);
+	if (st)
+		return st;
+	if (arch || layers) {
+		if (!arch || !layers)
+			return ctq_error_set(err, CTQ_ERR_USAGE, "--arch/--layers",
+					     "give both --arch and --layers, or neither");
+		return ctq_modules_from_arch(mods, arch, (int)layers, prefix, err);
+	}
+	const cJSON *tc = ctq_json_get(cfg->raw, "text_config");
+	if (!ctq_json_get(cfg->raw, "num_hidden_layers") &&
+	    !ctq_json_get(tc, "num_hidden_layers"))
+		return ctq_error_set(err, CTQ_ERR_USAGE, path,
+				     "has no model_type / num_hidden_layers (a standalone quantization config?); name the model with --arch A --layers N");
+	return ctq_modules_from_config(mods, cfg->raw, "", prefix, err);
+}
+
+enum ctq_status ctq_target_open(struct ctq_target *t, const char *dir, enum ctq_semantics sem,
+				unsigned flags, struct ctq_error *err)
+{
+	ctq_target_init(t);
+	enum ctq_status st;
+	if ((st = ctq_qconfig_load(&t->cfg, dir, NULL, err)) ||
+	    (st = ctq_modules_from_config(&t->mods, t->cfg.raw, "", NULL, err)) ||
+	    (st = ctq_plan_resolve(&t->plan, &t->cfg, &t->mods, sem, NULL, err)))
+		return st;
+	if (flags & CTQ_TARGET_EXECUTABLE)
+		for (size_t i = 0; i < t->plan.n; i++)
+			if (t->plan.entries[i].error)
+				return ctq_error_set(err, t->plan.entries[i].error, t->mods.v[i].name,
+						     "the %s plan cannot execute this checkpoint: %s",
+						     ctq_semantics_name(sem), t->plan.entries[i].message);
+	if (flags & CTQ_TARGET_TENSORS)
+		return ctq_checkpoint_open(&t->ck, dir, err);
+	return CTQ_OK;
+}
+
+void ctq_target_close(struct ctq_target *t)
+{
+	ctq_checkpoint_close(&t->ck);
+	ctq_plan_free(&t->plan);
+	ctq_modules_free(&t->mods);
+	ctq_qconfig_free(&t->cfg);
+}

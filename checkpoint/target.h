@@ -1,0 +1,55 @@
+/* A model folder opened for use: its quantization config, the modules its
+ * config.json enumerates, the plan they resolve to and (optionally) the
+ * checkpoint's tensors. The one way the runner, quantize's self-check, the
+ * probe, bench gemm and the numeric conformance cases open a folder, so
+ * that the order (config, modules, plan, tensors) and the clean-up live in
+ * one place. */
+#ifndef CTQ_CHECKPOINT_TARGET_H
+#define CTQ_CHECKPOINT_TARGET_H
+
+#include <stdbool.h>
+
+#include "checkpoint/safetensors.h"
+#include "core/status.h"
+#include "quant/modules.h"
+#include "quant/qconfig.h"
+#include "quant/resolve.h"
+
+struct ctq_target {
+	struct ctq_qconfig cfg;
+	struct ctq_modules mods;
+	struct ctq_plan plan;
+	struct ctq_checkpoint ck;
+};
+
+/* What ctq_target_open does beyond the config, the modules and the plan. */
+enum {
+	CTQ_TARGET_TENSORS = 1u << 0,    /* open the safetensors shards into ck */
+	CTQ_TARGET_EXECUTABLE = 1u << 1, /* a plan entry with an error fails the open */
+};
+
+/* Zeroes t: ctq_target_close is safe on it from then on. */
+void ctq_target_init(struct ctq_target *t);
+
+/* Reads PATH's quantization config (a model folder or a config.json file)
+ * into cfg and enumerates its modules into mods: from the file's
+ * model_type / num_hidden_layers, or from arch + layers when both are given
+ * (one without the other is usage); prefix is prepended to module names
+ * (NULL: none); opt NULL: the default parser options. */
+enum ctq_status ctq_target_load_config(const char *path, const struct ctq_parse_options *opt,
+				       const char *arch, long layers, const char *prefix,
+				       struct ctq_qconfig *cfg, struct ctq_modules *mods,
+				       struct ctq_error *err);
+
+/* Initialises t and opens the model folder dir: config, the modules of its
+ * config.json (a folder without model_type / num_hidden_layers fails there), the plan
+ * under sem and, with CTQ_TARGET_TENSORS, the tensors. With
+ * CTQ_TARGET_EXECUTABLE the first plan entry in error fails the open with
+ * that entry's status, the module named. On error t holds what was opened
+ * and ctq_target_close frees it. */
+enum ctq_status ctq_target_open(struct ctq_target *t, const char *dir, enum ctq_semantics sem,
+				unsigned flags, struct ctq_error *err);
+
+void ctq_target_close(struct ctq_target *t);
+
+#endif
