@@ -140,10 +140,14 @@ static enum ctq_status bad(struct ctq_error *err, const char *file,
 	return ctq_error_set(err, CTQ_ERR_USAGE, path, "not a valid suite case: %s", msg);
 }
 
-static enum ctq_status check_keys(const cJSON *o, const char *const *keys,
-				  size_t n, const char *file, const char *where,
-				  struct ctq_error *err)
+/* o must be an object (else the message not_object) whose keys are all
+ * among keys[0..n-1]. */
+static enum ctq_status check_object(const cJSON *o, const char *const *keys, size_t n,
+				    const char *not_object, const char *file, const char *where,
+				    struct ctq_error *err)
 {
+	if (!cJSON_IsObject(o))
+		return bad(err, file, where, "%s", not_object);
 	for (const cJSON *c = o->child; c; c = c->next)
 		if (!one_of(c->string, keys, n))
 			return bad(err, file, where, "unknown key \"%s\"", c->string);
@@ -166,10 +170,8 @@ static enum ctq_status check_error_expect(const cJSON *e, const char *file,
 {
 	if (cJSON_IsNull(e))
 		return CTQ_OK;
-	if (!cJSON_IsObject(e))
-		return bad(err, file, where, "expected an object {class, path, message_contains}");
-	enum ctq_status st = check_keys(e, error_expect_keys, N(error_expect_keys),
-					file, where, err);
+	enum ctq_status st = check_object(e, error_expect_keys, N(error_expect_keys),
+					  "expected an object {class, path, message_contains}", file, where, err);
 	if (st)
 		return st;
 	const cJSON *cls = ctq_json_get(e, "class");
@@ -187,10 +189,8 @@ static enum ctq_status check_error_expect(const cJSON *e, const char *file,
 static enum ctq_status check_module_expect(const cJSON *m, const char *file,
 					   const char *where, struct ctq_error *err)
 {
-	if (!cJSON_IsObject(m))
-		return bad(err, file, where, "expected an object");
-	enum ctq_status st = check_keys(m, module_expect_keys, N(module_expect_keys),
-					file, where, err);
+	enum ctq_status st = check_object(m, module_expect_keys, N(module_expect_keys),
+					  "expected an object", file, where, err);
 	if (st)
 		return st;
 	if (!m->child)
@@ -232,9 +232,8 @@ static bool is_range(const cJSON *r)
 static enum ctq_status check_shard_expect(const cJSON *r, const char *file,
 					  const char *where, struct ctq_error *err)
 {
-	if (!cJSON_IsObject(r))
-		return bad(err, file, where, "each rank is an object");
-	enum ctq_status st = check_keys(r, shard_expect_keys, N(shard_expect_keys), file, where, err);
+	enum ctq_status st = check_object(r, shard_expect_keys, N(shard_expect_keys),
+					  "each rank is an object", file, where, err);
 	if (st)
 		return st;
 	const cJSON *rank = ctq_json_get(r, "rank");
@@ -261,9 +260,8 @@ static enum ctq_status check_shard_expect(const cJSON *r, const char *file,
 static enum ctq_status check_expect(const cJSON *e, const char *file,
 				    const char *where, struct ctq_error *err)
 {
-	if (!cJSON_IsObject(e))
-		return bad(err, file, where, "expected an object");
-	enum ctq_status st = check_keys(e, expect_keys, N(expect_keys), file, where, err);
+	enum ctq_status st = check_object(e, expect_keys, N(expect_keys),
+					  "expected an object", file, where, err);
 	if (st)
 		return st;
 	const cJSON *m = ctq_json_get(e, "modules");
@@ -383,9 +381,8 @@ static enum ctq_status validate_numeric(struct ctq_case *c, const cJSON *o, cons
 					const char *where, struct ctq_error *err)
 {
 	const cJSON *ck = c->checkpoint;
-	if (!cJSON_IsObject(ck))
-		return bad(err, file, where, "checkpoint must be an object {arch, preset, ...}");
-	enum ctq_status st = check_keys(ck, checkpoint_keys, N(checkpoint_keys), file, where, err);
+	enum ctq_status st = check_object(ck, checkpoint_keys, N(checkpoint_keys),
+					  "checkpoint must be an object {arch, preset, ...}", file, where, err);
 	if (st)
 		return st;
 	const cJSON *arch = ctq_json_get(ck, "arch"), *preset = ctq_json_get(ck, "preset");
@@ -552,9 +549,8 @@ static enum ctq_status validate_case(struct ctq_case *c, const cJSON *o,
 {
 	char where[64];
 	snprintf(where, sizeof where, "case[%zu]", index);
-	if (!cJSON_IsObject(o))
-		return bad(err, file, where, "a case is a JSON object");
-	enum ctq_status st = check_keys(o, case_keys, N(case_keys), file, where, err);
+	enum ctq_status st = check_object(o, case_keys, N(case_keys),
+					  "a case is a JSON object", file, where, err);
 	if (st)
 		return st;
 	memset(c, 0, sizeof *c);
