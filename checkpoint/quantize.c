@@ -416,22 +416,11 @@ static bool expected_shape(const struct ctq_model_shape *s, const char *name,
 			   long *n, long *k)
 {
 	const char *dot = strrchr(name, '.');
-	const char *leaf = dot ? dot + 1 : name;
-	long H = s->hidden_size, I = s->intermediate_size;
-	long q = s->num_attention_heads * s->head_dim, kv = s->num_key_value_heads * s->head_dim;
-	struct { const char *leaf; long n, k; } t[] = {
-		{"q_proj", q, H}, {"k_proj", kv, H}, {"v_proj", kv, H}, {"o_proj", H, q},
-		{"gate_proj", I, H}, {"up_proj", I, H}, {"down_proj", H, I},
-	};
-	for (size_t i = 0; i < sizeof t / sizeof *t; i++)
-		if (!strcmp(leaf, t[i].leaf)) {
-			if (t[i].n <= 0 || t[i].k <= 0)
-				return false;
-			*n = t[i].n;
-			*k = t[i].k;
-			return true;
-		}
-	return false;
+	const int l = ctq_hf_linear_find(dot ? dot + 1 : name);
+	if (l < 0)
+		return false;
+	ctq_hf_linear_features(s, (enum ctq_hf_linear)l, n, k);
+	return *n > 0 && *k > 0;
 }
 
 /* Reads dir back: the config must resolve (strict) to w8a8-int8 exactly on

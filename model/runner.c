@@ -561,26 +561,21 @@ enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, con
 			if ((st = load_vec(&L, n[0], d, &y->q_norm)) || (st = load_vec(&L, n[1], d, &y->k_norm)))
 				break;
 		}
-		static const char *const qkv[] = {"q_proj", "k_proj", "v_proj"};
-		for (int i = 0; i < 3; i++) {
-			snprintf(n[i], sizeof n[i], "%s.%lld.self_attn.%s", p, (long long)l, qkv[i]);
-			names[i] = n[i];
+		/* the fused runtime linears: q/k/v, o, gate/up, down */
+		static const struct {
+			enum ctq_hf_linear first;
+			int n;
+		} fused[4] = {{CTQ_HF_Q, 3}, {CTQ_HF_O, 1}, {CTQ_HF_GATE, 2}, {CTQ_HF_DOWN, 1}};
+		struct ctq_lin *dst[4] = {&y->qkv, &y->o, &y->gu, &y->down};
+		for (int f = 0; f < 4 && !st; f++) {
+			for (int i = 0; i < fused[f].n; i++) {
+				const struct ctq_hf_linear_info *h = &ctq_hf_linears[fused[f].first + i];
+				snprintf(n[i], sizeof n[i], "%s.%lld.%s.%s", p, (long long)l, h->parent, h->leaf);
+				names[i] = n[i];
+			}
+			st = load_lin(&L, names, fused[f].n, dst[f]);
 		}
-		if ((st = load_lin(&L, names, 3, &y->qkv)))
-			break;
-		snprintf(n[0], sizeof n[0], "%s.%lld.self_attn.o_proj", p, (long long)l);
-		names[0] = n[0];
-		if ((st = load_lin(&L, names, 1, &y->o)))
-			break;
-		snprintf(n[0], sizeof n[0], "%s.%lld.mlp.gate_proj", p, (long long)l);
-		snprintf(n[1], sizeof n[1], "%s.%lld.mlp.up_proj", p, (long long)l);
-		names[0] = n[0];
-		names[1] = n[1];
-		if ((st = load_lin(&L, names, 2, &y->gu)))
-			break;
-		snprintf(n[0], sizeof n[0], "%s.%lld.mlp.down_proj", p, (long long)l);
-		names[0] = n[0];
-		if ((st = load_lin(&L, names, 1, &y->down)))
+		if (st)
 			break;
 	}
 	if (st || (st = load_vec(&L, "model.norm.weight", H, &r->final_norm)))

@@ -7,6 +7,34 @@
 #include <string.h>
 #include <strings.h>
 
+const struct ctq_hf_linear_info ctq_hf_linears[CTQ_HF_LINEARS] = {
+	[CTQ_HF_Q] = {"self_attn", "q_proj", false},  [CTQ_HF_K] = {"self_attn", "k_proj", false},
+	[CTQ_HF_V] = {"self_attn", "v_proj", false},  [CTQ_HF_O] = {"self_attn", "o_proj", true},
+	[CTQ_HF_GATE] = {"mlp", "gate_proj", false}, [CTQ_HF_UP] = {"mlp", "up_proj", false},
+	[CTQ_HF_DOWN] = {"mlp", "down_proj", true},
+};
+
+int ctq_hf_linear_find(const char *leaf)
+{
+	for (int i = 0; i < CTQ_HF_LINEARS; i++)
+		if (!strcmp(leaf, ctq_hf_linears[i].leaf))
+			return i;
+	return -1;
+}
+
+void ctq_hf_linear_features(const struct ctq_model_shape *s, enum ctq_hf_linear l, long *out,
+			    long *in)
+{
+	const long H = s->hidden_size, I = s->intermediate_size;
+	const long q = s->num_attention_heads * s->head_dim, kv = s->num_key_value_heads * s->head_dim;
+	const long dims[CTQ_HF_LINEARS][2] = {
+		[CTQ_HF_Q] = {q, H},    [CTQ_HF_K] = {kv, H},  [CTQ_HF_V] = {kv, H}, [CTQ_HF_O] = {H, q},
+		[CTQ_HF_GATE] = {I, H}, [CTQ_HF_UP] = {I, H}, [CTQ_HF_DOWN] = {H, I},
+	};
+	*out = dims[l][0];
+	*in = dims[l][1];
+}
+
 void ctq_modules_init(struct ctq_modules *m)
 {
 	memset(m, 0, sizeof *m);
@@ -143,10 +171,6 @@ enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
 	/* transformers' class hierarchies (MRO, torch.nn.Module subclasses). */
 	const char *decoder_layer[] = {layer_class, "GradientCheckpointingLayer", "Module"};
 	static const char *const qwen3_norm[] = {"Qwen3RMSNorm", "Module"};
-	static const char *const attn_proj[] = {"q_proj", "k_proj", "v_proj",
-						"o_proj"};
-	static const char *const mlp_proj[] = {"gate_proj", "up_proj",
-					       "down_proj"};
 	enum ctq_status st;
 	m->shape.arch = a;
 	m->shape.layers = layers;
@@ -177,10 +201,9 @@ enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
 			ADD_AUX(qwen3_norm, 2, "%slayers.%d.self_attn.k_norm", prefix, l);
 		}
 		ADD(attention, 2, "%slayers.%d.self_attn", prefix, l);
-		for (int i = 0; i < 4; i++)
-			ADD(linear, 2, "%slayers.%d.self_attn.%s", prefix, l, attn_proj[i]);
-		for (int i = 0; i < 3; i++)
-			ADD(linear, 2, "%slayers.%d.mlp.%s", prefix, l, mlp_proj[i]);
+		for (int i = 0; i < CTQ_HF_LINEARS; i++)
+			ADD(linear, 2, "%slayers.%d.%s.%s", prefix, l, ctq_hf_linears[i].parent,
+			    ctq_hf_linears[i].leaf);
 	}
 	ADD(linear, 2, "%s", "lm_head");
 #undef ADD

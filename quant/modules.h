@@ -52,6 +52,37 @@ struct ctq_model_shape {
 	bool attention_bias;  /* qwen2: q/k/v carry a bias */
 };
 
+/* The seven linear modules of a decoder layer of the Llama family (Llama,
+ * Qwen2, Qwen3), named as Hugging Face names them, in model order: the one
+ * table the module enumeration, the shard planner, the quantizer's shape
+ * check and the runner read their names and layouts from. */
+enum ctq_hf_linear {
+	CTQ_HF_Q,
+	CTQ_HF_K,
+	CTQ_HF_V,
+	CTQ_HF_O,
+	CTQ_HF_GATE,
+	CTQ_HF_UP,
+	CTQ_HF_DOWN,
+	CTQ_HF_LINEARS
+};
+
+struct ctq_hf_linear_info {
+	const char *parent; /* within the layer: "self_attn" or "mlp" */
+	const char *leaf;   /* "q_proj", ... */
+	bool row_parallel;  /* tensor parallelism splits its input (o, down), else its output */
+};
+
+extern const struct ctq_hf_linear_info ctq_hf_linears[CTQ_HF_LINEARS];
+
+/* The linear named leaf (the last component of a module name); -1 when it
+ * is none of the seven. */
+int ctq_hf_linear_find(const char *leaf);
+
+/* The (out, in) features of linear l's weight in a model of shape s. */
+void ctq_hf_linear_features(const struct ctq_model_shape *s, enum ctq_hf_linear l, long *out,
+			    long *in);
+
 struct ctq_modules {
 	struct ctq_arena arena;
 	struct ctq_module *v;

@@ -97,6 +97,7 @@ enum ctq_status ctq_shard_plan_build(struct ctq_shard_plan *sp,
 		const struct ctq_plan_entry *e = &plan->entries[m];
 		const char *l = leaf(mod->name);
 		int64_t O = 0, In = 0;
+		int hl = -1; /* which of the layer's linears, ctq_hf_linears */
 		enum ctq_shard_kind kind = CTQ_SHARD_REPLICATED;
 		bool bias = false;
 		if (mod->kind == CTQ_MODULE_ATTENTION || mod->kind == CTQ_MODULE_OTHER) {
@@ -104,16 +105,12 @@ enum ctq_status ctq_shard_plan_build(struct ctq_shard_plan *sp,
 		} else if (mod->kind == CTQ_MODULE_EMBEDDING || !strcmp(l, "lm_head")) {
 			O = V;
 			In = hidden;
-		} else if (!strcmp(l, "q_proj")) {
-			O = H * d, In = hidden, kind = CTQ_SHARD_COLUMN, bias = s->attention_bias;
-		} else if (!strcmp(l, "k_proj") || !strcmp(l, "v_proj")) {
-			O = KV * d, In = hidden, kind = CTQ_SHARD_COLUMN, bias = s->attention_bias;
-		} else if (!strcmp(l, "o_proj")) {
-			O = hidden, In = H * d, kind = CTQ_SHARD_ROW;
-		} else if (!strcmp(l, "gate_proj") || !strcmp(l, "up_proj")) {
-			O = I, In = hidden, kind = CTQ_SHARD_COLUMN;
-		} else if (!strcmp(l, "down_proj")) {
-			O = hidden, In = I, kind = CTQ_SHARD_ROW;
+		} else if ((hl = ctq_hf_linear_find(l)) >= 0) {
+			long o, in;
+			ctq_hf_linear_features(s, (enum ctq_hf_linear)hl, &o, &in);
+			O = o, In = in;
+			kind = ctq_hf_linears[hl].row_parallel ? CTQ_SHARD_ROW : CTQ_SHARD_COLUMN;
+			bias = hl <= CTQ_HF_V && s->attention_bias;
 		} else {
 			ctq_shard_plan_free(sp);
 			return ctq_error_set(err, CTQ_ERR_SHARD_INVALID, mod->name,
@@ -135,10 +132,10 @@ enum ctq_status ctq_shard_plan_build(struct ctq_shard_plan *sp,
 			set_range(sh->cols, 0, In);
 			if (kind == CTQ_SHARD_COLUMN) {
 				int64_t a, n;
-				if (!strcmp(l, "q_proj")) {
+				if (hl == CTQ_HF_Q) {
 					n = hpr * d;
 					a = r * n;
-				} else if (!strcmp(l, "k_proj") || !strcmp(l, "v_proj")) {
+				} else if (hl == CTQ_HF_K || hl == CTQ_HF_V) {
 					n = kv_per_rank * d;
 					a = (r / replicas) * n;
 				} else {
