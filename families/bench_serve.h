@@ -14,7 +14,7 @@
 /* bench_serve.csv's columns, in order. */
 #define CTQ_BENCH_SERVE_CSV_COLUMNS                                                              \
 	"request", "input_tokens", "output_tokens", "arrival_s", "queue_ms", "ttft_ms",          \
-	"latency_ms", "tpot_ms", "status", "tokens"
+	"latency_ms", "tpot_ms", "status", "tokens", "error"
 
 enum ctq_status ctq_fam_bench_serve_compare(struct ctq_cmp_pair *x, struct ctq_error *err);
 enum ctq_status ctq_fam_bench_serve_trend(struct ctq_trend *t, size_t run, const struct ctq_table *tb,
