@@ -14,8 +14,10 @@
  *   echo      non-stream echo + logprobs of a token-id prompt: token i > 0
  *             gets mock_logprob(ids[i-1], ids[i]), token 0 null (as vLLM)
  * GET .../v1/models lists one model, "mock-model". Every completions body
- * is checked for the fields the client must send; a body that lacks one is
- * answered 400 and counted in bad_bodies. */
+ * is checked for the fields the client must send (an echo body: echo,
+ * logprobs, max_tokens 0, token ids; any other: stream, include_usage,
+ * ignore_eos); a body that lacks one is answered 400 and counted in
+ * bad_bodies. An echo body sent to a stream mode gets that mode's answer. */
 #ifndef CTQ_TESTS_MOCK_OPENAI_H
 #define CTQ_TESTS_MOCK_OPENAI_H
 
@@ -97,7 +99,8 @@ static ssize_t mock_reader(void *cls, uint64_t pos, char *out, size_t max)
 	}
 	s->off = s->len = 0;
 	long limit = s->mode == MOCK_SHORT ? s->n - 2 : s->mode == MOCK_DROP ? 3 : s->n;
-	if (s->stage == 0 && (s->mode == MOCK_STALL || s->mode == MOCK_ERREVENT) && s->i == 1) {
+	if (s->stage == 0 && (s->mode == MOCK_STALL || s->mode == MOCK_ERREVENT) &&
+	    (s->i == 1 || s->n == 0)) {
 		if (s->mode == MOCK_ERREVENT) {
 			s->len = (size_t)snprintf(s->buf, sizeof s->buf,
 						  "data: {\"error\":{\"message\":\"boom\",\"code\":500}}\n\n");
@@ -186,8 +189,11 @@ static bool mock_body_ok(const cJSON *j, enum mock_mode mode)
 	    !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(j, "max_tokens")) ||
 	    !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(j, "temperature")))
 		return false;
-	if (mode == MOCK_ECHO)
-		return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "echo")) && cJSON_IsArray(p) &&
+	const bool echo = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "echo"));
+	if (mode == MOCK_ECHO && !echo)
+		return false;
+	if (echo)
+		return cJSON_IsArray(p) &&
 		       cJSON_GetObjectItemCaseSensitive(j, "logprobs") &&
 		       cJSON_GetObjectItemCaseSensitive(j, "max_tokens")->valuedouble == 0;
 	const cJSON *so = cJSON_GetObjectItemCaseSensitive(j, "stream_options");
