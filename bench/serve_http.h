@@ -106,7 +106,8 @@ enum ctq_status ctq_bench_http_open(struct ctq_bench_http *s, const struct ctq_b
 enum ctq_status ctq_bench_http_run(struct ctq_bench_http *s, struct ctq_error *err);
 
 /* One bench_serve.csv row per request into csv (opened with the family's
- * header); the tokens column is empty (a server answers text, not ids). */
+ * header); the tokens column is empty (a server answers text, not ids);
+ * output_tokens of a failed request counts the token events that came. */
 void ctq_bench_http_rows(const struct ctq_bench_http *s, struct ctq_csv *csv);
 
 /* The run's summary into m (the manifest's "bench_serve" object). */

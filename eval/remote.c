@@ -48,7 +48,10 @@ static enum ctq_status job_start(struct scoring *sc, struct ctq_http *h, struct 
 	j->choice = c;
 	ctq_http_req_free(&j->http);
 	j->http = (struct ctq_http_req){.url = sc->endpoint, .body = j->body.data, .body_len = j->body.len,
-					.timeout_ms = (long)(sc->o->request_timeout_s * 1e3), .ctx = j};
+					.timeout_ms = (long)(1e3 * (sc->o->request_timeout_s > 0
+									   ? sc->o->request_timeout_s
+									   : CTQ_EVAL_REMOTE_TIMEOUT_S)),
+					.ctx = j};
 	return ctq_http_start(h, &j->http, err);
 }
 

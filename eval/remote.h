@@ -22,11 +22,14 @@
 
 #include "eval/eval.h"
 
+/* The request limit when none is given (request_timeout_s <= 0). */
+#define CTQ_EVAL_REMOTE_TIMEOUT_S 300.0
+
 struct ctq_eval_remote_options {
 	const char *url;          /* borrowed: base URL, http://HOST:PORT/v1 */
 	const char *model;        /* borrowed: the served model name */
 	long concurrency;         /* requests in flight */
-	double request_timeout_s; /* each request */
+	double request_timeout_s; /* each request; <= 0: CTQ_EVAL_REMOTE_TIMEOUT_S */
 };
 
 /* Scores every item of s: logprob[i][k] as above; progress (may be NULL)

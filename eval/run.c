@@ -62,8 +62,8 @@ static enum ctq_status model_open(struct ctq_eval_model *m, const char *tokenize
 		snprintf(m->config_sha, sizeof m->config_sha, "server");
 		if (m->served[0])
 			return CTQ_OK;
-		st = ctq_openai_models(m->url, (long)(o->request_timeout_s * 1e3), m->served, sizeof m->served,
-				       &ctxlen, err);
+		const double limit_s = o->request_timeout_s > 0 ? o->request_timeout_s : CTQ_EVAL_REMOTE_TIMEOUT_S;
+		st = ctq_openai_models(m->url, (long)(limit_s * 1e3), m->served, sizeof m->served, &ctxlen, err);
 		m->context = ctxlen;
 		return st;
 	}

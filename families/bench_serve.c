@@ -28,34 +28,20 @@ static cJSON *serve_manifest(const char *csv_path, const cJSON **sv)
 	return m;
 }
 
-/* Whether a bench_serve.csv was measured against a server (bench serve
- * --url: the manifest's engine "http"). */
-static bool serve_is_http(const char *csv_path)
-{
-	const cJSON *sv;
-	cJSON *m = serve_manifest(csv_path, &sv);
-	const bool http = !strcmp(ctq_json_str_at(sv, "engine", ""), "http");
-	cJSON_Delete(m);
-	return http;
-}
-
-/* The load a bench_serve.csv was served under, from the bench_serve member
- * of the manifest in its folder, as "name value, ..."; "" without one.
- * workload_only: the requests and their arrivals alone, without the
- * in-process engine's own settings (slots, cache, tokens per call, tp),
- * which a server run has not: an HTTP run compares with an in-process one
- * on the workload. */
-static void serve_load(const char *csv_path, char *buf, size_t cap, bool workload_only)
+/* The load of a bench_serve member sv of a manifest (NULL: none), as
+ * "name value, ..."; "" without one. workload_only: the requests and their
+ * arrivals alone, without the in-process engine's own settings (slots,
+ * cache, tokens per call, tp), which a server run has not: an HTTP run
+ * compares with an in-process one on the workload. */
+static void serve_load(const cJSON *sv, char *buf, size_t cap, bool workload_only)
 {
 	static const char *const names[] = {"requests", "concurrency", "input_tokens", "output_tokens",
 					    "arrival", "rate_per_s", "max_batch", "cache_len", "max_tokens",
 					    "tp"};
 	const size_t n_names = workload_only ? 6 : sizeof names / sizeof *names;
-	const cJSON *sv;
-	cJSON *m = serve_manifest(csv_path, &sv);
 	size_t len = 0;
 	buf[0] = '\0';
-	for (size_t i = 0; i < n_names && len < cap; i++) {
+	for (size_t i = 0; sv && i < n_names && len < cap; i++) {
 		const cJSON *v = ctq_json_get(sv, names[i]);
 		if (cJSON_IsNumber(v))
 			len += (size_t)snprintf(buf + len, cap - len, "%s%s %g", len ? ", " : "", names[i],
@@ -64,7 +50,6 @@ static void serve_load(const char *csv_path, char *buf, size_t cap, bool workloa
 			len += (size_t)snprintf(buf + len, cap - len, "%s%s %s", len ? ", " : "", names[i],
 						v->valuestring);
 	}
-	cJSON_Delete(m);
 }
 
 /* bench_serve.csv, one row per request: TTFT, TPOT and latency over the
@@ -88,9 +73,14 @@ enum ctq_status ctq_fam_bench_serve_compare(struct ctq_cmp_pair *x, struct ctq_e
 	const struct ctq_compare_policy *saved = x->p;
 	x->p = &sp;
 	char lb[600], ln[600], note[1400];
-	const bool http = serve_is_http(x->base_path) || serve_is_http(x->new_path);
-	serve_load(x->base_path, lb, sizeof lb, http);
-	serve_load(x->new_path, ln, sizeof ln, http);
+	const cJSON *svb, *svn;
+	cJSON *mb = serve_manifest(x->base_path, &svb), *mn = serve_manifest(x->new_path, &svn);
+	const bool http = !strcmp(ctq_json_str_at(svb, "engine", ""), "http") ||
+			  !strcmp(ctq_json_str_at(svn, "engine", ""), "http");
+	serve_load(svb, lb, sizeof lb, http);
+	serve_load(svn, ln, sizeof ln, http);
+	cJSON_Delete(mb);
+	cJSON_Delete(mn);
 	const bool differ = lb[0] && ln[0] && strcmp(lb, ln) != 0;
 	snprintf(note, sizeof note, "the loads differ (base: %s; new: %s), latencies do not compare", lb,
 		 ln);
