@@ -290,3 +290,80 @@ Test(bench_http, command_writes_the_family, .init = start, .fini = stop, .timeou
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	cr_expect_eq(system(cmd), 0);
 }
+
+/* A manifest's bench_serve member rewritten: engine, and one number. */
+static void edit_manifest(const char *dir, const char *engine, const char *key, double v)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/manifest.json", dir);
+	cJSON *m = NULL;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_json_load_file(path, 1 << 20, NULL, &m, &err), CTQ_OK, "%s", err.message);
+	cJSON *sv = cJSON_GetObjectItemCaseSensitive(m, "bench_serve");
+	cJSON_ReplaceItemInObjectCaseSensitive(sv, "engine", cJSON_CreateString(engine));
+	cJSON_DeleteItemFromObjectCaseSensitive(sv, key);
+	cJSON_AddNumberToObject(sv, key, v);
+	char *s = cJSON_Print(m);
+	FILE *f = fopen(path, "w");
+	cr_assert(f);
+	fputs(s, f);
+	fclose(f);
+	cJSON_free(s);
+	cJSON_Delete(m);
+}
+
+static bool file_has(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	static char buf[1 << 20];
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strstr(buf, needle) != NULL;
+}
+
+static int run_argv(int (*cmd)(int, char **), const char *args)
+{
+	static char buf[1024];
+	char *argv[16];
+	int argc = 0;
+	snprintf(buf, sizeof buf, "%s", args);
+	for (char *t = strtok(buf, " "); t && argc < 15; t = strtok(NULL, " "))
+		argv[argc++] = t;
+	argv[argc] = NULL;
+	return cmd(argc, argv);
+}
+
+/* report reads an HTTP run; compare pairs it with an in-process run of the
+ * same workload (the engine's own settings set aside) and refuses to judge
+ * another workload. */
+Test(bench_http, report_and_compare_across_engines, .init = start, .fini = stop, .timeout = 60)
+{
+	char url[128], a[64], b[64], c[64], path[200], args[400];
+	const int pid = (int)getpid();
+	snprintf(a, sizeof a, "/tmp/ctq-test-bh-a-%d", pid);
+	snprintf(b, sizeof b, "/tmp/ctq-test-bh-b-%d", pid);
+	snprintf(c, sizeof c, "/tmp/ctq-test-bh-c-%d", pid);
+	url_of(url, sizeof url, "normal");
+	cr_assert_eq(bench_serve(url, a, "--model mock-model"), 0);
+	snprintf(args, sizeof args, "report %s", a);
+	cr_expect_eq(run_argv(ctq_cmd_report, args), 0);
+	snprintf(path, sizeof path, "%s/summary.md", a);
+	cr_expect(file_has(path, "streamed over HTTP"), "%s does not describe the HTTP run", path);
+	cr_expect(file_has(path, "itl_ms"), "%s has no ITL row", path);
+	snprintf(args, sizeof args, "rm -rf %s && cp -r %s %s", b, a, b);
+	cr_assert_eq(system(args), 0);
+	edit_manifest(b, "in-process", "max_batch", 8);
+	snprintf(args, sizeof args, "compare %s %s --out %s --force --quiet", a, b, c);
+	cr_expect_eq(run_argv(ctq_cmd_compare, args), 0);
+	snprintf(path, sizeof path, "%s/compare.csv", c);
+	cr_expect(file_has(path, "latency_ms"), "%s compares no latency", path);
+	cr_expect(!file_has(path, "loads differ"), "%s: same workload, other engine", path);
+	edit_manifest(b, "in-process", "concurrency", 1);
+	cr_expect_eq(run_argv(ctq_cmd_compare, args), 0);
+	cr_expect(file_has(path, "loads differ"), "%s: another concurrency must not be judged", path);
+	snprintf(args, sizeof args, "rm -rf %s %s %s", a, b, c);
+	cr_expect_eq(system(args), 0);
+}
