@@ -151,8 +151,12 @@ static int parse(int argc, char **argv, struct url_opts *o)
 			help();
 			return -1;
 		}
-		if (!strcmp(a, "--force") || !strcmp(a, "--progress")) {
-			*(a[2] == 'f' ? &o->force : &o->progress) = true;
+		if (!strcmp(a, "--force")) {
+			o->force = true;
+			continue;
+		}
+		if (!strcmp(a, "--progress")) {
+			o->progress = true;
 			continue;
 		}
 		if (!(v = ctq_opt_value(argc, argv, &i)) || !parse_value(o, a, v))

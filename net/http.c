@@ -1,5 +1,4 @@
 /* ctq HTTP client over libcurl's multi interface (see http.h). */
-#define _DEFAULT_SOURCE /* vsnprintf via stdarg, strncasecmp */
 #include "net/http.h"
 #include "core/arena.h"
 #include "core/time.h"
