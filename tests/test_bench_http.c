@@ -367,3 +367,30 @@ Test(bench_http, report_and_compare_across_engines, .init = start, .fini = stop,
 	snprintf(args, sizeof args, "rm -rf %s %s %s", a, b, c);
 	cr_expect_eq(system(args), 0);
 }
+
+/* --prompt-format text: the prompt goes as the decoded ids, a JSON string. */
+Test(bench_http, text_prompts, .init = start, .fini = stop, .timeout = 30)
+{
+	static char url[128];
+	url_of(url, sizeof url, "normal");
+	struct ctq_bench_http_options o = {.url = url, .model = "mock-model", .tokenizer = TOKENIZER,
+					   .requests = 2, .concurrency = 2, .input_len = 12, .output_len = 2,
+					   .seed = 5, .prompt_text = true, .request_timeout_s = 10};
+	struct ctq_bench_http s;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_bench_http_open(&s, &o, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(ctq_bench_http_run(&s, &err), CTQ_OK, "%s", err.message);
+	cr_expect_eq(s.completed, 2, "%s", s.q[0].reason);
+	cr_expect_eq(mock.bad_bodies, 0);
+	cJSON *j = cJSON_Parse(s.q[1].body.data);
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "prompt");
+	cr_assert(cJSON_IsString(p), "prompt is not a string: %s", s.q[1].body.data);
+	cr_expect_str_eq(p->valuestring, s.texts[1]);
+	char *text = NULL;
+	size_t len = 0;
+	cr_assert_eq(ctq_tokenizer_decode(&s.tok, s.prompts + 12, 12, false, &text, &len, NULL), CTQ_OK);
+	cr_expect_str_eq(p->valuestring, text, "request 1's prompt is not its ids decoded");
+	free(text);
+	cJSON_Delete(j);
+	ctq_bench_http_free(&s);
+}
