@@ -30,25 +30,64 @@ static double pct(const double *v, size_t n, double q)
 	return v[i] + (at - (double)i) * (v[i + 1] - v[i]);
 }
 
+void ctq_bench_serve_workload(int32_t *prompts, double *arrivals, long requests, long input_len,
+			      double rate, long seed, int64_t vocab)
+{
+	struct ctq_rng rng;
+	ctq_rng_seed(&rng, (uint64_t)seed);
+	double t_arr = 0;
+	for (long i = 0; i < requests; i++) {
+		int32_t *p = prompts + i * input_len;
+		for (long t = 0; t < input_len; t++)
+			p[t] = (int32_t)ctq_rng_below(&rng, (uint64_t)vocab);
+		if (rate > 0) {
+			t_arr += -log(1.0 - ctq_rng_uniform(&rng)) / rate;
+			arrivals[i] = t_arr;
+		} else if (arrivals) {
+			arrivals[i] = 0;
+		}
+	}
+}
+
 /* Prompts and arrival times, from the seed alone. */
 static void workload(struct ctq_bench_serve *s, int64_t V)
 {
 	const struct ctq_bench_serve_options *o = &s->o;
-	struct ctq_rng rng;
-	ctq_rng_seed(&rng, (uint64_t)o->seed);
-	double t_arr = 0;
+	ctq_bench_serve_workload(s->prompts, s->tmp, o->requests, o->input_len, o->rate, o->seed, V);
 	for (long i = 0; i < o->requests; i++) {
 		struct ctq_sched_req *x = &s->q[i];
 		x->prompt = s->prompts + i * o->input_len;
 		x->out = s->outs + i * o->output_len;
-		for (long t = 0; t < o->input_len; t++)
-			x->prompt[t] = (int32_t)ctq_rng_below(&rng, (uint64_t)V);
-		if (o->rate > 0) {
-			t_arr += -log(1.0 - ctq_rng_uniform(&rng)) / o->rate;
-			x->arrival = t_arr;
-		}
+		x->arrival = s->tmp[i];
 		x->slot = -1;
 	}
+}
+
+void ctq_bench_serve_dist_of(struct ctq_bench_serve_dist *d, const char *name, double *v, size_t n)
+{
+	qsort(v, n, sizeof *v, cmp_double);
+	double sum = 0, ss = 0;
+	for (size_t i = 0; i < n; i++)
+		sum += v[i];
+	const double mean = n ? sum / (double)n : NAN;
+	for (size_t i = 0; i < n; i++)
+		ss += (v[i] - mean) * (v[i] - mean);
+	d->name = name;
+	d->p50 = pct(v, n, 0.50);
+	d->p90 = pct(v, n, 0.90);
+	d->p99 = pct(v, n, 0.99);
+	d->mean = mean;
+	d->std = n ? sqrt(ss / (double)n) : NAN;
+}
+
+void ctq_bench_serve_dist_json(const struct ctq_bench_serve_dist *d, cJSON *m)
+{
+	cJSON *j = cJSON_AddObjectToObject(m, d->name);
+	cJSON_AddNumberToObject(j, "mean", isnan(d->mean) ? -1 : d->mean);
+	cJSON_AddNumberToObject(j, "std", isnan(d->std) ? -1 : d->std);
+	cJSON_AddNumberToObject(j, "p50", isnan(d->p50) ? -1 : d->p50);
+	cJSON_AddNumberToObject(j, "p90", isnan(d->p90) ? -1 : d->p90);
+	cJSON_AddNumberToObject(j, "p99", isnan(d->p99) ? -1 : d->p99);
 }
 
 enum ctq_status ctq_bench_serve_open(struct ctq_bench_serve *s, const struct ctq_bench_serve_options *o,
@@ -99,7 +138,6 @@ static void summarize(struct ctq_bench_serve *s)
 	const long out_len = s->o.output_len;
 	for (int d = 0; d < CTQ_SERVE_N_DIST; d++) {
 		size_t n = 0;
-		double sum = 0;
 		for (long i = 0; i < s->o.requests; i++) {
 			const struct ctq_sched_req *x = &s->q[i];
 			if (x->state != CTQ_REQ_DONE || (d == CTQ_SERVE_TPOT && out_len < 2))
@@ -109,15 +147,8 @@ static void summarize(struct ctq_bench_serve *s)
 				   : d == CTQ_SERVE_TPOT    ? (x->finish - x->first) / (double)(out_len - 1)
 							    : x->admitted - x->arrival;
 			s->tmp[n++] = v * 1e3;
-			sum += v * 1e3;
 		}
-		qsort(s->tmp, n, sizeof *s->tmp, cmp_double);
-		struct ctq_bench_serve_dist *p = &s->dist[d];
-		p->name = names[d];
-		p->p50 = pct(s->tmp, n, 0.50);
-		p->p90 = pct(s->tmp, n, 0.90);
-		p->p99 = pct(s->tmp, n, 0.99);
-		p->mean = n ? sum / (double)n : NAN;
+		ctq_bench_serve_dist_of(&s->dist[d], names[d], s->tmp, n);
 	}
 }
 
@@ -160,6 +191,7 @@ void ctq_bench_serve_rows(const struct ctq_bench_serve *s, struct ctq_csv *csv)
 		for (int64_t t = 0; t < x->generated && len + 24 < sizeof tok; t++)
 			len += (size_t)snprintf(tok + len, sizeof tok - len, t ? " %d" : "%d", x->out[t]);
 		ctq_csv_field(csv, tok);
+		ctq_csv_field(csv, ok ? "" : x->state == CTQ_REQ_FAILED ? "the scheduler failed" : "");
 		ctq_csv_end_row(csv);
 	}
 }
@@ -169,6 +201,7 @@ void ctq_bench_serve_manifest(const struct ctq_bench_serve *s, cJSON *m)
 	const struct ctq_bench_serve_options *o = &s->o;
 	const struct ctq_sched_stats *x = &s->stats;
 	const double wall = x->wall_s, out_tokens = (double)x->finished * (double)o->output_len;
+	cJSON_AddStringToObject(m, "engine", "in-process");
 	cJSON_AddStringToObject(m, "model", o->model);
 	cJSON_AddStringToObject(m, "device", s->device);
 	cJSON_AddNumberToObject(m, "requests", (double)o->requests);
@@ -193,14 +226,8 @@ void ctq_bench_serve_manifest(const struct ctq_bench_serve *s, cJSON *m)
 	cJSON_AddNumberToObject(m, "decode_tokens", (double)x->decode_tokens);
 	cJSON_AddNumberToObject(m, "graph_replays", (double)s->rk[0].graph_replays);
 	cJSON_AddNumberToObject(m, "tp", (double)o->tp);
-	for (int d = 0; d < CTQ_SERVE_N_DIST; d++) {
-		const struct ctq_bench_serve_dist *p = &s->dist[d];
-		cJSON *j = cJSON_AddObjectToObject(m, p->name);
-		cJSON_AddNumberToObject(j, "mean", isnan(p->mean) ? -1 : p->mean);
-		cJSON_AddNumberToObject(j, "p50", isnan(p->p50) ? -1 : p->p50);
-		cJSON_AddNumberToObject(j, "p90", isnan(p->p90) ? -1 : p->p90);
-		cJSON_AddNumberToObject(j, "p99", isnan(p->p99) ? -1 : p->p99);
-	}
+	for (int d = 0; d < CTQ_SERVE_N_DIST; d++)
+		ctq_bench_serve_dist_json(&s->dist[d], m);
 }
 
 void ctq_bench_serve_free(struct ctq_bench_serve *s)

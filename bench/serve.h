@@ -24,8 +24,24 @@ struct ctq_bench_serve_options {
 /* One distribution, in ms; NAN when no request gives a sample. */
 struct ctq_bench_serve_dist {
 	const char *name;
-	double p50, p90, p99, mean;
+	double p50, p90, p99, mean, std; /* std: population (numpy's default, as vLLM) */
 };
+
+/* The seeded workload every engine serves (in process, or over HTTP in
+ * bench/serve_http.h): prompts (requests, input_len) of uniform ids below
+ * vocab and, when rate > 0, Poisson arrival times (requests) in seconds
+ * from the start; arrivals may be NULL when rate is 0. The same seed and
+ * vocab give the same draws. */
+void ctq_bench_serve_workload(int32_t *prompts, double *arrivals, long requests, long input_len,
+			      double rate, long seed, int64_t vocab);
+
+/* Fills d (name borrowed) from the n samples v, sorted in place: mean,
+ * population std and linearly interpolated percentiles; NAN when n is 0. */
+void ctq_bench_serve_dist_of(struct ctq_bench_serve_dist *d, const char *name, double *v, size_t n);
+
+/* Adds d to the manifest object m as name: {mean, std, p50, p90, p99}
+ * (-1 for a missing value). */
+void ctq_bench_serve_dist_json(const struct ctq_bench_serve_dist *d, cJSON *m);
 
 enum { CTQ_SERVE_TTFT, CTQ_SERVE_LATENCY, CTQ_SERVE_TPOT, CTQ_SERVE_QUEUE, CTQ_SERVE_N_DIST };
 

@@ -1,6 +1,8 @@
 /* ctq eval, the engine (eval/run.h): from the data set and two models to
  * the run directory's files. */
 #include "eval/run.h"
+#include "eval/remote.h"
+#include "net/openai.h"
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/sha256.h"
@@ -36,8 +38,11 @@ static void sha_file_hex(const char *path, char hex[65])
 /* The tokenizer file of a model (or the --tokenizer override), its digest,
  * the config digest and its context length. */
 static enum ctq_status model_open(struct ctq_eval_model *m, const char *tokenizer,
-				  struct ctq_error *err)
+				  const struct ctq_eval_run_options *o, struct ctq_error *err)
 {
+	if (m->url && !tokenizer)
+		return ctq_error_set(err, CTQ_ERR_USAGE, m->url,
+				     "a model behind a server needs --tokenizer PATH (its folder or tokenizer.json)");
 	const char *tp = tokenizer ? tokenizer : m->dir;
 	if (ctq_path_is_dir(tp))
 		snprintf(m->tok_path, sizeof m->tok_path, "%s/tokenizer.json", tp);
@@ -50,6 +55,18 @@ static enum ctq_status model_open(struct ctq_eval_model *m, const char *tokenize
 	if (st)
 		return st;
 	sha_file_hex(m->tok_path, m->tok_sha);
+	if (m->url) {
+		/* The server's name and context (max_model_len) from GET /v1/models,
+		 * unless the name is given. */
+		long ctxlen = 0;
+		snprintf(m->config_sha, sizeof m->config_sha, "server");
+		if (m->served[0])
+			return CTQ_OK;
+		const double limit_s = o->request_timeout_s > 0 ? o->request_timeout_s : CTQ_EVAL_REMOTE_TIMEOUT_S;
+		st = ctq_openai_models(m->url, (long)(limit_s * 1e3), m->served, sizeof m->served, &ctxlen, err);
+		m->context = ctxlen;
+		return st;
+	}
 	char cfg[1100];
 	snprintf(cfg, sizeof cfg, "%s/config.json", m->dir);
 	sha_file_hex(cfg, m->config_sha);
@@ -275,23 +292,46 @@ enum ctq_status ctq_eval_run_open(struct ctq_eval_run *r, const struct ctq_eval_
 {
 	memset(r, 0, sizeof *r);
 	r->o = *o;
-	r->have_ref = o->ref != NULL;
-	r->cand.dir = o->model;
-	r->base.dir = o->ref;
+	r->cand.dir = o->url ? NULL : o->model;
+	r->base.dir = o->ref_url ? NULL : o->ref;
+	r->cand.url = o->url;
+	r->base.url = o->ref_url;
+	r->have_ref = o->ref || o->ref_url;
+	if (o->url && o->served_name)
+		snprintf(r->cand.served, sizeof r->cand.served, "%s", o->served_name);
+	if (o->ref_url && o->ref_served_name)
+		snprintf(r->base.served, sizeof r->base.served, "%s", o->ref_served_name);
 	ctq_strbuf_init(&r->table);
 	enum ctq_status st;
 	if ((st = ctq_eval_data_load(&r->data, o->bench, o->data_dir, o->split, o->n_subjects ? o->subjects : NULL,
 				     o->n_subjects, o->shots > 0, err)) ||
 	    (st = check_data(r, err)))
 		return st;
-	/* The backends first: no GPU is exit 3 before any tokenizing. */
-	if ((st = ctq_backend_open_tp(r->b, o->backend, (int)o->tp, o->numerics, &r->group, err)))
+	/* The backends first: no GPU is exit 3 before any tokenizing. A run
+	 * whose models are all behind servers opens none. */
+	const bool local = r->cand.dir || r->base.dir;
+	if (local && (st = ctq_backend_open_tp(r->b, o->backend, (int)o->tp, o->numerics, &r->group, err)))
 		return st;
-	if ((st = model_open(&r->cand, o->tokenizer, err)) ||
-	    (r->have_ref && (st = model_open(&r->base, o->tokenizer, err))) || (st = prepare(r, err)))
+	if ((st = model_open(&r->cand, o->tokenizer, o, err)) ||
+	    (r->have_ref && (st = model_open(&r->base, o->tokenizer, o, err))) || (st = prepare(r, err)))
 		return st;
 	char *desc = r->device;
+	if (!local) {
+		snprintf(desc, sizeof r->device, "OpenAI-compatible server at %s", o->url ? o->url : o->ref_url);
+		if (o->url && o->ref_url && strcmp(o->url, o->ref_url)) {
+			size_t dl = strlen(desc);
+			snprintf(desc + dl, sizeof r->device - dl, " (reference at %s)", o->ref_url);
+		}
+		r->protocol_id = ctq_protocol_id(o->bench, o->protocol);
+		r->macro_head = ctq_protocol_macro(o->bench, o->protocol);
+		return CTQ_OK;
+	}
 	r->b[0].ops->describe(&r->b[0], desc, sizeof r->device);
+	if (o->url || o->ref_url) {
+		size_t dl = strlen(desc);
+		snprintf(desc + dl, sizeof r->device - dl, "; %s at %s", o->url ? "candidate" : "reference",
+			 o->url ? o->url : o->ref_url);
+	}
 	if (o->tp > 1) {
 		size_t dl = strlen(desc);
 		snprintf(desc + dl, sizeof r->device - dl, " x %ld ranks (tp %ld%s)", o->tp, o->tp,
@@ -318,6 +358,15 @@ static enum ctq_status model_score(struct ctq_eval_run *r, struct ctq_eval_model
 	m->lp = calloc(s->n ? s->n : 1, sizeof *m->lp);
 	if (!m->lp)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval", "out of memory");
+	if (m->url) {
+		const struct ctq_eval_remote_options ro = {.url = m->url, .model = m->served,
+							   .concurrency = o->concurrency,
+							   .request_timeout_s = o->request_timeout_s};
+		if (p && p->begin)
+			p->begin(p->ctx, label);
+		return ctq_eval_remote_score(&ro, s, m->lp, p ? p->step : NULL, p ? p->ctx : NULL,
+					     &m->counters, err);
+	}
 	int64_t longest = s->max_len;
 	struct ctq_runner rk[CTQ_TP_MAX];
 	memset(rk, 0, sizeof rk);
@@ -623,7 +672,14 @@ static void manifest_models(const struct ctq_eval_run *r, cJSON *ev)
 	const char *mk[2] = {"model", "ref_model"};
 	for (int m = 0; m < 2 && mr[m]; m++) {
 		cJSON *j = cJSON_AddObjectToObject(ev, mk[m]);
-		cJSON_AddStringToObject(j, "path", mr[m]->dir);
+		cJSON_AddStringToObject(j, "path", mr[m]->dir ? mr[m]->dir : mr[m]->url);
+		if (mr[m]->url) {
+			cJSON_AddStringToObject(j, "url", mr[m]->url);
+			cJSON_AddStringToObject(j, "served_name", mr[m]->served);
+			cJSON_AddStringToObject(j, "scoring",
+						"POST /v1/completions per choice: prompt = context + continuation ids, "
+						"max_tokens 0, echo, logprobs 1; sum of the continuation's token_logprobs");
+		}
 		cJSON_AddStringToObject(j, "config_sha256", mr[m]->config_sha);
 		cJSON_AddStringToObject(j, "tokenizer", mr[m]->tok_path);
 		cJSON_AddStringToObject(j, "tokenizer_sha256", mr[m]->tok_sha);

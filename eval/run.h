@@ -37,6 +37,13 @@ struct ctq_eval_run_options {
 	enum ctq_act_numerics numerics;
 	/* borrowed; ref and tokenizer may be NULL */
 	const char *model, *ref, *data_dir, *split, *backend, *tokenizer;
+	/* A model behind an OpenAI-compatible server instead of a folder
+	 * (eval/remote.h): url in place of model, ref_url in place of ref
+	 * (borrowed, NULL when in process); the served names (NULL: the first
+	 * of GET URL/models); tokenizer is then required. */
+	const char *url, *ref_url, *served_name, *ref_served_name;
+	long concurrency;         /* requests in flight to a server */
+	double request_timeout_s; /* each request to a server */
 	long shots, limit, max_context, max_tokens, slots, min_subject_n, tp;
 	double margin, subject_margin; /* points */
 	bool add_bos;
@@ -46,7 +53,9 @@ struct ctq_eval_run_options {
 
 /* One model of the evaluation. */
 struct ctq_eval_model {
-	const char *dir;          /* borrowed */
+	const char *dir;          /* borrowed; NULL for a server */
+	const char *url;          /* borrowed; the server's base URL, NULL in process */
+	char served[256];         /* the server's model name */
 	char tok_path[1024];
 	char tok_sha[65], config_sha[65];
 	struct ctq_tokenizer tok;

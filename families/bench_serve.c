@@ -14,23 +14,34 @@
 
 static const char *const serve_metrics[] = {"ttft_ms", "tpot_ms", "latency_ms"};
 
-/* The load a bench_serve.csv was served under, from the bench_serve member
- * of the manifest in its folder, as "name value, ..."; "" without one. */
-static void serve_load(const char *csv_path, char *buf, size_t cap)
+/* The bench_serve member of the manifest beside a bench_serve.csv (owned;
+ * NULL without one). */
+static cJSON *serve_manifest(const char *csv_path, const cJSON **sv)
 {
-	static const char *const names[] = {"requests", "concurrency", "max_batch", "cache_len",
-					    "max_tokens", "input_tokens", "output_tokens", "arrival",
-					    "rate_per_s", "tp"};
 	char dir[1200];
 	const char *slash = strrchr(csv_path, '/');
 	snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - csv_path) : 1, slash ? csv_path : ".");
 	cJSON *m = NULL;
+	if (ctq_results_manifest(dir, &m, NULL))
+		m = NULL;
+	*sv = ctq_json_get(m, "bench_serve");
+	return m;
+}
+
+/* The load of a bench_serve member sv of a manifest (NULL: none), as
+ * "name value, ..."; "" without one. workload_only: the requests and their
+ * arrivals alone, without the in-process engine's own settings (slots,
+ * cache, tokens per call, tp), which a server run has not: an HTTP run
+ * compares with an in-process one on the workload. */
+static void serve_load(const cJSON *sv, char *buf, size_t cap, bool workload_only)
+{
+	static const char *const names[] = {"requests", "concurrency", "input_tokens", "output_tokens",
+					    "arrival", "rate_per_s", "max_batch", "cache_len", "max_tokens",
+					    "tp"};
+	const size_t n_names = workload_only ? 6 : sizeof names / sizeof *names;
 	size_t len = 0;
 	buf[0] = '\0';
-	if (ctq_results_manifest(dir, &m, NULL) || !m)
-		return;
-	const cJSON *sv = ctq_json_get(m, "bench_serve");
-	for (size_t i = 0; i < sizeof names / sizeof *names && len < cap; i++) {
+	for (size_t i = 0; sv && i < n_names && len < cap; i++) {
 		const cJSON *v = ctq_json_get(sv, names[i]);
 		if (cJSON_IsNumber(v))
 			len += (size_t)snprintf(buf + len, cap - len, "%s%s %g", len ? ", " : "", names[i],
@@ -39,7 +50,6 @@ static void serve_load(const char *csv_path, char *buf, size_t cap)
 			len += (size_t)snprintf(buf + len, cap - len, "%s%s %s", len ? ", " : "", names[i],
 						v->valuestring);
 	}
-	cJSON_Delete(m);
 }
 
 /* bench_serve.csv, one row per request: TTFT, TPOT and latency over the
@@ -63,8 +73,14 @@ enum ctq_status ctq_fam_bench_serve_compare(struct ctq_cmp_pair *x, struct ctq_e
 	const struct ctq_compare_policy *saved = x->p;
 	x->p = &sp;
 	char lb[600], ln[600], note[1400];
-	serve_load(x->base_path, lb, sizeof lb);
-	serve_load(x->new_path, ln, sizeof ln);
+	const cJSON *svb, *svn;
+	cJSON *mb = serve_manifest(x->base_path, &svb), *mn = serve_manifest(x->new_path, &svn);
+	const bool http = !strcmp(ctq_json_str_at(svb, "engine", ""), "http") ||
+			  !strcmp(ctq_json_str_at(svn, "engine", ""), "http");
+	serve_load(svb, lb, sizeof lb, http);
+	serve_load(svn, ln, sizeof ln, http);
+	cJSON_Delete(mb);
+	cJSON_Delete(mn);
 	const bool differ = lb[0] && ln[0] && strcmp(lb, ln) != 0;
 	snprintf(note, sizeof note, "the loads differ (base: %s; new: %s), latencies do not compare", lb,
 		 ln);
@@ -154,30 +170,46 @@ enum ctq_status ctq_fam_bench_serve_report(struct ctq_rep *r, const struct ctq_r
 	snprintf(line, sizeof line, "%s — %s on %s", f->rel, ctq_json_str_at(sv, "model", "?"),
 		 ctq_json_str_at(sv, "device", "?"));
 	ctq_rep_heading(r, 3, line);
-	snprintf(line, sizeof line,
-		 "%zu requests of %.0f + %.0f tokens, %s arrival, concurrency %.0f, %.0f KV slots of %.0f "
-		 "positions, %.0f tokens per forward call: %zu served, %zu failed%s.",
-		 n, ctq_rep_jnum(sv, "input_tokens"), ctq_rep_jnum(sv, "output_tokens"),
-		 ctq_json_str_at(sv, "arrival", "?"), ctq_rep_jnum(sv, "concurrency"), ctq_rep_jnum(sv, "max_batch"),
-		 ctq_rep_jnum(sv, "cache_len"), ctq_rep_jnum(sv, "max_tokens"), ok, n - ok,
-		 n - ok ? " (FAILED: every request must be served)" : "");
+	const bool http = !strcmp(ctq_json_str_at(sv, "engine", ""), "http");
+	if (http)
+		snprintf(line, sizeof line,
+			 "%zu requests of %.0f + %.0f tokens (%s prompts), %s arrival, concurrency %.0f, "
+			 "streamed over HTTP (%s): %zu served, %zu failed%s.",
+			 n, ctq_rep_jnum(sv, "input_tokens"), ctq_rep_jnum(sv, "output_tokens"),
+			 ctq_json_str_at(sv, "prompt_format", "?"), ctq_json_str_at(sv, "arrival", "?"),
+			 ctq_rep_jnum(sv, "concurrency"), ctq_json_str_at(sv, "endpoint", "?"), ok, n - ok,
+			 n - ok ? " (FAILED: every request must be served)" : "");
+	else
+		snprintf(line, sizeof line,
+			 "%zu requests of %.0f + %.0f tokens, %s arrival, concurrency %.0f, %.0f KV slots of %.0f "
+			 "positions, %.0f tokens per forward call: %zu served, %zu failed%s.",
+			 n, ctq_rep_jnum(sv, "input_tokens"), ctq_rep_jnum(sv, "output_tokens"),
+			 ctq_json_str_at(sv, "arrival", "?"), ctq_rep_jnum(sv, "concurrency"),
+			 ctq_rep_jnum(sv, "max_batch"), ctq_rep_jnum(sv, "cache_len"),
+			 ctq_rep_jnum(sv, "max_tokens"), ok, n - ok,
+			 n - ok ? " (FAILED: every request must be served)" : "");
 	ctq_rep_para(r, line);
 	static const char *const cols[] = {"total s", "requests/s", "output tokens/s",
 					   "tokens/s through the model", "forward calls", NULL};
-	ctq_rep_table_head(r, cols);
+	static const char *const hcols[] = {"total s", "requests/s", "output tokens/s",
+					    "input + output tokens/s", NULL};
+	ctq_rep_table_head(r, http ? hcols : cols);
 	ctq_rep_row_begin(r);
 	ctq_rep_cellf(r, "num", "%.3f", ctq_rep_jnum(sv, "total_s"));
 	ctq_rep_cellf(r, "num", "%.2f", ctq_rep_jnum(sv, "requests_per_s"));
 	ctq_rep_cellf(r, "num", "%.1f", ctq_rep_jnum(sv, "output_tokens_per_s"));
 	ctq_rep_cellf(r, "num", "%.1f", ctq_rep_jnum(sv, "tokens_per_s"));
-	ctq_rep_cellf(r, "num", "%.0f", ctq_rep_jnum(sv, "forward_calls"));
+	if (!http)
+		ctq_rep_cellf(r, "num", "%.0f", ctq_rep_jnum(sv, "forward_calls"));
 	ctq_rep_row_end(r);
 	ctq_rep_table_end(r);
 	static const char *const pcols[] = {"ms", "mean", "p50", "p90", "p99", NULL};
-	static const char *const dists[] = {"ttft_ms", "latency_ms", "tpot_ms", "queue_ms"};
+	static const char *const dists[] = {"ttft_ms", "latency_ms", "tpot_ms", "itl_ms", "queue_ms"};
 	ctq_rep_table_head(r, pcols);
 	for (size_t d = 0; d < sizeof dists / sizeof *dists; d++) {
 		const cJSON *j = ctq_json_get(sv, dists[d]);
+		if (!j)
+			continue; /* itl_ms: HTTP runs only */
 		ctq_rep_row_begin(r);
 		ctq_rep_cell(r, dists[d], NULL);
 		static const char *const k[] = {"mean", "p50", "p90", "p99"};

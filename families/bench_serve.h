@@ -1,5 +1,11 @@
 /* The serving load family: bench_serve.csv, one row per request of ctq
- * bench serve (harness/cmd_bench_serve.c writes it). Compared by role when
+ * bench serve, in process (harness/cmd_bench_serve.c) or against a server
+ * (--url, harness/cmd_bench_serve_url.c; the manifest's bench_serve.engine
+ * says which: "in-process" or "http", absent in runs before it). The error
+ * column (added with --url; older files lack it and still read) holds why
+ * a request was not served. An HTTP run and an in-process one compare on
+ * the workload (requests, concurrency, lengths, arrivals) alone, without
+ * the in-process engine's own settings. Compared by role when
  * both files have one, else the whole file: ttft_ms, tpot_ms and
  * latency_ms through the one-run timing verdict (serving.max_cv), a request
  * not served on the new side a regression. Trend: the latency medians and
@@ -14,7 +20,7 @@
 /* bench_serve.csv's columns, in order. */
 #define CTQ_BENCH_SERVE_CSV_COLUMNS                                                              \
 	"request", "input_tokens", "output_tokens", "arrival_s", "queue_ms", "ttft_ms",          \
-	"latency_ms", "tpot_ms", "status", "tokens"
+	"latency_ms", "tpot_ms", "status", "tokens", "error"
 
 enum ctq_status ctq_fam_bench_serve_compare(struct ctq_cmp_pair *x, struct ctq_error *err);
 enum ctq_status ctq_fam_bench_serve_trend(struct ctq_trend *t, size_t run, const struct ctq_table *tb,

@@ -51,7 +51,10 @@ static void help(void)
 	       "Writes bench_serve.csv (one row per request, with its greedy tokens, the first\n"
 	       "64 of them) and the summary in manifest.json.\n"
 	       "exit: 0 done with 0 errors; 1 a request failed; 2 bad usage or input; 3 no GPU\n"
-	       "for cuda.\n");
+	       "for cuda.\n"
+	       "\n"
+	       "ctq bench serve --url URL --tokenizer PATH sends the same workload to an\n"
+	       "OpenAI-compatible server instead (ctq bench serve --url x --help).\n");
 }
 
 struct serve_opts {
@@ -169,6 +172,9 @@ static void print_summary(const struct ctq_bench_serve *s)
 
 int ctq_cmd_bench_serve(int argc, char **argv)
 {
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--url"))
+			return ctq_cmd_bench_serve_url(argc, argv);
 	struct serve_opts o;
 	int rc = parse(argc, argv, &o);
 	if (rc)

@@ -23,6 +23,7 @@
 static void help(void)
 {
 	printf("usage: ctq eval mmlu|ceval|cmmlu --model DIR [options]\n"
+	       "       ctq eval mmlu|ceval|cmmlu --url URL --tokenizer PATH [options]\n"
 	       "\n"
 	       "Multiple-choice accuracy by the log-probability of each answer letter's\n"
 	       "continuation after the protocol's prompt (one forward pass per question; no\n"
@@ -79,6 +80,19 @@ static void help(void)
 	       "inconclusive) overall or in a subject with at least --min-subject-n\n"
 	       "questions; 2 bad usage or input; 3 no GPU for cuda.\n",
 	       CTQ_EVAL_DEFAULT_CONTEXT);
+	printf("\n"
+	       "a model behind an OpenAI-compatible server (ctq serve, vLLM, llama-server):\n"
+	       "  --url URL            the candidate behind an OpenAI-compatible server instead\n"
+	       "                       of --model (http://HOST:PORT/v1; needs --tokenizer): each\n"
+	       "                       choice scored by one POST URL/completions with the context\n"
+	       "                       + continuation ids, max_tokens 0, echo, logprobs 1 (the sum\n"
+	       "                       of the continuation's token_logprobs: the same quantity\n"
+	       "                       as in process; lm-eval's local-completions)\n"
+	       "  --ref-url URL        the baseline behind a server instead of --ref-model\n"
+	       "  --served-name NAME   the model name sent to --url (default: the first of\n"
+	       "                       GET URL/models); --ref-served-name for --ref-url\n"
+	       "  --concurrency N      requests in flight to a server (default 8)\n"
+	       "  --request-timeout S  seconds one request may take (default 300)\n");
 }
 
 static bool opt_double(const char *opt, const char *v, double min, double max, double *out)
@@ -174,7 +188,9 @@ static int split_list(char *s, const char **v, int cap)
 struct opts {
 	enum ctq_bench bench;
 	const char *model, *ref, *data, *split, *backend, *tokenizer, *out;
-	long shots, limit, max_context, max_tokens, slots, min_subject_n, tp;
+	const char *url, *ref_url, *served_name, *ref_served_name;
+	double request_timeout_s;
+	long concurrency, shots, limit, max_context, max_tokens, slots, min_subject_n, tp;
 	double margin, subject_margin;
 	enum ctq_protocol protocol;
 	enum ctq_act_numerics numerics;
@@ -207,6 +223,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	o->margin = 1.0;
 	o->subject_margin = 5.0;
 	o->min_subject_n = 100;
+	o->concurrency = 8;
+	o->request_timeout_s = 300;
 	o->protocol = CTQ_PROTO_ORIGINAL;
 	o->split = o->bench == CTQ_BENCH_CEVAL ? "val" : "test";
 	for (int i = 2; i < argc; i++) {
@@ -234,6 +252,18 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->model = v;
 		else if (!strcmp(a, "--ref-model"))
 			o->ref = v;
+		else if (!strcmp(a, "--url"))
+			o->url = v;
+		else if (!strcmp(a, "--ref-url"))
+			o->ref_url = v;
+		else if (!strcmp(a, "--served-name"))
+			o->served_name = v;
+		else if (!strcmp(a, "--ref-served-name"))
+			o->ref_served_name = v;
+		else if (!strcmp(a, "--concurrency"))
+			ok = ctq_opt_int("eval", a, v, 1, 4096, &o->concurrency);
+		else if (!strcmp(a, "--request-timeout"))
+			ok = opt_double(a, v, 0.001, 1e7, &o->request_timeout_s);
 		else if (!strcmp(a, "--data"))
 			o->data = v;
 		else if (!strcmp(a, "--split"))
@@ -285,8 +315,14 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		if (!ok)
 			return CTQ_EXIT_USAGE;
 	}
-	if (!o->model) {
-		fprintf(stderr, "ctq eval: --model DIR is required (see --help)\n");
+	if (!o->model == !o->url || (o->ref && o->ref_url)) {
+		fprintf(stderr, "ctq eval: give the candidate as --model DIR or --url URL, and the "
+				"reference (if any) as --ref-model DIR or --ref-url URL, one of each (see --help)\n");
+		return CTQ_EXIT_USAGE;
+	}
+	if ((o->url || o->ref_url) && !o->tokenizer) {
+		fprintf(stderr, "ctq eval: a model behind --url / --ref-url needs --tokenizer PATH (the "
+				"model folder or its tokenizer.json)\n");
 		return CTQ_EXIT_USAGE;
 	}
 	if (!ctq_opt_model_dir("eval", "--model", o->model) ||
@@ -337,7 +373,9 @@ int ctq_cmd_eval(int argc, char **argv)
 	memset(&run, 0, sizeof run);
 	const struct ctq_eval_run_options ro = {
 		.bench = o.bench, .protocol = o.protocol, .numerics = o.numerics, .model = o.model,
-		.ref = o.ref, .data_dir = data_dir, .split = o.split, .backend = o.backend,
+		.ref = o.ref, .url = o.url, .ref_url = o.ref_url, .served_name = o.served_name,
+		.ref_served_name = o.ref_served_name, .concurrency = o.concurrency,
+		.request_timeout_s = o.request_timeout_s, .data_dir = data_dir, .split = o.split, .backend = o.backend,
 		.tokenizer = o.tokenizer, .shots = o.shots, .limit = o.limit,
 		.max_context = o.max_context, .max_tokens = o.max_tokens, .slots = o.slots,
 		.min_subject_n = o.min_subject_n, .tp = o.tp, .margin = o.margin,

@@ -19,6 +19,8 @@ int ctq_cmd_bench(int argc, char **argv);
 int ctq_cmd_generate(int argc, char **argv);
 int ctq_cmd_bench_model(int argc, char **argv);
 int ctq_cmd_bench_serve(int argc, char **argv);
+/* bench serve --url (harness/cmd_bench_serve_url.c): against an HTTP server. */
+int ctq_cmd_bench_serve_url(int argc, char **argv);
 int ctq_cmd_bench_gemm(int argc, char **argv);
 int ctq_cmd_make_model(int argc, char **argv);
 int ctq_cmd_quantize(int argc, char **argv);

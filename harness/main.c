@@ -11,7 +11,8 @@
 /* The commands that load a checkpoint folder named by --model or
  * --ref-model check it exists before anything else (the backend, the
  * tokenizer), so that a mistyped path is said first: io-error naming it,
- * exit 2. Not --help: help is given whatever follows. */
+ * exit 2. Not --help: help is given whatever follows. With --url (a
+ * server), --model is a served name, not a folder. */
 static bool model_paths_exist(int argc, char **argv)
 {
 	const char *cmd = argv[1];
@@ -19,11 +20,14 @@ static bool model_paths_exist(int argc, char **argv)
 		     (!strcmp(argv[2], "model") || !strcmp(argv[2], "serve"));
 	if (!bench && strcmp(cmd, "eval") && strcmp(cmd, "generate"))
 		return true;
-	for (int i = 2; i < argc; i++)
+	bool url = false;
+	for (int i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
 			return true;
+		url |= !strcmp(argv[i], "--url");
+	}
 	for (int i = 2; i + 1 < argc; i++) {
-		if (strcmp(argv[i], "--model") && strcmp(argv[i], "--ref-model"))
+		if ((strcmp(argv[i], "--model") || url) && strcmp(argv[i], "--ref-model"))
 			continue;
 		const char *path = argv[++i];
 		if (ctq_path_exists(path))

@@ -1,0 +1,376 @@
+/* ctq bench serve --url, the engine (see serve_http.h). */
+#include "bench/serve_http.h"
+#include "core/arena.h"
+#include "core/fileio.h"
+#include "core/time.h"
+#include "net/openai.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum ctq_status ctq_bench_http_open(struct ctq_bench_http *s, const struct ctq_bench_http_options *o,
+				    struct ctq_error *err)
+{
+	memset(s, 0, sizeof *s);
+	s->o = *o;
+	const long n = o->requests;
+	if (n < 1 || o->concurrency < 1 || o->input_len < 1 || o->output_len < 1 || !o->url ||
+	    !o->tokenizer || !(o->request_timeout_s > 0))
+		return ctq_error_set(err, CTQ_ERR_USAGE, "bench serve --url",
+				     "needs a URL, a tokenizer, requests, concurrency, lengths and a "
+				     "request time limit above 0");
+	ctq_openai_endpoint(o->url, "completions", s->endpoint, sizeof s->endpoint);
+	if (ctq_path_is_dir(o->tokenizer))
+		snprintf(s->tok_path, sizeof s->tok_path, "%s/tokenizer.json", o->tokenizer);
+	else
+		snprintf(s->tok_path, sizeof s->tok_path, "%s", o->tokenizer);
+	enum ctq_status st = ctq_tokenizer_load(&s->tok, o->tokenizer, err);
+	if (st)
+		return st;
+	s->vocab = (int64_t)ctq_tokenizer_vocab_size(&s->tok);
+	if (o->model)
+		snprintf(s->model, sizeof s->model, "%s", o->model);
+	else if ((st = ctq_openai_models(o->url, (long)(o->request_timeout_s * 1e3), s->model,
+					 sizeof s->model, NULL, err)))
+		return st;
+	s->total_limit_s = o->total_timeout_s > 0
+				   ? o->total_timeout_s
+				   : o->request_timeout_s * (double)((n + o->concurrency - 1) / o->concurrency) +
+					     (o->rate > 0 ? (double)n / o->rate : 0) + 10;
+	s->prompts = ctq_malloc((size_t)n * (size_t)o->input_len * sizeof *s->prompts);
+	s->q = ctq_calloc((size_t)n, sizeof *s->q);
+	double *arr = ctq_calloc((size_t)n, sizeof *arr);
+	if (o->prompt_text)
+		s->texts = ctq_calloc((size_t)n, sizeof *s->texts);
+	if (!s->prompts || !s->q || !arr || (o->prompt_text && !s->texts)) {
+		ctq_free(arr);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "bench serve", "out of memory");
+	}
+	ctq_bench_serve_workload(s->prompts, arr, n, o->input_len, o->rate, o->seed, s->vocab);
+	for (long i = 0; i < n && !st; i++) {
+		struct ctq_bench_http_req *x = &s->q[i];
+		x->arrival = arr[i];
+		x->sent = x->first = x->last = NAN;
+		x->usage_tokens = -1;
+		x->owner = s;
+		ctq_strbuf_init(&x->body);
+		ctq_strbuf_init(&x->text);
+		ctq_sse_init(&x->sse);
+		const int32_t *p = s->prompts + i * o->input_len;
+		size_t tl = 0;
+		if (o->prompt_text &&
+		    (st = ctq_tokenizer_decode(&s->tok, p, (size_t)o->input_len, false, &s->texts[i], &tl, err)))
+			break;
+		ctq_openai_stream_body(&x->body, s->model, p, (size_t)o->input_len,
+				       o->prompt_text ? s->texts[i] : NULL, o->output_len);
+		if (x->body.oom)
+			st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench serve", "out of memory");
+	}
+	ctq_free(arr);
+	return st;
+}
+
+/* ---- one stream -------------------------------------------------------------------- */
+
+static int on_event(void *ctx, const char *data, size_t len)
+{
+	struct ctq_bench_http_req *x = ctx;
+	if (x->got_done)
+		return 0;
+	struct ctq_openai_chunk c;
+	struct ctq_error e = {0};
+	if (ctq_openai_chunk_parse(data, len, &c, &x->text, &e)) {
+		ctq_http_req_fail(&x->http, "a stream event is not a completion chunk: %s", e.message);
+		return 1;
+	}
+	if (c.is_error) {
+		ctq_http_req_fail(&x->http, "the server sent an error in the stream: %s", c.error);
+		return 1;
+	}
+	if (c.done) {
+		x->got_done = true;
+		return 0;
+	}
+	if (c.has_choice) {
+		const double t = ctq_now_s() - x->owner->t0;
+		if (isnan(x->first)) {
+			x->first = t;
+		} else {
+			if (x->n_itl == x->cap_itl) {
+				size_t cap = x->cap_itl ? 2 * x->cap_itl : 64;
+				double *v = ctq_realloc(x->itl, cap * sizeof *v);
+				if (!v) {
+					ctq_http_req_fail(&x->http, "out of memory");
+					return 1;
+				}
+				x->itl = v, x->cap_itl = cap;
+			}
+			x->itl[x->n_itl++] = t - x->last;
+		}
+		x->last = t;
+		x->chunks++;
+	}
+	if (c.usage_completion >= 0)
+		x->usage_tokens = c.usage_completion;
+	return 0;
+}
+
+static int on_body(void *ctx, struct ctq_http_req *r, const char *p, size_t n)
+{
+	struct ctq_bench_http_req *x = ctx;
+	struct ctq_error e = {0};
+	bool stopped = false;
+	if (ctq_sse_feed(&x->sse, p, n, on_event, x, &stopped, &e)) {
+		ctq_http_req_fail(r, "%s", e.message);
+		return 1;
+	}
+	return stopped;
+}
+
+/* The verdict on a request whose transfer ended. */
+static void judge(struct ctq_bench_http *s, struct ctq_bench_http_req *x)
+{
+	struct ctq_http_req *r = &x->http;
+	x->state = CTQ_HREQ_FAILED;
+	if (r->failed) {
+		ctq_openai_error_reason(r);
+		snprintf(x->reason, sizeof x->reason, "%s", r->reason);
+	} else if (!x->got_done) {
+		snprintf(x->reason, sizeof x->reason,
+			 "the stream ended without data: [DONE] after %ld token chunks", x->chunks);
+	} else if (!x->chunks) {
+		snprintf(x->reason, sizeof x->reason, "the stream carried no token");
+	} else if (x->usage_tokens >= 0 && x->usage_tokens != s->o.output_len) {
+		snprintf(x->reason, sizeof x->reason,
+			 "%ld tokens generated of the %ld asked (is ignore_eos honoured?)", x->usage_tokens,
+			 s->o.output_len);
+	} else {
+		x->state = CTQ_HREQ_OK;
+	}
+	if (x->state == CTQ_HREQ_OK) {
+		x->output_tokens = x->usage_tokens;
+		if (x->output_tokens < 0) {
+			int32_t *ids = NULL;
+			size_t n = 0;
+			if (!ctq_tokenizer_encode(&s->tok, x->text.data, x->text.len, false, &ids, &n, NULL))
+				x->output_tokens = (int64_t)n;
+			free(ids);
+		}
+		s->completed++;
+		s->output_tokens += x->output_tokens > 0 ? x->output_tokens : 0;
+	} else {
+		s->failed++;
+	}
+	ctq_http_req_free(r);
+	ctq_sse_free(&x->sse);
+}
+
+static void on_done(void *ctx, struct ctq_http_req *r)
+{
+	struct ctq_bench_http_req *x = r->ctx;
+	judge(ctx, x);
+}
+
+static enum ctq_status send_one(struct ctq_http *h, struct ctq_bench_http *s, struct ctq_bench_http_req *x,
+				struct ctq_error *err)
+{
+	x->http = (struct ctq_http_req){.url = s->endpoint, .body = x->body.data, .body_len = x->body.len,
+					.timeout_ms = (long)(s->o.request_timeout_s * 1e3), .on_body = on_body,
+					.ctx = x};
+	x->state = CTQ_HREQ_RUNNING;
+	x->sent = ctq_now_s() - s->t0;
+	if (s->o.rate <= 0)
+		x->arrival = x->sent;
+	return ctq_http_start(h, &x->http, err);
+}
+
+/* ---- the run -------------------------------------------------------------------------- */
+
+static void summarize(struct ctq_bench_http *s)
+{
+	static const char *const names[CTQ_HSERVE_N_DIST] = {"ttft_ms", "latency_ms", "tpot_ms", "itl_ms",
+							     "queue_ms"};
+	const long n = s->o.requests;
+	size_t n_itl = 0;
+	for (long i = 0; i < n; i++)
+		n_itl += s->q[i].state == CTQ_HREQ_OK ? s->q[i].n_itl : 0;
+	double *v = ctq_malloc((n_itl > (size_t)n ? n_itl : (size_t)n) * sizeof *v + 1);
+	for (int d = 0; d < CTQ_HSERVE_N_DIST && v; d++) {
+		size_t k = 0;
+		for (long i = 0; i < n; i++) {
+			const struct ctq_bench_http_req *x = &s->q[i];
+			if (x->state != CTQ_HREQ_OK)
+				continue;
+			if (d == CTQ_HSERVE_ITL)
+				for (size_t j = 0; j < x->n_itl; j++)
+					v[k++] = x->itl[j] * 1e3;
+			else if (d == CTQ_HSERVE_TTFT)
+				v[k++] = (x->first - x->sent) * 1e3;
+			else if (d == CTQ_HSERVE_LATENCY)
+				v[k++] = (x->last - x->sent) * 1e3;
+			else if (d == CTQ_HSERVE_QUEUE)
+				v[k++] = (x->sent - x->arrival) * 1e3;
+			else if (x->output_tokens > 1)
+				v[k++] = (x->last - x->first) * 1e3 / (double)(x->output_tokens - 1);
+		}
+		ctq_bench_serve_dist_of(&s->dist[d], names[d], v, k);
+	}
+	ctq_free(v);
+}
+
+/* The next request is due: closed loop whenever a client is free, Poisson
+ * at its arrival time (and a free client). */
+static bool due(const struct ctq_bench_http *s, long next, size_t active, double now)
+{
+	return next < s->o.requests && (long)active < s->o.concurrency &&
+	       (s->o.rate <= 0 || s->q[next].arrival <= now);
+}
+
+enum ctq_status ctq_bench_http_run(struct ctq_bench_http *s, struct ctq_error *err)
+{
+	struct ctq_http h;
+	enum ctq_status st = ctq_http_init(&h, err);
+	if (st)
+		return st;
+	const long n = s->o.requests;
+	long next = 0;
+	double t_first = NAN, t_last = 0, last_progress = -1;
+	s->t0 = ctq_now_s();
+	while (!st) {
+		double now = ctq_now_s() - s->t0;
+		if (now > s->total_limit_s) {
+			char why[128];
+			snprintf(why, sizeof why, "the overall time limit of %.1f s passed", s->total_limit_s);
+			for (long i = 0; i < n; i++)
+				if (s->q[i].state == CTQ_HREQ_RUNNING) {
+					ctq_http_cancel(&h, &s->q[i].http, why);
+					judge(s, &s->q[i]);
+				}
+			break;
+		}
+		while (!st && due(s, next, h.active, now)) {
+			st = send_one(&h, s, &s->q[next++], err);
+			if (isnan(t_first))
+				t_first = now;
+		}
+		if (st || (next == n && h.active == 0))
+			break;
+		int wait_ms = 50;
+		if (s->o.rate > 0 && next < n && (long)h.active < s->o.concurrency) {
+			double w = (s->q[next].arrival - now) * 1e3;
+			wait_ms = w < 0 ? 0 : w < wait_ms ? (int)w + 1 : wait_ms;
+		}
+		long ended = s->completed + s->failed;
+		st = ctq_http_poll(&h, wait_ms, on_done, s, err);
+		if (s->completed + s->failed != ended)
+			t_last = ctq_now_s() - s->t0;
+		if (s->progress && now - last_progress >= 0.2) {
+			last_progress = now;
+			s->progress(s->progress_ctx, s->completed + s->failed, s->failed, n);
+		}
+	}
+	ctq_http_free(&h);
+	for (long i = 0; i < n; i++)
+		s->not_run += s->q[i].state == CTQ_HREQ_NOT_RUN;
+	s->wall_s = isnan(t_first) ? 0 : t_last - t_first;
+	if (s->progress)
+		s->progress(s->progress_ctx, s->completed + s->failed, s->failed, n);
+	summarize(s);
+	return st;
+}
+
+/* ---- results ---------------------------------------------------------------------------- */
+
+void ctq_bench_http_rows(const struct ctq_bench_http *s, struct ctq_csv *csv)
+{
+	const struct ctq_bench_http_options *o = &s->o;
+	for (long i = 0; i < o->requests; i++) {
+		const struct ctq_bench_http_req *x = &s->q[i];
+		const bool ok = x->state == CTQ_HREQ_OK, sent = x->state != CTQ_HREQ_NOT_RUN;
+		ctq_csv_fieldf(csv, "%ld", i);
+		ctq_csv_fieldf(csv, "%ld", o->input_len);
+		ctq_csv_fieldf(csv, "%lld", (long long)(ok ? x->output_tokens : x->chunks));
+		ctq_csv_fieldf(csv, "%.6f", x->arrival);
+		if (sent)
+			ctq_csv_fieldf(csv, "%.6f", (x->sent - x->arrival) * 1e3);
+		else
+			ctq_csv_field(csv, "");
+		if (ok) {
+			ctq_csv_fieldf(csv, "%.6f", (x->first - x->sent) * 1e3);
+			ctq_csv_fieldf(csv, "%.6f", (x->last - x->sent) * 1e3);
+			if (x->output_tokens > 1)
+				ctq_csv_fieldf(csv, "%.6f",
+					       (x->last - x->first) * 1e3 / (double)(x->output_tokens - 1));
+			else
+				ctq_csv_field(csv, "");
+		} else {
+			for (int k = 0; k < 3; k++)
+				ctq_csv_field(csv, "");
+		}
+		ctq_csv_field(csv, ok ? "ok" : sent ? "error" : "not run");
+		ctq_csv_field(csv, "");
+		ctq_csv_field(csv, ok ? "" : sent ? x->reason : "not sent: the overall time limit passed");
+		ctq_csv_end_row(csv);
+	}
+}
+
+void ctq_bench_http_manifest(const struct ctq_bench_http *s, cJSON *m)
+{
+	const struct ctq_bench_http_options *o = &s->o;
+	const double wall = s->wall_s > 0 ? s->wall_s : NAN;
+	char device[2300];
+	snprintf(device, sizeof device, "OpenAI-compatible server at %s", o->url);
+	cJSON_AddStringToObject(m, "engine", "http");
+	cJSON_AddStringToObject(m, "url", o->url);
+	cJSON_AddStringToObject(m, "endpoint", s->endpoint);
+	cJSON_AddStringToObject(m, "model", s->model);
+	cJSON_AddStringToObject(m, "device", device);
+	cJSON_AddStringToObject(m, "tokenizer", s->tok_path);
+	cJSON_AddStringToObject(m, "prompt_format", o->prompt_text ? "text" : "token-ids");
+	cJSON_AddNumberToObject(m, "vocab", (double)s->vocab);
+	cJSON_AddNumberToObject(m, "requests", (double)o->requests);
+	cJSON_AddNumberToObject(m, "completed", (double)s->completed);
+	cJSON_AddNumberToObject(m, "errors", (double)(o->requests - s->completed));
+	cJSON_AddNumberToObject(m, "not_run", (double)s->not_run);
+	cJSON_AddNumberToObject(m, "concurrency", (double)o->concurrency);
+	cJSON_AddNumberToObject(m, "input_tokens", (double)o->input_len);
+	cJSON_AddNumberToObject(m, "output_tokens", (double)o->output_len);
+	cJSON_AddStringToObject(m, "arrival", o->rate > 0 ? "poisson" : "closed");
+	if (o->rate > 0)
+		cJSON_AddNumberToObject(m, "rate_per_s", o->rate);
+	cJSON_AddNumberToObject(m, "seed", (double)o->seed);
+	cJSON_AddNumberToObject(m, "request_timeout_s", o->request_timeout_s);
+	cJSON_AddNumberToObject(m, "total_timeout_s", s->total_limit_s);
+	cJSON_AddNumberToObject(m, "total_s", s->wall_s);
+	cJSON_AddNumberToObject(m, "requests_per_s", isnan(wall) ? 0 : (double)s->completed / wall);
+	cJSON_AddNumberToObject(m, "output_tokens_per_s", isnan(wall) ? 0 : (double)s->output_tokens / wall);
+	cJSON_AddNumberToObject(m, "tokens_per_s",
+				isnan(wall) ? 0
+					    : ((double)s->completed * (double)o->input_len +
+					       (double)s->output_tokens) / wall);
+	for (int d = 0; d < CTQ_HSERVE_N_DIST; d++)
+		ctq_bench_serve_dist_json(&s->dist[d], m);
+}
+
+void ctq_bench_http_free(struct ctq_bench_http *s)
+{
+	if (!s)
+		return;
+	for (long i = 0; s->q && i < s->o.requests; i++) {
+		struct ctq_bench_http_req *x = &s->q[i];
+		ctq_http_req_free(&x->http);
+		ctq_sse_free(&x->sse);
+		ctq_strbuf_free(&x->body);
+		ctq_strbuf_free(&x->text);
+		ctq_free(x->itl);
+		if (s->texts)
+			free(s->texts[i]);
+	}
+	ctq_free(s->q);
+	ctq_free(s->texts);
+	ctq_free(s->prompts);
+	ctq_tokenizer_free(&s->tok);
+	memset(s, 0, sizeof *s);
+}

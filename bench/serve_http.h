@@ -1,0 +1,118 @@
+/* ctq bench serve --url, the engine: the seeded serving workload of
+ * bench/serve.h (same prompts for the same seed and vocabulary, same
+ * closed-loop or Poisson arrivals) sent to any OpenAI-compatible server as
+ * streamed completions (net/openai.h over net/http.h, one thread), and its
+ * measurement as vLLM's bench serve defines it, on the client's
+ * CLOCK_MONOTONIC:
+ *   sent    just before the request goes out; queue = sent - arrival (the
+ *           wait for a free client under Poisson arrivals; 0 closed loop)
+ *   TTFT    sent -> the first event with a choices entry
+ *   ITL     every gap between two such events, pooled over requests
+ *   E2EL    sent -> the last such event (latency_ms)
+ *   TPOT    (E2EL - TTFT) / (output tokens - 1), requests with > 1 token
+ *   output tokens: usage.completion_tokens when the server sends usage,
+ *           else the generated text re-encoded with the tokenizer
+ *   throughput: completed requests, output tokens, input + output tokens
+ *           over the duration, first send to last completion.
+ * A request is served ("ok") when its stream ends with data: [DONE], at
+ * least one token came and, when the server reported usage, exactly
+ * output_len tokens were generated (ignore_eos); an HTTP error, an error
+ * event, a refused connection, a dropped stream or its time limit is a
+ * failed request ("error", with the reason); requests the overall limit
+ * leaves unsent are "not run". Not the option parsing or printing
+ * (harness/cmd_bench_serve_url.c), not the CSV header
+ * (families/bench_serve.h). */
+#ifndef CTQ_BENCH_SERVE_HTTP_H
+#define CTQ_BENCH_SERVE_HTTP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "bench/serve.h"
+#include "core/strbuf.h"
+#include "net/http.h"
+#include "net/sse.h"
+#include "results/csv_out.h"
+#include "text/tokenizer.h"
+
+struct ctq_bench_http_options {
+	const char *url;       /* borrowed: the server's base URL, http://HOST:PORT/v1 */
+	const char *model;     /* borrowed: the served name; NULL: GET /v1/models' first */
+	const char *tokenizer; /* borrowed: tokenizer.json or a folder holding one */
+	long requests, concurrency, input_len, output_len, seed;
+	double rate;              /* requests per second, Poisson; 0: closed loop */
+	bool prompt_text;         /* send the decoded text instead of the token ids */
+	double request_timeout_s; /* each request, connection to [DONE] */
+	double total_timeout_s;   /* the whole run; 0: derived (see ctq_bench_http_open) */
+};
+
+enum ctq_hreq_state { CTQ_HREQ_NOT_RUN, CTQ_HREQ_RUNNING, CTQ_HREQ_OK, CTQ_HREQ_FAILED };
+
+/* One request; times in seconds from the start of the run, NAN unset. */
+struct ctq_bench_http_req {
+	double arrival, sent, first, last;
+	enum ctq_hreq_state state;
+	long chunks;          /* token-bearing events */
+	long usage_tokens;    /* usage.completion_tokens, -1 none */
+	int64_t output_tokens;
+	bool got_done;        /* data: [DONE] came */
+	double *itl;          /* (n_itl) gaps, seconds */
+	size_t n_itl, cap_itl;
+	char reason[512];
+	struct ctq_http_req http;
+	struct ctq_sse sse;
+	struct ctq_strbuf body, text;
+	struct ctq_bench_http *owner;
+};
+
+enum { CTQ_HSERVE_TTFT, CTQ_HSERVE_LATENCY, CTQ_HSERVE_TPOT, CTQ_HSERVE_ITL, CTQ_HSERVE_QUEUE,
+       CTQ_HSERVE_N_DIST };
+
+/* Called from the run loop at most every 200 ms and once at the end. */
+typedef void (*ctq_bench_http_progress_fn)(void *ctx, long done, long failed, long total);
+
+struct ctq_bench_http {
+	struct ctq_bench_http_options o;
+	char model[256], endpoint[2048], tok_path[1024];
+	struct ctq_tokenizer tok;
+	int64_t vocab;
+	int32_t *prompts;               /* (requests, input_len) */
+	char **texts;                   /* (requests) decoded prompts, with prompt_text */
+	struct ctq_bench_http_req *q;   /* (requests) */
+	double t0, wall_s, total_limit_s;
+	long completed, failed, not_run;
+	int64_t output_tokens;          /* of the completed requests */
+	struct ctq_bench_serve_dist dist[CTQ_HSERVE_N_DIST];
+	ctq_bench_http_progress_fn progress;
+	void *progress_ctx;
+};
+
+/* Loads the tokenizer, asks the server its model name when o->model is
+ * NULL (GET /v1/models; errors io-error naming the URL), draws the
+ * workload (ids below the tokenizer's vocabulary size) and renders the
+ * request bodies. The overall limit, when o->total_timeout_s is 0, is
+ * request_timeout x ceil(requests / concurrency) + requests / rate + 10 s.
+ * s is zeroed first; on error it is safe to free. Errors: usage, nomem,
+ * the tokenizer's. */
+enum ctq_status ctq_bench_http_open(struct ctq_bench_http *s, const struct ctq_bench_http_options *o,
+				    struct ctq_error *err);
+
+/* Sends every request on its schedule, at most concurrency in flight,
+ * until each has ended or the overall limit stops the rest, then
+ * summarizes. Failed requests are results, not errors. Errors: env
+ * (libcurl), nomem. */
+enum ctq_status ctq_bench_http_run(struct ctq_bench_http *s, struct ctq_error *err);
+
+/* One bench_serve.csv row per request into csv (opened with the family's
+ * header); the tokens column is empty (a server answers text, not ids);
+ * output_tokens of a failed request counts the token events that came. */
+void ctq_bench_http_rows(const struct ctq_bench_http *s, struct ctq_csv *csv);
+
+/* The run's summary into m (the manifest's "bench_serve" object). */
+void ctq_bench_http_manifest(const struct ctq_bench_http *s, cJSON *m);
+
+void ctq_bench_http_free(struct ctq_bench_http *s);
+
+#endif

@@ -1,0 +1,134 @@
+/* ctq eval --url: scoring through a server's completions endpoint (see
+ * remote.h). */
+#include "eval/remote.h"
+#include "core/arena.h"
+#include "core/time.h"
+#include "net/http.h"
+#include "net/openai.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* One request in flight: item, choice, its body and transfer. */
+struct job {
+	size_t item;
+	int choice;
+	struct ctq_strbuf body;
+	struct ctq_http_req http;
+};
+
+struct scoring {
+	const struct ctq_eval_remote_options *o;
+	const struct ctq_eval_set *s;
+	double (*lp)[4];
+	unsigned char *have;  /* (n) choices scored per item */
+	size_t items_done;
+	char endpoint[2048];
+	enum ctq_status st;
+	struct ctq_error *err;
+};
+
+static enum ctq_status job_start(struct scoring *sc, struct ctq_http *h, struct job *j, size_t k,
+				 struct ctq_error *err)
+{
+	const struct ctq_eval_item *it = &sc->s->items[k / 4];
+	const int c = (int)(k % 4);
+	const size_t n = (size_t)(it->n_ctx + it->n_cont[c]);
+	int32_t *ids = ctq_malloc(n * sizeof *ids);
+	if (!ids)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval --url", "out of memory");
+	memcpy(ids, it->ctx, (size_t)it->n_ctx * sizeof *ids);
+	memcpy(ids + it->n_ctx, it->cont[c], (size_t)it->n_cont[c] * sizeof *ids);
+	ctq_strbuf_reset(&j->body);
+	ctq_openai_echo_body(&j->body, sc->o->model, ids, n);
+	ctq_free(ids);
+	if (j->body.oom)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval --url", "out of memory");
+	j->item = k / 4;
+	j->choice = c;
+	ctq_http_req_free(&j->http);
+	j->http = (struct ctq_http_req){.url = sc->endpoint, .body = j->body.data, .body_len = j->body.len,
+					.timeout_ms = (long)(1e3 * (sc->o->request_timeout_s > 0
+									   ? sc->o->request_timeout_s
+									   : CTQ_EVAL_REMOTE_TIMEOUT_S)),
+					.ctx = j};
+	return ctq_http_start(h, &j->http, err);
+}
+
+static void job_done(void *ctx, struct ctq_http_req *r)
+{
+	struct scoring *sc = ctx;
+	struct job *j = r->ctx;
+	if (sc->st)
+		return;
+	const struct ctq_eval_item *it = &sc->s->items[j->item];
+	char where[160];
+	snprintf(where, sizeof where, "%s question %zu (subject %zu, row %zu) choice %c", sc->endpoint,
+		 j->item, it->subject, it->index, 'A' + j->choice);
+	if (r->failed) {
+		ctq_openai_error_reason(r);
+		sc->st = ctq_error_set(sc->err, CTQ_ERR_IO, where, "%s", r->reason);
+		return;
+	}
+	double sum = 0;
+	sc->st = ctq_openai_echo_logprobs(r->resp.data, r->resp.len, (size_t)(it->n_ctx + it->n_cont[j->choice]),
+					  (size_t)it->n_ctx, (size_t)it->n_cont[j->choice], &sum, where,
+					  sc->err);
+	if (sc->st)
+		return;
+	sc->lp[j->item][j->choice] = sum;
+	if (++sc->have[j->item] == 4)
+		sc->items_done++;
+}
+
+enum ctq_status ctq_eval_remote_score(const struct ctq_eval_remote_options *o, const struct ctq_eval_set *s,
+				      double (*logprob)[4], ctq_eval_progress_fn progress, void *ctx,
+				      struct ctq_eval_counters *counters, struct ctq_error *err)
+{
+	const size_t n_jobs = s->n * 4;
+	const size_t conc = (size_t)(o->concurrency > 0 ? o->concurrency : 1);
+	const size_t n_slots = conc < n_jobs ? conc : n_jobs ? n_jobs : 1;
+	struct scoring sc = {.o = o, .s = s, .lp = logprob, .err = err};
+	ctq_openai_endpoint(o->url, "completions", sc.endpoint, sizeof sc.endpoint);
+	struct job *jobs = ctq_calloc(n_slots, sizeof *jobs);
+	sc.have = ctq_calloc(s->n ? s->n : 1, 1);
+	struct ctq_http h;
+	memset(&h, 0, sizeof h);
+	if (!jobs || !sc.have) {
+		ctq_free(jobs), ctq_free(sc.have);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval --url", "out of memory");
+	}
+	for (size_t i = 0; i < n_slots; i++)
+		ctq_strbuf_init(&jobs[i].body);
+	double t0 = ctq_now_s();
+	int64_t sent_tokens = 0;
+	size_t next = 0, reported = 0;
+	enum ctq_status st = ctq_http_init(&h, err);
+	while (!st && !sc.st && (next < n_jobs || h.active)) {
+		/* Refill the free slots: a slot is free when its request is done. */
+		for (size_t i = 0; i < n_slots && next < n_jobs && !st; i++) {
+			if (jobs[i].http.url && !jobs[i].http.done)
+				continue;
+			const struct ctq_eval_item *it = &s->items[next / 4];
+			sent_tokens += it->n_ctx + it->n_cont[next % 4];
+			st = job_start(&sc, &h, &jobs[i], next++, err);
+		}
+		if (!st)
+			st = ctq_http_poll(&h, 100, job_done, &sc, err);
+		if (progress && sc.items_done != reported) {
+			reported = sc.items_done;
+			progress(ctx, reported, s->n);
+		}
+	}
+	ctq_http_free(&h);
+	for (size_t i = 0; i < n_slots; i++) {
+		ctq_http_req_free(&jobs[i].http);
+		ctq_strbuf_free(&jobs[i].body);
+	}
+	ctq_free(jobs);
+	ctq_free(sc.have);
+	if (counters)
+		*counters = (struct ctq_eval_counters){.tokens_fed = sent_tokens, .prompt_tokens = sent_tokens,
+						       .calls = (int64_t)next, .seconds = ctq_now_s() - t0};
+	return st ? st : sc.st;
+}

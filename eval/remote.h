@@ -1,0 +1,44 @@
+/* ctq eval --url: the scoring of eval/eval.h through an OpenAI-compatible
+ * server instead of the model runner, lm-eval's local-completions
+ * loglikelihood method. The questions are the same items (rendered and
+ * tokenized by ctq_eval_prepare with the same tokenizer, so the same
+ * context and continuation ids); for each item and each of its four
+ * choices one POST /v1/completions with prompt = context ids followed by
+ * the choice's continuation ids, max_tokens 0, echo, logprobs 1,
+ * temperature 0, and logprob[i][k] = the sum of
+ * choices[0].logprobs.token_logprobs over the continuation's positions
+ * (n_ctx .. n_ctx + n_cont - 1). That is the quantity the in-process scorer
+ * computes (the log-softmax of the logits at each continuation position,
+ * summed), whatever the number of continuation tokens; top_logprobs would
+ * not do, since a letter need not be among a server's top 5. Four requests
+ * per question, concurrency in flight on one thread (net/http.h). Any
+ * failed request (HTTP error, refused connection, time limit, an answer
+ * without the echoed log-probabilities) stops the scoring with an io-error
+ * or parse-error naming the question, the choice and the reason: an
+ * evaluation has no partial result. What it is not: the prompts, the
+ * tallies or the verdicts (eval/run.h). */
+#ifndef CTQ_EVAL_REMOTE_H
+#define CTQ_EVAL_REMOTE_H
+
+#include "eval/eval.h"
+
+/* The request limit when none is given (request_timeout_s <= 0). */
+#define CTQ_EVAL_REMOTE_TIMEOUT_S 300.0
+
+struct ctq_eval_remote_options {
+	const char *url;          /* borrowed: base URL, http://HOST:PORT/v1 */
+	const char *model;        /* borrowed: the served model name */
+	long concurrency;         /* requests in flight */
+	double request_timeout_s; /* each request; <= 0: CTQ_EVAL_REMOTE_TIMEOUT_S */
+};
+
+/* Scores every item of s: logprob[i][k] as above; progress (may be NULL)
+ * after each answer with the questions whose four choices are in; counters
+ * (may be NULL): tokens_fed = prompt_tokens = the tokens sent, calls = the
+ * requests, seconds. Errors: io-error (a failed request), parse-error (an
+ * answer without the log-probabilities), env (libcurl), out-of-memory. */
+enum ctq_status ctq_eval_remote_score(const struct ctq_eval_remote_options *o, const struct ctq_eval_set *s,
+				      double (*logprob)[4], ctq_eval_progress_fn progress, void *ctx,
+				      struct ctq_eval_counters *counters, struct ctq_error *err);
+
+#endif

@@ -1,0 +1,264 @@
+/* ctq bench serve --url: the serving workload of ctq bench serve sent to
+ * any OpenAI-compatible server (ctq serve, vLLM, llama.cpp's llama-server)
+ * as streamed completions, measured on the client as vLLM's bench serve
+ * measures (bench/serve_http.h), into the same bench_serve.csv family so
+ * that compare and report work across engines. This file parses the
+ * options, draws the progress line and prints. */
+#include "harness/commands.h"
+#include "bench/serve_http.h"
+#include "families/bench_serve.h"
+#include "results/csv_out.h"
+#include "results/run.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DEFAULT_REQUEST_TIMEOUT_S 300.0
+
+static void help(void)
+{
+	printf("usage: ctq bench serve --url http://HOST:PORT/v1 --tokenizer PATH [options]\n"
+	       "\n"
+	       "Sends the workload of ctq bench serve (seeded random prompts of exactly\n"
+	       "--input-len token ids, --output-len new tokens, closed-loop or Poisson\n"
+	       "arrivals) to an OpenAI-compatible server as streamed completions\n"
+	       "(POST URL/completions: stream, stream_options.include_usage, ignore_eos,\n"
+	       "max_tokens = output length, temperature 0) from one client thread, and\n"
+	       "reports TTFT, TPOT, ITL and end-to-end latency percentiles, request and token\n"
+	       "throughput, and errors (which must be 0).\n"
+	       "\n"
+	       "options:\n"
+	       "  --url URL            the server's base URL, e.g. http://127.0.0.1:8000/v1\n"
+	       "  --model NAME         the served model name (default: the first of\n"
+	       "                       GET URL/models)\n"
+	       "  --tokenizer PATH     the model folder or its tokenizer.json: the vocabulary\n"
+	       "                       the prompt ids are drawn from, the text of\n"
+	       "                       --prompt-format text, and the output tokens counted when\n"
+	       "                       the server sends no usage\n"
+	       "  --prompt-format F    ids (default: the prompt as a token-id array, exactly\n"
+	       "                       --input-len tokens) or text (the ids decoded; the server\n"
+	       "                       re-encodes it, so its length may differ)\n"
+	       "  --requests N         requests to send (default 64)\n"
+	       "  --concurrency C      requests in flight at most (default 8)\n"
+	       "  --input-len N        prompt tokens per request (default 128)\n"
+	       "  --output-len N       new tokens per request, EOS ignored (default 32)\n"
+	       "  --arrival A          closed (default: C clients back to back) or\n"
+	       "                       poisson:RATE (requests per second, seeded)\n"
+	       "  --seed S             prompt and arrival seed (default 1)\n"
+	       "  --request-timeout S  seconds one request may take, connection to [DONE]\n"
+	       "                       (default %.0f); past it the request fails\n"
+	       "  --timeout S          seconds the whole run may take (default: request\n"
+	       "                       timeout x ceil(N / C) + N / RATE + 10); requests not\n"
+	       "                       sent by then are \"not run\"\n"
+	       "  --progress           progress on stderr even when it is not a terminal\n"
+	       "  --out DIR            run directory (default runs/<UTC time>-<revision>)\n"
+	       "  --force              replace DIR when it is an existing ctq run directory\n"
+	       "\n"
+	       "Measured as vLLM's bench serve: TTFT from sending to the first streamed event\n"
+	       "with a choice; ITL every gap between such events (pooled); latency (E2EL) from\n"
+	       "sending to the last; TPOT = (E2EL - TTFT) / (output tokens - 1); output tokens\n"
+	       "from usage.completion_tokens, else the text re-encoded; queue_ms the wait for a\n"
+	       "free client (Poisson). Throughput over first send to last completion.\n"
+	       "A request fails (status error, with the reason in the error column) on an HTTP\n"
+	       "error, an error event, a refused connection, a stream that ends without\n"
+	       "data: [DONE], its time limit, or fewer tokens than asked when usage says so.\n"
+	       "The prompts equal the in-process bench serve's for the same seed when the\n"
+	       "model's vocabulary size equals the tokenizer's.\n"
+	       "Writes bench_serve.csv (one row per request; the tokens column is empty) and\n"
+	       "the summary in manifest.json (engine \"http\", url).\n"
+	       "exit: 0 every request served; 1 a request failed; 2 bad usage or input, or\n"
+	       "the server named no model; 3 libcurl could not start.\n",
+	       DEFAULT_REQUEST_TIMEOUT_S);
+}
+
+struct url_opts {
+	struct ctq_bench_http_options h;
+	const char *out;
+	bool force, progress;
+};
+
+static bool opt_seconds(const char *opt, const char *v, double *out)
+{
+	char *end = NULL;
+	double x = strtod(v, &end);
+	if (end == v || *end || !(x > 0 && x <= 1e7)) {
+		fprintf(stderr, "ctq bench serve: %s is \"%s\"; expected seconds in (0, 1e7]\n", opt, v);
+		return false;
+	}
+	*out = x;
+	return true;
+}
+
+/* One option with its value; false (printed) on a bad one. */
+static bool parse_value(struct url_opts *o, const char *a, const char *v)
+{
+	struct ctq_bench_http_options *h = &o->h;
+	if (!strcmp(a, "--url"))
+		h->url = v;
+	else if (!strcmp(a, "--model"))
+		h->model = v;
+	else if (!strcmp(a, "--tokenizer"))
+		h->tokenizer = v;
+	else if (!strcmp(a, "--out"))
+		o->out = v;
+	else if (!strcmp(a, "--requests"))
+		return ctq_opt_int("bench serve", a, v, 1, 1L << 20, &h->requests);
+	else if (!strcmp(a, "--concurrency"))
+		return ctq_opt_int("bench serve", a, v, 1, 4096, &h->concurrency);
+	else if (!strcmp(a, "--input-len"))
+		return ctq_opt_int("bench serve", a, v, 1, 1L << 20, &h->input_len);
+	else if (!strcmp(a, "--output-len"))
+		return ctq_opt_int("bench serve", a, v, 1, 1L << 20, &h->output_len);
+	else if (!strcmp(a, "--seed"))
+		return ctq_opt_int("bench serve", a, v, 0, 0x7fffffffL, &h->seed);
+	else if (!strcmp(a, "--request-timeout"))
+		return opt_seconds(a, v, &h->request_timeout_s);
+	else if (!strcmp(a, "--timeout"))
+		return opt_seconds(a, v, &h->total_timeout_s);
+	else if (!strcmp(a, "--prompt-format")) {
+		if (strcmp(v, "ids") && strcmp(v, "text")) {
+			fprintf(stderr, "ctq bench serve: --prompt-format is \"%s\"; expected ids or text\n", v);
+			return false;
+		}
+		h->prompt_text = !strcmp(v, "text");
+	} else if (!strcmp(a, "--arrival")) {
+		char *end = NULL;
+		if (!strcmp(v, "closed"))
+			h->rate = 0;
+		else if (strncmp(v, "poisson:", 8) || !((h->rate = strtod(v + 8, &end)) > 0) ||
+			 !isfinite(h->rate) || !end || *end) {
+			fprintf(stderr, "ctq bench serve: --arrival is \"%s\"; expected closed or "
+					"poisson:RATE with RATE > 0 requests per second\n", v);
+			return false;
+		}
+	} else {
+		fprintf(stderr, "ctq bench serve: %s is not an option of bench serve --url (the "
+				"in-process engine's options do not apply to a server; see --help)\n", a);
+		return false;
+	}
+	return true;
+}
+
+static int parse(int argc, char **argv, struct url_opts *o)
+{
+	*o = (struct url_opts){.h = {.requests = 64, .concurrency = 8, .input_len = 128, .output_len = 32,
+				     .seed = 1, .request_timeout_s = DEFAULT_REQUEST_TIMEOUT_S}};
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			help();
+			return -1;
+		}
+		if (!strcmp(a, "--force")) {
+			o->force = true;
+			continue;
+		}
+		if (!strcmp(a, "--progress")) {
+			o->progress = true;
+			continue;
+		}
+		if (!(v = ctq_opt_value(argc, argv, &i)) || !parse_value(o, a, v))
+			return CTQ_EXIT_USAGE;
+	}
+	if (!o->h.url || strncmp(o->h.url, "http", 4)) {
+		fprintf(stderr, "ctq bench serve: --url needs an http:// or https:// URL (see --help)\n");
+		return CTQ_EXIT_USAGE;
+	}
+	if (!o->h.tokenizer) {
+		fprintf(stderr, "ctq bench serve: --url needs --tokenizer PATH (the model folder or its "
+				"tokenizer.json; see --help)\n");
+		return CTQ_EXIT_USAGE;
+	}
+	if (!ctq_opt_out_ok("bench serve", o->out, o->force))
+		return CTQ_EXIT_USAGE;
+	return 0;
+}
+
+static void progress(void *ctx, long done, long failed, long total)
+{
+	if (!*(bool *)ctx)
+		return;
+	fprintf(stderr, "\rbench serve: %ld/%ld requests ended, %ld failed   %s", done, total, failed,
+		done == total ? "\n" : "");
+	fflush(stderr);
+}
+
+static const char *const header[] = {CTQ_BENCH_SERVE_CSV_COLUMNS};
+
+static void print_summary(const struct ctq_bench_http *s)
+{
+	const double wall = s->wall_s;
+	printf("  %ld requests served in %.3f s: %.2f requests/s, %.1f output tokens/s, %.1f tokens/s "
+	       "(input + output)\n",
+	       s->completed, wall, wall > 0 ? (double)s->completed / wall : 0,
+	       wall > 0 ? (double)s->output_tokens / wall : 0,
+	       wall > 0 ? ((double)s->completed * (double)s->o.input_len + (double)s->output_tokens) / wall
+			: 0);
+	printf("  %-12s %10s %10s %10s %10s %10s\n", "ms", "mean", "std", "p50", "p90", "p99");
+	for (int d = 0; d < CTQ_HSERVE_N_DIST; d++)
+		printf("  %-12s %10.3f %10.3f %10.3f %10.3f %10.3f\n", s->dist[d].name, s->dist[d].mean,
+		       s->dist[d].std, s->dist[d].p50, s->dist[d].p90, s->dist[d].p99);
+	printf("  errors: %ld (%ld failed, %ld not run)\n", s->o.requests - s->completed, s->failed,
+	       s->not_run);
+	for (long i = 0, shown = 0; i < s->o.requests && shown < 3; i++)
+		if (s->q[i].state == CTQ_HREQ_FAILED) {
+			printf("  request %ld: %s\n", i, s->q[i].reason);
+			shown++;
+		}
+}
+
+int ctq_cmd_bench_serve_url(int argc, char **argv)
+{
+	struct url_opts o;
+	int rc = parse(argc, argv, &o);
+	if (rc)
+		return rc < 0 ? CTQ_EXIT_OK : rc;
+	struct ctq_error err = {0};
+	struct ctq_bench_http s;
+	struct ctq_run run;
+	struct ctq_csv csv;
+	memset(&run, 0, sizeof run);
+	memset(&csv, 0, sizeof csv);
+	bool show = o.progress || isatty(2);
+	if (ctq_bench_http_open(&s, &o.h, &err))
+		goto fail;
+	s.progress = progress;
+	s.progress_ctx = &show;
+	printf("ctq bench serve: %s at %s; %ld requests of %ld + %ld tokens (%s prompts), concurrency "
+	       "%ld, arrival %s",
+	       s.model, s.endpoint, o.h.requests, o.h.input_len, o.h.output_len,
+	       o.h.prompt_text ? "text" : "token-id", o.h.concurrency, o.h.rate > 0 ? "poisson" : "closed");
+	if (o.h.rate > 0)
+		printf(" at %g requests/s", o.h.rate);
+	printf("; limits %.0f s per request, %.0f s in all\n", o.h.request_timeout_s, s.total_limit_s);
+	fflush(stdout);
+	if (ctq_bench_http_run(&s, &err))
+		goto fail;
+	char path[1200];
+	if (ctq_run_begin(&run, o.out, o.force, "bench-serve", argc, argv, &err) ||
+	    ctq_csv_open(&csv, ctq_run_path(&run, "bench_serve.csv", path, sizeof path), header,
+			 sizeof header / sizeof *header, &err))
+		goto fail;
+	ctq_bench_http_rows(&s, &csv);
+	if (ctq_csv_close(&csv, &err))
+		goto fail;
+	print_summary(&s);
+	ctq_bench_http_manifest(&s, cJSON_AddObjectToObject(run.manifest, "bench_serve"));
+	char final_dir[sizeof run.final_dir];
+	snprintf(final_dir, sizeof final_dir, "%s", run.final_dir);
+	if (ctq_run_commit(&run, &err))
+		goto fail;
+	printf("bench serve: results in %s/ (bench_serve.csv)\n", final_dir);
+	rc = s.completed == o.h.requests ? CTQ_EXIT_OK : CTQ_EXIT_FAIL;
+	goto done;
+fail:
+	ctq_print_error("bench serve", &err);
+	rc = ctq_status_exit_code(err.status);
+	ctq_csv_close(&csv, NULL);
+	ctq_run_abort(&run);
+done:
+	ctq_bench_http_free(&s);
+	return rc;
+}

@@ -1,0 +1,71 @@
+/* ctq OpenAI-compatible completions API, client side: the request bodies the
+ * benchmark and the evaluation send to POST /v1/completions, the parsing of
+ * a streamed chunk, of an echo + logprobs answer, of an error answer and of
+ * GET /v1/models — the fields vLLM's server defines and ctq serve, vLLM and
+ * llama.cpp's llama-server share. What it is not: the transport
+ * (net/http.h), the event-stream framing (net/sse.h), or a measurement. */
+#ifndef CTQ_NET_OPENAI_H
+#define CTQ_NET_OPENAI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+#include "core/strbuf.h"
+#include "net/http.h"
+
+/* BASE/name from a base URL (http://host:port/v1; trailing slashes
+ * dropped) and an endpoint name ("completions", "models"); a BASE already
+ * ending in "/name" is taken as it is. Truncates at cap. */
+void ctq_openai_endpoint(const char *base, const char *name, char *out, size_t cap);
+
+/* The streaming request of the serving benchmark: model, prompt (the token
+ * ids, or text when text is non-NULL), max_tokens, temperature 0,
+ * ignore_eos, stream with stream_options.include_usage. Appended to out;
+ * out->oom on failure. */
+void ctq_openai_stream_body(struct ctq_strbuf *out, const char *model, const int32_t *ids, size_t n,
+			    const char *text, long max_tokens);
+
+/* The scoring request of the evaluation (lm-eval's local-completions
+ * loglikelihood): model, prompt = ids, max_tokens 0, echo, logprobs 1,
+ * temperature 0. */
+void ctq_openai_echo_body(struct ctq_strbuf *out, const char *model, const int32_t *ids, size_t n);
+
+/* One event of a completions stream. */
+struct ctq_openai_chunk {
+	bool done;          /* the "[DONE]" sentinel */
+	bool has_choice;    /* a choices entry: a token-bearing chunk (vLLM's rule) */
+	bool finished;      /* its finish_reason is set */
+	long usage_completion; /* usage.completion_tokens, -1 when absent */
+	long usage_prompt;     /* usage.prompt_tokens, -1 when absent */
+	bool is_error;      /* the server sent {"error": ...} in the stream */
+	char error[300];
+};
+
+/* Parses one event's data; the choice's text (choices[0].text, or a chat
+ * chunk's delta.content) is appended to text (may be NULL). Errors:
+ * parse-error (not JSON, or choices / usage of the wrong type). */
+enum ctq_status ctq_openai_chunk_parse(const char *data, size_t len, struct ctq_openai_chunk *c,
+				       struct ctq_strbuf *text, struct ctq_error *err);
+
+/* From a non-stream answer with echo + logprobs: *sum = the sum of
+ * choices[0].logprobs.token_logprobs[from .. from + n), each a finite
+ * number (a null or a missing entry is an error). prompt_n, when > 0, is
+ * the number of prompt tokens sent: an answer whose token_logprobs are
+ * fewer is an error (the server did not echo the prompt). Errors:
+ * parse-error naming what is missing, with path as the file. */
+enum ctq_status ctq_openai_echo_logprobs(const char *body, size_t len, size_t prompt_n, size_t from,
+					 size_t n, double *sum, const char *path, struct ctq_error *err);
+
+/* Rewrites the reason of a failed answer >= 400 with the server's
+ * error.message when its body is OpenAI's error JSON. */
+void ctq_openai_error_reason(struct ctq_http_req *r);
+
+/* GET BASE/models: the first model's id into name (truncated at cap) and
+ * its max_model_len (0 when not given). Errors: io-error (no answer, HTTP
+ * error, no model listed; with the reason), parse-error. */
+enum ctq_status ctq_openai_models(const char *base, long timeout_ms, char *name, size_t cap,
+				  long *max_model_len, struct ctq_error *err);
+
+#endif

@@ -1,0 +1,330 @@
+/* A test-only OpenAI-compatible server on 127.0.0.1 (libmicrohttpd, one
+ * thread per connection, port chosen by the system) with behaviours picked
+ * by the first segment of the request path, so that one server plays every
+ * case: http://127.0.0.1:PORT/<mode>/v1 is the base URL of a mode.
+ *   normal    a stream of max_tokens token events (" a" each), the first
+ *             after first_ms, the next ones gap_ms apart, each event written
+ *             in two pieces; then a usage chunk and data: [DONE]
+ *   nousage   the same without the usage chunk
+ *   short     two tokens fewer than asked, usage saying so, [DONE]
+ *   http500   HTTP 500 with OpenAI's error JSON ("mock failure")
+ *   errevent  one token, then data: {"error": {"message": "boom"}}, [DONE]
+ *   drop      three tokens, then the connection closes (no [DONE])
+ *   stall     one token, then nothing for up to 5 s, then a close
+ *   echo      non-stream echo + logprobs of a token-id prompt: token i > 0
+ *             gets mock_logprob(ids[i-1], ids[i]), token 0 null (as vLLM)
+ * GET .../v1/models lists one model, "mock-model". Every completions body
+ * is checked for the fields the client must send (an echo body: echo,
+ * logprobs, max_tokens 0, token ids; any other: stream, include_usage,
+ * ignore_eos); a body that lacks one is answered 400 and counted in
+ * bad_bodies. An echo body sent to a stream mode gets that mode's answer. */
+#ifndef CTQ_TESTS_MOCK_OPENAI_H
+#define CTQ_TESTS_MOCK_OPENAI_H
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+struct mock_openai {
+	struct MHD_Daemon *d;
+	int port;
+	long first_ms, gap_ms;
+	volatile int stopping;
+	pthread_mutex_t mu;
+	int bad_bodies, requests;
+	char first_body[8192]; /* the first completions body received */
+};
+
+/* The fixed table of the echo mode: a log-probability from the previous
+ * token and this one, in (-10, 0). */
+static inline double mock_logprob(int prev, int tok)
+{
+	return -0.05 - (double)((prev * 31 + tok * 17) % 997) / 100.0;
+}
+
+static inline void mock_sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+enum mock_mode { MOCK_NORMAL, MOCK_NOUSAGE, MOCK_SHORT, MOCK_HTTP500, MOCK_ERREVENT, MOCK_DROP,
+		 MOCK_STALL, MOCK_ECHO, MOCK_UNKNOWN };
+
+static inline enum mock_mode mock_mode_of(const char *url)
+{
+	static const char *const names[] = {"normal", "nousage", "short", "http500", "errevent",
+					    "drop", "stall", "echo"};
+	for (int i = 0; i < MOCK_UNKNOWN; i++) {
+		size_t n = strlen(names[i]);
+		if (url[0] == '/' && !strncmp(url + 1, names[i], n) && url[n + 1] == '/')
+			return (enum mock_mode)i;
+	}
+	return MOCK_UNKNOWN;
+}
+
+struct mock_stream {
+	struct mock_openai *m;
+	enum mock_mode mode;
+	long n, i; /* tokens to send, sent */
+	int stage; /* 0 tokens, 1 usage, 2 done, 3 end */
+	char buf[512];
+	size_t len, off;
+	bool split; /* the second half of an event is pending */
+};
+
+static ssize_t mock_reader(void *cls, uint64_t pos, char *out, size_t max)
+{
+	(void)pos;
+	struct mock_stream *s = cls;
+	if (s->off < s->len) {
+		size_t n = s->len - s->off;
+		/* The first half of an event now, the rest a moment later. */
+		if (s->split && s->off == 0 && s->mode == MOCK_NORMAL)
+			n = s->len / 2;
+		else if (s->off)
+			mock_sleep_ms(1);
+		n = n < max ? n : max;
+		memcpy(out, s->buf + s->off, n);
+		s->off += n;
+		return (ssize_t)n;
+	}
+	s->off = s->len = 0;
+	long limit = s->mode == MOCK_SHORT ? s->n - 2 : s->mode == MOCK_DROP ? 3 : s->n;
+	if (s->stage == 0 && (s->mode == MOCK_STALL || s->mode == MOCK_ERREVENT) &&
+	    (s->i == 1 || s->n == 0)) {
+		if (s->mode == MOCK_ERREVENT) {
+			s->len = (size_t)snprintf(s->buf, sizeof s->buf,
+						  "data: {\"error\":{\"message\":\"boom\",\"code\":500}}\n\n");
+			s->stage = 2;
+			return mock_reader(cls, pos, out, max);
+		}
+		for (int k = 0; k < 500 && !s->m->stopping; k++)
+			mock_sleep_ms(10);
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	if (s->stage == 0 && s->i < limit) {
+		mock_sleep_ms(s->i == 0 ? s->m->first_ms : s->m->gap_ms);
+		s->len = (size_t)snprintf(s->buf, sizeof s->buf,
+					  "data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\","
+					  "\"created\":1,\"model\":\"mock-model\",\"choices\":[{\"index\":0,"
+					  "\"text\":\" a\",\"logprobs\":null,\"finish_reason\":%s}]}\n\n",
+					  s->i + 1 == limit ? "\"length\"" : "null");
+		s->i++;
+		s->split = true;
+		return mock_reader(cls, pos, out, max);
+	}
+	s->split = false;
+	if (s->stage == 0) {
+		if (s->mode == MOCK_DROP)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		s->stage = s->mode == MOCK_NOUSAGE ? 2 : 1;
+	}
+	if (s->stage == 1) {
+		s->len = (size_t)snprintf(s->buf, sizeof s->buf,
+					  "data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"created\":1,"
+					  "\"model\":\"mock-model\",\"choices\":[],\"usage\":{\"prompt_tokens\":1,"
+					  "\"completion_tokens\":%ld,\"total_tokens\":%ld}}\n\n",
+					  limit, limit + 1);
+		s->stage = 2;
+		return mock_reader(cls, pos, out, max);
+	}
+	if (s->stage == 2) {
+		s->len = (size_t)snprintf(s->buf, sizeof s->buf, "data: [DONE]\n\n");
+		s->stage = 3;
+		return mock_reader(cls, pos, out, max);
+	}
+	return MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static enum MHD_Result mock_send(struct MHD_Connection *c, unsigned code, const char *type,
+				 const char *body)
+{
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+	MHD_add_response_header(r, "Content-Type", type);
+	enum MHD_Result ret = MHD_queue_response(c, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* The echo answer: the prompt's ids back with their table log-probs. */
+static enum MHD_Result mock_echo(struct MHD_Connection *c, const cJSON *prompt)
+{
+	int n = cJSON_GetArraySize(prompt);
+	size_t cap = 256 + (size_t)n * 48;
+	char *b = malloc(cap);
+	size_t len = (size_t)snprintf(b, cap, "{\"id\":\"cmpl-e\",\"object\":\"text_completion\",\"created\":1,"
+					      "\"model\":\"mock-model\",\"choices\":[{\"index\":0,\"text\":\"\","
+					      "\"logprobs\":{\"token_logprobs\":[");
+	for (int i = 0; i < n; i++) {
+		int cur = cJSON_GetArrayItem(prompt, i)->valueint;
+		if (i == 0)
+			len += (size_t)snprintf(b + len, cap - len, "null");
+		else
+			len += (size_t)snprintf(b + len, cap - len, ",%.17g",
+						mock_logprob(cJSON_GetArrayItem(prompt, i - 1)->valueint, cur));
+	}
+	snprintf(b + len, cap - len, "]},\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":%d,"
+				     "\"completion_tokens\":0,\"total_tokens\":%d}}", n, n);
+	enum MHD_Result r = mock_send(c, 200, "application/json", b);
+	free(b);
+	return r;
+}
+
+/* Whether a completions body has what the client must send. */
+static bool mock_body_ok(const cJSON *j, enum mock_mode mode)
+{
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "prompt");
+	if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "model")) ||
+	    !(cJSON_IsArray(p) || cJSON_IsString(p)) ||
+	    !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(j, "max_tokens")) ||
+	    !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(j, "temperature")))
+		return false;
+	const bool echo = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "echo"));
+	if (mode == MOCK_ECHO && !echo)
+		return false;
+	if (echo)
+		return cJSON_IsArray(p) &&
+		       cJSON_GetObjectItemCaseSensitive(j, "logprobs") &&
+		       cJSON_GetObjectItemCaseSensitive(j, "max_tokens")->valuedouble == 0;
+	const cJSON *so = cJSON_GetObjectItemCaseSensitive(j, "stream_options");
+	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "stream")) &&
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "ignore_eos")) &&
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(so, "include_usage"));
+}
+
+static void mock_free_stream(void *cls)
+{
+	free(cls);
+}
+
+struct mock_conn {
+	char *body;
+	size_t len;
+};
+
+static enum MHD_Result mock_handler(void *cls, struct MHD_Connection *c, const char *url,
+				    const char *method, const char *version, const char *upload,
+				    size_t *upload_size, void **con_cls)
+{
+	(void)version;
+	struct mock_openai *m = cls;
+	struct mock_conn *mc = *con_cls;
+	if (!mc) {
+		*con_cls = mc = calloc(1, sizeof *mc);
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		mc->body = realloc(mc->body, mc->len + *upload_size + 1);
+		memcpy(mc->body + mc->len, upload, *upload_size);
+		mc->len += *upload_size;
+		mc->body[mc->len] = '\0';
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (!strcmp(method, "GET") && strstr(url, "/v1/models"))
+		return mock_send(c, 200, "application/json",
+				 "{\"object\":\"list\",\"data\":[{\"id\":\"mock-model\",\"object\":\"model\","
+				 "\"created\":1,\"owned_by\":\"ctq\",\"max_model_len\":4096}]}");
+	enum mock_mode mode = mock_mode_of(url);
+	if (strcmp(method, "POST") || mode == MOCK_UNKNOWN || !strstr(url, "/v1/completions"))
+		return mock_send(c, 404, "application/json",
+				 "{\"error\":{\"message\":\"no such route\",\"type\":\"NotFoundError\",\"code\":404}}");
+	cJSON *j = cJSON_ParseWithLength(mc->body ? mc->body : "", mc->len);
+	pthread_mutex_lock(&m->mu);
+	m->requests++;
+	if (!m->first_body[0] && mc->body)
+		snprintf(m->first_body, sizeof m->first_body, "%s", mc->body);
+	bool ok = j && mock_body_ok(j, mode);
+	m->bad_bodies += !ok;
+	pthread_mutex_unlock(&m->mu);
+	enum MHD_Result ret;
+	if (!ok)
+		ret = mock_send(c, 400, "application/json",
+				"{\"error\":{\"message\":\"a field is missing\",\"type\":\"invalid_request_error\",\"code\":400}}");
+	else if (mode == MOCK_HTTP500)
+		ret = mock_send(c, 500, "application/json",
+				"{\"error\":{\"message\":\"mock failure\",\"type\":\"InternalServerError\",\"param\":null,\"code\":500}}");
+	else if (mode == MOCK_ECHO)
+		ret = mock_echo(c, cJSON_GetObjectItemCaseSensitive(j, "prompt"));
+	else {
+		struct mock_stream *s = calloc(1, sizeof *s);
+		s->m = m;
+		s->mode = mode;
+		s->n = (long)cJSON_GetObjectItemCaseSensitive(j, "max_tokens")->valuedouble;
+		struct MHD_Response *r =
+			MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 1024, mock_reader, s, mock_free_stream);
+		MHD_add_response_header(r, "Content-Type", "text/event-stream");
+		ret = MHD_queue_response(c, 200, r);
+		MHD_destroy_response(r);
+	}
+	cJSON_Delete(j);
+	return ret;
+}
+
+static void mock_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+			   enum MHD_RequestTerminationCode toe)
+{
+	(void)cls, (void)c, (void)toe;
+	struct mock_conn *mc = *con_cls;
+	if (mc) {
+		free(mc->body);
+		free(mc);
+	}
+	*con_cls = NULL;
+}
+
+/* Starts the server on a free loopback port; 0 on success. */
+static inline int mock_openai_start(struct mock_openai *m, long first_ms, long gap_ms)
+{
+	memset(m, 0, sizeof *m);
+	pthread_mutex_init(&m->mu, NULL);
+	m->first_ms = first_ms;
+	m->gap_ms = gap_ms;
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	m->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL,
+				NULL, mock_handler, m, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a,
+				MHD_OPTION_NOTIFY_COMPLETED, mock_completed, m, MHD_OPTION_END);
+	if (!m->d)
+		return -1;
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_BIND_PORT);
+	m->port = info ? info->port : 0;
+	return m->port ? 0 : -1;
+}
+
+static inline void mock_openai_stop(struct mock_openai *m)
+{
+	m->stopping = 1;
+	if (m->d)
+		MHD_stop_daemon(m->d);
+	m->d = NULL;
+	pthread_mutex_destroy(&m->mu);
+}
+
+/* A loopback port nothing listens on (bound, then closed). */
+static inline int mock_closed_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t len = sizeof a;
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || getsockname(fd, (struct sockaddr *)&a, &len)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+#endif

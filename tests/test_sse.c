@@ -1,0 +1,203 @@
+/* net/sse.h and net/openai.h: the event-stream parser fed whole, split at
+ * every byte boundary and byte by byte (the same events each time), its
+ * line ends (LF, CRLF, CR, a CRLF split between reads), comments, fields
+ * other than data, multi-line data, the event size bound; the parsing of
+ * stream chunks, echo log-probabilities, error answers and endpoints. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "net/openai.h"
+#include "net/sse.h"
+
+struct events {
+	char v[16][256];
+	int n;
+	int stop_at; /* stop after this many; 0: never */
+};
+
+static int collect(void *ctx, const char *data, size_t len)
+{
+	struct events *e = ctx;
+	cr_assert(e->n < 16);
+	cr_assert_eq(strlen(data), len, "data must be NUL-terminated at len");
+	snprintf(e->v[e->n++], sizeof e->v[0], "%s", data);
+	return e->stop_at && e->n == e->stop_at;
+}
+
+static const char stream[] =
+	": a comment line\r\n"
+	"data: {\"a\":1}\n\n"
+	"event: message\n"
+	"id: 7\n"
+	"data: line one\n"
+	"data:line two\n"
+	"\n"
+	"data: crlf\r\n\r\n"
+	"data: cr only\r\r"
+	"retry: 10\n"
+	"data\n\n"          /* a field without a colon: empty data */
+	"data:  two spaces\n\n"
+	"\n\n"              /* blank lines without data dispatch nothing */
+	"data: [DONE]\n\n"
+	"data: unfinished"; /* no blank line: never dispatched */
+
+static const char *const want[] = {"{\"a\":1}", "line one\nline two", "crlf", "cr only", "",
+				   " two spaces", "[DONE]"};
+#define N_WANT ((int)(sizeof want / sizeof *want))
+
+static void check(const struct events *e, const char *how)
+{
+	cr_assert_eq(e->n, N_WANT, "%s: %d events, expected %d", how, e->n, N_WANT);
+	for (int i = 0; i < N_WANT; i++)
+		cr_expect_str_eq(e->v[i], want[i], "%s: event %d", how, i);
+}
+
+Test(sse, whole_stream)
+{
+	struct ctq_sse p;
+	struct events e = {0};
+	ctq_sse_init(&p);
+	cr_assert_eq(ctq_sse_feed(&p, stream, sizeof stream - 1, collect, &e, NULL, NULL), CTQ_OK);
+	check(&e, "whole");
+	cr_expect_eq(p.events, (size_t)N_WANT);
+	ctq_sse_free(&p);
+	ctq_sse_free(&p); /* idempotent */
+}
+
+Test(sse, split_at_every_boundary)
+{
+	const size_t n = sizeof stream - 1;
+	for (size_t cut = 0; cut <= n; cut++) {
+		struct ctq_sse p;
+		struct events e = {0};
+		ctq_sse_init(&p);
+		cr_assert_eq(ctq_sse_feed(&p, stream, cut, collect, &e, NULL, NULL), CTQ_OK);
+		cr_assert_eq(ctq_sse_feed(&p, stream + cut, n - cut, collect, &e, NULL, NULL), CTQ_OK);
+		char how[32];
+		snprintf(how, sizeof how, "cut at %zu", cut);
+		check(&e, how);
+		ctq_sse_free(&p);
+	}
+	struct ctq_sse p;
+	struct events e = {0};
+	ctq_sse_init(&p);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(ctq_sse_feed(&p, stream + i, 1, collect, &e, NULL, NULL), CTQ_OK);
+	check(&e, "byte by byte");
+	ctq_sse_free(&p);
+}
+
+Test(sse, callback_stops)
+{
+	struct ctq_sse p;
+	struct events e = {.stop_at = 2};
+	bool stopped = false;
+	ctq_sse_init(&p);
+	cr_assert_eq(ctq_sse_feed(&p, stream, sizeof stream - 1, collect, &e, &stopped, NULL), CTQ_OK);
+	cr_expect(stopped);
+	cr_expect_eq(e.n, 2);
+	ctq_sse_free(&p);
+}
+
+Test(sse, event_size_bound)
+{
+	struct ctq_sse p;
+	struct events e = {0};
+	struct ctq_error err = {0};
+	ctq_sse_init(&p);
+	static char big[1 << 16];
+	memset(big, 'x', sizeof big);
+	enum ctq_status st = ctq_sse_feed(&p, "data: ", 6, collect, &e, NULL, &err);
+	for (size_t i = 0; !st && i <= CTQ_SSE_MAX_EVENT / sizeof big; i++)
+		st = ctq_sse_feed(&p, big, sizeof big, collect, &e, NULL, &err);
+	cr_expect_eq(st, CTQ_ERR_PARSE);
+	cr_expect(strstr(err.message, "blank line"), "%s", err.message);
+	cr_expect_eq(e.n, 0);
+	ctq_sse_free(&p);
+}
+
+/* ---- OpenAI pieces ---- */
+
+Test(openai, chunks)
+{
+	struct ctq_openai_chunk c;
+	struct ctq_strbuf text;
+	ctq_strbuf_init(&text);
+	const char *tok = "{\"id\":\"x\",\"choices\":[{\"index\":0,\"text\":\" hi\",\"finish_reason\":null}]}";
+	cr_assert_eq(ctq_openai_chunk_parse(tok, strlen(tok), &c, &text, NULL), CTQ_OK);
+	cr_expect(c.has_choice && !c.finished && !c.done && c.usage_completion == -1);
+	const char *last = "{\"choices\":[{\"text\":\"!\",\"finish_reason\":\"length\"}]}";
+	cr_assert_eq(ctq_openai_chunk_parse(last, strlen(last), &c, &text, NULL), CTQ_OK);
+	cr_expect(c.has_choice && c.finished);
+	const char *chat = "{\"choices\":[{\"delta\":{\"content\":\"?\"}}]}";
+	cr_assert_eq(ctq_openai_chunk_parse(chat, strlen(chat), &c, &text, NULL), CTQ_OK);
+	cr_expect_str_eq(ctq_strbuf_str(&text), " hi!?");
+	const char *usage = "{\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":9}}";
+	cr_assert_eq(ctq_openai_chunk_parse(usage, strlen(usage), &c, NULL, NULL), CTQ_OK);
+	cr_expect(!c.has_choice, "an empty choices array is not a token (vLLM's rule)");
+	cr_expect_eq(c.usage_completion, 9);
+	cr_expect_eq(c.usage_prompt, 3);
+	cr_assert_eq(ctq_openai_chunk_parse("[DONE]\n", 7, &c, NULL, NULL), CTQ_OK);
+	cr_expect(c.done);
+	const char *e = "{\"error\":{\"message\":\"too long\",\"code\":413}}";
+	cr_assert_eq(ctq_openai_chunk_parse(e, strlen(e), &c, NULL, NULL), CTQ_OK);
+	cr_expect(c.is_error);
+	cr_expect_str_eq(c.error, "too long");
+	struct ctq_error err = {0};
+	cr_expect_eq(ctq_openai_chunk_parse("{\"choices\":", 11, &c, NULL, &err), CTQ_ERR_PARSE);
+	cr_expect_eq(ctq_openai_chunk_parse("{\"choices\":3}", 13, &c, NULL, &err), CTQ_ERR_PARSE);
+	ctq_strbuf_free(&text);
+}
+
+Test(openai, echo_logprobs)
+{
+	const char *b = "{\"choices\":[{\"logprobs\":{\"tokens\":[\"a\",\"b\",\"c\",\"d\"],"
+			"\"token_logprobs\":[null,-1.5,-0.25,-2.0]}}]}";
+	double s = 0;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_openai_echo_logprobs(b, strlen(b), 4, 2, 2, &s, "x", &err), CTQ_OK, "%s",
+		     err.message);
+	cr_expect(fabs(s - -2.25) < 1e-15, "%.17g", s);
+	cr_expect_eq(ctq_openai_echo_logprobs(b, strlen(b), 4, 0, 2, &s, "x", &err), CTQ_ERR_PARSE,
+		     "the first token's null is not a log-probability");
+	err = (struct ctq_error){0};
+	cr_expect_eq(ctq_openai_echo_logprobs(b, strlen(b), 6, 2, 2, &s, "x", &err), CTQ_ERR_PARSE);
+	cr_expect(strstr(err.message, "not echoed"), "%s", err.message);
+	const char *none = "{\"choices\":[{\"text\":\"\",\"logprobs\":null}]}";
+	err = (struct ctq_error){0};
+	cr_expect_eq(ctq_openai_echo_logprobs(none, strlen(none), 1, 0, 1, &s, "x", &err), CTQ_ERR_PARSE);
+	cr_expect(strstr(err.message, "echo"), "%s", err.message);
+}
+
+Test(openai, bodies_and_endpoints)
+{
+	char u[256];
+	ctq_openai_endpoint("http://h:1/v1/", "completions", u, sizeof u);
+	cr_expect_str_eq(u, "http://h:1/v1/completions");
+	ctq_openai_endpoint("http://h:1/v1/completions", "completions", u, sizeof u);
+	cr_expect_str_eq(u, "http://h:1/v1/completions");
+	ctq_openai_endpoint("http://h:1/v1", "models", u, sizeof u);
+	cr_expect_str_eq(u, "http://h:1/v1/models");
+	struct ctq_strbuf b;
+	ctq_strbuf_init(&b);
+	const int32_t ids[] = {5, 0, 77};
+	ctq_openai_stream_body(&b, "m\"x", ids, 3, NULL, 12);
+	cr_expect_str_eq(ctq_strbuf_str(&b),
+			 "{\"model\":\"m\\\"x\",\"prompt\":[5,0,77],\"max_tokens\":12,\"temperature\":0,"
+			 "\"ignore_eos\":true,\"stream\":true,\"stream_options\":{\"include_usage\":true}}");
+	ctq_strbuf_reset(&b);
+	ctq_openai_stream_body(&b, "m", ids, 3, "a\nb\x01", 1);
+	cr_expect(strstr(ctq_strbuf_str(&b), "\"prompt\":\"a\\u000ab\\u0001\""), "%s", b.data);
+	ctq_strbuf_reset(&b);
+	ctq_openai_echo_body(&b, "m", ids, 2);
+	cr_expect_str_eq(ctq_strbuf_str(&b), "{\"model\":\"m\",\"prompt\":[5,0],\"max_tokens\":0,\"echo\":true,"
+					     "\"logprobs\":1,\"temperature\":0}");
+	ctq_strbuf_free(&b);
+	struct ctq_http_req r = {.status = 404, .failed = true};
+	ctq_strbuf_init(&r.resp);
+	ctq_strbuf_append(&r.resp, "{\"error\":{\"message\":\"The model `x` does not exist.\",\"code\":404}}");
+	ctq_openai_error_reason(&r);
+	cr_expect_str_eq(r.reason, "HTTP 404: The model `x` does not exist.");
+	ctq_http_req_free(&r);
+}
