@@ -27,8 +27,9 @@
  *     acc[m,n] = sum_k q[m,k] * w[n,k]   in int32 (exact: K <= 132104)
  *     y[m,n] = bf16(((float)acc * s_tok[m]) * s_ch[n] + bias[n])
  *              each step a separately rounded float operation (no fused
- *              multiply-add), bias[n] omitted when bias is NULL, the BF16
- *              conversion round-to-nearest-even (NaN stays NaN)
+ *              multiply-add), bias[n] = 0.0f when bias is NULL (still
+ *              added, so -0 becomes +0), the BF16 conversion
+ *              round-to-nearest-even (NaN stays NaN)
  * A plug-in that follows these rules exactly sets the capability bits
  * below, and ctq then compares its integers and outputs bit for bit; one
  * that does not (a fused epilogue, another rounding) leaves them clear and

@@ -109,8 +109,7 @@ static int cpu_gemm_w8a8(const int8_t *q, const float *s_tok, const int8_t *w, c
 				acc += (int32_t)qr[k] * (int32_t)wr[k];
 			float v = (float)acc * s_tok[m];
 			v = v * s_ch[n];
-			if (bias)
-				v = v + bias[n];
+			v = v + (bias ? bias[n] : 0.0f); /* added even when 0: -0 -> +0 */
 			y[m * N + n] = f32_to_bf16(v);
 		}
 	}

@@ -45,8 +45,7 @@ static int gemm(const int8_t *q, const float *s_tok, const int8_t *w, const floa
 				acc += (int32_t)q[m * K + k] * (int32_t)w[n * K + k];
 			float v = (float)acc * s_tok[m];
 			v = v * s_ch[n];
-			if (bias)
-				v = v + bias[n];
+			v = v + (bias ? bias[n] : 0.0f);
 			uint32_t u;
 			memcpy(&u, &v, sizeof u);
 			u += 0x7fffu + ((u >> 16) & 1u); /* finite inputs only in this test */
