@@ -96,20 +96,26 @@ enum ctq_status ctq_kernel_lib_open(struct ctq_kernel_lib *l, const char *path,
 	l->t = entry(CTQ_KERNEL_PLUGIN_ABI_VERSION);
 	if ((st = check_table(l->t, path, err)))
 		goto fail;
-	if (l->t->init) {
-		char msg[512] = "";
-		if (l->t->init(msg, sizeof msg)) {
-			msg[sizeof msg - 1] = '\0';
-			st = ctq_error_set(err, CTQ_ERR_ENV, path, "plug-in %s: init failed: %s", l->t->name,
-					   msg[0] ? msg : "(no message)");
-			goto fail;
-		}
-	}
-	l->inited = true;
 	return CTQ_OK;
 fail:
 	ctq_kernel_lib_close(l);
 	return st;
+}
+
+enum ctq_status ctq_kernel_lib_init(struct ctq_kernel_lib *l, struct ctq_error *err)
+{
+	if (l->inited)
+		return CTQ_OK;
+	if (l->t->init) {
+		char msg[512] = "";
+		if (l->t->init(msg, sizeof msg)) {
+			msg[sizeof msg - 1] = '\0';
+			return ctq_error_set(err, CTQ_ERR_ENV, l->path, "plug-in %s: init failed: %s",
+					     l->t->name, msg[0] ? msg : "(no message)");
+		}
+	}
+	l->inited = true;
+	return CTQ_OK;
 }
 
 void ctq_kernel_lib_close(struct ctq_kernel_lib *l)
@@ -310,6 +316,9 @@ enum ctq_status ctq_backend_plugin(struct ctq_backend *b, const char *path, stru
 			snprintf(err->path, sizeof err->path, "%s", path);
 		goto fail;
 	}
+	/* After the CUDA backend, so the plug-in finds its device current. */
+	if ((st = ctq_kernel_lib_init(&p->lib, err)))
+		goto fail;
 	p->ops = (struct ctq_backend_ops){
 		.name = t->name,
 		.destroy = pl_destroy,

@@ -24,14 +24,18 @@ struct ctq_kernel_lib {
 	char path[CTQ_PATH_MAX];
 };
 
-/* Loads path (dlopen RTLD_NOW | RTLD_LOCAL), calls its entry point with
- * CTQ_KERNEL_PLUGIN_ABI_VERSION, validates the table (version, size,
- * name, device, required functions) and runs its init. Errors (all
+/* Loads path (dlopen RTLD_NOW | RTLD_LOCAL; a name without '/' is taken
+ * from the working directory, never searched for), calls its entry point
+ * with CTQ_KERNEL_PLUGIN_ABI_VERSION and validates the table (version,
+ * size, name, device, capability bits, required functions). Errors (all
  * naming path): usage (cannot be loaded, no entry symbol, NULL table,
- * another ABI version, a short struct, a bad name or device, a required
- * function missing), env-error (its init failed). On error l is closed. */
+ * another ABI version, a short struct, a bad name or device, unknown
+ * capability bits, a required function missing). On error l is closed. */
 enum ctq_status ctq_kernel_lib_open(struct ctq_kernel_lib *l, const char *path,
 				    struct ctq_error *err);
+/* Runs the plug-in's init once (a CUDA plug-in: with its device current).
+ * Errors: env-error (init failed, with the plug-in's message). */
+enum ctq_status ctq_kernel_lib_init(struct ctq_kernel_lib *l, struct ctq_error *err);
 /* Runs fini and dlcloses; accepts a zeroed or closed l. */
 void ctq_kernel_lib_close(struct ctq_kernel_lib *l);
 

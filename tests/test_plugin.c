@@ -232,3 +232,41 @@ Test(plugin, probe_kernel_lib_refuses_defect_injection)
 	free(e);
 	ctq_remove_tree(dir);
 }
+
+/* bench gemm times on the GPU only (CUDA graphs and events; it has no CPU
+ * timing path), so on a CPU host the option's validation is what can be
+ * tested: a CPU plug-in is refused pointing at the probe, a broken one is
+ * refused as the probe refuses it, each exit 2 before any device or run
+ * directory. Timing a CUDA plug-in: tests/gpu and the README's commands. */
+Test(plugin, bench_gemm_impl_validates_the_plugin)
+{
+	static const struct {
+		const char *path, *says;
+	} cases[] = {
+		{CPU_PLUGIN, "is the CPU plug-in cpu_w8a8; this benchmark times CUDA kernels"},
+		{BAD_ABI, "implements kernel plug-in ABI version 2; this ctq speaks version 1"},
+		{NO_ENTRY, "no entry symbol ctq_kernel_plugin"},
+	};
+	char dir[] = "/tmp/ctq-plugin-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	char out[64];
+	snprintf(out, sizeof out, "%s/run", dir);
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		const char *args[] = {"bench", "gemm", "--impl", cases[i].path, "--shapes", "64:128", "--m", "1",
+				      "--out", out, NULL};
+		char *o, *e;
+		int rc = run_cli(ctq_cmd_bench, dir, args, &o, &e);
+		cr_expect_eq(rc, CTQ_EXIT_USAGE, "%s: exit %d: %s", cases[i].path, rc, e);
+		cr_expect(strstr(e, cases[i].path) && strstr(e, cases[i].says), "%s: %s", cases[i].path, e);
+		cr_expect(!ctq_path_exists(out), "%s: a run directory was written", cases[i].path);
+		free(o);
+		free(e);
+	}
+	const char *help[] = {"bench", "gemm", "--help", NULL};
+	char *o, *e;
+	cr_expect_eq(run_cli(ctq_cmd_bench, dir, help, &o, &e), 0);
+	cr_expect(strstr(o, "--impl LIB") && strstr(o, "bench_gemm_plugin.csv"), "%s", o);
+	free(o);
+	free(e);
+	ctq_remove_tree(dir);
+}
