@@ -340,6 +340,26 @@ done:
 	return st;
 }
 
+/* The backends probed, in order: reference, cuda, the plug-in; *n counts
+ * those opened (closed by the caller, also on error). */
+static enum ctq_status open_backends(struct ctq_backend *b, int *n, bool use_ref, bool use_cuda,
+				     const char *kernel_lib, unsigned defects,
+				     enum ctq_act_numerics numerics, struct ctq_error *err)
+{
+	enum ctq_status st = CTQ_OK;
+	if (use_ref && !(st = ctq_backend_reference(&b[*n], err)))
+		(*n)++;
+	if (!st && use_cuda && !(st = ctq_backend_cuda(&b[*n], 0, err)))
+		(*n)++;
+	for (int i = 0; i < *n && !st; i++) {
+		b[i].defects = defects;
+		st = ctq_backend_set_act_numerics(&b[i], numerics, err);
+	}
+	if (!st && kernel_lib && !(st = ctq_backend_plugin(&b[*n], kernel_lib, err)))
+		(*n)++;
+	return st;
+}
+
 int ctq_cmd_probe(int argc, char **argv)
 {
 	const char *shapes = "qwen3-4b", *backend = "reference", *policy_path = NULL, *out = NULL;
@@ -474,21 +494,8 @@ int ctq_cmd_probe(int argc, char **argv)
 	struct ctq_csv csv;
 	memset(&csv, 0, sizeof csv);
 	cJSON *rows = cJSON_CreateArray();
-	if (use_ref && ctq_backend_reference(&backends[n_backends++], &err))
+	if (open_backends(backends, &n_backends, use_ref, use_cuda, kernel_lib, defects, numerics, &err))
 		goto fail;
-	if (use_cuda && ctq_backend_cuda(&backends[n_backends++], 0, &err)) {
-		n_backends--;
-		goto fail;
-	}
-	for (int i = 0; i < n_backends; i++) {
-		backends[i].defects = defects;
-		if (ctq_backend_set_act_numerics(&backends[i], numerics, &err))
-			goto fail;
-	}
-	if (kernel_lib && ctq_backend_plugin(&backends[n_backends++], kernel_lib, &err)) {
-		n_backends--;
-		goto fail;
-	}
 	/* The kernel threshold is for kernels of ctq's formula. */
 	if (numerics != CTQ_ACT_NUMERICS_CTQ)
 		policy.kernel_rel_l2_max = -1.0;
