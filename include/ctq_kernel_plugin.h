@@ -39,10 +39,13 @@
  * device: host memory for CTQ_KERNEL_PLUGIN_DEVICE_CPU, CUDA device memory
  * (cudaMalloc, the current device) for CTQ_KERNEL_PLUGIN_DEVICE_CUDA.
  * The caller guarantees: every buffer at least 256-byte aligned and of
- * exactly the size given beside it, inputs not aliasing outputs, M, N, K
- * >= 1, K <= 132104, N and K no larger than 2^20 and M no larger than
- * 2^20. All matrices are row-major and dense (leading dimension = row
- * length); BF16 values are passed as their 16-bit patterns (uint16_t).
+ * exactly the size given beside it, inputs not aliasing outputs,
+ * 1 <= M, N <= 2^20 and 1 <= K <= 132104 (the int32-exact bound). All
+ * matrices are row-major and dense (leading dimension = row length); BF16
+ * values are passed as their 16-bit patterns (uint16_t); x may hold any
+ * BF16 value, Inf and NaN included (the rules above say what they give),
+ * and values near the BF16 limit whose outputs overflow (the probe's
+ * bf16-limit pattern).
  *
  * Streams: for a CUDA plug-in, `stream` is a cudaStream_t passed as void *
  * (NULL: the legacy default stream). The functions enqueue their work on
