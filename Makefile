@@ -83,9 +83,41 @@ TEST_BIN    := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 GPU_TEST_SRC := $(wildcard tests/gpu/test_*.c)
 GPU_TEST_BIN := $(GPU_TEST_SRC:tests/gpu/%.c=$(BUILD)/tests/gpu/%)
 
-.PHONY: all run test test-gpu deps offline-deps clean help test-oracle
+.PHONY: all run test test-gpu deps offline-deps clean help test-oracle plugins
 
-all: $(BUILD)/ctq
+all: $(BUILD)/ctq plugins
+
+# ---- kernel plug-ins (include/ctq_kernel_plugin.h) ----------------------------
+# plugins/*.c (CPU) and, with CUDA, plugins/*.cu into $(BUILD)/plugins/*.so;
+# tests/plugins/*.c are the broken ones the tests load. Built against the
+# public header alone, as a third party builds one; no fused multiply-add.
+PLUGIN_SO      := $(patsubst plugins/%.c,$(BUILD)/plugins/%.so,$(wildcard plugins/*.c))
+PLUGIN_CU_SO   := $(patsubst plugins/%.cu,$(BUILD)/plugins/%.so,$(wildcard plugins/*.cu))
+TEST_PLUGIN_SO := $(patsubst tests/plugins/%.c,$(BUILD)/tests/plugins/%.so,$(wildcard tests/plugins/*.c))
+PLUGIN_CFLAGS  := -O2 -g -fPIC -shared -ffp-contract=off -Iinclude $(WARN)
+plugins: $(PLUGIN_SO) $(TEST_PLUGIN_SO) $(if $(filter 1,$(CUDA)),$(PLUGIN_CU_SO))
+
+$(BUILD)/plugins/%.so: plugins/%.c include/ctq_kernel_plugin.h
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  CC      $@")
+	$(Q)$(CC) $(PLUGIN_CFLAGS) -o $@ $< -lm
+
+$(BUILD)/tests/plugins/%.so: tests/plugins/%.c include/ctq_kernel_plugin.h
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  CC      $@")
+	$(Q)$(CC) $(PLUGIN_CFLAGS) -o $@ $<
+
+$(BUILD)/plugins/%.so: plugins/%.cu include/ctq_kernel_plugin.h
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  NVCC    $@")
+	$(Q)$(NVCC) -O3 -std=c++17 $(CUDA_ARCH) -Iinclude -Xcompiler -fPIC -shared -o $@ $< \
+		-L$(CUDA_LIBDIR) -Xlinker -rpath,$(CUDA_LIBDIR) -lcublasLt -lcudart
+
+# The plug-in tests load these; their directory is compiled in.
+$(BUILD)/tests/test_plugin: $(PLUGIN_SO) $(TEST_PLUGIN_SO)
+$(BUILD)/tests/test_plugin: CPPFLAGS += -DCTQ_TEST_BUILD_DIR='"$(BUILD)"'
+$(BUILD)/tests/gpu/test_plugin_gpu: $(PLUGIN_CU_SO)
+$(BUILD)/tests/gpu/test_plugin_gpu: CPPFLAGS += -DCTQ_TEST_BUILD_DIR='"$(BUILD)"'
 
 help:
 	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'

@@ -213,6 +213,18 @@ struct ctq_backend_ops {
 					int64_t nq, int64_t nk, int64_t d, const float *wq,
 					const float *wk, float eps, const int32_t *pos,
 					const float *inv_freq, struct ctq_error *err);
+	/* Optional: the native stream the ops run on (a cudaStream_t as void *),
+	 * for code that enqueues its own kernels beside them (kernel plug-ins,
+	 * backend/plugin.h); NULL on backends without one. */
+	void *(*stream)(struct ctq_backend *b);
+};
+
+/* Bit-exact checks a backend declares it passes (kernel plug-ins state
+ * theirs, include/ctq_kernel_plugin.h); the probe then compares bit for
+ * bit on top of rel-L2. */
+enum ctq_backend_exact {
+	CTQ_EXACT_QUANT = 1u << 0,  /* quantize: q and s bit-identical to reference/ */
+	CTQ_EXACT_OUTPUT = 1u << 1, /* w8a8_linear: y bit-identical to reference/ */
 };
 
 struct ctq_backend {
@@ -225,6 +237,7 @@ struct ctq_backend {
 	 * w8a8_epilogue stay the integer debug path (and its defect hooks do
 	 * not apply to the floating-point product). */
 	enum ctq_act_numerics act_numerics;
+	unsigned exact; /* enum ctq_backend_exact bits; 0 for ctq's own backends */
 };
 
 /* Selects b's activation numerics (b opened, not yet running). usage error

@@ -196,7 +196,7 @@ void ctq_gemm_csv_row(struct ctq_csv *w, const struct ctq_gemm_row *r)
 	ctq_csv_fieldf(w, "%lld", (long long)r->K);
 	ctq_csv_fieldf(w, "%lld", (long long)r->N);
 	ctq_csv_fieldf(w, "%lld", (long long)r->M);
-	ctq_csv_field(w, ctq_gemm_impl_name(r->impl));
+	ctq_csv_field(w, r->impl_label[0] ? r->impl_label : ctq_gemm_impl_name(r->impl));
 	ctq_csv_field(w, r->check);
 	ctq_csv_fieldf(w, "%d", r->samples);
 	ctq_csv_fieldf(w, "%d", r->copies);

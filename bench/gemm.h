@@ -96,6 +96,9 @@ struct ctq_gemm_row {
 	double weight_bytes, pct_hbm_weights;
 	double speedup_vs_bf16;
 	char note[256];
+	/* The impl column's text where it is not ctq_gemm_impl_name(impl): a
+	 * kernel plug-in's name (its rows go to bench_gemm_plugin.csv). */
+	char impl_label[32];
 };
 
 /* Fills ops .. pct_hbm_weights from shape, impl, time_us_median and peaks;
@@ -227,5 +230,35 @@ struct ctq_gemm_check_in {
  * CTQ_K_MAX), out-of-memory. */
 enum ctq_status ctq_gemm_check(const struct ctq_gemm_check_in *in, char *ctq_mismatch,
 			       size_t cap, char *i8_mismatch, size_t i8_cap, struct ctq_error *err);
+
+/* ---- a kernel plug-in (ctq bench gemm --impl; bench/gemm_plugin.c) -------- */
+
+/* Its output's rel-L2 to the reference, at most: the probe's kernel
+ * threshold (conform/probe.c: one BF16 ulp per element, 2^-8). */
+#define CTQ_GEMM_PLUGIN_REL_L2_MAX 0.0039
+
+/* A plug-in's rows (kernels/gemm_timing.h ctq_gemm_bench_plugin_run_once)
+ * against the reference of the same rows: NaN / Inf where the reference is
+ * finite or the reverse, rel-L2 of y, and bit for bit q and s (quant_exact)
+ * and y (out_exact) where the plug-in declares them. */
+struct ctq_gemm_plugin_check_in {
+	int64_t M, N, K;
+	const uint16_t *x; /* (M, K) bf16 */
+	const int8_t *w;   /* (N, K) */
+	const float *s_w;  /* (N) */
+	const float *bias; /* (N) */
+	const int64_t *rows;
+	int64_t n_rows;
+	const int8_t *q;   /* (n_rows, K) the plug-in's quantize */
+	const float *s;    /* (n_rows) */
+	const uint16_t *y; /* (n_rows, N) its quantize + gemm_w8a8 */
+	bool quant_exact, out_exact;
+};
+
+/* mismatch receives "" when the plug-in passes, else the first reason;
+ * *rel_l2 its output's rel-L2 over the elements finite in both. Errors:
+ * usage (K above CTQ_K_MAX), out-of-memory. */
+enum ctq_status ctq_gemm_plugin_check(const struct ctq_gemm_plugin_check_in *in, double *rel_l2,
+				      char *mismatch, size_t cap, struct ctq_error *err);
 
 #endif

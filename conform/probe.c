@@ -193,6 +193,66 @@ static void make_acts(struct bufs *b, int64_t M, int64_t K, enum ctq_probe_acts 
 	}
 }
 
+static uint32_t f32_bits(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	return u;
+}
+
+/* The backend's own quantize of d_x against the reference's q and s, bit
+ * for bit (b->exact & CTQ_EXACT_QUANT); the first mismatch goes into
+ * where (cap bytes). */
+static enum ctq_status exact_quant(struct ctq_backend *be, const void *d_x, int64_t M, int64_t K,
+				   const struct bufs *b, struct ctq_probe_result *r, char *where,
+				   size_t cap, struct ctq_error *err)
+{
+	const struct ctq_backend_ops *o = be->ops;
+	const size_t mk = (size_t)(M * K);
+	int8_t *q = malloc(mk);
+	float *s = malloc((size_t)M * sizeof *s);
+	void *d_q = NULL, *d_s = NULL;
+	enum ctq_status st = CTQ_OK;
+	if (!q || !s) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, r->layer, "out of memory for the bit-exact check");
+		goto done;
+	}
+	if ((st = o->alloc(be, mk, &d_q, err)) || (st = o->alloc(be, (size_t)M * 4, &d_s, err)) ||
+	    (st = o->quantize(be, d_x, M, K, d_q, d_s, err)) || (st = o->download(be, q, d_q, mk, err)) ||
+	    (st = o->download(be, s, d_s, (size_t)M * 4, err)))
+		goto done;
+	r->q_mismatch = r->s_mismatch = 0;
+	for (int64_t m = 0; m < M; m++) {
+		if (f32_bits(s[m]) != f32_bits(b->sa[m]) && !r->s_mismatch++ && !where[0])
+			snprintf(where, cap, "s[%lld] = %.9g, reference %.9g", (long long)m, s[m], b->sa[m]);
+		for (int64_t k = 0; k < K; k++)
+			if (q[m * K + k] != b->q[m * K + k] && !r->q_mismatch++ && !where[0])
+				snprintf(where, cap, "q[%lld, %lld] = %d, reference %d", (long long)m,
+					 (long long)k, q[m * K + k], b->q[m * K + k]);
+	}
+done:
+	if (be->ops) {
+		o->free(be, d_q);
+		o->free(be, d_s);
+	}
+	free(q);
+	free(s);
+	return st;
+}
+
+/* y against the reference bit for bit (b->exact & CTQ_EXACT_OUTPUT). */
+static void exact_output(const struct bufs *b, int64_t M, int64_t N, struct ctq_probe_result *r,
+			 char *where, size_t cap)
+{
+	r->y_mismatch = 0;
+	for (int64_t i = 0; i < M * N; i++) {
+		bool both_nan = (b->y[i] & 0x7fff) > 0x7f80 && (b->y_ref[i] & 0x7fff) > 0x7f80;
+		if (b->y[i] != b->y_ref[i] && !both_nan && !r->y_mismatch++ && !where[0])
+			snprintf(where, cap, "y[%lld, %lld] = 0x%04x, reference 0x%04x", (long long)(i / N),
+				 (long long)(i % N), b->y[i], b->y_ref[i]);
+	}
+}
+
 enum ctq_status ctq_probe_run(struct ctq_backend *be, const struct ctq_probe_layer *L,
 			      enum ctq_probe_weights wp, enum ctq_probe_acts ap, int64_t M,
 			      uint64_t seed, const struct ctq_probe_policy *policy,
@@ -208,6 +268,7 @@ enum ctq_status ctq_probe_run(struct ctq_backend *be, const struct ctq_probe_lay
 	r->M = M;
 	r->weights = wp;
 	r->acts = ap;
+	r->q_mismatch = r->s_mismatch = r->y_mismatch = -1;
 	if (wp == CTQ_PW_CHECKPOINT && !L->w && !(L->wq && L->sw))
 		return ctq_error_set(err, CTQ_ERR_USAGE, L->name, "has no checkpoint weights to probe");
 	struct bufs b = {0};
@@ -263,6 +324,12 @@ enum ctq_status ctq_probe_run(struct ctq_backend *be, const struct ctq_probe_lay
 	    (st = o->w8a8_linear(be, d_x, d_w, d_sw, d_bias, M, N, K, d_y, d_ws, err)) ||
 	    (st = o->download(be, b.y, d_y, mn * 2, err)))
 		goto done;
+	char qwhere[160] = "", ywhere[160] = "";
+	if ((be->exact & CTQ_EXACT_QUANT) &&
+	    (st = exact_quant(be, d_x, M, K, &b, r, qwhere, sizeof qwhere, err)))
+		goto done;
+	if (be->exact & CTQ_EXACT_OUTPUT)
+		exact_output(&b, M, N, r, ywhere, sizeof ywhere);
 
 	/* Compare. */
 	double num = 0, den = 0, qnum = 0, qden = 0;
@@ -316,6 +383,14 @@ enum ctq_status ctq_probe_run(struct ctq_backend *be, const struct ctq_probe_lay
 	else if (r->all_zero)
 		snprintf(r->reason, sizeof r->reason, "%s: the output is all zero; the reference is not",
 			 L->name);
+	else if (r->q_mismatch > 0 || r->s_mismatch > 0)
+		snprintf(r->reason, sizeof r->reason,
+			 "%s: bit-exact quantize (declared by the backend): %lld q and %lld scale(s) differ from the reference; first %s",
+			 L->name, (long long)r->q_mismatch, (long long)r->s_mismatch, qwhere);
+	else if (r->y_mismatch > 0)
+		snprintf(r->reason, sizeof r->reason,
+			 "%s: bit-exact output (declared by the backend): %lld of %lld outputs differ from the reference; first %s",
+			 L->name, (long long)r->y_mismatch, (long long)mn, ywhere);
 	else if (policy->kernel_rel_l2_max >= 0 && !(r->kernel_rel_l2 <= policy->kernel_rel_l2_max))
 		snprintf(r->reason, sizeof r->reason,
 			 "%s: kernel rel-L2 %.3g > %.3g; worst at [%lld, %lld]: %g, reference %g",

@@ -73,6 +73,10 @@ struct ctq_probe_result {
 	int64_t max_m, max_n;
 	double ref_at_max, got_at_max;
 	double kernel_rel_l2, quant_rel_l2;
+	/* Bit-exact checks, run where the backend declares them (b->exact):
+	 * elements of q (M, K), s (M) and y (M, N) whose bits differ from the
+	 * reference's (NaN equal to NaN in y); -1 where not checked. */
+	int64_t q_mismatch, s_mismatch, y_mismatch;
 	bool passed;
 	char reason[320];
 };

@@ -13,6 +13,8 @@
 #include "quant/resolve.h"
 #include "checkpoint/safetensors.h"
 #include "bench/gemm.h"
+#include "backend/plugin.h"
+#include "results/csv_out.h"
 #include "results/env.h"
 #include "results/run.h"
 
@@ -55,6 +57,14 @@ static void help(void)
 	       "  --out DIR         run directory (default runs/<UTC time>-<revision>)\n"
 	       "  --force           replace DIR when it is an existing ctq run directory (any\n"
 	       "                    other non-empty DIR is refused)\n"
+	       "  --impl LIB        also time a CUDA kernel plug-in (a .so exporting\n"
+	       "                    ctq_kernel_plugin, include/ctq_kernel_plugin.h): its quantize +\n"
+	       "                    gemm_w8a8 end to end, timed exactly as ctq_w8a8, after a check\n"
+	       "                    on the same rows (NaN/Inf, rel-L2 <= %g, bit-exact where it\n"
+	       "                    declares it); rows in bench_gemm_plugin.csv, impl = its name.\n"
+	       "                    A CPU plug-in is refused (this benchmark times on the GPU;\n"
+	       "                    probe one with ctq probe --kernel-lib), as is a bad plug-in\n"
+	       "                    (exit 2)\n"
 	       "\n"
 	       "Timing: each implementation cycles through enough copies of its buffers that\n"
 	       "one pass touches at least 3x the L2; a CUDA graph of consecutive calls (at\n"
@@ -62,9 +72,9 @@ static void help(void)
 	       "Writes bench_gemm.csv, bench_gemm_samples.csv, manifest.json and\n"
 	       "plots/gemm_<shape>.png (TOPS against M, with gnuplot); `ctq report RUN` checks\n"
 	       "the targets.\n"
-	       "exit: 0 done; 1 a ctq output differs from the reference; 2 bad usage or input;\n"
-	       "      3 no GPU (or a build without CUDA).\n",
-	       MIN_GRAPH_US);
+	       "exit: 0 done; 1 a ctq (or plug-in) output differs from the reference; 2 bad\n"
+	       "      usage or input (a bad plug-in included); 3 no GPU (or a build without CUDA).\n",
+	       CTQ_GEMM_PLUGIN_REL_L2_MAX, MIN_GRAPH_US);
 }
 
 struct shape {
@@ -73,7 +83,7 @@ struct shape {
 };
 
 struct opts {
-	const char *shapes, *model, *out;
+	const char *shapes, *model, *out, *impl;
 	bool force;
 	long m[MAX_M];
 	int n_m;
@@ -296,6 +306,10 @@ struct session {
 	size_t n_rows, cap_rows;
 	size_t failures, i8_failures, points, n_points;
 	char first_failure[400];
+	struct ctq_kernel_lib lib;  /* --impl; lib.t NULL without one */
+	struct ctq_gemm_row *prows; /* (n_prows) the plug-in's rows */
+	size_t n_prows, cap_prows, plugin_failures;
+	char plugin_first_failure[400];
 };
 
 static enum ctq_status keep_row(struct session *S, const struct ctq_gemm_row *r, const double *t,
@@ -319,6 +333,10 @@ static enum ctq_status keep_row(struct session *S, const struct ctq_gemm_row *r,
 	S->n_rows++;
 	return CTQ_OK;
 }
+
+static enum ctq_status plugin_point(struct session *S, const struct shape *sh,
+				    const struct host_inputs *h, int64_t M, const int64_t *rows,
+				    int64_t nr, double bf16_us, struct ctq_error *err);
 
 /* One point: load, check against the reference, time each implementation,
  * then keep the five rows (speedups need the BF16 median). */
@@ -403,6 +421,8 @@ static enum ctq_status point(struct session *S, const struct shape *sh, const st
 	ctq_gemm_rows_speedup(r, CTQ_GEMM_IMPL_COUNT);
 	for (int i = 0; i < CTQ_GEMM_IMPL_COUNT && !st; i++)
 		st = keep_row(S, &r[i], times + (size_t)i * (size_t)o->samples, err);
+	if (!st && S->lib.t)
+		st = plugin_point(S, sh, h, M, rows, nr, r[CTQ_GEMM_BF16].time_us_median, err);
 	S->points++;
 	fprintf(stderr,
 		"bench gemm [%zu/%zu] %s K=%lld N=%lld M=%lld: check %s; ctq_gemm %.2f us %.0f TOPS "
@@ -424,6 +444,131 @@ done:
 	return st;
 }
 
+/* The plug-in at one point: check its rows against the reference, then
+ * time it as ctq_w8a8 is timed (not timed when the check fails). bf16_us:
+ * the point's cublas_bf16 median, for the speedup. */
+static enum ctq_status plugin_point(struct session *S, const struct shape *sh,
+				    const struct host_inputs *h, int64_t M, const int64_t *rows,
+				    int64_t nr, double bf16_us, struct ctq_error *err)
+{
+	const struct opts *o = S->o;
+	const int64_t N = sh->N, K = sh->K;
+	const struct ctq_kernel_plugin *t = S->lib.t;
+	int8_t *q = malloc((size_t)(nr * K));
+	float *s = malloc((size_t)nr * sizeof *s);
+	uint16_t *y = malloc((size_t)(nr * N) * sizeof *y);
+	double *times = malloc((size_t)o->samples * sizeof *times);
+	struct ctq_gemm_row x;
+	memset(&x, 0, sizeof x);
+	char mismatch[300] = "";
+	double rel = NAN;
+	enum ctq_status st = CTQ_OK;
+	if (!q || !s || !y || !times) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
+		goto done;
+	}
+	const unsigned both = CTQ_KERNEL_PLUGIN_QUANT_EXACT | CTQ_KERNEL_PLUGIN_GEMM_EXACT;
+	struct ctq_gemm_plugin_check_in ci = {
+		.M = M, .N = N, .K = K, .x = h->x, .w = h->w, .s_w = h->s_w, .bias = h->bias, .rows = rows,
+		.n_rows = nr, .q = q, .s = s, .y = y, .quant_exact = t->caps & CTQ_KERNEL_PLUGIN_QUANT_EXACT,
+		.out_exact = (t->caps & both) == both};
+	if ((st = ctq_gemm_bench_plugin_run_once(S->b, rows, nr, q, s, y, err)) ||
+	    (st = ctq_gemm_plugin_check(&ci, &rel, mismatch, sizeof mismatch, err)))
+		goto done;
+	snprintf(x.shape, sizeof x.shape, "%s", sh->name);
+	snprintf(x.impl_label, sizeof x.impl_label, "%s", t->name);
+	x.K = K, x.N = N, x.M = M, x.impl = CTQ_GEMM_W8A8; /* charged ctq_w8a8's bytes and ops */
+	x.time_us_median = x.time_us_min = x.time_cv = NAN;
+	snprintf(x.check, sizeof x.check, "%s", mismatch[0] ? "fail" : "pass");
+	if (mismatch[0]) {
+		if (!S->plugin_failures++)
+			snprintf(S->plugin_first_failure, sizeof S->plugin_first_failure, "%s M=%lld: %s",
+				 sh->name, (long long)M, mismatch);
+		fprintf(stderr, "ctq bench gemm: FAIL plug-in %s, %s (K=%lld, N=%lld) M=%lld: %s\n", t->name,
+			sh->name, (long long)K, (long long)N, (long long)M, mismatch);
+		snprintf(x.note, sizeof x.note, "not timed: %s", mismatch);
+	} else {
+		struct ctq_gemm_timing tm = {.warmup = (int)o->warmup, .samples = (int)o->samples,
+					     .min_graph_us = MIN_GRAPH_US, .time_us = times};
+		if ((st = ctq_gemm_bench_plugin_time(S->b, &tm, err)))
+			goto done;
+		struct ctq_gemm_stats gs;
+		ctq_gemm_stats(tm.time_us, (size_t)tm.samples, &gs);
+		x.samples = tm.samples, x.copies = tm.copies, x.calls = tm.calls;
+		x.time_us_median = gs.median, x.time_us_min = gs.min, x.time_cv = gs.cv;
+		snprintf(x.note, sizeof x.note, "kernel plug-in %s; rel-L2 %.3g", t->name, rel);
+	}
+	ctq_gemm_row_metrics(&x, &S->peaks);
+	x.speedup_vs_bf16 = bf16_us / x.time_us_median;
+	if (S->n_prows == S->cap_prows) {
+		size_t c = S->cap_prows ? 2 * S->cap_prows : 32;
+		struct ctq_gemm_row *v = realloc(S->prows, c * sizeof *v);
+		if (!v) {
+			st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
+			goto done;
+		}
+		S->prows = v;
+		S->cap_prows = c;
+	}
+	S->prows[S->n_prows++] = x;
+	fprintf(stderr, "bench gemm        %s K=%lld N=%lld M=%lld: plug-in %s check %s; %.2f us %.0f TOPS (%.2fx bf16)\n",
+		sh->name, (long long)K, (long long)N, (long long)M, t->name, mismatch[0] ? "FAIL" : "ok",
+		x.time_us_median, x.tops, x.speedup_vs_bf16);
+done:
+	free(q);
+	free(s);
+	free(y);
+	free(times);
+	return st;
+}
+
+/* bench_gemm_plugin.csv (bench_gemm.csv's columns) and the manifest's
+ * bench_gemm.plugin member. */
+static enum ctq_status plugin_write(const struct session *S, const char *dir, cJSON *manifest,
+				    struct ctq_error *err)
+{
+	char path[1200];
+	snprintf(path, sizeof path, "%s/bench_gemm_plugin.csv", dir);
+	struct ctq_csv w;
+	enum ctq_status st = ctq_csv_open(&w, path, ctq_gemm_csv_header, ctq_gemm_csv_cols, err);
+	for (size_t i = 0; i < S->n_prows && !st; i++)
+		ctq_gemm_csv_row(&w, &S->prows[i]);
+	if (st || (st = ctq_csv_close(&w, err)))
+		return st;
+	cJSON *bg = cJSON_GetObjectItemCaseSensitive(manifest, "bench_gemm");
+	cJSON *p = cJSON_AddObjectToObject(bg ? bg : manifest, "plugin");
+	const struct ctq_kernel_plugin *t = S->lib.t;
+	cJSON_AddStringToObject(p, "path", S->lib.path);
+	cJSON_AddStringToObject(p, "name", t->name);
+	cJSON_AddNumberToObject(p, "abi_version", t->abi_version);
+	cJSON_AddBoolToObject(p, "quant_exact", (t->caps & CTQ_KERNEL_PLUGIN_QUANT_EXACT) != 0);
+	cJSON_AddBoolToObject(p, "gemm_exact", (t->caps & CTQ_KERNEL_PLUGIN_GEMM_EXACT) != 0);
+	cJSON_AddNumberToObject(p, "rel_l2_max", CTQ_GEMM_PLUGIN_REL_L2_MAX);
+	cJSON_AddNumberToObject(p, "points", (double)S->n_prows);
+	cJSON_AddNumberToObject(p, "failures", (double)S->plugin_failures);
+	cJSON_AddStringToObject(p, "file", "bench_gemm_plugin.csv");
+	return CTQ_OK;
+}
+
+/* --impl: the plug-in loaded and checked before any device or run
+ * directory; a CPU one is refused. Exit code, or -1 to go on. */
+static int plugin_open(struct session *S, const char *path)
+{
+	struct ctq_error err = {0};
+	if (ctq_kernel_lib_open(&S->lib, path, &err)) {
+		ctq_print_error("bench gemm", &err);
+		return ctq_status_exit_code(err.status);
+	}
+	if (S->lib.t->device != CTQ_KERNEL_PLUGIN_DEVICE_CUDA) {
+		fprintf(stderr, "ctq bench gemm: --impl %s is the CPU plug-in %s; this benchmark times "
+				"CUDA kernels (graphs, events) and has no CPU timing path: probe it with "
+				"ctq probe --kernel-lib %s\n", path, S->lib.t->name, path);
+		ctq_kernel_lib_close(&S->lib);
+		return CTQ_EXIT_USAGE;
+	}
+	return -1;
+}
+
 static void print_summary(const struct session *S)
 {
 	printf("\n%-20s %6s %10s %10s %8s %7s %8s %10s %8s %10s %10s %7s\n", "shape", "M", "w8a8 us",
@@ -435,6 +580,15 @@ static void print_summary(const struct session *S)
 		       r->shape, (long long)r->M, r[CTQ_GEMM_W8A8].time_us_median, g->time_us_median, g->tops,
 		       g->pct_int8_peak, g->pct_hbm_weights, r[CTQ_GEMM_BF16].time_us_median, g->speedup_vs_bf16,
 		       r[CTQ_GEMM_I8].time_us_median, q->time_us_median, q->pct_hbm);
+	}
+	if (S->n_prows)
+		printf("\n%-20s %6s %-20s %10s %8s %7s %8s  %s\n", "shape", "M", "plug-in", "w8a8 us", "TOPS",
+		       "%peak", "speedup", "check");
+	for (size_t i = 0; i < S->n_prows; i++) {
+		const struct ctq_gemm_row *p = &S->prows[i];
+		printf("%-20.20s %6lld %-20.20s %10.2f %8.1f %7.1f %7.2fx  %s\n", p->shape, (long long)p->M,
+		       p->impl_label, p->time_us_median, p->tops, p->pct_int8_peak, p->speedup_vs_bf16,
+		       p->check);
 	}
 }
 
@@ -496,6 +650,26 @@ enum ctq_status ctq_gemm_bench_time(struct ctq_gemm_bench *b, enum ctq_gemm_impl
 	(void)b, (void)impl, (void)t;
 	return ctq_error_set(err, CTQ_ERR_ENV, "bench gemm", "this ctq was built without CUDA");
 }
+
+void ctq_gemm_bench_set_plugin(struct ctq_gemm_bench *b, const struct ctq_kernel_plugin *p)
+{
+	(void)b, (void)p;
+}
+
+enum ctq_status ctq_gemm_bench_plugin_run_once(struct ctq_gemm_bench *b, const int64_t *rows,
+					       int64_t n_rows, int8_t *q, float *s, uint16_t *y,
+					       struct ctq_error *err)
+{
+	(void)b, (void)rows, (void)n_rows, (void)q, (void)s, (void)y;
+	return ctq_error_set(err, CTQ_ERR_ENV, "bench gemm", "this ctq was built without CUDA");
+}
+
+enum ctq_status ctq_gemm_bench_plugin_time(struct ctq_gemm_bench *b, struct ctq_gemm_timing *t,
+					   struct ctq_error *err)
+{
+	(void)b, (void)t;
+	return ctq_error_set(err, CTQ_ERR_ENV, "bench gemm", "this ctq was built without CUDA");
+}
 #endif
 
 int ctq_cmd_bench_gemm(int argc, char **argv)
@@ -521,6 +695,8 @@ int ctq_cmd_bench_gemm(int argc, char **argv)
 			o.model = v;
 		else if (!strcmp(a, "--out"))
 			o.out = v;
+		else if (!strcmp(a, "--impl"))
+			o.impl = v;
 		else if (!strcmp(a, "--m"))
 			ok = (o.n_m = parse_m(v, o.m)) > 0;
 		else if (!strcmp(a, "--warmup"))
@@ -574,14 +750,25 @@ int ctq_cmd_bench_gemm(int argc, char **argv)
 	if (o.samples < 20)
 		fprintf(stderr, "ctq bench gemm: warning: %ld samples; a baseline wants 20 or more\n", o.samples);
 
-	/* The device first: without one, exit 3 before any run directory. */
+	/* The plug-in, then the device: a bad plug-in exits 2 and no device
+	 * exits 3, before any run directory. */
 	struct session S;
 	memset(&S, 0, sizeof S);
 	S.o = &o;
 	S.n_points = n_shapes * (size_t)o.n_m;
-	if (ctq_gemm_bench_open(&S.b, (int)o.device, &S.dev, &err)) {
+	int prc = o.impl ? plugin_open(&S, o.impl) : -1;
+	if (prc >= 0)
+		return prc;
+	if (ctq_gemm_bench_open(&S.b, (int)o.device, &S.dev, &err) ||
+	    (S.lib.t && ctq_kernel_lib_init(&S.lib, &err))) {
 		ctq_print_error("bench gemm", &err);
+		ctq_gemm_bench_close(S.b);
+		ctq_kernel_lib_close(&S.lib);
 		return ctq_status_exit_code(err.status);
+	}
+	if (S.lib.t) {
+		ctq_gemm_bench_set_plugin(S.b, S.lib.t);
+		printf("bench gemm: kernel plug-in %s (%s)\n", S.lib.t->name, S.lib.path);
 	}
 	ctq_gemm_peaks_for(S.dev.name, o.peak_tops, o.hbm_gbps, &S.peaks);
 	char pk[64] = "unknown INT8 TOPS", bw[64] = "unknown GB/s";
@@ -628,7 +815,8 @@ int ctq_cmd_bench_gemm(int argc, char **argv)
 		.ctq_failures = S.failures, .i8_failures = S.i8_failures,
 		.first_failure = S.failures ? S.first_failure : NULL};
 	if (ctq_gemm_write(run.tmp_dir, run.manifest, &info, S.rows, S.n_rows, S.samples, (size_t)o.samples,
-			   plot_note, sizeof plot_note, &err))
+			   plot_note, sizeof plot_note, &err) ||
+	    (S.lib.t && plugin_write(&S, run.tmp_dir, run.manifest, &err)))
 		goto fail;
 	print_summary(&S);
 	if (print_targets(&S, &err))
@@ -641,12 +829,16 @@ int ctq_cmd_bench_gemm(int argc, char **argv)
 		goto fail;
 	printf("\nbench gemm: results in %s/ (bench_gemm.csv, %s, manifest.json, plots/)\n", final_dir,
 	       CTQ_GEMM_SAMPLES_FILE);
+	rc = CTQ_EXIT_OK;
 	if (S.failures) {
 		fprintf(stderr, "ctq bench gemm: %zu of %zu point(s) differ from the reference; first: %s\n",
 			S.failures, S.points, S.first_failure);
 		rc = CTQ_EXIT_FAIL;
-	} else {
-		rc = CTQ_EXIT_OK;
+	}
+	if (S.plugin_failures) {
+		fprintf(stderr, "ctq bench gemm: plug-in %s fails the check at %zu of %zu point(s); first: %s\n",
+			S.lib.t->name, S.plugin_failures, S.points, S.plugin_first_failure);
+		rc = CTQ_EXIT_FAIL;
 	}
 	goto done;
 fail:
@@ -656,7 +848,9 @@ fail:
 done:
 	inputs_free(&h);
 	ctq_gemm_bench_close(S.b);
+	ctq_kernel_lib_close(&S.lib);
 	free(S.rows);
 	free(S.samples);
+	free(S.prows);
 	return rc;
 }

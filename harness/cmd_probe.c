@@ -12,6 +12,7 @@
 #include "results/csv_out.h"
 #include "results/run.h"
 #include "families/probe.h"
+#include "backend/plugin.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,13 @@ static void help(void)
 	       "  --real-acts LIST  activation patterns for the real weights (default\n"
 	       "                    gaussian,outliers)\n"
 	       "  --backend B       reference (default), cuda, or both\n"
+	       "  --kernel-lib LIB  a kernel plug-in (a .so exporting ctq_kernel_plugin, see\n"
+	       "                    include/ctq_kernel_plugin.h) probed through the same path\n"
+	       "                    as ctq's backends, named by the plug-in in BACKEND and\n"
+	       "                    probe.csv; plus bit-exact q, scale and output checks when it\n"
+	       "                    declares them. Alone it replaces the default backend; with\n"
+	       "                    --backend both are probed. An unloadable file, a missing\n"
+	       "                    entry symbol or another ABI version: exit 2\n"
 	       "  --act-numerics N  ctq (default) or transformers: the reference backend runs\n"
 	       "                    compressed-tensors' fake quantization (amax / 127.5, BF16\n"
 	       "                    dequantization, a float GEMM; docs/semantics.md); KERNEL-L2\n"
@@ -47,7 +55,8 @@ static void help(void)
 	       "                    other non-empty DIR is refused)\n"
 	       "  --inject-defect D test only: scale-shift, epilogue-nan or transposed-w\n"
 	       "\n"
-	       "exit: 0 every probe passed; 1 a probe failed; 2 bad usage; 3 no GPU for cuda.\n");
+	       "exit: 0 every probe passed; 1 a probe failed; 2 bad usage or a bad plug-in;\n"
+	       "      3 no GPU for cuda (or a CUDA plug-in), or a plug-in call failed.\n");
 }
 
 struct shape {
@@ -191,6 +200,12 @@ static cJSON *json_row(const struct ctq_probe_result *r)
 		cJSON_AddNumberToObject(o, "quant_rel_l2", r->quant_rel_l2);
 	else
 		cJSON_AddNullToObject(o, "quant_rel_l2");
+	if (r->q_mismatch >= 0) {
+		cJSON_AddNumberToObject(o, "q_mismatch", (double)r->q_mismatch);
+		cJSON_AddNumberToObject(o, "s_mismatch", (double)r->s_mismatch);
+	}
+	if (r->y_mismatch >= 0)
+		cJSON_AddNumberToObject(o, "y_mismatch", (double)r->y_mismatch);
 	cJSON_AddBoolToObject(o, "passed", r->passed);
 	if (!r->passed)
 		cJSON_AddStringToObject(o, "reason", r->reason);
@@ -326,10 +341,31 @@ done:
 	return st;
 }
 
+/* The backends probed, in order: reference, cuda, the plug-in; *n counts
+ * those opened (closed by the caller, also on error). */
+static enum ctq_status open_backends(struct ctq_backend *b, int *n, bool use_ref, bool use_cuda,
+				     const char *kernel_lib, unsigned defects,
+				     enum ctq_act_numerics numerics, struct ctq_error *err)
+{
+	enum ctq_status st = CTQ_OK;
+	if (use_ref && !(st = ctq_backend_reference(&b[*n], err)))
+		(*n)++;
+	if (!st && use_cuda && !(st = ctq_backend_cuda(&b[*n], 0, err)))
+		(*n)++;
+	for (int i = 0; i < *n && !st; i++) {
+		b[i].defects = defects;
+		st = ctq_backend_set_act_numerics(&b[i], numerics, err);
+	}
+	if (!st && kernel_lib && !(st = ctq_backend_plugin(&b[*n], kernel_lib, err)))
+		(*n)++;
+	return st;
+}
+
 int ctq_cmd_probe(int argc, char **argv)
 {
 	const char *shapes = "qwen3-4b", *backend = "reference", *policy_path = NULL, *out = NULL;
-	const char *model = NULL;
+	const char *model = NULL, *kernel_lib = NULL;
+	bool backend_given = false;
 	bool real_asel[CTQ_PA_COUNT] = {true, true, false, false};
 	const char *m_list = "64";
 	long seed = 1;
@@ -364,6 +400,9 @@ int ctq_cmd_probe(int argc, char **argv)
 			}
 		} else if (!strcmp(a, "--backend")) {
 			backend = v;
+			backend_given = true;
+		} else if (!strcmp(a, "--kernel-lib")) {
+			kernel_lib = v;
 		} else if (!strcmp(a, "--act-numerics")) {
 			if (!ctq_opt_act_numerics("probe", v, &numerics))
 				return CTQ_EXIT_USAGE;
@@ -422,6 +461,13 @@ int ctq_cmd_probe(int argc, char **argv)
 	}
 	if (!ctq_opt_act_numerics_backend("probe", numerics, backend))
 		return CTQ_EXIT_USAGE;
+	if (kernel_lib && (defects || numerics != CTQ_ACT_NUMERICS_CTQ)) {
+		fprintf(stderr, "ctq probe: --kernel-lib takes neither --inject-defect (a plug-in plants its "
+				"own defects) nor --act-numerics (a plug-in implements ctq's numerics)\n");
+		return CTQ_EXIT_USAGE;
+	}
+	if (kernel_lib && !backend_given)
+		use_ref = use_cuda = false;
 	if (!ctq_opt_out_ok("probe", out, force))
 		return CTQ_EXIT_USAGE;
 	struct ctq_probe_policy policy;
@@ -441,7 +487,7 @@ int ctq_cmd_probe(int argc, char **argv)
 		free(layers);
 		return CTQ_EXIT_USAGE;
 	}
-	struct ctq_backend backends[2];
+	struct ctq_backend backends[3];
 	int n_backends = 0, rc = CTQ_EXIT_USAGE;
 	memset(backends, 0, sizeof backends);
 	struct ctq_run run;
@@ -449,17 +495,8 @@ int ctq_cmd_probe(int argc, char **argv)
 	struct ctq_csv csv;
 	memset(&csv, 0, sizeof csv);
 	cJSON *rows = cJSON_CreateArray();
-	if (use_ref && ctq_backend_reference(&backends[n_backends++], &err))
+	if (open_backends(backends, &n_backends, use_ref, use_cuda, kernel_lib, defects, numerics, &err))
 		goto fail;
-	if (use_cuda && ctq_backend_cuda(&backends[n_backends++], 0, &err)) {
-		n_backends--;
-		goto fail;
-	}
-	for (int i = 0; i < n_backends; i++) {
-		backends[i].defects = defects;
-		if (ctq_backend_set_act_numerics(&backends[i], numerics, &err))
-			goto fail;
-	}
 	/* The kernel threshold is for kernels of ctq's formula. */
 	if (numerics != CTQ_ACT_NUMERICS_CTQ)
 		policy.kernel_rel_l2_max = -1.0;
@@ -505,7 +542,11 @@ int ctq_cmd_probe(int argc, char **argv)
 	}
 	free(text);
 	cJSON *summary = cJSON_AddObjectToObject(run.manifest, "probe");
-	cJSON_AddStringToObject(summary, "backend", backend);
+	cJSON_AddStringToObject(summary, "backend", kernel_lib && !backend_given ? "none" : backend);
+	if (kernel_lib) {
+		cJSON_AddStringToObject(summary, "kernel_lib", kernel_lib);
+		cJSON_AddStringToObject(summary, "kernel_plugin", backends[n_backends - 1].ops->name);
+	}
 	cJSON_AddStringToObject(summary, "act_numerics", ctq_act_numerics_name(numerics));
 	if (model)
 		cJSON_AddStringToObject(summary, "model", model);

@@ -445,6 +445,11 @@ static enum ctq_status cu_allreduce_sum(struct ctq_backend *b, void *buf, int64_
 #endif
 }
 
+static void *cu_stream(struct ctq_backend *b)
+{
+	return (void *)impl(b)->stream;
+}
+
 static struct ctq_backend_ops make_cuda_ops(void)
 {
 	struct ctq_backend_ops o;
@@ -487,6 +492,7 @@ static struct ctq_backend_ops make_cuda_ops(void)
 	o.rmsnorm_quant = cu_rmsnorm_quant;
 	o.silu_mul_quant = cu_silu_mul_quant;
 	o.linear_w8a8_q = cu_linear_w8a8_q;
+	o.stream = cu_stream;
 	o.act_bytes = 2;
 	return o;
 }

@@ -11,12 +11,15 @@
 #include "kernels/gemm_timing.h"
 #include "kernels/cuda_check.h"
 #include "kernels/kernels.h"
+#include "include/ctq_kernel_plugin.h"
 
 /* cuBLAS and cuBLASLt share one workspace: they run on one stream, in turn,
  * and a workspace set up front keeps graph capture free of allocations. */
 #define WS_BYTES ((size_t)64 << 20)
 /* Graph size bound: a launch of this many nodes instantiates in milliseconds. */
 #define MAX_CALLS 4096
+/* The kernel plug-in's id in call() and capture(), beside enum ctq_gemm_impl. */
+#define PLUGIN_IMPL CTQ_GEMM_IMPL_COUNT
 
 /* `count` copies of one buffer, each `stride` bytes (a multiple of 256). */
 struct buf {
@@ -47,6 +50,9 @@ struct ctq_gemm_bench {
 	cublasLtMatmulAlgo_t lt_algo;
 	bool lt_ok;
 	char lt_note[200];
+	const struct ctq_kernel_plugin *plugin; /* or NULL (--impl) */
+	void *pws;                              /* its gemm_w8a8 workspace */
+	size_t pws_bytes;
 };
 
 static void *at(const struct buf *b, int copy)
@@ -112,6 +118,10 @@ static void point_free(struct ctq_gemm_bench *b)
 	struct buf *all[] = {&b->x, &b->q, &b->s, &b->w, &b->wbf, &b->sw, &b->bias, &b->y, &b->acc};
 	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 		buf_free(all[i]);
+	if (b->pws)
+		cudaFree(b->pws);
+	b->pws = NULL;
+	b->pws_bytes = 0;
 	lt_free(b);
 	b->M = b->N = b->K = 0;
 }
@@ -283,6 +293,12 @@ extern "C" enum ctq_status ctq_gemm_bench_load(struct ctq_gemm_bench *b,
 	}
 	if (st || (st = CTQ_CUDA(cudaStreamSynchronize(b->stream), err)))
 		goto fail;
+	if (b->plugin && b->plugin->gemm_workspace_bytes &&
+	    (b->pws_bytes = b->plugin->gemm_workspace_bytes(M, N, K)) > 0 &&
+	    (st = CTQ_CUDA(cudaMalloc(&b->pws, b->pws_bytes), err))) {
+		b->pws = NULL;
+		goto fail;
+	}
 	lt_setup(b);
 	return CTQ_OK;
 fail:
@@ -290,9 +306,37 @@ fail:
 	return st;
 }
 
-/* One call of impl on copy k, enqueued on the stream (also during capture). */
-static enum ctq_status call(struct ctq_gemm_bench *b, enum ctq_gemm_impl impl, int k,
-			    struct ctq_error *err)
+/* A plug-in's non-zero return as an error with its message. */
+static enum ctq_status plugin_failed(const struct ctq_kernel_plugin *p, const char *fn, int rc,
+				     char *msg, size_t cap, struct ctq_error *err)
+{
+	msg[cap - 1] = '\0';
+	return ctq_error_set(err, CTQ_ERR_ENV, "--impl", "plug-in %s: %s returned %d: %s", p->name, fn,
+			     rc, msg[0] ? msg : "(no message)");
+}
+
+/* The plug-in end to end on copy k (quantize_only: its quantize alone). */
+static enum ctq_status plugin_call(struct ctq_gemm_bench *b, int k, bool quantize_only,
+				   struct ctq_error *err)
+{
+	const struct ctq_kernel_plugin *p = b->plugin;
+	int8_t *q = (int8_t *)at(&b->q, k);
+	float *s = (float *)at(&b->s, k);
+	char msg[512] = "";
+	int rc = p->quantize((const uint16_t *)at(&b->x, k), b->M, b->K, q, s, b->stream, msg, sizeof msg);
+	if (rc)
+		return plugin_failed(p, "quantize", rc, msg, sizeof msg, err);
+	if (quantize_only)
+		return CTQ_OK;
+	rc = p->gemm_w8a8(q, s, (const int8_t *)at(&b->w, k), (const float *)at(&b->sw, k),
+			  (const float *)at(&b->bias, k), b->M, b->N, b->K, (uint16_t *)at(&b->y, k),
+			  b->pws, b->pws_bytes, b->stream, msg, sizeof msg);
+	return rc ? plugin_failed(p, "gemm_w8a8", rc, msg, sizeof msg, err) : CTQ_OK;
+}
+
+/* One call of impl (or PLUGIN_IMPL) on copy k, enqueued on the stream
+ * (also during capture). */
+static enum ctq_status call(struct ctq_gemm_bench *b, int impl, int k, struct ctq_error *err)
 {
 	const int64_t M = b->M, N = b->N, K = b->K;
 	const uint16_t *x = (const uint16_t *)at(&b->x, k);
@@ -329,6 +373,8 @@ static enum ctq_status call(struct ctq_gemm_bench *b, enum ctq_gemm_impl impl, i
 						 b->stream),
 				  err);
 	}
+	case PLUGIN_IMPL:
+		return plugin_call(b, k, false, err);
 	default:
 		return ctq_error_set(err, CTQ_ERR_USAGE, "bench gemm", "unknown implementation %d", (int)impl);
 	}
@@ -393,7 +439,7 @@ extern "C" enum ctq_status ctq_gemm_bench_run_once(struct ctq_gemm_bench *b,
 
 /* Captures `calls` consecutive calls (call j on copy j % copies) into an
  * executable graph. */
-static enum ctq_status capture(struct ctq_gemm_bench *b, enum ctq_gemm_impl impl, int copies,
+static enum ctq_status capture(struct ctq_gemm_bench *b, int impl, int copies,
 			       int calls, cudaGraphExec_t *exec, struct ctq_error *err)
 {
 	*exec = NULL;
@@ -418,6 +464,9 @@ static enum ctq_status capture(struct ctq_gemm_bench *b, enum ctq_gemm_impl impl
 	return st;
 }
 
+static enum ctq_status time_impl(struct ctq_gemm_bench *b, int impl, int n_copies,
+				 struct ctq_gemm_timing *t, struct ctq_error *err);
+
 extern "C" enum ctq_status ctq_gemm_bench_time(struct ctq_gemm_bench *b, enum ctq_gemm_impl impl,
 					       struct ctq_gemm_timing *t, struct ctq_error *err)
 {
@@ -432,7 +481,55 @@ extern "C" enum ctq_status ctq_gemm_bench_time(struct ctq_gemm_bench *b, enum ct
 		snprintf(t->note, sizeof t->note, "%s", b->lt_note);
 		return CTQ_OK;
 	}
-	const int copies = b->copies[impl] > MAX_CALLS ? MAX_CALLS : b->copies[impl];
+	return time_impl(b, impl, b->copies[impl], t, err);
+}
+
+extern "C" void ctq_gemm_bench_set_plugin(struct ctq_gemm_bench *b, const struct ctq_kernel_plugin *p)
+{
+	b->plugin = p;
+}
+
+extern "C" enum ctq_status ctq_gemm_bench_plugin_time(struct ctq_gemm_bench *b, struct ctq_gemm_timing *t,
+						      struct ctq_error *err)
+{
+	t->copies = t->calls = 0;
+	t->supported = true;
+	t->note[0] = '\0';
+	if (!b->plugin || t->samples < 1)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "bench gemm", "no plug-in set, or %d samples",
+				     t->samples);
+	return time_impl(b, PLUGIN_IMPL, b->copies[CTQ_GEMM_W8A8], t, err);
+}
+
+extern "C" enum ctq_status ctq_gemm_bench_plugin_run_once(struct ctq_gemm_bench *b, const int64_t *rows,
+							  int64_t n_rows, int8_t *q, float *s, uint16_t *y,
+							  struct ctq_error *err)
+{
+	if (!b->plugin)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "bench gemm", "no plug-in set");
+	for (int64_t i = 0; i < n_rows; i++)
+		if (rows[i] < 0 || rows[i] >= b->M)
+			return ctq_error_set(err, CTQ_ERR_USAGE, "bench gemm", "row %lld outside [0, %lld)",
+					     (long long)rows[i], (long long)b->M);
+	enum ctq_status st;
+	if ((st = poison(b, &b->q, err)) || (st = poison(b, &b->s, err)) ||
+	    (st = plugin_call(b, 0, true, err)) ||
+	    (st = read_rows(b, b->q.base, (size_t)b->K, rows, n_rows, q, err)) ||
+	    (st = read_rows(b, b->s.base, 4, rows, n_rows, s, err)) || (st = poison(b, &b->y, err)) ||
+	    (st = plugin_call(b, 0, false, err)) ||
+	    (st = read_rows(b, b->y.base, 2 * (size_t)b->N, rows, n_rows, y, err)))
+		cudaStreamSynchronize(b->stream);
+	/* ctq's own q and s in copy 0 again (ctq_gemm reads them). */
+	if (!st)
+		st = call(b, CTQ_GEMM_QUANTIZE, 0, err);
+	return st ? st : CTQ_CUDA(cudaStreamSynchronize(b->stream), err);
+}
+
+/* Times `impl` cycling through n_copies buffer sets. */
+static enum ctq_status time_impl(struct ctq_gemm_bench *b, int impl, int n_copies,
+				 struct ctq_gemm_timing *t, struct ctq_error *err)
+{
+	const int copies = n_copies > MAX_CALLS ? MAX_CALLS : n_copies;
 	int calls = copies;
 	cudaGraphExec_t exec = NULL;
 	cudaEvent_t *ev = (cudaEvent_t *)calloc((size_t)t->samples + 1, sizeof *ev);

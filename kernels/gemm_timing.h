@@ -105,6 +105,30 @@ struct ctq_gemm_timing {
 enum ctq_status ctq_gemm_bench_time(struct ctq_gemm_bench *b, enum ctq_gemm_impl impl,
 				    struct ctq_gemm_timing *t, struct ctq_error *err);
 
+/* ---- a kernel plug-in timed beside them (ctq bench gemm --impl) ----------
+ * Its quantize then gemm_w8a8 (include/ctq_kernel_plugin.h) on the point's
+ * buffers, cycling through ctq_w8a8's copies (the same bytes touched), on
+ * the bench's stream, captured into graphs and timed exactly as the
+ * implementations above; its workspace is allocated at load. */
+struct ctq_kernel_plugin;
+
+/* Times p (borrowed, a CUDA plug-in whose init ran) from the next load on;
+ * NULL stops. */
+void ctq_gemm_bench_set_plugin(struct ctq_gemm_bench *b, const struct ctq_kernel_plugin *p);
+
+/* One untimed run of the plug-in on copy 0: its quantize alone (q
+ * (n_rows, K), s (n_rows)), then quantize + gemm_w8a8 end to end (y
+ * (n_rows, N)), rows as in ctq_gemm_outputs, outputs poisoned first.
+ * Errors: usage (no plug-in set, a row out of range), env-error (a CUDA
+ * call failed, or the plug-in returned an error: its message). */
+enum ctq_status ctq_gemm_bench_plugin_run_once(struct ctq_gemm_bench *b, const int64_t *rows,
+					       int64_t n_rows, int8_t *q, float *s, uint16_t *y,
+					       struct ctq_error *err);
+
+/* Times the plug-in end to end on the loaded point; as ctq_gemm_bench_time. */
+enum ctq_status ctq_gemm_bench_plugin_time(struct ctq_gemm_bench *b, struct ctq_gemm_timing *t,
+					   struct ctq_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,7 +6,10 @@
 # Usage: tools/h200-session.sh OUT_DIR [stage...]
 #   stages: build tests oracle probe bench smollm2 (and, by name: tp tpeval
 #   gputests benchref quick gemm serve decodeprof
-#   prefillprof ops)
+#   prefillprof ops plugin)
+# plugin: the cuBLASLt kernel plug-in (build/plugins/cublaslt_w8a8.so) through
+# tests/gpu/test_plugin_gpu, ctq probe --kernel-lib beside --backend cuda, and
+# ctq bench gemm --impl on the qwen3-4b shapes.
 # gemm: ctq bench gemm on the qwen3-4b shapes (4 shapes x 11 M x 5
 # implementations, 30 samples), then ctq report on it.
 # smollm2: the SmolLM2 GGUF arrives in parts (the device tool carries at most
@@ -207,5 +210,18 @@ if has smollm2; then
 	else
 		step "smollm2: parts not complete yet in $persist ($(ls "$persist" | tr '\n' ' '))"
 	fi
+fi
+if has plugin; then
+	step plugin
+	make -j"$(nproc)" DEPS_PREFIX=deps-prefix all build/tests/gpu/test_plugin_gpu >>"$log" 2>&1 || { tail -30 "$log"; exit 1; }
+	./build/tests/gpu/test_plugin_gpu --jobs 1 2>&1 | tail -3 | tee -a "$log"
+	./build/ctq probe --kernel-lib build/plugins/cublaslt_w8a8.so --backend cuda --shapes qwen3-4b \
+		--m 1,64,256 --out "$out/probe-plugin" >"$out/probe-plugin.txt" 2>&1
+	echo "probe --kernel-lib: exit $?" | tee -a "$log"
+	tail -3 "$out/probe-plugin.txt" | tee -a "$log"
+	./build/ctq bench gemm --impl build/plugins/cublaslt_w8a8.so --shapes qwen3-4b \
+		--m 1,16,128,1024,4096 --out "$out/gemm-plugin" >"$out/gemm-plugin.txt" 2>&1
+	echo "bench gemm --impl: exit $?" | tee -a "$log"
+	tail -24 "$out/gemm-plugin.txt" | tee -a "$log"
 fi
 step done

@@ -1,0 +1,52 @@
+/* Kernel plug-ins (include/ctq_kernel_plugin.h): the loader (dlopen, the
+ * entry symbol, the ABI version, struct size and required members checked,
+ * errors naming the path and dlerror's text) and the adapter that wraps a
+ * plug-in's table into ctq's backend interface, so the probe runs a
+ * plug-in through exactly the code path of ctq's own backends.
+ *
+ * What it is not: a registry entry (`--backend` never names a plug-in; the
+ * commands open one with --kernel-lib / --impl), or an implementation of
+ * the model ops (the adapter fills quantize, w8a8_linear and gemm_bf16
+ * where the plug-in has it; every model op is NULL).
+ */
+#ifndef CTQ_BACKEND_PLUGIN_H
+#define CTQ_BACKEND_PLUGIN_H
+
+#include <stdbool.h>
+
+#include "backend/backend.h"
+#include "include/ctq_kernel_plugin.h"
+
+struct ctq_kernel_lib {
+	void *handle;                        /* dlopen's, or NULL */
+	const struct ctq_kernel_plugin *t;   /* the plug-in's table (owned by it) */
+	bool inited;                         /* init ran (or is NULL): fini is due */
+	char path[CTQ_PATH_MAX];
+};
+
+/* Loads path (dlopen RTLD_NOW | RTLD_LOCAL; a name without '/' is taken
+ * from the working directory, never searched for), calls its entry point
+ * with CTQ_KERNEL_PLUGIN_ABI_VERSION and validates the table (version,
+ * size, name, device, capability bits, required functions). Errors (all
+ * naming path): usage (cannot be loaded, no entry symbol, NULL table,
+ * another ABI version, a short struct, a bad name or device, unknown
+ * capability bits, a required function missing). On error l is closed. */
+enum ctq_status ctq_kernel_lib_open(struct ctq_kernel_lib *l, const char *path,
+				    struct ctq_error *err);
+/* Runs the plug-in's init once (a CUDA plug-in: with its device current).
+ * Errors: env-error (init failed, with the plug-in's message). */
+enum ctq_status ctq_kernel_lib_init(struct ctq_kernel_lib *l, struct ctq_error *err);
+/* Runs fini and dlcloses; accepts a zeroed or closed l. */
+void ctq_kernel_lib_close(struct ctq_kernel_lib *l);
+
+/* "cpu" or "cuda" for a plug-in's device. */
+const char *ctq_kernel_lib_device_name(const struct ctq_kernel_lib *l);
+
+/* Opens the plug-in at path as a backend: memory is host memory for a CPU
+ * plug-in and ctq's CUDA backend's (device 0) for a CUDA one; b->exact
+ * takes the plug-in's capability bits; ops->name is the plug-in's name.
+ * Errors: as ctq_kernel_lib_open, env-error (a CUDA plug-in without CUDA),
+ * out-of-memory. Close with ctq_backend_close. */
+enum ctq_status ctq_backend_plugin(struct ctq_backend *b, const char *path, struct ctq_error *err);
+
+#endif

@@ -1,0 +1,104 @@
+/* ctq bench gemm --impl: a kernel plug-in's rows against the CPU reference
+ * (see bench/gemm.h, "a kernel plug-in"). */
+#include "bench/gemm.h"
+#include "core/dtype.h"
+#include "reference/ref_ops.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t f32_bits(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	return u;
+}
+
+/* The first reason (NaN / Inf, bit-exact q, s, y) into mismatch; rel-L2. */
+static void judge(const struct ctq_gemm_plugin_check_in *in, const int8_t *q, const float *s,
+		  const uint16_t *y, double *rel_l2, char *mismatch, size_t cap)
+{
+	const int64_t n = in->n_rows, N = in->N, K = in->K;
+	double num = 0, den = 0;
+	int64_t nonfinite = 0, first_nf = -1;
+	for (int64_t i = 0; i < n * N; i++) {
+		double got = ctq_bf16_to_f32(in->y[i]), ref = ctq_bf16_to_f32(y[i]);
+		bool fg = isfinite(got), fr = isfinite(ref);
+		if (fg != fr || (!fg && !(isnan(got) && isnan(ref)) && got != ref)) {
+			if (!nonfinite++)
+				first_nf = i;
+			continue;
+		}
+		if (fg) {
+			num += (got - ref) * (got - ref);
+			den += ref * ref;
+		}
+	}
+	*rel_l2 = den > 0 ? sqrt(num / den) : (num > 0 ? INFINITY : 0.0);
+	if (nonfinite) {
+		snprintf(mismatch, cap, "%lld output(s) NaN/Inf where the reference is finite, or the "
+			 "reverse; first row %lld col %lld: got %g, want %g", (long long)nonfinite,
+			 (long long)in->rows[first_nf / N], (long long)(first_nf % N),
+			 (double)ctq_bf16_to_f32(in->y[first_nf]), (double)ctq_bf16_to_f32(y[first_nf]));
+		return;
+	}
+	for (int64_t i = 0; in->quant_exact && i < n; i++) {
+		if (f32_bits(in->s[i]) != f32_bits(s[i])) {
+			snprintf(mismatch, cap, "bit-exact quantize (declared): scale row %lld: got %.9g, want %.9g",
+				 (long long)in->rows[i], (double)in->s[i], (double)s[i]);
+			return;
+		}
+		for (int64_t k = 0; k < K; k++)
+			if (in->q[i * K + k] != q[i * K + k]) {
+				snprintf(mismatch, cap, "bit-exact quantize (declared): q row %lld col %lld: got %d, want %d",
+					 (long long)in->rows[i], (long long)k, in->q[i * K + k], q[i * K + k]);
+				return;
+			}
+	}
+	for (int64_t i = 0; in->out_exact && i < n * N; i++) {
+		bool both_nan = isnan(ctq_bf16_to_f32(in->y[i])) && isnan(ctq_bf16_to_f32(y[i]));
+		if (in->y[i] != y[i] && !both_nan) {
+			snprintf(mismatch, cap, "bit-exact output (declared): row %lld col %lld: got 0x%04x, want 0x%04x",
+				 (long long)in->rows[i / N], (long long)(i % N), in->y[i], y[i]);
+			return;
+		}
+	}
+	if (!(*rel_l2 <= CTQ_GEMM_PLUGIN_REL_L2_MAX))
+		snprintf(mismatch, cap, "output rel-L2 %.3g > %.3g", *rel_l2, CTQ_GEMM_PLUGIN_REL_L2_MAX);
+}
+
+enum ctq_status ctq_gemm_plugin_check(const struct ctq_gemm_plugin_check_in *in, double *rel_l2,
+				      char *mismatch, size_t cap, struct ctq_error *err)
+{
+	const int64_t n = in->n_rows, N = in->N, K = in->K;
+	mismatch[0] = '\0';
+	*rel_l2 = NAN;
+	if (n <= 0)
+		return CTQ_OK;
+	uint16_t *x = malloc((size_t)(n * K) * sizeof *x);
+	int8_t *q = malloc((size_t)(n * K));
+	float *s = malloc((size_t)n * sizeof *s);
+	int32_t *acc = malloc((size_t)(n * N) * sizeof *acc);
+	uint16_t *y = malloc((size_t)(n * N) * sizeof *y);
+	enum ctq_status st = CTQ_OK;
+	if (!x || !q || !s || !acc || !y) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
+		goto done;
+	}
+	for (int64_t i = 0; i < n; i++)
+		memcpy(x + i * K, in->x + in->rows[i] * K, (size_t)K * sizeof *x);
+	ctq_ref_quantize_bf16(x, n, K, q, s);
+	if ((st = ctq_ref_gemm_i8(q, in->w, n, N, K, acc, err)))
+		goto done;
+	ctq_ref_w8a8_epilogue(acc, s, in->s_w, in->bias, n, N, y);
+	judge(in, q, s, y, rel_l2, mismatch, cap);
+done:
+	free(x);
+	free(q);
+	free(s);
+	free(acc);
+	free(y);
+	return st;
+}

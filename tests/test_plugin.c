@@ -1,0 +1,272 @@
+/* Criterion tests for kernel plug-ins (include/ctq_kernel_plugin.h,
+ * backend/plugin.h): the CPU plug-in passes `ctq probe --kernel-lib`; its
+ * planted NaN fails naming the layer in the output and probe.csv; a wrong
+ * ABI version, a missing entry symbol and an unloadable file exit 2 with
+ * a message naming the file; a plug-in that declares bit-exact
+ * quantization but is not is caught by the bit-exact check alone; `ctq
+ * bench gemm --impl` validates its plug-in before wanting a GPU. The .so
+ * files come from the Makefile ($(BUILD)/plugins, $(BUILD)/tests/plugins). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/plugin.h"
+#include "conform/probe.h"
+#include "core/fileio.h"
+#include "harness/commands.h"
+
+#ifndef CTQ_TEST_BUILD_DIR
+#define CTQ_TEST_BUILD_DIR "build"
+#endif
+#define CPU_PLUGIN CTQ_TEST_BUILD_DIR "/plugins/cpu_w8a8.so"
+#define BAD_ABI CTQ_TEST_BUILD_DIR "/tests/plugins/bad_abi.so"
+#define NO_ENTRY CTQ_TEST_BUILD_DIR "/tests/plugins/no_entry.so"
+#define RECIP CTQ_TEST_BUILD_DIR "/tests/plugins/recip_scale.so"
+
+static char *slurp(const char *dir, const char *name)
+{
+	char path[300], *text = NULL;
+	size_t len = 0;
+	struct ctq_error err = {0};
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	cr_assert_eq(ctq_file_read(path, (size_t)16 << 20, &text, &len, &err), CTQ_OK, "%s", err.message);
+	return text;
+}
+
+/* ctq ARGS (probe or bench) with stdout and stderr into files under dir. */
+static int run_cli(int (*cmd)(int, char **), const char *dir, const char *const *args,
+		   char **out_text, char **err_text)
+{
+	char *argv[32];
+	int argc = 0;
+	for (; args[argc]; argc++)
+		argv[argc] = (char *)args[argc];
+	argv[argc] = NULL;
+	char o[128], e[128];
+	snprintf(o, sizeof o, "%s/stdout", dir);
+	snprintf(e, sizeof e, "%s/stderr", dir);
+	fflush(stdout);
+	fflush(stderr);
+	cr_assert(freopen(o, "w", stdout));
+	cr_assert(freopen(e, "w", stderr));
+	int rc = cmd(argc, argv);
+	fflush(stdout);
+	fflush(stderr);
+	*out_text = slurp(dir, "stdout");
+	*err_text = slurp(dir, "stderr");
+	return rc;
+}
+
+/* Rows of probe.csv (every field quoted) in run directory out with the
+ * backend column `backend`, the outcome `outcome` (quoted) and needle. */
+static int csv_rows(const char *out, const char *backend, const char *outcome, const char *needle)
+{
+	char *csv = slurp(out, "probe.csv");
+	int n = 0;
+	char key[64];
+	snprintf(key, sizeof key, ",\"%s\",", backend);
+	for (char *line = strtok(csv, "\n"); line; line = strtok(NULL, "\n"))
+		if (strstr(line, key) && strstr(line, outcome) && (!needle || strstr(line, needle)))
+			n++;
+	free(csv);
+	return n;
+}
+
+Test(plugin, cpu_plugin_passes_the_probe)
+{
+	char dir[] = "/tmp/ctq-plugin-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	char out[64];
+	snprintf(out, sizeof out, "%s/run", dir);
+	const char *args[] = {"probe", "--kernel-lib", CPU_PLUGIN, "--shapes", "tiny", "--m", "1,17",
+			      "--out", out, NULL};
+	char *o, *e;
+	int rc = run_cli(ctq_cmd_probe, dir, args, &o, &e);
+	cr_expect_eq(rc, CTQ_EXIT_OK, "exit %d: %s%s", rc, o, e);
+	cr_expect(strstr(o, "kernel plug-in cpu_w8a8") && strstr(o, "bit-exact: quantize, gemm"), "%s", o);
+	/* 4 layers x 4 weight patterns x 4 activation patterns x 2 M, all
+	 * through the plug-in: no reference backend row. */
+	cr_expect(strstr(o, "probe: 128 passed, 0 failed"), "%s", o);
+	cr_expect_eq(csv_rows(out, "cpu_w8a8", "\"pass\"", NULL), 128);
+	cr_expect_eq(csv_rows(out, "reference", "\"pass\"", NULL), 0);
+	char *json = slurp(out, "probe.json");
+	cr_expect(strstr(json, "\"q_mismatch\":\t0") && strstr(json, "\"y_mismatch\":\t0"), "%.400s", json);
+	free(json);
+	char *man = slurp(out, "manifest.json");
+	cr_expect(strstr(man, "\"kernel_plugin\":\t\"cpu_w8a8\""), "%s", man);
+	free(man);
+	free(o);
+	free(e);
+	ctq_remove_tree(dir);
+}
+
+Test(plugin, cpu_plugin_beside_the_reference)
+{
+	char dir[] = "/tmp/ctq-plugin-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	char out[64];
+	snprintf(out, sizeof out, "%s/run", dir);
+	const char *args[] = {"probe", "--kernel-lib", CPU_PLUGIN, "--backend", "reference", "--shapes",
+			      "64:32", "--weights", "random", "--acts", "gaussian", "--out", out, NULL};
+	char *o, *e;
+	int rc = run_cli(ctq_cmd_probe, dir, args, &o, &e);
+	cr_expect_eq(rc, CTQ_EXIT_OK, "exit %d: %s%s", rc, o, e);
+	cr_expect_eq(csv_rows(out, "cpu_w8a8", "\"pass\"", NULL), 1);
+	cr_expect_eq(csv_rows(out, "reference", "\"pass\"", NULL), 1);
+	free(o);
+	free(e);
+	ctq_remove_tree(dir);
+}
+
+Test(plugin, planted_nan_fails_naming_the_layer)
+{
+	/* tiny's down_proj is K 176, N 64; the plug-in sees only geometry. */
+	cr_assert_eq(setenv("CTQ_PLUGIN_PLANT_NAN", "176:64", 1), 0);
+	char dir[] = "/tmp/ctq-plugin-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	char out[64];
+	snprintf(out, sizeof out, "%s/run", dir);
+	const char *args[] = {"probe", "--kernel-lib", CPU_PLUGIN, "--shapes", "tiny", "--weights",
+			      "random", "--acts", "gaussian,zero-rows", "--out", out, NULL};
+	char *o, *e;
+	int rc = run_cli(ctq_cmd_probe, dir, args, &o, &e);
+	unsetenv("CTQ_PLUGIN_PLANT_NAN");
+	cr_expect_eq(rc, CTQ_EXIT_FAIL, "exit %d: %s%s", rc, o, e);
+	cr_expect(strstr(o, "down_proj: 1 output(s) NaN/Inf where the reference is finite"), "%s", o);
+	cr_expect(strstr(o, "probe: 6 passed, 2 failed"), "%s", o);
+	cr_expect_eq(csv_rows(out, "cpu_w8a8", "\"fail\"", "down_proj"), 2);
+	cr_expect_eq(csv_rows(out, "cpu_w8a8", "\"fail\"", NULL), 2);
+	free(o);
+	free(e);
+	ctq_remove_tree(dir);
+}
+
+/* The plug-in files the loader must refuse, each with what the message says. */
+Test(plugin, bad_plugins_exit_2_naming_the_file)
+{
+	static const struct {
+		const char *path, *says;
+	} cases[] = {
+		{BAD_ABI, "implements kernel plug-in ABI version 2; this ctq speaks version 1"},
+		{NO_ENTRY, "is not a ctq kernel plug-in: no entry symbol ctq_kernel_plugin"},
+		{"/nonexistent/libnothing.so", "cannot load the kernel plug-in"},
+		{CTQ_TEST_BUILD_DIR "/ctq", "cannot load the kernel plug-in"},
+	};
+	char dir[] = "/tmp/ctq-plugin-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	char out[64];
+	snprintf(out, sizeof out, "%s/run", dir);
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		const char *args[] = {"probe", "--kernel-lib", cases[i].path, "--shapes", "tiny", "--out", out, NULL};
+		char *o, *e;
+		int rc = run_cli(ctq_cmd_probe, dir, args, &o, &e);
+		cr_expect_eq(rc, CTQ_EXIT_USAGE, "%s: exit %d", cases[i].path, rc);
+		cr_expect(strstr(e, cases[i].path) && strstr(e, cases[i].says), "%s: %s", cases[i].path, e);
+		free(o);
+		free(e);
+		/* No run directory is left behind. */
+		char man[128];
+		snprintf(man, sizeof man, "%s/manifest.json", out);
+		cr_expect(!ctq_path_exists(man), "%s: a run directory was written", cases[i].path);
+	}
+	ctq_remove_tree(dir);
+}
+
+Test(plugin, declared_exact_quantize_is_checked_bit_for_bit)
+{
+	struct ctq_backend b;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_backend_plugin(&b, RECIP, &err), CTQ_OK, "%s", err.message);
+	cr_expect_eq(b.exact, CTQ_EXACT_QUANT);
+	struct ctq_probe_policy pol;
+	ctq_probe_policy_default(&pol);
+	const struct ctq_probe_layer L = {.name = "layers.0.mlp.up_proj", .K = 96, .N = 40};
+	struct ctq_probe_result r;
+	cr_assert_eq(ctq_probe_run(&b, &L, CTQ_PW_RANDOM, CTQ_PA_GAUSSIAN, 64, 5, &pol, &r, &err), CTQ_OK,
+		     "%s", err.message);
+	cr_expect(!r.passed, "a scale off by one ulp passed");
+	cr_expect(r.s_mismatch > 0, "s mismatches %lld", (long long)r.s_mismatch);
+	cr_expect(strstr(r.reason, "layers.0.mlp.up_proj: bit-exact quantize"), "%s", r.reason);
+	/* rel-L2 alone would have passed it. */
+	cr_expect(r.kernel_rel_l2 <= pol.kernel_rel_l2_max, "kernel rel-L2 %g", r.kernel_rel_l2);
+	cr_expect_eq(r.y_mismatch, -1, "output checked without GEMM_EXACT");
+	ctq_backend_close(&b);
+}
+
+Test(plugin, declared_exact_output_catches_a_wrong_epilogue)
+{
+	/* The bit-exact output check on a backend that declares it, against
+	 * the reference's own scale-shift defect. */
+	struct ctq_backend b;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_backend_reference(&b, &err), CTQ_OK);
+	b.exact = CTQ_EXACT_QUANT | CTQ_EXACT_OUTPUT;
+	struct ctq_probe_policy pol;
+	ctq_probe_policy_default(&pol);
+	const struct ctq_probe_layer L = {.name = "o_proj", .K = 64, .N = 48};
+	struct ctq_probe_result r;
+	cr_assert_eq(ctq_probe_run(&b, &L, CTQ_PW_RANDOM, CTQ_PA_GAUSSIAN, 8, 1, &pol, &r, &err), CTQ_OK);
+	cr_expect(r.passed && r.q_mismatch == 0 && r.s_mismatch == 0 && r.y_mismatch == 0, "%s", r.reason);
+	b.defects = CTQ_DEFECT_SCALE_SHIFT;
+	cr_assert_eq(ctq_probe_run(&b, &L, CTQ_PW_RANDOM, CTQ_PA_GAUSSIAN, 8, 1, &pol, &r, &err), CTQ_OK);
+	cr_expect(!r.passed && r.y_mismatch > 0 && strstr(r.reason, "o_proj: bit-exact output"), "%s",
+		  r.reason);
+	ctq_backend_close(&b);
+}
+
+Test(plugin, probe_kernel_lib_refuses_defect_injection)
+{
+	char dir[] = "/tmp/ctq-plugin-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	const char *args[] = {"probe", "--kernel-lib", CPU_PLUGIN, "--inject-defect", "epilogue-nan", NULL};
+	char *o, *e;
+	cr_expect_eq(run_cli(ctq_cmd_probe, dir, args, &o, &e), CTQ_EXIT_USAGE);
+	cr_expect(strstr(e, "--kernel-lib takes neither --inject-defect"), "%s", e);
+	free(o);
+	free(e);
+	const char *help[] = {"probe", "--help", NULL};
+	cr_expect_eq(run_cli(ctq_cmd_probe, dir, help, &o, &e), 0);
+	cr_expect(strstr(o, "--kernel-lib LIB"), "%s", o);
+	free(o);
+	free(e);
+	ctq_remove_tree(dir);
+}
+
+/* bench gemm times on the GPU only (CUDA graphs and events; it has no CPU
+ * timing path), so on a CPU host the option's validation is what can be
+ * tested: a CPU plug-in is refused pointing at the probe, a broken one is
+ * refused as the probe refuses it, each exit 2 before any device or run
+ * directory. Timing a CUDA plug-in: tests/gpu and the README's commands. */
+Test(plugin, bench_gemm_impl_validates_the_plugin)
+{
+	static const struct {
+		const char *path, *says;
+	} cases[] = {
+		{CPU_PLUGIN, "is the CPU plug-in cpu_w8a8; this benchmark times CUDA kernels"},
+		{BAD_ABI, "implements kernel plug-in ABI version 2; this ctq speaks version 1"},
+		{NO_ENTRY, "no entry symbol ctq_kernel_plugin"},
+	};
+	char dir[] = "/tmp/ctq-plugin-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	char out[64];
+	snprintf(out, sizeof out, "%s/run", dir);
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		const char *args[] = {"bench", "gemm", "--impl", cases[i].path, "--shapes", "64:128", "--m", "1",
+				      "--out", out, NULL};
+		char *o, *e;
+		int rc = run_cli(ctq_cmd_bench, dir, args, &o, &e);
+		cr_expect_eq(rc, CTQ_EXIT_USAGE, "%s: exit %d: %s", cases[i].path, rc, e);
+		cr_expect(strstr(e, cases[i].path) && strstr(e, cases[i].says), "%s: %s", cases[i].path, e);
+		cr_expect(!ctq_path_exists(out), "%s: a run directory was written", cases[i].path);
+		free(o);
+		free(e);
+	}
+	const char *help[] = {"bench", "gemm", "--help", NULL};
+	char *o, *e;
+	cr_expect_eq(run_cli(ctq_cmd_bench, dir, help, &o, &e), 0);
+	cr_expect(strstr(o, "--impl LIB") && strstr(o, "bench_gemm_plugin.csv"), "%s", o);
+	free(o);
+	free(e);
+	ctq_remove_tree(dir);
+}
