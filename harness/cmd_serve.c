@@ -171,9 +171,15 @@ static enum ctq_status serve_open(struct serve_state *st, const struct serve_arg
 	return ctq_serve_start(&st->server, &so, st->engine, &st->tok, &st->chat, err);
 }
 
-static void serve_close(struct serve_state *st, int tp, struct ctq_serve_stats *stats)
+static void serve_close(struct serve_state *st, int tp, struct ctq_serve_stats *stats,
+			struct ctq_engine_stats *es)
 {
 	ctq_serve_stop(st->server, stats);
+	if (st->engine) {
+		ctq_engine_stop(st->engine);
+		if (es)
+			ctq_engine_get_stats(st->engine, es);
+	}
 	ctq_engine_free(st->engine);
 	for (int k = 0; k < tp; k++)
 		ctq_runner_free(&st->r[k]);
@@ -216,7 +222,7 @@ int ctq_cmd_serve(int argc, char **argv)
 	if (serve_open(st, &a, name, &err)) {
 		ctq_print_error("serve", &err);
 		rc = ctq_status_exit_code(err.status);
-		serve_close(st, (int)a.tp, NULL);
+		serve_close(st, (int)a.tp, NULL, NULL);
 		goto restore;
 	}
 	const bool v6 = strchr(a.host, ':') != NULL;
@@ -233,11 +239,12 @@ int ctq_cmd_serve(int argc, char **argv)
 	fprintf(stderr, "serve: %s: draining %ld request(s) in flight\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
 		ctq_engine_active(st->engine));
 	ctq_serve_drain(st->server);
-	serve_close(st, (int)a.tp, &stats);
+	struct ctq_engine_stats es = {0};
+	serve_close(st, (int)a.tp, &stats, &es);
 	fprintf(stderr,
-		"serve: stopped: %ld request(s) answered, %ld failed; %ld generation(s), %lld prompt + %lld completion tokens\n",
-		stats.requests, stats.failed, stats.generations, (long long)stats.prompt_tokens,
-		(long long)stats.completion_tokens);
+		"serve: stopped: %ld request(s) answered, %ld failed; %ld generation(s) (%ld cancelled), %lld prompt + %lld completion tokens in %ld forward calls\n",
+		stats.requests, stats.failed, stats.generations, es.cancelled, (long long)stats.prompt_tokens,
+		(long long)stats.completion_tokens, es.calls);
 	rc = CTQ_EXIT_OK;
 restore:
 	free(st);

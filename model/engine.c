@@ -435,16 +435,22 @@ enum ctq_status ctq_engine_start(struct ctq_engine **out, struct ctq_runner *r, 
 	return CTQ_OK;
 }
 
-void ctq_engine_free(struct ctq_engine *e)
+void ctq_engine_stop(struct ctq_engine *e)
 {
-	if (!e)
-		return;
 	pthread_mutex_lock(&e->mu);
 	e->stopping = true;
 	pthread_cond_signal(&e->work);
 	pthread_mutex_unlock(&e->mu);
 	if (e->started)
 		pthread_join(e->thread, NULL);
+	e->started = false;
+}
+
+void ctq_engine_free(struct ctq_engine *e)
+{
+	if (!e)
+		return;
+	ctq_engine_stop(e);
 	pthread_mutex_destroy(&e->mu);
 	pthread_cond_destroy(&e->work);
 	engine_buffers_free(e);

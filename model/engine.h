@@ -97,8 +97,11 @@ struct ctq_engine_stats {
 enum ctq_status ctq_engine_start(struct ctq_engine **e, struct ctq_runner *r, int tp,
 				 const struct ctq_engine_options *o, struct ctq_error *err);
 
-/* Stops accepting, cancels what is queued or running, joins the worker and
- * frees the engine. Every request must have been released before (a
+/* Stops accepting, cancels what is queued or running and joins the worker
+ * (ctq_engine_get_stats still works after it). Idempotent. */
+void ctq_engine_stop(struct ctq_engine *e);
+
+/* ctq_engine_stop, then frees the engine. Every request must have been released before (a
  * server drains first). Accepts NULL. */
 void ctq_engine_free(struct ctq_engine *e);
 
