@@ -683,3 +683,118 @@ Test(serve, a_client_leaving_mid_stream_frees_its_slot, .timeout = 120)
 	free(log), free(r.body), free(next.body);
 	ctq_remove_tree(s.dir);
 }
+
+/* ---- chat templates and the incremental detokenizer (no server) -------------------- */
+
+#include "serve/chat.h"
+#include "serve/detok.h"
+
+static char *render(const char *tpl, const char *bos, const struct ctq_chat_message *m, size_t n,
+		    enum ctq_chat_family want)
+{
+	struct ctq_chat_template t;
+	ctq_chat_template_detect(&t, tpl, bos);
+	cr_assert_eq(t.family, want, "family %s", ctq_chat_family_name(t.family));
+	struct ctq_strbuf sb;
+	ctq_strbuf_init(&sb);
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_chat_render(&t, m, n, &sb, &err), CTQ_OK, "%s", err.message);
+	char *s = strdup(ctq_strbuf_str(&sb));
+	ctq_strbuf_free(&sb);
+	return s;
+}
+
+Test(serve_chat, renders_the_template_families_it_recognizes)
+{
+	/* SmolLM2-Instruct's template (newlines as the JSON file decodes them). */
+	const char *smol = "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+			   "{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}"
+			   "{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
+			   "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+	/* Qwen2.5's default-system branch, with Jinja's \n escapes kept. */
+	const char *qwen = "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}"
+			   "{%- else %}{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\\n' }}"
+			   "{%- endif %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
+	/* Meta-Llama-3-8B-Instruct's. */
+	const char *llama = "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
+			    "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' %}"
+			    "{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}"
+			    "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}";
+	const struct ctq_chat_message user[] = {{"user", "Hi"}};
+	const struct ctq_chat_message sys[] = {{"system", "Be brief."}, {"user", " Hi \n"}};
+	char *s = render(smol, NULL, user, 1, CTQ_CHAT_CHATML);
+	cr_expect_str_eq(s, "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+			    "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+	free(s);
+	s = render(smol, NULL, sys, 2, CTQ_CHAT_CHATML);
+	cr_expect_str_eq(s, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n Hi \n<|im_end|>\n<|im_start|>assistant\n");
+	free(s);
+	s = render(qwen, NULL, user, 1, CTQ_CHAT_CHATML);
+	cr_expect_str_eq(s, "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+			    "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+	free(s);
+	s = render(llama, "<|begin_of_text|>", sys, 2, CTQ_CHAT_LLAMA3);
+	cr_expect_str_eq(s, "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+			    "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+			    "<|start_header_id|>assistant<|end_header_id|>\n\n");
+	free(s);
+
+	struct ctq_chat_template t;
+	ctq_chat_template_detect(&t, "{{ messages | tojson }}", NULL);
+	cr_expect_eq(t.family, CTQ_CHAT_NONE);
+	struct ctq_strbuf sb;
+	ctq_strbuf_init(&sb);
+	struct ctq_error err = {0};
+	cr_expect_eq(ctq_chat_render(&t, user, 1, &sb, &err), CTQ_ERR_USAGE, "an unknown template is refused");
+	cr_expect(strstr(err.message, "no family"), "%s", err.message);
+	ctq_chat_template_detect(&t, smol, NULL);
+	const struct ctq_chat_message bad[] = {{"tool", "x"}};
+	ctq_error_clear(&err);
+	cr_expect_eq(ctq_chat_render(&t, bad, 1, &sb, &err), CTQ_ERR_USAGE, "an unknown role is refused");
+	ctq_strbuf_free(&sb);
+}
+
+/* A character cut between two byte tokens is held until complete; a stop
+ * string split between tokens is never handed out. */
+Test(serve_chat, detok_holds_cut_characters_and_stop_strings)
+{
+	struct server s;
+	import_model(&s);
+	struct ctq_tokenizer tok;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_tokenizer_load(&tok, s.model, &err), CTQ_OK, "%s", err.message);
+	int32_t *ids = NULL;
+	size_t n = 0;
+	const char *text = "a\xC3\xA9z";
+	cr_assert_eq(ctq_tokenizer_encode(&tok, text, strlen(text), false, &ids, &n, &err), CTQ_OK);
+	cr_assert_eq(n, 4, "a, the two bytes of U+00E9, z: %zu tokens", n);
+	struct ctq_detok d;
+	ctq_detok_init(&d, &tok, NULL, 0);
+	const char *piece;
+	cr_assert_eq(ctq_detok_update(&d, ids, 1, false, &err), CTQ_OK);
+	cr_expect_eq(ctq_detok_take(&d, &piece), 1);
+	cr_assert_eq(ctq_detok_update(&d, ids, 2, false, &err), CTQ_OK);
+	cr_expect_eq(ctq_detok_take(&d, &piece), 0, "half a character is held");
+	cr_assert_eq(ctq_detok_update(&d, ids, 3, false, &err), CTQ_OK);
+	size_t k = ctq_detok_take(&d, &piece);
+	cr_expect(k == 2 && !memcmp(piece, "\xC3\xA9", 2), "the whole character once complete");
+	cr_assert_eq(ctq_detok_update(&d, ids, 4, true, &err), CTQ_OK);
+	cr_expect_eq(ctq_detok_take(&d, &piece), 1);
+	cr_expect_str_eq(ctq_strbuf_str(&d.text), text);
+	ctq_detok_free(&d);
+
+	const char *stops[] = {"\xC3\xA9z"};
+	ctq_detok_init(&d, &tok, stops, 1);
+	size_t out = 0;
+	for (size_t i = 1; i <= 4; i++) {
+		cr_assert_eq(ctq_detok_update(&d, ids, (int64_t)i, i == 4, &err), CTQ_OK);
+		out += ctq_detok_take(&d, &piece);
+	}
+	cr_expect(d.stopped, "the stop string was found across three tokens");
+	cr_expect_eq(out, 1, "only the text before it came out");
+	cr_expect_str_eq(ctq_strbuf_str(&d.text), "a");
+	ctq_detok_free(&d);
+	free(ids);
+	ctq_tokenizer_free(&tok);
+	ctq_remove_tree(s.dir);
+}
