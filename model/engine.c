@@ -56,8 +56,7 @@ struct ctq_engine {
 	struct ctq_engine_req **row_req;  /* (rows_cap) their requests */
 	int64_t *row_at;                  /* (rows_cap) prompt position of the row */
 	float *logits;                    /* (rows_cap, V) */
-	int32_t *idx;                     /* (V) sampling scratch */
-	double *prob;                     /* (V) */
+	struct ctq_engine_cand *cand;     /* (V) sampling scratch */
 	uint64_t seed_counter;
 	struct ctq_engine_stats stats;
 };
@@ -73,54 +72,44 @@ static void req_free(struct ctq_engine_req *x)
 
 /* ---- sampling and log-probabilities ---------------------------------------------- */
 
-static const float *cmp_base;
-
 /* Descending by logit, then ascending index: the order ctq_argmax picks. */
 static int by_logit(const void *a, const void *b)
 {
-	int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
-	float x = cmp_base[i], y = cmp_base[j];
-	if (x != y)
-		return x > y ? -1 : 1;
-	return (i > j) - (i < j);
+	const struct ctq_engine_cand *x = a, *y = b;
+	if (x->logit != y->logit)
+		return x->logit > y->logit ? -1 : 1;
+	return (x->id > y->id) - (x->id < y->id);
 }
 
-static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER;
-
 int32_t ctq_engine_sample(const float *logits, int64_t V, const struct ctq_engine_params *p,
-			  struct ctq_rng *rng, int32_t *idx, double *prob)
+			  struct ctq_rng *rng, struct ctq_engine_cand *c)
 {
 	if (p->temperature <= 0 || p->top_k == 1)
 		return ctq_argmax(logits, V);
 	for (int64_t i = 0; i < V; i++)
-		idx[i] = (int32_t)i;
-	/* qsort has no context argument in C11; the comparator's base is
-	 * guarded so that several engines may sample at once. */
-	pthread_mutex_lock(&sort_mu);
-	cmp_base = logits;
-	qsort(idx, (size_t)V, sizeof *idx, by_logit);
-	pthread_mutex_unlock(&sort_mu);
+		c[i] = (struct ctq_engine_cand){.logit = logits[i], .id = (int32_t)i};
+	qsort(c, (size_t)V, sizeof *c, by_logit);
 	int64_t n = p->top_k > 0 && p->top_k < V ? p->top_k : V;
-	const double mx = (double)logits[idx[0]] / p->temperature;
+	const double mx = (double)c[0].logit / p->temperature;
 	double sum = 0;
 	for (int64_t i = 0; i < n; i++)
-		sum += prob[i] = exp((double)logits[idx[i]] / p->temperature - mx);
+		sum += c[i].prob = exp((double)c[i].logit / p->temperature - mx);
 	if (p->top_p < 1) {
 		/* The smallest prefix whose probability reaches top_p. */
 		double acc = 0;
 		int64_t keep = 0;
 		while (keep < n && acc < p->top_p * sum)
-			acc += prob[keep++];
+			acc += c[keep++].prob;
 		n = keep ? keep : 1;
-		sum = acc > 0 ? acc : prob[0];
+		sum = acc > 0 ? acc : c[0].prob;
 	}
 	double u = ctq_rng_uniform(rng) * sum, acc = 0;
 	for (int64_t i = 0; i < n; i++) {
-		acc += prob[i];
+		acc += c[i].prob;
 		if (u < acc)
-			return idx[i];
+			return c[i].id;
 	}
-	return idx[n - 1];
+	return c[n - 1].id;
 }
 
 /* log p(tok) and the n_top largest alternatives of one row: the log-softmax
@@ -274,7 +263,7 @@ static int32_t use_row(struct ctq_engine *e, int64_t k)
 		fill_logprobs(lg, e->V, x->prompt[at + 1], ntop, &x->ptoks[at + 1]);
 		return -1;
 	}
-	int32_t tok = ctq_engine_sample(lg, e->V, &x->p, &x->rng, e->idx, e->prob);
+	int32_t tok = ctq_engine_sample(lg, e->V, &x->p, &x->rng, e->cand);
 	struct ctq_engine_token *t = &x->toks[x->n_toks];
 	if (x->p.logprobs >= 0) {
 		fill_logprobs(lg, e->V, tok, ntop, t);
@@ -381,7 +370,7 @@ static void engine_buffers_free(struct ctq_engine *e)
 {
 	ctq_free(e->slot_req), ctq_free(e->ids), ctq_free(e->slot), ctq_free(e->pos);
 	ctq_free(e->rows), ctq_free(e->row_req), ctq_free(e->row_at), ctq_free(e->logits);
-	ctq_free(e->idx), ctq_free(e->prob);
+	ctq_free(e->cand);
 }
 
 enum ctq_status ctq_engine_start(struct ctq_engine **out, struct ctq_runner *r, int tp,
@@ -412,10 +401,9 @@ enum ctq_status ctq_engine_start(struct ctq_engine **out, struct ctq_runner *r, 
 	e->row_req = ctq_malloc((size_t)e->rows_cap * sizeof *e->row_req);
 	e->row_at = ctq_malloc((size_t)e->rows_cap * sizeof *e->row_at);
 	e->logits = ctq_malloc((size_t)(e->rows_cap * e->V) * sizeof *e->logits);
-	e->idx = ctq_malloc((size_t)e->V * sizeof *e->idx);
-	e->prob = ctq_malloc((size_t)e->V * sizeof *e->prob);
+	e->cand = ctq_malloc((size_t)e->V * sizeof *e->cand);
 	if (!e->slot_req || !e->ids || !e->slot || !e->pos || !e->rows || !e->row_req ||
-	    !e->row_at || !e->logits || !e->idx || !e->prob) {
+	    !e->row_at || !e->logits || !e->cand) {
 		engine_buffers_free(e);
 		ctq_free(e);
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "serve", "out of memory");

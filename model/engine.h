@@ -135,10 +135,15 @@ void ctq_engine_get_stats(struct ctq_engine *e, struct ctq_engine_stats *s);
 
 /* Samples one token from logits (vocab) under p: greedy is ctq_argmax;
  * otherwise temperature, then top-k, then top-p over the tokens sorted by
- * logit (first index on ties), from rng's next uniform. idx: scratch
- * (vocab) ints; prob: scratch (vocab) doubles. Exposed for tests. */
+ * logit (first index on ties), from rng's next uniform. cand: scratch
+ * (vocab). Exposed for tests. */
 struct ctq_rng;
+struct ctq_engine_cand {
+	float logit;
+	int32_t id;
+	double prob;
+};
 int32_t ctq_engine_sample(const float *logits, int64_t vocab, const struct ctq_engine_params *p,
-			  struct ctq_rng *rng, int32_t *idx, double *prob);
+			  struct ctq_rng *rng, struct ctq_engine_cand *cand);
 
 #endif

@@ -305,7 +305,10 @@ bool ctq_oai_request_parse(struct ctq_oai_request *r, enum ctq_oai_kind kind, co
 	r->p.logprobs = -1;
 	ctq_arena_init(&r->arena);
 	struct ctq_error err = {0};
-	if (ctq_json_parse(body, len, "request", NULL, &r->root, &err))
+	/* A prompt string may be as long as the body. */
+	struct ctq_json_limits lim = ctq_json_default_limits;
+	lim.max_string = len > lim.max_string ? len : lim.max_string;
+	if (ctq_json_parse(body, len, "request", &lim, &r->root, &err))
 		return ctq_oai_fail(e, 400, NULL, "the body is not valid JSON: %s at %s", err.message, err.path);
 	if (!cJSON_IsObject(r->root))
 		return ctq_oai_fail(e, 400, NULL, "the body must be a JSON object");

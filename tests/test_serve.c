@@ -798,3 +798,47 @@ Test(serve_chat, detok_holds_cut_characters_and_stop_strings)
 	ctq_tokenizer_free(&tok);
 	ctq_remove_tree(s.dir);
 }
+
+/* ---- sampling (model/engine.c) ------------------------------------------------------ */
+
+#include "core/rng.h"
+#include "model/engine.h"
+
+Test(serve_sample, greedy_top_k_top_p_and_seeds)
+{
+	const float lg[6] = {1.0f, 3.0f, 3.0f, 2.0f, -1.0f, 0.5f};
+	struct ctq_engine_cand cand[6];
+	struct ctq_rng rng;
+	ctq_rng_seed(&rng, 1);
+	struct ctq_engine_params greedy = {.temperature = 0, .top_p = 1};
+	cr_expect_eq(ctq_engine_sample(lg, 6, &greedy, &rng, cand), 1, "greedy: the first of the tied maxima");
+	struct ctq_engine_params k1 = {.temperature = 1, .top_p = 1, .top_k = 1};
+	cr_expect_eq(ctq_engine_sample(lg, 6, &k1, &rng, cand), 1, "top_k 1 is greedy");
+	struct ctq_engine_params p_small = {.temperature = 1, .top_p = 1e-6};
+	for (int i = 0; i < 50; i++)
+		cr_expect_eq(ctq_engine_sample(lg, 6, &p_small, &rng, cand), 1, "a tiny top_p keeps the first token");
+	/* top_k 3 draws only ids 1, 2, 3, in proportion to exp(logit). */
+	struct ctq_engine_params k3 = {.temperature = 1, .top_p = 1, .top_k = 3};
+	int count[6] = {0};
+	enum { N = 20000 };
+	for (int i = 0; i < N; i++)
+		count[ctq_engine_sample(lg, 6, &k3, &rng, cand)]++;
+	cr_expect_eq(count[0] + count[4] + count[5], 0, "only the top 3");
+	double z = 2 * exp(3.0) + exp(2.0);
+	for (int id = 1; id <= 3; id++) {
+		double want = N * exp((double)lg[id]) / z, sd = sqrt(want);
+		cr_expect(fabs(count[id] - want) < 6 * sd, "id %d drawn %d times, expected %.0f", id, count[id], want);
+	}
+	/* The same seed, the same draws; temperature flattens. */
+	struct ctq_engine_params hot = {.temperature = 5, .top_p = 0.95};
+	struct ctq_rng a, b;
+	ctq_rng_seed(&a, 42);
+	ctq_rng_seed(&b, 42);
+	int seen_low = 0;
+	for (int i = 0; i < 200; i++) {
+		int32_t x = ctq_engine_sample(lg, 6, &hot, &a, cand);
+		cr_expect_eq(x, ctq_engine_sample(lg, 6, &hot, &b, cand), "draw %d", i);
+		seen_low += x == 4 || x == 0 || x == 5;
+	}
+	cr_expect_gt(seen_low, 0, "at temperature 5 the unlikely tokens come up");
+}
