@@ -209,7 +209,13 @@ int ctq_cmd_serve(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, &old);
-	struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
+	/* A shell starts background jobs with SIGINT ignored, and an ignored
+	 * signal never reaches sigwait: take both back to their default
+	 * (blocked, so they only ever end up in sigwait). */
+	struct sigaction dfl = {.sa_handler = SIG_DFL}, ign = {.sa_handler = SIG_IGN};
+	struct sigaction old_int, old_term, old_pipe;
+	sigaction(SIGINT, &dfl, &old_int);
+	sigaction(SIGTERM, &dfl, &old_term);
 	sigaction(SIGPIPE, &ign, &old_pipe);
 	struct serve_state *st = calloc(1, sizeof *st);
 	struct ctq_error err = {0};
@@ -249,6 +255,8 @@ int ctq_cmd_serve(int argc, char **argv)
 restore:
 	free(st);
 	sigaction(SIGPIPE, &old_pipe, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGINT, &old_int, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
 }
