@@ -370,6 +370,8 @@ Test(serve, completions_give_the_greedy_tokens_of_generate, .timeout = 120)
 	cr_expect_eq(ctq_json_get(cJSON_GetArrayItem(ctq_json_get(o, "data"), 0), "max_model_len")->valuedouble, 256);
 	cJSON_Delete(o);
 	cr_expect_eq(health.status, 200);
+	free(ids.body), free(ids_stream.body), free(text.body), free(text_stream.body);
+	free(seeded[0].body), free(seeded[1].body), free(models.body), free(health.body);
 	free(want_ids), free(want_text);
 	model_close(&m);
 	ctq_remove_tree(s.dir);
@@ -410,6 +412,7 @@ Test(serve, chat_applies_the_template_and_streams, .timeout = 120)
 	cr_expect_eq(st.chunks, n);
 	cr_expect(st.role_first, "the first chunk carries delta.role");
 	cr_expect(st.done);
+	free(whole.body), free(streamed.body);
 	free(want);
 	model_close(&m);
 	ctq_remove_tree(s.dir);
@@ -499,6 +502,7 @@ Test(serve, echo_logprobs_and_stop_strings, .timeout = 120)
 	free(prompt_text);
 	cJSON_Delete(o);
 	free(lg);
+	free(echo.body), free(gen.body), free(stopped.body), free(stopped_stream.body);
 	model_close(&m);
 	ctq_remove_tree(s.dir);
 }
