@@ -427,8 +427,17 @@ Test(serve, echo_logprobs_and_stop_strings, .timeout = 120)
 	struct server s;
 	import_model(&s);
 	start(&s, NULL);
-	struct reply echo = http(&s, "POST", "/v1/completions",
-				 "{\"prompt\":[5,6,7,8,9],\"max_tokens\":0,\"echo\":true,\"logprobs\":1}");
+	/* 150 prompt tokens: more than one call's echo rows (64). */
+	enum { NP = 150 };
+	int32_t ids[NP];
+	char echo_body[2048];
+	size_t eb = (size_t)snprintf(echo_body, sizeof echo_body, "{\"prompt\":[");
+	for (int j = 0; j < NP; j++) {
+		ids[j] = (int32_t)(5 + (j * 7) % 260);
+		eb += (size_t)snprintf(echo_body + eb, sizeof echo_body - eb, j ? ",%d" : "%d", ids[j]);
+	}
+	snprintf(echo_body + eb, sizeof echo_body - eb, "],\"max_tokens\":0,\"echo\":true,\"logprobs\":1}");
+	struct reply echo = http(&s, "POST", "/v1/completions", echo_body);
 	struct reply gen = http(&s, "POST", "/v1/completions", "{" IDS_BODY ",\"logprobs\":2}");
 	cr_assert_eq(gen.status, 200, "%s", gen.body);
 	cJSON *g = json_of(&gen);
@@ -472,32 +481,33 @@ Test(serve, echo_logprobs_and_stop_strings, .timeout = 120)
 
 	struct model m;
 	model_open(&m, s.model);
-	const int32_t ids[5] = {5, 6, 7, 8, 9};
 	const int64_t V = m.r.cfg.vocab;
-	float *lg = malloc((size_t)(5 * V) * sizeof *lg);
-	int32_t slot[5] = {0}, pos[5] = {0, 1, 2, 3, 4};
-	int64_t rows[5] = {0, 1, 2, 3, 4};
+	float *lg = malloc((size_t)(NP * V) * sizeof *lg);
+	int32_t slot[NP] = {0}, pos[NP];
+	int64_t rows[NP];
+	for (int j = 0; j < NP; j++)
+		pos[j] = j, rows[j] = j;
 	struct ctq_error err = {0};
-	cr_assert_eq(ctq_runner_forward(&m.r, ids, slot, pos, 5, rows, 5, lg, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(ctq_runner_forward(&m.r, ids, slot, pos, NP, rows, NP, lg, &err), CTQ_OK, "%s", err.message);
 	cr_assert_eq(echo.status, 200, "%s", echo.body);
 	cJSON *o = json_of(&echo);
 	const cJSON *lp = ctq_json_get(choice(o), "logprobs");
 	const cJSON *tv = ctq_json_get(lp, "token_logprobs"), *tt = ctq_json_get(lp, "top_logprobs");
-	cr_assert_eq(cJSON_GetArraySize(tv), 5, "the prompt's tokens (max_tokens 0)");
+	cr_assert_eq(cJSON_GetArraySize(tv), NP, "the prompt's tokens (max_tokens 0)");
 	cr_expect(cJSON_IsNull(cJSON_GetArrayItem(tv, 0)) && cJSON_IsNull(cJSON_GetArrayItem(tt, 0)),
 		  "the first prompt token has no log-probability");
-	for (int j = 1; j < 5; j++) {
+	for (int j = 1; j < NP; j++) {
 		double want = ctq_logprob(lg + (j - 1) * V, V, ids[j]);
 		double got = cJSON_GetArrayItem(tv, j)->valuedouble;
 		cr_expect(fabs(got - want) <= 1e-12 * fabs(want) + 1e-15, "prompt token %d: %.17g, want %.17g", j,
 			  got, want);
 		cr_expect_leq(cJSON_GetArraySize(cJSON_GetArrayItem(tt, j)), 2, "top 1 plus the token");
 	}
-	cr_expect_eq(cJSON_GetArraySize(ctq_json_get(lp, "text_offset")), 5);
+	cr_expect_eq(cJSON_GetArraySize(ctq_json_get(lp, "text_offset")), NP);
 	cr_expect_eq(ctq_json_get(ctq_json_get(o, "usage"), "completion_tokens")->valuedouble, 0);
 	char *prompt_text = NULL;
 	size_t len = 0;
-	cr_assert_eq(ctq_tokenizer_decode(&m.tok, ids, 5, false, &prompt_text, &len, NULL), CTQ_OK);
+	cr_assert_eq(ctq_tokenizer_decode(&m.tok, ids, NP, false, &prompt_text, &len, NULL), CTQ_OK);
 	cr_expect_str_eq(str_at(choice(o), "text", NULL), prompt_text, "echo returns the prompt's text");
 	free(prompt_text);
 	cJSON_Delete(o);
@@ -628,7 +638,7 @@ Test(serve, sigterm_drains_a_stream_and_exits_0, .timeout = 180)
 	struct server s;
 	import_model(&s);
 	start(&s, (const char *const[]){"--max-len", "4096", NULL});
-	const char *body = "{\"prompt\":[5,6,7],\"max_tokens\":3000,\"ignore_eos\":true,\"stream\":true}";
+	const char *body = "{\"prompt\":[5,6,7],\"max_tokens\":4000,\"ignore_eos\":true,\"stream\":true}";
 	struct reply r = {0};
 	CURLM *multi = curl_multi_init();
 	CURL *h = request(&s, "POST", "/v1/completions", body, strlen(body), &r);
@@ -656,7 +666,7 @@ Test(serve, sigterm_drains_a_stream_and_exits_0, .timeout = 180)
 	cr_assert(signalled);
 	struct stream st;
 	parse_stream(r.body, false, &st);
-	cr_expect_eq(st.chunks, 3000, "the stream in flight ran to its end (%d chunks)", st.chunks);
+	cr_expect_eq(st.chunks, 4000, "the stream in flight ran to its end (%d chunks)", st.chunks);
 	cr_expect(st.done, "and closed with [DONE]");
 	cr_expect_eq(refused.status, 503, "a request while draining: %ld %s", refused.status, refused.body);
 	char *log = read_log(&s);
