@@ -31,6 +31,7 @@ int ctq_cmd_run(int argc, char **argv);
 enum ctq_status ctq_run_plan_check(const char *file, struct ctq_error *err);
 int ctq_cmd_report(int argc, char **argv);
 int ctq_cmd_compare(int argc, char **argv);
+int ctq_cmd_serve(int argc, char **argv);
 
 /* The command registry (harness/registry.c): main dispatches through it and
  * `ctq help` lists it in this order; `ctq run` runs the in_plan ones. */

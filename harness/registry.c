@@ -38,6 +38,9 @@ const struct ctq_command ctq_commands[] = {
 	{"compare", ctq_cmd_compare,
 	 "regression verdict between two run directories, or a trend over N (--trend)", true,
 	 CTQ_CMD_OUT_OPTION},
+	{"serve", ctq_cmd_serve,
+	 "OpenAI-compatible HTTP server (completions, chat, streaming) until SIGINT / SIGTERM", false,
+	 CTQ_CMD_OUT_NONE},
 };
 
 const size_t ctq_n_commands = sizeof ctq_commands / sizeof *ctq_commands;

@@ -1,0 +1,262 @@
+/* ctq serve: an OpenAI-compatible HTTP server over a checkpoint — the
+ * tokenizer and chat template of the model folder, the runner on a backend,
+ * the online engine (model/engine.h) and the HTTP layer (serve/server.h).
+ * Runs until SIGINT or SIGTERM, then drains the requests in flight and
+ * exits 0. The first line on stdout says where it listens. */
+#include "harness/commands.h"
+#include "backend/tp.h"
+#include "model/engine.h"
+#include "model/runner.h"
+#include "serve/chat.h"
+#include "serve/server.h"
+#include "text/tokenizer.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void help(void)
+{
+	printf("usage: ctq serve --model DIR [options]\n"
+	       "\n"
+	       "An OpenAI-compatible HTTP server (as vLLM's) over the model in DIR:\n"
+	       "  POST /v1/completions       prompt as text or token ids; stream, echo, logprobs\n"
+	       "  POST /v1/chat/completions  messages through the model's chat template\n"
+	       "  GET  /v1/models, /health\n"
+	       "Greedy by default; temperature, top_p, top_k, seed, max_tokens, stop, n = 1.\n"
+	       "Requests beyond --max-batch queue. SIGINT / SIGTERM: new requests get 503,\n"
+	       "those in flight finish, then it exits 0. The first line on stdout is\n"
+	       "  serve: listening on http://HOST:PORT/v1 (model NAME)\n"
+	       "\n"
+	       "options:\n"
+	       "  --backend B         reference (default) or cuda\n"
+	       "  --host H            address to bind (default 127.0.0.1: loopback only)\n"
+	       "  --port N            port (default 8000; 0: any free port, printed)\n"
+	       "  --max-batch N       requests generating at once: KV-cache slots (default 8)\n"
+	       "  --max-len N         positions per request, prompt + max_tokens (default: the\n"
+	       "                      model's max_position_embeddings, at most 4096)\n"
+	       "  --max-tokens N      tokens per forward call, >= --max-batch (default 256)\n"
+	       "  --tp N              tensor parallelism over N ranks: GPUs 0..N-1 with NCCL\n"
+	       "                      (cuda), or N in-process ranks (reference)\n"
+	       "  --served-name NAME  the model name requests give (default: DIR's basename)\n"
+	       "  --max-body BYTES    largest request body; larger is 413 (default 8388608)\n"
+	       "  --quiet             no line per request on stderr\n"
+	       "\n"
+	       "exit: 0 stopped by a signal after draining; 2 bad usage or input; 3 no GPU for\n"
+	       "cuda, or the address cannot be bound.\n");
+}
+
+struct serve_args {
+	const char *model, *backend, *host, *name;
+	long port, max_batch, max_len, max_tokens, tp, max_body;
+	bool quiet;
+};
+
+static bool parse_args(int argc, char **argv, struct serve_args *a, int *rc)
+{
+	*a = (struct serve_args){.backend = "reference", .host = "127.0.0.1", .port = 8000,
+				 .max_batch = 8, .max_tokens = 256, .tp = 1, .max_body = 8L << 20};
+	static const struct {
+		const char *opt;
+		long min, max;
+		size_t off;
+	} ints[] = {
+		{"--port", 0, 65535, offsetof(struct serve_args, port)},
+		{"--max-batch", 1, 1024, offsetof(struct serve_args, max_batch)},
+		{"--max-len", 2, 1L << 20, offsetof(struct serve_args, max_len)},
+		{"--max-tokens", 1, 1L << 16, offsetof(struct serve_args, max_tokens)},
+		{"--tp", 1, CTQ_TP_MAX, offsetof(struct serve_args, tp)},
+		{"--max-body", 1024, 1L << 30, offsetof(struct serve_args, max_body)},
+	};
+	*rc = CTQ_EXIT_USAGE;
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i];
+		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+			help();
+			*rc = CTQ_EXIT_OK;
+			return false;
+		}
+		if (!strcmp(o, "--quiet")) {
+			a->quiet = true;
+			continue;
+		}
+		size_t k = 0;
+		while (k < sizeof ints / sizeof *ints && strcmp(o, ints[k].opt))
+			k++;
+		bool text = !strcmp(o, "--model") || !strcmp(o, "--backend") || !strcmp(o, "--host") ||
+			    !strcmp(o, "--served-name");
+		if (k == sizeof ints / sizeof *ints && !text) {
+			fprintf(stderr, "ctq serve: unknown argument %s (see --help)\n", o);
+			return false;
+		}
+		const char *v = ctq_opt_value(argc, argv, &i);
+		if (!v)
+			return false;
+		if (!text) {
+			if (!ctq_opt_int("serve", o, v, ints[k].min, ints[k].max,
+					 (long *)((char *)a + ints[k].off)))
+				return false;
+		} else if (!strcmp(o, "--model")) {
+			a->model = v;
+		} else if (!strcmp(o, "--backend")) {
+			a->backend = v;
+		} else if (!strcmp(o, "--host")) {
+			a->host = v;
+		} else {
+			a->name = v;
+		}
+	}
+	if (!a->model) {
+		fprintf(stderr, "ctq serve: --model DIR is required (see --help)\n");
+		return false;
+	}
+	if (a->max_tokens < a->max_batch) {
+		fprintf(stderr, "ctq serve: --max-tokens %ld is below --max-batch %ld; a call carries a decode token for every request\n",
+			a->max_tokens, a->max_batch);
+		return false;
+	}
+	if (!ctq_opt_model_dir("serve", "--model", a->model)) {
+		*rc = ctq_status_exit_code(CTQ_ERR_IO);
+		return false;
+	}
+	return true;
+}
+
+/* The served name: the folder's basename, trailing slashes dropped. */
+static void base_name(const char *dir, char *out, size_t cap)
+{
+	size_t n = strlen(dir);
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	size_t s = n;
+	while (s > 0 && dir[s - 1] != '/')
+		s--;
+	snprintf(out, cap, "%.*s", (int)(n - s), dir + s);
+}
+
+struct serve_state {
+	struct ctq_tokenizer tok;
+	struct ctq_chat_template chat;
+	struct ctq_backend b[CTQ_TP_MAX];
+	struct ctq_runner r[CTQ_TP_MAX];
+	struct ctq_tp_group *group;
+	struct ctq_engine *engine;
+	struct ctq_server *server;
+};
+
+static enum ctq_status serve_open(struct serve_state *st, const struct serve_args *a,
+				  const char *name, struct ctq_error *err)
+{
+	enum ctq_status s;
+	if ((s = ctq_tokenizer_load(&st->tok, a->model, err)) ||
+	    (s = ctq_chat_template_load(&st->chat, a->model, err)) ||
+	    (s = ctq_backend_open_tp(st->b, a->backend, (int)a->tp, CTQ_ACT_NUMERICS_CTQ, &st->group, err)))
+		return s;
+	for (long k = 0; k < a->tp; k++) {
+		struct ctq_runner_options opt = {.max_slots = a->max_batch, .max_len = a->max_len,
+						 .max_tokens = a->max_tokens, .tp = (int)a->tp,
+						 .rank = (int)k, .group = st->group};
+		if ((s = ctq_runner_load(&st->r[k], &st->b[k], a->model, &opt, err)))
+			return s;
+	}
+	struct ctq_engine_options eo = {.max_batch = a->max_batch, .max_len = a->max_len,
+					.max_tokens = a->max_tokens, .echo_rows = 64};
+	if ((s = ctq_engine_start(&st->engine, st->r, (int)a->tp, &eo, err)))
+		return s;
+	struct ctq_serve_options so = {.host = a->host, .port = (int)a->port, .model_name = name,
+				       .max_len = a->max_len, .max_body = (size_t)a->max_body,
+				       .quiet = a->quiet, .log = stderr};
+	return ctq_serve_start(&st->server, &so, st->engine, &st->tok, &st->chat, err);
+}
+
+static void serve_close(struct serve_state *st, int tp, struct ctq_serve_stats *stats,
+			struct ctq_engine_stats *es)
+{
+	ctq_serve_stop(st->server, stats);
+	if (st->engine) {
+		ctq_engine_stop(st->engine);
+		if (es)
+			ctq_engine_get_stats(st->engine, es);
+	}
+	ctq_engine_free(st->engine);
+	for (int k = 0; k < tp; k++)
+		ctq_runner_free(&st->r[k]);
+	ctq_backend_close_tp(st->b, tp, st->group);
+	ctq_tokenizer_free(&st->tok);
+}
+
+int ctq_cmd_serve(int argc, char **argv)
+{
+	struct serve_args a;
+	int rc;
+	if (!parse_args(argc, argv, &a, &rc))
+		return rc;
+	if (!a.max_len) {
+		int64_t ctx = ctq_serve_model_context(a.model);
+		a.max_len = ctx > 0 && ctx < 4096 ? (long)ctx : 4096;
+	}
+	char name[256];
+	if (a.name)
+		snprintf(name, sizeof name, "%s", a.name);
+	else
+		base_name(a.model, name, sizeof name);
+	/* Every thread started from here on (engine, HTTP, OpenMP) inherits
+	 * the mask: the signals reach sigwait below and nothing else. */
+	sigset_t sigs, old;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, &old);
+	/* A shell starts background jobs with SIGINT ignored, and an ignored
+	 * signal never reaches sigwait: take both back to their default
+	 * (blocked, so they only ever end up in sigwait). */
+	struct sigaction dfl = {.sa_handler = SIG_DFL}, ign = {.sa_handler = SIG_IGN};
+	struct sigaction old_int, old_term, old_pipe;
+	sigaction(SIGINT, &dfl, &old_int);
+	sigaction(SIGTERM, &dfl, &old_term);
+	sigaction(SIGPIPE, &ign, &old_pipe);
+	struct serve_state *st = calloc(1, sizeof *st);
+	struct ctq_error err = {0};
+	struct ctq_serve_stats stats = {0};
+	if (!st) {
+		fprintf(stderr, "ctq serve: out of memory\n");
+		rc = ctq_status_exit_code(CTQ_ERR_NOMEM);
+		goto restore;
+	}
+	if (serve_open(st, &a, name, &err)) {
+		ctq_print_error("serve", &err);
+		rc = ctq_status_exit_code(err.status);
+		serve_close(st, (int)a.tp, NULL, NULL);
+		goto restore;
+	}
+	const bool v6 = strchr(a.host, ':') != NULL;
+	printf("serve: listening on http://%s%s%s:%d/v1 (model %s)\n", v6 ? "[" : "", a.host, v6 ? "]" : "",
+	       ctq_serve_port(st->server), name);
+	fflush(stdout);
+	fprintf(stderr,
+		"serve: %s on %s (tp %ld): %lld W8A8 and %lld BF16 linear modules; max-batch %ld, max-len %ld, max-tokens %ld; chat template %s%s%s\n",
+		a.model, a.backend, a.tp, (long long)st->r[0].n_quantized, (long long)st->r[0].n_dense,
+		a.max_batch, a.max_len, a.max_tokens, ctq_chat_family_name(st->chat.family),
+		st->chat.family == CTQ_CHAT_NONE ? ": " : "", st->chat.family == CTQ_CHAT_NONE ? st->chat.why : "");
+	int sig = 0;
+	sigwait(&sigs, &sig);
+	fprintf(stderr, "serve: %s: draining %ld request(s) in flight\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+		ctq_engine_active(st->engine));
+	ctq_serve_drain(st->server);
+	struct ctq_engine_stats es = {0};
+	serve_close(st, (int)a.tp, &stats, &es);
+	fprintf(stderr,
+		"serve: stopped: %ld request(s) answered, %ld failed; %ld generation(s) (%ld cancelled), %lld prompt + %lld completion tokens in %ld forward calls\n",
+		stats.requests, stats.failed, stats.generations, es.cancelled, (long long)stats.prompt_tokens,
+		(long long)stats.completion_tokens, es.calls);
+	rc = CTQ_EXIT_OK;
+restore:
+	free(st);
+	sigaction(SIGPIPE, &old_pipe, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGINT, &old_int, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
