@@ -27,6 +27,8 @@ static void help(void)
 	       "                       qwen3-0.6b-shape   hidden 1024, 28 layers, 16/8 heads (~1.2 GB)\n"
 	       "                       qwen3-4b-shape     hidden 2560, 36 layers, 32/8 heads (~8 GB)\n"
 	       "  --layers N           override the number of decoder layers\n"
+	       "  --vocab N            override the vocabulary size (e.g. 2048 for the small\n"
+	       "                       tokenizer fixtures of tests/fixtures/tokenizers)\n"
 	       "  --seed S             random seed (default 0), 0..2^53\n"
 	       "  --outliers           4 hidden channels (fixed by the seed) of every\n"
 	       "                       input_layernorm / post_attention_layernorm weight x50,\n"
@@ -45,7 +47,7 @@ int ctq_cmd_make_model(int argc, char **argv)
 {
 	const char *arch = NULL, *preset = NULL;
 	char *out = NULL;
-	long layers = 0, seed = 0, max_shard = 0;
+	long layers = 0, seed = 0, max_shard = 0, vocab = 0;
 	bool outliers = false, untied = false, force = false, quiet = false;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -67,6 +69,10 @@ int ctq_cmd_make_model(int argc, char **argv)
 				goto usage;
 		} else if (!strcmp(a, "--preset")) {
 			if (!(preset = ctq_opt_value(argc, argv, &i)))
+				goto usage;
+		} else if (!strcmp(a, "--vocab")) {
+			if (!(v = ctq_opt_value(argc, argv, &i)) ||
+			    !ctq_opt_int("make-model", "--vocab", v, 2, 1L << 22, &vocab))
 				goto usage;
 		} else if (!strcmp(a, "--layers")) {
 			if (!(v = ctq_opt_value(argc, argv, &i)) ||
@@ -109,6 +115,8 @@ int ctq_cmd_make_model(int argc, char **argv)
 	}
 	if (layers)
 		spec.num_hidden_layers = layers;
+	if (vocab)
+		spec.vocab_size = vocab;
 	spec.seed = (uint64_t)seed;
 	spec.outliers = outliers;
 	spec.tie_word_embeddings = !untied;
