@@ -391,3 +391,29 @@ Test(eval_kld, compare_flags_a_planted_kl_growth)
 	cr_expect_eq(compare(planted, base, cmp), 0);
 	fixture_drop(&m.f);
 }
+
+Test(eval_kld, policy_file_is_the_built_in)
+{
+	struct ctq_kld_policy def, file;
+	struct ctq_error err = {0};
+	ctq_kld_policy_default(&def);
+	ctq_kld_policy_default(&file);
+	cr_assert_eq(ctq_kld_policy_load(&file, "policies/kld.json", &err), CTQ_OK, "%s: %s", err.path,
+		     err.message);
+	for (int k = 0; k < CTQ_KLD_N_CRIT; k++) {
+		cr_expect_eq(file.v[k], def.v[k], "%s", ctq_kld_criterion_name(k));
+		cr_expect_str_eq(file.reason[k], def.reason[k], "%s", ctq_kld_criterion_name(k));
+	}
+	/* An entry without its reason is refused. */
+	char dir[] = "/tmp/ctq-kldpol-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	char path[64];
+	snprintf(path, sizeof path, "%s/p.json", dir);
+	write_file(path, "{\"top1_min\": {\"value\": 0.5}}", 28);
+	cr_expect_eq(ctq_kld_policy_load(&file, path, &err), CTQ_ERR_INVALID_CONFIG);
+	write_file(path, "{\"top1_min\": {\"value\": 2, \"reason\": \"x\"}}", 41);
+	memset(&err, 0, sizeof err);
+	cr_expect_eq(ctq_kld_policy_load(&file, path, &err), CTQ_ERR_INVALID_CONFIG);
+	cr_expect(strstr(err.message, "expected a number in [0, 1]"), "%s", err.message);
+	ctq_remove_tree(dir);
+}
