@@ -35,6 +35,7 @@
 #include "eval/kld.h"
 #include "families/eval_kld.h"
 #include "harness/commands.h"
+#include "reports/report.h"
 #include "results/table.h"
 #include "stats/kld.h"
 #include "tests/model_fixture.h"
@@ -246,10 +247,13 @@ Test(eval_kld, w8_passes_w3_fails_and_kl_grows_with_fewer_bits, .timeout = 120)
 	struct models m;
 	make_models(&m, bits, 6);
 	double kl[9], top1[9];
-	char v[9][32];
+	char v[9][32], sweep[160];
+	snprintf(sweep, sizeof sweep, "%s/sweep", m.f.dir);
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_mkdirs(sweep, &err), CTQ_OK, "%s", err.message);
 	for (int b = 8; b >= 2; b--) {
-		char out[160];
-		snprintf(out, sizeof out, "%s/run-w%d", m.f.dir, b);
+		char out[200];
+		snprintf(out, sizeof out, "%s/w%d", sweep, b);
 		int rc = run_kld(m.w[b], m.f.bf16, m.text, out, m.policy);
 		overall(out, &kl[b], &top1[b], v[b], sizeof v[b]);
 		cr_log_info("tiny qwen3 W%d vs BF16: mean KL %.4g nats, top-1 %.2f%%, %s (exit %d)", b,
@@ -265,6 +269,21 @@ Test(eval_kld, w8_passes_w3_fails_and_kl_grows_with_fewer_bits, .timeout = 120)
 				     b, kl[b + 1], kl[b]);
 	}
 	cr_expect_str_eq(v[8], "non-inferior");
+	/* The report of the runs together: the sensitivity line, widest first. */
+	char path[256];
+	snprintf(path, sizeof path, "%s/manifest.json", sweep);
+	write_file(path, "{}\n", 3);
+	struct ctq_report_summary sum;
+	cr_assert_eq(ctq_report_write(sweep, NULL, &sum, &err), CTQ_OK, "%s", err.message);
+	snprintf(path, sizeof path, "%s/summary.md", sweep);
+	char *md = NULL;
+	size_t n = 0;
+	cr_assert_eq(ctq_file_read(path, 1 << 22, &md, &n, &err), CTQ_OK, "%s", err.message);
+	const char *sens = strstr(md, "Sensitivity: KL against the candidate's weight bits");
+	cr_expect(sens, "%s", md);
+	cr_expect(sens && strstr(sens, "| 8 |") && strstr(sens, "| 2 |") &&
+		  strstr(sens, "| 8 |") < strstr(sens, "| 2 |"), "%s", sens ? sens : md);
+	free(md);
 	/* The default policy cannot separate them on this model (see above). */
 	char out[160];
 	snprintf(out, sizeof out, "%s/run-w3-default", m.f.dir);
