@@ -107,8 +107,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			help();
 			return -1;
 		}
-		if (!strcmp(a, "--add-bos") || !strcmp(a, "--progress") || !strcmp(a, "--force")) {
-			*(a[2] == 'a' ? &k->add_bos : a[2] == 'p' ? &o->progress : &o->force) = true;
+		bool *flag = !strcmp(a, "--add-bos")    ? &k->add_bos
+			     : !strcmp(a, "--progress") ? &o->progress
+			     : !strcmp(a, "--force")    ? &o->force
+							: NULL;
+		if (flag) {
+			*flag = true;
 			continue;
 		}
 		if (!(v = ctq_opt_value(argc, argv, &i)))
@@ -123,7 +127,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				fprintf(stderr, "ctq eval kld: at most %d text sources\n", MAX_SOURCES);
 				return CTQ_EXIT_USAGE;
 			}
-			if (a[2] == 't')
+			if (!strcmp(a, "--text"))
 				o->texts[k->n_texts++] = v;
 			else
 				o->data[k->n_data++] = v;
