@@ -577,7 +577,7 @@ enum ctq_status ctq_fam_eval_kld_report_end(struct ctq_rep *r)
 				  "set title \"mean KL and top-1 agreement against weight bits\"\n"
 				  "set xlabel \"weight bits\"\nset ylabel \"mean KL, nats\"\nset logscale y\n"
 				  "set y2label \"top-1 agreement %%\"\nset y2tics\nset ytics nomirror\n"
-				  "set y2range [0:100]\nset grid\nset key top right\n"
+				  "set y2range [0:100]\nset grid\nset key center right\n"
 				  "plot \"kld_sensitivity.dat\" using 1:2 with linespoints lw 2 pt 7 title \"mean KL\", "
 				  "\"kld_sensitivity.dat\" using 1:3 axes x1y2 with linespoints lw 2 pt 5 title \"top-1 %%\"\n");
 		if (!data.oom && !body.oom)
