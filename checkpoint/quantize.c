@@ -91,6 +91,12 @@ cJSON *ctq_quantize_config_block(const char *const *ignore, size_t n_ignore)
 int64_t ctq_quantize_weight(const void *w, enum ctq_dtype dtype, int64_t N, int64_t K,
 			    int8_t *q, void *scale, double *err2, double *norm2)
 {
+	return ctq_quantize_weight_bits(w, dtype, N, K, 8, q, scale, err2, norm2);
+}
+
+int64_t ctq_quantize_weight_bits(const void *w, enum ctq_dtype dtype, int64_t N, int64_t K,
+				 int bits, int8_t *q, void *scale, double *err2, double *norm2)
+{
 	const size_t esz = ctq_dtype_size(dtype);
 	int n_threads = 1;
 #ifdef _OPENMP
@@ -114,7 +120,7 @@ int64_t ctq_quantize_weight(const void *w, enum ctq_dtype dtype, int64_t N, int6
 			amax = ctq_amax_update(amax, wr[k]);
 		/* The clamped scale is stored in the weight dtype and the row
 		 * quantized with the stored value. */
-		float clamped = ctq_weight_scale(amax);
+		float clamped = ctq_weight_scale_bits(amax, bits);
 		float sc;
 		if (dtype == CTQ_DTYPE_BF16) {
 			uint16_t b = ctq_f32_to_bf16(clamped);
@@ -136,7 +142,7 @@ int64_t ctq_quantize_weight(const void *w, enum ctq_dtype dtype, int64_t N, int6
 		double e2 = 0.0, w2 = 0.0;
 		int8_t *qr = q + (size_t)n * (size_t)K;
 		for (int64_t k = 0; k < K; k++) {
-			int8_t v = ctq_quantize(wr[k], sc);
+			int8_t v = ctq_quantize_bits(wr[k], sc, bits);
 			qr[k] = v;
 			double d = (double)v * (double)sc - (double)wr[k];
 			e2 += d * d;
@@ -172,6 +178,7 @@ struct qctx {
 	size_t n_qm;
 	enum role *role;                  /* (n_out) per output tensor */
 	size_t *role_qm;                  /* (n_out) qm index for weight/scale */
+	int bits;                         /* weight grid, 2..8 (8: W8A8 as producers write it) */
 };
 
 static void quantize_result_init(struct ctq_quantize_result *r)
@@ -206,8 +213,8 @@ static enum ctq_status quantize_module(struct qctx *c, struct qmod *m, int8_t *q
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, m->name, "out of memory");
 		goto done;
 	}
-	int64_t bad = ctq_quantize_weight(m->w->data, m->w->dtype, m->N, m->K, q, m->scale,
-					  e2, w2);
+	int64_t bad = ctq_quantize_weight_bits(m->w->data, m->w->dtype, m->N, m->K, c->bits, q,
+					       m->scale, e2, w2);
 	if (bad == -2) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, m->name, "out of memory");
 		goto done;
@@ -512,12 +519,17 @@ enum ctq_status ctq_quantize_checkpoint(const char *in, const char *dir,
 	memset(&ck, 0, sizeof ck);
 	memset(&c, 0, sizeof c);
 	ctq_arena_init(&c.arena);
+	c.bits = opt && opt->weight_bits ? opt->weight_bits : 8;
 	ctq_modules_init(&mods);
 	if (res)
 		quantize_result_init(res);
 
 	if (!(path = ctq_path_join(in, "config.json"))) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, in, "out of memory");
+		goto done;
+	}
+	if (c.bits < 2 || c.bits > 8) {
+		st = ctq_error_set(err, CTQ_ERR_USAGE, "weight_bits", "is %d; expected 2 to 8", c.bits);
 		goto done;
 	}
 	if (!ctq_path_is_dir(in)) {
@@ -684,6 +696,12 @@ enum ctq_status ctq_quantize_checkpoint(const char *in, const char *dir,
 	cJSON *block = ctq_quantize_config_block(ign, n_ign);
 	if (!block || !cJSON_AddItemToObject(config, "quantization_config", block)) {
 		cJSON_Delete(block);
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, in, "out of memory");
+		goto done;
+	}
+	/* A lower-precision simulation says so at the top level of config.json
+	 * (the quantization block stays the valid int8 one it runs as). */
+	if (c.bits < 8 && !cJSON_AddNumberToObject(config, "ctq_simulated_weight_bits", c.bits)) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, in, "out of memory");
 		goto done;
 	}

@@ -47,6 +47,11 @@ struct ctq_quantize_options {
 				     * patterns (Python re.match); borrowed */
 	size_t n_ignore;
 	uint64_t max_shard_bytes;   /* 0: CTQ_HF_MAX_SHARD_BYTES (5 GB) */
+	int weight_bits;            /* 0 or 8: W8A8; 2..7: the weights rounded to an N-bit
+				     * symmetric grid (core/numerics.h ctq_weight_scale_bits),
+				     * stored as int8 and run as any W8A8 checkpoint: a
+				     * simulation of lower precision; config.json gains
+				     * ctq_simulated_weight_bits */
 	ctq_progress_fn progress;   /* may be NULL */
 	void *progress_ctx;
 };
@@ -88,6 +93,10 @@ cJSON *ctq_quantize_config_block(const char *const *ignore, size_t n_ignore);
  * for the per-thread row buffers. */
 int64_t ctq_quantize_weight(const void *w, enum ctq_dtype dtype, int64_t N, int64_t K,
 			    int8_t *q, void *scale, double *err2, double *norm2);
+
+/* ctq_quantize_weight on the N-bit grid (bits 2..8; 8 is ctq_quantize_weight). */
+int64_t ctq_quantize_weight_bits(const void *w, enum ctq_dtype dtype, int64_t N, int64_t K,
+				 int bits, int8_t *q, void *scale, double *err2, double *norm2);
 
 /* Quantizes the checkpoint folder `in` (config.json + model.safetensors or
  * an index and shards) into `dir` (created if missing, expected empty):

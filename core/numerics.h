@@ -81,6 +81,25 @@ CTQ_NUM_FN float ctq_weight_scale(float amax)
 	return s > CTQ_WEIGHT_SCALE_MIN ? s : CTQ_WEIGHT_SCALE_MIN;
 }
 
+/* The N-bit symmetric weight grid (2 <= bits <= 8) that ctq quantize
+ * --weight-bits simulates inside int8 storage: q_max = 2^(bits-1) - 1, the
+ * row scale amax / q_max clamped at CTQ_WEIGHT_SCALE_MIN as above, and
+ * q = clamp(rint(w / s), -q_max, q_max). bits == 8 is the producer's rule
+ * itself (ctq_weight_scale, ctq_quantize: amax / 127, clamp [-128, 127]),
+ * so an 8-bit simulation writes the same bytes as a plain W8A8 quantize. */
+CTQ_NUM_FN int ctq_weight_qmax(int bits)
+{
+	return (1 << (bits - 1)) - 1;
+}
+
+CTQ_NUM_FN float ctq_weight_scale_bits(float amax, int bits)
+{
+	if (bits >= 8)
+		return ctq_weight_scale(amax);
+	const float s = CTQ_FDIV(amax, (float)ctq_weight_qmax(bits));
+	return s > CTQ_WEIGHT_SCALE_MIN ? s : CTQ_WEIGHT_SCALE_MIN;
+}
+
 /* q for one element given the row scale s (s == 0 -> 0). NaN maps to 0:
  * rint(NaN) is NaN and a NaN compares false against both bounds, so it is
  * caught explicitly; the row's scale (NaN) carries the poison instead. */
@@ -96,6 +115,15 @@ CTQ_NUM_FN int8_t ctq_quantize(float x, float s)
 	if (r < -128.0f)
 		return -128;
 	return (int8_t)r;
+}
+
+/* q on the N-bit grid of ctq_weight_scale_bits (bits == 8: ctq_quantize). */
+CTQ_NUM_FN int8_t ctq_quantize_bits(float x, float s, int bits)
+{
+	if (bits >= 8)
+		return ctq_quantize(x, s);
+	const int8_t q = ctq_quantize(x, s), m = (int8_t)ctq_weight_qmax(bits);
+	return q > m ? m : q < -m ? (int8_t)-m : q;
 }
 
 /* The fast form of ctq_quantize for a whole row: one correctly rounded

@@ -76,6 +76,20 @@ static const struct {
 	[CTQ_POL_PROBE_QUANT_FLOOR] = {"probe", "quant_rel_l2_floor", 1e-3, 0, 1e9, false,
 		"Quantization error is ~1e-2 on N(0,1) inputs; growth that stays under 1e-3 is below "
 		"anything the accuracy of a model could show."},
+	[CTQ_POL_KLD_FACTOR] = {"kld", "mean_factor", 1.5, 1, 1e12, false,
+		"ctq eval kld is deterministic on one build and backend (same text, same windows), "
+		"so the mean KL repeats to the last digit; a 1.5x growth is a change of arithmetic "
+		"or of the checkpoint, as for probe rel-L2."},
+	[CTQ_POL_KLD_FLOOR] = {"kld", "mean_floor", 1e-4, 0, 1e9, false,
+		"Below 1e-4 nats a change is rounding, not quantization: llama.cpp reports 0.00000 "
+		"for F16 against BF16 weights of one model (PR #10714) and 0.001 for Q8_0 on 7-8B "
+		"models, so 1e-4 is ten times under the smallest quantization it tabulates."},
+	[CTQ_POL_KLD_TOP1_DROP] = {"kld", "top1_min_drop", 0.01, 0, 1, false,
+		"One point of top-1 agreement: the gap between llama.cpp's 8-bit (98-99%) and "
+		"6-bit (97%) types on 7-8B models; a smaller significant fall is reported, not gated."},
+	[CTQ_POL_KLD_TOP1_ALPHA] = {"kld", "top1_alpha", 0.05, 1e-12, 1, false,
+		"Paired t test over windows of the per-window agreement: the windows, not the "
+		"tokens, are the replicates (tokens of a window share their context)."},
 	[CTQ_POL_MISSING_IS_REGRESSION] = {"missing", "is_regression", 0, 0, 1, true,
 		"Runs of different plans or machines legitimately hold different files (GPU steps are "
 		"skipped without a GPU); a step that failed is caught by the run's own exit code and "
@@ -93,6 +107,7 @@ static const struct {
 	MISSING_FAMILY(CTQ_FAM_BENCH_GEMM, "gemm", "bench_gemm.csv"),
 	MISSING_FAMILY(CTQ_FAM_EVAL, "accuracy", "eval_questions.csv"),
 	MISSING_FAMILY(CTQ_FAM_BENCH_SERVE, "serving", "bench_serve.csv"),
+	MISSING_FAMILY(CTQ_FAM_EVAL_KLD, "kld", "eval_kld.csv"),
 #undef MISSING_FAMILY
 };
 
@@ -137,7 +152,7 @@ enum ctq_status ctq_compare_policy_load(struct ctq_compare_policy *p, const char
 				break;
 		if (known == CTQ_POL_COUNT) {
 			st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, sec->string,
-					   "unknown policy section (timing, serving, accuracy, probe, missing, "
+					   "unknown policy section (timing, serving, accuracy, probe, kld, missing, "
 					   "missing_family)");
 			break;
 		}

@@ -37,6 +37,10 @@ enum ctq_policy_key {
 	CTQ_POL_PROBE_FACTOR,         /* rel-L2 growth factor that gates */
 	CTQ_POL_PROBE_KERNEL_FLOOR,   /* kernel rel-L2 below it never gates */
 	CTQ_POL_PROBE_QUANT_FLOOR,    /* quantization rel-L2 below it never gates */
+	CTQ_POL_KLD_FACTOR,           /* mean-KL growth factor that gates */
+	CTQ_POL_KLD_FLOOR,            /* mean KL (nats) below it never gates */
+	CTQ_POL_KLD_TOP1_DROP,        /* smallest top-1 agreement fall that gates (fraction) */
+	CTQ_POL_KLD_TOP1_ALPHA,       /* paired t level of that fall over windows */
 	CTQ_POL_MISSING_IS_REGRESSION,/* a result file, GEMM point or serving key gone
 				       * from NEW gates (0/1) */
 	/* A whole result family (every file of it) in BASE and none in NEW

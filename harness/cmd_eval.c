@@ -24,6 +24,7 @@ static void help(void)
 {
 	printf("usage: ctq eval mmlu|ceval|cmmlu --model DIR [options]\n"
 	       "       ctq eval mmlu|ceval|cmmlu --url URL --tokenizer PATH [options]\n"
+	       "       ctq eval kld --model DIR --ref-model DIR --text FILE|--data DIR (see ctq eval kld --help)\n"
 	       "\n"
 	       "Multiple-choice accuracy by the log-probability of each answer letter's\n"
 	       "continuation after the protocol's prompt (one forward pass per question; no\n"
@@ -351,6 +352,8 @@ static void progress_begin(void *ctx, const char *label)
 
 int ctq_cmd_eval(int argc, char **argv)
 {
+	if (argc >= 2 && !strcmp(argv[1], "kld")) /* harness/cmd_eval_kld.c */
+		return ctq_cmd_eval_kld(argc - 1, argv + 1);
 	struct opts o;
 	memset(&o, 0, sizeof o);
 	int rc = parse_opts(argc, argv, &o);

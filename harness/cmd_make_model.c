@@ -27,6 +27,8 @@ static void help(void)
 	       "                       qwen3-0.6b-shape   hidden 1024, 28 layers, 16/8 heads (~1.2 GB)\n"
 	       "                       qwen3-4b-shape     hidden 2560, 36 layers, 32/8 heads (~8 GB)\n"
 	       "  --layers N           override the number of decoder layers\n"
+	       "  --vocab N            override the vocabulary size (e.g. 2048 for the small\n"
+	       "                       tokenizer fixtures of tests/fixtures/tokenizers)\n"
 	       "  --seed S             random seed (default 0), 0..2^53\n"
 	       "  --outliers           4 hidden channels (fixed by the seed) of every\n"
 	       "                       input_layernorm / post_attention_layernorm weight x50,\n"
@@ -44,7 +46,7 @@ static void help(void)
 int ctq_cmd_make_model(int argc, char **argv)
 {
 	const char *arch = NULL, *preset = NULL, *out_arg = NULL;
-	long layers = 0, seed = 0, max_shard = 0;
+	long layers = 0, seed = 0, max_shard = 0, vocab = 0;
 	bool outliers = false, untied = false, force = false, quiet = false;
 	const struct ctq_opt opts[] = {
 		CTQ_OPT_FLAG("--outliers", &outliers),
@@ -53,6 +55,7 @@ int ctq_cmd_make_model(int argc, char **argv)
 		CTQ_OPT_FLAG("--quiet", &quiet),
 		CTQ_OPT_STR("--arch", &arch),
 		CTQ_OPT_STR("--preset", &preset),
+		CTQ_OPT_INT("--vocab", &vocab, 2, 1L << 22),
 		CTQ_OPT_INT("--layers", &layers, 1, 4096),
 		CTQ_OPT_INT("--seed", &seed, 0, 9007199254740992L),
 		CTQ_OPT_INT("--max-shard-bytes", &max_shard, 1, 1L << 62),
@@ -81,6 +84,8 @@ int ctq_cmd_make_model(int argc, char **argv)
 	}
 	if (layers)
 		spec.num_hidden_layers = layers;
+	if (vocab)
+		spec.vocab_size = vocab;
 	spec.seed = (uint64_t)seed;
 	spec.outliers = outliers;
 	spec.tie_word_embeddings = !untied;

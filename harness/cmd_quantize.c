@@ -33,6 +33,11 @@ static void help(void)
 	       "  --ignore re:PATTERN  keep every Linear module PATTERN matches (Python\n"
 	       "                       re.match); the matches are listed by name\n"
 	       "  --max-shard-bytes N  shard size limit (default 5000000000, transformers' 5GB)\n"
+	       "  --weight-bits N      round the weights to an N-bit symmetric grid, N 2..8\n"
+	       "                       (scale = row amax / (2^(N-1) - 1), q clamped to\n"
+	       "                       +-(2^(N-1) - 1)), stored as int8: a simulation of lower\n"
+	       "                       precision that runs as any W8A8 checkpoint (config.json\n"
+	       "                       records ctq_simulated_weight_bits); 8, the default, is W8A8\n"
 	       "  --force              replace OUT if it exists and is not empty\n"
 	       "  --quiet              no progress on stderr\n"
 	       "\n"
@@ -81,7 +86,7 @@ int ctq_cmd_quantize(int argc, char **argv)
 	char *out = NULL;
 	const char **ignore = calloc((size_t)(argc > 0 ? argc : 1), sizeof *ignore); /* (argc) */
 	size_t n_ignore = 0;
-	long max_shard = 0;
+	long max_shard = 0, weight_bits = 8;
 	bool force = false, quiet = false;
 	int rc = CTQ_EXIT_USAGE;
 	struct ctq_quantize_result res;
@@ -110,6 +115,10 @@ int ctq_cmd_quantize(int argc, char **argv)
 				goto out;
 			}
 			ignore[n_ignore++] = v;
+		} else if (!strcmp(a, "--weight-bits")) {
+			if (!(v = ctq_opt_value(argc, argv, &i)) ||
+			    !ctq_opt_int("quantize", "--weight-bits", v, 2, 8, &weight_bits))
+				goto out;
 		} else if (!strcmp(a, "--max-shard-bytes")) {
 			if (!(v = ctq_opt_value(argc, argv, &i)) ||
 			    !ctq_opt_int("quantize", "--max-shard-bytes", v, 1, 1L << 62, &max_shard))
@@ -160,6 +169,7 @@ int ctq_cmd_quantize(int argc, char **argv)
 		.ignore = ignore,
 		.n_ignore = n_ignore,
 		.max_shard_bytes = (uint64_t)max_shard,
+		.weight_bits = (int)weight_bits,
 		.progress = ctq_progress_print,
 		.progress_ctx = &prog,
 	};
@@ -171,8 +181,11 @@ int ctq_cmd_quantize(int argc, char **argv)
 		goto fail;
 	tmp[0] = '\0';
 
-	printf("ctq quantize: %zu module(s) quantized to W8A8 INT8, %zu tensor(s) copied, ignore [",
-	       res.n_modules, res.n_copied);
+	char grid[48] = "";
+	if (weight_bits < 8)
+		snprintf(grid, sizeof grid, " (weights on a %ld-bit grid)", weight_bits);
+	printf("ctq quantize: %zu module(s) quantized to W8A8 INT8%s, %zu tensor(s) copied, ignore [",
+	       res.n_modules, grid, res.n_copied);
 	for (size_t i = 0; i < res.n_ignore; i++)
 		printf("%s%s", i ? ", " : "", res.ignore[i]);
 	double bytes = (double)res.n_bytes;

@@ -26,6 +26,7 @@ int ctq_cmd_make_model(int argc, char **argv);
 int ctq_cmd_quantize(int argc, char **argv);
 int ctq_cmd_import_gguf(int argc, char **argv);
 int ctq_cmd_eval(int argc, char **argv);
+int ctq_cmd_eval_kld(int argc, char **argv);
 int ctq_cmd_run(int argc, char **argv);
 /* Loads and validates a plan file without running it (the fuzz target tests/fuzz/fuzz_plan.c). */
 enum ctq_status ctq_run_plan_check(const char *file, struct ctq_error *err);

@@ -12,6 +12,7 @@
 #include "families/bench_serve.h"
 #include "families/conform.h"
 #include "families/eval.h"
+#include "families/eval_kld.h"
 #include "families/probe.h"
 #include "results/csv_out.h"
 #include "results/run.h"
@@ -202,6 +203,7 @@ enum ctq_status ctq_compare_runs(struct ctq_comparison *c, const char *base_dir,
 		case CTQ_FAM_EVAL: st = ctq_fam_eval_compare(&x, err); break;
 		case CTQ_FAM_BENCH_GEMM: st = ctq_fam_bench_gemm_compare(&x, err); break;
 		case CTQ_FAM_BENCH_SERVE: st = ctq_fam_bench_serve_compare(&x, err); break;
+		case CTQ_FAM_EVAL_KLD: st = ctq_fam_eval_kld_compare(&x, err); break;
 		default: c->n_files--; break;
 		}
 		ctq_cmp_pair_free(&x);
@@ -708,11 +710,12 @@ void ctq_comparison_markdown(const struct ctq_comparison *c, const char *base_di
 	ctq_strbuf_append(out, "\n");
 	static const int order[] = {CTQ_FAM_STEPS, CTQ_FAM_CONFORM, CTQ_FAM_PROBE,
 				    CTQ_FAM_BENCH_MODEL, CTQ_FAM_BENCH_GEMM, CTQ_FAM_BENCH_SERVE,
-				    CTQ_FAM_EVAL};
+				    CTQ_FAM_EVAL, CTQ_FAM_EVAL_KLD};
 	static const char *const titles[] = {"Plan steps", "Conformance", "Kernel probes",
 					     "Timings", "GEMM points (unchanged ones in compare.csv)",
 					     "Serving load (per request)",
-					     "Accuracy (paired by question)"};
+					     "Accuracy (paired by question)",
+					     "Token distributions (paired by window)"};
 	for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
 		size_t shown_n = 0;
 		for (size_t i = 0; i < c->n; i++)
@@ -789,6 +792,7 @@ static enum ctq_status trend_file(struct ctq_trend *t, size_t run, const char *p
 	case CTQ_FAM_BENCH_GEMM: st = ctq_fam_bench_gemm_trend(t, run, &tb, path, file, err); break;
 	case CTQ_FAM_BENCH_SERVE: st = ctq_fam_bench_serve_trend(t, run, &tb, path, file, err); break;
 	case CTQ_FAM_EVAL: st = ctq_fam_eval_trend(t, run, &tb, path, file, err); break;
+	case CTQ_FAM_EVAL_KLD: st = ctq_fam_eval_kld_trend(t, run, &tb, path, file, err); break;
 	default: break;
 	}
 	ctq_table_free(&tb);

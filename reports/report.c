@@ -7,6 +7,7 @@
 #include "families/bench_serve.h"
 #include "families/conform.h"
 #include "families/eval.h"
+#include "families/eval_kld.h"
 #include "families/family.h"
 #include "families/probe.h"
 #include "core/fileio.h"
@@ -306,6 +307,7 @@ static enum ctq_status sections(struct ctq_rep *r)
 		{CTQ_FAM_CONFORM, "Conformance"},
 		{CTQ_FAM_PROBE, "Kernel probes"},
 		{CTQ_FAM_EVAL, "Accuracy"},
+		{CTQ_FAM_EVAL_KLD, "Token distributions (KL divergence)"},
 		{CTQ_FAM_BENCH_MODEL, "Performance"},
 		{CTQ_FAM_BENCH_GEMM, "GEMM throughput"},
 		{CTQ_FAM_BENCH_SERVE, "Serving load"},
@@ -328,11 +330,14 @@ static enum ctq_status sections(struct ctq_rep *r)
 			case CTQ_FAM_BENCH_MODEL: st = ctq_fam_bench_model_report(r, f, &pc, &npc, &cap); break;
 			case CTQ_FAM_BENCH_GEMM: st = ctq_fam_bench_gemm_report(r, f); break;
 			case CTQ_FAM_BENCH_SERVE: st = ctq_fam_bench_serve_report(r, f); break;
+			case CTQ_FAM_EVAL_KLD: st = ctq_fam_eval_kld_report(r, f); break;
 			default: break;
 			}
 		}
 		if (!st && order[k].fam == CTQ_FAM_BENCH_MODEL)
 			ctq_fam_bench_model_report_end(r, pc, npc);
+		if (!st && any && order[k].fam == CTQ_FAM_EVAL_KLD)
+			st = ctq_fam_eval_kld_report_end(r);
 	}
 	free(pc);
 	return st;

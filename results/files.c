@@ -11,11 +11,11 @@
 #include <sys/stat.h>
 
 static const char *const fam_names[CTQ_FAM_COUNT] = {
-	"conformance", "probe", "timing", "gemm", "accuracy", "serving",
+	"conformance", "probe", "timing", "gemm", "accuracy", "serving", "kld",
 };
 static const char *const fam_files[CTQ_FAM_COUNT] = {
 	"conform.csv", "probe.csv", "bench_model.csv", "bench_gemm.csv", "eval_questions.csv",
-	"bench_serve.csv",
+	"bench_serve.csv", "eval_kld.csv",
 };
 
 const char *ctq_family_name(enum ctq_family f)

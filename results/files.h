@@ -23,6 +23,7 @@ enum ctq_family {
 	CTQ_FAM_BENCH_GEMM,  /* bench_gemm.csv: kernel throughput against M */
 	CTQ_FAM_EVAL,        /* eval_questions.csv: one row per question */
 	CTQ_FAM_BENCH_SERVE, /* bench_serve.csv: one row per served request */
+	CTQ_FAM_EVAL_KLD,    /* eval_kld.csv: one row per window of text (ctq eval kld) */
 	CTQ_FAM_COUNT
 };
 

@@ -1,0 +1,704 @@
+/* ctq eval kld, the engine (eval/kld.h): from text and two models to the
+ * run directory's files. */
+#include "eval/kld.h"
+#include "core/arena.h"
+#include "core/fileio.h"
+#include "core/json.h"
+#include "core/sha256.h"
+#include "core/time.h"
+#include "core/utf8.h"
+#include "eval/datasets.h"
+#include "results/junit.h"
+#include "stats/kld.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The longest text file read: 256 MiB (about 60 M tokens). */
+#define TEXT_MAX_BYTES ((size_t)256 << 20)
+
+/* ---- policy ---------------------------------------------------------------------- */
+
+static const struct {
+	const char *key;
+	double def, min, max;
+	const char *reason;
+} crit_def[CTQ_KLD_N_CRIT] = {
+	[CTQ_KLD_KL_MEAN_MAX] = {"kl_mean_max", 0.05, 0, 100,
+		"Mean KL(ref || new) per token, nats. llama.cpp's perplexity --kl-divergence "
+		"reports on 7-8B models put Q8_0 near 0.001, 4-bit k-quants at 0.01-0.03 (PR "
+		"#5081: 0.0106, 95.3% same top token) and IQ4_XS at 0.043 (PR #12557, ppl ratio "
+		"1.037): 0.05 is the far edge of what users accept as a 4-bit quantization of a "
+		"large model, and small models move more under the same quantization, so 0.05 is "
+		"the most an INT8 candidate may cost and anything beyond it is damage a user of "
+		"that scale would see."},
+	[CTQ_KLD_TOP1_MIN] = {"top1_min", 0.90, 0, 1,
+		"Share of tokens where both models pick the same top token. The same reports put "
+		"8-bit quantizations of 7-8B models at 98-99%, 4-bit k-quants at 95% and IQ4_XS at "
+		"90%; below 90% one token in ten of greedy decoding goes another way, which is "
+		"past the 4-bit range and not an 8-bit cost."},
+	[CTQ_KLD_PPL_RATIO_MAX] = {"ppl_ratio_max", 1.05, 1, 100,
+		"Perplexity of the candidate over the reference's on the same tokens. IQ4_XS "
+		"costs 1.037 on an 8B model (PR #12557) and 8-bit types under 1.005: a candidate "
+		"that makes the text 5% less likely costs more than a 4-bit quantization of a large "
+		"model does."},
+};
+
+const char *ctq_kld_criterion_name(enum ctq_kld_criterion c)
+{
+	return c < CTQ_KLD_N_CRIT ? crit_def[c].key : "unknown";
+}
+
+void ctq_kld_policy_default(struct ctq_kld_policy *p)
+{
+	memset(p, 0, sizeof *p);
+	for (int k = 0; k < CTQ_KLD_N_CRIT; k++) {
+		p->v[k] = crit_def[k].def;
+		snprintf(p->reason[k], sizeof p->reason[k], "%s", crit_def[k].reason);
+	}
+	snprintf(p->source, sizeof p->source, "built-in (policies/kld.json holds the same)");
+}
+
+enum ctq_status ctq_kld_policy_load(struct ctq_kld_policy *p, const char *path,
+				    struct ctq_error *err)
+{
+	cJSON *root = NULL;
+	enum ctq_status st = ctq_json_load_file(path, (size_t)1 << 20, NULL, &root, err);
+	if (st)
+		return st;
+	if (!cJSON_IsObject(root)) {
+		st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, path, "a policy is a JSON object");
+		goto done;
+	}
+	for (const cJSON *it = root->child; it && !st; it = it->next) {
+		if (!strcmp(it->string, "about"))
+			continue;
+		int k;
+		for (k = 0; k < CTQ_KLD_N_CRIT; k++)
+			if (!strcmp(crit_def[k].key, it->string))
+				break;
+		if (k == CTQ_KLD_N_CRIT) {
+			st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, it->string,
+					   "unknown policy entry in %s (kl_mean_max, top1_min, ppl_ratio_max)",
+					   path);
+			break;
+		}
+		const cJSON *val = ctq_json_get(it, "value"), *why = ctq_json_get(it, "reason");
+		if (!cJSON_IsObject(it) || !cJSON_IsNumber(val) || !cJSON_IsString(why) ||
+		    !why->valuestring[0]) {
+			st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, it->string,
+					   "expected {\"value\": number, \"reason\": \"why\"} in %s", path);
+			break;
+		}
+		double x = val->valuedouble;
+		if (!(x >= crit_def[k].min && x <= crit_def[k].max)) {
+			st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, it->string,
+					   "is %g in %s; expected a number in [%g, %g]", x, path,
+					   crit_def[k].min, crit_def[k].max);
+			break;
+		}
+		p->v[k] = x;
+		snprintf(p->reason[k], sizeof p->reason[k], "%s", why->valuestring);
+	}
+	if (!st)
+		snprintf(p->source, sizeof p->source, "%s", path);
+done:
+	cJSON_Delete(root);
+	return st;
+}
+
+/* ---- models ---------------------------------------------------------------------- */
+
+static void sha_hex(const void *data, size_t n, char hex[65])
+{
+	unsigned char dg[CTQ_SHA256_BYTES];
+	ctq_sha256(data, n, dg);
+	ctq_sha256_hex(dg, hex);
+}
+
+/* The model's config: vocabulary, context, its digest and the weight grid
+ * (quantization_config: 8; ctq_simulated_weight_bits: that). */
+static enum ctq_status model_config(struct ctq_kld_model *m, struct ctq_error *err)
+{
+	char path[1100];
+	snprintf(path, sizeof path, "%s/config.json", m->dir);
+	char *text = NULL;
+	size_t len = 0;
+	enum ctq_status st = ctq_file_read(path, (size_t)16 << 20, &text, &len, err);
+	if (st)
+		return st;
+	sha_hex(text, len, m->config_sha);
+	cJSON *root = NULL;
+	struct ctq_model_config cfg;
+	if (!(st = ctq_json_parse(text, len, path, NULL, &root, err)) &&
+	    !(st = ctq_model_config_parse(&cfg, root, err))) {
+		m->vocab = cfg.vocab;
+		const cJSON *mp = ctq_json_get(root, "max_position_embeddings");
+		m->context = cJSON_IsNumber(mp) && mp->valuedouble >= 1 && mp->valuedouble < 1e9
+				     ? (int64_t)mp->valuedouble
+				     : 0;
+		const cJSON *wb = ctq_json_get(root, "ctq_simulated_weight_bits");
+		m->weight_bits = cJSON_IsNumber(wb) ? (int)wb->valuedouble
+				 : ctq_json_get(root, "quantization_config") ? 8
+									     : 0;
+	}
+	cJSON_Delete(root);
+	ctq_free(text);
+	return st;
+}
+
+static enum ctq_status open_tokenizer(struct ctq_kld_run *r, struct ctq_error *err)
+{
+	const struct ctq_kld_options *o = &r->o;
+	struct ctq_kld_model *ms[2] = {&r->base, &r->cand};
+	for (int i = 0; i < 2; i++) {
+		const char *tp = o->tokenizer ? o->tokenizer : ms[i]->dir;
+		if (ctq_path_is_dir(tp))
+			snprintf(ms[i]->tok_path, sizeof ms[i]->tok_path, "%s/tokenizer.json", tp);
+		else
+			snprintf(ms[i]->tok_path, sizeof ms[i]->tok_path, "%s", tp);
+		if (!ctq_path_exists(ms[i]->tok_path))
+			return ctq_error_set(err, CTQ_ERR_IO, ms[i]->tok_path,
+					     "no tokenizer (a synthetic checkpoint has none: give --tokenizer PATH)");
+		unsigned char dg[CTQ_SHA256_BYTES];
+		enum ctq_status st = ctq_sha256_file(ms[i]->tok_path, dg, err);
+		if (st)
+			return st;
+		ctq_sha256_hex(dg, ms[i]->tok_sha);
+	}
+	if (strcmp(r->base.tok_sha, r->cand.tok_sha))
+		return ctq_error_set(err, CTQ_ERR_USAGE, r->cand.tok_path,
+				     "differs from the reference's %s: KL needs both models to read the same tokens (give --tokenizer PATH to use one for both)",
+				     r->base.tok_path);
+	if (r->base.vocab != r->cand.vocab)
+		return ctq_error_set(err, CTQ_ERR_USAGE, r->cand.dir,
+				     "vocabulary %lld; the reference %s has %lld: KL over the vocabulary needs the same one",
+				     (long long)r->cand.vocab, r->base.dir, (long long)r->base.vocab);
+	enum ctq_status st = ctq_tokenizer_load(&r->tok, o->tokenizer ? o->tokenizer : r->cand.dir, err);
+	if (st)
+		return st;
+	if ((int64_t)ctq_tokenizer_vocab_size(&r->tok) > r->cand.vocab)
+		return ctq_error_set(err, CTQ_ERR_USAGE, r->cand.tok_path,
+				     "has %zu tokens; the model's vocabulary is %lld",
+				     ctq_tokenizer_vocab_size(&r->tok), (long long)r->cand.vocab);
+	return CTQ_OK;
+}
+
+/* ---- text ------------------------------------------------------------------------ */
+
+/* The questions and answers of a benchmark split as text, interleaved
+ * across subjects (question i of every subject, then i + 1), so that the
+ * first tokens of the text already cover every subject. */
+static enum ctq_status bench_text(const char *spec, const char *split, struct ctq_strbuf *sb,
+				  char *name, size_t cap, struct ctq_error *err)
+{
+	char bench_name[16] = "", dir[1024];
+	const char *eq = strchr(spec, '=');
+	if (eq && (size_t)(eq - spec) < sizeof bench_name) {
+		memcpy(bench_name, spec, (size_t)(eq - spec));
+		bench_name[eq - spec] = '\0';
+		snprintf(dir, sizeof dir, "%s", eq + 1);
+	} else {
+		snprintf(dir, sizeof dir, "%s", spec);
+		size_t n = strlen(dir);
+		while (n > 1 && dir[n - 1] == '/')
+			dir[--n] = '\0';
+		const char *base = strrchr(dir, '/');
+		snprintf(bench_name, sizeof bench_name, "%s", base ? base + 1 : dir);
+	}
+	enum ctq_bench b = ctq_bench_parse(bench_name);
+	if (b == CTQ_BENCH_COUNT)
+		return ctq_error_set(err, CTQ_ERR_USAGE, spec,
+				     "names no benchmark: the folder must be called mmlu, ceval or cmmlu, or give BENCH=DIR");
+	if (!split)
+		split = b == CTQ_BENCH_CMMLU ? "test" : "val";
+	struct ctq_eval_data d;
+	enum ctq_status st = ctq_eval_data_load(&d, b, dir, split, NULL, 0, false, err);
+	if (st)
+		return st;
+	size_t longest = 0;
+	for (size_t s = 0; s < d.n; s++)
+		if (d.subjects[s].items.n > longest)
+			longest = d.subjects[s].items.n;
+	for (size_t i = 0; i < longest; i++)
+		for (size_t s = 0; s < d.n; s++) {
+			const struct ctq_question_file *f = &d.subjects[s].items;
+			if (i >= f->n)
+				continue;
+			const struct ctq_question *q = &f->q[i];
+			ctq_strbuf_printf(sb, "%s\nA. %s\nB. %s\nC. %s\nD. %s\n", q->question,
+					  q->choice[0], q->choice[1], q->choice[2], q->choice[3]);
+			if (q->answer)
+				ctq_strbuf_printf(sb, "Answer: %c\n", q->answer);
+			ctq_strbuf_append(sb, "\n");
+		}
+	snprintf(name, cap, "%s/%s", ctq_bench_name(b), split);
+	ctq_eval_data_free(&d);
+	return sb->oom ? ctq_error_set(err, CTQ_ERR_NOMEM, spec, "out of memory") : CTQ_OK;
+}
+
+/* Tokenizes text into source s and checks it holds one window. */
+static enum ctq_status source_tokens(struct ctq_kld_run *r, struct ctq_kld_source *s,
+				     const char *text, size_t len, struct ctq_error *err)
+{
+	const struct ctq_kld_options *o = &r->o;
+	s->n_bytes = len;
+	sha_hex(text, len, s->sha256);
+	enum ctq_status st = ctq_tokenizer_encode(&r->tok, text, len, false, &s->ids, &s->n_ids, err);
+	if (st)
+		return st;
+	s->n_ids_all = s->n_ids;
+	if (o->max_tokens > 0 && s->n_ids > (size_t)o->max_tokens)
+		s->n_ids = (size_t)o->max_tokens;
+	if (s->n_ids < (size_t)o->ctx) {
+		if (s->n_ids < s->n_ids_all)
+			return ctq_error_set(err, CTQ_ERR_USAGE, s->name,
+					     "--max-tokens %ld leaves %zu of its %zu tokens; one window is --ctx %ld tokens",
+					     o->max_tokens, s->n_ids, s->n_ids_all, o->ctx);
+		return ctq_error_set(err, CTQ_ERR_USAGE, s->name,
+				     "tokenizes to %zu tokens (%zu bytes); one window is --ctx %ld tokens: give more text or a smaller --ctx",
+				     s->n_ids, len, o->ctx);
+	}
+	return CTQ_OK;
+}
+
+static enum ctq_status read_sources(struct ctq_kld_run *r, struct ctq_error *err)
+{
+	const struct ctq_kld_options *o = &r->o;
+	r->n_src = o->n_texts + o->n_data;
+	if (!r->n_src)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "--text", "no text: give --text FILE or --data DIR");
+	if (r->n_src > CTQ_KLD_MAX_SOURCES)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "--text", "%zu text sources; at most %d",
+				     r->n_src, CTQ_KLD_MAX_SOURCES);
+	r->src = ctq_calloc(r->n_src, sizeof *r->src);
+	r->src_names = ctq_calloc(r->n_src, sizeof *r->src_names);
+	if (!r->src || !r->src_names)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval kld", "out of memory");
+	enum ctq_status st = CTQ_OK;
+	for (size_t i = 0; i < r->n_src && !st; i++) {
+		struct ctq_kld_source *s = &r->src[i];
+		r->src_names[i] = s->name;
+		if (i < o->n_texts) {
+			snprintf(s->name, sizeof s->name, "%s", o->texts[i]);
+			char *text = NULL;
+			size_t len = 0, bad = 0;
+			if ((st = ctq_file_read(o->texts[i], TEXT_MAX_BYTES, &text, &len, err)))
+				break;
+			if (!ctq_utf8_valid(text, len, &bad))
+				st = ctq_error_set(err, CTQ_ERR_PARSE, o->texts[i],
+						   "is not UTF-8 (the first invalid byte is at offset %zu)", bad);
+			else
+				st = source_tokens(r, s, text, len, err);
+			ctq_free(text);
+		} else {
+			struct ctq_strbuf sb;
+			ctq_strbuf_init(&sb);
+			st = bench_text(o->data[i - o->n_texts], o->split, &sb, s->name, sizeof s->name, err);
+			if (!st)
+				st = source_tokens(r, s, sb.data ? sb.data : "", sb.len, err);
+			ctq_strbuf_free(&sb);
+		}
+	}
+	return st;
+}
+
+/* Windows start every stride tokens while a whole window fits. */
+static enum ctq_status lay_windows(struct ctq_kld_run *r, struct ctq_error *err)
+{
+	const size_t ctx = (size_t)r->o.ctx, stride = (size_t)r->o.stride;
+	r->n_win = 0;
+	for (size_t i = 0; i < r->n_src; i++) {
+		struct ctq_kld_source *s = &r->src[i];
+		s->first_window = r->n_win;
+		s->n_windows = (s->n_ids - ctx) / stride + 1;
+		r->n_win += s->n_windows;
+	}
+	const int64_t first = r->o.ctx / 2, per = r->o.ctx - 1 - first;
+	r->win = ctq_calloc(r->n_win, sizeof *r->win);
+	r->n_tok = r->n_win * (size_t)per;
+	r->tok_kl = ctq_calloc(r->n_tok ? r->n_tok : 1, sizeof *r->tok_kl);
+	r->hist = ctq_calloc(r->n_src * CTQ_KLD_HIST_BINS, sizeof *r->hist);
+	if (!r->win || !r->tok_kl || !r->hist)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval kld", "out of memory");
+	for (size_t i = 0; i < r->n_src; i++)
+		for (size_t k = 0; k < r->src[i].n_windows; k++) {
+			struct ctq_kld_window *w = &r->win[r->src[i].first_window + k];
+			w->source = i;
+			w->index = k;
+			w->start = (int64_t)(k * stride);
+			w->n = per;
+		}
+	return CTQ_OK;
+}
+
+enum ctq_status ctq_kld_open(struct ctq_kld_run *r, const struct ctq_kld_options *o,
+			     struct ctq_error *err)
+{
+	memset(r, 0, sizeof *r);
+	r->o = *o;
+	if (!r->o.stride)
+		r->o.stride = r->o.ctx;
+	if (o->policy)
+		r->pol = *o->policy;
+	else
+		ctq_kld_policy_default(&r->pol);
+	r->cand.dir = o->model;
+	r->base.dir = o->ref;
+	ctq_strbuf_init(&r->table);
+	if (o->ctx < 4)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "--ctx", "is %ld; a window needs at least 4 tokens", o->ctx);
+	enum ctq_status st;
+	/* The backends first: no GPU is exit 3 before any tokenizing. */
+	if ((st = ctq_backend_open_tp(r->b, o->backend, (int)o->tp, CTQ_ACT_NUMERICS_CTQ, &r->group, err)) ||
+	    (st = model_config(&r->base, err)) || (st = model_config(&r->cand, err)))
+		return st;
+	for (int i = 0; i < 2; i++) {
+		const struct ctq_kld_model *m = i ? &r->cand : &r->base;
+		if (m->context && o->ctx > m->context)
+			return ctq_error_set(err, CTQ_ERR_USAGE, m->dir,
+					     "max_position_embeddings is %lld; --ctx %ld does not fit",
+					     (long long)m->context, o->ctx);
+	}
+	if ((st = open_tokenizer(r, err)) || (st = read_sources(r, err)) || (st = lay_windows(r, err)))
+		return st;
+	r->b[0].ops->describe(&r->b[0], r->device, sizeof r->device);
+	if (o->tp > 1) {
+		size_t dl = strlen(r->device);
+		snprintf(r->device + dl, sizeof r->device - dl, " x %ld ranks (tp %ld)", o->tp, o->tp);
+	}
+	return CTQ_OK;
+}
+
+/* ---- scoring --------------------------------------------------------------------- */
+
+static enum ctq_status model_load(struct ctq_kld_run *r, struct ctq_kld_model *m,
+				  struct ctq_error *err)
+{
+	const int tp = (int)r->o.tp;
+	double t = ctq_now_s();
+	enum ctq_status st = CTQ_OK;
+	for (int k = 0; k < tp && !st; k++) {
+		struct ctq_runner_options opt = {.max_slots = 1, .max_len = r->o.ctx,
+						 .max_tokens = r->o.ctx, .tp = tp, .rank = k,
+						 .group = r->group};
+		st = ctq_runner_load(&m->rk[k], &r->b[k], m->dir, &opt, err);
+	}
+	m->loaded = true;
+	m->load_s = ctq_now_s() - t;
+	m->n_quantized = m->rk[0].n_quantized;
+	m->n_dense = m->rk[0].n_dense;
+	return st;
+}
+
+static enum ctq_status forward(struct ctq_kld_run *r, struct ctq_kld_model *m, const int32_t *ids,
+			       const int32_t *slot, const int32_t *pos, const int64_t *rows,
+			       int64_t n_rows, float *logits, struct ctq_error *err)
+{
+	double t = ctq_now_s();
+	enum ctq_status st =
+		r->o.tp > 1 ? ctq_runner_tp_forward(m->rk, (int)r->o.tp, ids, slot, pos, r->o.ctx, rows,
+						    n_rows, logits, err)
+			    : ctq_runner_forward(&m->rk[0], ids, slot, pos, r->o.ctx, rows, n_rows,
+						 logits, err);
+	m->score_s += ctq_now_s() - t;
+	return st;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	const double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* The scored tokens of window w from both models' logits (n, V). */
+static void window_stats(struct ctq_kld_run *r, struct ctq_kld_window *w, const int32_t *ids,
+			 const float *lr, const float *ln, double *kl, double *sorted)
+{
+	const int64_t V = r->cand.vocab, first = r->o.ctx / 2;
+	uint64_t *h = r->hist + w->source * CTQ_KLD_HIST_BINS;
+	for (int64_t j = 0; j < w->n; j++) {
+		struct ctq_kld_token t;
+		ctq_stats_kld_token(lr + j * V, ln + j * V, V, ids[first + j + 1], &t);
+		kl[j] = sorted[j] = t.kl;
+		w->kl_sum += t.kl;
+		if (t.kl > w->kl_max)
+			w->kl_max = t.kl;
+		w->agree += t.top_ref == t.top_new;
+		w->nll_ref -= t.lp_ref;
+		w->nll_new -= t.lp_new;
+		h[ctq_kld_hist_bin(t.kl)]++;
+	}
+	qsort(sorted, (size_t)w->n, sizeof *sorted, cmp_double);
+	w->kl_median = ctq_quantile_sorted(sorted, (size_t)w->n, 0.5);
+}
+
+enum ctq_status ctq_kld_score(struct ctq_kld_run *r, ctq_kld_progress_fn progress, void *ctx,
+			      struct ctq_error *err)
+{
+	const int64_t T = r->o.ctx, first = T / 2, n = T - 1 - first, V = r->cand.vocab;
+	enum ctq_status st;
+	if ((st = model_load(r, &r->base, err)) || (st = model_load(r, &r->cand, err)))
+		return st;
+	int32_t *ids = ctq_malloc((size_t)T * sizeof *ids);           /* (T) */
+	int32_t *slot = ctq_calloc((size_t)T, sizeof *slot);          /* (T) all slot 0 */
+	int32_t *pos = ctq_malloc((size_t)T * sizeof *pos);           /* (T) */
+	int64_t *rows = ctq_malloc((size_t)n * sizeof *rows);         /* (n) */
+	float *lr = ctq_malloc((size_t)n * (size_t)V * sizeof *lr);   /* (n, V) reference */
+	float *ln = ctq_malloc((size_t)n * (size_t)V * sizeof *ln);   /* (n, V) candidate */
+	double *sorted = ctq_malloc((size_t)n * sizeof *sorted);      /* (n) */
+	if (!ids || !slot || !pos || !rows || !lr || !ln || !sorted) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, "eval kld", "out of memory for the logits");
+		goto done;
+	}
+	for (int64_t i = 0; i < T; i++)
+		pos[i] = (int32_t)i;
+	for (int64_t j = 0; j < n; j++)
+		rows[j] = first + j;
+	for (size_t k = 0; k < r->n_win && !st; k++) {
+		struct ctq_kld_window *w = &r->win[k];
+		memcpy(ids, r->src[w->source].ids + w->start, (size_t)T * sizeof *ids);
+		if (r->o.add_bos && r->tok.bos_id >= 0)
+			ids[0] = r->tok.bos_id;
+		if ((st = forward(r, &r->base, ids, slot, pos, rows, n, lr, err)) ||
+		    (st = forward(r, &r->cand, ids, slot, pos, rows, n, ln, err)))
+			break;
+		window_stats(r, w, ids, lr, ln, r->tok_kl + k * (size_t)n, sorted);
+		if (progress)
+			progress(ctx, k + 1, r->n_win);
+	}
+done:
+	ctq_free(ids), ctq_free(slot), ctq_free(pos), ctq_free(rows);
+	ctq_free(lr), ctq_free(ln), ctq_free(sorted);
+	return st;
+}
+
+/* ---- summary --------------------------------------------------------------------- */
+
+/* The aggregate of windows [w0, w0 + nw) and their tokens. */
+static enum ctq_status aggregate(struct ctq_kld_run *r, size_t w0, size_t nw, struct ctq_kld_agg *a,
+				 struct ctq_error *err)
+{
+	const size_t per = (size_t)(r->o.ctx - 1 - r->o.ctx / 2);
+	memset(a, 0, sizeof *a);
+	a->n_windows = nw;
+	a->n_tokens = nw * per;
+	double *kl = ctq_malloc((a->n_tokens ? a->n_tokens : 1) * sizeof *kl); /* (n_tokens) sorted */
+	double *num = ctq_malloc((nw ? nw : 1) * 4 * sizeof *num);             /* (4, nw) */
+	if (!kl || !num) {
+		ctq_free(kl), ctq_free(num);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval kld", "out of memory");
+	}
+	double *ag = num + nw, *dn = num + 2 * nw, *tk = num + 3 * nw;
+	double skl = 0, sag = 0, snr = 0, snn = 0;
+	for (size_t k = 0; k < nw; k++) {
+		const struct ctq_kld_window *w = &r->win[w0 + k];
+		num[k] = w->kl_sum;
+		ag[k] = (double)w->agree;
+		dn[k] = w->nll_new - w->nll_ref;
+		tk[k] = (double)w->n;
+		skl += w->kl_sum, sag += (double)w->agree, snr += w->nll_ref, snn += w->nll_new;
+	}
+	memcpy(kl, r->tok_kl + w0 * per, a->n_tokens * sizeof *kl);
+	qsort(kl, a->n_tokens, sizeof *kl, cmp_double);
+	const double N = (double)a->n_tokens;
+	a->kl_mean = skl / N;
+	a->kl_median = ctq_quantile_sorted(kl, a->n_tokens, 0.5);
+	a->kl_p90 = ctq_quantile_sorted(kl, a->n_tokens, 0.90);
+	a->kl_p99 = ctq_quantile_sorted(kl, a->n_tokens, 0.99);
+	a->kl_p999 = ctq_quantile_sorted(kl, a->n_tokens, 0.999);
+	a->kl_max = a->n_tokens ? kl[a->n_tokens - 1] : NAN;
+	a->top1 = sag / N;
+	a->ppl_ref = exp(snr / N);
+	a->ppl_new = exp(snn / N);
+	a->ppl_ratio = exp((snn - snr) / N);
+	const uint64_t seed = CTQ_KLD_BOOTSTRAP_SEED;
+	double lo, hi;
+	int bad = ctq_stats_ratio_bootstrap(num, tk, nw, CTQ_KLD_BOOTSTRAP, seed, 0.95, &a->kl_lo, &a->kl_hi);
+	bad |= ctq_stats_ratio_bootstrap(ag, tk, nw, CTQ_KLD_BOOTSTRAP, seed, 0.95, &a->top1_lo, &a->top1_hi);
+	bad |= ctq_stats_ratio_bootstrap(dn, tk, nw, CTQ_KLD_BOOTSTRAP, seed, 0.95, &lo, &hi);
+	a->ppl_ratio_lo = exp(lo);
+	a->ppl_ratio_hi = exp(hi);
+	ctq_free(kl), ctq_free(num);
+	if (bad)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval kld", "out of memory");
+	/* Non-inferior: every interval on the good side of its threshold;
+	 * inferior: some interval wholly on the bad side. */
+	const double *v = r->pol.v;
+	bool good = a->kl_hi <= v[CTQ_KLD_KL_MEAN_MAX] && a->top1_lo >= v[CTQ_KLD_TOP1_MIN] &&
+		    a->ppl_ratio_hi <= v[CTQ_KLD_PPL_RATIO_MAX];
+	bool worse = a->kl_lo > v[CTQ_KLD_KL_MEAN_MAX] || a->top1_hi < v[CTQ_KLD_TOP1_MIN] ||
+		     a->ppl_ratio_lo > v[CTQ_KLD_PPL_RATIO_MAX];
+	a->verdict = nw < CTQ_KLD_MIN_WINDOWS ? "inconclusive"
+		     : worse			 ? "inferior"
+		     : good			 ? "non-inferior"
+						 : "inconclusive";
+	return CTQ_OK;
+}
+
+static void table_row(struct ctq_strbuf *sb, const char *name, const struct ctq_kld_agg *a)
+{
+	ctq_strbuf_printf(sb, "%-28.28s %7zu %4zu %9.3g [%8.3g, %8.3g] %8.3g %8.3g %8.3g %8.3g  "
+			      "%6.2f [%6.2f, %6.2f] %9.4g %9.4g %7.4f  %s\n",
+			  name, a->n_tokens, a->n_windows, a->kl_mean, a->kl_lo, a->kl_hi, a->kl_median,
+			  a->kl_p90, a->kl_p99, a->kl_max, 100 * a->top1, 100 * a->top1_lo,
+			  100 * a->top1_hi, a->ppl_ref, a->ppl_new, a->ppl_ratio, a->verdict);
+}
+
+enum ctq_status ctq_kld_summarize(struct ctq_kld_run *r, struct ctq_error *err)
+{
+	r->agg = ctq_calloc(r->n_src + 1, sizeof *r->agg);
+	if (!r->agg)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval kld", "out of memory");
+	enum ctq_status st = CTQ_OK;
+	for (size_t i = 0; i < r->n_src && !st; i++)
+		st = aggregate(r, r->src[i].first_window, r->src[i].n_windows, &r->agg[i], err);
+	if (st || (st = aggregate(r, 0, r->n_win, &r->agg[r->n_src], err)))
+		return st;
+	const struct ctq_kld_agg *all = &r->agg[r->n_src];
+	r->pass = !strcmp(all->verdict, "non-inferior");
+	struct ctq_strbuf *sb = &r->table;
+	ctq_strbuf_printf(sb, "%-28s %7s %4s %9s %-22s %8s %8s %8s %8s  %6s %-16s %9s %9s %7s  %s\n",
+			  "source", "tokens", "win", "KL mean", "95% CI (bootstrap)", "median", "p90",
+			  "p99", "max", "top-1%", "95% CI", "ppl ref", "ppl new", "ratio", "verdict");
+	for (size_t i = 0; i < r->n_src; i++)
+		table_row(sb, r->src[i].name, &r->agg[i]);
+	table_row(sb, "(all)", all);
+	ctq_strbuf_printf(sb, "\nKL p99.9 %.4g nats overall. Policy (%s): mean KL <= %g nats, top-1 >= %g%%, "
+			      "ppl ratio <= %g; non-inferior when every 95%% interval is on the good side, "
+			      "inferior when one lies wholly on the bad side.\n",
+			  all->kl_p999, r->pol.source, r->pol.v[CTQ_KLD_KL_MEAN_MAX],
+			  100 * r->pol.v[CTQ_KLD_TOP1_MIN], r->pol.v[CTQ_KLD_PPL_RATIO_MAX]);
+	ctq_strbuf_printf(sb, "windows of %ld tokens every %ld, the last %ld of each scored; "
+			      "reference %.2f s, candidate %.2f s of forward passes\n",
+			  r->o.ctx, r->o.stride, r->o.ctx - 1 - r->o.ctx / 2, r->base.score_s,
+			  r->cand.score_s);
+	if (sb->oom)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval kld", "out of memory");
+	return CTQ_OK;
+}
+
+/* ---- the run directory ----------------------------------------------------------- */
+
+static void agg_json(cJSON *j, const struct ctq_kld_agg *a)
+{
+	cJSON_AddNumberToObject(j, "tokens", (double)a->n_tokens);
+	cJSON_AddNumberToObject(j, "windows", (double)a->n_windows);
+	cJSON_AddNumberToObject(j, "kl_mean_nats", a->kl_mean);
+	cJSON_AddNumberToObject(j, "kl_ci_low", a->kl_lo);
+	cJSON_AddNumberToObject(j, "kl_ci_high", a->kl_hi);
+	cJSON_AddNumberToObject(j, "kl_median_nats", a->kl_median);
+	cJSON_AddNumberToObject(j, "kl_p99_nats", a->kl_p99);
+	cJSON_AddNumberToObject(j, "kl_max_nats", a->kl_max);
+	cJSON_AddNumberToObject(j, "top1", a->top1);
+	cJSON_AddNumberToObject(j, "ppl_ref", a->ppl_ref);
+	cJSON_AddNumberToObject(j, "ppl_new", a->ppl_new);
+	cJSON_AddNumberToObject(j, "ppl_ratio", a->ppl_ratio);
+	cJSON_AddStringToObject(j, "verdict", a->verdict);
+}
+
+static void manifest(const struct ctq_kld_run *r, cJSON *ev)
+{
+	const struct ctq_kld_model *ms[2] = {&r->cand, &r->base};
+	const char *mk[2] = {"model", "ref_model"};
+	for (int i = 0; i < 2; i++) {
+		cJSON *j = cJSON_AddObjectToObject(ev, mk[i]);
+		cJSON_AddStringToObject(j, "path", ms[i]->dir);
+		cJSON_AddStringToObject(j, "config_sha256", ms[i]->config_sha);
+		cJSON_AddStringToObject(j, "tokenizer", ms[i]->tok_path);
+		cJSON_AddStringToObject(j, "tokenizer_sha256", ms[i]->tok_sha);
+		cJSON_AddNumberToObject(j, "weight_bits", ms[i]->weight_bits);
+		cJSON_AddNumberToObject(j, "linear_w8a8", (double)ms[i]->n_quantized);
+		cJSON_AddNumberToObject(j, "linear_dense", (double)ms[i]->n_dense);
+		cJSON_AddNumberToObject(j, "load_s", ms[i]->load_s);
+		cJSON_AddNumberToObject(j, "score_s", ms[i]->score_s);
+	}
+	cJSON_AddStringToObject(ev, "device", r->device);
+	cJSON_AddNumberToObject(ev, "tp", (double)r->o.tp);
+	cJSON_AddNumberToObject(ev, "ctx", (double)r->o.ctx);
+	cJSON_AddNumberToObject(ev, "stride", (double)r->o.stride);
+	cJSON_AddNumberToObject(ev, "scored_per_window", (double)(r->o.ctx - 1 - r->o.ctx / 2));
+	cJSON_AddNumberToObject(ev, "max_tokens_per_source", (double)r->o.max_tokens);
+	cJSON_AddBoolToObject(ev, "add_bos", r->o.add_bos);
+	cJSON_AddStringToObject(ev, "kl", "sum_v p_ref (log p_ref - log p_new) over the full vocabulary, log-softmax in double of the f32 logits");
+	cJSON_AddStringToObject(ev, "interval", "percentile bootstrap over windows, 2000 resamples, seed 1, 95%");
+	cJSON *srcs = cJSON_AddArrayToObject(ev, "sources");
+	for (size_t i = 0; i < r->n_src; i++) {
+		const struct ctq_kld_source *s = &r->src[i];
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddItemToArray(srcs, j);
+		cJSON_AddStringToObject(j, "name", s->name);
+		cJSON_AddStringToObject(j, "text_sha256", s->sha256);
+		cJSON_AddNumberToObject(j, "bytes", (double)s->n_bytes);
+		cJSON_AddNumberToObject(j, "tokens_in_text", (double)s->n_ids_all);
+		cJSON_AddNumberToObject(j, "tokens_used", (double)s->n_ids);
+		agg_json(j, &r->agg[i]);
+	}
+	cJSON *pol = cJSON_AddObjectToObject(ev, "policy");
+	cJSON_AddStringToObject(pol, "source", r->pol.source);
+	for (int k = 0; k < CTQ_KLD_N_CRIT; k++) {
+		cJSON *j = cJSON_AddObjectToObject(pol, crit_def[k].key);
+		cJSON_AddNumberToObject(j, "value", r->pol.v[k]);
+		cJSON_AddStringToObject(j, "reason", r->pol.reason[k]);
+	}
+	agg_json(cJSON_AddObjectToObject(ev, "overall"), &r->agg[r->n_src]);
+	cJSON_AddStringToObject(ev, "verdict", r->agg[r->n_src].verdict);
+}
+
+static enum ctq_status write_junit(const struct ctq_kld_run *r, struct ctq_run *run,
+				   struct ctq_error *err)
+{
+	const struct ctq_kld_agg *a = &r->agg[r->n_src];
+	char msg[512], path[1200];
+	snprintf(msg, sizeof msg,
+		 "%s: mean KL %.4g nats [%.4g, %.4g] (max %g), top-1 %.2f%% [%.2f, %.2f] (min %g%%), "
+		 "ppl ratio %.4f [%.4f, %.4f] (max %g)",
+		 a->verdict, a->kl_mean, a->kl_lo, a->kl_hi, r->pol.v[CTQ_KLD_KL_MEAN_MAX],
+		 100 * a->top1, 100 * a->top1_lo, 100 * a->top1_hi, 100 * r->pol.v[CTQ_KLD_TOP1_MIN],
+		 a->ppl_ratio, a->ppl_ratio_lo, a->ppl_ratio_hi, r->pol.v[CTQ_KLD_PPL_RATIO_MAX]);
+	struct ctq_junit_case c = {.classname = "eval_kld", .name = "(all)", .failed = !r->pass,
+				   .message = r->pass ? NULL : msg};
+	return ctq_junit_write(ctq_run_path(run, "junit.xml", path, sizeof path), "eval.kld", &c, 1, err);
+}
+
+enum ctq_status ctq_kld_write(struct ctq_kld_run *r, struct ctq_run *run, struct ctq_error *err)
+{
+	char path[1200];
+	enum ctq_status st;
+	if ((st = ctq_fam_eval_kld_write_windows(ctq_run_path(run, "eval_kld.csv", path, sizeof path),
+						 r->win, r->n_win, r->src_names, err)) ||
+	    (st = ctq_fam_eval_kld_write_summary(ctq_run_path(run, "eval_kld_summary.csv", path, sizeof path),
+						 r->agg, r->n_src, r->src_names, r->cand.weight_bits, err)) ||
+	    (st = ctq_fam_eval_kld_write_hist(ctq_run_path(run, "eval_kld_hist.csv", path, sizeof path),
+					      r->hist, r->n_src, r->src_names, err)) ||
+	    (st = write_junit(r, run, err)) ||
+	    (st = ctq_file_write_atomic(ctq_run_path(run, "summary.md", path, sizeof path), r->table.data,
+					r->table.len, err)))
+		return st;
+	manifest(r, cJSON_AddObjectToObject(run->manifest, "eval_kld"));
+	return CTQ_OK;
+}
+
+void ctq_kld_free(struct ctq_kld_run *r)
+{
+	if (!r)
+		return;
+	struct ctq_kld_model *ms[2] = {&r->cand, &r->base};
+	for (int i = 0; i < 2; i++)
+		for (int k = 0; ms[i]->loaded && k < (int)r->o.tp; k++)
+			ctq_runner_free(&ms[i]->rk[k]);
+	for (size_t i = 0; r->src && i < r->n_src; i++)
+		free(r->src[i].ids);
+	ctq_free(r->src);
+	ctq_free(r->src_names);
+	ctq_free(r->win);
+	ctq_free(r->tok_kl);
+	ctq_free(r->hist);
+	ctq_free(r->agg);
+	ctq_strbuf_free(&r->table);
+	ctq_tokenizer_free(&r->tok);
+	ctq_backend_close_tp(r->b, (int)r->o.tp, r->group);
+	memset(r, 0, sizeof *r);
+}

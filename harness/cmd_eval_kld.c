@@ -1,0 +1,226 @@
+/* ctq eval kld: the token-level KL divergence, top-1 agreement and
+ * perplexities of a candidate checkpoint against a reference on real text
+ * (eval/kld.h), with a verdict against a policy (policies/kld.json). This
+ * file parses the options, draws the progress bar and prints. */
+#include "harness/commands.h"
+#include "core/time.h"
+#include "eval/kld.h"
+#include "results/run.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_SOURCES CTQ_KLD_MAX_SOURCES
+
+static void help(void)
+{
+	printf("usage: ctq eval kld --model DIR --ref-model DIR [--text FILE]... [--data DIR]...\n"
+	       "                    [options]\n"
+	       "\n"
+	       "Token-level distance of --model (candidate) from --ref-model (reference) on real\n"
+	       "text, as llama.cpp's perplexity --kl-divergence measures it. Both models run over\n"
+	       "the same tokens in windows of --ctx tokens; the second half of each window is\n"
+	       "scored (every scored token has at least ctx/2 tokens of context). Per token:\n"
+	       "KL(ref || new) over the full vocabulary (log-softmax in double of the f32\n"
+	       "logits), whether the top-1 tokens agree, and the log-probability each model gives\n"
+	       "the actual next token.\n"
+	       "\n"
+	       "options:\n"
+	       "  --model DIR        candidate checkpoint (e.g. W8A8)\n"
+	       "  --ref-model DIR    reference checkpoint (e.g. BF16); same tokenizer and vocabulary\n"
+	       "  --text FILE        UTF-8 text, one source (repeatable)\n"
+	       "  --data DIR         a benchmark folder in the official layout, named mmlu, ceval\n"
+	       "                     or cmmlu (or BENCH=DIR): its questions, choices and answers\n"
+	       "                     as text, question i of every subject before i + 1 (repeatable)\n"
+	       "  --split S          split of --data (default val; cmmlu test)\n"
+	       "  --ctx N            window, tokens (default %d, llama.cpp's)\n"
+	       "  --stride N         tokens between window starts (default: --ctx)\n"
+	       "  --max-tokens N     tokens of each source used, from its start (default all)\n"
+	       "  --add-bos          the first token of each window becomes BOS (llama.cpp does)\n"
+	       "  --tokenizer PATH   tokenizer.json or its folder (default: the models'; they\n"
+	       "                     must be the same file)\n"
+	       "  --backend B        cuda (default) or reference\n"
+	       "  --tp N             tensor parallelism over N ranks (default 1)\n"
+	       "  --policy FILE      thresholds of the verdict (default: built-in, which\n"
+	       "                     policies/kld.json holds with the reasons)\n"
+	       "  --progress         progress on stderr even when it is not a terminal\n"
+	       "  --out DIR          run directory (default runs/<UTC time>-<revision>)\n"
+	       "  --force            replace DIR when it is an existing ctq run directory\n"
+	       "\n"
+	       "Aggregates per source and overall: mean KL with a 95%% percentile-bootstrap\n"
+	       "interval over windows (%d resamples), median, 90/99/99.9th percentiles and max;\n"
+	       "top-1 agreement with its interval; each model's perplexity and their ratio. Verdict\n"
+	       "(overall): non-inferior when the intervals of mean KL, top-1 and ppl ratio all lie\n"
+	       "on the good side of the policy's thresholds, inferior when one lies wholly on the\n"
+	       "bad side, inconclusive otherwise or with fewer than %d windows.\n"
+	       "Writes eval_kld.csv (per window), eval_kld_summary.csv, eval_kld_hist.csv,\n"
+	       "junit.xml, summary.md and the manifest.\n"
+	       "\n"
+	       "exit: 0 non-inferior; 1 inferior or inconclusive; 2 bad usage or input (a text\n"
+	       "shorter than one window, models that tokenize differently); 3 no GPU for cuda.\n",
+	       CTQ_KLD_DEFAULT_CTX, CTQ_KLD_BOOTSTRAP, CTQ_KLD_MIN_WINDOWS);
+}
+
+struct progress {
+	bool on, open;
+	double t0, last;
+};
+
+static void progress_cb(void *ctx, size_t done, size_t total)
+{
+	struct progress *p = ctx;
+	if (!p->on)
+		return;
+	double t = ctq_now_s();
+	if (done < total && t - p->last < 0.2)
+		return;
+	p->last = t;
+	double el = t - p->t0, rate = el > 0 ? (double)done / el : 0;
+	fprintf(stderr, "\rkld: %zu/%zu windows  %.2f windows/s  ETA %.0fs   ", done, total, rate,
+		rate > 0 ? (double)(total - done) / rate : 0.0);
+	if (done == total)
+		fputc('\n', stderr);
+	fflush(stderr);
+	p->open = done < total;
+}
+
+struct opts {
+	struct ctq_kld_options k;
+	const char *out, *policy;
+	bool progress, force;
+	const char *texts[MAX_SOURCES], *data[MAX_SOURCES];
+};
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	struct ctq_kld_options *k = &o->k;
+	k->backend = "cuda";
+	k->ctx = CTQ_KLD_DEFAULT_CTX;
+	k->tp = 1;
+	k->texts = o->texts;
+	k->data = o->data;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			help();
+			return -1;
+		}
+		bool *flag = !strcmp(a, "--add-bos")    ? &k->add_bos
+			     : !strcmp(a, "--progress") ? &o->progress
+			     : !strcmp(a, "--force")    ? &o->force
+							: NULL;
+		if (flag) {
+			*flag = true;
+			continue;
+		}
+		if (!(v = ctq_opt_value(argc, argv, &i)))
+			return CTQ_EXIT_USAGE;
+		bool ok = true;
+		if (!strcmp(a, "--model"))
+			k->model = v;
+		else if (!strcmp(a, "--ref-model"))
+			k->ref = v;
+		else if (!strcmp(a, "--text") || !strcmp(a, "--data")) {
+			if (k->n_texts + k->n_data == MAX_SOURCES) {
+				fprintf(stderr, "ctq eval kld: at most %d text sources\n", MAX_SOURCES);
+				return CTQ_EXIT_USAGE;
+			}
+			if (!strcmp(a, "--text"))
+				o->texts[k->n_texts++] = v;
+			else
+				o->data[k->n_data++] = v;
+		} else if (!strcmp(a, "--split"))
+			k->split = v;
+		else if (!strcmp(a, "--tokenizer"))
+			k->tokenizer = v;
+		else if (!strcmp(a, "--backend"))
+			k->backend = v;
+		else if (!strcmp(a, "--policy"))
+			o->policy = v;
+		else if (!strcmp(a, "--out"))
+			o->out = v;
+		else if (!strcmp(a, "--ctx"))
+			ok = ctq_opt_int("eval kld", a, v, 4, 1L << 20, &k->ctx);
+		else if (!strcmp(a, "--stride"))
+			ok = ctq_opt_int("eval kld", a, v, 1, 1L << 20, &k->stride);
+		else if (!strcmp(a, "--max-tokens"))
+			ok = ctq_opt_int("eval kld", a, v, 1, 1L << 40, &k->max_tokens);
+		else if (!strcmp(a, "--tp"))
+			ok = ctq_opt_int("eval kld", a, v, 1, 8, &k->tp);
+		else {
+			fprintf(stderr, "ctq eval kld: unknown option %s (see --help)\n", a);
+			return CTQ_EXIT_USAGE;
+		}
+		if (!ok)
+			return CTQ_EXIT_USAGE;
+	}
+	if (!k->model || !k->ref) {
+		fprintf(stderr, "ctq eval kld: --model DIR and --ref-model DIR are required (see --help)\n");
+		return CTQ_EXIT_USAGE;
+	}
+	if (!k->n_texts && !k->n_data) {
+		fprintf(stderr, "ctq eval kld: no text: give --text FILE or --data DIR (see --help)\n");
+		return CTQ_EXIT_USAGE;
+	}
+	if (!ctq_opt_model_dir("eval kld", "--model", k->model) ||
+	    !ctq_opt_model_dir("eval kld", "--ref-model", k->ref))
+		return ctq_status_exit_code(CTQ_ERR_IO);
+	if (!ctq_opt_out_ok("eval kld", o->out, o->force))
+		return CTQ_EXIT_USAGE;
+	return 0;
+}
+
+int ctq_cmd_eval_kld(int argc, char **argv)
+{
+	struct opts o;
+	memset(&o, 0, sizeof o);
+	int rc = parse_opts(argc, argv, &o);
+	if (rc)
+		return rc < 0 ? CTQ_EXIT_OK : rc;
+	struct ctq_error err = {0};
+	struct ctq_kld_policy pol;
+	struct ctq_kld_run r;
+	struct ctq_run run;
+	struct progress pg = {0};
+	memset(&r, 0, sizeof r);
+	memset(&run, 0, sizeof run);
+	ctq_kld_policy_default(&pol);
+	if (o.policy && ctq_kld_policy_load(&pol, o.policy, &err))
+		goto fail;
+	o.k.policy = &pol;
+	if (ctq_kld_open(&r, &o.k, &err))
+		goto fail;
+	printf("ctq eval kld: %zu source(s), %zu windows of %ld tokens (every %ld; %ld scored each), "
+	       "vocabulary %lld, on %s\n",
+	       r.n_src, r.n_win, r.o.ctx, r.o.stride, r.o.ctx - 1 - r.o.ctx / 2,
+	       (long long)r.cand.vocab, r.device);
+	for (size_t i = 0; i < r.n_src; i++)
+		printf("  %s: %zu tokens used of %zu (%zu bytes), %zu windows\n", r.src[i].name,
+		       r.src[i].n_ids, r.src[i].n_ids_all, r.src[i].n_bytes, r.src[i].n_windows);
+	fflush(stdout);
+	pg.on = o.progress || isatty(2);
+	pg.t0 = pg.last = ctq_now_s();
+	if (ctq_kld_score(&r, progress_cb, &pg, &err) || ctq_kld_summarize(&r, &err))
+		goto fail;
+	fputs(r.table.data, stdout);
+	if (ctq_run_begin(&run, o.out, o.force, "eval kld", argc, argv, &err) ||
+	    ctq_kld_write(&r, &run, &err) || ctq_run_commit(&run, &err))
+		goto fail;
+	const struct ctq_kld_agg *a = &r.agg[r.n_src];
+	printf("results in %s\n", run.final_dir);
+	printf("kld: mean %.6g nats, top-1 %.2f%%, ppl ref %.4g new %.4g, verdict %s\n", a->kl_mean,
+	       100 * a->top1, a->ppl_ref, a->ppl_new, a->verdict);
+	rc = r.pass ? CTQ_EXIT_OK : CTQ_EXIT_FAIL;
+	goto done;
+fail:
+	if (pg.open)
+		fputc('\n', stderr);
+	ctq_print_error("eval kld", &err);
+	rc = ctq_status_exit_code(err.status);
+	ctq_run_abort(&run);
+done:
+	ctq_kld_free(&r);
+	return rc;
+}
