@@ -211,11 +211,10 @@ struct side {
 static enum ctq_status kl_row(struct ctq_cmp_pair *x, const char *key, const struct side *b,
 			      const struct side *n, bool gate, struct ctq_error *err)
 {
-	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_EVAL_KLD, x->file, err);
+	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_EVAL_KLD, x->file, key,
+						"mean KL nats", err);
 	if (!r)
 		return CTQ_ERR_NOMEM;
-	snprintf(r->key, sizeof r->key, "%s", key);
-	snprintf(r->metric, sizeof r->metric, "mean KL nats");
 	r->base = b->kl / b->n;
 	r->cand = n->kl / n->n;
 	r->change = r->base > 0 ? r->cand / r->base : r->cand > 0 ? INFINITY : 1;
@@ -239,11 +238,10 @@ static enum ctq_status top1_row(struct ctq_cmp_pair *x, const struct side *b, co
 {
 	struct ctq_paired_t pt;
 	ctq_paired_t_test(d, nd, &pt);
-	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_EVAL_KLD, x->file, err);
+	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_EVAL_KLD, x->file, "(all windows)",
+						"top-1 agreement", err);
 	if (!r)
 		return CTQ_ERR_NOMEM;
-	snprintf(r->key, sizeof r->key, "(all windows)");
-	snprintf(r->metric, sizeof r->metric, "top-1 agreement");
 	r->base = b->agree / b->n;
 	r->cand = n->agree / n->n;
 	r->change = r->cand - r->base;
@@ -316,11 +314,10 @@ enum ctq_status ctq_fam_eval_kld_compare(struct ctq_cmp_pair *x, struct ctq_erro
 	size_t added, removed;
 	ctq_cmp_added_removed(x, &added, &removed);
 	if (!nd) {
-		struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_EVAL_KLD, x->file, err);
+		struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_EVAL_KLD, x->file, "(all windows)",
+							"mean KL nats", err);
 		if (!r)
 			return CTQ_ERR_NOMEM;
-		snprintf(r->key, sizeof r->key, "(all windows)");
-		snprintf(r->metric, sizeof r->metric, "mean KL nats");
 		r->summary = true;
 		snprintf(r->detail, sizeof r->detail, "no window in both runs (%zu new, %zu gone): other text or --ctx",
 			 added, removed);
@@ -483,9 +480,10 @@ static void cdf_plot(struct ctq_rep *r, const struct ctq_result_file *f, const s
 enum ctq_status ctq_fam_eval_kld_report(struct ctq_rep *r, const struct ctq_result_file *f)
 {
 	char path[1200];
-	struct ctq_table w, s, h;
+	struct ctq_rep_table W;
+	struct ctq_table s, h;
 	memset(&s, 0, sizeof s), memset(&h, 0, sizeof h);
-	enum ctq_status st = ctq_rep_load_result(r, f, &w, path, sizeof path);
+	enum ctq_status st = ctq_rep_load_result(r, f, NULL, 0, 0, &W);
 	if (st)
 		return st;
 	char cand[300] = "candidate", ref[300] = "reference", v[300], title[900];
@@ -493,7 +491,7 @@ enum ctq_status ctq_fam_eval_kld_report(struct ctq_rep *r, const struct ctq_resu
 		snprintf(cand, sizeof cand, "%s", v);
 	if (ctq_rep_step_option(r->dir, r->display, f->dir, "--ref-model", v, sizeof v))
 		snprintf(ref, sizeof ref, "%s", v);
-	snprintf(title, sizeof title, "%s — %s against %s: %zu windows", f->rel, cand, ref, w.n_rows);
+	snprintf(title, sizeof title, "%s — %s against %s: %zu windows", f->rel, cand, ref, W.t.n_rows);
 	ctq_rep_heading(r, 3, title);
 	sibling(r, f, "eval_kld_summary.csv", path, sizeof path);
 	if (ctq_table_load(&s, path, r->err) == CTQ_OK)
@@ -508,7 +506,7 @@ enum ctq_status ctq_fam_eval_kld_report(struct ctq_rep *r, const struct ctq_resu
 		else
 			st = r->err->status;
 	}
-	ctq_table_free(&w);
+	ctq_table_free(&W.t);
 	ctq_table_free(&s);
 	ctq_table_free(&h);
 	return st;
