@@ -37,7 +37,8 @@ static void help(void)
 	       "  --max-batch N       requests generating at once: KV-cache slots (default 8)\n"
 	       "  --max-len N         positions per request, prompt + max_tokens (default: the\n"
 	       "                      model's max_position_embeddings, at most 4096)\n"
-	       "  --max-tokens N      tokens per forward call, >= --max-batch (default 256)\n"
+	       "  --max-tokens N      tokens per forward call, >= --max-batch (default 2048 on\n"
+	       "                      cuda, 512 on reference: whole prompts per call)\n"
 	       "  --tp N              tensor parallelism over N ranks: GPUs 0..N-1 with NCCL\n"
 	       "                      (cuda), or N in-process ranks (reference)\n"
 	       "  --served-name NAME  the model name requests give (default: DIR's basename)\n"
@@ -57,7 +58,7 @@ struct serve_args {
 static bool parse_args(int argc, char **argv, struct serve_args *a, int *rc)
 {
 	*a = (struct serve_args){.backend = "reference", .host = "127.0.0.1", .port = 8000,
-				 .max_batch = 8, .max_tokens = 256, .tp = 1, .max_body = 8L << 20};
+				 .max_batch = 8, .max_tokens = -1, .tp = 1, .max_body = 8L << 20};
 	static const struct {
 		const char *opt;
 		long min, max;
@@ -112,6 +113,11 @@ static bool parse_args(int argc, char **argv, struct serve_args *a, int *rc)
 		fprintf(stderr, "ctq serve: --model DIR is required (see --help)\n");
 		return false;
 	}
+	/* As bench serve's: a whole prompt per call where it fits. A 512-token
+	 * prompt cut into 256-token chunks ran at 3.3 requests/s on the H200
+	 * (64 x 512 + 64, concurrency 16, W8A8) where 1024 ran 10.7. */
+	if (a->max_tokens < 0)
+		a->max_tokens = !strcmp(a->backend, "reference") ? 512 : 2048;
 	if (a->max_tokens < a->max_batch) {
 		fprintf(stderr, "ctq serve: --max-tokens %ld is below --max-batch %ld; a call carries a decode token for every request\n",
 			a->max_tokens, a->max_batch);

@@ -44,6 +44,7 @@ struct ctq_engine {
 	int tp;
 	struct ctq_engine_options o;
 	int64_t V, rows_cap;
+	bool picked; /* the last call took its tokens on the device (use_picks) */
 	pthread_t thread;
 	bool started, stopping;
 	pthread_mutex_t mu;
@@ -273,6 +274,36 @@ static int32_t use_row(struct ctq_engine *e, int64_t k)
 	return tok;
 }
 
+/* Whether every row of the call wants only its greedy token (temperature
+ * 0 or top_k 1, no log-probabilities, no echo row): then the runner picks on
+ * the device and no logits come back. */
+static bool picks_only(const struct ctq_engine *e, int64_t n_rows)
+{
+	for (int64_t k = 0; k < n_rows; k++) {
+		const struct ctq_engine_req *x = e->row_req[k];
+		const int64_t at = e->row_at[k];
+		if ((at >= 0 && at < x->n_prompt - 1) || x->p.logprobs >= 0 ||
+		    !(x->p.temperature <= 0 || x->p.top_k == 1))
+			return false;
+	}
+	return true;
+}
+
+/* The call through ctq_runner_forward_next: each row's greedy token, as
+ * use_row would give it from the logits. */
+static enum ctq_status use_picks(struct ctq_engine *e, int64_t T, int64_t n_rows, int32_t *toks,
+				 struct ctq_error *err)
+{
+	enum ctq_status st =
+		ctq_runner_forward_next(e->r, e->ids, e->slot, e->pos, T, e->rows, n_rows, toks, err);
+	for (int64_t k = 0; !st && k < n_rows; k++) {
+		struct ctq_engine_req *x = e->row_req[k];
+		x->toks[x->n_toks] = (struct ctq_engine_token){.id = toks[k], .logprob = NAN};
+	}
+	e->picked = !st;
+	return st;
+}
+
 static bool is_stop(const struct ctq_engine *e, const struct ctq_engine_req *x, int32_t tok)
 {
 	if (!x->p.ignore_eos && tok == e->r[0].cfg.eos_id)
@@ -338,11 +369,14 @@ static void *worker(void *arg)
 		else if (e->tp > 1)
 			st = ctq_runner_tp_forward(e->r, e->tp, e->ids, e->slot, e->pos, T, e->rows, n_rows,
 						   e->logits, &err);
+		else if (picks_only(e, n_rows))
+			st = use_picks(e, T, n_rows, toks, &err);
 		else
 			st = ctq_runner_forward(e->r, e->ids, e->slot, e->pos, T, e->rows, n_rows,
 						e->logits, &err);
-		for (int64_t k = 0; !st && k < n_rows; k++)
+		for (int64_t k = 0; !st && k < n_rows && !e->picked; k++)
 			toks[k] = use_row(e, k);
+		e->picked = false;
 		pthread_mutex_lock(&e->mu);
 		e->stats.calls++;
 		e->stats.fed_tokens += T;

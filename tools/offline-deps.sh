@@ -36,7 +36,10 @@ base=$(closure dpkg apt debconf)
 # (fonts-dejavu-core, the first); the others are 30 MB the host never reads.
 plot_pkgs=$(printf '%s\n' $plot_all | grep -vxF "$base" |
 	grep -vE '^(fonts-(croscore|freefont-otf|freefont-ttf|liberation|liberation2|texgyre|urw-base35)|ttf-bitstream-vera)$' || true)
-http_pkgs=$(printf '%s\n' $(closure $http_root) | grep -vxF "$base" || true)
+# A GPU host image need not carry what libcurl links (libunistring, gnutls,
+# nettle, ...) even where it has dpkg and apt: take the whole closure but the
+# C runtime itself.
+http_pkgs=$(printf '%s\n' $(closure $http_root) | grep -vxE 'libc6|libgcc-s1|gcc-12-base|zlib1g' || true)
 pkgs=$(printf '%s\n' $build_pkgs $plot_pkgs $http_pkgs | sort -u)
 if [ "$dir" = "--list" ]; then
 	printf '%s\n' $pkgs
