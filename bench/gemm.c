@@ -1,5 +1,6 @@
 /* ctq GEMM benchmark results (see bench_gemm.h). */
 #include "bench/gemm.h"
+#include "core/arena.h"
 #include "stats/sample.h"
 #include "core/dtype.h"
 #include "core/numerics.h"
@@ -235,7 +236,7 @@ enum ctq_status ctq_gemm_rows_load(const char *path, struct ctq_gemm_row **rows,
 			return ctq_error_set(err, CTQ_ERR_PARSE, path, "has no column %s (ctq bench gemm writes %zu)",
 					     ctq_gemm_csv_header[i], ctq_gemm_csv_cols);
 		}
-	struct ctq_gemm_row *v = calloc(t.n_rows ? t.n_rows : 1, sizeof *v);
+	struct ctq_gemm_row *v = ctq_calloc(t.n_rows ? t.n_rows : 1, sizeof *v);
 	if (!v) {
 		ctq_table_free(&t);
 		return ctq_error_set(err, CTQ_ERR_NOMEM, path, "out of memory");
@@ -319,7 +320,7 @@ size_t ctq_gemm_plot(const struct ctq_gemm_row *rows, size_t n, const char *shap
 		     struct ctq_strbuf *data)
 {
 	static const enum ctq_gemm_impl lines[] = {CTQ_GEMM_GEMM, CTQ_GEMM_W8A8, CTQ_GEMM_BF16, CTQ_GEMM_I8};
-	size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+	size_t *idx = ctq_malloc((n ? n : 1) * sizeof *idx);
 	if (!idx)
 		return 0;
 	int64_t K = 0, N = 0;
@@ -447,8 +448,8 @@ enum ctq_status ctq_gemm_targets(const struct ctq_gemm_row *rows, size_t n,
 {
 	*out = NULL;
 	*n_out = 0;
-	const char **shapes = calloc(n ? n : 1, sizeof *shapes);
-	size_t *idx = calloc(n ? n : 1, sizeof *idx);
+	const char **shapes = ctq_calloc(n ? n : 1, sizeof *shapes);
+	size_t *idx = ctq_calloc(n ? n : 1, sizeof *idx);
 	size_t ns = 0;
 	if (!shapes || !idx) {
 		free(shapes);
@@ -462,7 +463,7 @@ enum ctq_status ctq_gemm_targets(const struct ctq_gemm_row *rows, size_t n,
 		if (j == ns)
 			shapes[ns++] = rows[i].shape;
 	}
-	struct ctq_gemm_target *t = calloc(ns * CTQ_GEMM_TGT_COUNT + 1, sizeof *t);
+	struct ctq_gemm_target *t = ctq_calloc(ns * CTQ_GEMM_TGT_COUNT + 1, sizeof *t);
 	if (!t) {
 		free(shapes);
 		free(idx);
@@ -742,11 +743,11 @@ enum ctq_status ctq_gemm_check(const struct ctq_gemm_check_in *in, char *ctq_mis
 		i8_mismatch[0] = '\0';
 	if (n <= 0)
 		return CTQ_OK;
-	uint16_t *x = malloc((size_t)(n * K) * sizeof *x);
-	int8_t *q = malloc((size_t)(n * K));
-	float *s = malloc((size_t)n * sizeof *s);
-	int32_t *acc = malloc((size_t)(n * N) * sizeof *acc);
-	uint16_t *y = malloc((size_t)(n * N) * sizeof *y);
+	uint16_t *x = ctq_malloc((size_t)(n * K) * sizeof *x);
+	int8_t *q = ctq_malloc((size_t)(n * K));
+	float *s = ctq_malloc((size_t)n * sizeof *s);
+	int32_t *acc = ctq_malloc((size_t)(n * N) * sizeof *acc);
+	uint16_t *y = ctq_malloc((size_t)(n * N) * sizeof *y);
 	enum ctq_status st = CTQ_OK;
 	if (!x || !q || !s || !acc || !y) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");

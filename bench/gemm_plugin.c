@@ -1,6 +1,7 @@
 /* ctq bench gemm --impl: a kernel plug-in's rows against the CPU reference
  * (see bench/gemm.h, "a kernel plug-in"). */
 #include "bench/gemm.h"
+#include "core/arena.h"
 #include "core/dtype.h"
 #include "reference/ref_ops.h"
 
@@ -77,11 +78,11 @@ enum ctq_status ctq_gemm_plugin_check(const struct ctq_gemm_plugin_check_in *in,
 	*rel_l2 = NAN;
 	if (n <= 0)
 		return CTQ_OK;
-	uint16_t *x = malloc((size_t)(n * K) * sizeof *x);
-	int8_t *q = malloc((size_t)(n * K));
-	float *s = malloc((size_t)n * sizeof *s);
-	int32_t *acc = malloc((size_t)(n * N) * sizeof *acc);
-	uint16_t *y = malloc((size_t)(n * N) * sizeof *y);
+	uint16_t *x = ctq_malloc((size_t)(n * K) * sizeof *x);
+	int8_t *q = ctq_malloc((size_t)(n * K));
+	float *s = ctq_malloc((size_t)n * sizeof *s);
+	int32_t *acc = ctq_malloc((size_t)(n * N) * sizeof *acc);
+	uint16_t *y = ctq_malloc((size_t)(n * N) * sizeof *y);
 	enum ctq_status st = CTQ_OK;
 	if (!x || !q || !s || !acc || !y) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");

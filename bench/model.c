@@ -59,7 +59,7 @@ static double page_cache_fraction(const char *dir)
 		if (m == MAP_FAILED)
 			continue;
 		size_t np = ((size_t)sb.st_size + (size_t)ps - 1) / (size_t)ps;
-		unsigned char *vec = malloc(np);
+		unsigned char *vec = ctq_malloc(np);
 		if (vec && mincore(m, (size_t)sb.st_size, vec) == 0)
 			for (size_t i = 0; i < np; i++)
 				resident += vec[i] & 1;
@@ -94,10 +94,10 @@ static enum ctq_status run_once(struct ctq_runner *r, int tp, long batch, long l
 				struct ctq_error *err)
 {
 	const int64_t V = r->cfg.vocab, T = batch * len;
-	int32_t *ids = malloc((size_t)T * 4), *slot = malloc((size_t)T * 4), *pos = malloc((size_t)T * 4);
-	int64_t *rows = malloc((size_t)batch * 8), *local = malloc((size_t)batch * 8);
-	float *logits = tp > 1 ? malloc((size_t)(batch * V) * 4) : NULL;
-	int32_t *next = malloc((size_t)batch * 4);
+	int32_t *ids = ctq_malloc((size_t)T * 4), *slot = ctq_malloc((size_t)T * 4), *pos = ctq_malloc((size_t)T * 4);
+	int64_t *rows = ctq_malloc((size_t)batch * 8), *local = ctq_malloc((size_t)batch * 8);
+	float *logits = tp > 1 ? ctq_malloc((size_t)(batch * V) * 4) : NULL;
+	int32_t *next = ctq_malloc((size_t)batch * 4);
 	enum ctq_status st = CTQ_OK;
 	if (!ids || !slot || !pos || !rows || !local || (tp > 1 && !logits) || !next) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench", "out of memory");

@@ -98,7 +98,7 @@ enum ctq_status ctq_bench_serve_open(struct ctq_bench_serve *s, const struct ctq
 	const long n_req = o->requests;
 	const int tp = (int)o->tp;
 	enum ctq_status st;
-	s->q = calloc((size_t)n_req, sizeof *s->q);
+	s->q = ctq_calloc((size_t)n_req, sizeof *s->q);
 	s->prompts = ctq_malloc((size_t)(n_req * o->input_len) * 4);
 	s->outs = ctq_malloc((size_t)(n_req * o->output_len) * 4);
 	s->tmp = ctq_malloc((size_t)n_req * sizeof *s->tmp);

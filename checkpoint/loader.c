@@ -112,7 +112,7 @@ enum ctq_status ctq_load_linear(const struct ctq_checkpoint *ck, const struct ct
 				      ctq_match_by_name(e->by), e->target ? e->target : "default");
 		if (!strcmp(quant_only[i], "weight_zero_point")) {
 			/* §4.2: stale all-zero symmetric zero points are ignored. */
-			float *zp = malloc((size_t)t->n_elements * sizeof *zp);
+			float *zp = ctq_malloc((size_t)t->n_elements * sizeof *zp);
 			bool zero = zp && (t->dtype == CTQ_DTYPE_I8 || t->dtype == CTQ_DTYPE_I32 ||
 					   is_float(t->dtype));
 			if (zero) {
@@ -153,7 +153,7 @@ enum ctq_status ctq_load_linear(const struct ctq_checkpoint *ck, const struct ct
 		if (c0 == 0 && c1 == full_k) {
 			out->w_i8 = (const int8_t *)w->data + r0 * full_k;
 		} else {
-			int8_t *copy = malloc(nk ? nk : 1);
+			int8_t *copy = ctq_malloc(nk ? nk : 1);
 			if (!copy)
 				return ctq_error_set(err, CTQ_ERR_NOMEM, m, "out of memory");
 			out->owned[0] = copy;
@@ -186,7 +186,7 @@ enum ctq_status ctq_load_linear(const struct ctq_checkpoint *ck, const struct ct
 			return ck_err(err, m, "weight_scale", sfile, s,
 				      "has shape %s (per channel) but %s says strategy tensor", shp,
 				      wa->path);
-		float *scale = malloc((size_t)(out->N ? out->N : 1) * sizeof *scale);
+		float *scale = ctq_malloc((size_t)(out->N ? out->N : 1) * sizeof *scale);
 		if (!scale)
 			return ctq_error_set(err, CTQ_ERR_NOMEM, m, "out of memory");
 		out->owned[1] = scale;
@@ -212,8 +212,8 @@ enum ctq_status ctq_load_linear(const struct ctq_checkpoint *ck, const struct ct
 		if (w->dtype == CTQ_DTYPE_BF16 && c0 == 0 && c1 == full_k) {
 			out->w_bf16 = (const uint16_t *)w->data + r0 * full_k;
 		} else {
-			uint16_t *copy = malloc((nk ? nk : 1) * sizeof *copy);
-			float *row = malloc((size_t)(out->K ? out->K : 1) * sizeof *row);
+			uint16_t *copy = ctq_malloc((nk ? nk : 1) * sizeof *copy);
+			float *row = ctq_malloc((size_t)(out->K ? out->K : 1) * sizeof *row);
 			if (!copy || !row) {
 				free(copy);
 				free(row);
@@ -241,7 +241,7 @@ enum ctq_status ctq_load_linear(const struct ctq_checkpoint *ck, const struct ct
 			add = sh->kind == CTQ_SHARD_COLUMN || rank == 0;
 		if (add) {
 			int64_t b0 = sh->kind == CTQ_SHARD_COLUMN ? r0 : 0;
-			float *bias = malloc((size_t)(out->N ? out->N : 1) * sizeof *bias);
+			float *bias = ctq_malloc((size_t)(out->N ? out->N : 1) * sizeof *bias);
 			if (!bias)
 				return ctq_error_set(err, CTQ_ERR_NOMEM, m, "out of memory");
 			out->owned[2] = bias;
@@ -307,7 +307,7 @@ enum ctq_status ctq_load_f32(const struct ctq_checkpoint *ck, const char *name, 
 				     ctq_dtype_name(t->dtype), shp, want, file,
 				     (unsigned long long)t->file_offset);
 	}
-	float *buf = malloc((size_t)(t->n_elements ? t->n_elements : 1) * sizeof *buf);
+	float *buf = ctq_malloc((size_t)(t->n_elements ? t->n_elements : 1) * sizeof *buf);
 	if (!buf)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, name, "out of memory");
 	ctq_convert_to_f32(t->data, t->dtype, (size_t)t->n_elements, buf);

@@ -502,6 +502,128 @@ done:
 	return CTQ_OK;
 }
 
+/* in's config.json into *config: an object, text-only, not yet quantized
+ * (a null quantization block is dropped). */
+static enum ctq_status read_config(const char *path, cJSON **config, struct ctq_error *err)
+{
+	enum ctq_status st;
+	if ((st = ctq_json_load_file(path, CONFIG_MAX_BYTES, NULL, config, err)))
+		return st;
+	if (!cJSON_IsObject(*config)) {
+		st = ctq_error_set(err, CTQ_ERR_PARSE, path, "is a JSON %s; expected an object",
+				   ctq_json_type_name(*config));
+		return st;
+	}
+	if (ctq_json_get(*config, "text_config")) {
+		/* A multimodal model's vision Linear modules are not enumerated:
+		 * they would be neither quantized nor listed in ignore, and a
+		 * Linear target would claim them. */
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, "text_config",
+				     "is present in %s: ctq quantize handles text-only qwen3, qwen2 and llama checkpoints",
+				     path);
+	}
+	static const char *const qkeys[] = {"quantization_config", "compression_config"};
+	for (size_t i = 0; i < 2; i++) {
+		const cJSON *q = ctq_json_get(*config, qkeys[i]);
+		if (cJSON_IsNull(q)) {
+			/* null: not quantized; replaced by the block below. */
+			cJSON_DeleteItemFromObjectCaseSensitive(*config, qkeys[i]);
+		} else if (q) {
+			st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, qkeys[i],
+					   "is present in %s: the checkpoint is already quantized; ctq quantize takes a BF16, F16 or F32 one",
+					   path);
+			return st;
+		}
+	}
+	return CTQ_OK;
+}
+
+/* What was quantized, into res (its own arena). */
+static enum ctq_status fill_result(struct ctq_quantize_result *res, const struct qctx *cx,
+				   const char *const *ign, size_t n_ign, size_t n_out,
+				   size_t n_copied, uint64_t n_bytes, const char *dir,
+				   struct ctq_error *err)
+{
+	res->modules = ctq_arena_calloc(&res->arena, cx->n_qm ? cx->n_qm : 1, sizeof *res->modules);
+	res->ignore = ctq_arena_calloc(&res->arena, n_ign ? n_ign : 1, sizeof *res->ignore);
+	bool ok = res->modules && res->ignore;
+	double sum = 0.0;
+	for (size_t j = 0; ok && j < cx->n_qm; j++) {
+		struct ctq_quantize_module *r = &res->modules[j];
+		ok = (r->name = ctq_arena_strdup(&res->arena, cx->qm[j].name)) != NULL;
+		r->N = cx->qm[j].N;
+		r->K = cx->qm[j].K;
+		r->dtype = cx->qm[j].w->dtype;
+		r->rel_l2 = cx->qm[j].rel_l2;
+		sum += r->rel_l2;
+		if (ok && (!res->rel_l2_max_module || r->rel_l2 > res->rel_l2_max)) {
+			res->rel_l2_max = r->rel_l2;
+			res->rel_l2_max_module = r->name;
+		}
+	}
+	for (size_t j = 0; ok && j < n_ign; j++)
+		ok = (res->ignore[j] = ctq_arena_strdup(&res->arena, ign[j])) != NULL;
+	if (!ok)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+	res->n_modules = cx->n_qm;
+	res->n_ignore = n_ign;
+	res->n_tensors = n_out;
+	res->n_copied = n_copied;
+	res->n_bytes = n_bytes;
+	res->rel_l2_mean = cx->n_qm ? sum / (double)cx->n_qm : 0.0;
+	return CTQ_OK;
+}
+
+/* The Linear modules to quantize, into c->qm: all but lm_head and the
+ * ignored ones (their names into ign), each with a 2-D float weight of the
+ * shape the config makes. */
+static enum ctq_status select_modules(const struct ctq_modules *mods, const struct ctq_checkpoint *ck,
+				      const bool *ignored, const char *in, struct qctx *c,
+				      const char **ign, size_t *n_ign, struct ctq_error *err)
+{
+	for (size_t i = 0; i < mods->n; i++) {
+		const struct ctq_module *m = &mods->v[i];
+		if (m->kind != CTQ_MODULE_LINEAR)
+			continue;
+		if (ignored[i] || !strcmp(m->name, "lm_head")) {
+			ign[(*n_ign)++] = m->name;
+			continue;
+		}
+		char wname[CTQ_PATH_MAX];
+		snprintf(wname, sizeof wname, "%s.weight", m->name);
+		const struct ctq_st_tensor *w = ctq_checkpoint_find(ck, wname, NULL);
+		if (!w) {
+			return ctq_error_set(err, CTQ_ERR_CHECKPOINT, wname,
+					   "is missing from %s; the config's model has this Linear module",
+					   in);
+		}
+		if ((w->dtype != CTQ_DTYPE_BF16 && w->dtype != CTQ_DTYPE_F16 &&
+		     w->dtype != CTQ_DTYPE_F32) ||
+		    w->ndim != 2 || w->shape[0] < 1 || w->shape[1] < 1) {
+			return ctq_error_set(err, CTQ_ERR_CHECKPOINT, wname,
+					   "is %s with %d dimension(s); expected a 2-D BF16, F16 or F32 weight [N, K]",
+					   ctq_dtype_name(w->dtype), w->ndim);
+		}
+		long en, ek;
+		if (expected_shape(&mods->shape, m->name, &en, &ek) &&
+		    (w->shape[0] != en || w->shape[1] != ek)) {
+			return ctq_error_set(err, CTQ_ERR_CHECKPOINT, wname,
+					   "is [%lld, %lld] but config.json (hidden_size %ld, intermediate_size %ld, %ld heads, %ld kv heads, head_dim %ld) makes it [%ld, %ld]; transformers refuses such a checkpoint (size mismatch), so ctq does not quantize it",
+					   (long long)w->shape[0], (long long)w->shape[1],
+					   mods->shape.hidden_size, mods->shape.intermediate_size,
+					   mods->shape.num_attention_heads, mods->shape.num_key_value_heads,
+					   mods->shape.head_dim, en, ek);
+		}
+		struct qmod *q = &c->qm[c->n_qm++];
+		q->module = i;
+		q->name = m->name;
+		q->w = w;
+		q->N = w->shape[0];
+		q->K = w->shape[1];
+	}
+	return CTQ_OK;
+}
+
 enum ctq_status ctq_quantize_checkpoint(const char *in, const char *dir,
 					const struct ctq_quantize_options *opt,
 					struct ctq_quantize_result *res,
@@ -537,35 +659,8 @@ enum ctq_status ctq_quantize_checkpoint(const char *in, const char *dir,
 				   "is not a directory; expected a Hugging Face checkpoint folder");
 		goto done;
 	}
-	if ((st = ctq_json_load_file(path, CONFIG_MAX_BYTES, NULL, &config, err)))
+	if ((st = read_config(path, &config, err)))
 		goto done;
-	if (!cJSON_IsObject(config)) {
-		st = ctq_error_set(err, CTQ_ERR_PARSE, path, "is a JSON %s; expected an object",
-				   ctq_json_type_name(config));
-		goto done;
-	}
-	if (ctq_json_get(config, "text_config")) {
-		/* A multimodal model's vision Linear modules are not enumerated:
-		 * they would be neither quantized nor listed in ignore, and a
-		 * Linear target would claim them. */
-		st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, "text_config",
-				   "is present in %s: ctq quantize handles text-only qwen3, qwen2 and llama checkpoints",
-				   path);
-		goto done;
-	}
-	static const char *const qkeys[] = {"quantization_config", "compression_config"};
-	for (size_t i = 0; i < 2; i++) {
-		const cJSON *q = ctq_json_get(config, qkeys[i]);
-		if (cJSON_IsNull(q)) {
-			/* null: not quantized; replaced by the block below. */
-			cJSON_DeleteItemFromObjectCaseSensitive(config, qkeys[i]);
-		} else if (q) {
-			st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, qkeys[i],
-					   "is present in %s: the checkpoint is already quantized; ctq quantize takes a BF16, F16 or F32 one",
-					   path);
-			goto done;
-		}
-	}
 	if ((st = ctq_modules_from_config(&mods, config, "", NULL, err)))
 		goto done;
 	if ((st = ctq_checkpoint_open(&ck, in, err)))
@@ -583,49 +678,8 @@ enum ctq_status ctq_quantize_checkpoint(const char *in, const char *dir,
 	if ((st = apply_ignores(&mods, opt, ignored, err)))
 		goto done;
 	size_t n_ign = 0;
-	for (size_t i = 0; i < mods.n; i++) {
-		const struct ctq_module *m = &mods.v[i];
-		if (m->kind != CTQ_MODULE_LINEAR)
-			continue;
-		if (ignored[i] || !strcmp(m->name, "lm_head")) {
-			ign[n_ign++] = m->name;
-			continue;
-		}
-		char wname[CTQ_PATH_MAX];
-		snprintf(wname, sizeof wname, "%s.weight", m->name);
-		const struct ctq_st_tensor *w = ctq_checkpoint_find(&ck, wname, NULL);
-		if (!w) {
-			st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, wname,
-					   "is missing from %s; the config's model has this Linear module",
-					   in);
-			goto done;
-		}
-		if ((w->dtype != CTQ_DTYPE_BF16 && w->dtype != CTQ_DTYPE_F16 &&
-		     w->dtype != CTQ_DTYPE_F32) ||
-		    w->ndim != 2 || w->shape[0] < 1 || w->shape[1] < 1) {
-			st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, wname,
-					   "is %s with %d dimension(s); expected a 2-D BF16, F16 or F32 weight [N, K]",
-					   ctq_dtype_name(w->dtype), w->ndim);
-			goto done;
-		}
-		long en, ek;
-		if (expected_shape(&mods.shape, m->name, &en, &ek) &&
-		    (w->shape[0] != en || w->shape[1] != ek)) {
-			st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, wname,
-					   "is [%lld, %lld] but config.json (hidden_size %ld, intermediate_size %ld, %ld heads, %ld kv heads, head_dim %ld) makes it [%ld, %ld]; transformers refuses such a checkpoint (size mismatch), so ctq does not quantize it",
-					   (long long)w->shape[0], (long long)w->shape[1],
-					   mods.shape.hidden_size, mods.shape.intermediate_size,
-					   mods.shape.num_attention_heads, mods.shape.num_key_value_heads,
-					   mods.shape.head_dim, en, ek);
-			goto done;
-		}
-		struct qmod *q = &c.qm[c.n_qm++];
-		q->module = i;
-		q->name = m->name;
-		q->w = w;
-		q->N = w->shape[0];
-		q->K = w->shape[1];
-	}
+	if ((st = select_modules(&mods, &ck, ignored, in, &c, ign, &n_ign, err)))
+		goto done;
 
 	/* The output tensors: two per quantized weight, every other tensor
 	 * borrowed from the input mapping. */
@@ -735,37 +789,8 @@ enum ctq_status ctq_quantize_checkpoint(const char *in, const char *dir,
 		goto done;
 	}
 
-	if (res) {
-		res->modules = ctq_arena_calloc(&res->arena, c.n_qm ? c.n_qm : 1, sizeof *res->modules);
-		res->ignore = ctq_arena_calloc(&res->arena, n_ign ? n_ign : 1, sizeof *res->ignore);
-		bool ok = res->modules && res->ignore;
-		double sum = 0.0;
-		for (size_t j = 0; ok && j < c.n_qm; j++) {
-			struct ctq_quantize_module *r = &res->modules[j];
-			ok = (r->name = ctq_arena_strdup(&res->arena, c.qm[j].name)) != NULL;
-			r->N = c.qm[j].N;
-			r->K = c.qm[j].K;
-			r->dtype = c.qm[j].w->dtype;
-			r->rel_l2 = c.qm[j].rel_l2;
-			sum += r->rel_l2;
-			if (ok && (!res->rel_l2_max_module || r->rel_l2 > res->rel_l2_max)) {
-				res->rel_l2_max = r->rel_l2;
-				res->rel_l2_max_module = r->name;
-			}
-		}
-		for (size_t j = 0; ok && j < n_ign; j++)
-			ok = (res->ignore[j] = ctq_arena_strdup(&res->arena, ign[j])) != NULL;
-		if (!ok) {
-			st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
-			goto done;
-		}
-		res->n_modules = c.n_qm;
-		res->n_ignore = n_ign;
-		res->n_tensors = n_out;
-		res->n_copied = n_copied;
-		res->n_bytes = n_bytes;
-		res->rel_l2_mean = c.n_qm ? sum / (double)c.n_qm : 0.0;
-	}
+	if (res)
+		st = fill_result(res, &c, ign, n_ign, n_out, n_copied, n_bytes, dir, err);
 done:
 	free(items);
 	free(list);

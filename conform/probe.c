@@ -144,7 +144,7 @@ static void make_weights(struct bufs *b, const struct ctq_probe_layer *L,
 	}
 	if (wp == CTQ_PW_CHECKPOINT) {
 		memcpy(b->w_orig, L->w, (size_t)(N * K) * sizeof(float));
-		uint16_t *sb = malloc((size_t)N * sizeof *sb);
+		uint16_t *sb = ctq_malloc((size_t)N * sizeof *sb);
 		if (!sb)
 			return;
 		ctq_ref_quantize_weight_rows(L->w, N, K, b->wq, sb);
@@ -209,8 +209,8 @@ static enum ctq_status exact_quant(struct ctq_backend *be, const void *d_x, int6
 {
 	const struct ctq_backend_ops *o = be->ops;
 	const size_t mk = (size_t)(M * K);
-	int8_t *q = malloc(mk);
-	float *s = malloc((size_t)M * sizeof *s);
+	int8_t *q = ctq_malloc(mk);
+	float *s = ctq_malloc((size_t)M * sizeof *s);
 	void *d_q = NULL, *d_s = NULL;
 	enum ctq_status st = CTQ_OK;
 	if (!q || !s) {
@@ -273,20 +273,20 @@ enum ctq_status ctq_probe_run(struct ctq_backend *be, const struct ctq_probe_lay
 		return ctq_error_set(err, CTQ_ERR_USAGE, L->name, "has no checkpoint weights to probe");
 	struct bufs b = {0};
 	size_t mk = (size_t)(M * K), nk = (size_t)(N * K), mn = (size_t)(M * N);
-	b.x_f = malloc(mk * sizeof *b.x_f);
-	b.x = malloc(mk * sizeof *b.x);
-	b.w_orig = malloc(nk * sizeof *b.w_orig);
-	b.wq = malloc(nk);
-	b.sw = malloc((size_t)N * sizeof *b.sw);
-	b.q = malloc(mk);
-	b.sa = malloc((size_t)M * sizeof *b.sa);
-	b.acc = malloc(mn * sizeof *b.acc);
-	b.y_ref = malloc(mn * sizeof *b.y_ref);
-	b.y = malloc(mn * sizeof *b.y);
-	b.y64 = malloc(mn * sizeof *b.y64);
+	b.x_f = ctq_malloc(mk * sizeof *b.x_f);
+	b.x = ctq_malloc(mk * sizeof *b.x);
+	b.w_orig = ctq_malloc(nk * sizeof *b.w_orig);
+	b.wq = ctq_malloc(nk);
+	b.sw = ctq_malloc((size_t)N * sizeof *b.sw);
+	b.q = ctq_malloc(mk);
+	b.sa = ctq_malloc((size_t)M * sizeof *b.sa);
+	b.acc = ctq_malloc(mn * sizeof *b.acc);
+	b.y_ref = ctq_malloc(mn * sizeof *b.y_ref);
+	b.y = ctq_malloc(mn * sizeof *b.y);
+	b.y64 = ctq_malloc(mn * sizeof *b.y64);
 	bool want_bias = wp != CTQ_PW_CHECKPOINT || L->bias;
 	if (want_bias)
-		b.bias = malloc((size_t)N * sizeof *b.bias);
+		b.bias = ctq_malloc((size_t)N * sizeof *b.bias);
 	void *d_x = NULL, *d_w = NULL, *d_sw = NULL, *d_bias = NULL, *d_y = NULL, *d_ws = NULL;
 	enum ctq_status st = CTQ_OK;
 	if (!b.x_f || !b.x || !b.w_orig || !b.wq || !b.sw || !b.q || !b.sa || !b.acc || !b.y_ref ||

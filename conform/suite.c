@@ -623,7 +623,7 @@ enum ctq_status ctq_suite_load(struct ctq_suite *s, const char *dir,
 	if (!ctq_path_is_dir(dir)) {
 		if (!ctq_path_exists(dir))
 			return ctq_error_set(err, CTQ_ERR_IO, dir, "no such suite folder");
-		char *one = strdup(dir);
+		char *one = ctq_strdup(dir);
 		if (!one)
 			return ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
 		st = push_name(&files, one, err);
@@ -721,10 +721,10 @@ static enum ctq_status add_check(struct ctq_checks *out, const struct ctq_case *
 	k->case_id = c->id;
 	k->file = c->file;
 	k->sem = sem;
-	k->name = strdup(name);
-	k->expected = strdup(expected);
-	k->actual = strdup(actual);
-	k->detail = strdup(detail ? detail : "");
+	k->name = ctq_strdup(name);
+	k->expected = ctq_strdup(expected);
+	k->actual = ctq_strdup(actual);
+	k->detail = ctq_strdup(detail ? detail : "");
 	k->passed = !detail || !detail[0];
 	if (!k->name || !k->expected || !k->actual || !k->detail) {
 		free(k->name);

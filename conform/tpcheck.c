@@ -1,5 +1,6 @@
 /* ctq numeric TP conformance (see tpcheck.h). */
 #include "conform/tpcheck.h"
+#include "core/arena.h"
 #include "core/dtype.h"
 #include "core/numerics.h"
 #include "core/rng.h"
@@ -20,7 +21,7 @@ static enum ctq_status rank_forward(const struct ctq_linear *l, const uint16_t *
 {
 	const int64_t N = l->N, K = l->K;
 	if (l->quantized) {
-		int8_t *qs = malloc((size_t)(M * K) + 1);
+		int8_t *qs = ctq_malloc((size_t)(M * K) + 1);
 		if (!qs)
 			return ctq_error_set(err, CTQ_ERR_NOMEM, l->name, "out of memory");
 		for (int64_t m = 0; m < M; m++)
@@ -32,7 +33,7 @@ static enum ctq_status rank_forward(const struct ctq_linear *l, const uint16_t *
 		ctq_ref_w8a8_epilogue(acc, s, l->scale, add_bias ? l->bias : NULL, M, N, y);
 		return CTQ_OK;
 	}
-	uint16_t *xs = malloc((size_t)(M * K) * 2 + 2);
+	uint16_t *xs = ctq_malloc((size_t)(M * K) * 2 + 2);
 	if (!xs)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, l->name, "out of memory");
 	for (int64_t m = 0; m < M; m++)
@@ -68,16 +69,16 @@ enum ctq_status ctq_tp_check_linear(const struct ctq_checkpoint *ck, const struc
 	const struct ctq_shard *sh0 = ctq_shard_at(&spn, module, 0);
 	r->kind = ctq_shard_kind_name(sh0->kind);
 	r->quantized = full.quantized;
-	x = malloc((size_t)(M * K) * 2);
-	q = malloc((size_t)(M * K));
-	s = malloc((size_t)M * 4);
-	y1 = malloc((size_t)(M * N) * 2);
-	yr = malloc((size_t)(M * N) * 2);
-	ysum = calloc((size_t)(M * N), 4);
-	acc1 = malloc((size_t)(M * N) * 4);
-	accr = malloc((size_t)(M * N) * 4);
-	accsum = calloc((size_t)(M * N), 4);
-	seen = calloc((size_t)N + 1, 1);
+	x = ctq_malloc((size_t)(M * K) * 2);
+	q = ctq_malloc((size_t)(M * K));
+	s = ctq_malloc((size_t)M * 4);
+	y1 = ctq_malloc((size_t)(M * N) * 2);
+	yr = ctq_malloc((size_t)(M * N) * 2);
+	ysum = ctq_calloc((size_t)(M * N), 4);
+	acc1 = ctq_malloc((size_t)(M * N) * 4);
+	accr = ctq_malloc((size_t)(M * N) * 4);
+	accsum = ctq_calloc((size_t)(M * N), 4);
+	seen = ctq_calloc((size_t)N + 1, 1);
 	if (!x || !q || !s || !y1 || !yr || !ysum || !acc1 || !accr || !accsum || !seen) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, r->module, "out of memory");
 		goto done;

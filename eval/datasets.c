@@ -1,6 +1,7 @@
 /* ctq eval datasets (see datasets.h): the subject tables with their sources,
  * the CSV loader over libcsv, and the split loader. */
 #include "eval/datasets.h"
+#include "core/arena.h"
 #include "core/fileio.h"
 #include "core/strbuf.h"
 
@@ -467,7 +468,7 @@ static void on_row(int term, void *ctx)
 	}
 	if (p->f->n == p->cap) {
 		size_t cap = p->cap ? 2 * p->cap : 256;
-		struct ctq_question *q = realloc(p->f->q, cap * sizeof *q);
+		struct ctq_question *q = ctq_realloc(p->f->q, cap * sizeof *q);
 		if (!q) {
 			p->st = ctq_error_set(p->err, CTQ_ERR_NOMEM, p->path, "out of memory");
 			goto next;
@@ -677,7 +678,7 @@ static enum ctq_status list_subjects(enum ctq_bench b, const char *dir, const ch
 			continue;
 		if (*n == cap) {
 			cap = cap ? 2 * cap : 64;
-			char **v = realloc(*out, cap * sizeof *v);
+			char **v = ctq_realloc(*out, cap * sizeof *v);
 			if (!v) {
 				st = ctq_error_set(err, CTQ_ERR_NOMEM, folder, "out of memory");
 				break;
@@ -724,7 +725,7 @@ enum ctq_status ctq_eval_data_load(struct ctq_eval_data *d, enum ctq_bench b, co
 	size_t n = 0;
 	enum ctq_status st = CTQ_OK;
 	if (subjects && n_subjects) {
-		names = calloc(n_subjects, sizeof *names);
+		names = ctq_calloc(n_subjects, sizeof *names);
 		if (!names)
 			return ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
 		for (size_t i = 0; i < n_subjects && !st; i++) {
@@ -732,13 +733,13 @@ enum ctq_status ctq_eval_data_load(struct ctq_eval_data *d, enum ctq_bench b, co
 				if (!strcmp(subjects[j], subjects[i]))
 					st = ctq_error_set(err, CTQ_ERR_USAGE, "--subjects",
 							   "subject %s is named twice", subjects[i]);
-			if (!st && !(names[n++] = strdup(subjects[i])))
+			if (!st && !(names[n++] = ctq_strdup(subjects[i])))
 				st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
 		}
 	} else {
 		st = list_subjects(b, dir, split, &names, &n, err);
 	}
-	if (!st && !(d->subjects = calloc(n, sizeof *d->subjects)))
+	if (!st && !(d->subjects = ctq_calloc(n, sizeof *d->subjects)))
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
 	for (size_t i = 0; i < n && !st; i++) {
 		struct ctq_eval_subject *s = &d->subjects[d->n];

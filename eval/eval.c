@@ -1,6 +1,7 @@
 /* ctq eval (see eval.h): question preparation (render, shot rules,
  * lm-eval's context / continuation split) and the batched scorer. */
 #include "eval/eval.h"
+#include "core/arena.h"
 #include "core/sha256.h"
 #include "core/strbuf.h"
 #include "stats/accuracy.h"
@@ -181,7 +182,7 @@ static enum ctq_status tokenize(struct ctq_eval_item *it, const struct ctq_strbu
 	ctq_strbuf_free(&cont);
 	if (!st) {
 		size_t bos = o->add_bos ? 1 : 0;
-		it->ctx = malloc((n_ctx + bos) * sizeof(int32_t));
+		it->ctx = ctq_malloc((n_ctx + bos) * sizeof(int32_t));
 		if (!it->ctx) {
 			st = ctq_error_set(err, CTQ_ERR_NOMEM, "eval", "out of memory");
 		} else {
@@ -373,7 +374,7 @@ enum ctq_status ctq_eval_prepare(struct ctq_eval_set *s, const struct ctq_eval_d
 		size_t m = d->subjects[i].items.n;
 		n += o->limit && o->limit < m ? o->limit : m;
 	}
-	s->items = calloc(n ? n : 1, sizeof *s->items);
+	s->items = ctq_calloc(n ? n : 1, sizeof *s->items);
 	if (!s->items)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval", "out of memory");
 	for (size_t i = 0; i < d->n; i++) {
@@ -460,7 +461,7 @@ struct row_ref {
 static enum ctq_status make_groups(const struct ctq_eval_set *s, struct group **out, long *n_out,
 				   struct ctq_error *err)
 {
-	struct group *g = calloc(s->n ? s->n : 1, sizeof *g);
+	struct group *g = ctq_calloc(s->n ? s->n : 1, sizeof *g);
 	if (!g)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval", "out of memory");
 	long n = 0;
@@ -552,13 +553,13 @@ enum ctq_status ctq_eval_score(struct ctq_runner *r, int tp, const struct ctq_ev
 	struct group *groups = NULL;
 	long n_groups = 0;
 	enum ctq_status st = make_groups(s, &groups, &n_groups, err);
-	struct slot *slots = calloc((size_t)n_slots, sizeof *slots);
-	int32_t *ids = malloc((size_t)T_max * 4), *sl_of = malloc((size_t)T_max * 4),
-		*pos = malloc((size_t)T_max * 4);
-	int64_t *rows = malloc((size_t)rows_cap * 8);
-	struct row_ref *refs = malloc((size_t)rows_cap * sizeof *refs);
-	float *logits = malloc((size_t)rows_cap * (size_t)V * 4);
-	double *lse = malloc((size_t)rows_cap * sizeof *lse);
+	struct slot *slots = ctq_calloc((size_t)n_slots, sizeof *slots);
+	int32_t *ids = ctq_malloc((size_t)T_max * 4), *sl_of = ctq_malloc((size_t)T_max * 4),
+		*pos = ctq_malloc((size_t)T_max * 4);
+	int64_t *rows = ctq_malloc((size_t)rows_cap * 8);
+	struct row_ref *refs = ctq_malloc((size_t)rows_cap * sizeof *refs);
+	float *logits = ctq_malloc((size_t)rows_cap * (size_t)V * 4);
+	double *lse = ctq_malloc((size_t)rows_cap * sizeof *lse);
 	if (!st && (!slots || !ids || !sl_of || !pos || !rows || !refs || !logits || !lse))
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, "eval", "out of memory for %ld rows of logits",
 				   rows_cap);

@@ -1,6 +1,7 @@
 /* ctq eval, the engine (eval/run.h): from the data set and two models to
  * the run directory's files. */
 #include "eval/run.h"
+#include "core/arena.h"
 #include "eval/remote.h"
 #include "net/openai.h"
 #include "core/fileio.h"
@@ -355,7 +356,7 @@ static enum ctq_status model_score(struct ctq_eval_run *r, struct ctq_eval_model
 	const struct ctq_eval_run_options *o = &r->o;
 	const struct ctq_eval_set *s = m->set;
 	const int tp = (int)o->tp;
-	m->lp = calloc(s->n ? s->n : 1, sizeof *m->lp);
+	m->lp = ctq_calloc(s->n ? s->n : 1, sizeof *m->lp);
 	if (!m->lp)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval", "out of memory");
 	if (m->url) {
@@ -440,8 +441,8 @@ static enum ctq_status make_groups(struct ctq_eval_run *r, struct ctq_error *err
 	size_t n_cat;
 	const char *const *cats = ctq_bench_categories(o->bench, &n_cat);
 	size_t n_groups = data->n + n_cat + 3, ng = 0;
-	struct ctq_eval_group *groups = r->groups = calloc(n_groups, sizeof *groups);
-	size_t *members = calloc(data->n, sizeof *members);
+	struct ctq_eval_group *groups = r->groups = ctq_calloc(n_groups, sizeof *groups);
+	size_t *members = ctq_calloc(data->n, sizeof *members);
 	if (!groups || !members) {
 		free(members);
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval", "out of memory");
@@ -542,7 +543,7 @@ static void render_table(struct ctq_eval_run *r)
 enum ctq_status ctq_eval_run_summarize(struct ctq_eval_run *r, struct ctq_error *err)
 {
 	enum ctq_status st;
-	r->subj = calloc(r->data.n, sizeof *r->subj);
+	r->subj = ctq_calloc(r->data.n, sizeof *r->subj);
 	if (!r->subj)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval", "out of memory");
 	tally_subjects(r);
@@ -641,8 +642,8 @@ static enum ctq_status write_paired(const struct ctq_eval_run *r, struct ctq_run
 	if ((st = ctq_csv_close(&csv, err)))
 		return st;
 	size_t nc = 0;
-	struct ctq_junit_case *cases = calloc(ng, sizeof *cases);
-	char (*msgs)[256] = calloc(ng, sizeof *msgs);
+	struct ctq_junit_case *cases = ctq_calloc(ng, sizeof *cases);
+	char (*msgs)[256] = ctq_calloc(ng, sizeof *msgs);
 	if (!cases || !msgs) {
 		free(cases), free(msgs);
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval", "out of memory");

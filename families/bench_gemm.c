@@ -1,5 +1,6 @@
 /* The bench gemm family (see bench_gemm.h). */
 #include "families/bench_gemm.h"
+#include "core/arena.h"
 #include "families/verdict.h"
 #include "bench/gemm.h"
 #include "core/fileio.h"
@@ -80,8 +81,8 @@ enum ctq_status ctq_fam_bench_gemm_compare(struct ctq_cmp_pair *x, struct ctq_er
 	    (st = gemm_samples_load(&gb, x->base_path, err)) ||
 	    (st = gemm_samples_load(&gn, x->new_path, err)))
 		goto done;
-	sb = malloc((gb.t.n_rows + 1) * sizeof *sb);
-	sn = malloc((gn.t.n_rows + 1) * sizeof *sn);
+	sb = ctq_malloc((gb.t.n_rows + 1) * sizeof *sb);
+	sn = ctq_malloc((gn.t.n_rows + 1) * sizeof *sn);
 	if (!sb || !sn) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, "compare", "out of memory");
 		goto done;
@@ -259,7 +260,7 @@ enum ctq_status ctq_fam_bench_gemm_report(struct ctq_rep *r, const struct ctq_re
 	}
 
 	/* Targets: one row per target, one column per shape. */
-	const char **shapes = calloc(n + 1, sizeof *shapes);
+	const char **shapes = ctq_calloc(n + 1, sizeof *shapes);
 	size_t ns = 0;
 	for (size_t i = 0; shapes && i < n; i++) {
 		size_t j = 0;
@@ -268,7 +269,7 @@ enum ctq_status ctq_fam_bench_gemm_report(struct ctq_rep *r, const struct ctq_re
 		if (j == ns)
 			shapes[ns++] = rows[i].shape;
 	}
-	const char **cols = calloc(ns + 3, sizeof *cols);
+	const char **cols = ctq_calloc(ns + 3, sizeof *cols);
 	if (!shapes || !cols) {
 		free(shapes);
 		free(cols);

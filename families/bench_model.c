@@ -1,5 +1,6 @@
 /* The bench model family (see bench_model.h). */
 #include "families/bench_model.h"
+#include "core/arena.h"
 #include "families/verdict.h"
 #include "core/json.h"
 #include "core/fileio.h"
@@ -132,8 +133,8 @@ enum ctq_status ctq_fam_bench_model_report(struct ctq_rep *r, const struct ctq_r
 					   "prefill tok/s", "decode ms/step", "decode tok/s",
 					   "weights MB", NULL};
 	ctq_rep_table_head(r, cols);
-	double *buf = malloc((R.t.n_rows + 1) * 4 * sizeof *buf);
-	bool *done = calloc(R.t.n_rows + 1, sizeof *done);
+	double *buf = ctq_malloc((R.t.n_rows + 1) * 4 * sizeof *buf);
+	bool *done = ctq_calloc(R.t.n_rows + 1, sizeof *done);
 	if (!buf || !done) {
 		free(buf);
 		free(done);
@@ -183,7 +184,7 @@ enum ctq_status ctq_fam_bench_model_report(struct ctq_rep *r, const struct ctq_r
 		ctq_rep_row_end(r);
 		if (*n_cases == *cap) {
 			size_t nc = *cap ? 2 * *cap : 16;
-			struct ctq_perf_case *pc = realloc(*cases, nc * sizeof *pc);
+			struct ctq_perf_case *pc = ctq_realloc(*cases, nc * sizeof *pc);
 			if (!pc) {
 				st = ctq_error_set(r->err, CTQ_ERR_NOMEM, R.path, "out of memory");
 				break;
@@ -296,8 +297,8 @@ static size_t scaling_blocks(const struct ctq_perf_case *pc, size_t n, bool ttft
 			     struct ctq_strbuf *data, struct ctq_strbuf *clauses, size_t *index)
 {
 	size_t blocks = 0;
-	bool *seen = calloc(n ? n : 1, sizeof *seen);
-	size_t *m = malloc((n ? n : 1) * sizeof *m);
+	bool *seen = ctq_calloc(n ? n : 1, sizeof *seen);
+	size_t *m = ctq_malloc((n ? n : 1) * sizeof *m);
 	if (!seen || !m) {
 		free(seen);
 		free(m);

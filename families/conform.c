@@ -1,5 +1,6 @@
 /* The conform family (see conform.h). */
 #include "families/conform.h"
+#include "core/arena.h"
 #include "families/verdict.h"
 #include "results/table.h"
 
@@ -96,7 +97,7 @@ enum ctq_status ctq_fam_conform_report(struct ctq_rep *r, const struct ctq_resul
 		return st;
 	const int c_case = R.col[0], c_out = R.col[1], c_sem = R.col[2], c_chk = R.col[3];
 	const int c_exp = R.col[4], c_act = R.col[5], c_det = R.col[6];
-	struct folder *fs = calloc(R.t.n_rows + 1, sizeof *fs);
+	struct folder *fs = ctq_calloc(R.t.n_rows + 1, sizeof *fs);
 	if (!fs)
 		return ctq_rep_table_nomem(r, &R);
 	size_t nf = 0, passed = 0, failed = 0;

@@ -1,5 +1,6 @@
 /* The eval family (see eval.h). */
 #include "families/eval.h"
+#include "core/arena.h"
 #include "families/verdict.h"
 #include "stats/accuracy.h"
 #include "core/json.h"
@@ -206,7 +207,7 @@ enum ctq_status ctq_fam_eval_report(struct ctq_rep *r, const struct ctq_result_f
 		return st;
 	const int cs = R.col[0], cc = R.col[1], cr = R.col[2], cb = R.col[3], cp = R.col[4];
 	const int csh = R.col[5];
-	struct subject *sj = calloc(R.t.n_rows + 2, sizeof *sj);
+	struct subject *sj = ctq_calloc(R.t.n_rows + 2, sizeof *sj);
 	if (!sj)
 		return ctq_rep_table_nomem(r, &R);
 	size_t ns = 0;

@@ -1,5 +1,6 @@
 /* The probe family (see probe.h). */
 #include "families/probe.h"
+#include "core/arena.h"
 #include "families/verdict.h"
 #include "results/table.h"
 
@@ -171,7 +172,7 @@ enum ctq_status ctq_fam_probe_report(struct ctq_rep *r, const struct ctq_result_
 		return st;
 	struct probe_backend be[4];
 	size_t nb = 0;
-	struct probe_layer *ly = calloc(R.t.n_rows + 1, sizeof *ly);
+	struct probe_layer *ly = ctq_calloc(R.t.n_rows + 1, sizeof *ly);
 	if (!ly)
 		return ctq_rep_table_nomem(r, &R);
 	size_t nl = 0, failed = 0;

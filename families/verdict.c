@@ -2,6 +2,7 @@
  * families/verdict.h): the policy and its timing verdicts, rows,
  * keyed tables, pairs of result files, timing rows and trend series. */
 #include "families/verdict.h"
+#include "core/arena.h"
 #include "core/json.h"
 #include "results/table.h"
 
@@ -360,7 +361,7 @@ struct ctq_cmp_row *ctq_cmp_new_row(struct ctq_comparison *c, int fam, const cha
 {
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? 2 * c->cap : 64;
-		struct ctq_cmp_row *r = realloc(c->rows, cap * sizeof *r);
+		struct ctq_cmp_row *r = ctq_realloc(c->rows, cap * sizeof *r);
 		if (!r) {
 			ctq_error_set(err, CTQ_ERR_NOMEM, "compare", "out of memory");
 			return NULL;
@@ -433,14 +434,14 @@ enum ctq_status ctq_cmp_index_build(struct ctq_cmp_index *ix, const struct ctq_t
 				   int nk, bool unique, struct ctq_error *err)
 {
 	ix->n = 0;
-	ix->v = calloc(t->n_rows + 1, sizeof *ix->v);
+	ix->v = ctq_calloc(t->n_rows + 1, sizeof *ix->v);
 	if (!ix->v)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "compare", "out of memory");
 	for (size_t r = 0; r < t->n_rows; r++) {
 		size_t len = 16;
 		for (int k = 0; k < nk; k++)
 			len += strlen(ctq_table_get(t, r, cols[k])) + 2;
-		char *s = malloc(len);
+		char *s = ctq_malloc(len);
 		if (!s) {
 			ctq_cmp_index_free(ix);
 			return ctq_error_set(err, CTQ_ERR_NOMEM, "compare", "out of memory");
@@ -463,7 +464,7 @@ enum ctq_status ctq_cmp_index_build(struct ctq_cmp_index *ix, const struct ctq_t
 		}
 		dup++;
 		size_t len = strlen(ix->v[i].key) + 24;
-		char *s = malloc(len);
+		char *s = ctq_malloc(len);
 		if (!s) {
 			ctq_cmp_index_free(ix);
 			return ctq_error_set(err, CTQ_ERR_NOMEM, "compare", "out of memory");
@@ -607,8 +608,8 @@ enum ctq_status ctq_cmp_timing_keys(struct ctq_cmp_pair *x, int fam, const char 
 				   int nk, const int *cb, const int *cn, const char *note,
 				   bool refuse, struct ctq_error *err)
 {
-	double *sb = malloc((x->tb.n_rows + 1) * sizeof *sb); /* samples of one key */
-	double *sn = malloc((x->tn.n_rows + 1) * sizeof *sn);
+	double *sb = ctq_malloc((x->tb.n_rows + 1) * sizeof *sb); /* samples of one key */
+	double *sn = ctq_malloc((x->tn.n_rows + 1) * sizeof *sn);
 	enum ctq_status st = CTQ_OK;
 	if (!sb || !sn)
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, "compare", "out of memory");
@@ -668,7 +669,7 @@ struct ctq_trend_series *ctq_trend_series_get(struct ctq_trend *t, int fam, cons
 	}
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? 2 * t->cap : 32;
-		struct ctq_trend_series *v = realloc(t->s, cap * sizeof *v);
+		struct ctq_trend_series *v = ctq_realloc(t->s, cap * sizeof *v);
 		if (!v) {
 			ctq_error_set(err, CTQ_ERR_NOMEM, "trend", "out of memory");
 			return NULL;
@@ -678,7 +679,7 @@ struct ctq_trend_series *ctq_trend_series_get(struct ctq_trend *t, int fam, cons
 	}
 	struct ctq_trend_series *s = &t->s[t->n];
 	memset(s, 0, sizeof *s);
-	s->v = malloc(t->n_runs * sizeof *s->v);
+	s->v = ctq_malloc(t->n_runs * sizeof *s->v);
 	if (!s->v) {
 		ctq_error_set(err, CTQ_ERR_NOMEM, "trend", "out of memory");
 		return NULL;
@@ -721,7 +722,7 @@ enum ctq_status ctq_trend_medians(struct ctq_trend *t, size_t run, int fam, cons
 	    (st = ctq_cmp_need_cols(tb, path, metrics, nm, cols + nk, err)) ||
 	    (st = ctq_cmp_index_build(&ix, tb, cols, nk, false, err)))
 		goto done;
-	if (!(v = malloc((tb->n_rows + 1) * sizeof *v))) {
+	if (!(v = ctq_malloc((tb->n_rows + 1) * sizeof *v))) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, "trend", "out of memory");
 		goto done;
 	}

@@ -84,9 +84,9 @@ enum ctq_status ctq_shard_plan_build(struct ctq_shard_plan *sp,
 	sp->heads_per_rank = H / tp;
 	sp->kv_heads_per_rank = kv_per_rank;
 	sp->kv_replicas = replicas;
-	sp->v = calloc(mods->n * (size_t)tp + 1, sizeof *sp->v);
-	sp->out_features = calloc(mods->n + 1, sizeof *sp->out_features);
-	sp->in_features = calloc(mods->n + 1, sizeof *sp->in_features);
+	sp->v = ctq_calloc(mods->n * (size_t)tp + 1, sizeof *sp->v);
+	sp->out_features = ctq_calloc(mods->n + 1, sizeof *sp->out_features);
+	sp->in_features = ctq_calloc(mods->n + 1, sizeof *sp->in_features);
 	if (!sp->v || !sp->out_features || !sp->in_features) {
 		ctq_shard_plan_free(sp);
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "tp", "out of memory");

@@ -4,6 +4,7 @@
  * CSV with the machinery of families/verdict.c; the plan steps, the
  * interleaved run sets (--ab) and the outputs are here. */
 #include "reports/compare.h"
+#include "core/arena.h"
 #include "families/verdict.h"
 #include "core/json.h"
 #include "core/fileio.h"
@@ -80,8 +81,8 @@ struct pairing {
 static enum ctq_status pair_files(const struct ctq_results *rb, const struct ctq_results *rn,
 				  struct pairing *pg, struct ctq_error *err)
 {
-	pg->match = malloc((rb->n + 1) * sizeof *pg->match);
-	pg->used = calloc(rn->n + 1, sizeof *pg->used);
+	pg->match = ctq_malloc((rb->n + 1) * sizeof *pg->match);
+	pg->used = ctq_calloc(rn->n + 1, sizeof *pg->used);
 	if (!pg->match || !pg->used)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "compare", "out of memory");
 	for (size_t i = 0; i < rb->n; i++) {
@@ -271,14 +272,14 @@ static enum ctq_status ab_list(const char *set, char ***out, size_t *n, struct c
 			continue; /* a log beside the runs */
 		if (*n == cap) {
 			cap = cap ? 2 * cap : 16;
-			char **v = realloc(*out, cap * sizeof *v);
+			char **v = ctq_realloc(*out, cap * sizeof *v);
 			if (!v) {
 				st = ctq_error_set(err, CTQ_ERR_NOMEM, set, "out of memory");
 				break;
 			}
 			*out = v;
 		}
-		if (!((*out)[*n] = strdup(e->d_name)))
+		if (!((*out)[*n] = ctq_strdup(e->d_name)))
 			st = ctq_error_set(err, CTQ_ERR_NOMEM, set, "out of memory");
 		else
 			(*n)++;
@@ -327,7 +328,7 @@ static enum ctq_status ab_runs(const char *base_set, const char *new_set, struct
 		}
 		i++, j++;
 	}
-	if (!(runs = calloc(2 * kb, sizeof *runs))) {
+	if (!(runs = ctq_calloc(2 * kb, sizeof *runs))) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, base_set, "out of memory");
 		goto done;
 	}
@@ -351,7 +352,7 @@ static enum ctq_status ab_runs(const char *base_set, const char *new_set, struct
 			goto done;
 		}
 	}
-	struct ab_run *sorted = malloc(2 * kb * sizeof *sorted);
+	struct ab_run *sorted = ctq_malloc(2 * kb * sizeof *sorted);
 	if (!sorted) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, base_set, "out of memory");
 		goto done;
@@ -524,10 +525,10 @@ enum ctq_status ctq_compare_ab(struct ctq_comparison *c, const char *base_set,
 	enum ctq_status st = ab_runs(base_set, new_set, &runs, &R, err);
 	if (st)
 		return st;
-	db = calloc(R, sizeof *db);
-	dn = calloc(R, sizeof *dn);
-	d = malloc(R * sizeof *d);
-	tmp = malloc(2 * R * sizeof *tmp);
+	db = ctq_calloc(R, sizeof *db);
+	dn = ctq_calloc(R, sizeof *dn);
+	d = ctq_malloc(R * sizeof *d);
+	tmp = ctq_malloc(2 * R * sizeof *tmp);
 	if (!db || !dn || !d || !tmp) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, base_set, "out of memory");
 		goto done;
@@ -804,8 +805,8 @@ enum ctq_status ctq_trend_collect(struct ctq_trend *t, char *const *dirs, size_t
 {
 	memset(t, 0, sizeof *t);
 	t->n_runs = n_runs;
-	t->labels = calloc(n_runs + 1, sizeof *t->labels);
-	struct ctq_results *rs = calloc(n_runs + 1, sizeof *rs);
+	t->labels = ctq_calloc(n_runs + 1, sizeof *t->labels);
+	struct ctq_results *rs = ctq_calloc(n_runs + 1, sizeof *rs);
 	enum ctq_status st = CTQ_OK;
 	if (!t->labels || !rs) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, "trend", "out of memory");

@@ -491,7 +491,7 @@ enum ctq_status ctq_env_checkpoint(const char *dir, const char *display, cJSON *
 			}
 			names = nn;
 		}
-		if (!(names[n_names] = strdup(e->d_name))) {
+		if (!(names[n_names] = ctq_strdup(e->d_name))) {
 			st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
 			break;
 		}

@@ -155,7 +155,7 @@ static bool gen_prompt(struct gen *g, struct ctq_oai_error *e)
 	struct ctq_error err = {0};
 	size_t n = 0;
 	if (g->rq.prompt_ids) {
-		g->prompt = malloc((size_t)g->rq.n_prompt_ids * sizeof *g->prompt);
+		g->prompt = ctq_malloc((size_t)g->rq.n_prompt_ids * sizeof *g->prompt);
 		if (!g->prompt)
 			return ctq_oai_fail(e, 500, NULL, "out of memory");
 		memcpy(g->prompt, g->rq.prompt_ids, (size_t)g->rq.n_prompt_ids * sizeof *g->prompt);
@@ -215,7 +215,7 @@ static bool gen_prepare(struct gen *g, enum ctq_oai_kind kind, const struct conn
 	if (g->rq.echo) {
 		size_t len = 0;
 		if (g->rq.prompt_text)
-			g->prompt_text = strdup(g->rq.prompt_text);
+			g->prompt_text = ctq_strdup(g->rq.prompt_text);
 		else if (ctq_tokenizer_decode(s->tok, g->prompt, (size_t)g->n_prompt, false, &g->prompt_text,
 					      &len, NULL))
 			g->prompt_text = NULL;

@@ -1,5 +1,6 @@
 /* ctq serve's OpenAI layer (serve/openai.h). */
 #include "serve/openai.h"
+#include "core/arena.h"
 #include "core/json.h"
 #include "serve/detok.h"
 
@@ -506,7 +507,7 @@ cJSON *ctq_oai_response(const struct ctq_oai_head *h, const char *text, size_t t
 	cJSON_AddNumberToObject(c, "index", 0);
 	/* text may hold NUL bytes (a token of byte 0): cJSON strings end at
 	 * the first, as vLLM's JSON would carry \u0000; cut there. */
-	char *t = malloc(text_len + 1);
+	char *t = ctq_malloc(text_len + 1);
 	if (t) {
 		memcpy(t, text, text_len);
 		t[text_len] = '\0';
