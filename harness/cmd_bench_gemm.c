@@ -6,6 +6,7 @@
  * driver). Metrics, CSV, plots and targets: bench/gemm.h. */
 #include "checkpoint/target.h"
 #include "harness/commands.h"
+#include "core/arena.h"
 #include "core/dtype.h"
 #include "core/numerics.h"
 #include "core/rng.h"
@@ -268,10 +269,10 @@ static void inputs_free(struct host_inputs *h)
 static enum ctq_status inputs_make(struct host_inputs *h, int64_t M, int64_t N, int64_t K,
 				   uint64_t seed, struct ctq_error *err)
 {
-	h->x = malloc((size_t)(M * K) * sizeof *h->x);
-	h->w = malloc((size_t)(N * K));
-	h->s_w = malloc((size_t)N * sizeof *h->s_w);
-	h->bias = malloc((size_t)N * sizeof *h->bias);
+	h->x = ctq_malloc((size_t)(M * K) * sizeof *h->x);
+	h->w = ctq_malloc((size_t)(N * K));
+	h->s_w = ctq_malloc((size_t)N * sizeof *h->s_w);
+	h->bias = ctq_malloc((size_t)N * sizeof *h->bias);
 	if (!h->x || !h->w || !h->s_w || !h->bias) {
 		inputs_free(h);
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of host memory for M %lld x K %lld",
@@ -318,10 +319,10 @@ static enum ctq_status keep_row(struct session *S, const struct ctq_gemm_row *r,
 	const size_t ns = (size_t)S->o->samples;
 	if (S->n_rows == S->cap_rows) {
 		size_t c = S->cap_rows ? 2 * S->cap_rows : 64;
-		struct ctq_gemm_row *v = realloc(S->rows, c * sizeof *v);
+		struct ctq_gemm_row *v = ctq_realloc(S->rows, c * sizeof *v);
 		if (v)
 			S->rows = v;
-		double *w = v ? realloc(S->samples, c * ns * sizeof *w) : NULL;
+		double *w = v ? ctq_realloc(S->samples, c * ns * sizeof *w) : NULL;
 		if (!w)
 			return ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
 		S->samples = w;
@@ -352,13 +353,13 @@ static enum ctq_status point(struct session *S, const struct shape *sh, const st
 	int64_t rows[1024];
 	const int64_t nr = ctq_gemm_check_rows(M, o->check_rows, rows);
 	struct ctq_gemm_outputs out = {.rows = rows, .n_rows = nr};
-	out.q = malloc((size_t)(nr * K));
-	out.s = malloc((size_t)nr * sizeof *out.s);
-	out.acc = malloc((size_t)(nr * N) * sizeof *out.acc);
-	out.y_w8a8 = malloc((size_t)(nr * N) * sizeof *out.y_w8a8);
-	out.y_gemm = malloc((size_t)(nr * N) * sizeof *out.y_gemm);
-	out.acc_i8 = malloc((size_t)(nr * N) * sizeof *out.acc_i8);
-	double *times = malloc((size_t)CTQ_GEMM_IMPL_COUNT * (size_t)o->samples * sizeof *times);
+	out.q = ctq_malloc((size_t)(nr * K));
+	out.s = ctq_malloc((size_t)nr * sizeof *out.s);
+	out.acc = ctq_malloc((size_t)(nr * N) * sizeof *out.acc);
+	out.y_w8a8 = ctq_malloc((size_t)(nr * N) * sizeof *out.y_w8a8);
+	out.y_gemm = ctq_malloc((size_t)(nr * N) * sizeof *out.y_gemm);
+	out.acc_i8 = ctq_malloc((size_t)(nr * N) * sizeof *out.acc_i8);
+	double *times = ctq_malloc((size_t)CTQ_GEMM_IMPL_COUNT * (size_t)o->samples * sizeof *times);
 	enum ctq_status st = CTQ_OK;
 	char mismatch[300] = "", i8_mismatch[300] = "";
 	if (!out.q || !out.s || !out.acc || !out.y_w8a8 || !out.y_gemm || !out.acc_i8 || !times) {
@@ -454,10 +455,10 @@ static enum ctq_status plugin_point(struct session *S, const struct shape *sh,
 	const struct opts *o = S->o;
 	const int64_t N = sh->N, K = sh->K;
 	const struct ctq_kernel_plugin *t = S->lib.t;
-	int8_t *q = malloc((size_t)(nr * K));
-	float *s = malloc((size_t)nr * sizeof *s);
-	uint16_t *y = malloc((size_t)(nr * N) * sizeof *y);
-	double *times = malloc((size_t)o->samples * sizeof *times);
+	int8_t *q = ctq_malloc((size_t)(nr * K));
+	float *s = ctq_malloc((size_t)nr * sizeof *s);
+	uint16_t *y = ctq_malloc((size_t)(nr * N) * sizeof *y);
+	double *times = ctq_malloc((size_t)o->samples * sizeof *times);
 	struct ctq_gemm_row x;
 	memset(&x, 0, sizeof x);
 	char mismatch[300] = "";
@@ -502,7 +503,7 @@ static enum ctq_status plugin_point(struct session *S, const struct shape *sh,
 	x.speedup_vs_bf16 = bf16_us / x.time_us_median;
 	if (S->n_prows == S->cap_prows) {
 		size_t c = S->cap_prows ? 2 * S->cap_prows : 32;
-		struct ctq_gemm_row *v = realloc(S->prows, c * sizeof *v);
+		struct ctq_gemm_row *v = ctq_realloc(S->prows, c * sizeof *v);
 		if (!v) {
 			st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
 			goto done;
@@ -672,114 +673,151 @@ enum ctq_status ctq_gemm_bench_plugin_time(struct ctq_gemm_bench *b, struct ctq_
 }
 #endif
 
-int ctq_cmd_bench_gemm(int argc, char **argv)
+/* --m M,M,... (dst: struct opts *). */
+static bool opt_m(const char *cmd, const char *name, const char *v, void *dst)
 {
-	struct opts o = {.shapes = NULL, .m = {1, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192},
-			 .n_m = 11, .warmup = 3, .samples = 30, .check_rows = 32, .seed = 1};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			help();
-			return CTQ_EXIT_OK;
-		}
-		if (!strcmp(a, "--force")) {
-			o.force = true;
-			continue;
-		}
-		if (!(v = ctq_opt_value(argc, argv, &i)))
-			return CTQ_EXIT_USAGE;
-		bool ok = true;
-		if (!strcmp(a, "--shapes"))
-			o.shapes = v;
-		else if (!strcmp(a, "--model"))
-			o.model = v;
-		else if (!strcmp(a, "--out"))
-			o.out = v;
-		else if (!strcmp(a, "--impl"))
-			o.impl = v;
-		else if (!strcmp(a, "--m"))
-			ok = (o.n_m = parse_m(v, o.m)) > 0;
-		else if (!strcmp(a, "--warmup"))
-			ok = ctq_opt_int("bench gemm", a, v, 0, 1000, &o.warmup);
-		else if (!strcmp(a, "--samples"))
-			ok = ctq_opt_int("bench gemm", a, v, 1, 10000, &o.samples);
-		else if (!strcmp(a, "--check-rows"))
-			ok = ctq_opt_int("bench gemm", a, v, 1, 1024, &o.check_rows);
-		else if (!strcmp(a, "--device"))
-			ok = ctq_opt_int("bench gemm", a, v, 0, 1023, &o.device);
-		else if (!strcmp(a, "--seed"))
-			ok = ctq_opt_int("bench gemm", a, v, 0, 0x7fffffffL, &o.seed);
-		else if (!strcmp(a, "--peak-tops"))
-			ok = parse_double(a, v, &o.peak_tops);
-		else if (!strcmp(a, "--hbm-gbps"))
-			ok = parse_double(a, v, &o.hbm_gbps);
-		else {
-			fprintf(stderr, "ctq bench gemm: unknown option %s (see --help)\n", a);
-			return CTQ_EXIT_USAGE;
-		}
-		if (!ok)
-			return CTQ_EXIT_USAGE;
-	}
-	if (o.shapes && o.model) {
+	struct opts *o = dst;
+	o->n_m = parse_m(v, o->m);
+	if (o->n_m == 0)
+		fprintf(stderr, "ctq %s: %s is \"%s\"; expected M[,M...]\n", cmd, name, v);
+	return o->n_m > 0;
+}
+
+/* --peak-tops / --hbm-gbps X (dst: double *). */
+static bool opt_positive(const char *cmd, const char *name, const char *v, void *dst)
+{
+	(void)cmd;
+	return parse_double(name, v, dst);
+}
+
+/* Parses and checks the options; -1: --help was printed. */
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	*o = (struct opts){.shapes = NULL, .m = {1, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192},
+			   .n_m = 11, .warmup = 3, .samples = 30, .check_rows = 32, .seed = 1};
+	const struct ctq_opt opts[] = {
+		CTQ_OPT_STR("--shapes", &o->shapes),
+		CTQ_OPT_STR("--model", &o->model),
+		CTQ_OPT_STR("--out", &o->out),
+		CTQ_OPT_STR("--impl", &o->impl),
+		CTQ_OPT_FLAG("--force", &o->force),
+		CTQ_OPT_FN("--m", o, opt_m),
+		CTQ_OPT_INT("--warmup", &o->warmup, 0, 1000),
+		CTQ_OPT_INT("--samples", &o->samples, 1, 10000),
+		CTQ_OPT_INT("--check-rows", &o->check_rows, 1, 1024),
+		CTQ_OPT_INT("--device", &o->device, 0, 1023),
+		CTQ_OPT_INT("--seed", &o->seed, 0, 0x7fffffffL),
+		CTQ_OPT_FN("--peak-tops", &o->peak_tops, opt_positive),
+		CTQ_OPT_FN("--hbm-gbps", &o->hbm_gbps, opt_positive),
+		CTQ_OPT_END,
+	};
+	int rc = ctq_opt_parse("bench gemm", argc, argv, opts, NULL, 0, help);
+	if (rc >= 0)
+		return rc == CTQ_EXIT_OK ? -1 : rc;
+	if (o->shapes && o->model) {
 		fprintf(stderr, "ctq bench gemm: give --shapes or --model, not both\n");
 		return CTQ_EXIT_USAGE;
 	}
-	if (!ctq_opt_out_ok("bench gemm", o.out, o.force))
+	if (!ctq_opt_out_ok("bench gemm", o->out, o->force))
 		return CTQ_EXIT_USAGE;
-	struct shape shapes[MAX_SHAPES];
-	size_t n_shapes = 0;
+	return 0;
+}
+
+/* The shapes of --model or --shapes, printed; -1 or an exit code. */
+static int load_shapes(const struct opts *o, struct shape *shapes, size_t *n_shapes, char *source,
+		       size_t cap)
+{
 	struct ctq_error err = {0};
-	char source[1100];
-	if (o.model) {
-		if (shapes_from_model(o.model, shapes, &n_shapes, &err)) {
+	if (o->model) {
+		if (shapes_from_model(o->model, shapes, n_shapes, &err)) {
 			ctq_print_error("bench gemm", &err);
 			return ctq_status_exit_code(err.status);
 		}
-		snprintf(source, sizeof source, "checkpoint %s", o.model);
+		snprintf(source, cap, "checkpoint %s", o->model);
 	} else {
-		if (!shapes_from_arg(o.shapes ? o.shapes : "qwen3-4b", shapes, &n_shapes))
+		if (!shapes_from_arg(o->shapes ? o->shapes : "qwen3-4b", shapes, n_shapes))
 			return CTQ_EXIT_USAGE;
-		snprintf(source, sizeof source, "--shapes %s", o.shapes ? o.shapes : "qwen3-4b");
+		snprintf(source, cap, "--shapes %s", o->shapes ? o->shapes : "qwen3-4b");
 	}
-	printf("bench gemm: %zu shape(s) from %s:", n_shapes, source);
-	for (size_t i = 0; i < n_shapes; i++)
+	printf("bench gemm: %zu shape(s) from %s:", *n_shapes, source);
+	for (size_t i = 0; i < *n_shapes; i++)
 		printf("%s %s K=%lld N=%lld", i ? "," : "", shapes[i].name, (long long)shapes[i].K,
 		       (long long)shapes[i].N);
 	printf("\n");
 	fflush(stdout);
-	if (o.samples < 20)
-		fprintf(stderr, "ctq bench gemm: warning: %ld samples; a baseline wants 20 or more\n", o.samples);
+	if (o->samples < 20)
+		fprintf(stderr, "ctq bench gemm: warning: %ld samples; a baseline wants 20 or more\n", o->samples);
+	return -1;
+}
 
-	/* The plug-in, then the device: a bad plug-in exits 2 and no device
-	 * exits 3, before any run directory. */
+/* The plug-in, then the device: a bad plug-in exits 2 and no device
+ * exits 3, before any run directory. -1 or an exit code (S closed). */
+static int open_device(struct session *S)
+{
+	const struct opts *o = S->o;
+	struct ctq_error err = {0};
+	int prc = o->impl ? plugin_open(S, o->impl) : -1;
+	if (prc >= 0)
+		return prc;
+	if (ctq_gemm_bench_open(&S->b, (int)o->device, &S->dev, &err) ||
+	    (S->lib.t && ctq_kernel_lib_init(&S->lib, &err))) {
+		ctq_print_error("bench gemm", &err);
+		ctq_gemm_bench_close(S->b);
+		ctq_kernel_lib_close(&S->lib);
+		return ctq_status_exit_code(err.status);
+	}
+	if (S->lib.t) {
+		ctq_gemm_bench_set_plugin(S->b, S->lib.t);
+		printf("bench gemm: kernel plug-in %s (%s)\n", S->lib.t->name, S->lib.path);
+	}
+	ctq_gemm_peaks_for(S->dev.name, o->peak_tops, o->hbm_gbps, &S->peaks);
+	char pk[64] = "unknown INT8 TOPS", bw[64] = "unknown GB/s";
+	if (!isnan(S->peaks.int8_tops))
+		snprintf(pk, sizeof pk, "%.0f INT8 TOPS", S->peaks.int8_tops);
+	if (!isnan(S->peaks.hbm_gbps))
+		snprintf(bw, sizeof bw, "%.0f GB/s", S->peaks.hbm_gbps);
+	printf("bench gemm: %s, sm_%d%d, %d SMs, L2 %.1f MiB; peaks: %s, %s (%s)\n", S->dev.name,
+	       S->dev.major, S->dev.minor, S->dev.sms, (double)S->dev.l2_bytes / 1048576.0, pk, bw,
+	       S->peaks.source);
+	fflush(stdout);
+	return -1;
+}
+
+/* The exit code of a finished run: 1 when ctq or the plug-in failed a check. */
+static int final_rc(const struct session *S)
+{
+	int rc = CTQ_EXIT_OK;
+	if (S->failures) {
+		fprintf(stderr, "ctq bench gemm: %zu of %zu point(s) differ from the reference; first: %s\n",
+			S->failures, S->points, S->first_failure);
+		rc = CTQ_EXIT_FAIL;
+	}
+	if (S->plugin_failures) {
+		fprintf(stderr, "ctq bench gemm: plug-in %s fails the check at %zu of %zu point(s); first: %s\n",
+			S->lib.t->name, S->plugin_failures, S->points, S->plugin_first_failure);
+		rc = CTQ_EXIT_FAIL;
+	}
+	return rc;
+}
+
+int ctq_cmd_bench_gemm(int argc, char **argv)
+{
+	struct opts o;
+	int prc = parse_opts(argc, argv, &o);
+	if (prc)
+		return prc < 0 ? CTQ_EXIT_OK : prc;
+	struct shape shapes[MAX_SHAPES];
+	size_t n_shapes = 0;
+	struct ctq_error err = {0};
+	char source[1100];
+	if ((prc = load_shapes(&o, shapes, &n_shapes, source, sizeof source)) >= 0)
+		return prc;
 	struct session S;
 	memset(&S, 0, sizeof S);
 	S.o = &o;
 	S.n_points = n_shapes * (size_t)o.n_m;
-	int prc = o.impl ? plugin_open(&S, o.impl) : -1;
-	if (prc >= 0)
+	if ((prc = open_device(&S)) >= 0)
 		return prc;
-	if (ctq_gemm_bench_open(&S.b, (int)o.device, &S.dev, &err) ||
-	    (S.lib.t && ctq_kernel_lib_init(&S.lib, &err))) {
-		ctq_print_error("bench gemm", &err);
-		ctq_gemm_bench_close(S.b);
-		ctq_kernel_lib_close(&S.lib);
-		return ctq_status_exit_code(err.status);
-	}
-	if (S.lib.t) {
-		ctq_gemm_bench_set_plugin(S.b, S.lib.t);
-		printf("bench gemm: kernel plug-in %s (%s)\n", S.lib.t->name, S.lib.path);
-	}
-	ctq_gemm_peaks_for(S.dev.name, o.peak_tops, o.hbm_gbps, &S.peaks);
-	char pk[64] = "unknown INT8 TOPS", bw[64] = "unknown GB/s";
-	if (!isnan(S.peaks.int8_tops))
-		snprintf(pk, sizeof pk, "%.0f INT8 TOPS", S.peaks.int8_tops);
-	if (!isnan(S.peaks.hbm_gbps))
-		snprintf(bw, sizeof bw, "%.0f GB/s", S.peaks.hbm_gbps);
-	printf("bench gemm: %s, sm_%d%d, %d SMs, L2 %.1f MiB; peaks: %s, %s (%s)\n", S.dev.name,
-	       S.dev.major, S.dev.minor, S.dev.sms, (double)S.dev.l2_bytes / 1048576.0, pk, bw,
-	       S.peaks.source);
-	fflush(stdout);
 
 	struct ctq_run run;
 	struct host_inputs h;
@@ -829,17 +867,7 @@ int ctq_cmd_bench_gemm(int argc, char **argv)
 		goto fail;
 	printf("\nbench gemm: results in %s/ (bench_gemm.csv, %s, manifest.json, plots/)\n", final_dir,
 	       CTQ_GEMM_SAMPLES_FILE);
-	rc = CTQ_EXIT_OK;
-	if (S.failures) {
-		fprintf(stderr, "ctq bench gemm: %zu of %zu point(s) differ from the reference; first: %s\n",
-			S.failures, S.points, S.first_failure);
-		rc = CTQ_EXIT_FAIL;
-	}
-	if (S.plugin_failures) {
-		fprintf(stderr, "ctq bench gemm: plug-in %s fails the check at %zu of %zu point(s); first: %s\n",
-			S.lib.t->name, S.plugin_failures, S.points, S.plugin_first_failure);
-		rc = CTQ_EXIT_FAIL;
-	}
+	rc = final_rc(&S);
 	goto done;
 fail:
 	ctq_print_error("bench gemm", &err);

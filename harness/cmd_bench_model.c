@@ -7,6 +7,7 @@
  * a backend synchronisation, read on CLOCK_MONOTONIC. This file parses the
  * options and prints; the measurement is bench/model.h. */
 #include "harness/commands.h"
+#include "core/arena.h"
 #include "bench/model.h"
 #include "results/csv_out.h"
 #include "results/run.h"
@@ -199,8 +200,8 @@ int ctq_cmd_bench_model(int argc, char **argv)
 	memset(&csv, 0, sizeof csv);
 	memset(&gcsv, 0, sizeof gcsv);
 	size_t n_cells = (size_t)(C.o.n_b * C.o.n_l);
-	struct ctq_bench_model_cell *ref_cells = calloc(n_cells, sizeof *ref_cells),
-				    *new_cells = calloc(n_cells, sizeof *new_cells);
+	struct ctq_bench_model_cell *ref_cells = ctq_calloc(n_cells, sizeof *ref_cells),
+				    *new_cells = ctq_calloc(n_cells, sizeof *new_cells);
 	int rc = CTQ_EXIT_USAGE;
 	char path[1200];
 	if (!ref_cells || !new_cells) {

@@ -64,66 +64,47 @@ struct serve_opts {
 	bool force;
 };
 
+/* --arrival closed | poisson:RATE (dst: double *, 0 for closed). */
+static bool opt_arrival(const char *cmd, const char *name, const char *v, void *dst)
+{
+	double *rate = dst;
+	char *end = NULL;
+	if (!strcmp(v, "closed")) {
+		*rate = 0;
+		return true;
+	}
+	if (!strncmp(v, "poisson:", 8) && (*rate = strtod(v + 8, &end)) > 0 && isfinite(*rate) &&
+	    end && !*end)
+		return true;
+	fprintf(stderr, "ctq %s: %s is \"%s\"; expected closed or poisson:RATE with RATE > 0 "
+			"requests per second\n", cmd, name, v);
+	return false;
+}
+
 static int parse(int argc, char **argv, struct serve_opts *o)
 {
 	*o = (struct serve_opts){.backend = "cuda", .requests = 64, .concurrency = 8, .input_len = 128,
 				 .output_len = 32, .seed = 1, .max_tokens = -1, .tp = 1};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			help();
-			return -1;
-		}
-		if (!strcmp(a, "--force")) {
-			o->force = true;
-			continue;
-		}
-		if (!(v = ctq_opt_value(argc, argv, &i)))
-			return CTQ_EXIT_USAGE;
-		bool ok = true;
-		if (!strcmp(a, "--model"))
-			o->model = v;
-		else if (!strcmp(a, "--backend"))
-			o->backend = v;
-		else if (!strcmp(a, "--out"))
-			o->out = v;
-		else if (!strcmp(a, "--requests"))
-			ok = ctq_opt_int("bench serve", a, v, 1, 1L << 20, &o->requests);
-		else if (!strcmp(a, "--concurrency"))
-			ok = ctq_opt_int("bench serve", a, v, 1, 4096, &o->concurrency);
-		else if (!strcmp(a, "--max-batch"))
-			ok = ctq_opt_int("bench serve", a, v, 1, 4096, &o->max_batch);
-		else if (!strcmp(a, "--cache-len"))
-			ok = ctq_opt_int("bench serve", a, v, 2, 1L << 20, &o->cache_len);
-		else if (!strcmp(a, "--input-len"))
-			ok = ctq_opt_int("bench serve", a, v, 1, 1L << 20, &o->input_len);
-		else if (!strcmp(a, "--output-len"))
-			ok = ctq_opt_int("bench serve", a, v, 1, 1L << 20, &o->output_len);
-		else if (!strcmp(a, "--max-tokens"))
-			ok = ctq_opt_int("bench serve", a, v, 1, 1L << 20, &o->max_tokens);
-		else if (!strcmp(a, "--seed"))
-			ok = ctq_opt_int("bench serve", a, v, 0, 0x7fffffffL, &o->seed);
-		else if (!strcmp(a, "--tp"))
-			ok = ctq_opt_int("bench serve", a, v, 1, 8, &o->tp);
-		else if (!strcmp(a, "--arrival")) {
-			char *end = NULL;
-			if (!strcmp(v, "closed"))
-				o->rate = 0;
-			else if (!strncmp(v, "poisson:", 8) && (o->rate = strtod(v + 8, &end)) > 0 &&
-				 isfinite(o->rate) && end && !*end)
-				;
-			else {
-				fprintf(stderr, "ctq bench serve: --arrival is \"%s\"; expected closed or "
-						"poisson:RATE with RATE > 0 requests per second\n", v);
-				return CTQ_EXIT_USAGE;
-			}
-		} else {
-			fprintf(stderr, "ctq bench serve: unknown option %s (see --help)\n", a);
-			return CTQ_EXIT_USAGE;
-		}
-		if (!ok)
-			return CTQ_EXIT_USAGE;
-	}
+	const struct ctq_opt opts[] = {
+		CTQ_OPT_STR("--model", &o->model),
+		CTQ_OPT_STR("--backend", &o->backend),
+		CTQ_OPT_STR("--out", &o->out),
+		CTQ_OPT_FLAG("--force", &o->force),
+		CTQ_OPT_INT("--requests", &o->requests, 1, 1L << 20),
+		CTQ_OPT_INT("--concurrency", &o->concurrency, 1, 4096),
+		CTQ_OPT_INT("--max-batch", &o->max_batch, 1, 4096),
+		CTQ_OPT_INT("--cache-len", &o->cache_len, 2, 1L << 20),
+		CTQ_OPT_INT("--input-len", &o->input_len, 1, 1L << 20),
+		CTQ_OPT_INT("--output-len", &o->output_len, 1, 1L << 20),
+		CTQ_OPT_INT("--max-tokens", &o->max_tokens, 1, 1L << 20),
+		CTQ_OPT_INT("--seed", &o->seed, 0, 0x7fffffffL),
+		CTQ_OPT_INT("--tp", &o->tp, 1, 8),
+		CTQ_OPT_FN("--arrival", &o->rate, opt_arrival),
+		CTQ_OPT_END,
+	};
+	int rc = ctq_opt_parse("bench serve", argc, argv, opts, NULL, 0, help);
+	if (rc >= 0)
+		return rc == CTQ_EXIT_OK ? -1 : rc;
 	if (!o->model) {
 		fprintf(stderr, "ctq bench serve: --model DIR is required (see --help)\n");
 		return CTQ_EXIT_USAGE;

@@ -79,63 +79,41 @@ struct url_opts {
 	bool force, progress;
 };
 
-static bool opt_seconds(const char *opt, const char *v, double *out)
+/* --request-timeout / --timeout S (dst: double *). */
+static bool opt_seconds(const char *cmd, const char *name, const char *v, void *dst)
 {
 	char *end = NULL;
 	double x = strtod(v, &end);
 	if (end == v || *end || !(x > 0 && x <= 1e7)) {
-		fprintf(stderr, "ctq bench serve: %s is \"%s\"; expected seconds in (0, 1e7]\n", opt, v);
+		fprintf(stderr, "ctq %s: %s is \"%s\"; expected seconds in (0, 1e7]\n", cmd, name, v);
 		return false;
 	}
-	*out = x;
+	*(double *)dst = x;
 	return true;
 }
 
-/* One option with its value; false (printed) on a bad one. */
-static bool parse_value(struct url_opts *o, const char *a, const char *v)
+/* --prompt-format ids | text (dst: bool *, true for text). */
+static bool opt_prompt_format(const char *cmd, const char *name, const char *v, void *dst)
 {
-	struct ctq_bench_http_options *h = &o->h;
-	if (!strcmp(a, "--url"))
-		h->url = v;
-	else if (!strcmp(a, "--model"))
-		h->model = v;
-	else if (!strcmp(a, "--tokenizer"))
-		h->tokenizer = v;
-	else if (!strcmp(a, "--out"))
-		o->out = v;
-	else if (!strcmp(a, "--requests"))
-		return ctq_opt_int("bench serve", a, v, 1, 1L << 20, &h->requests);
-	else if (!strcmp(a, "--concurrency"))
-		return ctq_opt_int("bench serve", a, v, 1, 4096, &h->concurrency);
-	else if (!strcmp(a, "--input-len"))
-		return ctq_opt_int("bench serve", a, v, 1, 1L << 20, &h->input_len);
-	else if (!strcmp(a, "--output-len"))
-		return ctq_opt_int("bench serve", a, v, 1, 1L << 20, &h->output_len);
-	else if (!strcmp(a, "--seed"))
-		return ctq_opt_int("bench serve", a, v, 0, 0x7fffffffL, &h->seed);
-	else if (!strcmp(a, "--request-timeout"))
-		return opt_seconds(a, v, &h->request_timeout_s);
-	else if (!strcmp(a, "--timeout"))
-		return opt_seconds(a, v, &h->total_timeout_s);
-	else if (!strcmp(a, "--prompt-format")) {
-		if (strcmp(v, "ids") && strcmp(v, "text")) {
-			fprintf(stderr, "ctq bench serve: --prompt-format is \"%s\"; expected ids or text\n", v);
-			return false;
-		}
-		h->prompt_text = !strcmp(v, "text");
-	} else if (!strcmp(a, "--arrival")) {
-		char *end = NULL;
-		if (!strcmp(v, "closed"))
-			h->rate = 0;
-		else if (strncmp(v, "poisson:", 8) || !((h->rate = strtod(v + 8, &end)) > 0) ||
-			 !isfinite(h->rate) || !end || *end) {
-			fprintf(stderr, "ctq bench serve: --arrival is \"%s\"; expected closed or "
-					"poisson:RATE with RATE > 0 requests per second\n", v);
-			return false;
-		}
-	} else {
-		fprintf(stderr, "ctq bench serve: %s is not an option of bench serve --url (the "
-				"in-process engine's options do not apply to a server; see --help)\n", a);
+	if (strcmp(v, "ids") && strcmp(v, "text")) {
+		fprintf(stderr, "ctq %s: %s is \"%s\"; expected ids or text\n", cmd, name, v);
+		return false;
+	}
+	*(bool *)dst = !strcmp(v, "text");
+	return true;
+}
+
+/* --arrival closed | poisson:RATE (dst: double *, 0 for closed). */
+static bool opt_arrival(const char *cmd, const char *name, const char *v, void *dst)
+{
+	double *rate = dst;
+	char *end = NULL;
+	if (!strcmp(v, "closed"))
+		*rate = 0;
+	else if (strncmp(v, "poisson:", 8) || !((*rate = strtod(v + 8, &end)) > 0) ||
+		 !isfinite(*rate) || !end || *end) {
+		fprintf(stderr, "ctq %s: %s is \"%s\"; expected closed or poisson:RATE with RATE > 0 "
+				"requests per second\n", cmd, name, v);
 		return false;
 	}
 	return true;
@@ -145,23 +123,30 @@ static int parse(int argc, char **argv, struct url_opts *o)
 {
 	*o = (struct url_opts){.h = {.requests = 64, .concurrency = 8, .input_len = 128, .output_len = 32,
 				     .seed = 1, .request_timeout_s = DEFAULT_REQUEST_TIMEOUT_S}};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			help();
-			return -1;
-		}
-		if (!strcmp(a, "--force")) {
-			o->force = true;
-			continue;
-		}
-		if (!strcmp(a, "--progress")) {
-			o->progress = true;
-			continue;
-		}
-		if (!(v = ctq_opt_value(argc, argv, &i)) || !parse_value(o, a, v))
-			return CTQ_EXIT_USAGE;
-	}
+	struct ctq_bench_http_options *h = &o->h;
+	/* The in-process engine's options (--backend, --max-batch, ...) are
+	 * unknown here: they do not apply to a server. */
+	const struct ctq_opt opts[] = {
+		CTQ_OPT_STR("--url", &h->url),
+		CTQ_OPT_STR("--model", &h->model),
+		CTQ_OPT_STR("--tokenizer", &h->tokenizer),
+		CTQ_OPT_STR("--out", &o->out),
+		CTQ_OPT_FLAG("--force", &o->force),
+		CTQ_OPT_FLAG("--progress", &o->progress),
+		CTQ_OPT_INT("--requests", &h->requests, 1, 1L << 20),
+		CTQ_OPT_INT("--concurrency", &h->concurrency, 1, 4096),
+		CTQ_OPT_INT("--input-len", &h->input_len, 1, 1L << 20),
+		CTQ_OPT_INT("--output-len", &h->output_len, 1, 1L << 20),
+		CTQ_OPT_INT("--seed", &h->seed, 0, 0x7fffffffL),
+		CTQ_OPT_FN("--request-timeout", &h->request_timeout_s, opt_seconds),
+		CTQ_OPT_FN("--timeout", &h->total_timeout_s, opt_seconds),
+		CTQ_OPT_FN("--prompt-format", &h->prompt_text, opt_prompt_format),
+		CTQ_OPT_FN("--arrival", &h->rate, opt_arrival),
+		CTQ_OPT_END,
+	};
+	int rc = ctq_opt_parse("bench serve", argc, argv, opts, NULL, 0, help);
+	if (rc >= 0)
+		return rc == CTQ_EXIT_OK ? -1 : rc;
 	if (!o->h.url || strncmp(o->h.url, "http", 4)) {
 		fprintf(stderr, "ctq bench serve: --url needs an http:// or https:// URL (see --help)\n");
 		return CTQ_EXIT_USAGE;

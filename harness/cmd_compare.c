@@ -1,6 +1,7 @@
 /* ctq compare: the regression verdict between two run directories
  * (reports/compare.h), or with --trend a table and plots over N runs. */
 #include "harness/commands.h"
+#include "core/arena.h"
 #include "core/fileio.h"
 #include "core/strbuf.h"
 #include "reports/compare.h"
@@ -124,7 +125,7 @@ int ctq_cmd_compare(int argc, char **argv)
 {
 	const char *policy_path = NULL, *out = NULL;
 	bool do_trend = false, quiet = false, force = false, ab = false;
-	char **dirs = calloc((size_t)argc + 1, sizeof *dirs);
+	char **dirs = ctq_calloc((size_t)argc + 1, sizeof *dirs);
 	if (!dirs)
 		return CTQ_EXIT_USAGE;
 	const struct ctq_opt opts[] = {

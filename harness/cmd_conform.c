@@ -2,6 +2,7 @@
  * each profile they name, one row per check in conform.csv, one testcase per
  * check in junit.xml, and a closing "N passed, N failed" line. */
 #include "harness/commands.h"
+#include "core/arena.h"
 #include "conform/suite.h"
 #include "results/csv_out.h"
 #include "results/junit.h"
@@ -59,8 +60,8 @@ static enum ctq_status write_outputs(struct ctq_run *run, const struct ctq_check
 	}
 	if ((st = ctq_csv_close(&w, err)))
 		return st;
-	struct ctq_junit_case *jc = calloc(ck->n + 1, sizeof *jc);
-	char **names = calloc(ck->n + 1, sizeof *names);
+	struct ctq_junit_case *jc = ctq_calloc(ck->n + 1, sizeof *jc);
+	char **names = ctq_calloc(ck->n + 1, sizeof *names);
 	if (!jc || !names) {
 		free(jc);
 		free(names);
@@ -69,7 +70,7 @@ static enum ctq_status write_outputs(struct ctq_run *run, const struct ctq_check
 	for (size_t i = 0; i < ck->n && !st; i++) {
 		const struct ctq_check *k = &ck->v[i];
 		size_t n = strlen(k->name) + 16;
-		names[i] = malloc(n);
+		names[i] = ctq_malloc(n);
 		if (!names[i]) {
 			st = ctq_error_set(err, CTQ_ERR_NOMEM, "junit.xml", "out of memory");
 			break;

@@ -96,16 +96,40 @@ static void help(void)
 	       "  --request-timeout S  seconds one request may take (default 300)\n");
 }
 
-static bool opt_double(const char *opt, const char *v, double min, double max, double *out)
+static bool opt_double(const char *cmd, const char *opt, const char *v, double min, double max,
+		       double *out)
 {
 	char *end;
 	double x = strtod(v, &end);
 	if (end == v || *end || !(x >= min && x <= max)) {
-		fprintf(stderr, "ctq eval: %s is \"%s\"; expected a number in [%g, %g]\n", opt, v, min, max);
+		fprintf(stderr, "ctq %s: %s is \"%s\"; expected a number in [%g, %g]\n", cmd, opt, v, min,
+			max);
 		return false;
 	}
 	*out = x;
 	return true;
+}
+
+/* CTQ_OPT_FN parsers (dst: double *): a margin in points, seconds. */
+static bool opt_points(const char *cmd, const char *name, const char *v, void *dst)
+{
+	return opt_double(cmd, name, v, 0, 100, dst);
+}
+
+static bool opt_seconds(const char *cmd, const char *name, const char *v, void *dst)
+{
+	return opt_double(cmd, name, v, 0.001, 1e7, dst);
+}
+
+/* --protocol original | lm-eval (dst: enum ctq_protocol *). */
+static bool opt_protocol(const char *cmd, const char *name, const char *v, void *dst)
+{
+	enum ctq_protocol *p = dst;
+	*p = ctq_protocol_parse(v);
+	if (*p != CTQ_PROTO_COUNT)
+		return true;
+	fprintf(stderr, "ctq %s: %s is \"%s\"; expected original or lm-eval\n", cmd, name, v);
+	return false;
 }
 
 /* ---- progress ------------------------------------------------------------------- */
@@ -201,6 +225,19 @@ struct opts {
 	char subjects_buf[4096];
 };
 
+/* --subjects A,B,... (dst: struct opts *). */
+static bool opt_subjects(const char *cmd, const char *name, const char *v, void *dst)
+{
+	struct opts *o = dst;
+	snprintf(o->subjects_buf, sizeof o->subjects_buf, "%s", v);
+	o->n_subjects = split_list(o->subjects_buf, o->subjects, MAX_SUBJECTS);
+	if (o->n_subjects > 0)
+		return true;
+	fprintf(stderr, "ctq %s: %s needs a comma-separated list (at most %d)\n", cmd, name,
+		MAX_SUBJECTS);
+	return false;
+}
+
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	if (argc < 2) {
@@ -228,94 +265,41 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	o->request_timeout_s = 300;
 	o->protocol = CTQ_PROTO_ORIGINAL;
 	o->split = o->bench == CTQ_BENCH_CEVAL ? "val" : "test";
-	for (int i = 2; i < argc; i++) {
-		const char *a = argv[i], *v;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			help();
-			return -1;
-		}
-		if (!strcmp(a, "--add-bos")) {
-			o->add_bos = true;
-			continue;
-		}
-		if (!strcmp(a, "--progress")) {
-			o->progress = true;
-			continue;
-		}
-		if (!strcmp(a, "--force")) {
-			o->force = true;
-			continue;
-		}
-		if (!(v = ctq_opt_value(argc, argv, &i)))
-			return CTQ_EXIT_USAGE;
-		bool ok = true;
-		if (!strcmp(a, "--model"))
-			o->model = v;
-		else if (!strcmp(a, "--ref-model"))
-			o->ref = v;
-		else if (!strcmp(a, "--url"))
-			o->url = v;
-		else if (!strcmp(a, "--ref-url"))
-			o->ref_url = v;
-		else if (!strcmp(a, "--served-name"))
-			o->served_name = v;
-		else if (!strcmp(a, "--ref-served-name"))
-			o->ref_served_name = v;
-		else if (!strcmp(a, "--concurrency"))
-			ok = ctq_opt_int("eval", a, v, 1, 4096, &o->concurrency);
-		else if (!strcmp(a, "--request-timeout"))
-			ok = opt_double(a, v, 0.001, 1e7, &o->request_timeout_s);
-		else if (!strcmp(a, "--data"))
-			o->data = v;
-		else if (!strcmp(a, "--split"))
-			o->split = v;
-		else if (!strcmp(a, "--backend"))
-			o->backend = v;
-		else if (!strcmp(a, "--tokenizer"))
-			o->tokenizer = v;
-		else if (!strcmp(a, "--out"))
-			o->out = v;
-		else if (!strcmp(a, "--shots"))
-			ok = ctq_opt_int("eval", a, v, 0, 5, &o->shots);
-		else if (!strcmp(a, "--limit"))
-			ok = ctq_opt_int("eval", a, v, 1, 1L << 30, &o->limit);
-		else if (!strcmp(a, "--max-context"))
-			ok = ctq_opt_int("eval", a, v, 2, 1L << 24, &o->max_context);
-		else if (!strcmp(a, "--max-tokens"))
-			ok = ctq_opt_int("eval", a, v, 1, 1L << 20, &o->max_tokens);
-		else if (!strcmp(a, "--slots"))
-			ok = ctq_opt_int("eval", a, v, 1, 4096, &o->slots);
-		else if (!strcmp(a, "--tp"))
-			ok = ctq_opt_int("eval", a, v, 1, 8, &o->tp);
-		else if (!strcmp(a, "--min-subject-n"))
-			ok = ctq_opt_int("eval", a, v, 1, 1L << 30, &o->min_subject_n);
-		else if (!strcmp(a, "--margin"))
-			ok = opt_double(a, v, 0, 100, &o->margin);
-		else if (!strcmp(a, "--subject-margin"))
-			ok = opt_double(a, v, 0, 100, &o->subject_margin);
-		else if (!strcmp(a, "--act-numerics"))
-			ok = ctq_opt_act_numerics("eval", v, &o->numerics);
-		else if (!strcmp(a, "--protocol")) {
-			o->protocol = ctq_protocol_parse(v);
-			if (o->protocol == CTQ_PROTO_COUNT) {
-				fprintf(stderr, "ctq eval: --protocol is \"%s\"; expected original or lm-eval\n", v);
-				return CTQ_EXIT_USAGE;
-			}
-		} else if (!strcmp(a, "--subjects")) {
-			snprintf(o->subjects_buf, sizeof o->subjects_buf, "%s", v);
-			o->n_subjects = split_list(o->subjects_buf, o->subjects, MAX_SUBJECTS);
-			if (o->n_subjects <= 0) {
-				fprintf(stderr, "ctq eval: --subjects needs a comma-separated list (at most %d)\n",
-					MAX_SUBJECTS);
-				return CTQ_EXIT_USAGE;
-			}
-		} else {
-			fprintf(stderr, "ctq eval: unknown option %s (see --help)\n", a);
-			return CTQ_EXIT_USAGE;
-		}
-		if (!ok)
-			return CTQ_EXIT_USAGE;
-	}
+	const struct ctq_opt opts[] = {
+		CTQ_OPT_STR("--model", &o->model),
+		CTQ_OPT_STR("--ref-model", &o->ref),
+		CTQ_OPT_STR("--url", &o->url),
+		CTQ_OPT_STR("--ref-url", &o->ref_url),
+		CTQ_OPT_STR("--served-name", &o->served_name),
+		CTQ_OPT_STR("--ref-served-name", &o->ref_served_name),
+		CTQ_OPT_INT("--concurrency", &o->concurrency, 1, 4096),
+		CTQ_OPT_FN("--request-timeout", &o->request_timeout_s, opt_seconds),
+		CTQ_OPT_STR("--data", &o->data),
+		CTQ_OPT_STR("--split", &o->split),
+		CTQ_OPT_STR("--backend", &o->backend),
+		CTQ_OPT_STR("--tokenizer", &o->tokenizer),
+		CTQ_OPT_STR("--out", &o->out),
+		CTQ_OPT_INT("--shots", &o->shots, 0, 5),
+		CTQ_OPT_INT("--limit", &o->limit, 1, 1L << 30),
+		CTQ_OPT_INT("--max-context", &o->max_context, 2, 1L << 24),
+		CTQ_OPT_INT("--max-tokens", &o->max_tokens, 1, 1L << 20),
+		CTQ_OPT_INT("--slots", &o->slots, 1, 4096),
+		CTQ_OPT_INT("--tp", &o->tp, 1, 8),
+		CTQ_OPT_INT("--min-subject-n", &o->min_subject_n, 1, 1L << 30),
+		CTQ_OPT_FN("--margin", &o->margin, opt_points),
+		CTQ_OPT_FN("--subject-margin", &o->subject_margin, opt_points),
+		CTQ_OPT_FN("--act-numerics", &o->numerics, ctq_opt_fn_act_numerics),
+		CTQ_OPT_FN("--protocol", &o->protocol, opt_protocol),
+		CTQ_OPT_FN("--subjects", o, opt_subjects),
+		CTQ_OPT_FLAG("--add-bos", &o->add_bos),
+		CTQ_OPT_FLAG("--progress", &o->progress),
+		CTQ_OPT_FLAG("--force", &o->force),
+		CTQ_OPT_END,
+	};
+	/* argv[1], the benchmark, is the parser's argv[0]. */
+	int rc = ctq_opt_parse("eval", argc - 1, argv + 1, opts, NULL, 0, help);
+	if (rc >= 0)
+		return rc == CTQ_EXIT_OK ? -1 : rc;
 	if (!o->model == !o->url || (o->ref && o->ref_url)) {
 		fprintf(stderr, "ctq eval: give the candidate as --model DIR or --url URL, and the "
 				"reference (if any) as --ref-model DIR or --ref-url URL, one of each (see --help)\n");

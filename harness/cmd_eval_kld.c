@@ -93,6 +93,22 @@ struct opts {
 	const char *texts[MAX_SOURCES], *data[MAX_SOURCES];
 };
 
+/* --text FILE / --data DIR, each a text source (dst: struct opts *). */
+static bool opt_source(const char *cmd, const char *name, const char *v, void *dst)
+{
+	struct opts *o = dst;
+	struct ctq_kld_options *k = &o->k;
+	if (k->n_texts + k->n_data == MAX_SOURCES) {
+		fprintf(stderr, "ctq %s: %s %s: at most %d text sources\n", cmd, name, v, MAX_SOURCES);
+		return false;
+	}
+	if (!strcmp(name, "--text"))
+		o->texts[k->n_texts++] = v;
+	else
+		o->data[k->n_data++] = v;
+	return true;
+}
+
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	struct ctq_kld_options *k = &o->k;
@@ -101,61 +117,28 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	k->tp = 1;
 	k->texts = o->texts;
 	k->data = o->data;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			help();
-			return -1;
-		}
-		bool *flag = !strcmp(a, "--add-bos")    ? &k->add_bos
-			     : !strcmp(a, "--progress") ? &o->progress
-			     : !strcmp(a, "--force")    ? &o->force
-							: NULL;
-		if (flag) {
-			*flag = true;
-			continue;
-		}
-		if (!(v = ctq_opt_value(argc, argv, &i)))
-			return CTQ_EXIT_USAGE;
-		bool ok = true;
-		if (!strcmp(a, "--model"))
-			k->model = v;
-		else if (!strcmp(a, "--ref-model"))
-			k->ref = v;
-		else if (!strcmp(a, "--text") || !strcmp(a, "--data")) {
-			if (k->n_texts + k->n_data == MAX_SOURCES) {
-				fprintf(stderr, "ctq eval kld: at most %d text sources\n", MAX_SOURCES);
-				return CTQ_EXIT_USAGE;
-			}
-			if (!strcmp(a, "--text"))
-				o->texts[k->n_texts++] = v;
-			else
-				o->data[k->n_data++] = v;
-		} else if (!strcmp(a, "--split"))
-			k->split = v;
-		else if (!strcmp(a, "--tokenizer"))
-			k->tokenizer = v;
-		else if (!strcmp(a, "--backend"))
-			k->backend = v;
-		else if (!strcmp(a, "--policy"))
-			o->policy = v;
-		else if (!strcmp(a, "--out"))
-			o->out = v;
-		else if (!strcmp(a, "--ctx"))
-			ok = ctq_opt_int("eval kld", a, v, 4, 1L << 20, &k->ctx);
-		else if (!strcmp(a, "--stride"))
-			ok = ctq_opt_int("eval kld", a, v, 1, 1L << 20, &k->stride);
-		else if (!strcmp(a, "--max-tokens"))
-			ok = ctq_opt_int("eval kld", a, v, 1, 1L << 40, &k->max_tokens);
-		else if (!strcmp(a, "--tp"))
-			ok = ctq_opt_int("eval kld", a, v, 1, 8, &k->tp);
-		else {
-			fprintf(stderr, "ctq eval kld: unknown option %s (see --help)\n", a);
-			return CTQ_EXIT_USAGE;
-		}
-		if (!ok)
-			return CTQ_EXIT_USAGE;
-	}
+	const struct ctq_opt opts[] = {
+		CTQ_OPT_STR("--model", &k->model),
+		CTQ_OPT_STR("--ref-model", &k->ref),
+		CTQ_OPT_FN("--text", o, opt_source),
+		CTQ_OPT_FN("--data", o, opt_source),
+		CTQ_OPT_STR("--split", &k->split),
+		CTQ_OPT_STR("--tokenizer", &k->tokenizer),
+		CTQ_OPT_STR("--backend", &k->backend),
+		CTQ_OPT_STR("--policy", &o->policy),
+		CTQ_OPT_STR("--out", &o->out),
+		CTQ_OPT_INT("--ctx", &k->ctx, 4, 1L << 20),
+		CTQ_OPT_INT("--stride", &k->stride, 1, 1L << 20),
+		CTQ_OPT_INT("--max-tokens", &k->max_tokens, 1, 1L << 40),
+		CTQ_OPT_INT("--tp", &k->tp, 1, 8),
+		CTQ_OPT_FLAG("--add-bos", &k->add_bos),
+		CTQ_OPT_FLAG("--progress", &o->progress),
+		CTQ_OPT_FLAG("--force", &o->force),
+		CTQ_OPT_END,
+	};
+	int rc = ctq_opt_parse("eval kld", argc, argv, opts, NULL, 0, help);
+	if (rc >= 0)
+		return rc == CTQ_EXIT_OK ? -1 : rc;
 	if (!k->model || !k->ref) {
 		fprintf(stderr, "ctq eval kld: --model DIR and --ref-model DIR are required (see --help)\n");
 		return CTQ_EXIT_USAGE;

@@ -5,6 +5,7 @@
  * layout of tests/oracle/hf_logits.py's goldens, for comparisons with
  * transformers. */
 #include "harness/commands.h"
+#include "core/arena.h"
 #include "core/fileio.h"
 #include "core/strbuf.h"
 #include "model/runner.h"
@@ -53,7 +54,7 @@ static bool parse_ids(const char *s, int32_t **out, size_t *n)
 	size_t cap = 1;
 	for (const char *c = s; *c; c++)
 		cap += *c == ',';
-	int32_t *v = malloc(cap * sizeof *v);
+	int32_t *v = ctq_malloc(cap * sizeof *v);
 	if (!v) {
 		fprintf(stderr, "ctq generate: out of memory\n");
 		return false;
@@ -85,9 +86,9 @@ static enum ctq_status write_logits(struct ctq_runner *r, int tp, const char *pa
 				    struct ctq_error *err)
 {
 	const int64_t V = r[0].cfg.vocab, chunk = r[0].opt.max_tokens;
-	float *lg = malloc((size_t)(n * V) * sizeof *lg);
-	int32_t *slot = calloc((size_t)chunk, sizeof *slot), *pos = malloc((size_t)chunk * sizeof *pos);
-	int64_t *rows = malloc((size_t)chunk * sizeof *rows);
+	float *lg = ctq_malloc((size_t)(n * V) * sizeof *lg);
+	int32_t *slot = ctq_calloc((size_t)chunk, sizeof *slot), *pos = ctq_malloc((size_t)chunk * sizeof *pos);
+	int64_t *rows = ctq_malloc((size_t)chunk * sizeof *rows);
 	struct ctq_strbuf sb;
 	ctq_strbuf_init(&sb);
 	cJSON *head = cJSON_CreateObject();
@@ -202,7 +203,7 @@ int ctq_cmd_generate(int argc, char **argv)
 		const char *p = prompt;
 		if (chat) {
 			size_t n = strlen(prompt) + 96;
-			wrapped = malloc(n);
+			wrapped = ctq_malloc(n);
 			if (!wrapped) {
 				ctq_error_set(&err, CTQ_ERR_NOMEM, "generate", "out of memory");
 				goto fail;

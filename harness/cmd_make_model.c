@@ -2,6 +2,7 @@
  * Llama shapes, BF16 random weights; checkpoint/synth.h) through a temporary
  * directory renamed into place when complete. */
 #include "harness/commands.h"
+#include "core/arena.h"
 #include "core/fileio.h"
 #include "checkpoint/synth.h"
 #include "core/time.h"
@@ -68,7 +69,7 @@ int ctq_cmd_make_model(int argc, char **argv)
 		fprintf(stderr, "ctq make-model: --arch, --preset and OUT are required (see --help)\n");
 		return CTQ_EXIT_USAGE;
 	}
-	char *out = strdup(out_arg);
+	char *out = ctq_strdup(out_arg);
 	if (!out) {
 		fprintf(stderr, "ctq make-model: out of memory\n");
 		return CTQ_EXIT_USAGE;

@@ -3,6 +3,7 @@
  * directory and exit 1 on any failure. */
 #include "checkpoint/target.h"
 #include "harness/commands.h"
+#include "core/arena.h"
 #include "conform/probe.h"
 #include "core/dtype.h"
 #include "checkpoint/loader.h"
@@ -84,7 +85,7 @@ static int parse_shapes(const char *s, struct ctq_probe_layer **out, size_t *n)
 	else if (!strcmp(s, "tiny"))
 		preset = tiny, np = 4;
 	if (preset) {
-		*out = calloc(np, sizeof **out);
+		*out = ctq_calloc(np, sizeof **out);
 		if (!*out)
 			return -1;
 		for (size_t i = 0; i < np; i++)
@@ -95,7 +96,7 @@ static int parse_shapes(const char *s, struct ctq_probe_layer **out, size_t *n)
 	size_t cap = 1;
 	for (const char *c = s; *c; c++)
 		cap += *c == ',';
-	*out = calloc(cap, sizeof **out);
+	*out = ctq_calloc(cap, sizeof **out);
 	if (!*out)
 		return -1;
 	*n = 0;
@@ -109,7 +110,7 @@ static int parse_shapes(const char *s, struct ctq_probe_layer **out, size_t *n)
 		long long N = strtoll(c, &end, 10);
 		if (end == c || (*end && *end != ',') || K < 1 || N < 1 || K > (1LL << 20) || N > (1LL << 20))
 			return 1;
-		char *name = malloc(48);
+		char *name = ctq_malloc(48);
 		if (!name)
 			return -1;
 		snprintf(name, 48, "%lld:%lld", K, N);
@@ -285,7 +286,7 @@ static enum ctq_status run_model(struct session *S, const char *dir, const bool 
 	}
 	if ((st = ctq_checkpoint_open(&ck, dir, err)) || (st = ctq_shard_plan_build(&sp, &plan, 1, err)))
 		goto done;
-	geo = calloc(mods.n + 1, sizeof *geo);
+	geo = ctq_calloc(mods.n + 1, sizeof *geo);
 	if (!geo) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
 		goto done;
@@ -303,7 +304,7 @@ static enum ctq_status run_model(struct session *S, const char *dir, const bool 
 			L.wq = l.w_i8;
 			L.sw = l.scale;
 		} else {
-			wf = malloc((size_t)(l.N * l.K) * sizeof *wf);
+			wf = ctq_malloc((size_t)(l.N * l.K) * sizeof *wf);
 			if (!wf) {
 				ctq_linear_free(&l);
 				st = ctq_error_set(err, CTQ_ERR_NOMEM, l.name, "out of memory");
@@ -361,119 +362,185 @@ static enum ctq_status open_backends(struct ctq_backend *b, int *n, bool use_ref
 	return st;
 }
 
-int ctq_cmd_probe(int argc, char **argv)
-{
-	const char *shapes = "qwen3-4b", *backend = "reference", *policy_path = NULL, *out = NULL;
-	const char *model = NULL, *kernel_lib = NULL;
-	bool backend_given = false;
-	bool real_asel[CTQ_PA_COUNT] = {true, true, false, false};
-	const char *m_list = "64";
-	long seed = 1;
-	unsigned defects = 0;
-	enum ctq_act_numerics numerics = CTQ_ACT_NUMERICS_CTQ;
-	bool wsel[CTQ_PW_COUNT] = {false, true, true, true, true};
-	bool asel[CTQ_PA_COUNT] = {true, true, true, true};
-	bool force = false;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = NULL;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			help();
-			return CTQ_EXIT_OK;
-		}
-		if (!strcmp(a, "--force")) {
-			force = true;
-			continue;
-		}
-		if (a[0] != '-' || !(v = ctq_opt_value(argc, argv, &i))) {
-			if (a[0] != '-')
-				fprintf(stderr, "ctq probe: unexpected argument %s (see --help)\n", a);
-			return CTQ_EXIT_USAGE;
-		}
-		if (!strcmp(a, "--shapes")) {
-			shapes = v;
-		} else if (!strcmp(a, "--model")) {
-			model = v;
-		} else if (!strcmp(a, "--real-acts")) {
-			if (!parse_list(v, real_asel, CTQ_PA_COUNT, parse_a)) {
-				fprintf(stderr, "ctq probe: --real-acts takes gaussian, outliers, zero-rows, bf16-limit\n");
-				return CTQ_EXIT_USAGE;
-			}
-		} else if (!strcmp(a, "--backend")) {
-			backend = v;
-			backend_given = true;
-		} else if (!strcmp(a, "--kernel-lib")) {
-			kernel_lib = v;
-		} else if (!strcmp(a, "--act-numerics")) {
-			if (!ctq_opt_act_numerics("probe", v, &numerics))
-				return CTQ_EXIT_USAGE;
-		} else if (!strcmp(a, "--policy")) {
-			policy_path = v;
-		} else if (!strcmp(a, "--out")) {
-			out = v;
-		} else if (!strcmp(a, "--m")) {
-			m_list = v;
-		} else if (!strcmp(a, "--seed")) {
-			if (!ctq_opt_int("probe", a, v, 0, 0x7fffffffL, &seed))
-				return CTQ_EXIT_USAGE;
-		} else if (!strcmp(a, "--weights")) {
-			if (!parse_list(v, wsel, CTQ_PW_COUNT, parse_w)) {
-				fprintf(stderr, "ctq probe: --weights takes random, pm127, constant, zero-row\n");
-				return CTQ_EXIT_USAGE;
-			}
-		} else if (!strcmp(a, "--acts")) {
-			if (!parse_list(v, asel, CTQ_PA_COUNT, parse_a)) {
-				fprintf(stderr, "ctq probe: --acts takes gaussian, outliers, zero-rows, bf16-limit\n");
-				return CTQ_EXIT_USAGE;
-			}
-		} else if (!strcmp(a, "--inject-defect")) {
-			if (!strcmp(v, "scale-shift"))
-				defects |= CTQ_DEFECT_SCALE_SHIFT;
-			else if (!strcmp(v, "epilogue-nan"))
-				defects |= CTQ_DEFECT_EPILOGUE_NAN;
-			else if (!strcmp(v, "transposed-w"))
-				defects |= CTQ_DEFECT_TRANSPOSED_W;
-			else {
-				fprintf(stderr, "ctq probe: --inject-defect takes scale-shift, epilogue-nan, transposed-w\n");
-				return CTQ_EXIT_USAGE;
-			}
-		} else {
-			fprintf(stderr, "ctq probe: unknown option %s (see --help)\n", a);
-			return CTQ_EXIT_USAGE;
-		}
-	}
+struct probe_opts {
+	const char *shapes, *backend, *policy_path, *out, *model, *kernel_lib, *m_list;
+	bool backend_given, force;
+	bool real_asel[CTQ_PA_COUNT], wsel[CTQ_PW_COUNT], asel[CTQ_PA_COUNT];
+	long seed;
+	unsigned defects;
+	enum ctq_act_numerics numerics;
 	int64_t ms[16];
-	size_t n_m = 0;
-	{
-		char buf[256];
-		snprintf(buf, sizeof buf, "%s", m_list);
-		for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
-			long m;
-			if (n_m == 16 || !ctq_opt_int("probe", "--m", t, 1, 1 << 20, &m))
-				return CTQ_EXIT_USAGE;
-			ms[n_m++] = m;
-		}
+	size_t n_m;
+	bool use_ref, use_cuda;
+};
+
+/* --acts / --real-acts A,B,... (dst: bool[CTQ_PA_COUNT]). */
+static bool opt_acts(const char *cmd, const char *name, const char *v, void *dst)
+{
+	if (parse_list(v, dst, CTQ_PA_COUNT, parse_a))
+		return true;
+	fprintf(stderr, "ctq %s: %s takes gaussian, outliers, zero-rows, bf16-limit\n", cmd, name);
+	return false;
+}
+
+/* --weights A,B,... (dst: bool[CTQ_PW_COUNT]). */
+static bool opt_weights(const char *cmd, const char *name, const char *v, void *dst)
+{
+	if (parse_list(v, dst, CTQ_PW_COUNT, parse_w))
+		return true;
+	fprintf(stderr, "ctq %s: %s takes random, pm127, constant, zero-row\n", cmd, name);
+	return false;
+}
+
+/* --inject-defect D, repeatable (dst: unsigned *, CTQ_DEFECT_* bits). */
+static bool opt_defect(const char *cmd, const char *name, const char *v, void *dst)
+{
+	unsigned *defects = dst;
+	if (!strcmp(v, "scale-shift"))
+		*defects |= CTQ_DEFECT_SCALE_SHIFT;
+	else if (!strcmp(v, "epilogue-nan"))
+		*defects |= CTQ_DEFECT_EPILOGUE_NAN;
+	else if (!strcmp(v, "transposed-w"))
+		*defects |= CTQ_DEFECT_TRANSPOSED_W;
+	else {
+		fprintf(stderr, "ctq %s: %s takes scale-shift, epilogue-nan, transposed-w\n", cmd, name);
+		return false;
 	}
-	bool use_ref = !strcmp(backend, "reference") || !strcmp(backend, "both");
-	bool use_cuda = !strcmp(backend, "cuda") || !strcmp(backend, "both");
-	if (!use_ref && !use_cuda) {
-		fprintf(stderr, "ctq probe: --backend is \"%s\"; expected reference, cuda or both\n", backend);
+	return true;
+}
+
+/* The checks after the options: --m's list, the backends, the combinations
+ * refused. */
+static int check_opts(struct probe_opts *o)
+{
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", o->m_list);
+	for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+		long m;
+		if (o->n_m == 16 || !ctq_opt_int("probe", "--m", t, 1, 1 << 20, &m))
+			return CTQ_EXIT_USAGE;
+		o->ms[o->n_m++] = m;
+	}
+	o->use_ref = !strcmp(o->backend, "reference") || !strcmp(o->backend, "both");
+	o->use_cuda = !strcmp(o->backend, "cuda") || !strcmp(o->backend, "both");
+	if (!o->use_ref && !o->use_cuda) {
+		fprintf(stderr, "ctq probe: --backend is \"%s\"; expected reference, cuda or both\n",
+			o->backend);
 		return CTQ_EXIT_USAGE;
 	}
-	if (!ctq_opt_act_numerics_backend("probe", numerics, backend))
+	if (!ctq_opt_act_numerics_backend("probe", o->numerics, o->backend))
 		return CTQ_EXIT_USAGE;
-	if (kernel_lib && (defects || numerics != CTQ_ACT_NUMERICS_CTQ)) {
+	if (o->kernel_lib && (o->defects || o->numerics != CTQ_ACT_NUMERICS_CTQ)) {
 		fprintf(stderr, "ctq probe: --kernel-lib takes neither --inject-defect (a plug-in plants its "
 				"own defects) nor --act-numerics (a plug-in implements ctq's numerics)\n");
 		return CTQ_EXIT_USAGE;
 	}
-	if (kernel_lib && !backend_given)
-		use_ref = use_cuda = false;
-	if (!ctq_opt_out_ok("probe", out, force))
+	if (o->kernel_lib && !o->backend_given)
+		o->use_ref = o->use_cuda = false;
+	if (!ctq_opt_out_ok("probe", o->out, o->force))
 		return CTQ_EXIT_USAGE;
+	return 0;
+}
+
+/* Parses and checks the options; -1: --help was printed. */
+static int parse_opts(int argc, char **argv, struct probe_opts *o)
+{
+	*o = (struct probe_opts){.shapes = "qwen3-4b", .m_list = "64", .seed = 1,
+				 .numerics = CTQ_ACT_NUMERICS_CTQ,
+				 .real_asel = {true, true, false, false},
+				 .wsel = {false, true, true, true, true},
+				 .asel = {true, true, true, true}};
+	const struct ctq_opt opts[] = {
+		CTQ_OPT_STR("--shapes", &o->shapes),
+		CTQ_OPT_STR("--model", &o->model),
+		CTQ_OPT_FN("--real-acts", o->real_asel, opt_acts),
+		CTQ_OPT_STR("--backend", &o->backend),
+		CTQ_OPT_STR("--kernel-lib", &o->kernel_lib),
+		CTQ_OPT_FN("--act-numerics", &o->numerics, ctq_opt_fn_act_numerics),
+		CTQ_OPT_STR("--policy", &o->policy_path),
+		CTQ_OPT_STR("--out", &o->out),
+		CTQ_OPT_STR("--m", &o->m_list),
+		CTQ_OPT_INT("--seed", &o->seed, 0, 0x7fffffffL),
+		CTQ_OPT_FN("--weights", o->wsel, opt_weights),
+		CTQ_OPT_FN("--acts", o->asel, opt_acts),
+		CTQ_OPT_FN("--inject-defect", &o->defects, opt_defect),
+		CTQ_OPT_FLAG("--force", &o->force),
+		CTQ_OPT_END,
+	};
+	int rc = ctq_opt_parse("probe", argc, argv, opts, NULL, 0, help);
+	if (rc >= 0)
+		return rc == CTQ_EXIT_OK ? -1 : rc;
+	o->backend_given = o->backend != NULL;
+	if (!o->backend)
+		o->backend = "reference";
+	return check_opts(o);
+}
+
+static void print_header(struct ctq_backend *backends, int n_backends,
+			 enum ctq_act_numerics numerics, const struct ctq_probe_policy *policy)
+{
+	for (int i = 0; i < n_backends; i++) {
+		char desc[256];
+		backends[i].ops->describe(&backends[i], desc, sizeof desc);
+		printf("backend %s: %s\n", backends[i].ops->name, desc);
+	}
+	if (numerics != CTQ_ACT_NUMERICS_CTQ)
+		printf("numerics: %s (KERNEL-L2 is the distance to ctq's exact-quantized reference, not judged)\n",
+		       ctq_act_numerics_name(numerics));
+	else
+		printf("policy: kernel rel-L2 <= %g; ", policy->kernel_rel_l2_max);
+	printf("%squantization rel-L2 <= %g gaussian, %g outliers, %g zero-rows (%s)\n\n",
+	       numerics != CTQ_ACT_NUMERICS_CTQ ? "policy: " : "", policy->quant_rel_l2_max[CTQ_PA_GAUSSIAN],
+	       policy->quant_rel_l2_max[CTQ_PA_OUTLIERS], policy->quant_rel_l2_max[CTQ_PA_ZERO_ROWS],
+	       policy->source);
+	printf("%-14s %6s %6s %5s %-10s %-10s %-9s %5s %5s %11s %11s  %s\n", "LAYER", "K", "N", "M",
+	       "WEIGHTS", "ACTS", "BACKEND", "NaN", "Inf", "KERNEL-L2", "QUANT-L2", "VERDICT");
+}
+
+/* probe.json and the manifest's "probe" object. */
+static enum ctq_status write_results(struct ctq_run *run, const struct probe_opts *o,
+				     const struct session *S, const char *plugin_name,
+				     const struct ctq_probe_policy *policy, struct ctq_error *err)
+{
+	char path[1200];
+	char *text = cJSON_Print(S->rows);
+	if (!text || ctq_file_write_atomic(ctq_run_path(run, "probe.json", path, sizeof path), text,
+					   strlen(text), err)) {
+		free(text);
+		if (!err->status)
+			ctq_error_set(err, CTQ_ERR_NOMEM, "probe.json", "out of memory");
+		return err->status;
+	}
+	free(text);
+	cJSON *summary = cJSON_AddObjectToObject(run->manifest, "probe");
+	cJSON_AddStringToObject(summary, "backend",
+				o->kernel_lib && !o->backend_given ? "none" : o->backend);
+	if (o->kernel_lib) {
+		cJSON_AddStringToObject(summary, "kernel_lib", o->kernel_lib);
+		cJSON_AddStringToObject(summary, "kernel_plugin", plugin_name);
+	}
+	cJSON_AddStringToObject(summary, "act_numerics", ctq_act_numerics_name(o->numerics));
+	if (o->model)
+		cJSON_AddStringToObject(summary, "model", o->model);
+	cJSON_AddNumberToObject(summary, "passed", (double)S->passed);
+	cJSON_AddNumberToObject(summary, "failed", (double)S->failed);
+	cJSON_AddNumberToObject(summary, "seed", (double)o->seed);
+	cJSON_AddStringToObject(summary, "policy", policy->source);
+	return CTQ_OK;
+}
+
+int ctq_cmd_probe(int argc, char **argv)
+{
+	struct probe_opts o;
+	int prc = parse_opts(argc, argv, &o);
+	if (prc)
+		return prc < 0 ? CTQ_EXIT_OK : prc;
+	const char *shapes = o.shapes, *model = o.model, *kernel_lib = o.kernel_lib;
+	enum ctq_act_numerics numerics = o.numerics;
 	struct ctq_probe_policy policy;
 	ctq_probe_policy_default(&policy);
 	struct ctq_error err = {0};
-	if (policy_path && ctq_probe_policy_load(&policy, policy_path, &err)) {
+	if (o.policy_path && ctq_probe_policy_load(&policy, o.policy_path, &err)) {
 		ctq_print_error("probe", &err);
 		return CTQ_EXIT_USAGE;
 	}
@@ -495,65 +562,31 @@ int ctq_cmd_probe(int argc, char **argv)
 	struct ctq_csv csv;
 	memset(&csv, 0, sizeof csv);
 	cJSON *rows = cJSON_CreateArray();
-	if (open_backends(backends, &n_backends, use_ref, use_cuda, kernel_lib, defects, numerics, &err))
+	if (open_backends(backends, &n_backends, o.use_ref, o.use_cuda, kernel_lib, o.defects, numerics,
+			  &err))
 		goto fail;
 	/* The kernel threshold is for kernels of ctq's formula. */
 	if (numerics != CTQ_ACT_NUMERICS_CTQ)
 		policy.kernel_rel_l2_max = -1.0;
 	char path[1200];
-	if (ctq_run_begin(&run, out, force, "probe", argc, argv, &err) ||
+	if (ctq_run_begin(&run, o.out, o.force, "probe", argc, argv, &err) ||
 	    ctq_csv_open(&csv, ctq_run_path(&run, "probe.csv", path, sizeof path), csv_header,
 			 sizeof csv_header / sizeof *csv_header, &err))
 		goto fail;
-	for (int i = 0; i < n_backends; i++) {
-		char desc[256];
-		backends[i].ops->describe(&backends[i], desc, sizeof desc);
-		printf("backend %s: %s\n", backends[i].ops->name, desc);
-	}
-	if (numerics != CTQ_ACT_NUMERICS_CTQ)
-		printf("numerics: %s (KERNEL-L2 is the distance to ctq's exact-quantized reference, not judged)\n",
-		       ctq_act_numerics_name(numerics));
-	else
-		printf("policy: kernel rel-L2 <= %g; ", policy.kernel_rel_l2_max);
-	printf("%squantization rel-L2 <= %g gaussian, %g outliers, %g zero-rows (%s)\n\n",
-	       numerics != CTQ_ACT_NUMERICS_CTQ ? "policy: " : "", policy.quant_rel_l2_max[CTQ_PA_GAUSSIAN],
-	       policy.quant_rel_l2_max[CTQ_PA_OUTLIERS], policy.quant_rel_l2_max[CTQ_PA_ZERO_ROWS],
-	       policy.source);
-	printf("%-14s %6s %6s %5s %-10s %-10s %-9s %5s %5s %11s %11s  %s\n", "LAYER", "K", "N", "M",
-	       "WEIGHTS", "ACTS", "BACKEND", "NaN", "Inf", "KERNEL-L2", "QUANT-L2", "VERDICT");
-	struct session S = {backends, n_backends, ms, n_m, seed, &policy, &csv, rows, 0, 0};
+	print_header(backends, n_backends, numerics, &policy);
+	struct session S = {backends, n_backends, o.ms, o.n_m, o.seed, &policy, &csv, rows, 0, 0};
 	enum ctq_status rst = CTQ_OK;
 	if (model)
-		rst = run_model(&S, model, wsel, asel, real_asel, &err);
+		rst = run_model(&S, model, o.wsel, o.asel, o.real_asel, &err);
 	for (size_t l = 0; l < n_layers && !model && !rst; l++)
-		rst = run_layer(&S, &layers[l], wsel, asel, &err);
+		rst = run_layer(&S, &layers[l], o.wsel, o.asel, &err);
 	if (rst)
 		goto fail;
 	size_t passed = S.passed, failed = S.failed;
-	if (ctq_csv_close(&csv, &err))
+	if (ctq_csv_close(&csv, &err) ||
+	    write_results(&run, &o, &S, kernel_lib ? backends[n_backends - 1].ops->name : NULL, &policy,
+			  &err))
 		goto fail;
-	char *text = cJSON_Print(rows);
-	if (!text || ctq_file_write_atomic(ctq_run_path(&run, "probe.json", path, sizeof path), text,
-					   strlen(text), &err)) {
-		free(text);
-		if (!err.status)
-			ctq_error_set(&err, CTQ_ERR_NOMEM, "probe.json", "out of memory");
-		goto fail;
-	}
-	free(text);
-	cJSON *summary = cJSON_AddObjectToObject(run.manifest, "probe");
-	cJSON_AddStringToObject(summary, "backend", kernel_lib && !backend_given ? "none" : backend);
-	if (kernel_lib) {
-		cJSON_AddStringToObject(summary, "kernel_lib", kernel_lib);
-		cJSON_AddStringToObject(summary, "kernel_plugin", backends[n_backends - 1].ops->name);
-	}
-	cJSON_AddStringToObject(summary, "act_numerics", ctq_act_numerics_name(numerics));
-	if (model)
-		cJSON_AddStringToObject(summary, "model", model);
-	cJSON_AddNumberToObject(summary, "passed", (double)passed);
-	cJSON_AddNumberToObject(summary, "failed", (double)failed);
-	cJSON_AddNumberToObject(summary, "seed", (double)seed);
-	cJSON_AddStringToObject(summary, "policy", policy.source);
 	char final_dir[sizeof run.final_dir];
 	snprintf(final_dir, sizeof final_dir, "%s", run.final_dir);
 	if (ctq_run_commit(&run, &err))

@@ -3,6 +3,7 @@
  * (checkpoint/quantize.h), through a temporary folder renamed into place once
  * written, self-checked and reported (OUT/quantization_report.csv). */
 #include "harness/commands.h"
+#include "core/arena.h"
 #include "core/fileio.h"
 #include "checkpoint/quantize.h"
 #include "results/csv_out.h"
@@ -80,12 +81,31 @@ static bool same_dir(const char *a, const char *b)
 	       sa.st_ino == sb.st_ino;
 }
 
+/* The --ignore values, in order (argc slots: at most one per argument). */
+struct ignore_list {
+	const char **v;
+	size_t n;
+};
+
+/* --ignore NAME | re:PATTERN, repeatable (dst: struct ignore_list *). */
+static bool opt_ignore(const char *cmd, const char *name, const char *v, void *dst)
+{
+	struct ignore_list *l = dst;
+	if (!v[0] || !strcmp(v, "re:")) {
+		fprintf(stderr, "ctq %s: %s needs a module name or re:PATTERN\n", cmd, name);
+		return false;
+	}
+	l->v[l->n++] = v;
+	return true;
+}
+
 int ctq_cmd_quantize(int argc, char **argv)
 {
+	const char *pos[2] = {NULL, NULL};
 	const char *in = NULL;
 	char *out = NULL;
-	const char **ignore = calloc((size_t)(argc > 0 ? argc : 1), sizeof *ignore); /* (argc) */
-	size_t n_ignore = 0;
+	struct ignore_list ig = {ctq_calloc((size_t)(argc > 0 ? argc : 1), sizeof *ig.v), 0};
+	const char **ignore = ig.v; /* (argc) */
 	long max_shard = 0, weight_bits = 8;
 	bool force = false, quiet = false;
 	int rc = CTQ_EXIT_USAGE;
@@ -96,50 +116,27 @@ int ctq_cmd_quantize(int argc, char **argv)
 		fprintf(stderr, "ctq quantize: out of memory\n");
 		return CTQ_EXIT_USAGE;
 	}
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			help();
-			rc = CTQ_EXIT_OK;
-			goto out;
-		} else if (!strcmp(a, "--force")) {
-			force = true;
-		} else if (!strcmp(a, "--quiet")) {
-			quiet = true;
-		} else if (!strcmp(a, "--ignore")) {
-			if (!(v = ctq_opt_value(argc, argv, &i)))
-				goto out;
-			if (!v[0] || !strcmp(v, "re:")) {
-				fprintf(stderr, "ctq quantize: --ignore needs a module name or re:PATTERN\n");
-				goto out;
-			}
-			ignore[n_ignore++] = v;
-		} else if (!strcmp(a, "--weight-bits")) {
-			if (!(v = ctq_opt_value(argc, argv, &i)) ||
-			    !ctq_opt_int("quantize", "--weight-bits", v, 2, 8, &weight_bits))
-				goto out;
-		} else if (!strcmp(a, "--max-shard-bytes")) {
-			if (!(v = ctq_opt_value(argc, argv, &i)) ||
-			    !ctq_opt_int("quantize", "--max-shard-bytes", v, 1, 1L << 62, &max_shard))
-				goto out;
-		} else if (a[0] == '-') {
-			fprintf(stderr, "ctq quantize: unknown option %s (see --help)\n", a);
-			goto out;
-		} else if (!in) {
-			in = a;
-		} else if (!out) {
-			if (!(out = strdup(a))) {
-				fprintf(stderr, "ctq quantize: out of memory\n");
-				goto out;
-			}
-		} else {
-			fprintf(stderr, "ctq quantize: IN and OUT only (got a third path %s)\n", a);
-			goto out;
-		}
+	const struct ctq_opt opts[] = {
+		CTQ_OPT_FLAG("--force", &force),
+		CTQ_OPT_FLAG("--quiet", &quiet),
+		CTQ_OPT_FN("--ignore", &ig, opt_ignore),
+		CTQ_OPT_INT("--weight-bits", &weight_bits, 2, 8),
+		CTQ_OPT_INT("--max-shard-bytes", &max_shard, 1, 1L << 62),
+		CTQ_OPT_END,
+	};
+	int prc = ctq_opt_parse("quantize", argc, argv, opts, pos, 2, help);
+	if (prc >= 0) {
+		rc = prc;
+		goto out;
 	}
-	if (!in || !out) {
+	size_t n_ignore = ig.n;
+	in = pos[0];
+	if (!in || !pos[1]) {
 		fprintf(stderr, "ctq quantize: IN and OUT are required (see --help)\n");
+		goto out;
+	}
+	if (!(out = ctq_strdup(pos[1]))) {
+		fprintf(stderr, "ctq quantize: out of memory\n");
 		goto out;
 	}
 	ctq_out_dir_trim(out);

@@ -17,6 +17,7 @@
  * Unknown members, duplicate or malformed ids, unknown commands and
  * references to later steps are a bad plan (exit 2, nothing runs). */
 #include "harness/commands.h"
+#include "core/arena.h"
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/sha256.h"
@@ -255,7 +256,7 @@ static char *substitute(const char *s, const char *run, const char *step)
 	}
 	if (sb.oom || !sb.data) {
 		ctq_strbuf_free(&sb);
-		return sb.oom ? NULL : strdup("");
+		return sb.oom ? NULL : ctq_strdup("");
 	}
 	return sb.data;
 }
@@ -309,7 +310,7 @@ static enum ctq_status build_argv(struct step *x, const struct ctq_run *run, str
 	char stepdir[1300];
 	snprintf(stepdir, sizeof stepdir, "%s/%s", run->tmp_dir, x->id);
 	x->argc = 0;
-	x->argv[x->argc++] = strdup(x->command);
+	x->argv[x->argc++] = ctq_strdup(x->command);
 	bool has_out = false;
 	const cJSON *a;
 	cJSON_ArrayForEach(a, x->args)
@@ -318,8 +319,8 @@ static enum ctq_status build_argv(struct step *x, const struct ctq_run *run, str
 		x->argv[x->argc++] = substitute(a->valuestring, run->tmp_dir, stepdir);
 	}
 	if (x->cmd->out == CTQ_CMD_OUT_OPTION && !has_out) {
-		x->argv[x->argc++] = strdup("--out");
-		x->argv[x->argc++] = strdup(stepdir);
+		x->argv[x->argc++] = ctq_strdup("--out");
+		x->argv[x->argc++] = ctq_strdup(stepdir);
 	}
 	x->argv[x->argc] = NULL;
 	for (int i = 0; i < x->argc; i++)
@@ -609,9 +610,9 @@ static int write_junit(struct plan *p, struct ctq_run *run, int rc)
 {
 	struct ctq_error err = {0};
 	struct ctq_junit_step js[MAX_STEPS];
-	char (*jpaths)[1400] = calloc((size_t)p->n, sizeof *jpaths);
-	char (*ppaths)[1400] = calloc((size_t)p->n, sizeof *ppaths);
-	char (*cmdl)[600] = calloc((size_t)p->n, sizeof *cmdl);
+	char (*jpaths)[1400] = ctq_calloc((size_t)p->n, sizeof *jpaths);
+	char (*ppaths)[1400] = ctq_calloc((size_t)p->n, sizeof *ppaths);
+	char (*cmdl)[600] = ctq_calloc((size_t)p->n, sizeof *cmdl);
 	if (!jpaths || !ppaths || !cmdl) {
 		free(jpaths);
 		free(ppaths);
@@ -678,7 +679,7 @@ int ctq_cmd_run(int argc, char **argv)
 	const bool report = !no_report;
 	if (!ctq_opt_out_ok("run", out, force))
 		return CTQ_EXIT_USAGE;
-	struct plan *p = calloc(1, sizeof *p);
+	struct plan *p = ctq_calloc(1, sizeof *p);
 	if (!p) {
 		fprintf(stderr, "ctq run: out of memory\n");
 		return CTQ_EXIT_USAGE;
@@ -779,4 +780,4 @@ out:
 	fflush(stdout);
 	return rc;
 }
-enum ctq_status ctq_run_plan_check(const char *file, struct ctq_error *err) { struct plan *p = calloc(1, sizeof *p); enum ctq_status st = p ? plan_load(p, file, err) : ctq_error_set(err, CTQ_ERR_NOMEM, file, "out of memory"); if (p) cJSON_Delete(p->root); free(p); return st; }
+enum ctq_status ctq_run_plan_check(const char *file, struct ctq_error *err) { struct plan *p = ctq_calloc(1, sizeof *p); enum ctq_status st = p ? plan_load(p, file, err) : ctq_error_set(err, CTQ_ERR_NOMEM, file, "out of memory"); if (p) cJSON_Delete(p->root); free(p); return st; }

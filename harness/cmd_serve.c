@@ -4,6 +4,7 @@
  * Runs until SIGINT or SIGTERM, then drains the requests in flight and
  * exits 0. The first line on stdout says where it listens. */
 #include "harness/commands.h"
+#include "core/arena.h"
 #include "backend/tp.h"
 #include "model/engine.h"
 #include "model/runner.h"
@@ -13,7 +14,6 @@
 
 #include <pthread.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,56 +59,24 @@ static bool parse_args(int argc, char **argv, struct serve_args *a, int *rc)
 {
 	*a = (struct serve_args){.backend = "reference", .host = "127.0.0.1", .port = 8000,
 				 .max_batch = 8, .max_tokens = -1, .tp = 1, .max_body = 8L << 20};
-	static const struct {
-		const char *opt;
-		long min, max;
-		size_t off;
-	} ints[] = {
-		{"--port", 0, 65535, offsetof(struct serve_args, port)},
-		{"--max-batch", 1, 1024, offsetof(struct serve_args, max_batch)},
-		{"--max-len", 2, 1L << 20, offsetof(struct serve_args, max_len)},
-		{"--max-tokens", 1, 1L << 16, offsetof(struct serve_args, max_tokens)},
-		{"--tp", 1, CTQ_TP_MAX, offsetof(struct serve_args, tp)},
-		{"--max-body", 1024, 1L << 30, offsetof(struct serve_args, max_body)},
+	const struct ctq_opt opts[] = {
+		CTQ_OPT_STR("--model", &a->model),
+		CTQ_OPT_STR("--backend", &a->backend),
+		CTQ_OPT_STR("--host", &a->host),
+		CTQ_OPT_STR("--served-name", &a->name),
+		CTQ_OPT_INT("--port", &a->port, 0, 65535),
+		CTQ_OPT_INT("--max-batch", &a->max_batch, 1, 1024),
+		CTQ_OPT_INT("--max-len", &a->max_len, 2, 1L << 20),
+		CTQ_OPT_INT("--max-tokens", &a->max_tokens, 1, 1L << 16),
+		CTQ_OPT_INT("--tp", &a->tp, 1, CTQ_TP_MAX),
+		CTQ_OPT_INT("--max-body", &a->max_body, 1024, 1L << 30),
+		CTQ_OPT_FLAG("--quiet", &a->quiet),
+		CTQ_OPT_END,
 	};
-	*rc = CTQ_EXIT_USAGE;
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i];
-		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-			help();
-			*rc = CTQ_EXIT_OK;
-			return false;
-		}
-		if (!strcmp(o, "--quiet")) {
-			a->quiet = true;
-			continue;
-		}
-		size_t k = 0;
-		while (k < sizeof ints / sizeof *ints && strcmp(o, ints[k].opt))
-			k++;
-		bool text = !strcmp(o, "--model") || !strcmp(o, "--backend") || !strcmp(o, "--host") ||
-			    !strcmp(o, "--served-name");
-		if (k == sizeof ints / sizeof *ints && !text) {
-			fprintf(stderr, "ctq serve: unknown argument %s (see --help)\n", o);
-			return false;
-		}
-		const char *v = ctq_opt_value(argc, argv, &i);
-		if (!v)
-			return false;
-		if (!text) {
-			if (!ctq_opt_int("serve", o, v, ints[k].min, ints[k].max,
-					 (long *)((char *)a + ints[k].off)))
-				return false;
-		} else if (!strcmp(o, "--model")) {
-			a->model = v;
-		} else if (!strcmp(o, "--backend")) {
-			a->backend = v;
-		} else if (!strcmp(o, "--host")) {
-			a->host = v;
-		} else {
-			a->name = v;
-		}
-	}
+	int prc = ctq_opt_parse("serve", argc, argv, opts, NULL, 0, help);
+	*rc = prc >= 0 ? prc : CTQ_EXIT_USAGE;
+	if (prc >= 0)
+		return false;
 	if (!a->model) {
 		fprintf(stderr, "ctq serve: --model DIR is required (see --help)\n");
 		return false;
@@ -223,7 +191,7 @@ int ctq_cmd_serve(int argc, char **argv)
 	sigaction(SIGINT, &dfl, &old_int);
 	sigaction(SIGTERM, &dfl, &old_term);
 	sigaction(SIGPIPE, &ign, &old_pipe);
-	struct serve_state *st = calloc(1, sizeof *st);
+	struct serve_state *st = ctq_calloc(1, sizeof *st);
 	struct ctq_error err = {0};
 	struct ctq_serve_stats stats = {0};
 	if (!st) {
