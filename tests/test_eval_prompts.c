@@ -111,8 +111,11 @@ Test(eval_prompts, goldens_byte_for_byte)
 	ctq_strbuf_free(&sb);
 	cJSON_Delete(root);
 	cr_expect(n_sample >= 20, "%zu sample goldens", n_sample);
+	/* Said on stderr, not through cr_log_warn: Criterion 2.4 exits 1 after
+	 * a warning although every test passed, which failed a clone without
+	 * ../shared. */
 	if (n_skipped)
-		cr_log_warn("%zu real-data goldens skipped: %s is absent", n_skipped, REAL);
+		fprintf(stderr, "[WARN] %zu real-data goldens skipped: %s is absent\n", n_skipped, REAL);
 	else
 		cr_expect(n_real >= 10, "%zu real goldens", n_real);
 }
