@@ -360,10 +360,17 @@ Test(serve, completions_give_the_greedy_tokens_of_generate, .timeout = 120)
 	cr_expect_str_eq(st.text, want_text);
 	cr_expect_eq(st.chunks, n_text);
 
+	/* The choices, not the whole bodies: "id" and "created" (seconds) may
+	 * differ between the two requests. */
 	cr_expect_eq(seeded[0].status, 200);
-	cr_expect_str_eq(seeded[0].body + strlen("{\"id\":\"cmpl-0123456789abcdef\""),
-			 seeded[1].body + strlen("{\"id\":\"cmpl-0123456789abcdef\""),
-			 "the same seed gives the same sample");
+	cr_expect_eq(seeded[1].status, 200);
+	cJSON *s0 = json_of(&seeded[0]), *s1 = json_of(&seeded[1]);
+	char *c0 = cJSON_PrintUnformatted(ctq_json_get(s0, "choices"));
+	char *c1 = cJSON_PrintUnformatted(ctq_json_get(s1, "choices"));
+	cr_expect(c0 && c1 && !strcmp(c0, c1), "the same seed gives the same sample: %s / %s",
+		  c0 ? c0 : "?", c1 ? c1 : "?");
+	cJSON_free(c0), cJSON_free(c1);
+	cJSON_Delete(s0), cJSON_Delete(s1);
 
 	o = json_of(&models);
 	cr_expect_str_eq(str_at(cJSON_GetArrayItem(ctq_json_get(o, "data"), 0), "id", NULL), "tiny");
