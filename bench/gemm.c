@@ -734,6 +734,41 @@ static int64_t first_diff(const void *got, const void *want, size_t elem, size_t
 	return -1;
 }
 
+void ctq_gemm_ref_free(struct ctq_gemm_ref *ref)
+{
+	ctq_free(ref->q);
+	ctq_free(ref->s);
+	ctq_free(ref->acc);
+	ctq_free(ref->y);
+	memset(ref, 0, sizeof *ref);
+}
+
+enum ctq_status ctq_gemm_ref_rows(const uint16_t *x, const int8_t *w, const float *s_w,
+				  const float *bias, const int64_t *rows, int64_t n, int64_t N,
+				  int64_t K, struct ctq_gemm_ref *ref, struct ctq_error *err)
+{
+	memset(ref, 0, sizeof *ref);
+	uint16_t *xr = ctq_malloc((size_t)(n * K) * sizeof *xr);
+	ref->q = ctq_malloc((size_t)(n * K));
+	ref->s = ctq_malloc((size_t)n * sizeof *ref->s);
+	ref->acc = ctq_malloc((size_t)(n * N) * sizeof *ref->acc);
+	ref->y = ctq_malloc((size_t)(n * N) * sizeof *ref->y);
+	enum ctq_status st = CTQ_OK;
+	if (!xr || !ref->q || !ref->s || !ref->acc || !ref->y) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
+	} else {
+		for (int64_t i = 0; i < n; i++)
+			memcpy(xr + i * K, x + rows[i] * K, (size_t)K * sizeof *xr);
+		ctq_ref_quantize_bf16(xr, n, K, ref->q, ref->s);
+		if (!(st = ctq_ref_gemm_i8(ref->q, w, n, N, K, ref->acc, err)))
+			ctq_ref_w8a8_epilogue(ref->acc, ref->s, s_w, bias, n, N, ref->y);
+	}
+	ctq_free(xr);
+	if (st)
+		ctq_gemm_ref_free(ref);
+	return st;
+}
+
 enum ctq_status ctq_gemm_check(const struct ctq_gemm_check_in *in, char *ctq_mismatch,
 			       size_t cap, char *i8_mismatch, size_t i8_cap, struct ctq_error *err)
 {
@@ -743,22 +778,15 @@ enum ctq_status ctq_gemm_check(const struct ctq_gemm_check_in *in, char *ctq_mis
 		i8_mismatch[0] = '\0';
 	if (n <= 0)
 		return CTQ_OK;
-	uint16_t *x = ctq_malloc((size_t)(n * K) * sizeof *x);
-	int8_t *q = ctq_malloc((size_t)(n * K));
-	float *s = ctq_malloc((size_t)n * sizeof *s);
-	int32_t *acc = ctq_malloc((size_t)(n * N) * sizeof *acc);
-	uint16_t *y = ctq_malloc((size_t)(n * N) * sizeof *y);
-	enum ctq_status st = CTQ_OK;
-	if (!x || !q || !s || !acc || !y) {
-		st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
-		goto done;
-	}
-	for (int64_t i = 0; i < n; i++)
-		memcpy(x + i * K, in->x + in->rows[i] * K, (size_t)K * sizeof *x);
-	ctq_ref_quantize_bf16(x, n, K, q, s);
-	if ((st = ctq_ref_gemm_i8(q, in->w, n, N, K, acc, err)))
-		goto done;
-	ctq_ref_w8a8_epilogue(acc, s, in->s_w, in->bias, n, N, y);
+	struct ctq_gemm_ref ref;
+	enum ctq_status st = ctq_gemm_ref_rows(in->x, in->w, in->s_w, in->bias, in->rows, n, N, K,
+					       &ref, err);
+	if (st)
+		return st;
+	const int8_t *q = ref.q;
+	const float *s = ref.s;
+	const int32_t *acc = ref.acc;
+	const uint16_t *y = ref.y;
 	int64_t d;
 	char g[64], w[64];
 	if ((d = first_diff(in->q, q, 1, (size_t)(n * K))) >= 0) {
@@ -784,11 +812,6 @@ enum ctq_status ctq_gemm_check(const struct ctq_gemm_check_in *in, char *ctq_mis
 	if (in->acc_i8 && i8_mismatch && (d = first_diff(in->acc_i8, acc, 4, (size_t)(n * N))) >= 0)
 		snprintf(i8_mismatch, i8_cap, "cublaslt_i8 int32 row %lld col %lld: got %d, want %d",
 			 (long long)in->rows[d / N], (long long)(d % N), in->acc_i8[d], acc[d]);
-done:
-	free(x);
-	free(q);
-	free(s);
-	free(acc);
-	free(y);
-	return st;
+	ctq_gemm_ref_free(&ref);
+	return CTQ_OK;
 }

@@ -208,6 +208,22 @@ int64_t ctq_gemm_check_rows(int64_t M, int64_t n_max, int64_t *rows);
  * reference (reference/ref_ops.h) computed for the same rows: q and s of
  * the quantization, the int32 accumulators, the BF16 outputs of ctq_gemm and
  * ctq_w8a8, all bit-exact; and cuBLASLt's int32 when acc_i8 is given. */
+/* The CPU reference (reference/ref_ops) on n chosen rows of a point: the
+ * per-token quantization (q, s), the int32 accumulators and the BF16
+ * output; one computation for ctq's check and a plug-in's. */
+struct ctq_gemm_ref {
+	int8_t *q;     /* (n, K) */
+	float *s;      /* (n) */
+	int32_t *acc;  /* (n, N) */
+	uint16_t *y;   /* (n, N) */
+};
+/* x (M, K), rows[0..n-1] indices into it; w (N, K), s_w and bias (N). On
+ * error ref holds nothing. */
+enum ctq_status ctq_gemm_ref_rows(const uint16_t *x, const int8_t *w, const float *s_w,
+				  const float *bias, const int64_t *rows, int64_t n, int64_t N,
+				  int64_t K, struct ctq_gemm_ref *ref, struct ctq_error *err);
+void ctq_gemm_ref_free(struct ctq_gemm_ref *ref);
+
 struct ctq_gemm_check_in {
 	int64_t M, N, K;
 	const uint16_t *x;  /* (M, K) bf16: the whole activation */

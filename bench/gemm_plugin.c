@@ -78,28 +78,12 @@ enum ctq_status ctq_gemm_plugin_check(const struct ctq_gemm_plugin_check_in *in,
 	*rel_l2 = NAN;
 	if (n <= 0)
 		return CTQ_OK;
-	uint16_t *x = ctq_malloc((size_t)(n * K) * sizeof *x);
-	int8_t *q = ctq_malloc((size_t)(n * K));
-	float *s = ctq_malloc((size_t)n * sizeof *s);
-	int32_t *acc = ctq_malloc((size_t)(n * N) * sizeof *acc);
-	uint16_t *y = ctq_malloc((size_t)(n * N) * sizeof *y);
-	enum ctq_status st = CTQ_OK;
-	if (!x || !q || !s || !acc || !y) {
-		st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
-		goto done;
-	}
-	for (int64_t i = 0; i < n; i++)
-		memcpy(x + i * K, in->x + in->rows[i] * K, (size_t)K * sizeof *x);
-	ctq_ref_quantize_bf16(x, n, K, q, s);
-	if ((st = ctq_ref_gemm_i8(q, in->w, n, N, K, acc, err)))
-		goto done;
-	ctq_ref_w8a8_epilogue(acc, s, in->s_w, in->bias, n, N, y);
-	judge(in, q, s, y, rel_l2, mismatch, cap);
-done:
-	free(x);
-	free(q);
-	free(s);
-	free(acc);
-	free(y);
-	return st;
+	struct ctq_gemm_ref ref;
+	enum ctq_status st = ctq_gemm_ref_rows(in->x, in->w, in->s_w, in->bias, in->rows, n, N, K,
+					       &ref, err);
+	if (st)
+		return st;
+	judge(in, ref.q, ref.s, ref.y, rel_l2, mismatch, cap);
+	ctq_gemm_ref_free(&ref);
+	return CTQ_OK;
 }

@@ -30,6 +30,19 @@ static double pct(const double *v, size_t n, double q)
 	return v[i] + (at - (double)i) * (v[i + 1] - v[i]);
 }
 
+void ctq_bench_serve_workload_json(cJSON *m, long requests, long concurrency, long input_len,
+				   long output_len, double rate, long seed)
+{
+	cJSON_AddNumberToObject(m, "requests", (double)requests);
+	cJSON_AddNumberToObject(m, "concurrency", (double)concurrency);
+	cJSON_AddNumberToObject(m, "input_tokens", (double)input_len);
+	cJSON_AddNumberToObject(m, "output_tokens", (double)output_len);
+	cJSON_AddStringToObject(m, "arrival", rate > 0 ? "poisson" : "closed");
+	if (rate > 0)
+		cJSON_AddNumberToObject(m, "rate_per_s", rate);
+	cJSON_AddNumberToObject(m, "seed", (double)seed);
+}
+
 void ctq_bench_serve_workload(int32_t *prompts, double *arrivals, long requests, long input_len,
 			      double rate, long seed, int64_t vocab)
 {
@@ -204,19 +217,13 @@ void ctq_bench_serve_manifest(const struct ctq_bench_serve *s, cJSON *m)
 	cJSON_AddStringToObject(m, "engine", "in-process");
 	cJSON_AddStringToObject(m, "model", o->model);
 	cJSON_AddStringToObject(m, "device", s->device);
-	cJSON_AddNumberToObject(m, "requests", (double)o->requests);
+	ctq_bench_serve_workload_json(m, o->requests, o->concurrency, o->input_len, o->output_len,
+				      o->rate, o->seed);
 	cJSON_AddNumberToObject(m, "completed", (double)x->finished);
 	cJSON_AddNumberToObject(m, "errors", (double)(o->requests - x->finished));
-	cJSON_AddNumberToObject(m, "concurrency", (double)o->concurrency);
 	cJSON_AddNumberToObject(m, "max_batch", (double)o->max_batch);
 	cJSON_AddNumberToObject(m, "cache_len", (double)o->cache_len);
 	cJSON_AddNumberToObject(m, "max_tokens", (double)o->max_tokens);
-	cJSON_AddNumberToObject(m, "input_tokens", (double)o->input_len);
-	cJSON_AddNumberToObject(m, "output_tokens", (double)o->output_len);
-	cJSON_AddStringToObject(m, "arrival", o->rate > 0 ? "poisson" : "closed");
-	if (o->rate > 0)
-		cJSON_AddNumberToObject(m, "rate_per_s", o->rate);
-	cJSON_AddNumberToObject(m, "seed", (double)o->seed);
 	cJSON_AddNumberToObject(m, "load_s", s->load_s);
 	cJSON_AddNumberToObject(m, "total_s", wall);
 	cJSON_AddNumberToObject(m, "requests_per_s", (double)x->finished / wall);

@@ -32,6 +32,12 @@ struct ctq_bench_serve_dist {
  * vocab and, when rate > 0, Poisson arrival times (requests) in seconds
  * from the start; arrivals may be NULL when rate is 0. The same seed and
  * vocab give the same draws. */
+/* The workload's fields of a bench_serve manifest (requests, concurrency,
+ * input and output tokens, arrival, rate_per_s, seed): written once for
+ * every engine, since ctq compare matches an HTTP run with an in-process
+ * one on them. */
+void ctq_bench_serve_workload_json(cJSON *m, long requests, long concurrency, long input_len,
+				   long output_len, double rate, long seed);
 void ctq_bench_serve_workload(int32_t *prompts, double *arrivals, long requests, long input_len,
 			      double rate, long seed, int64_t vocab);
 

@@ -330,17 +330,11 @@ void ctq_bench_http_manifest(const struct ctq_bench_http *s, cJSON *m)
 	cJSON_AddStringToObject(m, "tokenizer", s->tok_path);
 	cJSON_AddStringToObject(m, "prompt_format", o->prompt_text ? "text" : "token-ids");
 	cJSON_AddNumberToObject(m, "vocab", (double)s->vocab);
-	cJSON_AddNumberToObject(m, "requests", (double)o->requests);
+	ctq_bench_serve_workload_json(m, o->requests, o->concurrency, o->input_len, o->output_len,
+				      o->rate, o->seed);
 	cJSON_AddNumberToObject(m, "completed", (double)s->completed);
 	cJSON_AddNumberToObject(m, "errors", (double)(o->requests - s->completed));
 	cJSON_AddNumberToObject(m, "not_run", (double)s->not_run);
-	cJSON_AddNumberToObject(m, "concurrency", (double)o->concurrency);
-	cJSON_AddNumberToObject(m, "input_tokens", (double)o->input_len);
-	cJSON_AddNumberToObject(m, "output_tokens", (double)o->output_len);
-	cJSON_AddStringToObject(m, "arrival", o->rate > 0 ? "poisson" : "closed");
-	if (o->rate > 0)
-		cJSON_AddNumberToObject(m, "rate_per_s", o->rate);
-	cJSON_AddNumberToObject(m, "seed", (double)o->seed);
 	cJSON_AddNumberToObject(m, "request_timeout_s", o->request_timeout_s);
 	cJSON_AddNumberToObject(m, "total_timeout_s", s->total_limit_s);
 	cJSON_AddNumberToObject(m, "total_s", s->wall_s);

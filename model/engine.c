@@ -44,7 +44,6 @@ struct ctq_engine {
 	int tp;
 	struct ctq_engine_options o;
 	int64_t V, rows_cap;
-	bool picked; /* the last call took its tokens on the device (use_picks) */
 	pthread_t thread;
 	bool started, stopping;
 	pthread_mutex_t mu;
@@ -300,7 +299,6 @@ static enum ctq_status use_picks(struct ctq_engine *e, int64_t T, int64_t n_rows
 		struct ctq_engine_req *x = e->row_req[k];
 		x->toks[x->n_toks] = (struct ctq_engine_token){.id = toks[k], .logprob = NAN};
 	}
-	e->picked = !st;
 	return st;
 }
 
@@ -364,19 +362,19 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&e->mu);
 		struct ctq_error err = {0};
 		enum ctq_status st = CTQ_OK;
+		bool picked = false; /* the tokens came from the device pick (use_picks) */
 		if (!toks)
 			st = ctq_error_set(&err, CTQ_ERR_NOMEM, "serve", "out of memory");
 		else if (e->tp > 1)
 			st = ctq_runner_tp_forward(e->r, e->tp, e->ids, e->slot, e->pos, T, e->rows, n_rows,
 						   e->logits, &err);
-		else if (picks_only(e, n_rows))
+		else if ((picked = picks_only(e, n_rows)))
 			st = use_picks(e, T, n_rows, toks, &err);
 		else
 			st = ctq_runner_forward(e->r, e->ids, e->slot, e->pos, T, e->rows, n_rows,
 						e->logits, &err);
-		for (int64_t k = 0; !st && k < n_rows && !e->picked; k++)
+		for (int64_t k = 0; !st && !picked && k < n_rows; k++)
 			toks[k] = use_row(e, k);
-		e->picked = false;
 		pthread_mutex_lock(&e->mu);
 		e->stats.calls++;
 		e->stats.fed_tokens += T;
