@@ -132,7 +132,7 @@ enum ctq_status ctq_bench_serve_open(struct ctq_bench_serve *s, const struct ctq
 	struct ctq_sched_options so = {.max_batch = o->max_batch, .input_len = o->input_len,
 				       .output_len = o->output_len, .max_tokens = o->max_tokens,
 				       .concurrency = o->concurrency, .rate = o->rate};
-	if ((st = ctq_sched_init(&s->sched, &so, V, err)))
+	if ((st = ctq_sched_init(&s->sched, &so, V, tp, err)))
 		return st;
 	workload(s, V);
 	struct ctq_backend *b0 = &s->bk[0];
@@ -209,6 +209,61 @@ void ctq_bench_serve_rows(const struct ctq_bench_serve *s, struct ctq_csv *csv)
 	}
 }
 
+/* The forward calls of the run in two kinds: decode only, and those that
+ * carry prompt chunks (with or without decode tokens): how many, their
+ * median and p90 wall ms, the median tokens of a mixed call and the share
+ * of the run's wall time in each kind. The serving step's cost against
+ * what it carries, for the Step 13 breakdown. */
+static void steps_json(const struct ctq_bench_serve *s, cJSON *m)
+{
+	const struct ctq_sched *c = &s->sched;
+	cJSON *o = cJSON_AddObjectToObject(m, "forward_call_kinds");
+	if (!o || !c->n_steps)
+		return;
+	double *v = ctq_malloc(c->n_steps * sizeof *v);
+	if (!v)
+		return;
+	static const char *const kinds[2] = {"decode_only", "with_prefill"};
+	for (int k = 0; k < 2; k++) {
+		size_t n = 0;
+		double sum = 0;
+		for (size_t i = 0; i < c->n_steps; i++) {
+			const struct ctq_sched_step *x = &c->steps[i];
+			if ((x->tokens > x->decode) != (k == 1))
+				continue;
+			v[n++] = x->dur_s * 1e3;
+			sum += x->dur_s;
+		}
+		cJSON *e = cJSON_AddObjectToObject(o, kinds[k]);
+		if (!e)
+			break;
+		cJSON_AddNumberToObject(e, "calls", (double)n);
+		cJSON_AddNumberToObject(e, "wall_share", s->stats.wall_s > 0 ? sum / s->stats.wall_s : 0);
+		if (!n)
+			continue;
+		qsort(v, n, sizeof *v, cmp_double);
+		cJSON_AddNumberToObject(e, "median_ms", pct(v, n, 0.5));
+		cJSON_AddNumberToObject(e, "p90_ms", pct(v, n, 0.9));
+		n = 0;
+		for (size_t i = 0; i < c->n_steps; i++) {
+			const struct ctq_sched_step *x = &c->steps[i];
+			if ((x->tokens > x->decode) == (k == 1))
+				v[n++] = (double)x->decode;
+		}
+		qsort(v, n, sizeof *v, cmp_double);
+		cJSON_AddNumberToObject(e, "median_decode_tokens", pct(v, n, 0.5));
+		if (k == 1) {
+			n = 0;
+			for (size_t i = 0; i < c->n_steps; i++)
+				if (c->steps[i].tokens > c->steps[i].decode)
+					v[n++] = (double)(c->steps[i].tokens - c->steps[i].decode);
+			qsort(v, n, sizeof *v, cmp_double);
+			cJSON_AddNumberToObject(e, "median_prompt_tokens", pct(v, n, 0.5));
+		}
+	}
+	ctq_free(v);
+}
+
 void ctq_bench_serve_manifest(const struct ctq_bench_serve *s, cJSON *m)
 {
 	const struct ctq_bench_serve_options *o = &s->o;
@@ -235,6 +290,7 @@ void ctq_bench_serve_manifest(const struct ctq_bench_serve *s, cJSON *m)
 	cJSON_AddNumberToObject(m, "tp", (double)o->tp);
 	for (int d = 0; d < CTQ_SERVE_N_DIST; d++)
 		ctq_bench_serve_dist_json(&s->dist[d], m);
+	steps_json(s, m);
 }
 
 void ctq_bench_serve_free(struct ctq_bench_serve *s)

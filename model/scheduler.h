@@ -42,6 +42,15 @@ struct ctq_sched_options {
 	double rate;         /* > 0: the arrival times are a schedule; 0: closed loop */
 };
 
+/* One forward call of a run: what it carried and how long it took (wall
+ * clock, synchronised: the device's time plus the host's between calls is
+ * not in it). */
+struct ctq_sched_step {
+	double start_s, dur_s; /* from the start of the run */
+	int64_t tokens;        /* every token of the call */
+	int64_t decode;        /* of which decode tokens (the rest: prompt chunks) */
+};
+
 struct ctq_sched_stats {
 	long finished, failed, calls;
 	int64_t fed_tokens;    /* every token through the model */
@@ -53,24 +62,30 @@ struct ctq_sched_stats {
 struct ctq_sched {
 	struct ctq_sched_options o;
 	int64_t vocab;
+	int tp; /* the ranks it was sized for */
 	int32_t *ids, *slot, *pos; /* (max_tokens) */
 	int64_t *rows;             /* (max_batch) the token rows whose logits come back */
 	long *row_req;             /* (max_batch) their requests */
 	int32_t *slot_req;         /* (max_batch) the request in each slot, -1 free */
-	float *logits;             /* (max_batch, vocab) */
+	int32_t *next;             /* (max_batch) the greedy pick of each row */
+	float *logits;             /* (max_batch, vocab) tp > 1 only: rank 0's logits */
+	struct ctq_sched_step *steps; /* (n_steps) the last run's forward calls */
+	size_t n_steps, cap_steps;
 };
 
-/* Sizes the call buffers for o and a model of vocab tokens; nomem. On
- * error c is still safe to free. */
+/* Sizes the call buffers for o and a model of vocab tokens served on tp
+ * ranks (<= 1: one runner, whose greedy picks come back without logits);
+ * nomem. On error c is still safe to free. */
 enum ctq_status ctq_sched_init(struct ctq_sched *c, const struct ctq_sched_options *o, int64_t vocab,
-			       struct ctq_error *err);
+			       int tp, struct ctq_error *err);
 void ctq_sched_free(struct ctq_sched *c);
 
 /* Serves q[0..n_req-1] on one runner (tp <= 1) or the tp ranks r[0..tp-1]
  * and fills stats. A failed forward call (its error) fails every request in
  * flight and ends the run; a schedule that leaves nothing to run is
  * env-error. Either way the requests keep their state and stats are
- * filled, so that the caller can still write what was served. */
+ * filled, so that the caller can still write what was served. c->steps
+ * then holds the run's forward calls (c->n_steps), until the next run. */
 enum ctq_status ctq_sched_run(struct ctq_sched *c, struct ctq_runner *r, int tp,
 			      struct ctq_sched_req *q, long n_req, struct ctq_sched_stats *stats,
 			      struct ctq_error *err);
