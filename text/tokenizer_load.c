@@ -328,29 +328,6 @@ static enum ctq_status load_pre_tokenizer(struct loader *L, const cJSON *node, c
 	return st;
 }
 
-/* An item_loader (ctx unused); an absent or null node is no normalizer. */
-static enum ctq_status load_normalizer(struct loader *L, const cJSON *node, const char *path,
-				       int depth, void *ctx)
-{
-	(void)ctx;
-	if (!node || cJSON_IsNull(node))
-		return CTQ_OK;
-	const char *type;
-	enum ctq_status st = get_type(L, node, path, &type);
-	if (st)
-		return st;
-	if (strcmp(type, "NFC") == 0) {
-		L->T->nfc = true;
-		return CTQ_OK;
-	}
-	if (strcmp(type, "Sequence") == 0 && depth < MAX_NESTING)
-		return load_sequence(L, node, path, "normalizers", depth, load_normalizer, NULL);
-	char p[CTQ_PATH_MAX];
-	key_path(p, path, "type");
-	return fail(L, CTQ_ERR_UNSUPPORTED_FORMAT, p,
-		    "is \"%s\"; supported normalizers: NFC and a Sequence of NFC", type);
-}
-
 /* Stores text as the token of id (copied into the arena). */
 static enum ctq_status set_token(struct loader *L, int32_t id, const char *text, size_t n,
 				 const char *path)
@@ -793,28 +770,52 @@ static enum ctq_status load_template(struct loader *L, const cJSON *node, const 
 	return CTQ_OK;
 }
 
-/* An item_loader (ctx unused); an absent or null node is no post-processor. */
-static enum ctq_status load_post_processor(struct loader *L, const cJSON *node, const char *path,
-					   int depth, void *ctx)
+/* A normalizer of type "NFC". */
+static enum ctq_status load_nfc(struct loader *L, const cJSON *node, const char *path)
 {
-	(void)ctx;
+	(void)node;
+	(void)path;
+	L->T->nfc = true;
+	return CTQ_OK;
+}
+
+/* An optional component of tokenizer.json: the types ctq implements, each
+ * with its loader (NULL: nothing to load), or a Sequence of them under
+ * seq_key; supported lists them for the error. */
+struct component {
+	const char *seq_key, *supported;
+	struct {
+		const char *type;
+		enum ctq_status (*load)(struct loader *L, const cJSON *node, const char *path);
+	} types[2];
+};
+
+static const struct component normalizer = {
+	"normalizers", "normalizers: NFC and a Sequence of NFC", {{"NFC", load_nfc}}};
+static const struct component post_processor = {
+	"processors", "post-processors: ByteLevel, TemplateProcessing, Sequence",
+	{{"ByteLevel", NULL /* offsets only */}, {"TemplateProcessing", load_template}}};
+
+/* An item_loader; ctx: its struct component. An absent or null node is no
+ * component. */
+static enum ctq_status load_component(struct loader *L, const cJSON *node, const char *path,
+				      int depth, void *ctx)
+{
+	const struct component *c = ctx;
 	if (!node || cJSON_IsNull(node))
 		return CTQ_OK;
 	const char *type;
 	enum ctq_status st = get_type(L, node, path, &type);
 	if (st)
 		return st;
-	if (strcmp(type, "ByteLevel") == 0) /* offsets only */
-		return CTQ_OK;
-	if (strcmp(type, "TemplateProcessing") == 0)
-		return load_template(L, node, path);
+	for (size_t i = 0; i < sizeof c->types / sizeof c->types[0] && c->types[i].type; i++)
+		if (strcmp(type, c->types[i].type) == 0)
+			return c->types[i].load ? c->types[i].load(L, node, path) : CTQ_OK;
 	if (strcmp(type, "Sequence") == 0 && depth < MAX_NESTING)
-		return load_sequence(L, node, path, "processors", depth, load_post_processor, NULL);
+		return load_sequence(L, node, path, c->seq_key, depth, load_component, ctx);
 	char p[CTQ_PATH_MAX];
 	key_path(p, path, "type");
-	return fail(L, CTQ_ERR_UNSUPPORTED_FORMAT, p,
-		    "is \"%s\"; supported post-processors: ByteLevel, TemplateProcessing, Sequence",
-		    type);
+	return fail(L, CTQ_ERR_UNSUPPORTED_FORMAT, p, "is \"%s\"; supported %s", type, c->supported);
 }
 
 static enum ctq_status load_root(struct loader *L, const cJSON *root)
@@ -848,7 +849,8 @@ static enum ctq_status load_root(struct loader *L, const cJSON *root)
 		return fail(L, CTQ_ERR_INVALID_CONFIG, "added_tokens", "holds too many tokens");
 
 	if ((st = load_model(L, ctq_json_get(root, "model"), n_added)) ||
-	    (st = load_normalizer(L, ctq_json_get(root, "normalizer"), "normalizer", 0, NULL)) ||
+	    (st = load_component(L, ctq_json_get(root, "normalizer"), "normalizer", 0,
+				   (void *)&normalizer)) ||
 	    (st = load_added_tokens(L, added)) || (st = prepare_added_patterns(L)))
 		return st;
 
@@ -862,8 +864,8 @@ static enum ctq_status load_root(struct loader *L, const cJSON *root)
 	if (!has_byte_level)
 		return fail(L, CTQ_ERR_UNSUPPORTED_FORMAT, "pre_tokenizer",
 			    "has no ByteLevel step; only byte-level BPE is supported");
-	if ((st = load_post_processor(L, ctq_json_get(root, "post_processor"), "post_processor",
-				      0, NULL)))
+	if ((st = load_component(L, ctq_json_get(root, "post_processor"), "post_processor", 0,
+				 (void *)&post_processor)))
 		return st;
 	const cJSON *dec = ctq_json_get(root, "decoder");
 	const char *type = NULL;
