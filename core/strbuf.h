@@ -16,6 +16,9 @@ struct ctq_strbuf {
 void ctq_strbuf_init(struct ctq_strbuf *sb);
 void ctq_strbuf_free(struct ctq_strbuf *sb);
 void ctq_strbuf_reset(struct ctq_strbuf *sb);
+/* Room for extra more bytes and the NUL after them; false (and oom set)
+ * when memory runs out. */
+bool ctq_strbuf_reserve(struct ctq_strbuf *sb, size_t extra);
 void ctq_strbuf_append(struct ctq_strbuf *sb, const char *s);
 void ctq_strbuf_appendn(struct ctq_strbuf *sb, const char *s, size_t n);
 void ctq_strbuf_printf(struct ctq_strbuf *sb, const char *fmt, ...)

@@ -137,10 +137,10 @@ static bool is_script_name(const char *name, size_t n)
  * Everything else is passed through. */
 static char *rewrite_pattern(const char *p, size_t n, size_t *out_len)
 {
-	struct bytes b = {0};
+	struct ctq_strbuf b = {0};
 	for (size_t i = 0; i < n;) {
 		if (p[i] != '\\' || i + 1 >= n) {
-			ctq_tok_bytes_append(&b, p + i, 1);
+			ctq_strbuf_appendn(&b, p + i, 1);
 			i++;
 			continue;
 		}
@@ -149,35 +149,35 @@ static char *rewrite_pattern(const char *p, size_t n, size_t *out_len)
 					    ? memchr(p + i + 3, '}', n - i - 3)
 					    : NULL;
 		if (close && is_script_name(p + i + 3, (size_t)(close - (p + i + 3)))) {
-			ctq_tok_bytes_append(&b, p + i, 3);
-			ctq_tok_bytes_append(&b, "sc:", 3);
-			ctq_tok_bytes_append(&b, p + i + 3, (size_t)(close - (p + i + 3)) + 1);
+			ctq_strbuf_appendn(&b, p + i, 3);
+			ctq_strbuf_appendn(&b, "sc:", 3);
+			ctq_strbuf_appendn(&b, p + i + 3, (size_t)(close - (p + i + 3)) + 1);
 			i = (size_t)(close - p) + 1;
 			continue;
 		}
 		if (c == 's')
-			ctq_tok_bytes_append(&b, "\\p{White_Space}", 15);
+			ctq_strbuf_appendn(&b, "\\p{White_Space}", 15);
 		else if (c == 'S')
-			ctq_tok_bytes_append(&b, "\\P{White_Space}", 15);
+			ctq_strbuf_appendn(&b, "\\P{White_Space}", 15);
 		else if (c == 'Q') {
 			size_t j = i + 2;
 			while (j < n && !(p[j] == '\\' && j + 1 < n && p[j + 1] == 'E'))
 				j++;
 			j = j < n ? j + 2 : n;
-			ctq_tok_bytes_append(&b, p + i, j - i);
+			ctq_strbuf_appendn(&b, p + i, j - i);
 			i = j;
 			continue;
 		} else
-			ctq_tok_bytes_append(&b, p + i, 2);
+			ctq_strbuf_appendn(&b, p + i, 2);
 		i += 2;
 	}
-	ctq_tok_bytes_append(&b, "", 0);
+	ctq_strbuf_appendn(&b, "", 0);
 	if (b.oom) {
-		free(b.v);
+		free(b.data);
 		return NULL;
 	}
-	*out_len = b.n;
-	return b.v;
+	*out_len = b.len;
+	return b.data;
 }
 
 static enum ctq_status compile_regex(struct loader *L, const char *pattern, const char *path,
@@ -400,7 +400,7 @@ static enum ctq_status load_vocab(struct loader *L, const cJSON *vocab, size_t n
 
 /* One merge: "a b" (legacy) or ["a", "b"]. */
 static enum ctq_status load_merge(struct loader *L, const cJSON *m, const char *p, bool legacy,
-				  int32_t rank, struct bytes *scratch)
+				  int32_t rank, struct ctq_strbuf *scratch)
 {
 	struct ctq_tokenizer_impl *T = L->T;
 	const char *a, *b;
@@ -431,12 +431,12 @@ static enum ctq_status load_merge(struct loader *L, const cJSON *m, const char *
 		nb = strlen(b);
 	}
 	int32_t ia = ctq_tok_str_index_find(T, a, na), ib = ctq_tok_str_index_find(T, b, nb);
-	scratch->n = 0;
-	ctq_tok_bytes_append(scratch, a, na);
-	ctq_tok_bytes_append(scratch, b, nb);
+	scratch->len = 0;
+	ctq_strbuf_appendn(scratch, a, na);
+	ctq_strbuf_appendn(scratch, b, nb);
 	if (scratch->oom)
 		return nomem(L, p);
-	int32_t im = ctq_tok_str_index_find(T, scratch->v, scratch->n);
+	int32_t im = ctq_tok_str_index_find(T, scratch->data, scratch->len);
 	const char *missing = NULL;
 	size_t nmissing = 0;
 	if (ia < 0 || (size_t)ia >= T->n_model) {
@@ -446,8 +446,8 @@ static enum ctq_status load_merge(struct loader *L, const cJSON *m, const char *
 		missing = b;
 		nmissing = nb;
 	} else if (im < 0 || (size_t)im >= T->n_model) {
-		missing = scratch->v;
-		nmissing = scratch->n;
+		missing = scratch->data;
+		nmissing = scratch->len;
 	}
 	if (missing)
 		return fail(L, CTQ_ERR_INVALID_CONFIG, p,
@@ -518,7 +518,7 @@ static enum ctq_status load_model(struct loader *L, const cJSON *model, size_t n
 	if (!ctq_tok_merge_index_init(&T->merges, n))
 		return nomem(L, "model.merges");
 	bool legacy = n > 0 && cJSON_IsString(merges->child);
-	struct bytes scratch = {0};
+	struct ctq_strbuf scratch = {0};
 	int32_t rank = 0;
 	size_t i = 0;
 	for (const cJSON *m = merges->child; m; m = m->next, i++) {
@@ -530,7 +530,7 @@ static enum ctq_status load_model(struct loader *L, const cJSON *model, size_t n
 		if ((st = load_merge(L, m, p, legacy, rank++, &scratch)))
 			break;
 	}
-	free(scratch.v);
+	free(scratch.data);
 	return st;
 }
 
