@@ -211,22 +211,19 @@ const cJSON *ctq_json_get(const cJSON *obj, const char *key)
 
 const char *ctq_json_type_name(const cJSON *item)
 {
+	static const struct {
+		cJSON_bool (*is)(const cJSON *);
+		const char *name;
+	} kinds[] = {
+		{cJSON_IsObject, "object"}, {cJSON_IsArray, "array"}, {cJSON_IsString, "string"},
+		{cJSON_IsNumber, "number"}, {cJSON_IsTrue, "true"},   {cJSON_IsFalse, "false"},
+		{cJSON_IsNull, "null"},
+	};
 	if (!item)
 		return "missing";
-	if (cJSON_IsObject(item))
-		return "object";
-	if (cJSON_IsArray(item))
-		return "array";
-	if (cJSON_IsString(item))
-		return "string";
-	if (cJSON_IsNumber(item))
-		return "number";
-	if (cJSON_IsTrue(item))
-		return "true";
-	if (cJSON_IsFalse(item))
-		return "false";
-	if (cJSON_IsNull(item))
-		return "null";
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+		if (kinds[i].is(item))
+			return kinds[i].name;
 	return "invalid";
 }
 
