@@ -676,14 +676,9 @@ static enum ctq_status list_subjects(enum ctq_bench b, const char *dir, const ch
 		size_t ln = strlen(e->d_name);
 		if (ln <= ls || strcmp(e->d_name + ln - ls, suffix) || e->d_name[0] == '.')
 			continue;
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 64;
-			char **v = ctq_realloc(*out, cap * sizeof *v);
-			if (!v) {
-				st = ctq_error_set(err, CTQ_ERR_NOMEM, folder, "out of memory");
-				break;
-			}
-			*out = v;
+		if (!ctq_grow((void **)out, &cap, *n + 1, sizeof **out)) {
+			st = ctq_error_set(err, CTQ_ERR_NOMEM, folder, "out of memory");
+			break;
 		}
 		char *name = strndup(e->d_name, ln - ls);
 		if (!name) {
