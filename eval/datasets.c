@@ -599,18 +599,25 @@ enum ctq_status ctq_question_file_parse(struct ctq_question_file *f, enum ctq_be
 	return p.st;
 }
 
+/* ctq_question_file_load's ctq_file_parse_fn. */
+struct question_load {
+	struct ctq_question_file *f;
+	enum ctq_bench b;
+};
+
+static enum ctq_status parse_loaded(void *ctx, const char *text, size_t len, const char *path,
+				    struct ctq_error *err)
+{
+	const struct question_load *q = ctx;
+	return ctq_question_file_parse(q->f, q->b, text, len, path, err);
+}
+
 enum ctq_status ctq_question_file_load(struct ctq_question_file *f, enum ctq_bench b,
 				       const char *path, struct ctq_error *err)
 {
+	struct question_load q = {f, b};
 	memset(f, 0, sizeof *f);
-	char *text = NULL;
-	size_t n = 0;
-	enum ctq_status st = ctq_file_read(path, MAX_FILE_BYTES, &text, &n, err);
-	if (st)
-		return st;
-	st = ctq_question_file_parse(f, b, text, n, path, err);
-	free(text);
-	return st;
+	return ctq_file_parse(path, MAX_FILE_BYTES, parse_loaded, &q, err);
 }
 
 /* ---- splits ------------------------------------------------------------------- */
