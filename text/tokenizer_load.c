@@ -965,11 +965,17 @@ static void init_byte_map(struct ctq_tokenizer_impl *T)
 	}
 }
 
-enum ctq_status ctq_tokenizer_load(struct ctq_tokenizer *t, const char *path,
-				   struct ctq_error *err)
+/* The empty tokenizer: nothing loaded, no BOS or EOS id. */
+static void clear(struct ctq_tokenizer *t)
 {
 	memset(t, 0, sizeof *t);
 	t->bos_id = t->eos_id = -1;
+}
+
+enum ctq_status ctq_tokenizer_load(struct ctq_tokenizer *t, const char *path,
+				   struct ctq_error *err)
+{
+	clear(t);
 	char *file = NULL, *dir = NULL;
 	cJSON *root = NULL;
 	enum ctq_status st = CTQ_OK;
@@ -1021,27 +1027,31 @@ done:
 	return st;
 }
 
+/* Frees what ctq_tokenizer_load built (NULL: nothing). */
+static void impl_free(struct ctq_tokenizer_impl *T)
+{
+	if (!T)
+		return;
+	for (size_t i = 0; i < T->n_steps; i++)
+		pcre2_code_free(T->steps[i].re);
+	free(T->steps);
+	free(T->tok);
+	free(T->tok_len);
+	free(T->special);
+	free(T->index.slots);
+	ctq_tok_merge_index_free(&T->merges);
+	free(T->raw_set.order);
+	free(T->normalized_set.order);
+	pcre2_match_context_free(T->match_ctx);
+	pcre2_code_free(T->word_re);
+	ctq_arena_free(&T->arena);
+	free(T);
+}
+
 void ctq_tokenizer_free(struct ctq_tokenizer *t)
 {
 	if (!t)
 		return;
-	struct ctq_tokenizer_impl *T = t->impl;
-	if (T) {
-		for (size_t i = 0; i < T->n_steps; i++)
-			pcre2_code_free(T->steps[i].re);
-		free(T->steps);
-		free(T->tok);
-		free(T->tok_len);
-		free(T->special);
-		free(T->index.slots);
-		ctq_tok_merge_index_free(&T->merges);
-		free(T->raw_set.order);
-		free(T->normalized_set.order);
-		pcre2_match_context_free(T->match_ctx);
-		pcre2_code_free(T->word_re);
-		ctq_arena_free(&T->arena);
-		free(T);
-	}
-	memset(t, 0, sizeof *t);
-	t->bos_id = t->eos_id = -1;
+	impl_free(t->impl);
+	clear(t);
 }
