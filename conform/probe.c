@@ -3,6 +3,7 @@
 #include "core/arena.h"
 #include "core/dtype.h"
 #include "core/json.h"
+#include "core/strbuf.h"
 #include "core/rng.h"
 #include "reference/ref_ops.h"
 
@@ -19,22 +20,18 @@ const char *ctq_probe_acts_name(enum ctq_probe_acts a) { return acts_names[a]; }
 
 bool ctq_probe_weights_parse(const char *s, enum ctq_probe_weights *out)
 {
-	for (int i = 0; i < CTQ_PW_COUNT; i++)
-		if (!strcmp(s, weights_names[i])) {
-			*out = (enum ctq_probe_weights)i;
-			return true;
-		}
-	return false;
+	long i = ctq_str_index(s, weights_names, CTQ_PW_COUNT);
+	if (i >= 0)
+		*out = (enum ctq_probe_weights)i;
+	return i >= 0;
 }
 
 bool ctq_probe_acts_parse(const char *s, enum ctq_probe_acts *out)
 {
-	for (int i = 0; i < CTQ_PA_COUNT; i++)
-		if (!strcmp(s, acts_names[i])) {
-			*out = (enum ctq_probe_acts)i;
-			return true;
-		}
-	return false;
+	long i = ctq_str_index(s, acts_names, CTQ_PA_COUNT);
+	if (i >= 0)
+		*out = (enum ctq_probe_acts)i;
+	return i >= 0;
 }
 
 void ctq_probe_policy_default(struct ctq_probe_policy *p)

@@ -5,6 +5,7 @@
 #include "core/arena.h"
 #include "core/fileio.h"
 #include "core/json.h"
+#include "core/strbuf.h"
 #include "quant/modules.h"
 #include "quant/shard.h"
 #include "checkpoint/quantize.h"
@@ -115,10 +116,7 @@ static const char *const error_expect_keys[] = {"class", "path", "message_contai
 
 static bool one_of(const char *k, const char *const *v, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(k, v[i]))
-			return true;
-	return false;
+	return ctq_str_index(k, v, n) >= 0;
 }
 
 #define N(a) (sizeof(a) / sizeof *(a))

@@ -75,3 +75,11 @@ const char *ctq_strbuf_str(const struct ctq_strbuf *sb)
 {
 	return sb->data ? sb->data : "";
 }
+
+long ctq_str_index(const char *s, const char *const *names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(s, names[i]))
+			return (long)i;
+	return -1;
+}
