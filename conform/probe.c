@@ -3,6 +3,7 @@
 #include "core/arena.h"
 #include "core/dtype.h"
 #include "core/json.h"
+#include "core/strbuf.h"
 #include "core/rng.h"
 #include "reference/ref_ops.h"
 
@@ -19,22 +20,18 @@ const char *ctq_probe_acts_name(enum ctq_probe_acts a) { return acts_names[a]; }
 
 bool ctq_probe_weights_parse(const char *s, enum ctq_probe_weights *out)
 {
-	for (int i = 0; i < CTQ_PW_COUNT; i++)
-		if (!strcmp(s, weights_names[i])) {
-			*out = (enum ctq_probe_weights)i;
-			return true;
-		}
-	return false;
+	long i = ctq_str_index(s, weights_names, CTQ_PW_COUNT);
+	if (i >= 0)
+		*out = (enum ctq_probe_weights)i;
+	return i >= 0;
 }
 
 bool ctq_probe_acts_parse(const char *s, enum ctq_probe_acts *out)
 {
-	for (int i = 0; i < CTQ_PA_COUNT; i++)
-		if (!strcmp(s, acts_names[i])) {
-			*out = (enum ctq_probe_acts)i;
-			return true;
-		}
-	return false;
+	long i = ctq_str_index(s, acts_names, CTQ_PA_COUNT);
+	if (i >= 0)
+		*out = (enum ctq_probe_acts)i;
+	return i >= 0;
 }
 
 void ctq_probe_policy_default(struct ctq_probe_policy *p)
@@ -97,7 +94,9 @@ done:
 	return st;
 }
 
+/* The host side of one probe, every buffer from one arena (sized once). */
 struct bufs {
+	struct ctq_arena arena;
 	float *x_f;      /* (M, K) activations after BF16 rounding */
 	uint16_t *x;     /* (M, K) bf16 */
 	float *w_orig;   /* (N, K) unquantized weights */
@@ -112,20 +111,28 @@ struct bufs {
 	double *y64;     /* (M, N) */
 };
 
-static void free_bufs(struct bufs *b)
+/* b's buffers for an (M, K) x (N, K)^T probe; false when memory runs out
+ * (ctq_arena_free(&b->arena) frees what was taken either way). */
+static bool alloc_bufs(struct bufs *b, int64_t M, int64_t N, int64_t K, bool want_bias)
 {
-	free(b->x_f);
-	free(b->x);
-	free(b->w_orig);
-	free(b->wq);
-	free(b->sw);
-	free(b->bias);
-	free(b->q);
-	free(b->sa);
-	free(b->acc);
-	free(b->y_ref);
-	free(b->y);
-	free(b->y64);
+	struct ctq_arena *a = &b->arena;
+	size_t mk = (size_t)(M * K), nk = (size_t)(N * K), mn = (size_t)(M * N);
+	ctq_arena_init(a);
+	b->x_f = ctq_arena_alloc(a, mk * sizeof *b->x_f);
+	b->x = ctq_arena_alloc(a, mk * sizeof *b->x);
+	b->w_orig = ctq_arena_alloc(a, nk * sizeof *b->w_orig);
+	b->wq = ctq_arena_alloc(a, nk);
+	b->sw = ctq_arena_alloc(a, (size_t)N * sizeof *b->sw);
+	b->q = ctq_arena_alloc(a, mk);
+	b->sa = ctq_arena_alloc(a, (size_t)M * sizeof *b->sa);
+	b->acc = ctq_arena_alloc(a, mn * sizeof *b->acc);
+	b->y_ref = ctq_arena_alloc(a, mn * sizeof *b->y_ref);
+	b->y = ctq_arena_alloc(a, mn * sizeof *b->y);
+	b->y64 = ctq_arena_alloc(a, mn * sizeof *b->y64);
+	if (want_bias)
+		b->bias = ctq_arena_alloc(a, (size_t)N * sizeof *b->bias);
+	return b->x_f && b->x && b->w_orig && b->wq && b->sw && b->q && b->sa && b->acc &&
+	       b->y_ref && b->y && b->y64 && (!want_bias || b->bias);
 }
 
 static void make_weights(struct bufs *b, const struct ctq_probe_layer *L,
@@ -253,90 +260,55 @@ static void exact_output(const struct bufs *b, int64_t M, int64_t N, struct ctq_
 	}
 }
 
-enum ctq_status ctq_probe_run(struct ctq_backend *be, const struct ctq_probe_layer *L,
-			      enum ctq_probe_weights wp, enum ctq_probe_acts ap, int64_t M,
-			      uint64_t seed, const struct ctq_probe_policy *policy,
-			      struct ctq_probe_result *r, struct ctq_error *err)
+/* The backend under test on b's inputs: b->y, and the bit-exact checks it
+ * declares (first mismatches into qwhere and ywhere, cap bytes each). */
+static enum ctq_status run_backend(struct ctq_backend *be, struct bufs *b, int64_t M, int64_t N,
+				   int64_t K, struct ctq_probe_result *r, char *qwhere,
+				   char *ywhere, size_t cap, struct ctq_error *err)
 {
-	const int64_t N = L->N, K = L->K;
-	memset(r, 0, sizeof *r);
-	snprintf(r->layer, sizeof r->layer, "%s", L->name);
-	snprintf(r->backend, sizeof r->backend, "%s%s", be->ops->name,
-		 be->act_numerics == CTQ_ACT_NUMERICS_TRANSFORMERS ? "+transformers" : "");
-	r->K = K;
-	r->N = N;
-	r->M = M;
-	r->weights = wp;
-	r->acts = ap;
-	r->q_mismatch = r->s_mismatch = r->y_mismatch = -1;
-	if (wp == CTQ_PW_CHECKPOINT && !L->w && !(L->wq && L->sw))
-		return ctq_error_set(err, CTQ_ERR_USAGE, L->name, "has no checkpoint weights to probe");
-	struct bufs b = {0};
-	size_t mk = (size_t)(M * K), nk = (size_t)(N * K), mn = (size_t)(M * N);
-	b.x_f = ctq_malloc(mk * sizeof *b.x_f);
-	b.x = ctq_malloc(mk * sizeof *b.x);
-	b.w_orig = ctq_malloc(nk * sizeof *b.w_orig);
-	b.wq = ctq_malloc(nk);
-	b.sw = ctq_malloc((size_t)N * sizeof *b.sw);
-	b.q = ctq_malloc(mk);
-	b.sa = ctq_malloc((size_t)M * sizeof *b.sa);
-	b.acc = ctq_malloc(mn * sizeof *b.acc);
-	b.y_ref = ctq_malloc(mn * sizeof *b.y_ref);
-	b.y = ctq_malloc(mn * sizeof *b.y);
-	b.y64 = ctq_malloc(mn * sizeof *b.y64);
-	bool want_bias = wp != CTQ_PW_CHECKPOINT || L->bias;
-	if (want_bias)
-		b.bias = ctq_malloc((size_t)N * sizeof *b.bias);
-	void *d_x = NULL, *d_w = NULL, *d_sw = NULL, *d_bias = NULL, *d_y = NULL, *d_ws = NULL;
-	enum ctq_status st = CTQ_OK;
-	if (!b.x_f || !b.x || !b.w_orig || !b.wq || !b.sw || !b.q || !b.sa || !b.acc || !b.y_ref ||
-	    !b.y || !b.y64 || (want_bias && !b.bias)) {
-		st = ctq_error_set(err, CTQ_ERR_NOMEM, L->name, "out of memory for M=%lld K=%lld N=%lld",
-				   (long long)M, (long long)K, (long long)N);
-		goto done;
-	}
-	struct ctq_rng rng;
-	ctq_rng_seed(&rng, seed ^ ((uint64_t)wp << 40) ^ ((uint64_t)ap << 48) ^ (uint64_t)(K * 131 + N));
-	make_weights(&b, L, wp, &rng);
-	make_acts(&b, M, K, ap, &rng);
-	if (b.bias) {
-		for (int64_t n = 0; n < N; n++)
-			b.bias[n] = L->bias ? L->bias[n] : (float)(0.1 * ctq_rng_normal(&rng));
-	}
-
-	/* The oracle: exact-quantized reference, and the FP64 product. */
-	ctq_ref_quantize_bf16(b.x, M, K, b.q, b.sa);
-	if ((st = ctq_ref_gemm_i8(b.q, b.wq, M, N, K, b.acc, err)))
-		goto done;
-	ctq_ref_w8a8_epilogue(b.acc, b.sa, b.sw, b.bias, M, N, b.y_ref);
-	ctq_ref_gemm_f64(b.x_f, b.w_orig, b.bias, M, N, K, b.y64);
-
-	/* The backend under test. */
 	const struct ctq_backend_ops *o = be->ops;
+	size_t mk = (size_t)(M * K), nk = (size_t)(N * K), mn = (size_t)(M * N);
 	size_t ws = ctq_w8a8_workspace_bytes(M, K);
+	void *d_x = NULL, *d_w = NULL, *d_sw = NULL, *d_bias = NULL, *d_y = NULL, *d_ws = NULL;
+	enum ctq_status st;
 	if ((st = o->alloc(be, mk * 2, &d_x, err)) || (st = o->alloc(be, nk, &d_w, err)) ||
 	    (st = o->alloc(be, (size_t)N * 4, &d_sw, err)) ||
-	    (b.bias && (st = o->alloc(be, (size_t)N * 4, &d_bias, err))) ||
+	    (b->bias && (st = o->alloc(be, (size_t)N * 4, &d_bias, err))) ||
 	    (st = o->alloc(be, mn * 2, &d_y, err)) || (st = o->alloc(be, ws, &d_ws, err)) ||
-	    (st = o->upload(be, d_x, b.x, mk * 2, err)) || (st = o->upload(be, d_w, b.wq, nk, err)) ||
-	    (st = o->upload(be, d_sw, b.sw, (size_t)N * 4, err)) ||
-	    (b.bias && (st = o->upload(be, d_bias, b.bias, (size_t)N * 4, err))) ||
+	    (st = o->upload(be, d_x, b->x, mk * 2, err)) || (st = o->upload(be, d_w, b->wq, nk, err)) ||
+	    (st = o->upload(be, d_sw, b->sw, (size_t)N * 4, err)) ||
+	    (b->bias && (st = o->upload(be, d_bias, b->bias, (size_t)N * 4, err))) ||
 	    (st = o->w8a8_linear(be, d_x, d_w, d_sw, d_bias, M, N, K, d_y, d_ws, err)) ||
-	    (st = o->download(be, b.y, d_y, mn * 2, err)))
+	    (st = o->download(be, b->y, d_y, mn * 2, err)))
 		goto done;
-	char qwhere[160] = "", ywhere[160] = "";
 	if ((be->exact & CTQ_EXACT_QUANT) &&
-	    (st = exact_quant(be, d_x, M, K, &b, r, qwhere, sizeof qwhere, err)))
+	    (st = exact_quant(be, d_x, M, K, b, r, qwhere, cap, err)))
 		goto done;
 	if (be->exact & CTQ_EXACT_OUTPUT)
-		exact_output(&b, M, N, r, ywhere, sizeof ywhere);
+		exact_output(b, M, N, r, ywhere, cap);
+done:
+	if (be->ops) {
+		be->ops->free(be, d_x);
+		be->ops->free(be, d_w);
+		be->ops->free(be, d_sw);
+		be->ops->free(be, d_bias);
+		be->ops->free(be, d_y);
+		be->ops->free(be, d_ws);
+	}
+	return st;
+}
 
-	/* Compare. */
+/* The (M, N) output b->y against the reference b->y_ref (kernel error) and
+ * the FP64 product b->y64 (quantization error), into r. Returns whether the
+ * reference holds a non-zero output. */
+static bool compare_outputs(const struct bufs *b, int64_t mn, int64_t N,
+			    struct ctq_probe_result *r)
+{
 	double num = 0, den = 0, qnum = 0, qden = 0;
 	bool any_nonzero = false, ref_nonzero = false;
 	r->max_m = r->max_n = -1;
-	for (int64_t i = 0; i < (int64_t)mn; i++) {
-		double got = ctq_bf16_to_f32(b.y[i]), ref = ctq_bf16_to_f32(b.y_ref[i]);
+	for (int64_t i = 0; i < mn; i++) {
+		double got = ctq_bf16_to_f32(b->y[i]), ref = ctq_bf16_to_f32(b->y_ref[i]);
 		if (isnan(got))
 			r->nan_count++;
 		else if (isinf(got))
@@ -362,58 +334,104 @@ enum ctq_status ctq_probe_run(struct ctq_backend *be, const struct ctq_probe_lay
 			r->ref_at_max = ref;
 			r->got_at_max = got;
 		}
-		if (isfinite(b.y64[i])) {
-			double e = got - b.y64[i];
+		if (isfinite(b->y64[i])) {
+			double e = got - b->y64[i];
 			qnum += e * e;
-			qden += b.y64[i] * b.y64[i];
+			qden += b->y64[i] * b->y64[i];
 		}
 	}
 	r->all_zero = !any_nonzero && ref_nonzero;
 	r->kernel_rel_l2 = den > 0 ? sqrt(num / den) : (num > 0 ? INFINITY : 0.0);
 	r->quant_rel_l2 = qden > 0 ? sqrt(qnum / qden) : NAN;
+	return ref_nonzero;
+}
 
-	/* Verdict: the first reason wins. */
-	double qmax = policy->quant_rel_l2_max[ap];
+/* r->passed and r->reason from the measured r: the first reason wins. */
+static void judge(struct ctq_probe_result *r, const char *layer,
+		  const struct ctq_probe_policy *policy, bool ref_nonzero, int64_t mn,
+		  const char *qwhere, const char *ywhere)
+{
+	double qmax = policy->quant_rel_l2_max[r->acts];
 	r->passed = true;
 	if (r->nonfinite_mismatch)
 		snprintf(r->reason, sizeof r->reason,
 			 "%s: %lld output(s) NaN/Inf where the reference is finite, or the reverse (NaN %lld, Inf %lld)",
-			 L->name, (long long)r->nonfinite_mismatch, (long long)r->nan_count,
+			 layer, (long long)r->nonfinite_mismatch, (long long)r->nan_count,
 			 (long long)r->inf_count);
 	else if (r->all_zero)
 		snprintf(r->reason, sizeof r->reason, "%s: the output is all zero; the reference is not",
-			 L->name);
+			 layer);
 	else if (r->q_mismatch > 0 || r->s_mismatch > 0)
 		snprintf(r->reason, sizeof r->reason,
 			 "%s: bit-exact quantize (declared by the backend): %lld q and %lld scale(s) differ from the reference; first %s",
-			 L->name, (long long)r->q_mismatch, (long long)r->s_mismatch, qwhere);
+			 layer, (long long)r->q_mismatch, (long long)r->s_mismatch, qwhere);
 	else if (r->y_mismatch > 0)
 		snprintf(r->reason, sizeof r->reason,
 			 "%s: bit-exact output (declared by the backend): %lld of %lld outputs differ from the reference; first %s",
-			 L->name, (long long)r->y_mismatch, (long long)mn, ywhere);
+			 layer, (long long)r->y_mismatch, (long long)mn, ywhere);
 	else if (policy->kernel_rel_l2_max >= 0 && !(r->kernel_rel_l2 <= policy->kernel_rel_l2_max))
 		snprintf(r->reason, sizeof r->reason,
 			 "%s: kernel rel-L2 %.3g > %.3g; worst at [%lld, %lld]: %g, reference %g",
-			 L->name, r->kernel_rel_l2, policy->kernel_rel_l2_max, (long long)r->max_m,
+			 layer, r->kernel_rel_l2, policy->kernel_rel_l2_max, (long long)r->max_m,
 			 (long long)r->max_n, r->got_at_max, r->ref_at_max);
 	else if (qmax >= 0 && !(r->quant_rel_l2 <= qmax))
 		snprintf(r->reason, sizeof r->reason,
 			 "%s: quantization rel-L2 %.3g > %.3g (vs the FP64 unquantized product)",
-			 L->name, r->quant_rel_l2, qmax);
-	else if (!ref_nonzero && qmax >= 0 && wp != CTQ_PW_ZERO_ROW)
+			 layer, r->quant_rel_l2, qmax);
+	else if (!ref_nonzero && qmax >= 0 && r->weights != CTQ_PW_ZERO_ROW)
 		snprintf(r->reason, sizeof r->reason,
 			 "%s: the reference output is all zero, so the comparison proves nothing",
-			 L->name);
+			 layer);
 	r->passed = r->reason[0] == '\0';
-done:
-	if (be->ops) {
-		be->ops->free(be, d_x);
-		be->ops->free(be, d_w);
-		be->ops->free(be, d_sw);
-		be->ops->free(be, d_bias);
-		be->ops->free(be, d_y);
-		be->ops->free(be, d_ws);
+}
+
+enum ctq_status ctq_probe_run(struct ctq_backend *be, const struct ctq_probe_layer *L,
+			      enum ctq_probe_weights wp, enum ctq_probe_acts ap, int64_t M,
+			      uint64_t seed, const struct ctq_probe_policy *policy,
+			      struct ctq_probe_result *r, struct ctq_error *err)
+{
+	const int64_t N = L->N, K = L->K;
+	memset(r, 0, sizeof *r);
+	snprintf(r->layer, sizeof r->layer, "%s", L->name);
+	snprintf(r->backend, sizeof r->backend, "%s%s", be->ops->name,
+		 be->act_numerics == CTQ_ACT_NUMERICS_TRANSFORMERS ? "+transformers" : "");
+	r->K = K;
+	r->N = N;
+	r->M = M;
+	r->weights = wp;
+	r->acts = ap;
+	r->q_mismatch = r->s_mismatch = r->y_mismatch = -1;
+	if (wp == CTQ_PW_CHECKPOINT && !L->w && !(L->wq && L->sw))
+		return ctq_error_set(err, CTQ_ERR_USAGE, L->name, "has no checkpoint weights to probe");
+	struct bufs b = {0};
+	enum ctq_status st = CTQ_OK;
+	if (!alloc_bufs(&b, M, N, K, wp != CTQ_PW_CHECKPOINT || L->bias)) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, L->name, "out of memory for M=%lld K=%lld N=%lld",
+				   (long long)M, (long long)K, (long long)N);
+		goto done;
 	}
-	free_bufs(&b);
+	struct ctq_rng rng;
+	ctq_rng_seed(&rng, seed ^ ((uint64_t)wp << 40) ^ ((uint64_t)ap << 48) ^ (uint64_t)(K * 131 + N));
+	make_weights(&b, L, wp, &rng);
+	make_acts(&b, M, K, ap, &rng);
+	if (b.bias) {
+		for (int64_t n = 0; n < N; n++)
+			b.bias[n] = L->bias ? L->bias[n] : (float)(0.1 * ctq_rng_normal(&rng));
+	}
+
+	/* The oracle: exact-quantized reference, and the FP64 product. */
+	ctq_ref_quantize_bf16(b.x, M, K, b.q, b.sa);
+	if ((st = ctq_ref_gemm_i8(b.q, b.wq, M, N, K, b.acc, err)))
+		goto done;
+	ctq_ref_w8a8_epilogue(b.acc, b.sa, b.sw, b.bias, M, N, b.y_ref);
+	ctq_ref_gemm_f64(b.x_f, b.w_orig, b.bias, M, N, K, b.y64);
+
+	char qwhere[160] = "", ywhere[160] = "";
+	if ((st = run_backend(be, &b, M, N, K, r, qwhere, ywhere, sizeof qwhere, err)))
+		goto done;
+	bool ref_nonzero = compare_outputs(&b, M * N, N, r);
+	judge(r, L->name, policy, ref_nonzero, M * N, qwhere, ywhere);
+done:
+	ctq_arena_free(&b.arena);
 	return st;
 }

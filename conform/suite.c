@@ -5,6 +5,7 @@
 #include "core/arena.h"
 #include "core/fileio.h"
 #include "core/json.h"
+#include "core/strbuf.h"
 #include "quant/modules.h"
 #include "quant/shard.h"
 #include "checkpoint/quantize.h"
@@ -115,10 +116,7 @@ static const char *const error_expect_keys[] = {"class", "path", "message_contai
 
 static bool one_of(const char *k, const char *const *v, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(k, v[i]))
-			return true;
-	return false;
+	return ctq_str_index(k, v, n) >= 0;
 }
 
 #define N(a) (sizeof(a) / sizeof *(a))
@@ -1108,18 +1106,15 @@ enum ctq_status ctq_case_run_opts(const struct ctq_case *c, enum ctq_semantics s
 	if (c->checkpoint)
 		return sem == CTQ_SEM_STRICT ?
 			run_numeric(c, opt ? opt->scratch_dir : NULL, out, err) : CTQ_OK;
-	struct ctq_qconfig cfg;
+	struct ctq_qconfig cfg = {0};
 	struct ctq_modules mods;
-	struct ctq_plan plan;
-	struct ctq_shard_plan sp;
-	memset(&plan, 0, sizeof plan);
-	memset(&sp, 0, sizeof sp);
+	struct ctq_plan plan = {0};
+	struct ctq_shard_plan sp = {0};
 	ctq_modules_init(&mods);
 	struct ctq_error cerr = {0};
 	cJSON *loaded = NULL;
 	const cJSON *config = c->config;
 	enum ctq_status st = CTQ_OK;
-	memset(&cfg, 0, sizeof cfg);
 	if (c->config_file &&
 	    ctq_json_load_file(c->config_file, (size_t)64 << 20, NULL, &loaded, &cerr) == CTQ_OK)
 		config = loaded;

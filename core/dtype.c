@@ -41,6 +41,26 @@ bool ctq_dtype_parse(const char *name, enum ctq_dtype *out)
 	return false;
 }
 
+/* One F64, I32 or I64 element at p (any alignment), converted as C
+ * converts it. */
+static float wide_to_f32(const unsigned char *p, enum ctq_dtype t)
+{
+	double d;
+	int32_t i32;
+	int64_t i64;
+	switch (t) {
+	case CTQ_DTYPE_F64:
+		memcpy(&d, p, sizeof d);
+		return (float)d;
+	case CTQ_DTYPE_I32:
+		memcpy(&i32, p, sizeof i32);
+		return (float)i32;
+	default:
+		memcpy(&i64, p, sizeof i64);
+		return (float)i64;
+	}
+}
+
 bool ctq_convert_to_f32(const void *src, enum ctq_dtype t, size_t n, float *dst)
 {
 	const unsigned char *s = src; /* (n * ctq_dtype_size(t)) bytes, any alignment */
@@ -50,29 +70,16 @@ bool ctq_convert_to_f32(const void *src, enum ctq_dtype t, size_t n, float *dst)
 			memcpy(dst, s, n * sizeof *dst);
 		return true;
 	case CTQ_DTYPE_F16:
-		for (size_t i = 0; i < n; i++) {
-			uint16_t h;
-			memcpy(&h, s + 2 * i, 2);
-			dst[i] = ctq_f16_to_f32(h);
-		}
-		return true;
 	case CTQ_DTYPE_BF16:
 		for (size_t i = 0; i < n; i++) {
 			uint16_t h;
 			memcpy(&h, s + 2 * i, 2);
-			dst[i] = ctq_bf16_to_f32(h);
+			dst[i] = t == CTQ_DTYPE_F16 ? ctq_f16_to_f32(h) : ctq_bf16_to_f32(h);
 		}
 		return true;
 	case CTQ_DTYPE_F8_E4M3:
 		for (size_t i = 0; i < n; i++)
 			dst[i] = ctq_f8e4m3_to_f32(s[i]);
-		return true;
-	case CTQ_DTYPE_F64:
-		for (size_t i = 0; i < n; i++) {
-			double d;
-			memcpy(&d, s + 8 * i, 8);
-			dst[i] = (float)d;
-		}
 		return true;
 	case CTQ_DTYPE_I8:
 		for (size_t i = 0; i < n; i++)
@@ -86,20 +93,14 @@ bool ctq_convert_to_f32(const void *src, enum ctq_dtype t, size_t n, float *dst)
 		for (size_t i = 0; i < n; i++)
 			dst[i] = s[i] ? 1.0f : 0.0f;
 		return true;
+	case CTQ_DTYPE_F64:
 	case CTQ_DTYPE_I32:
-		for (size_t i = 0; i < n; i++) {
-			int32_t v;
-			memcpy(&v, s + 4 * i, 4);
-			dst[i] = (float)v;
-		}
+	case CTQ_DTYPE_I64: {
+		const size_t w = ctq_dtype_size(t);
+		for (size_t i = 0; i < n; i++)
+			dst[i] = wide_to_f32(s + w * i, t);
 		return true;
-	case CTQ_DTYPE_I64:
-		for (size_t i = 0; i < n; i++) {
-			int64_t v;
-			memcpy(&v, s + 8 * i, 8);
-			dst[i] = (float)v;
-		}
-		return true;
+	}
 	default:
 		return false;
 	}

@@ -357,6 +357,19 @@ enum ctq_status ctq_strbuf_write_atomic(const struct ctq_strbuf *sb, const char 
 	return ctq_file_write_atomic(path, sb->data, sb->len, err);
 }
 
+enum ctq_status ctq_file_parse(const char *path, size_t max_bytes, ctq_file_parse_fn parse,
+			       void *ctx, struct ctq_error *err)
+{
+	char *text = NULL;
+	size_t n = 0;
+	enum ctq_status st = ctq_file_read(path, max_bytes, &text, &n, err);
+	if (st)
+		return st;
+	st = parse(ctx, text, n, path, err);
+	ctq_free(text);
+	return st;
+}
+
 enum ctq_status ctq_file_read_tail(const char *path, size_t max_bytes, size_t tail_bytes,
 				   char **out, const char **tail, struct ctq_error *err)
 {

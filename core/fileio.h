@@ -26,6 +26,16 @@ enum ctq_status ctq_file_open_regular(const char *path, const char *expected, in
 enum ctq_status ctq_file_read(const char *path, size_t max_bytes, char **out,
 			      size_t *n_bytes, struct ctq_error *err);
 
+/* A parser of a whole file's text (n_bytes, NUL-terminated, borrowed);
+ * path names the file in errors. */
+typedef enum ctq_status (*ctq_file_parse_fn)(void *ctx, const char *text, size_t n_bytes,
+					     const char *path, struct ctq_error *err);
+/* Reads path (at most max_bytes, as ctq_file_read), hands its text to
+ * parse(ctx, ...) and frees it; returns the read's error or parse's
+ * status. */
+enum ctq_status ctq_file_parse(const char *path, size_t max_bytes, ctq_file_parse_fn parse,
+			       void *ctx, struct ctq_error *err);
+
 /* Reads the text file path (at most max_bytes) into *out, as ctq_file_read,
  * and points *tail at its last lines: at most tail_bytes, starting at a line
  * start. Free *out with free(). */

@@ -187,19 +187,26 @@ enum ctq_status ctq_json_parse(const char *text, size_t len, const char *file,
 	return CTQ_OK;
 }
 
+/* ctq_json_load_file's ctq_file_parse_fn. */
+struct json_load {
+	const struct ctq_json_limits *limits;
+	cJSON **out;
+};
+
+static enum ctq_status parse_loaded(void *ctx, const char *text, size_t len, const char *path,
+				    struct ctq_error *err)
+{
+	const struct json_load *j = ctx;
+	return ctq_json_parse(text, len, path, j->limits, j->out, err);
+}
+
 enum ctq_status ctq_json_load_file(const char *path, size_t max_bytes,
 				   const struct ctq_json_limits *limits,
 				   cJSON **out, struct ctq_error *err)
 {
-	char *text = NULL;
-	size_t len = 0;
+	struct json_load j = {limits, out};
 	*out = NULL;
-	enum ctq_status st = ctq_file_read(path, max_bytes, &text, &len, err);
-	if (st)
-		return st;
-	st = ctq_json_parse(text, len, path, limits, out, err);
-	free(text);
-	return st;
+	return ctq_file_parse(path, max_bytes, parse_loaded, &j, err);
 }
 
 const cJSON *ctq_json_get(const cJSON *obj, const char *key)
@@ -211,22 +218,19 @@ const cJSON *ctq_json_get(const cJSON *obj, const char *key)
 
 const char *ctq_json_type_name(const cJSON *item)
 {
+	static const struct {
+		cJSON_bool (*is)(const cJSON *);
+		const char *name;
+	} kinds[] = {
+		{cJSON_IsObject, "object"}, {cJSON_IsArray, "array"}, {cJSON_IsString, "string"},
+		{cJSON_IsNumber, "number"}, {cJSON_IsTrue, "true"},   {cJSON_IsFalse, "false"},
+		{cJSON_IsNull, "null"},
+	};
 	if (!item)
 		return "missing";
-	if (cJSON_IsObject(item))
-		return "object";
-	if (cJSON_IsArray(item))
-		return "array";
-	if (cJSON_IsString(item))
-		return "string";
-	if (cJSON_IsNumber(item))
-		return "number";
-	if (cJSON_IsTrue(item))
-		return "true";
-	if (cJSON_IsFalse(item))
-		return "false";
-	if (cJSON_IsNull(item))
-		return "null";
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+		if (kinds[i].is(item))
+			return kinds[i].name;
 	return "invalid";
 }
 

@@ -30,7 +30,7 @@ void ctq_strbuf_reset(struct ctq_strbuf *sb)
 		sb->data[0] = '\0';
 }
 
-static bool reserve(struct ctq_strbuf *sb, size_t extra)
+bool ctq_strbuf_reserve(struct ctq_strbuf *sb, size_t extra)
 {
 	if (sb->oom)
 		return false;
@@ -44,9 +44,10 @@ static bool reserve(struct ctq_strbuf *sb, size_t extra)
 
 void ctq_strbuf_appendn(struct ctq_strbuf *sb, const char *s, size_t n)
 {
-	if (!reserve(sb, n))
+	if (!ctq_strbuf_reserve(sb, n))
 		return;
-	memcpy(sb->data + sb->len, s, n);
+	if (n)
+		memcpy(sb->data + sb->len, s, n);
 	sb->len += n;
 	sb->data[sb->len] = '\0';
 }
@@ -63,7 +64,7 @@ void ctq_strbuf_printf(struct ctq_strbuf *sb, const char *fmt, ...)
 	va_copy(ap2, ap);
 	int n = vsnprintf(NULL, 0, fmt, ap);
 	va_end(ap);
-	if (n >= 0 && reserve(sb, (size_t)n)) {
+	if (n >= 0 && ctq_strbuf_reserve(sb, (size_t)n)) {
 		vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, ap2);
 		sb->len += (size_t)n;
 	}
@@ -73,4 +74,12 @@ void ctq_strbuf_printf(struct ctq_strbuf *sb, const char *fmt, ...)
 const char *ctq_strbuf_str(const struct ctq_strbuf *sb)
 {
 	return sb->data ? sb->data : "";
+}
+
+long ctq_str_index(const char *s, const char *const *names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(s, names[i]))
+			return (long)i;
+	return -1;
 }

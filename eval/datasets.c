@@ -599,18 +599,25 @@ enum ctq_status ctq_question_file_parse(struct ctq_question_file *f, enum ctq_be
 	return p.st;
 }
 
+/* ctq_question_file_load's ctq_file_parse_fn. */
+struct question_load {
+	struct ctq_question_file *f;
+	enum ctq_bench b;
+};
+
+static enum ctq_status parse_loaded(void *ctx, const char *text, size_t len, const char *path,
+				    struct ctq_error *err)
+{
+	const struct question_load *q = ctx;
+	return ctq_question_file_parse(q->f, q->b, text, len, path, err);
+}
+
 enum ctq_status ctq_question_file_load(struct ctq_question_file *f, enum ctq_bench b,
 				       const char *path, struct ctq_error *err)
 {
+	struct question_load q = {f, b};
 	memset(f, 0, sizeof *f);
-	char *text = NULL;
-	size_t n = 0;
-	enum ctq_status st = ctq_file_read(path, MAX_FILE_BYTES, &text, &n, err);
-	if (st)
-		return st;
-	st = ctq_question_file_parse(f, b, text, n, path, err);
-	free(text);
-	return st;
+	return ctq_file_parse(path, MAX_FILE_BYTES, parse_loaded, &q, err);
 }
 
 /* ---- splits ------------------------------------------------------------------- */
@@ -676,14 +683,9 @@ static enum ctq_status list_subjects(enum ctq_bench b, const char *dir, const ch
 		size_t ln = strlen(e->d_name);
 		if (ln <= ls || strcmp(e->d_name + ln - ls, suffix) || e->d_name[0] == '.')
 			continue;
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 64;
-			char **v = ctq_realloc(*out, cap * sizeof *v);
-			if (!v) {
-				st = ctq_error_set(err, CTQ_ERR_NOMEM, folder, "out of memory");
-				break;
-			}
-			*out = v;
+		if (!ctq_grow((void **)out, &cap, *n + 1, sizeof **out)) {
+			st = ctq_error_set(err, CTQ_ERR_NOMEM, folder, "out of memory");
+			break;
 		}
 		char *name = strndup(e->d_name, ln - ls);
 		if (!name) {

@@ -524,16 +524,9 @@ static void start_item(struct slot *sl, struct group *g, const struct ctq_eval_s
 	sl->steady = g->suffix_mean;
 }
 
-enum ctq_status ctq_eval_score(struct ctq_runner *r, int tp, const struct ctq_eval_set *s,
-			       double (*logprob)[4], ctq_eval_progress_fn progress, void *pctx,
-			       struct ctq_eval_counters *counters, struct ctq_error *err)
+/* Every token id of s inside the model's vocabulary of V entries. */
+static enum ctq_status check_vocab(const struct ctq_eval_set *s, int64_t V, struct ctq_error *err)
 {
-	const int64_t V = r->cfg.vocab, T_max = r->opt.max_tokens;
-	const long n_slots = (long)r->opt.max_slots;
-	if (s->max_len > r->opt.max_len || n_slots < 1 || T_max < 1)
-		return ctq_error_set(err, CTQ_ERR_USAGE, "eval",
-				     "the runner holds %lld positions in %ld slots; the longest question needs %lld",
-				     (long long)r->opt.max_len, n_slots, (long long)s->max_len);
 	for (size_t i = 0; i < s->n; i++) {
 		const struct ctq_eval_item *it = &s->items[i];
 		for (int64_t t = 0; t < it->n_ctx; t++)
@@ -548,23 +541,184 @@ enum ctq_status ctq_eval_score(struct ctq_runner *r, int tp, const struct ctq_ev
 							     "token id %d is outside the model's vocabulary of %lld",
 							     it->cont[k][t], (long long)V);
 	}
-	const long rows_cap = n_slots + 256;
+	return CTQ_OK;
+}
+
+/* The scheduler of one ctq_eval_score call: its groups, its slots and the
+ * buffers of one forward call. */
+struct sched {
+	const struct ctq_eval_set *s;
+	struct group *groups;    /* (n_groups) */
+	long n_groups;
+	long unstarted;          /* groups before this index have all started */
+	struct slot *slots;      /* (n_slots) */
+	long n_slots;
+	int64_t T_max, V;        /* tokens per call; vocabulary */
+	long rows_cap;           /* rows of logits per call */
+	int32_t *ids, *sl_of, *pos; /* (T_max) a call's tokens, their slots, their positions */
+	int64_t *rows;           /* (rows_cap) tokens of the call whose logits come back */
+	struct row_ref *refs;    /* (rows_cap) what each row scores */
+	float *logits;           /* (rows_cap, V) */
+	double *lse;             /* (rows_cap) log-sum-exp of each row */
+};
+
+/* Idle slots: the held prefix's next question first (free), then a group no
+ * slot holds yet (its prefix is needed once anyway), then, while a call's
+ * steady-state tokens stay under half of max_tokens, a second slot for a
+ * group with at least two questions left per slot (parallelism that costs
+ * a prefix). */
+static void fill_slots(struct sched *S)
+{
+	struct group *groups = S->groups;
+	const long n_groups = S->n_groups;
+	int64_t steady = 0;
+	for (long i = 0; i < S->n_slots; i++)
+		if (S->slots[i].busy)
+			steady += S->slots[i].steady;
+	for (long i = 0; i < S->n_slots; i++) {
+		struct slot *sl = &S->slots[i];
+		if (sl->busy)
+			continue;
+		if (sl->g >= 0 && groups[sl->g].next < groups[sl->g].end) {
+			start_item(sl, &groups[sl->g], S->s, true);
+			steady += sl->steady;
+			continue;
+		}
+		if (sl->g >= 0)
+			groups[sl->g].held--, sl->g = -1;
+		while (S->unstarted < n_groups && (groups[S->unstarted].held > 0 ||
+						   groups[S->unstarted].next == groups[S->unstarted].end))
+			S->unstarted++;
+		long pick = -1;
+		for (long g = S->unstarted; g < n_groups && pick < 0; g++)
+			if (groups[g].held == 0 && groups[g].next < groups[g].end)
+				pick = g;
+		if (pick < 0 && 2 * steady < S->T_max) {
+			double best = 0;
+			for (long g = 0; g < n_groups; g++) {
+				size_t rem = groups[g].end - groups[g].next;
+				double ratio = (double)rem / (double)(groups[g].held + 1);
+				if (rem && ratio >= 2.0 && ratio > best)
+					best = ratio, pick = g;
+			}
+		}
+		if (pick < 0)
+			continue;
+		sl->g = pick;
+		groups[pick].held++;
+		start_item(sl, &groups[pick], S->s, false);
+		steady += sl->steady;
+	}
+}
+
+/* Builds call number `call`: every busy slot's next tokens, round-robin from
+ * a rotating start so a long prefix cannot starve the others. Returns the
+ * tokens (0: nothing to feed); *n_rows the rows of logits asked for. */
+static int64_t build_call(struct sched *S, long call, long *n_rows_out)
+{
+	const int64_t T_max = S->T_max;
+	const long n_slots = S->n_slots, rows_cap = S->rows_cap;
+	int64_t T = 0;
+	long n_rows = 0;
+	for (long q = 0; q < n_slots && T < T_max; q++) {
+		long i = (q + call) % n_slots;
+		struct slot *sl = &S->slots[i];
+		if (!sl->busy)
+			continue;
+		int64_t m = sl->n_feed - sl->done;
+		if (m > T_max - T)
+			m = T_max - T;
+		if (sl->rows_all && m > rows_cap - n_rows)
+			m = rows_cap - n_rows;
+		else if (!sl->rows_all && sl->done + m == sl->n_feed && n_rows == rows_cap)
+			m--;
+		for (int64_t j = 0; j < m; j++) {
+			int64_t at = sl->done + j;
+			S->ids[T] = sl->feed[at];
+			S->sl_of[T] = (int32_t)i;
+			S->pos[T] = (int32_t)(sl->pos0 + at);
+			if (sl->rows_all || at == sl->n_feed - 1) {
+				S->rows[n_rows] = T;
+				S->refs[n_rows++] = (struct row_ref){i, sl->rows_all ? at : -1};
+			}
+			T++;
+		}
+		sl->done += m;
+	}
+	*n_rows_out = n_rows;
+	return T;
+}
+
+/* Adds the call's n_rows rows of logits to the log-probabilities of their
+ * items' choices and moves their slots on. Returns the questions finished. */
+static size_t score_rows(struct sched *S, long n_rows, double (*logprob)[4])
+{
+	const int64_t V = S->V;
+	const float *logits = S->logits;
+	double *lse = S->lse;
+	size_t done = 0;
+#pragma omp parallel for schedule(static)
+	for (long k = 0; k < n_rows; k++) {
+		const float *lg = logits + (size_t)k * (size_t)V;
+		double mx = -INFINITY, sum = 0;
+		for (int64_t v = 0; v < V; v++)
+			mx = lg[v] > mx ? lg[v] : mx;
+		for (int64_t v = 0; v < V; v++)
+			sum += exp((double)lg[v] - mx);
+		lse[k] = mx + log(sum);
+	}
+	for (long k = 0; k < n_rows; k++) {
+		const float *lg = logits + (size_t)k * (size_t)V;
+		struct slot *sl = &S->slots[S->refs[k].slot];
+		const struct ctq_eval_item *it = &S->s->items[sl->item];
+		double *lp = logprob[sl->item];
+		if (sl->phase == 0) {
+			for (int q = 0; q < 4; q++)
+				lp[q] = (double)lg[it->cont[q][0]] - lse[k];
+			done += next_phase(sl, S->s, -1);
+		} else {
+			int q = sl->phase - 1;
+			int64_t j = S->refs[k].j;
+			lp[q] += (double)lg[it->cont[q][j + 1]] - lse[k];
+			if (j == it->n_cont[q] - 2)
+				done += next_phase(sl, S->s, q);
+		}
+	}
+	return done;
+}
+
+enum ctq_status ctq_eval_score(struct ctq_runner *r, int tp, const struct ctq_eval_set *s,
+			       double (*logprob)[4], ctq_eval_progress_fn progress, void *pctx,
+			       struct ctq_eval_counters *counters, struct ctq_error *err)
+{
+	const int64_t V = r->cfg.vocab, T_max = r->opt.max_tokens;
+	const long n_slots = (long)r->opt.max_slots;
+	if (s->max_len > r->opt.max_len || n_slots < 1 || T_max < 1)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "eval",
+				     "the runner holds %lld positions in %ld slots; the longest question needs %lld",
+				     (long long)r->opt.max_len, n_slots, (long long)s->max_len);
+	enum ctq_status st = check_vocab(s, V, err);
+	if (st)
+		return st;
+	struct sched S = {.s = s, .n_slots = n_slots, .T_max = T_max, .V = V,
+			  .rows_cap = n_slots + 256};
+	const long rows_cap = S.rows_cap;
 	double t0 = ctq_now_s();
-	struct group *groups = NULL;
-	long n_groups = 0;
-	enum ctq_status st = make_groups(s, &groups, &n_groups, err);
-	struct slot *slots = ctq_calloc((size_t)n_slots, sizeof *slots);
-	int32_t *ids = ctq_malloc((size_t)T_max * 4), *sl_of = ctq_malloc((size_t)T_max * 4),
-		*pos = ctq_malloc((size_t)T_max * 4);
-	int64_t *rows = ctq_malloc((size_t)rows_cap * 8);
-	struct row_ref *refs = ctq_malloc((size_t)rows_cap * sizeof *refs);
-	float *logits = ctq_malloc((size_t)rows_cap * (size_t)V * 4);
-	double *lse = ctq_malloc((size_t)rows_cap * sizeof *lse);
-	if (!st && (!slots || !ids || !sl_of || !pos || !rows || !refs || !logits || !lse))
+	st = make_groups(s, &S.groups, &S.n_groups, err);
+	S.slots = ctq_calloc((size_t)n_slots, sizeof *S.slots);
+	S.ids = ctq_malloc((size_t)T_max * 4);
+	S.sl_of = ctq_malloc((size_t)T_max * 4);
+	S.pos = ctq_malloc((size_t)T_max * 4);
+	S.rows = ctq_malloc((size_t)rows_cap * 8);
+	S.refs = ctq_malloc((size_t)rows_cap * sizeof *S.refs);
+	S.logits = ctq_malloc((size_t)rows_cap * (size_t)V * 4);
+	S.lse = ctq_malloc((size_t)rows_cap * sizeof *S.lse);
+	if (!st && (!S.slots || !S.ids || !S.sl_of || !S.pos || !S.rows || !S.refs || !S.logits ||
+		    !S.lse))
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, "eval", "out of memory for %ld rows of logits",
 				   rows_cap);
-	for (long i = 0; i < n_slots && slots; i++)
-		slots[i].g = -1;
+	for (long i = 0; i < n_slots && S.slots; i++)
+		S.slots[i].g = -1;
 	struct ctq_eval_counters c = {0};
 	for (size_t i = 0; i < s->n; i++) {
 		const struct ctq_eval_item *it = &s->items[i];
@@ -573,131 +727,37 @@ enum ctq_status ctq_eval_score(struct ctq_runner *r, int tp, const struct ctq_ev
 			c.prompt_tokens += it->n_cont[k] - 1;
 	}
 	size_t done = 0;
-	long unstarted = 0; /* groups before this index have all started */
 	for (long call = 0; !st && done < s->n; call++) {
-		/* Idle slots: the held prefix's next question first (free), then a
-		 * group no slot holds yet (its prefix is needed once anyway),
-		 * then, while a call's steady-state tokens stay under half of
-		 * max_tokens, a second slot for a group with at least two
-		 * questions left per slot (parallelism that costs a prefix). */
-		int64_t steady = 0;
-		for (long i = 0; i < n_slots; i++)
-			if (slots[i].busy)
-				steady += slots[i].steady;
-		for (long i = 0; i < n_slots; i++) {
-			struct slot *sl = &slots[i];
-			if (sl->busy)
-				continue;
-			if (sl->g >= 0 && groups[sl->g].next < groups[sl->g].end) {
-				start_item(sl, &groups[sl->g], s, true);
-				steady += sl->steady;
-				continue;
-			}
-			if (sl->g >= 0)
-				groups[sl->g].held--, sl->g = -1;
-			while (unstarted < n_groups && (groups[unstarted].held > 0 ||
-							groups[unstarted].next == groups[unstarted].end))
-				unstarted++;
-			long pick = -1;
-			for (long g = unstarted; g < n_groups && pick < 0; g++)
-				if (groups[g].held == 0 && groups[g].next < groups[g].end)
-					pick = g;
-			if (pick < 0 && 2 * steady < T_max) {
-				double best = 0;
-				for (long g = 0; g < n_groups; g++) {
-					size_t rem = groups[g].end - groups[g].next;
-					double ratio = (double)rem / (double)(groups[g].held + 1);
-					if (rem && ratio >= 2.0 && ratio > best)
-						best = ratio, pick = g;
-				}
-			}
-			if (pick < 0)
-				continue;
-			sl->g = pick;
-			groups[pick].held++;
-			start_item(sl, &groups[pick], s, false);
-			steady += sl->steady;
-		}
-		/* Build the call: every busy slot's next tokens, round-robin from a
-		 * rotating start so a long prefix cannot starve the others. */
-		int64_t T = 0;
+		fill_slots(&S);
 		long n_rows = 0;
-		for (long q = 0; q < n_slots && T < T_max; q++) {
-			long i = (q + call) % n_slots;
-			struct slot *sl = &slots[i];
-			if (!sl->busy)
-				continue;
-			int64_t m = sl->n_feed - sl->done;
-			if (m > T_max - T)
-				m = T_max - T;
-			if (sl->rows_all && m > rows_cap - n_rows)
-				m = rows_cap - n_rows;
-			else if (!sl->rows_all && sl->done + m == sl->n_feed && n_rows == rows_cap)
-				m--;
-			for (int64_t j = 0; j < m; j++) {
-				int64_t at = sl->done + j;
-				ids[T] = sl->feed[at];
-				sl_of[T] = (int32_t)i;
-				pos[T] = (int32_t)(sl->pos0 + at);
-				if (sl->rows_all || at == sl->n_feed - 1) {
-					rows[n_rows] = T;
-					refs[n_rows++] = (struct row_ref){i, sl->rows_all ? at : -1};
-				}
-				T++;
-			}
-			sl->done += m;
-		}
+		int64_t T = build_call(&S, call, &n_rows);
 		if (T == 0) {
 			st = ctq_error_set(err, CTQ_ERR_USAGE, "eval", "scheduler stalled with %zu questions left",
 					   s->n - done);
 			break;
 		}
-		if ((st = tp > 1 ? ctq_runner_tp_forward(r, tp, ids, sl_of, pos, T, rows, n_rows, logits, err)
-				 : ctq_runner_forward(r, ids, sl_of, pos, T, rows, n_rows, logits, err)))
+		if ((st = tp > 1 ? ctq_runner_tp_forward(r, tp, S.ids, S.sl_of, S.pos, T, S.rows, n_rows,
+							 S.logits, err)
+				 : ctq_runner_forward(r, S.ids, S.sl_of, S.pos, T, S.rows, n_rows, S.logits,
+						      err)))
 			break;
 		c.tokens_fed += T;
 		c.calls++;
-#pragma omp parallel for schedule(static)
-		for (long k = 0; k < n_rows; k++) {
-			const float *lg = logits + (size_t)k * (size_t)V;
-			double mx = -INFINITY, sum = 0;
-			for (int64_t v = 0; v < V; v++)
-				mx = lg[v] > mx ? lg[v] : mx;
-			for (int64_t v = 0; v < V; v++)
-				sum += exp((double)lg[v] - mx);
-			lse[k] = mx + log(sum);
-		}
-		for (long k = 0; k < n_rows; k++) {
-			const float *lg = logits + (size_t)k * (size_t)V;
-			struct slot *sl = &slots[refs[k].slot];
-			const struct ctq_eval_item *it = &s->items[sl->item];
-			double *lp = logprob[sl->item];
-			if (sl->phase == 0) {
-				for (int q = 0; q < 4; q++)
-					lp[q] = (double)lg[it->cont[q][0]] - lse[k];
-				done += next_phase(sl, s, -1);
-			} else {
-				int q = sl->phase - 1;
-				int64_t j = refs[k].j;
-				lp[q] += (double)lg[it->cont[q][j + 1]] - lse[k];
-				if (j == it->n_cont[q] - 2)
-					done += next_phase(sl, s, q);
-			}
-		}
+		done += score_rows(&S, n_rows, logprob);
 		if (progress)
 			progress(pctx, done, s->n);
 	}
 	c.seconds = ctq_now_s() - t0;
 	if (counters)
 		*counters = c;
-	free(groups);
-	free(slots);
-	free(ids);
-	free(sl_of);
-	free(pos);
-	free(rows);
-	free(refs);
-	free(logits);
-	free(lse);
+	free(S.groups);
+	free(S.slots);
+	free(S.ids);
+	free(S.sl_of);
+	free(S.pos);
+	free(S.rows);
+	free(S.refs);
+	free(S.logits);
+	free(S.lse);
 	return st;
 }

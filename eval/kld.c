@@ -674,8 +674,7 @@ enum ctq_status ctq_kld_write(struct ctq_kld_run *r, struct ctq_run *run, struct
 	    (st = ctq_fam_eval_kld_write_hist(ctq_run_path(run, "eval_kld_hist.csv", path, sizeof path),
 					      r->hist, r->n_src, r->src_names, err)) ||
 	    (st = write_junit(r, run, err)) ||
-	    (st = ctq_file_write_atomic(ctq_run_path(run, "summary.md", path, sizeof path), r->table.data,
-					r->table.len, err)))
+	    (st = ctq_run_write_file(run, "summary.md", r->table.data, r->table.len, err)))
 		return st;
 	manifest(r, cJSON_AddObjectToObject(run->manifest, "eval_kld"));
 	return CTQ_OK;

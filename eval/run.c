@@ -563,10 +563,9 @@ static enum ctq_status write_questions(const struct ctq_eval_run *r, struct ctq_
 	const struct ctq_eval_run_options *o = &r->o;
 	const struct ctq_eval_model *cand = &r->cand, *base = &r->base;
 	struct ctq_csv csv = {0};
-	char path[1200];
-	enum ctq_status st;
-	if ((st = ctq_csv_open(&csv, ctq_run_path(run, "eval_questions.csv", path, sizeof path), q_header,
-			       sizeof q_header / sizeof *q_header, err)))
+	enum ctq_status st =
+		ctq_run_csv_open(run, "eval_questions.csv", &csv, q_header, sizeof q_header / sizeof *q_header, err);
+	if (st)
 		return st;
 	for (size_t i = 0; i < r->shared.n; i++) {
 		const struct ctq_eval_item *it = &r->shared.items[i];
@@ -611,10 +610,9 @@ static enum ctq_status write_groups(const struct ctq_eval_run *r, struct ctq_run
 {
 	const struct ctq_eval_group *groups = r->groups;
 	struct ctq_csv csv = {0};
-	char path[1200];
-	enum ctq_status st;
-	if ((st = ctq_csv_open(&csv, ctq_run_path(run, "eval_groups.csv", path, sizeof path), g_header,
-			       sizeof g_header / sizeof *g_header, err)))
+	enum ctq_status st =
+		ctq_run_csv_open(run, "eval_groups.csv", &csv, g_header, sizeof g_header / sizeof *g_header, err);
+	if (st)
 		return st;
 	for (size_t i = 0; i < r->n_groups; i++) {
 		g_row(&csv, &groups[i], "candidate", groups[i].t.k_new, groups[i].macro_new,
@@ -632,10 +630,9 @@ static enum ctq_status write_paired(const struct ctq_eval_run *r, struct ctq_run
 {
 	const size_t ng = r->n_groups;
 	struct ctq_csv csv = {0};
-	char path[1200];
-	enum ctq_status st;
-	if ((st = ctq_csv_open(&csv, ctq_run_path(run, "eval_paired.csv", path, sizeof path), p_header,
-			       sizeof p_header / sizeof *p_header, err)))
+	enum ctq_status st =
+		ctq_run_csv_open(run, "eval_paired.csv", &csv, p_header, sizeof p_header / sizeof *p_header, err);
+	if (st)
 		return st;
 	for (size_t i = 0; i < ng; i++)
 		p_row(&csv, &r->groups[i]);
@@ -660,7 +657,7 @@ static enum ctq_status write_paired(const struct ctq_eval_run *r, struct ctq_run
 						    .message = g->inferior ? msgs[nc] : NULL};
 		nc++;
 	}
-	char suite[64];
+	char suite[64], path[1200];
 	snprintf(suite, sizeof suite, "eval.%s", r->protocol_id);
 	st = ctq_junit_write(ctq_run_path(run, "junit.xml", path, sizeof path), suite, cases, nc, err);
 	free(cases), free(msgs);
@@ -761,13 +758,10 @@ static void manifest(const struct ctq_eval_run *r, cJSON *ev)
 
 enum ctq_status ctq_eval_run_write(struct ctq_eval_run *r, struct ctq_run *run, struct ctq_error *err)
 {
-	char path[1200];
 	enum ctq_status st;
 	if ((st = write_questions(r, run, err)) || (st = write_groups(r, run, err)) ||
-	    (r->have_ref && (st = write_paired(r, run, err))))
-		return st;
-	if ((st = ctq_file_write_atomic(ctq_run_path(run, "summary.md", path, sizeof path), r->table.data,
-					r->table.len, err)))
+	    (r->have_ref && (st = write_paired(r, run, err))) ||
+	    (st = ctq_run_write_file(run, "summary.md", r->table.data, r->table.len, err)))
 		return st;
 	manifest(r, cJSON_AddObjectToObject(run->manifest, "eval"));
 	return CTQ_OK;

@@ -5,6 +5,7 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/version.h"
+#include "results/csv_out.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -226,6 +227,20 @@ const char *ctq_run_path(const struct ctq_run *run, const char *name,
 {
 	snprintf(buf, cap, "%s/%s", run->tmp_dir, name);
 	return buf;
+}
+
+enum ctq_status ctq_run_csv_open(const struct ctq_run *run, const char *name, struct ctq_csv *csv,
+				 const char *const *header, size_t n_cols, struct ctq_error *err)
+{
+	char path[sizeof run->tmp_dir + 100];
+	return ctq_csv_open(csv, ctq_run_path(run, name, path, sizeof path), header, n_cols, err);
+}
+
+enum ctq_status ctq_run_write_file(const struct ctq_run *run, const char *name, const void *data,
+				   size_t n_bytes, struct ctq_error *err)
+{
+	char path[sizeof run->tmp_dir + 100];
+	return ctq_file_write_atomic(ctq_run_path(run, name, path, sizeof path), data, n_bytes, err);
 }
 
 /* Whether name is a text result file (CSV, JSON, log, Markdown, HTML, XML,

@@ -63,6 +63,16 @@ enum ctq_status ctq_run_out_check(const char *out_dir, bool force, struct ctq_er
 const char *ctq_run_path(const struct ctq_run *run, const char *name,
 			 char *buf, size_t cap);
 
+struct ctq_csv;
+/* Opens the CSV file name inside the (temporary) run directory and writes
+ * its header, as ctq_csv_open does. */
+enum ctq_status ctq_run_csv_open(const struct ctq_run *run, const char *name, struct ctq_csv *csv,
+				 const char *const *header, size_t n_cols, struct ctq_error *err);
+/* Writes n_bytes of data to the file name inside the (temporary) run
+ * directory, as ctq_file_write_atomic does. */
+enum ctq_status ctq_run_write_file(const struct ctq_run *run, const char *name, const void *data,
+				   size_t n_bytes, struct ctq_error *err);
+
 /* Writes manifest.json (with ended_utc, the mark of a finished run),
  * rewrites the temporary directory's name into the final one in every text
  * result file under it (CSV, JSON, logs, summary.md, report.html, junit.xml)

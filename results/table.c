@@ -152,17 +152,17 @@ enum ctq_status ctq_table_parse(struct ctq_table *t, const char *text, size_t le
 	return p.st;
 }
 
+/* ctq_table_load's ctq_file_parse_fn; ctx: the table. */
+static enum ctq_status parse_loaded(void *t, const char *text, size_t len, const char *path,
+				    struct ctq_error *err)
+{
+	return ctq_table_parse(t, text, len, path, err);
+}
+
 enum ctq_status ctq_table_load(struct ctq_table *t, const char *path, struct ctq_error *err)
 {
 	memset(t, 0, sizeof *t);
-	char *text = NULL;
-	size_t len = 0;
-	enum ctq_status st = ctq_file_read(path, CTQ_TABLE_MAX_BYTES, &text, &len, err);
-	if (st)
-		return st;
-	st = ctq_table_parse(t, text, len, path, err);
-	ctq_free(text);
-	return st;
+	return ctq_file_parse(path, CTQ_TABLE_MAX_BYTES, parse_loaded, t, err);
 }
 
 int ctq_table_col(const struct ctq_table *t, const char *name)

@@ -40,51 +40,55 @@ struct nfc_range {
 #define HANGUL_N (HANGUL_V_COUNT * HANGUL_T_COUNT)
 #define HANGUL_S_COUNT (HANGUL_L_COUNT * HANGUL_N)
 
+/* bsearch comparators: a code point against a range or a table entry. */
+static int cmp_ccc_range(const void *key, const void *elem)
+{
+	uint32_t cp = *(const uint32_t *)key;
+	const struct nfc_ccc_range *r = elem;
+	return cp < r->lo ? -1 : cp > r->hi;
+}
+
 static uint8_t ccc_of(uint32_t cp)
 {
 	if (cp < 0x300)
 		return 0;
-	size_t lo = 0, hi = N_ELEMS(nfc_ccc);
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (cp < nfc_ccc[mid].lo)
-			hi = mid;
-		else if (cp > nfc_ccc[mid].hi)
-			lo = mid + 1;
-		else
-			return nfc_ccc[mid].ccc;
-	}
-	return 0;
+	const struct nfc_ccc_range *r =
+		bsearch(&cp, nfc_ccc, N_ELEMS(nfc_ccc), sizeof nfc_ccc[0], cmp_ccc_range);
+	return r ? r->ccc : 0;
+}
+
+static int cmp_range(const void *key, const void *elem)
+{
+	uint32_t cp = *(const uint32_t *)key;
+	const struct nfc_range *r = elem;
+	return cp < r->lo ? -1 : cp > r->hi;
 }
 
 static bool qc_not_yes(uint32_t cp)
 {
-	size_t lo = 0, hi = N_ELEMS(nfc_qc_not_yes);
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (cp < nfc_qc_not_yes[mid].lo)
-			hi = mid;
-		else if (cp > nfc_qc_not_yes[mid].hi)
-			lo = mid + 1;
-		else
-			return true;
-	}
-	return false;
+	return bsearch(&cp, nfc_qc_not_yes, N_ELEMS(nfc_qc_not_yes), sizeof nfc_qc_not_yes[0],
+		       cmp_range) != NULL;
+}
+
+static int cmp_decomp(const void *key, const void *elem)
+{
+	uint32_t cp = *(const uint32_t *)key;
+	const struct nfc_decomp *d = elem;
+	return cp < d->cp ? -1 : cp > d->cp;
 }
 
 static const struct nfc_decomp *decomp_of(uint32_t cp)
 {
-	size_t lo = 0, hi = N_ELEMS(nfc_decomp);
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (cp < nfc_decomp[mid].cp)
-			hi = mid;
-		else if (cp > nfc_decomp[mid].cp)
-			lo = mid + 1;
-		else
-			return &nfc_decomp[mid];
-	}
-	return NULL;
+	return bsearch(&cp, nfc_decomp, N_ELEMS(nfc_decomp), sizeof nfc_decomp[0], cmp_decomp);
+}
+
+/* Key: the pair (first, second) as a struct nfc_comp. */
+static int cmp_comp(const void *key, const void *elem)
+{
+	const struct nfc_comp *k = key, *c = elem;
+	if (k->first != c->first)
+		return k->first < c->first ? -1 : 1;
+	return k->second < c->second ? -1 : k->second > c->second;
 }
 
 /* The primary composite of a + b, or 0. */
@@ -96,18 +100,10 @@ static uint32_t compose_pair(uint32_t a, uint32_t b)
 	if (a >= HANGUL_S && a < HANGUL_S + HANGUL_S_COUNT && (a - HANGUL_S) % HANGUL_T_COUNT == 0 &&
 	    b > HANGUL_T && b < HANGUL_T + HANGUL_T_COUNT)
 		return a + (b - HANGUL_T);
-	size_t lo = 0, hi = N_ELEMS(nfc_comp);
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct nfc_comp *c = &nfc_comp[mid];
-		if (a < c->first || (a == c->first && b < c->second))
-			hi = mid;
-		else if (a > c->first || b > c->second)
-			lo = mid + 1;
-		else
-			return c->composite;
-	}
-	return 0;
+	const struct nfc_comp key = {a, b, 0};
+	const struct nfc_comp *c =
+		bsearch(&key, nfc_comp, N_ELEMS(nfc_comp), sizeof nfc_comp[0], cmp_comp);
+	return c ? c->composite : 0;
 }
 
 /* A growable code point buffer; the first allocation failure sticks. */

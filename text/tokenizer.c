@@ -54,33 +54,6 @@ static size_t pow2_at_least(size_t n)
 
 /* ---- growable buffers (an allocation failure sticks) ---------------------- */
 
-
-bool ctq_tok_bytes_reserve(struct bytes *b, size_t extra)
-{
-	if (b->oom)
-		return false;
-	if (extra > SIZE_MAX / 2 - b->n) {
-		b->oom = true;
-		return false;
-	}
-	if (!ctq_grow((void **)&b->v, &b->cap, b->n + extra + 1, 1)) {
-		b->oom = true;
-		return false;
-	}
-	return true;
-}
-
-void ctq_tok_bytes_append(struct bytes *b, const void *s, size_t n)
-{
-	if (!ctq_tok_bytes_reserve(b, n))
-		return;
-	if (n)
-		memcpy(b->v + b->n, s, n);
-	b->n += n;
-	b->v[b->n] = '\0';
-}
-
-
 void ctq_tok_ids_push(struct ids *a, int32_t id)
 {
 	if (a->oom)
@@ -195,8 +168,8 @@ enum ctq_status ctq_tokenizer_decode(const struct ctq_tokenizer *t, const int32_
 	const struct ctq_tokenizer_impl *T = t ? t->impl : NULL;
 	if (!T)
 		return ctq_error_set(err, CTQ_ERR_USAGE, NULL, "tokenizer is not loaded");
-	struct bytes raw = {0};
-	ctq_tok_bytes_append(&raw, "", 0);
+	struct ctq_strbuf raw = {0};
+	ctq_strbuf_appendn(&raw, "", 0);
 	for (size_t i = 0; i < n && !raw.oom; i++) {
 		int32_t id = ids[i];
 		if (id < 0 || (size_t)id >= T->n_ids)
@@ -206,7 +179,7 @@ enum ctq_status ctq_tokenizer_decode(const struct ctq_tokenizer *t, const int32_
 		/* ByteLevel decoder: a token whose every character is in the
 		 * byte-level alphabet gives those bytes, any other its own text. */
 		const char *s = T->tok[id];
-		size_t m = T->tok_len[id], mark = raw.n;
+		size_t m = T->tok_len[id], mark = raw.len;
 		bool all = true;
 		for (size_t k = 0; k < m && all;) {
 			size_t clen;
@@ -214,21 +187,21 @@ enum ctq_status ctq_tokenizer_decode(const struct ctq_tokenizer *t, const int32_
 			all = cp < 0x144 && T->char_byte[cp] >= 0;
 			if (all) {
 				char b = (char)T->char_byte[cp];
-				ctq_tok_bytes_append(&raw, &b, 1);
+				ctq_strbuf_appendn(&raw, &b, 1);
 			}
 			k += clen;
 		}
 		if (!all) {
-			raw.n = mark;
-			ctq_tok_bytes_append(&raw, s, m);
+			raw.len = mark;
+			ctq_strbuf_appendn(&raw, s, m);
 		}
 	}
 	enum ctq_status st = CTQ_OK;
 	if (raw.oom)
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, NULL, "out of memory decoding %zu ids", n);
 	else
-		st = ctq_tokenizer_utf8_sanitize(raw.v, raw.n, text, len, err);
-	free(raw.v);
+		st = ctq_tokenizer_utf8_sanitize(raw.data, raw.len, text, len, err);
+	free(raw.data);
 	return st;
 }
 

@@ -39,7 +39,7 @@ struct bpe_merge {
 
 /* Pieces of text: spans of one byte buffer. */
 struct pieces {
-	struct bytes text;
+	struct ctq_strbuf text;
 	size_t *off, *len; /* (cap) */
 	size_t n, cap;
 	bool oom;
@@ -49,7 +49,7 @@ struct pieces {
 struct workspace {
 	pcre2_match_data *md;
 	struct pieces a, b;
-	struct bytes tmp;
+	struct ctq_strbuf tmp;
 	struct span *spans;
 	size_t n_spans, cap_spans;
 	struct bpe_symbol *sym;
@@ -61,13 +61,13 @@ struct workspace {
 
 static void pieces_reset(struct pieces *p)
 {
-	p->text.n = 0;
+	p->text.len = 0;
 	p->n = 0;
 }
 
 static void pieces_free(struct pieces *p)
 {
-	free(p->text.v);
+	free(p->text.data);
 	free(p->off);
 	free(p->len);
 }
@@ -93,27 +93,27 @@ static void pieces_add(const struct ctq_tokenizer_impl *T, struct pieces *p, con
 		p->len = len;
 		p->cap = cap;
 	}
-	size_t start = p->text.n;
+	size_t start = p->text.len;
 	if (map) {
-		if (!ctq_tok_bytes_reserve(&p->text, 2 * n)) {
+		if (!ctq_strbuf_reserve(&p->text, 2 * n)) {
 			p->oom = true;
 			return;
 		}
 		for (size_t i = 0; i < n; i++) {
 			unsigned char b = (unsigned char)s[i];
-			memcpy(p->text.v + p->text.n, T->byte_utf8[b], T->byte_utf8_len[b]);
-			p->text.n += T->byte_utf8_len[b];
+			memcpy(p->text.data + p->text.len, T->byte_utf8[b], T->byte_utf8_len[b]);
+			p->text.len += T->byte_utf8_len[b];
 		}
-		p->text.v[p->text.n] = '\0';
+		p->text.data[p->text.len] = '\0';
 	} else {
-		ctq_tok_bytes_append(&p->text, s, n);
+		ctq_strbuf_appendn(&p->text, s, n);
 	}
 	if (p->text.oom) {
 		p->oom = true;
 		return;
 	}
 	p->off[p->n] = start;
-	p->len[p->n] = p->text.n - start;
+	p->len[p->n] = p->text.len - start;
 	p->n++;
 }
 
@@ -206,23 +206,17 @@ static void apply_behavior(const struct pre_step *st, struct workspace *w)
 		return;
 	case SPLIT_REMOVED:
 		return;
-	case SPLIT_CONTIGUOUS: {
-		bool previous = false;
-		for (size_t i = 0; i < n; i++) {
-			bool m = v[i].is_match;
-			if (m == previous && k > 0)
-				v[k - 1].end = v[i].end;
-			else
-				v[k++] = (struct span){v[i].start, v[i].end, false};
-			previous = m;
-		}
-		break;
-	}
+	case SPLIT_CONTIGUOUS:
 	case SPLIT_MERGED_WITH_PREVIOUS: {
+		/* A span joins the kept one before it: contiguous, when both are
+		 * matches or both are not; merged-with-previous, when it is a
+		 * match after a non-match. */
+		const bool contiguous = st->behavior == SPLIT_CONTIGUOUS;
 		bool previous = false;
 		for (size_t i = 0; i < n; i++) {
 			bool m = v[i].is_match;
-			if (m && !previous && k > 0)
+			bool join = contiguous ? m == previous : m && !previous;
+			if (join && k > 0)
 				v[k - 1].end = v[i].end;
 			else
 				v[k++] = (struct span){v[i].start, v[i].end, false};
@@ -258,17 +252,17 @@ static enum ctq_status run_step(const struct ctq_tokenizer_impl *T, const struct
 {
 	pieces_reset(out);
 	for (size_t i = 0; i < in->n; i++) {
-		const char *s = in->text.v + in->off[i];
+		const char *s = in->text.data + in->off[i];
 		size_t n = in->len[i];
 		bool map = st->kind == STEP_BYTE_LEVEL;
 		if (map && st->add_prefix_space && s[0] != ' ') {
-			w->tmp.n = 0;
-			ctq_tok_bytes_append(&w->tmp, " ", 1);
-			ctq_tok_bytes_append(&w->tmp, s, n);
+			w->tmp.len = 0;
+			ctq_strbuf_appendn(&w->tmp, " ", 1);
+			ctq_strbuf_appendn(&w->tmp, s, n);
 			if (w->tmp.oom)
 				return CTQ_ERR_NOMEM;
-			s = w->tmp.v;
-			n = w->tmp.n;
+			s = w->tmp.data;
+			n = w->tmp.len;
 		}
 		if (map && !st->re) {
 			pieces_add(T, out, s, n, true);
@@ -444,7 +438,7 @@ static enum ctq_status encode_piece(const struct ctq_tokenizer_impl *T, const ch
 		next = t;
 	}
 	for (size_t i = 0; i < cur->n; i++) {
-		enum ctq_status st = bpe_word(T, cur->text.v + cur->off[i], cur->len[i], w, out);
+		enum ctq_status st = bpe_word(T, cur->text.data + cur->off[i], cur->len[i], w, out);
 		if (st)
 			return st;
 	}
@@ -543,30 +537,30 @@ static bool find_added(const struct ctq_tokenizer_impl *T, const struct match_se
 enum ctq_status ctq_tokenizer_utf8_sanitize(const char *text, size_t len, char **out,
 					    size_t *out_len, struct ctq_error *err)
 {
-	struct bytes b = {0};
+	struct ctq_strbuf b = {0};
 	const unsigned char *s = (const unsigned char *)text;
-	ctq_tok_bytes_reserve(&b, len);
+	ctq_strbuf_reserve(&b, len);
 	for (size_t i = 0; i < len && !b.oom;) {
 		bool complete;
 		size_t k = ctq_utf8_valid_prefix(s + i, len - i, &complete);
 		if (complete) {
-			ctq_tok_bytes_append(&b, s + i, k);
+			ctq_strbuf_appendn(&b, text + i, k);
 			i += k;
 		} else {
-			ctq_tok_bytes_append(&b, "\xEF\xBF\xBD", 3); /* U+FFFD */
+			ctq_strbuf_appendn(&b, "\xEF\xBF\xBD", 3); /* U+FFFD */
 			i += k ? k : 1;
 		}
 	}
-	ctq_tok_bytes_append(&b, "", 0); /* NUL-terminates, also when len == 0 */
+	ctq_strbuf_appendn(&b, "", 0); /* NUL-terminates, also when len == 0 */
 	if (b.oom) {
-		free(b.v);
+		free(b.data);
 		*out = NULL;
 		*out_len = 0;
 		return ctq_error_set(err, CTQ_ERR_NOMEM, NULL, "out of memory (%zu bytes of text)",
 				     len);
 	}
-	*out = b.v;
-	*out_len = b.n;
+	*out = b.data;
+	*out_len = b.len;
 	return CTQ_OK;
 }
 
@@ -575,7 +569,7 @@ static void workspace_free(struct workspace *w)
 	pcre2_match_data_free(w->md);
 	pieces_free(&w->a);
 	pieces_free(&w->b);
-	free(w->tmp.v);
+	free(w->tmp.data);
 	free(w->spans);
 	free(w->sym);
 	free(w->heap);

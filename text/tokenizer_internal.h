@@ -10,6 +10,7 @@
 #endif
 #include "text/tokenizer.h"
 #include "core/arena.h"
+#include "core/strbuf.h"
 
 #include <pcre2.h>
 #include <stdbool.h>
@@ -118,13 +119,8 @@ struct ctq_tokenizer_impl {
 	int16_t char_byte[0x144];
 };
 
-/* ---- growable buffers (an allocation failure sticks; tokenizer.c) ------- */
-
-struct bytes {
-	char *v;
-	size_t n, cap;
-	bool oom;
-};
+/* ---- growable id arrays (an allocation failure sticks; tokenizer.c) ----- */
+/* Byte buffers are struct ctq_strbuf (core/strbuf.h). */
 
 struct ids {
 	int32_t *v;
@@ -132,8 +128,6 @@ struct ids {
 	bool oom;
 };
 
-bool ctq_tok_bytes_reserve(struct bytes *b, size_t extra);
-void ctq_tok_bytes_append(struct bytes *b, const void *s, size_t n);
 void ctq_tok_ids_push(struct ids *a, int32_t id);
 
 /* ---- indexes (tokenizer.c) ------------------------------------------------ */

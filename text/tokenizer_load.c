@@ -137,10 +137,10 @@ static bool is_script_name(const char *name, size_t n)
  * Everything else is passed through. */
 static char *rewrite_pattern(const char *p, size_t n, size_t *out_len)
 {
-	struct bytes b = {0};
+	struct ctq_strbuf b = {0};
 	for (size_t i = 0; i < n;) {
 		if (p[i] != '\\' || i + 1 >= n) {
-			ctq_tok_bytes_append(&b, p + i, 1);
+			ctq_strbuf_appendn(&b, p + i, 1);
 			i++;
 			continue;
 		}
@@ -149,35 +149,35 @@ static char *rewrite_pattern(const char *p, size_t n, size_t *out_len)
 					    ? memchr(p + i + 3, '}', n - i - 3)
 					    : NULL;
 		if (close && is_script_name(p + i + 3, (size_t)(close - (p + i + 3)))) {
-			ctq_tok_bytes_append(&b, p + i, 3);
-			ctq_tok_bytes_append(&b, "sc:", 3);
-			ctq_tok_bytes_append(&b, p + i + 3, (size_t)(close - (p + i + 3)) + 1);
+			ctq_strbuf_appendn(&b, p + i, 3);
+			ctq_strbuf_appendn(&b, "sc:", 3);
+			ctq_strbuf_appendn(&b, p + i + 3, (size_t)(close - (p + i + 3)) + 1);
 			i = (size_t)(close - p) + 1;
 			continue;
 		}
 		if (c == 's')
-			ctq_tok_bytes_append(&b, "\\p{White_Space}", 15);
+			ctq_strbuf_appendn(&b, "\\p{White_Space}", 15);
 		else if (c == 'S')
-			ctq_tok_bytes_append(&b, "\\P{White_Space}", 15);
+			ctq_strbuf_appendn(&b, "\\P{White_Space}", 15);
 		else if (c == 'Q') {
 			size_t j = i + 2;
 			while (j < n && !(p[j] == '\\' && j + 1 < n && p[j + 1] == 'E'))
 				j++;
 			j = j < n ? j + 2 : n;
-			ctq_tok_bytes_append(&b, p + i, j - i);
+			ctq_strbuf_appendn(&b, p + i, j - i);
 			i = j;
 			continue;
 		} else
-			ctq_tok_bytes_append(&b, p + i, 2);
+			ctq_strbuf_appendn(&b, p + i, 2);
 		i += 2;
 	}
-	ctq_tok_bytes_append(&b, "", 0);
+	ctq_strbuf_appendn(&b, "", 0);
 	if (b.oom) {
-		free(b.v);
+		free(b.data);
 		return NULL;
 	}
-	*out_len = b.n;
-	return b.v;
+	*out_len = b.len;
+	return b.data;
 }
 
 static enum ctq_status compile_regex(struct loader *L, const char *pattern, const char *path,
@@ -328,29 +328,6 @@ static enum ctq_status load_pre_tokenizer(struct loader *L, const cJSON *node, c
 	return st;
 }
 
-/* An item_loader (ctx unused); an absent or null node is no normalizer. */
-static enum ctq_status load_normalizer(struct loader *L, const cJSON *node, const char *path,
-				       int depth, void *ctx)
-{
-	(void)ctx;
-	if (!node || cJSON_IsNull(node))
-		return CTQ_OK;
-	const char *type;
-	enum ctq_status st = get_type(L, node, path, &type);
-	if (st)
-		return st;
-	if (strcmp(type, "NFC") == 0) {
-		L->T->nfc = true;
-		return CTQ_OK;
-	}
-	if (strcmp(type, "Sequence") == 0 && depth < MAX_NESTING)
-		return load_sequence(L, node, path, "normalizers", depth, load_normalizer, NULL);
-	char p[CTQ_PATH_MAX];
-	key_path(p, path, "type");
-	return fail(L, CTQ_ERR_UNSUPPORTED_FORMAT, p,
-		    "is \"%s\"; supported normalizers: NFC and a Sequence of NFC", type);
-}
-
 /* Stores text as the token of id (copied into the arena). */
 static enum ctq_status set_token(struct loader *L, int32_t id, const char *text, size_t n,
 				 const char *path)
@@ -423,7 +400,7 @@ static enum ctq_status load_vocab(struct loader *L, const cJSON *vocab, size_t n
 
 /* One merge: "a b" (legacy) or ["a", "b"]. */
 static enum ctq_status load_merge(struct loader *L, const cJSON *m, const char *p, bool legacy,
-				  int32_t rank, struct bytes *scratch)
+				  int32_t rank, struct ctq_strbuf *scratch)
 {
 	struct ctq_tokenizer_impl *T = L->T;
 	const char *a, *b;
@@ -454,12 +431,12 @@ static enum ctq_status load_merge(struct loader *L, const cJSON *m, const char *
 		nb = strlen(b);
 	}
 	int32_t ia = ctq_tok_str_index_find(T, a, na), ib = ctq_tok_str_index_find(T, b, nb);
-	scratch->n = 0;
-	ctq_tok_bytes_append(scratch, a, na);
-	ctq_tok_bytes_append(scratch, b, nb);
+	scratch->len = 0;
+	ctq_strbuf_appendn(scratch, a, na);
+	ctq_strbuf_appendn(scratch, b, nb);
 	if (scratch->oom)
 		return nomem(L, p);
-	int32_t im = ctq_tok_str_index_find(T, scratch->v, scratch->n);
+	int32_t im = ctq_tok_str_index_find(T, scratch->data, scratch->len);
 	const char *missing = NULL;
 	size_t nmissing = 0;
 	if (ia < 0 || (size_t)ia >= T->n_model) {
@@ -469,8 +446,8 @@ static enum ctq_status load_merge(struct loader *L, const cJSON *m, const char *
 		missing = b;
 		nmissing = nb;
 	} else if (im < 0 || (size_t)im >= T->n_model) {
-		missing = scratch->v;
-		nmissing = scratch->n;
+		missing = scratch->data;
+		nmissing = scratch->len;
 	}
 	if (missing)
 		return fail(L, CTQ_ERR_INVALID_CONFIG, p,
@@ -541,7 +518,7 @@ static enum ctq_status load_model(struct loader *L, const cJSON *model, size_t n
 	if (!ctq_tok_merge_index_init(&T->merges, n))
 		return nomem(L, "model.merges");
 	bool legacy = n > 0 && cJSON_IsString(merges->child);
-	struct bytes scratch = {0};
+	struct ctq_strbuf scratch = {0};
 	int32_t rank = 0;
 	size_t i = 0;
 	for (const cJSON *m = merges->child; m; m = m->next, i++) {
@@ -553,7 +530,7 @@ static enum ctq_status load_model(struct loader *L, const cJSON *model, size_t n
 		if ((st = load_merge(L, m, p, legacy, rank++, &scratch)))
 			break;
 	}
-	free(scratch.v);
+	free(scratch.data);
 	return st;
 }
 
@@ -793,28 +770,52 @@ static enum ctq_status load_template(struct loader *L, const cJSON *node, const 
 	return CTQ_OK;
 }
 
-/* An item_loader (ctx unused); an absent or null node is no post-processor. */
-static enum ctq_status load_post_processor(struct loader *L, const cJSON *node, const char *path,
-					   int depth, void *ctx)
+/* A normalizer of type "NFC". */
+static enum ctq_status load_nfc(struct loader *L, const cJSON *node, const char *path)
 {
-	(void)ctx;
+	(void)node;
+	(void)path;
+	L->T->nfc = true;
+	return CTQ_OK;
+}
+
+/* An optional component of tokenizer.json: the types ctq implements, each
+ * with its loader (NULL: nothing to load), or a Sequence of them under
+ * seq_key; supported lists them for the error. */
+struct component {
+	const char *seq_key, *supported;
+	struct {
+		const char *type;
+		enum ctq_status (*load)(struct loader *L, const cJSON *node, const char *path);
+	} types[2];
+};
+
+static const struct component normalizer = {
+	"normalizers", "normalizers: NFC and a Sequence of NFC", {{"NFC", load_nfc}}};
+static const struct component post_processor = {
+	"processors", "post-processors: ByteLevel, TemplateProcessing, Sequence",
+	{{"ByteLevel", NULL /* offsets only */}, {"TemplateProcessing", load_template}}};
+
+/* An item_loader; ctx: its struct component. An absent or null node is no
+ * component. */
+static enum ctq_status load_component(struct loader *L, const cJSON *node, const char *path,
+				      int depth, void *ctx)
+{
+	const struct component *c = ctx;
 	if (!node || cJSON_IsNull(node))
 		return CTQ_OK;
 	const char *type;
 	enum ctq_status st = get_type(L, node, path, &type);
 	if (st)
 		return st;
-	if (strcmp(type, "ByteLevel") == 0) /* offsets only */
-		return CTQ_OK;
-	if (strcmp(type, "TemplateProcessing") == 0)
-		return load_template(L, node, path);
+	for (size_t i = 0; i < sizeof c->types / sizeof c->types[0] && c->types[i].type; i++)
+		if (strcmp(type, c->types[i].type) == 0)
+			return c->types[i].load ? c->types[i].load(L, node, path) : CTQ_OK;
 	if (strcmp(type, "Sequence") == 0 && depth < MAX_NESTING)
-		return load_sequence(L, node, path, "processors", depth, load_post_processor, NULL);
+		return load_sequence(L, node, path, c->seq_key, depth, load_component, ctx);
 	char p[CTQ_PATH_MAX];
 	key_path(p, path, "type");
-	return fail(L, CTQ_ERR_UNSUPPORTED_FORMAT, p,
-		    "is \"%s\"; supported post-processors: ByteLevel, TemplateProcessing, Sequence",
-		    type);
+	return fail(L, CTQ_ERR_UNSUPPORTED_FORMAT, p, "is \"%s\"; supported %s", type, c->supported);
 }
 
 static enum ctq_status load_root(struct loader *L, const cJSON *root)
@@ -848,7 +849,8 @@ static enum ctq_status load_root(struct loader *L, const cJSON *root)
 		return fail(L, CTQ_ERR_INVALID_CONFIG, "added_tokens", "holds too many tokens");
 
 	if ((st = load_model(L, ctq_json_get(root, "model"), n_added)) ||
-	    (st = load_normalizer(L, ctq_json_get(root, "normalizer"), "normalizer", 0, NULL)) ||
+	    (st = load_component(L, ctq_json_get(root, "normalizer"), "normalizer", 0,
+				   (void *)&normalizer)) ||
 	    (st = load_added_tokens(L, added)) || (st = prepare_added_patterns(L)))
 		return st;
 
@@ -862,8 +864,8 @@ static enum ctq_status load_root(struct loader *L, const cJSON *root)
 	if (!has_byte_level)
 		return fail(L, CTQ_ERR_UNSUPPORTED_FORMAT, "pre_tokenizer",
 			    "has no ByteLevel step; only byte-level BPE is supported");
-	if ((st = load_post_processor(L, ctq_json_get(root, "post_processor"), "post_processor",
-				      0, NULL)))
+	if ((st = load_component(L, ctq_json_get(root, "post_processor"), "post_processor", 0,
+				 (void *)&post_processor)))
 		return st;
 	const cJSON *dec = ctq_json_get(root, "decoder");
 	const char *type = NULL;
@@ -963,11 +965,17 @@ static void init_byte_map(struct ctq_tokenizer_impl *T)
 	}
 }
 
-enum ctq_status ctq_tokenizer_load(struct ctq_tokenizer *t, const char *path,
-				   struct ctq_error *err)
+/* The empty tokenizer: nothing loaded, no BOS or EOS id. */
+static void clear(struct ctq_tokenizer *t)
 {
 	memset(t, 0, sizeof *t);
 	t->bos_id = t->eos_id = -1;
+}
+
+enum ctq_status ctq_tokenizer_load(struct ctq_tokenizer *t, const char *path,
+				   struct ctq_error *err)
+{
+	clear(t);
 	char *file = NULL, *dir = NULL;
 	cJSON *root = NULL;
 	enum ctq_status st = CTQ_OK;
@@ -1019,27 +1027,31 @@ done:
 	return st;
 }
 
+/* Frees what ctq_tokenizer_load built (NULL: nothing). */
+static void impl_free(struct ctq_tokenizer_impl *T)
+{
+	if (!T)
+		return;
+	for (size_t i = 0; i < T->n_steps; i++)
+		pcre2_code_free(T->steps[i].re);
+	free(T->steps);
+	free(T->tok);
+	free(T->tok_len);
+	free(T->special);
+	free(T->index.slots);
+	ctq_tok_merge_index_free(&T->merges);
+	free(T->raw_set.order);
+	free(T->normalized_set.order);
+	pcre2_match_context_free(T->match_ctx);
+	pcre2_code_free(T->word_re);
+	ctq_arena_free(&T->arena);
+	free(T);
+}
+
 void ctq_tokenizer_free(struct ctq_tokenizer *t)
 {
 	if (!t)
 		return;
-	struct ctq_tokenizer_impl *T = t->impl;
-	if (T) {
-		for (size_t i = 0; i < T->n_steps; i++)
-			pcre2_code_free(T->steps[i].re);
-		free(T->steps);
-		free(T->tok);
-		free(T->tok_len);
-		free(T->special);
-		free(T->index.slots);
-		ctq_tok_merge_index_free(&T->merges);
-		free(T->raw_set.order);
-		free(T->normalized_set.order);
-		pcre2_match_context_free(T->match_ctx);
-		pcre2_code_free(T->word_re);
-		ctq_arena_free(&T->arena);
-		free(T);
-	}
-	memset(t, 0, sizeof *t);
-	t->bos_id = t->eos_id = -1;
+	impl_free(t->impl);
+	clear(t);
 }
