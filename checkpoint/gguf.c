@@ -598,6 +598,19 @@ static enum ctq_status place_tensors(struct cursor *c)
 	return CTQ_OK;
 }
 
+/* Neighbours a (at offset a_off) and b of a sorted index: equal names are
+ * an error at the later one of the two. */
+static enum ctq_status check_distinct(const struct ctq_gguf_file *f, const char *what,
+				      const char *a, uint64_t a_off, const char *b,
+				      uint64_t b_off, struct ctq_error *err)
+{
+	if (strcmp(a, b))
+		return CTQ_OK;
+	uint64_t later = a_off > b_off ? a_off : b_off, first = a_off > b_off ? b_off : a_off;
+	return GG_FAIL(f, later, "duplicate %s \"%s\" (first at offset %" PRIu64 ")", what, a,
+		       first);
+}
+
 /* Sorted name indexes; duplicates are errors. */
 static enum ctq_status build_indexes(struct ctq_gguf_file *f, struct ctq_error *err)
 {
@@ -613,27 +626,18 @@ static enum ctq_status build_indexes(struct ctq_gguf_file *f, struct ctq_error *
 		f->tensor_sorted[i] = &f->tensors[i];
 	qsort(f->kv_sorted, f->n_kvs, sizeof *f->kv_sorted, cmp_kv_ptr);
 	qsort(f->tensor_sorted, f->n_tensors, sizeof *f->tensor_sorted, cmp_tensor_ptr);
-	for (size_t i = 1; i < f->n_kvs; i++) {
+	enum ctq_status st = CTQ_OK;
+	for (size_t i = 1; !st && i < f->n_kvs; i++) {
 		const struct ctq_gguf_kv *a = f->kv_sorted[i - 1], *b = f->kv_sorted[i];
-		if (!strcmp(a->key, b->key)) {
-			const struct ctq_gguf_kv *later = a->file_offset > b->file_offset ? a : b;
-			const struct ctq_gguf_kv *first = later == a ? b : a;
-			return GG_FAIL(f, later->file_offset,
-				       "duplicate metadata key \"%s\" (first at offset %" PRIu64 ")",
-				       later->key, first->file_offset);
-		}
+		st = check_distinct(f, "metadata key", a->key, a->file_offset, b->key,
+				    b->file_offset, err);
 	}
-	for (size_t i = 1; i < f->n_tensors; i++) {
+	for (size_t i = 1; !st && i < f->n_tensors; i++) {
 		const struct ctq_gguf_tensor *a = f->tensor_sorted[i - 1], *b = f->tensor_sorted[i];
-		if (!strcmp(a->name, b->name)) {
-			const struct ctq_gguf_tensor *later = a->info_offset > b->info_offset ? a : b;
-			const struct ctq_gguf_tensor *first = later == a ? b : a;
-			return GG_FAIL(f, later->info_offset,
-				       "duplicate tensor name \"%s\" (first at offset %" PRIu64 ")",
-				       later->name, first->info_offset);
-		}
+		st = check_distinct(f, "tensor name", a->name, a->info_offset, b->name,
+				    b->info_offset, err);
 	}
-	return CTQ_OK;
+	return st;
 }
 
 enum ctq_status ctq_gguf_open(struct ctq_gguf_file *f, const char *path,
