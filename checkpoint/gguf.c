@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -452,6 +451,18 @@ static enum ctq_status read_header(struct cursor *c, uint64_t *n_tensors,
 	return CTQ_OK;
 }
 
+/* A metadata key or tensor name and the uint32 that follows it (value
+ * type, n_dims); *at receives the uint32's offset for its errors. */
+static enum ctq_status cur_name_u32(struct cursor *c, const char *name_what, const char **name,
+				    const char *what, uint64_t *v, uint64_t *at)
+{
+	enum ctq_status st = cur_string(c, name_what, true, name, NULL);
+	if (st)
+		return st;
+	*at = c->off;
+	return cur_uint(c, 4, what, v);
+}
+
 static enum ctq_status read_kvs(struct cursor *c)
 {
 	struct ctq_error *err = c->err;
@@ -459,12 +470,10 @@ static enum ctq_status read_kvs(struct cursor *c)
 	for (size_t i = 0; i < f->n_kvs; i++) {
 		struct ctq_gguf_kv *kv = &f->kvs[i];
 		kv->file_offset = c->off;
-		uint64_t type;
-		enum ctq_status st = cur_string(c, "metadata key", true, &kv->key, NULL);
+		uint64_t type, at;
+		enum ctq_status st = cur_name_u32(c, "metadata key", &kv->key, "metadata value type",
+						  &type, &at);
 		if (st)
-			return st;
-		uint64_t at = c->off;
-		if ((st = cur_uint(c, 4, "metadata value type", &type)))
 			return st;
 		if (type >= CTQ_GGUF_VTYPE_COUNT)
 			return GG_FAIL(f, at, "metadata \"%s\" has value type %" PRIu64
@@ -483,11 +492,9 @@ static enum ctq_status read_tensor_infos(struct cursor *c)
 		struct ctq_gguf_tensor *t = &f->tensors[i];
 		t->info_offset = c->off;
 		uint64_t n_dims, type, at;
-		enum ctq_status st = cur_string(c, "tensor name", true, &t->name, NULL);
+		enum ctq_status st = cur_name_u32(c, "tensor name", &t->name, "tensor n_dims", &n_dims,
+						  &at);
 		if (st)
-			return st;
-		at = c->off;
-		if ((st = cur_uint(c, 4, "tensor n_dims", &n_dims)))
 			return st;
 		if (n_dims < 1 || n_dims > CTQ_GGUF_MAX_DIMS)
 			return GG_FAIL(f, at, "tensor \"%s\" has n_dims %" PRIu64 "; expected 1..%d",
@@ -591,6 +598,19 @@ static enum ctq_status place_tensors(struct cursor *c)
 	return CTQ_OK;
 }
 
+/* Neighbours a (at offset a_off) and b of a sorted index: equal names are
+ * an error at the later one of the two. */
+static enum ctq_status check_distinct(const struct ctq_gguf_file *f, const char *what,
+				      const char *a, uint64_t a_off, const char *b,
+				      uint64_t b_off, struct ctq_error *err)
+{
+	if (strcmp(a, b))
+		return CTQ_OK;
+	uint64_t later = a_off > b_off ? a_off : b_off, first = a_off > b_off ? b_off : a_off;
+	return GG_FAIL(f, later, "duplicate %s \"%s\" (first at offset %" PRIu64 ")", what, a,
+		       first);
+}
+
 /* Sorted name indexes; duplicates are errors. */
 static enum ctq_status build_indexes(struct ctq_gguf_file *f, struct ctq_error *err)
 {
@@ -606,27 +626,18 @@ static enum ctq_status build_indexes(struct ctq_gguf_file *f, struct ctq_error *
 		f->tensor_sorted[i] = &f->tensors[i];
 	qsort(f->kv_sorted, f->n_kvs, sizeof *f->kv_sorted, cmp_kv_ptr);
 	qsort(f->tensor_sorted, f->n_tensors, sizeof *f->tensor_sorted, cmp_tensor_ptr);
-	for (size_t i = 1; i < f->n_kvs; i++) {
+	enum ctq_status st = CTQ_OK;
+	for (size_t i = 1; !st && i < f->n_kvs; i++) {
 		const struct ctq_gguf_kv *a = f->kv_sorted[i - 1], *b = f->kv_sorted[i];
-		if (!strcmp(a->key, b->key)) {
-			const struct ctq_gguf_kv *later = a->file_offset > b->file_offset ? a : b;
-			const struct ctq_gguf_kv *first = later == a ? b : a;
-			return GG_FAIL(f, later->file_offset,
-				       "duplicate metadata key \"%s\" (first at offset %" PRIu64 ")",
-				       later->key, first->file_offset);
-		}
+		st = check_distinct(f, "metadata key", a->key, a->file_offset, b->key,
+				    b->file_offset, err);
 	}
-	for (size_t i = 1; i < f->n_tensors; i++) {
+	for (size_t i = 1; !st && i < f->n_tensors; i++) {
 		const struct ctq_gguf_tensor *a = f->tensor_sorted[i - 1], *b = f->tensor_sorted[i];
-		if (!strcmp(a->name, b->name)) {
-			const struct ctq_gguf_tensor *later = a->info_offset > b->info_offset ? a : b;
-			const struct ctq_gguf_tensor *first = later == a ? b : a;
-			return GG_FAIL(f, later->info_offset,
-				       "duplicate tensor name \"%s\" (first at offset %" PRIu64 ")",
-				       later->name, first->info_offset);
-		}
+		st = check_distinct(f, "tensor name", a->name, a->info_offset, b->name,
+				    b->info_offset, err);
 	}
-	return CTQ_OK;
+	return st;
 }
 
 enum ctq_status ctq_gguf_open(struct ctq_gguf_file *f, const char *path,
@@ -667,8 +678,7 @@ void ctq_gguf_close(struct ctq_gguf_file *f)
 {
 	if (!f)
 		return;
-	if (f->map)
-		munmap((void *)f->map, f->map_bytes);
+	ctq_file_unmap(f->map, f->map_bytes);
 	ctq_arena_free(&f->arena);
 	memset(f, 0, sizeof *f);
 }

@@ -10,6 +10,7 @@
 #include "core/json_write.h"
 #include "core/strbuf.h"
 #include "checkpoint/safetensors.h"
+#include "quant/modules.h"
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -25,29 +26,31 @@ enum role {
 	R_EMBED, R_NORM, R_Q, R_K, R_V, R_O, R_GATE, R_UP, R_DOWN, R_LM_HEAD,
 };
 
-/* Per-layer tensors: GGUF suffix after "blk.N.", HF suffix after
- * "model.layers.N.", role, bias, required. */
+/* Per-layer tensors: GGUF suffix after "blk.N.", role, bias, and for the
+ * norms the HF suffix after "model.layers.N." (a projection's HF name comes
+ * from quant/'s table of the seven linears, see hf_layer_name). */
 static const struct layer_map {
-	const char *gguf, *hf;
+	const char *gguf;
 	enum role role;
 	bool bias;
+	const char *hf_norm;
 } layer_map[] = {
-	{"attn_norm.weight", "input_layernorm.weight", R_NORM, false},
-	{"attn_q.weight", "self_attn.q_proj.weight", R_Q, false},
-	{"attn_k.weight", "self_attn.k_proj.weight", R_K, false},
-	{"attn_v.weight", "self_attn.v_proj.weight", R_V, false},
-	{"attn_output.weight", "self_attn.o_proj.weight", R_O, false},
-	{"ffn_norm.weight", "post_attention_layernorm.weight", R_NORM, false},
-	{"ffn_gate.weight", "mlp.gate_proj.weight", R_GATE, false},
-	{"ffn_up.weight", "mlp.up_proj.weight", R_UP, false},
-	{"ffn_down.weight", "mlp.down_proj.weight", R_DOWN, false},
-	{"attn_q.bias", "self_attn.q_proj.bias", R_Q, true},
-	{"attn_k.bias", "self_attn.k_proj.bias", R_K, true},
-	{"attn_v.bias", "self_attn.v_proj.bias", R_V, true},
-	{"attn_output.bias", "self_attn.o_proj.bias", R_O, true},
-	{"ffn_gate.bias", "mlp.gate_proj.bias", R_GATE, true},
-	{"ffn_up.bias", "mlp.up_proj.bias", R_UP, true},
-	{"ffn_down.bias", "mlp.down_proj.bias", R_DOWN, true},
+	{"attn_norm.weight", R_NORM, false, "input_layernorm.weight"},
+	{"attn_q.weight", R_Q, false, NULL},
+	{"attn_k.weight", R_K, false, NULL},
+	{"attn_v.weight", R_V, false, NULL},
+	{"attn_output.weight", R_O, false, NULL},
+	{"ffn_norm.weight", R_NORM, false, "post_attention_layernorm.weight"},
+	{"ffn_gate.weight", R_GATE, false, NULL},
+	{"ffn_up.weight", R_UP, false, NULL},
+	{"ffn_down.weight", R_DOWN, false, NULL},
+	{"attn_q.bias", R_Q, true, NULL},
+	{"attn_k.bias", R_K, true, NULL},
+	{"attn_v.bias", R_V, true, NULL},
+	{"attn_output.bias", R_O, true, NULL},
+	{"ffn_gate.bias", R_GATE, true, NULL},
+	{"ffn_up.bias", R_UP, true, NULL},
+	{"ffn_down.bias", R_DOWN, true, NULL},
 };
 #define N_LAYER_MAP (sizeof layer_map / sizeof *layer_map)
 #define N_LAYER_WEIGHTS 9 /* the first nine entries: required in every layer */
@@ -297,6 +300,17 @@ static enum ctq_status add_item(struct import *im, const struct ctq_gguf_tensor 
 
 /* Maps every GGUF tensor to its HF name and checks shapes, types, and that
  * the model is complete. */
+/* The HF name of layer tensor m in layer `layer`, in im's arena. */
+static const char *hf_layer_name(struct import *im, uint64_t layer, const struct layer_map *m)
+{
+	if (m->hf_norm)
+		return ctq_arena_printf(&im->arena, "model.layers.%" PRIu64 ".%s", layer, m->hf_norm);
+	/* R_Q .. R_DOWN are in the table's order. */
+	const struct ctq_hf_linear_info *li = &ctq_hf_linears[CTQ_HF_Q + (m->role - R_Q)];
+	return ctq_arena_printf(&im->arena, "model.layers.%" PRIu64 ".%s.%s.%s", layer, li->parent,
+				li->leaf, m->bias ? "bias" : "weight");
+}
+
 static enum ctq_status plan_tensors(struct import *im)
 {
 	struct ctq_gguf_file *f = &im->f;
@@ -345,8 +359,7 @@ static enum ctq_status plan_tensors(struct import *im)
 					       "tensor \"%s\": layer %" PRIu64 " is past llama.block_count %" PRIu64,
 					       t->name, layer, hp->n_layers);
 			seen[layer * N_LAYER_MAP + k] = true;
-			const char *hf = ctq_arena_printf(&im->arena, "model.layers.%" PRIu64 ".%s",
-							  layer, layer_map[k].hf);
+			const char *hf = hf_layer_name(im, layer, &layer_map[k]);
 			if (!hf)
 				return nomem(im);
 			st = add_item(im, t, hf, layer_map[k].role, layer_map[k].bias);

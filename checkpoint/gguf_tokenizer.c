@@ -330,6 +330,17 @@ oom:
 	return NULL;
 }
 
+/* An added token's flags after its content: four false ones, in the order
+ * the file writes them, then special (type 3 is a control token). */
+#define N_TOKEN_FLAGS 4
+static bool add_token_flags(cJSON *o, const char *const *flags, int64_t ty)
+{
+	for (size_t k = 0; k < N_TOKEN_FLAGS; k++)
+		if (!cJSON_AddBoolToObject(o, flags[k], false))
+			return false;
+	return cJSON_AddBoolToObject(o, "special", ty == 3) != NULL;
+}
+
 /* tokenizer.json as the `tokenizers` library lays it out. */
 enum ctq_status ctq_gguf_tokenizer_json(struct import *im, cJSON **out)
 {
@@ -361,13 +372,11 @@ enum ctq_status ctq_gguf_tokenizer_json(struct import *im, cJSON **out)
 		if (!o)
 			goto oom;
 		cJSON_AddItemToArray(added, o);
+		static const char *const flags[N_TOKEN_FLAGS] = {
+			"single_word", "lstrip", "rstrip", "normalized"};
 		if (!cJSON_AddNumberToObject(o, "id", (double)i) ||
 		    !cJSON_AddStringToObject(o, "content", items[i].v.str.s) ||
-		    !cJSON_AddBoolToObject(o, "single_word", false) ||
-		    !cJSON_AddBoolToObject(o, "lstrip", false) ||
-		    !cJSON_AddBoolToObject(o, "rstrip", false) ||
-		    !cJSON_AddBoolToObject(o, "normalized", false) ||
-		    !cJSON_AddBoolToObject(o, "special", ty == 3))
+		    !add_token_flags(o, flags, ty))
 			goto oom;
 	}
 	if (!cJSON_AddNullToObject(root, "normalizer"))
@@ -446,12 +455,10 @@ enum ctq_status ctq_gguf_tokenizer_config_json(struct import *im, cJSON **out)
 		char id[24];
 		snprintf(id, sizeof id, "%" PRIu64, i);
 		cJSON *o = cJSON_AddObjectToObject(dec, id);
+		static const char *const sorted_flags[N_TOKEN_FLAGS] = {
+			"lstrip", "normalized", "rstrip", "single_word"};
 		if (!o || !cJSON_AddStringToObject(o, "content", items[i].v.str.s) ||
-		    !cJSON_AddBoolToObject(o, "lstrip", false) ||
-		    !cJSON_AddBoolToObject(o, "normalized", false) ||
-		    !cJSON_AddBoolToObject(o, "rstrip", false) ||
-		    !cJSON_AddBoolToObject(o, "single_word", false) ||
-		    !cJSON_AddBoolToObject(o, "special", ty == 3))
+		    !add_token_flags(o, sorted_flags, ty))
 			goto oom;
 	}
 	if (im->has_special[SP_BOS] &&

@@ -58,6 +58,209 @@ static bool to_f32(const struct ctq_st_tensor *t, uint64_t first, size_t n, floa
 	return ctq_convert_to_f32(p, t->dtype, n, dst);
 }
 
+/* §4.2: stale all-zero symmetric zero points are ignored; anything else
+ * (non-zero, or a dtype that cannot be read) is refused. */
+static bool zero_points_all_zero(const struct ctq_st_tensor *t)
+{
+	float *zp = ctq_malloc((size_t)t->n_elements * sizeof *zp);
+	bool zero = zp && (t->dtype == CTQ_DTYPE_I8 || t->dtype == CTQ_DTYPE_I32 ||
+			   is_float(t->dtype));
+	if (zero) {
+		if (t->dtype == CTQ_DTYPE_I8) {
+			for (uint64_t j = 0; j < t->n_elements && zero; j++)
+				zero = ((const int8_t *)t->data)[j] == 0;
+		} else if (ctq_convert_to_f32(t->data, t->dtype, (size_t)t->n_elements, zp)) {
+			for (uint64_t j = 0; j < t->n_elements && zero; j++)
+				zero = zp[j] == 0.0f;
+		} else {
+			zero = false;
+		}
+	}
+	free(zp);
+	return zero;
+}
+
+/* Tensors that contradict the scheme. */
+static enum ctq_status check_scheme_tensors(const struct ctq_checkpoint *ck,
+					    const struct ctq_plan_entry *e, const char *m,
+					    bool quantized, struct ctq_error *err)
+{
+	static const char *const quant_only[] = {"weight_scale", "weight_zero_point", "input_scale",
+						 "input_zero_point", "weight_packed", "weight_shape"};
+	for (size_t i = 0; i < sizeof quant_only / sizeof *quant_only; i++) {
+		const char *f = NULL;
+		const struct ctq_st_tensor *t = find(ck, m, quant_only[i], &f);
+		if (!t)
+			continue;
+		if (!quantized)
+			return ck_err(err, m, quant_only[i], f, t,
+				      "is present but the plan says this module is unquantized (%s/%s); a quantized checkpoint under an unquantized plan would run BF16 kernels on int8 data",
+				      ctq_match_by_name(e->by), e->target ? e->target : "default");
+		if (!strcmp(quant_only[i], "weight_zero_point")) {
+			if (!zero_points_all_zero(t))
+				return ck_err(err, m, "weight_zero_point", f, t,
+					      "is non-zero; w8a8-int8 is symmetric (zero points must be absent or all zero)");
+			continue;
+		}
+		if (!strcmp(quant_only[i], "weight_scale"))
+			continue;
+		return ck_err(err, m, quant_only[i], f, t,
+			      "is present but w8a8-int8 quantizes activations dynamically per token (a static input scale or packed weights belong to another scheme)");
+	}
+	return CTQ_OK;
+}
+
+/* The rank's slice of the checkpoint weight: rows [r0, r0 + out->N) and
+ * columns [c0, c0 + out->K) of a [full_n, full_k] tensor. */
+struct weight_slice {
+	const struct ctq_st_tensor *w;
+	const char *file;
+	int64_t full_n, full_k, r0, c0;
+};
+
+/* The per-channel or per-tensor weight_scale of a w8a8-int8 module, checked
+ * against the plan's strategy and read for the rank's rows. */
+static enum ctq_status load_weight_scale(const struct ctq_checkpoint *ck,
+					 const struct ctq_plan *plan,
+					 const struct ctq_plan_entry *e, const char *m,
+					 const struct weight_slice *ws, struct ctq_linear *out,
+					 struct ctq_error *err)
+{
+	const int64_t full_n = ws->full_n, r0 = ws->r0;
+	char shp[96];
+	const char *sfile = NULL;
+	const struct ctq_st_tensor *s = find(ck, m, "weight_scale", &sfile);
+	if (!s)
+		return ck_err(err, m, "weight_scale", NULL, NULL, "is missing; w8a8-int8 needs per-channel or per-tensor scales");
+	shape_str(s, shp, sizeof shp);
+	if (!is_float(s->dtype))
+		return ck_err(err, m, "weight_scale", sfile, s, "is %s; expected BF16, F16 or F32",
+			      ctq_dtype_name(s->dtype));
+	bool per_tensor = s->n_elements == 1 && full_n != 1;
+	bool per_channel = (s->ndim == 2 && s->shape[0] == full_n && s->shape[1] == 1) ||
+			   (s->ndim == 1 && s->shape[0] == full_n);
+	if (!per_tensor && !per_channel)
+		return ck_err(err, m, "weight_scale", sfile, s,
+			      "has shape %s; expected [%lld, 1], [%lld] or per-tensor [1]", shp,
+			      (long long)full_n, (long long)full_n);
+	const struct ctq_qargs *wa = plan->cfg->groups[e->group].scheme.weights;
+	if (per_tensor && wa->strategy == CTQ_STRATEGY_CHANNEL)
+		return ck_err(err, m, "weight_scale", sfile, s,
+			      "has shape %s (per tensor) but %s says strategy channel", shp,
+			      wa->path);
+	if (per_channel && full_n > 1 && wa->strategy == CTQ_STRATEGY_TENSOR)
+		return ck_err(err, m, "weight_scale", sfile, s,
+			      "has shape %s (per channel) but %s says strategy tensor", shp,
+			      wa->path);
+	float *scale = ctq_malloc((size_t)(out->N ? out->N : 1) * sizeof *scale);
+	if (!scale)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, m, "out of memory");
+	out->owned[1] = scale;
+	out->scale = scale;
+	if (per_tensor) {
+		float v;
+		to_f32(s, 0, 1, &v);
+		for (int64_t n = 0; n < out->N; n++)
+			scale[n] = v;
+	} else {
+		to_f32(s, (uint64_t)r0, (size_t)out->N, scale);
+	}
+	for (int64_t n = 0; n < out->N; n++)
+		if (!(scale[n] > 0.0f) || isinf(scale[n]))
+			return ck_err(err, m, "weight_scale", sfile, s,
+				      "channel %lld is %g; scales must be finite and positive",
+				      (long long)(per_tensor ? 0 : r0 + n), (double)scale[n]);
+	return CTQ_OK;
+}
+
+/* int8 weights are used in place when the slice spans whole rows. */
+static enum ctq_status load_int8_weight(const char *m, const struct weight_slice *ws,
+					struct ctq_linear *out, struct ctq_error *err)
+{
+	const struct ctq_st_tensor *w = ws->w;
+	const int64_t full_k = ws->full_k, r0 = ws->r0, c0 = ws->c0;
+	if (w->dtype != CTQ_DTYPE_I8)
+		return ck_err(err, m, "weight", ws->file, w, "is %s; w8a8-int8 needs I8",
+			      ctq_dtype_name(w->dtype));
+	if (c0 == 0 && out->K == full_k) {
+		out->w_i8 = (const int8_t *)w->data + r0 * full_k;
+		return CTQ_OK;
+	}
+	const size_t nk = (size_t)(out->N * out->K);
+	int8_t *copy = ctq_malloc(nk ? nk : 1);
+	if (!copy)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, m, "out of memory");
+	out->owned[0] = copy;
+	for (int64_t r = 0; r < out->N; r++)
+		memcpy(copy + r * out->K, (const int8_t *)w->data + (r0 + r) * full_k + c0,
+		       (size_t)out->K);
+	out->w_i8 = copy;
+	return CTQ_OK;
+}
+
+/* BF16 weights spanning whole rows are used in place; any other float slice
+ * is converted to BF16. */
+static enum ctq_status load_float_weight(const char *m, const struct weight_slice *ws,
+					 struct ctq_linear *out, struct ctq_error *err)
+{
+	const struct ctq_st_tensor *w = ws->w;
+	const int64_t full_k = ws->full_k, r0 = ws->r0, c0 = ws->c0;
+	if (!is_float(w->dtype))
+		return ck_err(err, m, "weight", ws->file, w,
+			      "is %s; an unquantized module needs BF16, F16 or F32",
+			      ctq_dtype_name(w->dtype));
+	if (w->dtype == CTQ_DTYPE_BF16 && c0 == 0 && out->K == full_k) {
+		out->w_bf16 = (const uint16_t *)w->data + r0 * full_k;
+		return CTQ_OK;
+	}
+	const size_t nk = (size_t)(out->N * out->K);
+	uint16_t *copy = ctq_malloc((nk ? nk : 1) * sizeof *copy);
+	float *row = ctq_malloc((size_t)(out->K ? out->K : 1) * sizeof *row);
+	if (!copy || !row) {
+		free(copy);
+		free(row);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, m, "out of memory");
+	}
+	for (int64_t r = 0; r < out->N; r++) {
+		to_f32(w, (uint64_t)((r0 + r) * full_k + c0), (size_t)out->K, row);
+		ctq_convert_f32_to_bf16(row, (size_t)out->K, copy + r * out->K);
+	}
+	free(row);
+	out->owned[0] = copy;
+	out->w_bf16 = copy;
+	return CTQ_OK;
+}
+
+/* The bias is added once: by every column shard, or only by rank 0 of a row
+ * split, as the shard plan says. */
+static enum ctq_status load_bias(const struct ctq_checkpoint *ck, const struct ctq_shard *sh,
+				 int rank, const char *m, const struct weight_slice *ws,
+				 struct ctq_linear *out, struct ctq_error *err)
+{
+	char shp[96];
+	const char *bfile = NULL;
+	const struct ctq_st_tensor *b = find(ck, m, "bias", &bfile);
+	if (!b)
+		return CTQ_OK;
+	shape_str(b, shp, sizeof shp);
+	if (!is_float(b->dtype) || b->ndim != 1 || b->shape[0] != ws->full_n)
+		return ck_err(err, m, "bias", bfile, b, "is %s %s; expected a float [%lld]",
+			      ctq_dtype_name(b->dtype), shp, (long long)ws->full_n);
+	bool add = sh->bias != CTQ_BIAS_RANK0 || rank == 0;
+	if (sh->bias == CTQ_BIAS_NONE && sh->kind != CTQ_SHARD_REPLICATED)
+		add = sh->kind == CTQ_SHARD_COLUMN || rank == 0;
+	if (!add)
+		return CTQ_OK;
+	int64_t b0 = sh->kind == CTQ_SHARD_COLUMN ? ws->r0 : 0;
+	float *bias = ctq_malloc((size_t)(out->N ? out->N : 1) * sizeof *bias);
+	if (!bias)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, m, "out of memory");
+	out->owned[2] = bias;
+	out->bias = bias;
+	to_f32(b, (uint64_t)b0, (size_t)out->N, bias);
+	return CTQ_OK;
+}
+
 enum ctq_status ctq_load_linear(const struct ctq_checkpoint *ck, const struct ctq_plan *plan,
 				const struct ctq_shard_plan *sp, size_t module, int rank,
 				struct ctq_linear *out, struct ctq_error *err)
@@ -82,7 +285,6 @@ enum ctq_status ctq_load_linear(const struct ctq_checkpoint *ck, const struct ct
 	const int64_t O = sp->out_features[module], I = sp->in_features[module];
 	const char *wfile = NULL;
 	const struct ctq_st_tensor *w = find(ck, m, "weight", &wfile);
-	enum ctq_status st = CTQ_OK;
 	char shp[96];
 
 	/* Tied lm_head: the embedding matrix serves as its weight. */
@@ -96,159 +298,28 @@ enum ctq_status ctq_load_linear(const struct ctq_checkpoint *ck, const struct ct
 	if (w->ndim != 2 || (O && w->shape[0] != O) || (I && w->shape[1] != I))
 		return ck_err(err, m, "weight", wfile, w, "has shape %s; expected [%lld, %lld]", shp,
 			      (long long)O, (long long)I);
-	const int64_t full_n = w->shape[0], full_k = w->shape[1];
+	enum ctq_status st = check_scheme_tensors(ck, e, m, out->quantized, err);
+	if (st)
+		return st;
 
-	/* Tensors that contradict the scheme. */
-	static const char *const quant_only[] = {"weight_scale", "weight_zero_point", "input_scale",
-						 "input_zero_point", "weight_packed", "weight_shape"};
-	for (size_t i = 0; i < sizeof quant_only / sizeof *quant_only; i++) {
-		const char *f = NULL;
-		const struct ctq_st_tensor *t = find(ck, m, quant_only[i], &f);
-		if (!t)
-			continue;
-		if (!out->quantized)
-			return ck_err(err, m, quant_only[i], f, t,
-				      "is present but the plan says this module is unquantized (%s/%s); a quantized checkpoint under an unquantized plan would run BF16 kernels on int8 data",
-				      ctq_match_by_name(e->by), e->target ? e->target : "default");
-		if (!strcmp(quant_only[i], "weight_zero_point")) {
-			/* §4.2: stale all-zero symmetric zero points are ignored. */
-			float *zp = ctq_malloc((size_t)t->n_elements * sizeof *zp);
-			bool zero = zp && (t->dtype == CTQ_DTYPE_I8 || t->dtype == CTQ_DTYPE_I32 ||
-					   is_float(t->dtype));
-			if (zero) {
-				if (t->dtype == CTQ_DTYPE_I8) {
-					for (uint64_t j = 0; j < t->n_elements && zero; j++)
-						zero = ((const int8_t *)t->data)[j] == 0;
-				} else if (ctq_convert_to_f32(t->data, t->dtype, (size_t)t->n_elements, zp)) {
-					for (uint64_t j = 0; j < t->n_elements && zero; j++)
-						zero = zp[j] == 0.0f;
-				} else {
-					zero = false;
-				}
-			}
-			free(zp);
-			if (!zero)
-				return ck_err(err, m, "weight_zero_point", f, t,
-					      "is non-zero; w8a8-int8 is symmetric (zero points must be absent or all zero)");
-			continue;
-		}
-		if (!strcmp(quant_only[i], "weight_scale"))
-			continue;
-		return ck_err(err, m, quant_only[i], f, t,
-			      "is present but w8a8-int8 quantizes activations dynamically per token (a static input scale or packed weights belong to another scheme)");
-	}
-
+	const struct weight_slice ws = {w, wfile, w->shape[0], w->shape[1], sh->rows[0],
+					sh->cols[0]};
 	const int64_t r0 = sh->rows[0], r1 = sh->rows[1], c0 = sh->cols[0], c1 = sh->cols[1];
-	if (r1 > full_n || c1 > full_k)
+	if (r1 > ws.full_n || c1 > ws.full_k)
 		return ck_err(err, m, "weight", wfile, w, "has shape %s; rank %d needs rows [%lld, %lld) and columns [%lld, %lld)",
 			      shp, rank, (long long)r0, (long long)r1, (long long)c0, (long long)c1);
 	out->N = r1 - r0;
 	out->K = c1 - c0;
-	const size_t nk = (size_t)(out->N * out->K);
 
 	if (out->quantized) {
-		if (w->dtype != CTQ_DTYPE_I8)
-			return ck_err(err, m, "weight", wfile, w, "is %s; w8a8-int8 needs I8",
-				      ctq_dtype_name(w->dtype));
-		if (c0 == 0 && c1 == full_k) {
-			out->w_i8 = (const int8_t *)w->data + r0 * full_k;
-		} else {
-			int8_t *copy = ctq_malloc(nk ? nk : 1);
-			if (!copy)
-				return ctq_error_set(err, CTQ_ERR_NOMEM, m, "out of memory");
-			out->owned[0] = copy;
-			for (int64_t r = 0; r < out->N; r++)
-				memcpy(copy + r * out->K, (const int8_t *)w->data + (r0 + r) * full_k + c0,
-				       (size_t)out->K);
-			out->w_i8 = copy;
-		}
-		const char *sfile = NULL;
-		const struct ctq_st_tensor *s = find(ck, m, "weight_scale", &sfile);
-		if (!s)
-			return ck_err(err, m, "weight_scale", NULL, NULL, "is missing; w8a8-int8 needs per-channel or per-tensor scales");
-		shape_str(s, shp, sizeof shp);
-		if (!is_float(s->dtype))
-			return ck_err(err, m, "weight_scale", sfile, s, "is %s; expected BF16, F16 or F32",
-				      ctq_dtype_name(s->dtype));
-		bool per_tensor = s->n_elements == 1 && full_n != 1;
-		bool per_channel = (s->ndim == 2 && s->shape[0] == full_n && s->shape[1] == 1) ||
-				   (s->ndim == 1 && s->shape[0] == full_n);
-		if (!per_tensor && !per_channel)
-			return ck_err(err, m, "weight_scale", sfile, s,
-				      "has shape %s; expected [%lld, 1], [%lld] or per-tensor [1]", shp,
-				      (long long)full_n, (long long)full_n);
-		const struct ctq_qargs *wa = plan->cfg->groups[e->group].scheme.weights;
-		if (per_tensor && wa->strategy == CTQ_STRATEGY_CHANNEL)
-			return ck_err(err, m, "weight_scale", sfile, s,
-				      "has shape %s (per tensor) but %s says strategy channel", shp,
-				      wa->path);
-		if (per_channel && full_n > 1 && wa->strategy == CTQ_STRATEGY_TENSOR)
-			return ck_err(err, m, "weight_scale", sfile, s,
-				      "has shape %s (per channel) but %s says strategy tensor", shp,
-				      wa->path);
-		float *scale = ctq_malloc((size_t)(out->N ? out->N : 1) * sizeof *scale);
-		if (!scale)
-			return ctq_error_set(err, CTQ_ERR_NOMEM, m, "out of memory");
-		out->owned[1] = scale;
-		out->scale = scale;
-		if (per_tensor) {
-			float v;
-			to_f32(s, 0, 1, &v);
-			for (int64_t n = 0; n < out->N; n++)
-				scale[n] = v;
-		} else {
-			to_f32(s, (uint64_t)r0, (size_t)out->N, scale);
-		}
-		for (int64_t n = 0; n < out->N; n++)
-			if (!(scale[n] > 0.0f) || isinf(scale[n]))
-				return ck_err(err, m, "weight_scale", sfile, s,
-					      "channel %lld is %g; scales must be finite and positive",
-					      (long long)(per_tensor ? 0 : r0 + n), (double)scale[n]);
+		st = load_int8_weight(m, &ws, out, err);
+		if (!st)
+			st = load_weight_scale(ck, plan, e, m, &ws, out, err);
 	} else {
-		if (!is_float(w->dtype))
-			return ck_err(err, m, "weight", wfile, w,
-				      "is %s; an unquantized module needs BF16, F16 or F32",
-				      ctq_dtype_name(w->dtype));
-		if (w->dtype == CTQ_DTYPE_BF16 && c0 == 0 && c1 == full_k) {
-			out->w_bf16 = (const uint16_t *)w->data + r0 * full_k;
-		} else {
-			uint16_t *copy = ctq_malloc((nk ? nk : 1) * sizeof *copy);
-			float *row = ctq_malloc((size_t)(out->K ? out->K : 1) * sizeof *row);
-			if (!copy || !row) {
-				free(copy);
-				free(row);
-				return ctq_error_set(err, CTQ_ERR_NOMEM, m, "out of memory");
-			}
-			for (int64_t r = 0; r < out->N; r++) {
-				to_f32(w, (uint64_t)((r0 + r) * full_k + c0), (size_t)out->K, row);
-				ctq_convert_f32_to_bf16(row, (size_t)out->K, copy + r * out->K);
-			}
-			free(row);
-			out->owned[0] = copy;
-			out->w_bf16 = copy;
-		}
+		st = load_float_weight(m, &ws, out, err);
 	}
-
-	const char *bfile = NULL;
-	const struct ctq_st_tensor *b = find(ck, m, "bias", &bfile);
-	if (b) {
-		shape_str(b, shp, sizeof shp);
-		if (!is_float(b->dtype) || b->ndim != 1 || b->shape[0] != full_n)
-			return ck_err(err, m, "bias", bfile, b, "is %s %s; expected a float [%lld]",
-				      ctq_dtype_name(b->dtype), shp, (long long)full_n);
-		bool add = sh->bias != CTQ_BIAS_RANK0 || rank == 0;
-		if (sh->bias == CTQ_BIAS_NONE && sh->kind != CTQ_SHARD_REPLICATED)
-			add = sh->kind == CTQ_SHARD_COLUMN || rank == 0;
-		if (add) {
-			int64_t b0 = sh->kind == CTQ_SHARD_COLUMN ? r0 : 0;
-			float *bias = ctq_malloc((size_t)(out->N ? out->N : 1) * sizeof *bias);
-			if (!bias)
-				return ctq_error_set(err, CTQ_ERR_NOMEM, m, "out of memory");
-			out->owned[2] = bias;
-			out->bias = bias;
-			to_f32(b, (uint64_t)b0, (size_t)out->N, bias);
-		}
-	}
+	if (!st)
+		st = load_bias(ck, sh, rank, m, &ws, out, err);
 	return st;
 }
 

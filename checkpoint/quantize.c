@@ -624,6 +624,93 @@ static enum ctq_status select_modules(const struct ctq_modules *mods, const stru
 	return CTQ_OK;
 }
 
+/* items[] from the input tensors: each borrowed as it is, except a
+ * quantized weight, which becomes an int8 weight followed by its scale. */
+static enum ctq_status list_outputs(const struct ctq_checkpoint *ck, struct qctx *c,
+				    struct out_item *items, const char *in, struct ctq_error *err)
+{
+	size_t k = 0, n_in = ctq_checkpoint_count(ck);
+	for (size_t i = 0; i < n_in; i++) {
+		const struct ctq_st_tensor *t = ctq_checkpoint_at(ck, i, NULL);
+		struct out_item *it = &items[k++];
+		it->t.name = t->name;
+		it->t.dtype = t->dtype;
+		it->t.ndim = t->ndim;
+		memcpy(it->t.shape, t->shape, sizeof t->shape);
+		it->t.n_bytes = t->n_bytes;
+		it->t.borrowed = t->data;
+		it->role = ROLE_COPY;
+		size_t j = 0;
+		while (j < c->n_qm && c->qm[j].w != t)
+			j++;
+		if (j == c->n_qm)
+			continue;
+		const struct qmod *m = &c->qm[j];
+		it->role = ROLE_WEIGHT;
+		it->qm = j;
+		it->t.dtype = CTQ_DTYPE_I8;
+		it->t.n_bytes = (uint64_t)m->N * (uint64_t)m->K;
+		it->t.borrowed = NULL;
+		struct out_item *sc = &items[k++];
+		sc->t.name = ctq_arena_printf(&c->arena, "%s.weight_scale", m->name);
+		if (!sc->t.name)
+			return ctq_error_set(err, CTQ_ERR_NOMEM, in, "out of memory");
+		sc->t.dtype = t->dtype;
+		sc->t.ndim = 2;
+		sc->t.shape[0] = m->N;
+		sc->t.shape[1] = 1;
+		sc->t.n_bytes = (uint64_t)m->N * ctq_dtype_size(t->dtype);
+		sc->role = ROLE_SCALE;
+		sc->qm = j;
+	}
+	return CTQ_OK;
+}
+
+/* The sorted items into the stream list and c's role tables, counting the
+ * copied tensors and the bytes; a stray quantization tensor is refused. */
+static enum ctq_status order_outputs(const struct out_item *items, size_t n_out, struct qctx *c,
+				     struct ctq_stream_tensor *list, size_t *n_copied,
+				     uint64_t *n_bytes, struct ctq_error *err)
+{
+	for (size_t i = 0; i < n_out; i++) {
+		list[i] = items[i].t;
+		c->role[i] = items[i].role;
+		c->role_qm[i] = items[i].qm;
+		*n_copied += items[i].role == ROLE_COPY;
+		*n_bytes += items[i].t.n_bytes;
+		if (items[i].role == ROLE_COPY &&
+		    (has_suffix(list[i].name, ".weight_scale") || has_suffix(list[i].name, ".input_scale")))
+			return ctq_error_set(err, CTQ_ERR_CHECKPOINT, list[i].name,
+					     "is a quantization tensor in an unquantized checkpoint");
+	}
+	return CTQ_OK;
+}
+
+/* config.json into dir: every field kept, quantization_config added. */
+static enum ctq_status write_config(cJSON *config, const char *const *ign, size_t n_ign,
+				    int bits, const char *in, const char *dir,
+				    struct ctq_error *err)
+{
+	enum ctq_status st;
+	cJSON *block = ctq_quantize_config_block(ign, n_ign);
+	if (!block || !cJSON_AddItemToObject(config, "quantization_config", block)) {
+		cJSON_Delete(block);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, in, "out of memory");
+	}
+	/* A lower-precision simulation says so at the top level of config.json
+	 * (the quantization block stays the valid int8 one it runs as). */
+	if (bits < 8 && !cJSON_AddNumberToObject(config, "ctq_simulated_weight_bits", bits))
+		return ctq_error_set(err, CTQ_ERR_NOMEM, in, "out of memory");
+	if ((st = ctq_mkdirs(dir, err)))
+		return st;
+	char *path = ctq_path_join(dir, "config.json");
+	if (!path)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+	st = ctq_json_save_hf(path, config, err);
+	free(path);
+	return st;
+}
+
 enum ctq_status ctq_quantize_checkpoint(const char *in, const char *dir,
 					const struct ctq_quantize_options *opt,
 					struct ctq_quantize_result *res,
@@ -693,80 +780,14 @@ enum ctq_status ctq_quantize_checkpoint(const char *in, const char *dir,
 		goto done;
 	}
 	memset(items, 0, (n_out ? n_out : 1) * sizeof *items);
-	size_t k = 0;
-	for (size_t i = 0; i < n_in; i++) {
-		const struct ctq_st_tensor *t = ctq_checkpoint_at(&ck, i, NULL);
-		struct out_item *it = &items[k++];
-		it->t.name = t->name;
-		it->t.dtype = t->dtype;
-		it->t.ndim = t->ndim;
-		memcpy(it->t.shape, t->shape, sizeof t->shape);
-		it->t.n_bytes = t->n_bytes;
-		it->t.borrowed = t->data;
-		it->role = ROLE_COPY;
-		size_t j = 0;
-		while (j < c.n_qm && c.qm[j].w != t)
-			j++;
-		if (j == c.n_qm)
-			continue;
-		const struct qmod *m = &c.qm[j];
-		it->role = ROLE_WEIGHT;
-		it->qm = j;
-		it->t.dtype = CTQ_DTYPE_I8;
-		it->t.n_bytes = (uint64_t)m->N * (uint64_t)m->K;
-		it->t.borrowed = NULL;
-		struct out_item *sc = &items[k++];
-		sc->t.name = ctq_arena_printf(&c.arena, "%s.weight_scale", m->name);
-		if (!sc->t.name) {
-			st = ctq_error_set(err, CTQ_ERR_NOMEM, in, "out of memory");
-			goto done;
-		}
-		sc->t.dtype = t->dtype;
-		sc->t.ndim = 2;
-		sc->t.shape[0] = m->N;
-		sc->t.shape[1] = 1;
-		sc->t.n_bytes = (uint64_t)m->N * ctq_dtype_size(t->dtype);
-		sc->role = ROLE_SCALE;
-		sc->qm = j;
-	}
+	if ((st = list_outputs(&ck, &c, items, in, err)))
+		goto done;
 	qsort(items, n_out, sizeof *items, cmp_out_item);
 	size_t n_copied = 0;
 	uint64_t n_bytes = 0;
-	for (size_t i = 0; i < n_out; i++) {
-		list[i] = items[i].t;
-		c.role[i] = items[i].role;
-		c.role_qm[i] = items[i].qm;
-		n_copied += items[i].role == ROLE_COPY;
-		n_bytes += items[i].t.n_bytes;
-		if (items[i].role == ROLE_COPY &&
-		    (has_suffix(list[i].name, ".weight_scale") || has_suffix(list[i].name, ".input_scale"))) {
-			st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, list[i].name,
-					   "is a quantization tensor in an unquantized checkpoint");
-			goto done;
-		}
-	}
-
-	/* config.json: every field kept, quantization_config added. */
-	cJSON *block = ctq_quantize_config_block(ign, n_ign);
-	if (!block || !cJSON_AddItemToObject(config, "quantization_config", block)) {
-		cJSON_Delete(block);
-		st = ctq_error_set(err, CTQ_ERR_NOMEM, in, "out of memory");
+	if ((st = order_outputs(items, n_out, &c, list, &n_copied, &n_bytes, err)))
 		goto done;
-	}
-	/* A lower-precision simulation says so at the top level of config.json
-	 * (the quantization block stays the valid int8 one it runs as). */
-	if (c.bits < 8 && !cJSON_AddNumberToObject(config, "ctq_simulated_weight_bits", c.bits)) {
-		st = ctq_error_set(err, CTQ_ERR_NOMEM, in, "out of memory");
-		goto done;
-	}
-	if ((st = ctq_mkdirs(dir, err)))
-		goto done;
-	free(path);
-	if (!(path = ctq_path_join(dir, "config.json"))) {
-		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
-		goto done;
-	}
-	if ((st = ctq_json_save_hf(path, config, err)))
+	if ((st = write_config(config, ign, n_ign, c.bits, in, dir, err)))
 		goto done;
 	if ((st = ctq_stream_write(dir, list, n_out,
 				   opt && opt->max_shard_bytes ? opt->max_shard_bytes

@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -457,8 +456,7 @@ void ctq_st_close(struct ctq_st_file *f)
 {
 	if (!f)
 		return;
-	if (f->map)
-		munmap((void *)f->map, f->map_bytes);
+	ctq_file_unmap(f->map, f->map_bytes);
 	free(f->path);
 	ctq_arena_free(&f->arena);
 	memset(f, 0, sizeof *f);
@@ -703,15 +701,14 @@ static void json_str_serde(struct ctq_strbuf *sb, const char *s)
 		run = p + 1;
 		if (c == 0)
 			break;
-		switch (c) {
-		case '"': ctq_strbuf_append(sb, "\\\""); break;
-		case '\\': ctq_strbuf_append(sb, "\\\\"); break;
-		case '\b': ctq_strbuf_append(sb, "\\b"); break;
-		case '\f': ctq_strbuf_append(sb, "\\f"); break;
-		case '\n': ctq_strbuf_append(sb, "\\n"); break;
-		case '\r': ctq_strbuf_append(sb, "\\r"); break;
-		case '\t': ctq_strbuf_append(sb, "\\t"); break;
-		default: ctq_strbuf_printf(sb, "\\u%04x", c); break;
+		/* The short escapes: esc_from[i] is written as a backslash and esc_to[i]. */
+		static const char esc_from[] = "\"\\\b\f\n\r\t", esc_to[] = "\"\\bfnrt";
+		const char *e = strchr(esc_from, c);
+		if (e) {
+			const char two[3] = {'\\', esc_to[e - esc_from], '\0'};
+			ctq_strbuf_append(sb, two);
+		} else {
+			ctq_strbuf_printf(sb, "\\u%04x", c);
 		}
 	}
 	ctq_strbuf_append(sb, "\"");

@@ -376,6 +376,17 @@ size_t ctq_st_split_shards(const void *tensors, size_t n, ctq_st_size_fn size_of
 	return n_shards;
 }
 
+/* Removes dir/name when it is there: the file of the other layout (the
+ * index after a single-file write, the single file after shards) that an
+ * earlier write may have left. */
+static void remove_stale(const char *dir, const char *name)
+{
+	char *path = ctq_path_join(dir, name);
+	if (path && ctq_path_exists(path))
+		unlink(path);
+	free(path);
+}
+
 static uint64_t writer_entry_bytes(const void *tensors, size_t i)
 {
 	return ((const struct ctq_st_writer_entry *)tensors)[i].n_bytes;
@@ -422,12 +433,8 @@ enum ctq_status ctq_checkpoint_write(const char *dir,
 		for (size_t i = 0; i < n; i++)
 			sel[i] = i;
 		st = ctq_st_write_subset(w, sel, n, path, err);
-		if (st)
-			goto done;
-		free(path);
-		path = ctq_path_join(dir, CTQ_ST_INDEX_NAME);
-		if (path && ctq_path_exists(path))
-			unlink(path);
+		if (!st)
+			remove_stale(dir, CTQ_ST_INDEX_NAME);
 		goto done;
 	}
 
@@ -490,12 +497,8 @@ enum ctq_status ctq_checkpoint_write(const char *dir,
 		goto done;
 	}
 	st = ctq_file_write_atomic(path, idx.data, idx.len, err);
-	if (st)
-		goto done;
-	free(path);
-	path = ctq_path_join(dir, CTQ_ST_SINGLE_NAME);
-	if (path && ctq_path_exists(path))
-		unlink(path);
+	if (!st)
+		remove_stale(dir, CTQ_ST_SINGLE_NAME);
 done:
 	for (size_t s = 0; names && s < n_shards; s++)
 		free(names[s]);

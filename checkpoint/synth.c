@@ -5,6 +5,7 @@
 #include "core/json_write.h"
 #include "core/rng.h"
 #include "core/strbuf.h"
+#include "quant/modules.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -469,10 +470,16 @@ enum ctq_status ctq_synth_write(const struct ctq_synth_spec *s, const char *dir,
 	if ((st = ctq_json_save_hf(path, gen, err)))
 		goto done;
 
-	const long H = s->hidden_size, I = s->intermediate_size, V = s->vocab_size;
-	const long d = s->head_dim, q_out = s->num_attention_heads * d;
-	const long kv_out = s->num_key_value_heads * d;
+	const long H = s->hidden_size, V = s->vocab_size;
+	const long d = s->head_dim;
 	const long L = s->num_hidden_layers;
+	const struct ctq_model_shape shape = {
+		.hidden_size = H,
+		.intermediate_size = s->intermediate_size,
+		.num_attention_heads = s->num_attention_heads,
+		.num_key_value_heads = s->num_key_value_heads,
+		.head_dim = d,
+	};
 	size_t cap = 3 + (size_t)L * 16;
 	struct ctq_stream_tensor *t = ctq_arena_calloc(&arena, cap, sizeof *t); /* (cap) */
 	enum init_kind *kind = ctq_arena_calloc(&arena, cap, sizeof *kind);     /* (cap) */
@@ -497,23 +504,20 @@ enum ctq_status ctq_synth_write(const struct ctq_synth_spec *s, const char *dir,
 	ADD(INIT_NORMAL, V, H, "model.embed_tokens.weight");
 	enum init_kind ln = s->outliers ? INIT_NORM_OUT : INIT_NORM;
 	for (long l = 0; l < L; l++) {
-		ADD(INIT_NORMAL, q_out, H, "model.layers.%ld.self_attn.q_proj.weight", l);
-		if (s->attention_bias)
-			ADD(INIT_NORMAL, 0, q_out, "model.layers.%ld.self_attn.q_proj.bias", l);
-		ADD(INIT_NORMAL, kv_out, H, "model.layers.%ld.self_attn.k_proj.weight", l);
-		if (s->attention_bias)
-			ADD(INIT_NORMAL, 0, kv_out, "model.layers.%ld.self_attn.k_proj.bias", l);
-		ADD(INIT_NORMAL, kv_out, H, "model.layers.%ld.self_attn.v_proj.weight", l);
-		if (s->attention_bias)
-			ADD(INIT_NORMAL, 0, kv_out, "model.layers.%ld.self_attn.v_proj.bias", l);
-		ADD(INIT_NORMAL, H, q_out, "model.layers.%ld.self_attn.o_proj.weight", l);
-		if (s->qk_norm) {
-			ADD(INIT_NORM, 0, d, "model.layers.%ld.self_attn.q_norm.weight", l);
-			ADD(INIT_NORM, 0, d, "model.layers.%ld.self_attn.k_norm.weight", l);
+		for (int i = 0; i < CTQ_HF_LINEARS; i++) {
+			const struct ctq_hf_linear_info *li = &ctq_hf_linears[i];
+			if (i == CTQ_HF_GATE && s->qk_norm) {
+				ADD(INIT_NORM, 0, d, "model.layers.%ld.self_attn.q_norm.weight", l);
+				ADD(INIT_NORM, 0, d, "model.layers.%ld.self_attn.k_norm.weight", l);
+			}
+			long rows, cols;
+			ctq_hf_linear_features(&shape, (enum ctq_hf_linear)i, &rows, &cols);
+			ADD(INIT_NORMAL, rows, cols, "model.layers.%ld.%s.%s.weight", l, li->parent,
+			    li->leaf);
+			if (s->attention_bias && i <= CTQ_HF_V)
+				ADD(INIT_NORMAL, 0, rows, "model.layers.%ld.%s.%s.bias", l, li->parent,
+				    li->leaf);
 		}
-		ADD(INIT_NORMAL, I, H, "model.layers.%ld.mlp.gate_proj.weight", l);
-		ADD(INIT_NORMAL, I, H, "model.layers.%ld.mlp.up_proj.weight", l);
-		ADD(INIT_NORMAL, H, I, "model.layers.%ld.mlp.down_proj.weight", l);
 		ADD(ln, 0, H, "model.layers.%ld.input_layernorm.weight", l);
 		ADD(ln, 0, H, "model.layers.%ld.post_attention_layernorm.weight", l);
 	}

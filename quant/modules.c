@@ -144,6 +144,18 @@ const char *ctq_arch_normalise(const char *t)
 	return NULL;
 }
 
+/* Adds the module named nm (NULL: its name ran out of memory) to m's
+ * modules, or to its aux list. */
+static enum ctq_status add_named(struct ctq_modules *m, const char *nm, bool aux,
+				 const char *const *types, size_t n, const char *prefix,
+				 struct ctq_error *err)
+{
+	if (!nm)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, prefix, "out of memory");
+	return aux ? ctq_modules_add_aux(m, nm, types, n, err)
+		   : ctq_modules_add(m, nm, types, n, NULL, err);
+}
+
 enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
 				      int layers, const char *prefix,
 				      struct ctq_error *err)
@@ -175,24 +187,14 @@ enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
 	m->shape.arch = a;
 	m->shape.layers = layers;
 	/* Names are built in the arena: a long prefix must never be cut. */
-#define ADD(types, n, ...)                                                      \
+#define ADD_TO(aux, types, n, ...)                                              \
 	do {                                                                    \
 		char *nm = ctq_arena_printf(&m->arena, __VA_ARGS__);            \
-		if (!nm)                                                        \
-			return ctq_error_set(err, CTQ_ERR_NOMEM, prefix,        \
-					     "out of memory");                  \
-		if ((st = ctq_modules_add(m, nm, types, n, NULL, err)))         \
+		if ((st = add_named(m, nm, aux, types, n, prefix, err)))        \
 			return st;                                              \
 	} while (0)
-#define ADD_AUX(types, n, ...)                                                  \
-	do {                                                                    \
-		char *nm = ctq_arena_printf(&m->arena, __VA_ARGS__);            \
-		if (!nm)                                                        \
-			return ctq_error_set(err, CTQ_ERR_NOMEM, prefix,        \
-					     "out of memory");                  \
-		if ((st = ctq_modules_add_aux(m, nm, types, n, err)))           \
-			return st;                                              \
-	} while (0)
+#define ADD(types, n, ...) ADD_TO(false, types, n, __VA_ARGS__)
+#define ADD_AUX(types, n, ...) ADD_TO(true, types, n, __VA_ARGS__)
 	ADD(embedding, 2, "%sembed_tokens", prefix);
 	for (int l = 0; l < layers; l++) {
 		ADD_AUX(decoder_layer, 3, "%slayers.%d", prefix, l);
@@ -208,6 +210,7 @@ enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
 	ADD(linear, 2, "%s", "lm_head");
 #undef ADD
 #undef ADD_AUX
+#undef ADD_TO
 	return ctq_modules_finish(m, err);
 }
 

@@ -137,21 +137,36 @@ static enum ctq_status check_keys(struct parser *p, const cJSON *obj,
 	return CTQ_OK;
 }
 
-static enum ctq_status get_string_or_null(struct parser *p, const cJSON *obj,
-					  const char *key, const char *base,
-					  const char **out)
+/* obj[key] into *out when is_type accepts it, NULL when it is absent or
+ * null; anything else is invalid-config at base.key ("expected <what>"). */
+static enum ctq_status get_member_or_null(struct parser *p, const cJSON *obj, const char *key,
+					  const char *base, cJSON_bool (*is_type)(const cJSON *),
+					  const char *what, const cJSON **out)
 {
 	const cJSON *it = ctq_json_get(obj, key);
 	*out = NULL;
 	if (!it || cJSON_IsNull(it))
 		return CTQ_OK;
-	if (!cJSON_IsString(it)) {
+	if (!is_type(it)) {
 		char kp[CTQ_PATH_MAX];
 		ctq_json_path_key(kp, sizeof kp, base, key);
-		return ctq_error_set(p->err, CTQ_ERR_INVALID_CONFIG, kp,
-				     "is %s; expected a string or null",
-				     ctq_json_type_name(it));
+		return ctq_error_set(p->err, CTQ_ERR_INVALID_CONFIG, kp, "is %s; expected %s",
+				     ctq_json_type_name(it), what);
 	}
+	*out = it;
+	return CTQ_OK;
+}
+
+static enum ctq_status get_string_or_null(struct parser *p, const cJSON *obj,
+					  const char *key, const char *base,
+					  const char **out)
+{
+	const cJSON *it;
+	enum ctq_status st = get_member_or_null(p, obj, key, base, cJSON_IsString,
+						"a string or null", &it);
+	*out = NULL;
+	if (st || !it)
+		return st;
 	*out = ctq_arena_strdup(&p->cfg->arena, it->valuestring);
 	return *out ? CTQ_OK : oom(p, base);
 }
@@ -347,12 +362,11 @@ static enum ctq_status parse_args(struct parser *p, const cJSON *obj,
 			return st;
 		a->num_bits = (int)v;
 	}
-	if ((it = ctq_json_get(obj, "type")) && !cJSON_IsNull(it)) {
+	if ((st = get_member_or_null(p, obj, "type", path, cJSON_IsString,
+				      "\"int\" or \"float\"", &it)))
+		return st;
+	if (it) {
 		ctq_json_path_key(fp, sizeof fp, path, "type");
-		if (!cJSON_IsString(it))
-			return ctq_error_set(p->err, CTQ_ERR_INVALID_CONFIG, fp,
-					     "is %s; expected \"int\" or \"float\"",
-					     ctq_json_type_name(it));
 		if (strcasecmp(it->valuestring, "int") == 0)
 			a->type = CTQ_QTYPE_INT;
 		else if (strcasecmp(it->valuestring, "float") == 0)
@@ -383,12 +397,11 @@ static enum ctq_status parse_args(struct parser *p, const cJSON *obj,
 		a->group_size = (int)v;
 	}
 	bool strategy_given = false;
-	if ((it = ctq_json_get(obj, "strategy")) && !cJSON_IsNull(it)) {
+	if ((st = get_member_or_null(p, obj, "strategy", path, cJSON_IsString,
+				      "a strategy name or null", &it)))
+		return st;
+	if (it) {
 		ctq_json_path_key(fp, sizeof fp, path, "strategy");
-		if (!cJSON_IsString(it))
-			return ctq_error_set(p->err, CTQ_ERR_INVALID_CONFIG, fp,
-					     "is %s; expected a strategy name or null",
-					     ctq_json_type_name(it));
 		if ((st = parse_strategy(p, it->valuestring, fp, &a->strategy)))
 			return st;
 		strategy_given = true;
@@ -741,23 +754,18 @@ static enum ctq_status parse_block(struct parser *p, const cJSON *blk,
 			     &cfg->kv_cache)))
 		return st;
 
-	const cJSON *sp = ctq_json_get(blk, "sparsity_config");
-	if (sp && !cJSON_IsNull(sp)) {
-		ctq_json_path_key(fp, sizeof fp, path, "sparsity_config");
-		if (!cJSON_IsObject(sp))
-			return ctq_error_set(p->err, CTQ_ERR_INVALID_CONFIG, fp,
-					     "is %s; expected an object",
-					     ctq_json_type_name(sp));
+	const cJSON *sp, *tr;
+	if ((st = get_member_or_null(p, blk, "sparsity_config", path, cJSON_IsObject, "an object",
+				      &sp)))
+		return st;
+	if (sp) {
 		const cJSON *t = ctq_json_get(sp, "targets");
 		cfg->sparsity_targets = cJSON_IsArray(t) && cJSON_GetArraySize(t) > 0;
 	}
-	const cJSON *tr = ctq_json_get(blk, "transform_config");
-	if (tr && !cJSON_IsNull(tr)) {
-		ctq_json_path_key(fp, sizeof fp, path, "transform_config");
-		if (!cJSON_IsObject(tr))
-			return ctq_error_set(p->err, CTQ_ERR_INVALID_CONFIG, fp,
-					     "is %s; expected an object",
-					     ctq_json_type_name(tr));
+	if ((st = get_member_or_null(p, blk, "transform_config", path, cJSON_IsObject,
+				      "an object", &tr)))
+		return st;
+	if (tr) {
 		const cJSON *g = ctq_json_get(tr, "config_groups");
 		cfg->transform_groups = cJSON_IsObject(g) && g->child;
 	}

@@ -97,6 +97,20 @@ static const char *dyn_name(enum ctq_dynamic d)
 	return d == CTQ_DYNAMIC_TRUE ? "true" : d == CTQ_DYNAMIC_LOCAL ? "\"local\"" : "false";
 }
 
+/* Whether q (the scheme's `field`) is 8-bit int; if not, why into reason. */
+static bool is_int8(const struct ctq_qargs *q, const char *field, char *reason, size_t cap)
+{
+	if (q->type != CTQ_QTYPE_INT)
+		snprintf(reason, cap, "%s.type is %s; executable schemes need int", field,
+			 ctq_qtype_name(q->type));
+	else if (q->num_bits != 8)
+		snprintf(reason, cap, "%s.num_bits is %d; executable schemes need 8", field,
+			 q->num_bits);
+	else
+		return true;
+	return false;
+}
+
 enum ctq_status ctq_scheme_check_exec(const struct ctq_qscheme *s,
 				      const char *format, char *reason,
 				      size_t cap)
@@ -109,12 +123,8 @@ enum ctq_status ctq_scheme_check_exec(const struct ctq_qscheme *s,
 		return CTQ_OK;
 	if (!w)
 		FAIL("weights is null; executable schemes need int8 weights");
-	if (w->type != CTQ_QTYPE_INT)
-		FAIL("weights.type is %s; executable schemes need int",
-		     ctq_qtype_name(w->type));
-	if (w->num_bits != 8)
-		FAIL("weights.num_bits is %d; executable schemes need 8",
-		     w->num_bits);
+	if (!is_int8(w, "weights", reason, cap))
+		return CTQ_ERR_UNSUPPORTED_SCHEME;
 	if (w->strategy != CTQ_STRATEGY_CHANNEL &&
 	    w->strategy != CTQ_STRATEGY_TENSOR)
 		FAIL("weights.strategy is %s; executable schemes need channel or tensor",
@@ -126,12 +136,8 @@ enum ctq_status ctq_scheme_check_exec(const struct ctq_qscheme *s,
 		     dyn_name(w->dynamic));
 	if (!a)
 		FAIL("input_activations is null; executable schemes need int8 dynamic per-token activations");
-	if (a->type != CTQ_QTYPE_INT)
-		FAIL("input_activations.type is %s; executable schemes need int",
-		     ctq_qtype_name(a->type));
-	if (a->num_bits != 8)
-		FAIL("input_activations.num_bits is %d; executable schemes need 8",
-		     a->num_bits);
+	if (!is_int8(a, "input_activations", reason, cap))
+		return CTQ_ERR_UNSUPPORTED_SCHEME;
 	if (a->strategy != CTQ_STRATEGY_TOKEN)
 		FAIL("input_activations.strategy is %s; executable schemes need token",
 		     ctq_strategy_name(a->strategy));
