@@ -533,21 +533,17 @@ enum ctq_status ctq_fam_bench_gemm_compare(struct ctq_cmp_pair *x, struct ctq_er
 	}
 	if (st || (st = ctq_cmp_removed_rows(x, CTQ_FAM_BENCH_GEMM, "time_us", &removed, err)))
 		goto done;
-	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_BENCH_GEMM, x->file,
-						"(all points)", "points regressed", err);
+	struct ctq_cmp_row *r = ctq_cmp_summary_row(x, CTQ_FAM_BENCH_GEMM, "(all points)",
+						    "points regressed", 0, (double)(slower + failed),
+						    slower + failed, faster, err);
 	if (!r) {
 		st = CTQ_ERR_NOMEM;
 		goto done;
 	}
-	r->summary = true;
-	r->base = 0;
-	r->cand = (double)(slower + failed);
 	snprintf(r->detail, sizeof r->detail,
 		 "%zu points paired: %zu slower, %zu faster, %zu same, %zu ambiguous; %zu failed "
 		 "checks; %zu new, %zu gone", paired, slower, faster, same, ambiguous, failed, added,
 		 removed);
-	snprintf(r->verdict, sizeof r->verdict, "%s",
-		 slower + failed ? "regression" : faster ? "improvement" : "same");
 done:
 	free(sb);
 	free(sn);

@@ -44,18 +44,13 @@ enum ctq_status ctq_fam_conform_compare(struct ctq_cmp_pair *x, struct ctq_error
 		bad ? flips++ : fixes++;
 	}
 	ctq_cmp_added_removed(x, &added, &removed);
-	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_CONFORM, x->file,
-						"(all checks)", "failed checks", err);
+	struct ctq_cmp_row *r = ctq_cmp_summary_row(x, CTQ_FAM_CONFORM, "(all checks)", "failed checks",
+						    (double)fail_b, (double)fail_n, flips, fixes, err);
 	if (!r)
 		return CTQ_ERR_NOMEM;
-	r->summary = true;
-	r->base = (double)fail_b;
-	r->cand = (double)fail_n;
 	snprintf(r->detail, sizeof r->detail,
 		 "%zu checks paired: %zu pass->fail, %zu fail->pass; %zu new, %zu gone",
 		 x->in.n - added, flips, fixes, added, removed);
-	snprintf(r->verdict, sizeof r->verdict, "%s",
-		 flips ? "regression" : fixes ? "improvement" : "same");
 	return CTQ_OK;
 }
 
@@ -106,10 +101,7 @@ enum ctq_status ctq_fam_conform_report(struct ctq_rep *r, const struct ctq_resul
 		size_t k = strcspn(id, "/");
 		char name[128];
 		snprintf(name, sizeof name, "%.*s", id[k] ? (int)k : 5, id[k] ? id : "(top)");
-		size_t j;
-		for (j = 0; j < nf; j++)
-			if (!strcmp(fs[j].name, name))
-				break;
+		size_t j = ctq_rep_find_name(fs, nf, sizeof *fs, name);
 		if (j == nf)
 			snprintf(fs[nf++].name, sizeof fs->name, "%s", name);
 		if (strcmp(fs[j].last_case, id) != 0) {

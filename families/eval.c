@@ -215,10 +215,7 @@ enum ctq_status ctq_fam_eval_report(struct ctq_rep *r, const struct ctq_result_f
 	struct subject all = {.name = "overall (micro)"};
 	for (size_t i = 0; i < R.t.n_rows; i++) {
 		const char *s = ctq_table_get(&R.t, i, cs);
-		size_t j;
-		for (j = 0; j < ns; j++)
-			if (!strcmp(sj[j].name, s))
-				break;
+		size_t j = ctq_rep_find_name(sj, ns, sizeof *sj, s);
 		if (j == ns)
 			snprintf(sj[ns++].name, sizeof sj->name, "%s", s);
 		bool ok = ctq_csv_truthy(ctq_table_get(&R.t, i, cc));

@@ -14,6 +14,15 @@ bool ctq_csv_truthy(const char *s)
 	return !strcmp(s, "true") || !strcmp(s, "1");
 }
 
+size_t ctq_rep_find_name(const void *v, size_t n, size_t stride, const char *name)
+{
+	const char *p = v;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(p + i * stride, name))
+			return i;
+	return n;
+}
+
 /* ---- text helpers ------------------------------------------------------------- */
 
 void ctq_rep_h(struct ctq_strbuf *sb, const char *s)

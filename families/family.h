@@ -115,5 +115,11 @@ enum ctq_status ctq_rep_load_result(struct ctq_rep *r, const struct ctq_result_f
 				    struct ctq_rep_table *rt);
 /* Frees rt and sets r->err to out of memory at its path. */
 enum ctq_status ctq_rep_table_nomem(struct ctq_rep *r, struct ctq_rep_table *rt);
+/* The index of the entry named name among the n entries at v, entries of
+ * stride bytes that each open with their name (a char array), e.g.
+ * ctq_rep_find_name(fs, nf, sizeof *fs, id): the one lookup of the report
+ * sections that group rows by a name (folders, subjects, backends, layers).
+ * n when none is named so. */
+size_t ctq_rep_find_name(const void *v, size_t n, size_t stride, const char *name);
 
 #endif

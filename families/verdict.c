@@ -532,6 +532,21 @@ void ctq_cmp_added_removed(const struct ctq_cmp_pair *x, size_t *added, size_t *
 			(*added)++;
 }
 
+struct ctq_cmp_row *ctq_cmp_summary_row(struct ctq_cmp_pair *x, int fam, const char *key,
+					const char *metric, double base, double cand, size_t bad,
+					size_t good, struct ctq_error *err)
+{
+	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, fam, x->file, key, metric, err);
+	if (!r)
+		return NULL;
+	r->summary = true;
+	r->base = base;
+	r->cand = cand;
+	snprintf(r->verdict, sizeof r->verdict, "%s",
+		 bad ? "regression" : good ? "improvement" : "same");
+	return r;
+}
+
 /* ---- timings ----------------------------------------------------------------- */
 
 /* Samples of column col of the rows [lo, hi) of an index. */

@@ -199,6 +199,14 @@ enum ctq_status ctq_cmp_pair_load(struct ctq_cmp_pair *x, const char *const *key
 				  bool unique, int *cb, int *cn, struct ctq_error *err);
 /* Counts of keys only in base (removed) and only in new (added). */
 void ctq_cmp_added_removed(const struct ctq_cmp_pair *x, size_t *added, size_t *removed);
+/* The summary row that closes a family's comparison of x's file: key (e.g.
+ * "(all probes)") and metric name it, base and cand are its two counts, and
+ * its verdict is "regression" when bad, else "improvement" when good, else
+ * "same"; set, not counted (the regressions were counted on their own rows).
+ * The caller writes its detail. NULL with NOMEM in err. */
+struct ctq_cmp_row *ctq_cmp_summary_row(struct ctq_cmp_pair *x, int fam, const char *key,
+					const char *metric, double base, double cand, size_t bad,
+					size_t good, struct ctq_error *err);
 
 /* ---- timing rows ---------------------------------------------------------------- */
 
