@@ -243,10 +243,7 @@ static void write_manifest(cJSON *m, const struct ctq_gemm_run_info *in, const s
 	cJSON_AddStringToObject(g, "shapes_from", in->shapes_from ? in->shapes_from : "unknown");
 	cJSON *sa = cJSON_AddArrayToObject(g, "shapes");
 	for (size_t i = 0; i < n; i++) {
-		bool seen = false;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = !strcmp(rows[j].shape, rows[i].shape);
-		if (seen)
+		if (!ctq_gemm_row_first_of_shape(rows, i))
 			continue;
 		cJSON *x = cJSON_CreateObject();
 		cJSON_AddStringToObject(x, "name", rows[i].shape);
@@ -298,10 +295,7 @@ enum ctq_status ctq_gemm_write(const char *dir, cJSON *manifest, const struct ct
 	if ((st = ctq_mkdirs(pdir, err)))
 		return st;
 	for (size_t i = 0; i < n; i++) {
-		bool seen = false;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = !strcmp(rows[j].shape, rows[i].shape);
-		if (seen)
+		if (!ctq_gemm_row_first_of_shape(rows, i))
 			continue;
 		char name[128];
 		ctq_gemm_plot_name(name, sizeof name, rows[i].shape);

@@ -156,6 +156,23 @@ void ctq_gemm_plot_name(char *buf, size_t cap, const char *shape)
 			*c = '_';
 }
 
+bool ctq_gemm_row_first_of_shape(const struct ctq_gemm_row *rows, size_t i)
+{
+	for (size_t j = 0; j < i; j++)
+		if (!strcmp(rows[j].shape, rows[i].shape))
+			return false;
+	return true;
+}
+
+size_t ctq_gemm_shapes(const struct ctq_gemm_row *rows, size_t n, const char **shapes)
+{
+	size_t ns = 0;
+	for (size_t i = 0; i < n; i++)
+		if (ctq_gemm_row_first_of_shape(rows, i))
+			shapes[ns++] = rows[i].shape;
+	return ns;
+}
+
 /* Indices of shape's rows of impl with a TOPS value, sorted by M. */
 static size_t series(const struct ctq_gemm_row *rows, size_t n, const char *shape,
 		     enum ctq_gemm_impl impl, bool need_tops, size_t *idx)
@@ -309,19 +326,12 @@ enum ctq_status ctq_gemm_targets(const struct ctq_gemm_row *rows, size_t n,
 	*n_out = 0;
 	const char **shapes = ctq_calloc(n ? n : 1, sizeof *shapes);
 	size_t *idx = ctq_calloc(n ? n : 1, sizeof *idx);
-	size_t ns = 0;
 	if (!shapes || !idx) {
 		free(shapes);
 		free(idx);
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
 	}
-	for (size_t i = 0; i < n; i++) {
-		size_t j = 0;
-		while (j < ns && strcmp(shapes[j], rows[i].shape))
-			j++;
-		if (j == ns)
-			shapes[ns++] = rows[i].shape;
-	}
+	const size_t ns = ctq_gemm_shapes(rows, n, shapes);
 	struct ctq_gemm_target *t = ctq_calloc(ns * CTQ_GEMM_TGT_COUNT + 1, sizeof *t);
 	if (!t) {
 		free(shapes);
@@ -585,24 +595,12 @@ static bool i8_note(const struct ctq_gemm_row *rows, size_t n, const char *shape
 	return len > 0;
 }
 
-/* bench_gemm.csv (written by ctq bench gemm): how it was timed,
- * the points whose ctq outputs differ from the reference (a failure), the
- * targets per shape as pass / miss, a table and a TOPS-against-M plot per
- * shape. */
-enum ctq_status ctq_fam_bench_gemm_report(struct ctq_rep *r, const struct ctq_result_file *f)
+/* How the run was timed (from its manifest) and the first point whose ctq
+ * output differs from the reference, counted into r->gemm_failed. */
+static void gemm_report_intro(struct ctq_rep *r, const struct ctq_result_file *f, const cJSON *g,
+			      const struct ctq_gemm_row *rows, size_t n)
 {
-	char path[1200], line[1200];
-	snprintf(path, sizeof path, "%s/%s", r->dir, f->rel);
-	struct ctq_gemm_row *rows = NULL;
-	size_t n = 0, nt = 0;
-	struct ctq_gemm_target *t = NULL;
-	enum ctq_status st = ctq_gemm_rows_load(path, &rows, &n, r->err);
-	if (st || (st = ctq_gemm_targets(rows, n, &t, &nt, r->err))) {
-		free(rows);
-		return st;
-	}
-	cJSON *m = ctq_rep_step_manifest(r->dir, f->dir);
-	const cJSON *g = ctq_json_get(m, "bench_gemm");
+	char line[1200];
 	snprintf(line, sizeof line, "%s — %s", f->rel, ctq_json_str_at(g, "device", "unknown device"));
 	ctq_rep_heading(r, 3, line);
 	const cJSON *pk = ctq_json_get(g, "peaks"), *me = ctq_json_get(g, "method");
@@ -633,26 +631,13 @@ enum ctq_status ctq_fam_bench_gemm_report(struct ctq_rep *r, const struct ctq_re
 		r->gemm_failed += failed;
 		ctq_rep_para(r, line);
 	}
+}
 
-	/* Targets: one row per target, one column per shape. */
-	const char **shapes = ctq_calloc(n + 1, sizeof *shapes);
-	size_t ns = 0;
-	for (size_t i = 0; shapes && i < n; i++) {
-		size_t j = 0;
-		while (j < ns && strcmp(shapes[j], rows[i].shape))
-			j++;
-		if (j == ns)
-			shapes[ns++] = rows[i].shape;
-	}
-	const char **cols = ctq_calloc(ns + 3, sizeof *cols);
-	if (!shapes || !cols) {
-		free(shapes);
-		free(cols);
-		free(t);
-		free(rows);
-		cJSON_Delete(m);
-		return ctq_error_set(r->err, CTQ_ERR_NOMEM, path, "out of memory");
-	}
+/* Targets: one row per target, one column per shape (cols: room for ns + 3). */
+static void gemm_targets_table(struct ctq_rep *r, const struct ctq_gemm_target *t, size_t nt,
+			       const char **shapes, size_t ns, const char **cols)
+{
+	static const char *const cls[] = {"passed", "failed", "skipped"};
 	cols[0] = "target";
 	cols[1] = "all shapes";
 	for (size_t s = 0; s < ns; s++)
@@ -661,7 +646,6 @@ enum ctq_status ctq_fam_bench_gemm_report(struct ctq_rep *r, const struct ctq_re
 	for (int id = 0; id < CTQ_GEMM_TGT_COUNT; id++) {
 		const char *wd, *wsh;
 		enum ctq_gemm_verdict v = ctq_gemm_target_overall(t, nt, (enum ctq_gemm_target_id)id, &wd, &wsh);
-		static const char *const cls[] = {"passed", "failed", "skipped"};
 		ctq_rep_row_begin(r);
 		ctq_rep_cell(r, ctq_gemm_target_text((enum ctq_gemm_target_id)id), NULL);
 		ctq_rep_cell(r, ctq_gemm_verdict_name(v), cls[v]);
@@ -673,74 +657,116 @@ enum ctq_status ctq_fam_bench_gemm_report(struct ctq_rep *r, const struct ctq_re
 		ctq_rep_row_end(r);
 	}
 	ctq_rep_table_end(r);
+}
 
+/* One shape's table: a row per M, the columns of every implementation. */
+static void gemm_shape_table(struct ctq_rep *r, const struct ctq_gemm_row *rows, size_t n,
+			     const char *shape)
+{
 	static const char *const pcols[] = {"M", "ctq_w8a8 us", "ctq_gemm us", "ctq_gemm TOPS", "% INT8 peak",
 					    "% HBM (int8 weights)", "cv", "cublas_bf16 us", "speedup vs BF16",
 					    "cublaslt_i8 us", "ctq_quantize us", "quantize % HBM", NULL};
-	for (size_t s = 0; s < ns; s++) {
-		const struct ctq_gemm_row *any = NULL;
-		for (size_t i = 0; i < n && !any; i++)
-			if (!strcmp(rows[i].shape, shapes[s]))
-				any = &rows[i];
-		snprintf(line, sizeof line, "%s: K=%lld, N=%lld", shapes[s], (long long)any->K, (long long)any->N);
-		ctq_rep_heading(r, 4, line);
-		ctq_rep_table_head(r, pcols);
-		/* Points in M order; the five rows of a point share shape and M. */
-		int64_t last = 0;
-		for (;;) {
-			int64_t next = INT64_MAX;
-			for (size_t i = 0; i < n; i++)
-				if (!strcmp(rows[i].shape, shapes[s]) && rows[i].M > last && rows[i].M < next)
-					next = rows[i].M;
-			if (next == INT64_MAX)
-				break;
-			last = next;
-			const struct ctq_gemm_row *p[CTQ_GEMM_IMPL_COUNT] = {0};
-			for (size_t i = 0; i < n; i++)
-				if (!strcmp(rows[i].shape, shapes[s]) && rows[i].M == next)
-					p[rows[i].impl] = &rows[i];
-			char v[12][48];
+	ctq_rep_table_head(r, pcols);
+	/* Points in M order; the five rows of a point share shape and M. */
+	int64_t last = 0;
+	for (;;) {
+		int64_t next = INT64_MAX;
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(rows[i].shape, shape) && rows[i].M > last && rows[i].M < next)
+				next = rows[i].M;
+		if (next == INT64_MAX)
+			break;
+		last = next;
+		const struct ctq_gemm_row *p[CTQ_GEMM_IMPL_COUNT] = {0};
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(rows[i].shape, shape) && rows[i].M == next)
+				p[rows[i].impl] = &rows[i];
+		char v[12][48];
 #define G(i, field) (p[i] ? p[i]->field : NAN)
-			snprintf(v[0], sizeof v[0], "%lld", (long long)next);
-			ctq_rep_fmt_g(v[1], sizeof v[1], G(CTQ_GEMM_W8A8, time_us_median));
-			ctq_rep_fmt_g(v[2], sizeof v[2], G(CTQ_GEMM_GEMM, time_us_median));
-			ctq_rep_fmt_g(v[3], sizeof v[3], G(CTQ_GEMM_GEMM, tops));
-			ctq_rep_fmt_g(v[4], sizeof v[4], G(CTQ_GEMM_GEMM, pct_int8_peak));
-			ctq_rep_fmt_g(v[5], sizeof v[5], G(CTQ_GEMM_GEMM, pct_hbm_weights));
-			ctq_rep_fmt_g(v[6], sizeof v[6], G(CTQ_GEMM_GEMM, time_cv));
-			ctq_rep_fmt_g(v[7], sizeof v[7], G(CTQ_GEMM_BF16, time_us_median));
-			ctq_rep_fmt_g(v[8], sizeof v[8], G(CTQ_GEMM_GEMM, speedup_vs_bf16));
-			ctq_rep_fmt_g(v[9], sizeof v[9], G(CTQ_GEMM_I8, time_us_median));
-			ctq_rep_fmt_g(v[10], sizeof v[10], G(CTQ_GEMM_QUANTIZE, time_us_median));
-			ctq_rep_fmt_g(v[11], sizeof v[11], G(CTQ_GEMM_QUANTIZE, pct_hbm));
+		snprintf(v[0], sizeof v[0], "%lld", (long long)next);
+		ctq_rep_fmt_g(v[1], sizeof v[1], G(CTQ_GEMM_W8A8, time_us_median));
+		ctq_rep_fmt_g(v[2], sizeof v[2], G(CTQ_GEMM_GEMM, time_us_median));
+		ctq_rep_fmt_g(v[3], sizeof v[3], G(CTQ_GEMM_GEMM, tops));
+		ctq_rep_fmt_g(v[4], sizeof v[4], G(CTQ_GEMM_GEMM, pct_int8_peak));
+		ctq_rep_fmt_g(v[5], sizeof v[5], G(CTQ_GEMM_GEMM, pct_hbm_weights));
+		ctq_rep_fmt_g(v[6], sizeof v[6], G(CTQ_GEMM_GEMM, time_cv));
+		ctq_rep_fmt_g(v[7], sizeof v[7], G(CTQ_GEMM_BF16, time_us_median));
+		ctq_rep_fmt_g(v[8], sizeof v[8], G(CTQ_GEMM_GEMM, speedup_vs_bf16));
+		ctq_rep_fmt_g(v[9], sizeof v[9], G(CTQ_GEMM_I8, time_us_median));
+		ctq_rep_fmt_g(v[10], sizeof v[10], G(CTQ_GEMM_QUANTIZE, time_us_median));
+		ctq_rep_fmt_g(v[11], sizeof v[11], G(CTQ_GEMM_QUANTIZE, pct_hbm));
 #undef G
-			bool bad = p[CTQ_GEMM_GEMM] && !strcmp(p[CTQ_GEMM_GEMM]->check, "fail");
-			ctq_rep_row_begin(r);
-			for (int c = 0; c < 12; c++)
-				ctq_rep_cell(r, c == 2 && bad ? "FAIL" : v[c], c == 2 && bad ? "bad" : "num");
-			ctq_rep_row_end(r);
-		}
-		ctq_rep_table_end(r);
-		if (i8_note(rows, n, shapes[s], line, sizeof line))
-			ctq_rep_para(r, line);
-		struct ctq_strbuf body, data;
-		ctq_strbuf_init(&body);
-		ctq_strbuf_init(&data);
-		char name[300], base[200];
-		ctq_gemm_plot_name(base, sizeof base, shapes[s]);
-		ctq_rep_plot_name(name, sizeof name, base, f->dir);
-		snprintf(line, sizeof line, "%s (K=%lld, N=%lld): TOPS against M (dashed: INT8 peak)", shapes[s],
-			 (long long)any->K, (long long)any->N);
-		if (ctq_gemm_plot(rows, n, shapes[s], name, ctq_rep_jnum(pk, "int8_dense_tops"), &body, &data) &&
-		    !body.oom && !data.oom)
-			ctq_rep_plot(r, name, 900, 520, line, body.data, data.data);
-		ctq_strbuf_free(&body);
-		ctq_strbuf_free(&data);
+		bool bad = p[CTQ_GEMM_GEMM] && !strcmp(p[CTQ_GEMM_GEMM]->check, "fail");
+		ctq_rep_row_begin(r);
+		for (int c = 0; c < 12; c++)
+			ctq_rep_cell(r, c == 2 && bad ? "FAIL" : v[c], c == 2 && bad ? "bad" : "num");
+		ctq_rep_row_end(r);
 	}
+	ctq_rep_table_end(r);
+}
+
+/* One shape's heading, table, cuBLASLt note and TOPS plot; any is a row of
+ * the shape, peak_tops the INT8 peak (NaN: unknown). */
+static void gemm_shape_section(struct ctq_rep *r, const struct ctq_result_file *f,
+			       const struct ctq_gemm_row *rows, size_t n, const struct ctq_gemm_row *any,
+			       double peak_tops)
+{
+	char line[1200];
+	snprintf(line, sizeof line, "%s: K=%lld, N=%lld", any->shape, (long long)any->K, (long long)any->N);
+	ctq_rep_heading(r, 4, line);
+	gemm_shape_table(r, rows, n, any->shape);
+	if (i8_note(rows, n, any->shape, line, sizeof line))
+		ctq_rep_para(r, line);
+	struct ctq_strbuf body, data;
+	ctq_strbuf_init(&body);
+	ctq_strbuf_init(&data);
+	char name[300], base[200];
+	ctq_gemm_plot_name(base, sizeof base, any->shape);
+	ctq_rep_plot_name(name, sizeof name, base, f->dir);
+	snprintf(line, sizeof line, "%s (K=%lld, N=%lld): TOPS against M (dashed: INT8 peak)", any->shape,
+		 (long long)any->K, (long long)any->N);
+	if (ctq_gemm_plot(rows, n, any->shape, name, peak_tops, &body, &data) && !body.oom && !data.oom)
+		ctq_rep_plot(r, name, 900, 520, line, body.data, data.data);
+	ctq_strbuf_free(&body);
+	ctq_strbuf_free(&data);
+}
+
+/* bench_gemm.csv (written by ctq bench gemm): how it was timed,
+ * the points whose ctq outputs differ from the reference (a failure), the
+ * targets per shape as pass / miss, a table and a TOPS-against-M plot per
+ * shape. */
+enum ctq_status ctq_fam_bench_gemm_report(struct ctq_rep *r, const struct ctq_result_file *f)
+{
+	char path[1200];
+	snprintf(path, sizeof path, "%s/%s", r->dir, f->rel);
+	struct ctq_gemm_row *rows = NULL;
+	size_t n = 0, nt = 0;
+	struct ctq_gemm_target *t = NULL;
+	const char **shapes = NULL, **cols = NULL;
+	cJSON *m = NULL;
+	enum ctq_status st = ctq_gemm_rows_load(path, &rows, &n, r->err);
+	if (st || (st = ctq_gemm_targets(rows, n, &t, &nt, r->err)))
+		goto out;
+	m = ctq_rep_step_manifest(r->dir, f->dir);
+	const cJSON *g = ctq_json_get(m, "bench_gemm");
+	gemm_report_intro(r, f, g, rows, n);
+	shapes = ctq_calloc(n + 1, sizeof *shapes);
+	const size_t ns = shapes ? ctq_gemm_shapes(rows, n, shapes) : 0;
+	cols = ctq_calloc(ns + 3, sizeof *cols);
+	if (!shapes || !cols) {
+		st = ctq_error_set(r->err, CTQ_ERR_NOMEM, path, "out of memory");
+		goto out;
+	}
+	gemm_targets_table(r, t, nt, shapes, ns, cols);
+	const double peak_tops = ctq_rep_jnum(ctq_json_get(g, "peaks"), "int8_dense_tops");
+	for (size_t i = 0; i < n; i++)
+		if (ctq_gemm_row_first_of_shape(rows, i))
+			gemm_shape_section(r, f, rows, n, &rows[i], peak_tops);
+out:
 	free(shapes);
 	free(cols);
 	free(t);
 	free(rows);
 	cJSON_Delete(m);
-	return CTQ_OK;
+	return st;
 }

@@ -70,6 +70,12 @@ void ctq_gemm_csv_row(struct ctq_csv *w, const struct ctq_gemm_row *r);
 enum ctq_status ctq_gemm_rows_load(const char *path, struct ctq_gemm_row **rows, size_t *n,
 				   struct ctq_error *err);
 
+/* Whether rows[i] is the first of rows [0, i] with its shape. */
+bool ctq_gemm_row_first_of_shape(const struct ctq_gemm_row *rows, size_t i);
+/* The distinct shapes of rows [0, n) in first-seen order into shapes (room
+ * for n; the strings are the rows'). Returns their count. */
+size_t ctq_gemm_shapes(const struct ctq_gemm_row *rows, size_t n, const char **shapes);
+
 /* The TOPS-against-M plot of one shape: gnuplot body (reading "NAME.dat")
  * and data for results/plot.h, one line per GEMM implementation and the
  * INT8 peak as a dashed line when known. Returns the number of lines with
