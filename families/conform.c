@@ -25,11 +25,11 @@ enum ctq_status ctq_fam_conform_compare(struct ctq_cmp_pair *x, struct ctq_error
 	for (size_t r = 0; r < x->tn.n_rows; r++)
 		fail_n += strcmp(ctq_table_get(&x->tn, r, cn[3]), "pass") != 0;
 	for (size_t i = 0; i < x->in.n; i++) {
-		const struct ctq_cmp_keyed *kb = ctq_cmp_index_find(&x->ib, x->in.v[i].key);
-		if (!kb)
+		size_t rb, rn;
+		if (!ctq_cmp_paired(x, i, &rb, &rn))
 			continue;
-		const char *ob = ctq_table_get(&x->tb, kb->row, cb[3]);
-		const char *on = ctq_table_get(&x->tn, x->in.v[i].row, cn[3]);
+		const char *ob = ctq_table_get(&x->tb, rb, cb[3]);
+		const char *on = ctq_table_get(&x->tn, rn, cn[3]);
 		if (!strcmp(ob, on))
 			continue;
 		struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_CONFORM, x->file,

@@ -211,6 +211,24 @@ cJSON *ctq_rep_step_manifest(const char *run_dir, const char *dir)
 }
 
 /* The value after option opt in the argv of dir/manifest.json; NULL. */
+void ctq_rep_gate(struct ctq_rep *r, const char *dir, const char *member,
+		  void (*sentence)(char *buf, size_t cap, const cJSON *gate, const char *verdict,
+				   bool ok))
+{
+	cJSON *m = ctq_rep_step_manifest(r->dir, dir);
+	const cJSON *gate = ctq_json_get(m, member);
+	const char *verdict = ctq_json_str_at(gate, "verdict", NULL);
+	if (verdict) {
+		bool ok = !strcmp(verdict, "non-inferior");
+		char line[700];
+		sentence(line, sizeof line, gate, verdict, ok);
+		ctq_rep_para(r, line);
+		r->gates++;
+		r->gates_failed += !ok;
+	}
+	cJSON_Delete(m);
+}
+
 char *ctq_rep_step_option(const char *run_dir, const char *display, const char *dir,
 			 const char *opt, char *buf, size_t cap)
 {

@@ -94,6 +94,15 @@ double ctq_rep_jnum(const cJSON *o, const char *key);
 /* The manifest of the step whose folder is dir under run_dir ("" for the
  * run itself); NULL without one. Owned by the caller. */
 cJSON *ctq_rep_step_manifest(const char *run_dir, const char *dir);
+/* The accuracy gate a command recorded under member ("eval", "eval_kld") of
+ * the manifest of the step in dir, as member.verdict (written only with a
+ * reference model): sentence() words it (ok: the verdict is "non-inferior")
+ * into a paragraph under the table, and a failed gate (inferior or
+ * inconclusive) counts in r->gates_failed, failing a report without steps.
+ * Nothing without such a verdict. */
+void ctq_rep_gate(struct ctq_rep *r, const char *dir, const char *member,
+		  void (*sentence)(char *buf, size_t cap, const cJSON *gate, const char *verdict,
+				   bool ok));
 /* The value after option opt in the argv of dir/manifest.json, in buf;
  * NULL without one. */
 char *ctq_rep_step_option(const char *run_dir, const char *display, const char *dir,

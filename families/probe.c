@@ -43,11 +43,10 @@ enum ctq_status ctq_fam_probe_compare(struct ctq_cmp_pair *x, struct ctq_error *
 	size_t regress = 0, improve = 0, paired = 0, added, removed;
 	char detail[256];
 	for (size_t i = 0; i < x->in.n && !st; i++) {
-		const struct ctq_cmp_keyed *kb = ctq_cmp_index_find(&x->ib, x->in.v[i].key);
-		if (!kb)
+		size_t rb, rn;
+		if (!ctq_cmp_paired(x, i, &rb, &rn))
 			continue;
 		paired++;
-		size_t rb = kb->row, rn = x->in.v[i].row;
 		const char *key = x->in.v[i].key;
 		size_t before = x->c->n_regressions;
 		double nfb = ctq_table_num(&x->tb, rb, cb[7]) + ctq_table_num(&x->tb, rb, cb[8]);

@@ -521,6 +521,16 @@ enum ctq_status ctq_cmp_pair_load(struct ctq_cmp_pair *x, const char *const *key
 }
 
 /* Counts of keys only in base (removed) and only in new (added). */
+bool ctq_cmp_paired(const struct ctq_cmp_pair *x, size_t i, size_t *rb, size_t *rn)
+{
+	const struct ctq_cmp_keyed *kb = ctq_cmp_index_find(&x->ib, x->in.v[i].key);
+	if (!kb)
+		return false;
+	*rb = kb->row;
+	*rn = x->in.v[i].row;
+	return true;
+}
+
 void ctq_cmp_added_removed(const struct ctq_cmp_pair *x, size_t *added, size_t *removed)
 {
 	*added = *removed = 0;
@@ -671,6 +681,17 @@ enum ctq_status ctq_cmp_removed_rows(struct ctq_cmp_pair *x, int fam, const char
 }
 
 /* ---- trends ------------------------------------------------------------------ */
+
+void ctq_trend_free(struct ctq_trend *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n; i++)
+		free(t->s[i].v);
+	free(t->s);
+	free(t->labels);
+	memset(t, 0, sizeof *t);
+}
 
 struct ctq_trend_series *ctq_trend_series_get(struct ctq_trend *t, int fam, const char *file,
 				       const char *key, const char *metric, const char *unit,
