@@ -517,8 +517,7 @@ enum ctq_status ctq_compare_ab(struct ctq_comparison *c, const char *base_set,
 	size_t R = 0;
 	char **db = NULL, **dn = NULL;
 	double *d = NULL, *tmp = NULL;
-	struct ctq_trend tb = {0}, tn = {0};
-	bool have_b = false, have_n = false;
+	struct ctq_trend tb = {0}, tn = {0}; /* zeroed: ctq_trend_free is a no-op on them */
 	enum ctq_status st = ab_runs(base_set, new_set, &runs, &R, err);
 	if (st)
 		return st;
@@ -538,12 +537,8 @@ enum ctq_status ctq_compare_ab(struct ctq_comparison *c, const char *base_set,
 		goto done;
 	ab_drop_run_timings(c);
 	c->ab_pairs = R;
-	if ((st = ctq_trend_collect(&tb, db, R, err)))
+	if ((st = ctq_trend_collect(&tb, db, R, err)) || (st = ctq_trend_collect(&tn, dn, R, err)))
 		goto done;
-	have_b = true;
-	if ((st = ctq_trend_collect(&tn, dn, R, err)))
-		goto done;
-	have_n = true;
 	for (size_t i = 0; i < tb.n && !st; i++) {
 		const struct ctq_trend_series *sb = &tb.s[i];
 		if (!timing_metric(sb->fam, sb->metric))
@@ -558,10 +553,8 @@ enum ctq_status ctq_compare_ab(struct ctq_comparison *c, const char *base_set,
 		}
 	}
 done:
-	if (have_b)
-		ctq_trend_free(&tb);
-	if (have_n)
-		ctq_trend_free(&tn);
+	ctq_trend_free(&tb);
+	ctq_trend_free(&tn);
 	free(runs);
 	free(db);
 	free(dn);
