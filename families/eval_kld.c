@@ -178,7 +178,10 @@ enum ctq_status ctq_fam_eval_kld_read_windows(struct ctq_kld_windows *out, const
 		double v[N_COLS(need)];
 		for (size_t k = 1; k < N_COLS(need); k++) {
 			v[k] = ctq_table_num(&t, i, c[k]);
-			if (!isfinite(v[k]) || ((k <= 3 || k == 7) && (v[k] < 0 || v[k] != floor(v[k]))))
+			/* A count above 9e15 is no count (a cast of 1e300 to an
+			 * integer is undefined; 9e15 < 2^53 prints back whole). */
+			if (!isfinite(v[k]) ||
+			    ((k <= 3 || k == 7) && (v[k] < 0 || v[k] > 9e15 || v[k] != floor(v[k]))))
 				st = ctq_error_set(err, CTQ_ERR_PARSE, path,
 						   "row %zu: %s is \"%s\"; expected a %s", i + 2, need[k],
 						   ctq_table_get(&t, i, c[k]),
