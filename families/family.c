@@ -210,7 +210,6 @@ cJSON *ctq_rep_step_manifest(const char *run_dir, const char *dir)
 	return m;
 }
 
-/* The value after option opt in the argv of dir/manifest.json; NULL. */
 void ctq_rep_gate(struct ctq_rep *r, const char *dir, const char *member,
 		  void (*sentence)(char *buf, size_t cap, const cJSON *gate, const char *verdict,
 				   bool ok))
@@ -229,6 +228,7 @@ void ctq_rep_gate(struct ctq_rep *r, const char *dir, const char *member,
 	cJSON_Delete(m);
 }
 
+/* The value after option opt in the argv of dir/manifest.json; NULL. */
 char *ctq_rep_step_option(const char *run_dir, const char *display, const char *dir,
 			 const char *opt, char *buf, size_t cap)
 {
