@@ -294,7 +294,7 @@ test-oracle: all
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 20
 FUZZ_DIR := $(BUILD)/fuzz
-FUZZ_TARGETS := qconfig safetensors gguf tokenizer csv suite plan
+FUZZ_TARGETS := qconfig safetensors gguf tokenizer csv suite plan eval_kld
 FUZZ_SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS := -O1 -g -ffp-contract=off -Wno-unknown-pragmas -Wno-unknown-warning-option $(FUZZ_SANFLAGS)
 FUZZ_LIB_SRC := $(LIB_SRC) $(filter-out harness/main.c,$(HARNESS_SRC))

@@ -1,10 +1,10 @@
-/* ctq GEMM benchmark results (`ctq bench gemm`, read back by `ctq report`):
- * the stable implementation names, the operations and bytes each one is
- * charged, the device peak table, how many buffer copies defeat the L2,
- * sample statistics, the bit-exact check of device rows against the CPU
- * reference, the CSV schema (bench_gemm.csv, one row per shape × M ×
- * implementation), the per-shape TOPS plot, and the performance targets of
- * the W8A8 kernels evaluated over a set of rows.
+/* ctq GEMM benchmark driver (`ctq bench gemm`): the operations and bytes
+ * each implementation is charged, the device peak table, how many buffer
+ * copies defeat the L2, sample statistics, a row's metrics, the bit-exact
+ * check of device rows against the CPU reference, and the run directory it
+ * writes (bench_gemm.csv and its samples, the manifest member, the plots).
+ * The rows it fills are the bench_gemm family's (families/bench_gemm.h: the
+ * implementation names, the row type and columns, the targets, the plot).
  *
  * Bytes per call (the least device-memory traffic; no cache reuse assumed):
  *   ctq_w8a8      x 2MK + w NK + s_w, bias 8N + y 2MN  (the q/s round trip
@@ -15,8 +15,9 @@
  *   cublaslt_i8   q MK + w NK + acc 4MN
  * Operations: 2MNK for the GEMMs; none for ctq_quantize (no TOPS).
  *
- * What it is not: the timing (kernels/gemm_timing.h) or the command line
- * (harness/cmd_bench_gemm.c). Host C only, no CUDA.
+ * What it is not: the timing (kernels/gemm_timing.h), the command line
+ * (harness/cmd_bench_gemm.c) or what a row means once written (the family).
+ * Host C only, no CUDA.
  */
 #ifndef CTQ_BENCH_GEMM_H
 #define CTQ_BENCH_GEMM_H
@@ -28,30 +29,14 @@
 #include <cjson/cJSON.h>
 
 #include "core/status.h"
-#include "core/strbuf.h"
+#include "families/bench_gemm.h"
 #include "kernels/gemm_timing.h"
-#include "results/csv_out.h"
 
 /* Rotation: the bytes one timed pass touches are at least this many times
  * the L2 size (so no call finds its operands left in L2 by an earlier one),
  * with at most CTQ_GEMM_MAX_COPIES buffer sets. */
 #define CTQ_GEMM_L2_FACTOR 3.0
 #define CTQ_GEMM_MAX_COPIES 1024
-
-/* Targets (issue "Step 7"): */
-#define CTQ_GEMM_T_SPEEDUP 1.7     /* ctq_gemm / cublas_bf16 speed at M >= 1024 */
-#define CTQ_GEMM_T_PEAK_PCT 65.0   /* ctq_gemm % of INT8 dense peak at M >= 1024 */
-#define CTQ_GEMM_T_WEIGHTS_PCT 60.0 /* ctq_gemm int8-weight bytes, % of HBM, at M <= 16 */
-#define CTQ_GEMM_T_JUMP 1.10       /* time over the neighbours' trend, at most */
-#define CTQ_GEMM_T_QUANT_PCT 75.0  /* ctq_quantize % of HBM at M = 8192 */
-#define CTQ_GEMM_T_QUANT_US 3.0    /* ctq_quantize time at M <= 128, below */
-
-/* "ctq_w8a8", "ctq_gemm", "ctq_quantize", "cublas_bf16", "cublaslt_i8". */
-const char *ctq_gemm_impl_name(enum ctq_gemm_impl i);
-/* false when s names none. */
-bool ctq_gemm_impl_parse(const char *s, enum ctq_gemm_impl *out);
-/* ctq_w8a8, ctq_gemm, ctq_quantize: held to the bit-exact check. */
-bool ctq_gemm_impl_is_ctq(enum ctq_gemm_impl i);
 
 double ctq_gemm_ops(enum ctq_gemm_impl i, int64_t M, int64_t N, int64_t K);
 /* Roofline bytes (table above). */
@@ -82,49 +67,12 @@ struct ctq_gemm_stats {
 /* v (n) is not modified; n == 0 gives NaN. */
 void ctq_gemm_stats(const double *v, size_t n, struct ctq_gemm_stats *s);
 
-/* One row of bench_gemm.csv. NaN (an empty cell) where a value does not
- * apply or was not measured. */
-struct ctq_gemm_row {
-	char shape[64];
-	int64_t K, N, M;
-	enum ctq_gemm_impl impl;
-	char check[8]; /* "pass", "fail" or "-" (not checked) */
-	int samples, copies, calls;
-	double time_us_median, time_us_min, time_cv;
-	double ops, tops, peak_tops, pct_int8_peak;
-	double bytes, gbps, hbm_gbps, pct_hbm;
-	double weight_bytes, pct_hbm_weights;
-	double speedup_vs_bf16;
-	char note[256];
-	/* The impl column's text where it is not ctq_gemm_impl_name(impl): a
-	 * kernel plug-in's name (its rows go to bench_gemm_plugin.csv). */
-	char impl_label[32];
-};
-
 /* Fills ops .. pct_hbm_weights from shape, impl, time_us_median and peaks;
  * speedup_vs_bf16 is left NaN (see ctq_gemm_rows_speedup). */
 void ctq_gemm_row_metrics(struct ctq_gemm_row *r, const struct ctq_gemm_peaks *p);
 /* speedup_vs_bf16 = cublas_bf16 median / the row's median, pairing rows of
  * the same shape, K, N and M. */
 void ctq_gemm_rows_speedup(struct ctq_gemm_row *rows, size_t n);
-
-extern const char *const ctq_gemm_csv_header[];
-extern const size_t ctq_gemm_csv_cols;
-void ctq_gemm_csv_row(struct ctq_csv *w, const struct ctq_gemm_row *r);
-/* Reads a bench_gemm.csv. Errors: io-error, parse-error (a missing column,
- * an unknown impl, a bad number), out-of-memory. *rows owned (free()). */
-enum ctq_status ctq_gemm_rows_load(const char *path, struct ctq_gemm_row **rows, size_t *n,
-				   struct ctq_error *err);
-
-/* The TOPS-against-M plot of one shape: gnuplot body (reading "NAME.dat")
- * and data for results/plot.h, one line per GEMM implementation and the
- * INT8 peak as a dashed line when known. Returns the number of lines with
- * points (0: nothing to draw). */
-size_t ctq_gemm_plot(const struct ctq_gemm_row *rows, size_t n, const char *shape,
-		     const char *name, double peak_tops, struct ctq_strbuf *body,
-		     struct ctq_strbuf *data);
-/* "gemm_<shape>" with characters outside [A-Za-z0-9_-] replaced by '_'. */
-void ctq_gemm_plot_name(char *buf, size_t cap, const char *shape);
 
 /* ---- the run directory ------------------------------------------------------- */
 
@@ -145,8 +93,6 @@ struct ctq_gemm_run_info {
 	const char *first_failure; /* or NULL */
 };
 
-#define CTQ_GEMM_SAMPLES_FILE "bench_gemm_samples.csv"
-
 /* Writes a bench gemm run into dir (the run's temporary directory):
  * bench_gemm.csv (rows), bench_gemm_samples.csv (row i's per-call times
  * are samples[i * stride ..], rows[i].samples of them), the "bench_gemm"
@@ -158,56 +104,12 @@ enum ctq_status ctq_gemm_write(const char *dir, cJSON *manifest, const struct ct
 			       const struct ctq_gemm_row *rows, size_t n, const double *samples,
 			       size_t stride, char *plot_note, size_t cap, struct ctq_error *err);
 
-/* ---- targets --------------------------------------------------------------- */
-
-enum ctq_gemm_target_id {
-	CTQ_GEMM_TGT_SPEEDUP,   /* M >= 1024: ctq_gemm >= 1.7x cublas_bf16 */
-	CTQ_GEMM_TGT_PEAK,      /* M >= 1024: ctq_gemm >= 65% of INT8 peak */
-	CTQ_GEMM_TGT_WEIGHTS,   /* M <= 16: ctq_gemm int8 weights at >= 60% of HBM */
-	CTQ_GEMM_TGT_JUMP,      /* no ctq_gemm / ctq_w8a8 time > 10% above its neighbours' trend */
-	CTQ_GEMM_TGT_QUANT_BW,  /* ctq_quantize >= 75% of HBM at M = 8192 */
-	CTQ_GEMM_TGT_QUANT_LAT, /* ctq_quantize < 3 us at M <= 128 */
-	CTQ_GEMM_TGT_COUNT
-};
-
-enum ctq_gemm_verdict { CTQ_GEMM_PASS, CTQ_GEMM_MISS, CTQ_GEMM_UNMEASURED };
-
-struct ctq_gemm_target {
-	enum ctq_gemm_target_id id;
-	char shape[64];
-	enum ctq_gemm_verdict verdict;
-	char detail[256]; /* the worst point, or why unmeasured */
-};
-
-/* "pass", "miss", "not measured". */
-const char *ctq_gemm_verdict_name(enum ctq_gemm_verdict v);
-/* One line saying what the target demands. */
-const char *ctq_gemm_target_text(enum ctq_gemm_target_id id);
-
-/* Each target for each shape in rows (first-seen order): CTQ_GEMM_TGT_COUNT
- * × shapes entries into *out (owned, free()). Rows without a median (failed
- * check, unsupported) do not count. The neighbours' trend of a point is the
- * straight line in log M / log time through the points either side of it;
- * the first and last M have none. Errors: out-of-memory. */
-enum ctq_status ctq_gemm_targets(const struct ctq_gemm_row *rows, size_t n,
-				 struct ctq_gemm_target **out, size_t *n_out,
-				 struct ctq_error *err);
-/* Over every shape: miss when any shape misses, pass when some passes and
- * none misses, else not measured. */
-enum ctq_gemm_verdict ctq_gemm_target_overall(const struct ctq_gemm_target *t, size_t n,
-					      enum ctq_gemm_target_id id, const char **worst_detail,
-					      const char **worst_shape);
-
 /* ---- the reference check --------------------------------------------------- */
 
 /* n_max rows spread evenly over [0, M), the first and the last included
  * (all of them when M <= n_max). Returns the count written to rows. */
 int64_t ctq_gemm_check_rows(int64_t M, int64_t n_max, int64_t *rows);
 
-/* Device rows (kernels/gemm_timing.h ctq_gemm_outputs) against the CPU
- * reference (reference/ref_ops.h) computed for the same rows: q and s of
- * the quantization, the int32 accumulators, the BF16 outputs of ctq_gemm and
- * ctq_w8a8, all bit-exact; and cuBLASLt's int32 when acc_i8 is given. */
 /* The CPU reference (reference/ref_ops) on n chosen rows of a point: the
  * per-token quantization (q, s), the int32 accumulators and the BF16
  * output; one computation for ctq's check and a plug-in's. */
@@ -224,6 +126,10 @@ enum ctq_status ctq_gemm_ref_rows(const uint16_t *x, const int8_t *w, const floa
 				  int64_t K, struct ctq_gemm_ref *ref, struct ctq_error *err);
 void ctq_gemm_ref_free(struct ctq_gemm_ref *ref);
 
+/* Device rows (kernels/gemm_timing.h ctq_gemm_outputs) against the CPU
+ * reference (reference/ref_ops.h) computed for the same rows: q and s of
+ * the quantization, the int32 accumulators, the BF16 outputs of ctq_gemm and
+ * ctq_w8a8, all bit-exact; and cuBLASLt's int32 when acc_i8 is given. */
 struct ctq_gemm_check_in {
 	int64_t M, N, K;
 	const uint16_t *x;  /* (M, K) bf16: the whole activation */

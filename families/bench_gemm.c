@@ -2,7 +2,6 @@
 #include "families/bench_gemm.h"
 #include "core/arena.h"
 #include "families/verdict.h"
-#include "bench/gemm.h"
 #include "core/fileio.h"
 #include "core/json.h"
 #include "results/table.h"
@@ -11,6 +10,396 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- implementation names -------------------------------------------------- */
+
+static const char *const impl_names[CTQ_GEMM_IMPL_COUNT] = {
+	"ctq_w8a8", "ctq_gemm", "ctq_quantize", "cublas_bf16", "cublaslt_i8",
+};
+
+const char *ctq_gemm_impl_name(enum ctq_gemm_impl i)
+{
+	return (unsigned)i < CTQ_GEMM_IMPL_COUNT ? impl_names[i] : "unknown";
+}
+
+bool ctq_gemm_impl_parse(const char *s, enum ctq_gemm_impl *out)
+{
+	for (int i = 0; i < CTQ_GEMM_IMPL_COUNT; i++)
+		if (!strcmp(s, impl_names[i])) {
+			*out = (enum ctq_gemm_impl)i;
+			return true;
+		}
+	return false;
+}
+
+bool ctq_gemm_impl_is_ctq(enum ctq_gemm_impl i)
+{
+	return i == CTQ_GEMM_W8A8 || i == CTQ_GEMM_GEMM || i == CTQ_GEMM_QUANTIZE;
+}
+
+const char *const ctq_gemm_csv_header[] = {CTQ_BENCH_GEMM_CSV_COLUMNS};
+const size_t ctq_gemm_csv_cols = sizeof ctq_gemm_csv_header / sizeof *ctq_gemm_csv_header;
+
+/* Numbers with 9 significant digits (a float's round trip; timings come
+ * from float event milliseconds); NaN is an empty cell. */
+static void num(struct ctq_csv *w, double v)
+{
+	if (isnan(v) || isinf(v))
+		ctq_csv_field(w, "");
+	else
+		ctq_csv_fieldf(w, "%.9g", v);
+}
+
+void ctq_gemm_csv_row(struct ctq_csv *w, const struct ctq_gemm_row *r)
+{
+	ctq_csv_field(w, r->shape);
+	ctq_csv_fieldf(w, "%lld", (long long)r->K);
+	ctq_csv_fieldf(w, "%lld", (long long)r->N);
+	ctq_csv_fieldf(w, "%lld", (long long)r->M);
+	ctq_csv_field(w, r->impl_label[0] ? r->impl_label : ctq_gemm_impl_name(r->impl));
+	ctq_csv_field(w, r->check);
+	ctq_csv_fieldf(w, "%d", r->samples);
+	ctq_csv_fieldf(w, "%d", r->copies);
+	ctq_csv_fieldf(w, "%d", r->calls);
+	num(w, r->time_us_median);
+	num(w, r->time_us_min);
+	num(w, r->time_cv);
+	num(w, r->ops);
+	num(w, r->tops);
+	num(w, r->peak_tops);
+	num(w, r->pct_int8_peak);
+	num(w, r->bytes);
+	num(w, r->gbps);
+	num(w, r->hbm_gbps);
+	num(w, r->pct_hbm);
+	num(w, r->weight_bytes);
+	num(w, r->pct_hbm_weights);
+	num(w, r->speedup_vs_bf16);
+	ctq_csv_field(w, r->note);
+	ctq_csv_end_row(w);
+}
+
+enum ctq_status ctq_gemm_rows_load(const char *path, struct ctq_gemm_row **rows, size_t *n,
+				   struct ctq_error *err)
+{
+	*rows = NULL;
+	*n = 0;
+	struct ctq_table t;
+	enum ctq_status st = ctq_table_load(&t, path, err);
+	if (st)
+		return st;
+	int c[sizeof ctq_gemm_csv_header / sizeof *ctq_gemm_csv_header];
+	for (size_t i = 0; i < ctq_gemm_csv_cols; i++)
+		if ((c[i] = ctq_table_col(&t, ctq_gemm_csv_header[i])) < 0) {
+			ctq_table_free(&t);
+			return ctq_error_set(err, CTQ_ERR_PARSE, path, "has no column %s (ctq bench gemm writes %zu)",
+					     ctq_gemm_csv_header[i], ctq_gemm_csv_cols);
+		}
+	struct ctq_gemm_row *v = ctq_calloc(t.n_rows ? t.n_rows : 1, sizeof *v);
+	if (!v) {
+		ctq_table_free(&t);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, path, "out of memory");
+	}
+	for (size_t i = 0; i < t.n_rows && !st; i++) {
+		struct ctq_gemm_row *r = &v[i];
+		double d[sizeof ctq_gemm_csv_header / sizeof *ctq_gemm_csv_header];
+		for (size_t k = 0; k < ctq_gemm_csv_cols; k++)
+			d[k] = ctq_table_num(&t, i, c[k]);
+		snprintf(r->shape, sizeof r->shape, "%s", ctq_table_get(&t, i, c[0]));
+		snprintf(r->check, sizeof r->check, "%s", ctq_table_get(&t, i, c[5]));
+		snprintf(r->note, sizeof r->note, "%s", ctq_table_get(&t, i, c[23]));
+		if (!ctq_gemm_impl_parse(ctq_table_get(&t, i, c[4]), &r->impl)) {
+			st = ctq_error_set(err, CTQ_ERR_PARSE, path, "row %zu: impl \"%s\" is none of ctq bench gemm's",
+					   i + 2, ctq_table_get(&t, i, c[4]));
+			break;
+		}
+		for (int k = 1; k <= 3; k++)
+			if (!(d[k] >= 1 && d[k] <= 9e15))
+				st = ctq_error_set(err, CTQ_ERR_PARSE, path, "row %zu: %s is \"%s\"; expected a positive integer",
+						   i + 2, ctq_gemm_csv_header[k], ctq_table_get(&t, i, c[k]));
+		/* Counts: empty (NaN) is 0; anything else must be a count an int
+		 * holds (a cast of NaN or 1e300 is undefined; found by fuzz_csv). */
+		for (int k = 6; k <= 8; k++)
+			if (!isnan(d[k]) && !(d[k] >= 0 && d[k] <= 2e9))
+				st = ctq_error_set(err, CTQ_ERR_PARSE, path, "row %zu: %s is \"%s\"; expected a count from 0 to 2e9",
+						   i + 2, ctq_gemm_csv_header[k], ctq_table_get(&t, i, c[k]));
+		if (st)
+			break;
+		r->K = (int64_t)d[1], r->N = (int64_t)d[2], r->M = (int64_t)d[3];
+		r->samples = isnan(d[6]) ? 0 : (int)d[6];
+		r->copies = isnan(d[7]) ? 0 : (int)d[7];
+		r->calls = isnan(d[8]) ? 0 : (int)d[8];
+		r->time_us_median = d[9], r->time_us_min = d[10], r->time_cv = d[11];
+		r->ops = d[12], r->tops = d[13], r->peak_tops = d[14], r->pct_int8_peak = d[15];
+		r->bytes = d[16], r->gbps = d[17], r->hbm_gbps = d[18], r->pct_hbm = d[19];
+		r->weight_bytes = d[20], r->pct_hbm_weights = d[21], r->speedup_vs_bf16 = d[22];
+	}
+	const size_t n_rows = t.n_rows;
+	ctq_table_free(&t);
+	if (st) {
+		free(v);
+		return st;
+	}
+	*rows = v;
+	*n = n_rows;
+	return CTQ_OK;
+}
+
+/* ---- plot --------------------------------------------------------------------------- */
+
+void ctq_gemm_plot_name(char *buf, size_t cap, const char *shape)
+{
+	snprintf(buf, cap, "gemm_%s", shape);
+	for (char *c = buf; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+		      *c == '-' || *c == '_'))
+			*c = '_';
+}
+
+bool ctq_gemm_row_first_of_shape(const struct ctq_gemm_row *rows, size_t i)
+{
+	for (size_t j = 0; j < i; j++)
+		if (!strcmp(rows[j].shape, rows[i].shape))
+			return false;
+	return true;
+}
+
+size_t ctq_gemm_shapes(const struct ctq_gemm_row *rows, size_t n, const char **shapes)
+{
+	size_t ns = 0;
+	for (size_t i = 0; i < n; i++)
+		if (ctq_gemm_row_first_of_shape(rows, i))
+			shapes[ns++] = rows[i].shape;
+	return ns;
+}
+
+/* Indices of shape's rows of impl with a TOPS value, sorted by M. */
+static size_t series(const struct ctq_gemm_row *rows, size_t n, const char *shape,
+		     enum ctq_gemm_impl impl, bool need_tops, size_t *idx)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].impl == impl && !strcmp(rows[i].shape, shape) &&
+		    !isnan(need_tops ? rows[i].tops : rows[i].time_us_median))
+			idx[k++] = i;
+	for (size_t a = 1; a < k; a++)
+		for (size_t b = a; b > 0 && rows[idx[b - 1]].M > rows[idx[b]].M; b--) {
+			size_t t = idx[b];
+			idx[b] = idx[b - 1];
+			idx[b - 1] = t;
+		}
+	return k;
+}
+
+size_t ctq_gemm_plot(const struct ctq_gemm_row *rows, size_t n, const char *shape,
+		     const char *name, double peak_tops, struct ctq_strbuf *body,
+		     struct ctq_strbuf *data)
+{
+	static const enum ctq_gemm_impl lines[] = {CTQ_GEMM_GEMM, CTQ_GEMM_W8A8, CTQ_GEMM_BF16, CTQ_GEMM_I8};
+	size_t *idx = ctq_malloc((n ? n : 1) * sizeof *idx);
+	if (!idx)
+		return 0;
+	int64_t K = 0, N = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(rows[i].shape, shape))
+			K = rows[i].K, N = rows[i].N;
+	ctq_strbuf_printf(body, "set title \"%s (K=%lld, N=%lld): TOPS against M\"\n"
+				"set logscale x 2\nset grid\nset key top left font \",9\"\n"
+				"set xlabel \"M (tokens)\"\nset ylabel \"TOPS (2MNK / median time)\"\n"
+				"set yrange [0:*]\nset offsets 0, 0, graph 0.06, 0\nplot ",
+			  shape, (long long)K, (long long)N);
+	size_t drawn = 0;
+	for (size_t l = 0; l < sizeof lines / sizeof *lines; l++) {
+		size_t k = series(rows, n, shape, lines[l], true, idx);
+		if (!k)
+			continue;
+		ctq_strbuf_printf(data, "# %s %s\n# M tops\n", shape, ctq_gemm_impl_name(lines[l]));
+		for (size_t a = 0; a < k; a++)
+			ctq_strbuf_printf(data, "%lld %.9g\n", (long long)rows[idx[a]].M, rows[idx[a]].tops);
+		ctq_strbuf_append(data, "\n\n");
+		ctq_strbuf_printf(body, "%s\"%s.dat\" index %zu using 1:2 with linespoints pt 7 title \"%s\"",
+				  drawn ? ", " : "", name, drawn, ctq_gemm_impl_name(lines[l]));
+		drawn++;
+	}
+	if (drawn && !isnan(peak_tops))
+		ctq_strbuf_printf(body, ", %.9g with lines dt 2 lc rgb \"#888888\" title \"INT8 dense peak %.0f TOPS\"",
+				  peak_tops, peak_tops);
+	ctq_strbuf_append(body, "\n");
+	free(idx);
+	return drawn;
+}
+
+/* ---- targets -------------------------------------------------------------------------- */
+
+const char *ctq_gemm_verdict_name(enum ctq_gemm_verdict v)
+{
+	return v == CTQ_GEMM_PASS ? "pass" : v == CTQ_GEMM_MISS ? "miss" : "not measured";
+}
+
+const char *ctq_gemm_target_text(enum ctq_gemm_target_id id)
+{
+	switch (id) {
+	case CTQ_GEMM_TGT_SPEEDUP: return "M >= 1024: ctq_gemm >= 1.7x cuBLAS BF16";
+	case CTQ_GEMM_TGT_PEAK: return "M >= 1024: ctq_gemm >= 65% of INT8 dense peak";
+	case CTQ_GEMM_TGT_WEIGHTS: return "M <= 16: ctq_gemm reads its int8 weights at >= 60% of HBM bandwidth";
+	case CTQ_GEMM_TGT_JUMP: return "no M where ctq_gemm or ctq_w8a8 time is > 10% above its neighbours' trend";
+	case CTQ_GEMM_TGT_QUANT_BW: return "M = 8192: ctq_quantize >= 75% of HBM bandwidth";
+	case CTQ_GEMM_TGT_QUANT_LAT: return "M <= 128: ctq_quantize < 3 us";
+	default: return "?";
+	}
+}
+
+/* A threshold target over the rows of one shape and impl within [m_lo,
+ * m_hi]: the worst value decides (higher is better unless lower_better). */
+static void threshold(struct ctq_gemm_target *t, const struct ctq_gemm_row *rows, size_t n,
+		      enum ctq_gemm_impl impl, int64_t m_lo, int64_t m_hi, size_t field_off,
+		      double limit, bool lower_better, const char *unit, size_t *idx)
+{
+	size_t k = series(rows, n, t->shape, impl, false, idx), used = 0;
+	double worst = NAN;
+	int64_t worst_m = 0;
+	bool any_m = false;
+	for (size_t a = 0; a < k; a++) {
+		const struct ctq_gemm_row *r = &rows[idx[a]];
+		if (r->M < m_lo || r->M > m_hi)
+			continue;
+		any_m = true;
+		double v = *(const double *)((const char *)r + field_off);
+		if (isnan(v))
+			continue;
+		used++;
+		if (isnan(worst) || (lower_better ? v > worst : v < worst))
+			worst = v, worst_m = r->M;
+	}
+	if (!used) {
+		t->verdict = CTQ_GEMM_UNMEASURED;
+		snprintf(t->detail, sizeof t->detail, "%s", !any_m ? "no such M measured"
+							 : "no value (unknown peak, failed check or no baseline)");
+		return;
+	}
+	bool ok = lower_better ? worst < limit : worst >= limit;
+	t->verdict = ok ? CTQ_GEMM_PASS : CTQ_GEMM_MISS;
+	if (used > 1)
+		snprintf(t->detail, sizeof t->detail, "worst %.4g%s at M=%lld over %zu points", worst, unit,
+			 (long long)worst_m, used);
+	else
+		snprintf(t->detail, sizeof t->detail, "%.4g%s at M=%lld", worst, unit, (long long)worst_m);
+}
+
+/* Time over the log-log line through the neighbours, worst over both ctq
+ * GEMM paths. */
+static void jump(struct ctq_gemm_target *t, const struct ctq_gemm_row *rows, size_t n, size_t *idx)
+{
+	static const enum ctq_gemm_impl impls[] = {CTQ_GEMM_GEMM, CTQ_GEMM_W8A8};
+	double worst = NAN;
+	int64_t wm = 0, wlo = 0, whi = 0;
+	const char *wimpl = "";
+	size_t checked = 0;
+	for (size_t s = 0; s < 2; s++) {
+		size_t k = series(rows, n, t->shape, impls[s], false, idx);
+		for (size_t a = 1; a + 1 < k; a++) {
+			const struct ctq_gemm_row *p = &rows[idx[a - 1]], *c = &rows[idx[a]], *q = &rows[idx[a + 1]];
+			if (p->M == c->M || c->M == q->M || !(p->time_us_median > 0) || !(q->time_us_median > 0))
+				continue;
+			double f = (log((double)c->M) - log((double)p->M)) / (log((double)q->M) - log((double)p->M));
+			double trend = exp(log(p->time_us_median) + f * (log(q->time_us_median) - log(p->time_us_median)));
+			double ratio = c->time_us_median / trend;
+			checked++;
+			if (isnan(worst) || ratio > worst)
+				worst = ratio, wm = c->M, wlo = p->M, whi = q->M, wimpl = ctq_gemm_impl_name(impls[s]);
+		}
+	}
+	if (!checked) {
+		t->verdict = CTQ_GEMM_UNMEASURED;
+		snprintf(t->detail, sizeof t->detail, "fewer than 3 values of M");
+		return;
+	}
+	t->verdict = worst <= CTQ_GEMM_T_JUMP ? CTQ_GEMM_PASS : CTQ_GEMM_MISS;
+	snprintf(t->detail, sizeof t->detail, "worst %s M=%lld: %.3fx the trend of M=%lld and M=%lld (%zu points)",
+		 wimpl, (long long)wm, worst, (long long)wlo, (long long)whi, checked);
+}
+
+enum ctq_status ctq_gemm_targets(const struct ctq_gemm_row *rows, size_t n,
+				 struct ctq_gemm_target **out, size_t *n_out, struct ctq_error *err)
+{
+	*out = NULL;
+	*n_out = 0;
+	const char **shapes = ctq_calloc(n ? n : 1, sizeof *shapes);
+	size_t *idx = ctq_calloc(n ? n : 1, sizeof *idx);
+	if (!shapes || !idx) {
+		free(shapes);
+		free(idx);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
+	}
+	const size_t ns = ctq_gemm_shapes(rows, n, shapes);
+	struct ctq_gemm_target *t = ctq_calloc(ns * CTQ_GEMM_TGT_COUNT + 1, sizeof *t);
+	if (!t) {
+		free(shapes);
+		free(idx);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
+	}
+	size_t k = 0;
+	for (int id = 0; id < CTQ_GEMM_TGT_COUNT; id++)
+		for (size_t s = 0; s < ns; s++) {
+			struct ctq_gemm_target *x = &t[k++];
+			x->id = (enum ctq_gemm_target_id)id;
+			snprintf(x->shape, sizeof x->shape, "%s", shapes[s]);
+			switch (x->id) {
+			case CTQ_GEMM_TGT_SPEEDUP:
+				threshold(x, rows, n, CTQ_GEMM_GEMM, 1024, INT64_MAX,
+					  offsetof(struct ctq_gemm_row, speedup_vs_bf16), CTQ_GEMM_T_SPEEDUP, false,
+					  "x", idx);
+				break;
+			case CTQ_GEMM_TGT_PEAK:
+				threshold(x, rows, n, CTQ_GEMM_GEMM, 1024, INT64_MAX,
+					  offsetof(struct ctq_gemm_row, pct_int8_peak), CTQ_GEMM_T_PEAK_PCT, false,
+					  "%", idx);
+				break;
+			case CTQ_GEMM_TGT_WEIGHTS:
+				threshold(x, rows, n, CTQ_GEMM_GEMM, 1, 16,
+					  offsetof(struct ctq_gemm_row, pct_hbm_weights), CTQ_GEMM_T_WEIGHTS_PCT,
+					  false, "%", idx);
+				break;
+			case CTQ_GEMM_TGT_JUMP: jump(x, rows, n, idx); break;
+			case CTQ_GEMM_TGT_QUANT_BW:
+				threshold(x, rows, n, CTQ_GEMM_QUANTIZE, 8192, 8192,
+					  offsetof(struct ctq_gemm_row, pct_hbm), CTQ_GEMM_T_QUANT_PCT, false, "%",
+					  idx);
+				break;
+			case CTQ_GEMM_TGT_QUANT_LAT:
+				threshold(x, rows, n, CTQ_GEMM_QUANTIZE, 1, 128,
+					  offsetof(struct ctq_gemm_row, time_us_median), CTQ_GEMM_T_QUANT_US, true,
+					  " us", idx);
+				break;
+			default: break;
+			}
+		}
+	free(shapes);
+	free(idx);
+	*out = t;
+	*n_out = k;
+	return CTQ_OK;
+}
+
+enum ctq_gemm_verdict ctq_gemm_target_overall(const struct ctq_gemm_target *t, size_t n,
+					      enum ctq_gemm_target_id id, const char **worst_detail,
+					      const char **worst_shape)
+{
+	enum ctq_gemm_verdict v = CTQ_GEMM_UNMEASURED;
+	*worst_detail = *worst_shape = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (t[i].id != id || t[i].verdict == CTQ_GEMM_UNMEASURED)
+			continue;
+		if (t[i].verdict == CTQ_GEMM_MISS && v != CTQ_GEMM_MISS) {
+			v = CTQ_GEMM_MISS;
+			*worst_detail = t[i].detail, *worst_shape = t[i].shape;
+		} else if (v == CTQ_GEMM_UNMEASURED) {
+			v = CTQ_GEMM_PASS;
+			*worst_detail = t[i].detail, *worst_shape = t[i].shape;
+		}
+	}
+	return v;
+}
 
 /* ---- comparison -------------------------------------------------------------- */
 
@@ -154,21 +543,17 @@ enum ctq_status ctq_fam_bench_gemm_compare(struct ctq_cmp_pair *x, struct ctq_er
 	}
 	if (st || (st = ctq_cmp_removed_rows(x, CTQ_FAM_BENCH_GEMM, "time_us", &removed, err)))
 		goto done;
-	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_BENCH_GEMM, x->file,
-						"(all points)", "points regressed", err);
+	struct ctq_cmp_row *r = ctq_cmp_summary_row(x, CTQ_FAM_BENCH_GEMM, "(all points)",
+						    "points regressed", 0, (double)(slower + failed),
+						    slower + failed, faster, err);
 	if (!r) {
 		st = CTQ_ERR_NOMEM;
 		goto done;
 	}
-	r->summary = true;
-	r->base = 0;
-	r->cand = (double)(slower + failed);
 	snprintf(r->detail, sizeof r->detail,
 		 "%zu points paired: %zu slower, %zu faster, %zu same, %zu ambiguous; %zu failed "
 		 "checks; %zu new, %zu gone", paired, slower, faster, same, ambiguous, failed, added,
 		 removed);
-	snprintf(r->verdict, sizeof r->verdict, "%s",
-		 slower + failed ? "regression" : faster ? "improvement" : "same");
 done:
 	free(sb);
 	free(sn);
@@ -210,24 +595,12 @@ static bool i8_note(const struct ctq_gemm_row *rows, size_t n, const char *shape
 	return len > 0;
 }
 
-/* bench_gemm.csv (ctq bench gemm, bench/gemm.h): how it was timed,
- * the points whose ctq outputs differ from the reference (a failure), the
- * targets per shape as pass / miss, a table and a TOPS-against-M plot per
- * shape. */
-enum ctq_status ctq_fam_bench_gemm_report(struct ctq_rep *r, const struct ctq_result_file *f)
+/* How the run was timed (from its manifest) and the first point whose ctq
+ * output differs from the reference, counted into r->gemm_failed. */
+static void gemm_report_intro(struct ctq_rep *r, const struct ctq_result_file *f, const cJSON *g,
+			      const struct ctq_gemm_row *rows, size_t n)
 {
-	char path[1200], line[1200];
-	snprintf(path, sizeof path, "%s/%s", r->dir, f->rel);
-	struct ctq_gemm_row *rows = NULL;
-	size_t n = 0, nt = 0;
-	struct ctq_gemm_target *t = NULL;
-	enum ctq_status st = ctq_gemm_rows_load(path, &rows, &n, r->err);
-	if (st || (st = ctq_gemm_targets(rows, n, &t, &nt, r->err))) {
-		free(rows);
-		return st;
-	}
-	cJSON *m = ctq_rep_step_manifest(r->dir, f->dir);
-	const cJSON *g = ctq_json_get(m, "bench_gemm");
+	char line[1200];
 	snprintf(line, sizeof line, "%s — %s", f->rel, ctq_json_str_at(g, "device", "unknown device"));
 	ctq_rep_heading(r, 3, line);
 	const cJSON *pk = ctq_json_get(g, "peaks"), *me = ctq_json_get(g, "method");
@@ -258,26 +631,13 @@ enum ctq_status ctq_fam_bench_gemm_report(struct ctq_rep *r, const struct ctq_re
 		r->gemm_failed += failed;
 		ctq_rep_para(r, line);
 	}
+}
 
-	/* Targets: one row per target, one column per shape. */
-	const char **shapes = ctq_calloc(n + 1, sizeof *shapes);
-	size_t ns = 0;
-	for (size_t i = 0; shapes && i < n; i++) {
-		size_t j = 0;
-		while (j < ns && strcmp(shapes[j], rows[i].shape))
-			j++;
-		if (j == ns)
-			shapes[ns++] = rows[i].shape;
-	}
-	const char **cols = ctq_calloc(ns + 3, sizeof *cols);
-	if (!shapes || !cols) {
-		free(shapes);
-		free(cols);
-		free(t);
-		free(rows);
-		cJSON_Delete(m);
-		return ctq_error_set(r->err, CTQ_ERR_NOMEM, path, "out of memory");
-	}
+/* Targets: one row per target, one column per shape (cols: room for ns + 3). */
+static void gemm_targets_table(struct ctq_rep *r, const struct ctq_gemm_target *t, size_t nt,
+			       const char **shapes, size_t ns, const char **cols)
+{
+	static const char *const cls[] = {"passed", "failed", "skipped"};
 	cols[0] = "target";
 	cols[1] = "all shapes";
 	for (size_t s = 0; s < ns; s++)
@@ -286,7 +646,6 @@ enum ctq_status ctq_fam_bench_gemm_report(struct ctq_rep *r, const struct ctq_re
 	for (int id = 0; id < CTQ_GEMM_TGT_COUNT; id++) {
 		const char *wd, *wsh;
 		enum ctq_gemm_verdict v = ctq_gemm_target_overall(t, nt, (enum ctq_gemm_target_id)id, &wd, &wsh);
-		static const char *const cls[] = {"passed", "failed", "skipped"};
 		ctq_rep_row_begin(r);
 		ctq_rep_cell(r, ctq_gemm_target_text((enum ctq_gemm_target_id)id), NULL);
 		ctq_rep_cell(r, ctq_gemm_verdict_name(v), cls[v]);
@@ -298,74 +657,116 @@ enum ctq_status ctq_fam_bench_gemm_report(struct ctq_rep *r, const struct ctq_re
 		ctq_rep_row_end(r);
 	}
 	ctq_rep_table_end(r);
+}
 
+/* One shape's table: a row per M, the columns of every implementation. */
+static void gemm_shape_table(struct ctq_rep *r, const struct ctq_gemm_row *rows, size_t n,
+			     const char *shape)
+{
 	static const char *const pcols[] = {"M", "ctq_w8a8 us", "ctq_gemm us", "ctq_gemm TOPS", "% INT8 peak",
 					    "% HBM (int8 weights)", "cv", "cublas_bf16 us", "speedup vs BF16",
 					    "cublaslt_i8 us", "ctq_quantize us", "quantize % HBM", NULL};
-	for (size_t s = 0; s < ns; s++) {
-		const struct ctq_gemm_row *any = NULL;
-		for (size_t i = 0; i < n && !any; i++)
-			if (!strcmp(rows[i].shape, shapes[s]))
-				any = &rows[i];
-		snprintf(line, sizeof line, "%s: K=%lld, N=%lld", shapes[s], (long long)any->K, (long long)any->N);
-		ctq_rep_heading(r, 4, line);
-		ctq_rep_table_head(r, pcols);
-		/* Points in M order; the five rows of a point share shape and M. */
-		int64_t last = 0;
-		for (;;) {
-			int64_t next = INT64_MAX;
-			for (size_t i = 0; i < n; i++)
-				if (!strcmp(rows[i].shape, shapes[s]) && rows[i].M > last && rows[i].M < next)
-					next = rows[i].M;
-			if (next == INT64_MAX)
-				break;
-			last = next;
-			const struct ctq_gemm_row *p[CTQ_GEMM_IMPL_COUNT] = {0};
-			for (size_t i = 0; i < n; i++)
-				if (!strcmp(rows[i].shape, shapes[s]) && rows[i].M == next)
-					p[rows[i].impl] = &rows[i];
-			char v[12][48];
+	ctq_rep_table_head(r, pcols);
+	/* Points in M order; the five rows of a point share shape and M. */
+	int64_t last = 0;
+	for (;;) {
+		int64_t next = INT64_MAX;
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(rows[i].shape, shape) && rows[i].M > last && rows[i].M < next)
+				next = rows[i].M;
+		if (next == INT64_MAX)
+			break;
+		last = next;
+		const struct ctq_gemm_row *p[CTQ_GEMM_IMPL_COUNT] = {0};
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(rows[i].shape, shape) && rows[i].M == next)
+				p[rows[i].impl] = &rows[i];
+		char v[12][48];
 #define G(i, field) (p[i] ? p[i]->field : NAN)
-			snprintf(v[0], sizeof v[0], "%lld", (long long)next);
-			ctq_rep_fmt_g(v[1], sizeof v[1], G(CTQ_GEMM_W8A8, time_us_median));
-			ctq_rep_fmt_g(v[2], sizeof v[2], G(CTQ_GEMM_GEMM, time_us_median));
-			ctq_rep_fmt_g(v[3], sizeof v[3], G(CTQ_GEMM_GEMM, tops));
-			ctq_rep_fmt_g(v[4], sizeof v[4], G(CTQ_GEMM_GEMM, pct_int8_peak));
-			ctq_rep_fmt_g(v[5], sizeof v[5], G(CTQ_GEMM_GEMM, pct_hbm_weights));
-			ctq_rep_fmt_g(v[6], sizeof v[6], G(CTQ_GEMM_GEMM, time_cv));
-			ctq_rep_fmt_g(v[7], sizeof v[7], G(CTQ_GEMM_BF16, time_us_median));
-			ctq_rep_fmt_g(v[8], sizeof v[8], G(CTQ_GEMM_GEMM, speedup_vs_bf16));
-			ctq_rep_fmt_g(v[9], sizeof v[9], G(CTQ_GEMM_I8, time_us_median));
-			ctq_rep_fmt_g(v[10], sizeof v[10], G(CTQ_GEMM_QUANTIZE, time_us_median));
-			ctq_rep_fmt_g(v[11], sizeof v[11], G(CTQ_GEMM_QUANTIZE, pct_hbm));
+		snprintf(v[0], sizeof v[0], "%lld", (long long)next);
+		ctq_rep_fmt_g(v[1], sizeof v[1], G(CTQ_GEMM_W8A8, time_us_median));
+		ctq_rep_fmt_g(v[2], sizeof v[2], G(CTQ_GEMM_GEMM, time_us_median));
+		ctq_rep_fmt_g(v[3], sizeof v[3], G(CTQ_GEMM_GEMM, tops));
+		ctq_rep_fmt_g(v[4], sizeof v[4], G(CTQ_GEMM_GEMM, pct_int8_peak));
+		ctq_rep_fmt_g(v[5], sizeof v[5], G(CTQ_GEMM_GEMM, pct_hbm_weights));
+		ctq_rep_fmt_g(v[6], sizeof v[6], G(CTQ_GEMM_GEMM, time_cv));
+		ctq_rep_fmt_g(v[7], sizeof v[7], G(CTQ_GEMM_BF16, time_us_median));
+		ctq_rep_fmt_g(v[8], sizeof v[8], G(CTQ_GEMM_GEMM, speedup_vs_bf16));
+		ctq_rep_fmt_g(v[9], sizeof v[9], G(CTQ_GEMM_I8, time_us_median));
+		ctq_rep_fmt_g(v[10], sizeof v[10], G(CTQ_GEMM_QUANTIZE, time_us_median));
+		ctq_rep_fmt_g(v[11], sizeof v[11], G(CTQ_GEMM_QUANTIZE, pct_hbm));
 #undef G
-			bool bad = p[CTQ_GEMM_GEMM] && !strcmp(p[CTQ_GEMM_GEMM]->check, "fail");
-			ctq_rep_row_begin(r);
-			for (int c = 0; c < 12; c++)
-				ctq_rep_cell(r, c == 2 && bad ? "FAIL" : v[c], c == 2 && bad ? "bad" : "num");
-			ctq_rep_row_end(r);
-		}
-		ctq_rep_table_end(r);
-		if (i8_note(rows, n, shapes[s], line, sizeof line))
-			ctq_rep_para(r, line);
-		struct ctq_strbuf body, data;
-		ctq_strbuf_init(&body);
-		ctq_strbuf_init(&data);
-		char name[300], base[200];
-		ctq_gemm_plot_name(base, sizeof base, shapes[s]);
-		ctq_rep_plot_name(name, sizeof name, base, f->dir);
-		snprintf(line, sizeof line, "%s (K=%lld, N=%lld): TOPS against M (dashed: INT8 peak)", shapes[s],
-			 (long long)any->K, (long long)any->N);
-		if (ctq_gemm_plot(rows, n, shapes[s], name, ctq_rep_jnum(pk, "int8_dense_tops"), &body, &data) &&
-		    !body.oom && !data.oom)
-			ctq_rep_plot(r, name, 900, 520, line, body.data, data.data);
-		ctq_strbuf_free(&body);
-		ctq_strbuf_free(&data);
+		bool bad = p[CTQ_GEMM_GEMM] && !strcmp(p[CTQ_GEMM_GEMM]->check, "fail");
+		ctq_rep_row_begin(r);
+		for (int c = 0; c < 12; c++)
+			ctq_rep_cell(r, c == 2 && bad ? "FAIL" : v[c], c == 2 && bad ? "bad" : "num");
+		ctq_rep_row_end(r);
 	}
+	ctq_rep_table_end(r);
+}
+
+/* One shape's heading, table, cuBLASLt note and TOPS plot; any is a row of
+ * the shape, peak_tops the INT8 peak (NaN: unknown). */
+static void gemm_shape_section(struct ctq_rep *r, const struct ctq_result_file *f,
+			       const struct ctq_gemm_row *rows, size_t n, const struct ctq_gemm_row *any,
+			       double peak_tops)
+{
+	char line[1200];
+	snprintf(line, sizeof line, "%s: K=%lld, N=%lld", any->shape, (long long)any->K, (long long)any->N);
+	ctq_rep_heading(r, 4, line);
+	gemm_shape_table(r, rows, n, any->shape);
+	if (i8_note(rows, n, any->shape, line, sizeof line))
+		ctq_rep_para(r, line);
+	struct ctq_strbuf body, data;
+	ctq_strbuf_init(&body);
+	ctq_strbuf_init(&data);
+	char name[300], base[200];
+	ctq_gemm_plot_name(base, sizeof base, any->shape);
+	ctq_rep_plot_name(name, sizeof name, base, f->dir);
+	snprintf(line, sizeof line, "%s (K=%lld, N=%lld): TOPS against M (dashed: INT8 peak)", any->shape,
+		 (long long)any->K, (long long)any->N);
+	if (ctq_gemm_plot(rows, n, any->shape, name, peak_tops, &body, &data) && !body.oom && !data.oom)
+		ctq_rep_plot(r, name, 900, 520, line, body.data, data.data);
+	ctq_strbuf_free(&body);
+	ctq_strbuf_free(&data);
+}
+
+/* bench_gemm.csv (written by ctq bench gemm): how it was timed,
+ * the points whose ctq outputs differ from the reference (a failure), the
+ * targets per shape as pass / miss, a table and a TOPS-against-M plot per
+ * shape. */
+enum ctq_status ctq_fam_bench_gemm_report(struct ctq_rep *r, const struct ctq_result_file *f)
+{
+	char path[1200];
+	snprintf(path, sizeof path, "%s/%s", r->dir, f->rel);
+	struct ctq_gemm_row *rows = NULL;
+	size_t n = 0, nt = 0;
+	struct ctq_gemm_target *t = NULL;
+	const char **shapes = NULL, **cols = NULL;
+	cJSON *m = NULL;
+	enum ctq_status st = ctq_gemm_rows_load(path, &rows, &n, r->err);
+	if (st || (st = ctq_gemm_targets(rows, n, &t, &nt, r->err)))
+		goto out;
+	m = ctq_rep_step_manifest(r->dir, f->dir);
+	const cJSON *g = ctq_json_get(m, "bench_gemm");
+	gemm_report_intro(r, f, g, rows, n);
+	shapes = ctq_calloc(n + 1, sizeof *shapes);
+	const size_t ns = shapes ? ctq_gemm_shapes(rows, n, shapes) : 0;
+	cols = ctq_calloc(ns + 3, sizeof *cols);
+	if (!shapes || !cols) {
+		st = ctq_error_set(r->err, CTQ_ERR_NOMEM, path, "out of memory");
+		goto out;
+	}
+	gemm_targets_table(r, t, nt, shapes, ns, cols);
+	const double peak_tops = ctq_rep_jnum(ctq_json_get(g, "peaks"), "int8_dense_tops");
+	for (size_t i = 0; i < n; i++)
+		if (ctq_gemm_row_first_of_shape(rows, i))
+			gemm_shape_section(r, f, rows, n, &rows[i], peak_tops);
+out:
 	free(shapes);
 	free(cols);
 	free(t);
 	free(rows);
 	cJSON_Delete(m);
-	return CTQ_OK;
+	return st;
 }

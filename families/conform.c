@@ -25,11 +25,11 @@ enum ctq_status ctq_fam_conform_compare(struct ctq_cmp_pair *x, struct ctq_error
 	for (size_t r = 0; r < x->tn.n_rows; r++)
 		fail_n += strcmp(ctq_table_get(&x->tn, r, cn[3]), "pass") != 0;
 	for (size_t i = 0; i < x->in.n; i++) {
-		const struct ctq_cmp_keyed *kb = ctq_cmp_index_find(&x->ib, x->in.v[i].key);
-		if (!kb)
+		size_t rb, rn;
+		if (!ctq_cmp_paired(x, i, &rb, &rn))
 			continue;
-		const char *ob = ctq_table_get(&x->tb, kb->row, cb[3]);
-		const char *on = ctq_table_get(&x->tn, x->in.v[i].row, cn[3]);
+		const char *ob = ctq_table_get(&x->tb, rb, cb[3]);
+		const char *on = ctq_table_get(&x->tn, rn, cn[3]);
 		if (!strcmp(ob, on))
 			continue;
 		struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_CONFORM, x->file,
@@ -44,18 +44,13 @@ enum ctq_status ctq_fam_conform_compare(struct ctq_cmp_pair *x, struct ctq_error
 		bad ? flips++ : fixes++;
 	}
 	ctq_cmp_added_removed(x, &added, &removed);
-	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_CONFORM, x->file,
-						"(all checks)", "failed checks", err);
+	struct ctq_cmp_row *r = ctq_cmp_summary_row(x, CTQ_FAM_CONFORM, "(all checks)", "failed checks",
+						    (double)fail_b, (double)fail_n, flips, fixes, err);
 	if (!r)
 		return CTQ_ERR_NOMEM;
-	r->summary = true;
-	r->base = (double)fail_b;
-	r->cand = (double)fail_n;
 	snprintf(r->detail, sizeof r->detail,
 		 "%zu checks paired: %zu pass->fail, %zu fail->pass; %zu new, %zu gone",
 		 x->in.n - added, flips, fixes, added, removed);
-	snprintf(r->verdict, sizeof r->verdict, "%s",
-		 flips ? "regression" : fixes ? "improvement" : "same");
 	return CTQ_OK;
 }
 
@@ -106,10 +101,7 @@ enum ctq_status ctq_fam_conform_report(struct ctq_rep *r, const struct ctq_resul
 		size_t k = strcspn(id, "/");
 		char name[128];
 		snprintf(name, sizeof name, "%.*s", id[k] ? (int)k : 5, id[k] ? id : "(top)");
-		size_t j;
-		for (j = 0; j < nf; j++)
-			if (!strcmp(fs[j].name, name))
-				break;
+		size_t j = ctq_rep_find_name(fs, nf, sizeof *fs, name);
 		if (j == nf)
 			snprintf(fs[nf++].name, sizeof fs->name, "%s", name);
 		if (strcmp(fs[j].last_case, id) != 0) {

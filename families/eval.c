@@ -76,10 +76,9 @@ enum ctq_status ctq_fam_eval_compare(struct ctq_cmp_pair *x, struct ctq_error *e
 	const char *cur = NULL;
 	/* The index is sorted by "benchmark, subject, id": subjects are runs. */
 	for (size_t i = 0; i < x->in.n && !st; i++) {
-		const struct ctq_cmp_keyed *kb = ctq_cmp_index_find(&x->ib, x->in.v[i].key);
-		if (!kb)
+		size_t rb, rn;
+		if (!ctq_cmp_paired(x, i, &rb, &rn))
 			continue;
-		size_t rb = kb->row, rn = x->in.v[i].row;
 		const char *s = ctq_table_get(&x->tn, rn, sn);
 		if (cur && strcmp(cur, s) != 0) {
 			st = acc_row(x, cur, "accuracy", &subj, false, err);
@@ -172,29 +171,14 @@ struct subject {
 	size_t a, b, c, d; /* reference (ref) vs candidate (new), stats/accuracy.h */
 };
 
-/* The gate ctq eval recorded in the manifest of the step in dir (eval.verdict,
- * written only with a reference model): a sentence under the table, and a
- * failed gate (inferior or inconclusive) fails a report that has no steps. */
-static void eval_gate(struct ctq_rep *r, const char *dir)
+/* The sentence under the table for the gate ctq eval records (ctq_rep_gate). */
+static void eval_gate_sentence(char *buf, size_t cap, const cJSON *ev, const char *verdict, bool ok)
 {
-	cJSON *m = ctq_rep_step_manifest(r->dir, dir);
-	if (!m)
-		return;
-	const cJSON *ev = ctq_json_get(m, "eval");
-	const char *verdict = ctq_json_str_at(ev, "verdict", NULL);
-	if (verdict) {
-		bool ok = !strcmp(verdict, "non-inferior");
-		char line[600];
-		snprintf(line, sizeof line,
-			 "Gate recorded by ctq eval: %s (margin %.3g points overall, %.3g per subject with "
-			 "n >= %.0f; non-inferior only when the whole 95%% interval lies above -margin)%s.",
-			 verdict, ctq_rep_jnum(ev, "margin_points"), ctq_rep_jnum(ev, "subject_margin_points"),
-			 ctq_rep_jnum(ev, "min_subject_n"), ok ? "" : ": FAILED");
-		ctq_rep_para(r, line);
-		r->gates++;
-		r->gates_failed += !ok;
-	}
-	cJSON_Delete(m);
+	snprintf(buf, cap,
+		 "Gate recorded by ctq eval: %s (margin %.3g points overall, %.3g per subject with "
+		 "n >= %.0f; non-inferior only when the whole 95%% interval lies above -margin)%s.",
+		 verdict, ctq_rep_jnum(ev, "margin_points"), ctq_rep_jnum(ev, "subject_margin_points"),
+		 ctq_rep_jnum(ev, "min_subject_n"), ok ? "" : ": FAILED");
 }
 
 enum ctq_status ctq_fam_eval_report(struct ctq_rep *r, const struct ctq_result_file *f)
@@ -215,10 +199,7 @@ enum ctq_status ctq_fam_eval_report(struct ctq_rep *r, const struct ctq_result_f
 	struct subject all = {.name = "overall (micro)"};
 	for (size_t i = 0; i < R.t.n_rows; i++) {
 		const char *s = ctq_table_get(&R.t, i, cs);
-		size_t j;
-		for (j = 0; j < ns; j++)
-			if (!strcmp(sj[j].name, s))
-				break;
+		size_t j = ctq_rep_find_name(sj, ns, sizeof *sj, s);
 		if (j == ns)
 			snprintf(sj[ns++].name, sizeof sj->name, "%s", s);
 		bool ok = ctq_csv_truthy(ctq_table_get(&R.t, i, cc));
@@ -293,7 +274,7 @@ enum ctq_status ctq_fam_eval_report(struct ctq_rep *r, const struct ctq_result_f
 		snprintf(line, sizeof line, "Macro average (mean of %zu subject accuracies): %.2f%%.", ns,
 			 100 * macro);
 	ctq_rep_para(r, line);
-	eval_gate(r, f->dir);
+	ctq_rep_gate(r, f->dir, "eval", eval_gate_sentence);
 
 	struct ctq_strbuf data, body;
 	ctq_strbuf_init(&data);

@@ -178,7 +178,10 @@ enum ctq_status ctq_fam_eval_kld_read_windows(struct ctq_kld_windows *out, const
 		double v[N_COLS(need)];
 		for (size_t k = 1; k < N_COLS(need); k++) {
 			v[k] = ctq_table_num(&t, i, c[k]);
-			if (!isfinite(v[k]) || ((k <= 3 || k == 7) && (v[k] < 0 || v[k] != floor(v[k]))))
+			/* A count above 9e15 is no count (a cast of 1e300 to an
+			 * integer is undefined; 9e15 < 2^53 prints back whole). */
+			if (!isfinite(v[k]) ||
+			    ((k <= 3 || k == 7) && (v[k] < 0 || v[k] > 9e15 || v[k] != floor(v[k]))))
 				st = ctq_error_set(err, CTQ_ERR_PARSE, path,
 						   "row %zu: %s is \"%s\"; expected a %s", i + 2, need[k],
 						   ctq_table_get(&t, i, c[k]),
@@ -278,10 +281,9 @@ enum ctq_status ctq_fam_eval_kld_compare(struct ctq_cmp_pair *x, struct ctq_erro
 	const char *cur = NULL;
 	/* The index is sorted by "source, window, start": sources are runs. */
 	for (size_t i = 0; i < x->in.n && !st; i++) {
-		const struct ctq_cmp_keyed *kb = ctq_cmp_index_find(&x->ib, x->in.v[i].key);
-		if (!kb)
+		size_t rb, rn;
+		if (!ctq_cmp_paired(x, i, &rb, &rn))
 			continue;
-		size_t rb = kb->row, rn = x->in.v[i].row;
 		const char *s = ctq_table_get(&x->tn, rn, cn[0]);
 		if (cur && strcmp(cur, s) && sn.n > 0) {
 			st = kl_row(x, cur, &sb, &sn, false, err);
@@ -366,30 +368,19 @@ static void sibling(const struct ctq_rep *r, const struct ctq_result_file *f, co
 	snprintf(buf, cap, "%s/%s%s%s", r->dir, f->dir, *f->dir ? "/" : "", name);
 }
 
-static void kld_gate(struct ctq_rep *r, const char *dir)
+/* The sentence under the table for the gate ctq eval kld records
+ * (ctq_rep_gate). */
+static void kld_gate_sentence(char *buf, size_t cap, const cJSON *ev, const char *verdict, bool ok)
 {
-	cJSON *m = ctq_rep_step_manifest(r->dir, dir);
-	if (!m)
-		return;
-	const cJSON *ev = ctq_json_get(m, "eval_kld");
-	const char *verdict = ctq_json_str_at(ev, "verdict", NULL);
-	if (verdict) {
-		const cJSON *pol = ctq_json_get(ev, "policy");
-		bool ok = !strcmp(verdict, "non-inferior");
-		char line[700];
-		snprintf(line, sizeof line,
-			 "Gate recorded by ctq eval kld: %s (policy %s: mean KL <= %.3g nats, top-1 >= "
-			 "%.3g%%, ppl ratio <= %.3g; non-inferior only when every 95%% interval is on the "
-			 "good side)%s.",
-			 verdict, ctq_rep_jstr(pol, "source"),
-			 ctq_rep_jnum(ctq_json_get(pol, "kl_mean_max"), "value"),
-			 100 * ctq_rep_jnum(ctq_json_get(pol, "top1_min"), "value"),
-			 ctq_rep_jnum(ctq_json_get(pol, "ppl_ratio_max"), "value"), ok ? "" : ": FAILED");
-		ctq_rep_para(r, line);
-		r->gates++;
-		r->gates_failed += !ok;
-	}
-	cJSON_Delete(m);
+	const cJSON *pol = ctq_json_get(ev, "policy");
+	snprintf(buf, cap,
+		 "Gate recorded by ctq eval kld: %s (policy %s: mean KL <= %.3g nats, top-1 >= "
+		 "%.3g%%, ppl ratio <= %.3g; non-inferior only when every 95%% interval is on the "
+		 "good side)%s.",
+		 verdict, ctq_rep_jstr(pol, "source"),
+		 ctq_rep_jnum(ctq_json_get(pol, "kl_mean_max"), "value"),
+		 100 * ctq_rep_jnum(ctq_json_get(pol, "top1_min"), "value"),
+		 ctq_rep_jnum(ctq_json_get(pol, "ppl_ratio_max"), "value"), ok ? "" : ": FAILED");
 }
 
 static void summary_table(struct ctq_rep *r, const struct ctq_table *t)
@@ -499,7 +490,7 @@ enum ctq_status ctq_fam_eval_kld_report(struct ctq_rep *r, const struct ctq_resu
 	else
 		st = r->err->status;
 	if (!st) {
-		kld_gate(r, f->dir);
+		ctq_rep_gate(r, f->dir, "eval_kld", kld_gate_sentence);
 		sibling(r, f, "eval_kld_hist.csv", path, sizeof path);
 		if (ctq_table_load(&h, path, r->err) == CTQ_OK)
 			cdf_plot(r, f, &h);

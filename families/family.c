@@ -14,6 +14,15 @@ bool ctq_csv_truthy(const char *s)
 	return !strcmp(s, "true") || !strcmp(s, "1");
 }
 
+size_t ctq_rep_find_name(const void *v, size_t n, size_t stride, const char *name)
+{
+	const char *p = v;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(p + i * stride, name))
+			return i;
+	return n;
+}
+
 /* ---- text helpers ------------------------------------------------------------- */
 
 void ctq_rep_h(struct ctq_strbuf *sb, const char *s)
@@ -199,6 +208,24 @@ cJSON *ctq_rep_step_manifest(const char *run_dir, const char *dir)
 	if (ctq_results_manifest(path, &m, NULL))
 		return NULL;
 	return m;
+}
+
+void ctq_rep_gate(struct ctq_rep *r, const char *dir, const char *member,
+		  void (*sentence)(char *buf, size_t cap, const cJSON *gate, const char *verdict,
+				   bool ok))
+{
+	cJSON *m = ctq_rep_step_manifest(r->dir, dir);
+	const cJSON *gate = ctq_json_get(m, member);
+	const char *verdict = ctq_json_str_at(gate, "verdict", NULL);
+	if (verdict) {
+		bool ok = !strcmp(verdict, "non-inferior");
+		char line[700];
+		sentence(line, sizeof line, gate, verdict, ok);
+		ctq_rep_para(r, line);
+		r->gates++;
+		r->gates_failed += !ok;
+	}
+	cJSON_Delete(m);
 }
 
 /* The value after option opt in the argv of dir/manifest.json; NULL. */

@@ -94,6 +94,15 @@ double ctq_rep_jnum(const cJSON *o, const char *key);
 /* The manifest of the step whose folder is dir under run_dir ("" for the
  * run itself); NULL without one. Owned by the caller. */
 cJSON *ctq_rep_step_manifest(const char *run_dir, const char *dir);
+/* The accuracy gate a command recorded under member ("eval", "eval_kld") of
+ * the manifest of the step in dir, as member.verdict (written only with a
+ * reference model): sentence() words it (ok: the verdict is "non-inferior")
+ * into a paragraph under the table, and a failed gate (inferior or
+ * inconclusive) counts in r->gates_failed, failing a report without steps.
+ * Nothing without such a verdict. */
+void ctq_rep_gate(struct ctq_rep *r, const char *dir, const char *member,
+		  void (*sentence)(char *buf, size_t cap, const cJSON *gate, const char *verdict,
+				   bool ok));
 /* The value after option opt in the argv of dir/manifest.json, in buf;
  * NULL without one. */
 char *ctq_rep_step_option(const char *run_dir, const char *display, const char *dir,
@@ -115,5 +124,11 @@ enum ctq_status ctq_rep_load_result(struct ctq_rep *r, const struct ctq_result_f
 				    struct ctq_rep_table *rt);
 /* Frees rt and sets r->err to out of memory at its path. */
 enum ctq_status ctq_rep_table_nomem(struct ctq_rep *r, struct ctq_rep_table *rt);
+/* The index of the entry named name among the n entries at v, entries of
+ * stride bytes that each open with their name (a char array), e.g.
+ * ctq_rep_find_name(fs, nf, sizeof *fs, id): the one lookup of the report
+ * sections that group rows by a name (folders, subjects, backends, layers).
+ * n when none is named so. */
+size_t ctq_rep_find_name(const void *v, size_t n, size_t stride, const char *name);
 
 #endif

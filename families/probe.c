@@ -43,11 +43,10 @@ enum ctq_status ctq_fam_probe_compare(struct ctq_cmp_pair *x, struct ctq_error *
 	size_t regress = 0, improve = 0, paired = 0, added, removed;
 	char detail[256];
 	for (size_t i = 0; i < x->in.n && !st; i++) {
-		const struct ctq_cmp_keyed *kb = ctq_cmp_index_find(&x->ib, x->in.v[i].key);
-		if (!kb)
+		size_t rb, rn;
+		if (!ctq_cmp_paired(x, i, &rb, &rn))
 			continue;
 		paired++;
-		size_t rb = kb->row, rn = x->in.v[i].row;
 		const char *key = x->in.v[i].key;
 		size_t before = x->c->n_regressions;
 		double nfb = ctq_table_num(&x->tb, rb, cb[7]) + ctq_table_num(&x->tb, rb, cb[8]);
@@ -93,18 +92,13 @@ enum ctq_status ctq_fam_probe_compare(struct ctq_cmp_pair *x, struct ctq_error *
 	if (st)
 		return st;
 	ctq_cmp_added_removed(x, &added, &removed);
-	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, CTQ_FAM_PROBE, x->file,
-						"(all probes)", "probes regressed", err);
+	struct ctq_cmp_row *r = ctq_cmp_summary_row(x, CTQ_FAM_PROBE, "(all probes)", "probes regressed",
+						    0, (double)regress, regress, improve, err);
 	if (!r)
 		return CTQ_ERR_NOMEM;
-	r->summary = true;
-	r->base = 0;
-	r->cand = (double)regress;
 	snprintf(r->detail, sizeof r->detail,
 		 "%zu probes paired: %zu regressed, %zu improved; %zu new, %zu gone", paired, regress,
 		 improve, added, removed);
-	snprintf(r->verdict, sizeof r->verdict, "%s",
-		 regress ? "regression" : improve ? "improvement" : "same");
 	return CTQ_OK;
 }
 
@@ -161,95 +155,105 @@ struct probe_layer {
 	double k[4], q[4]; /* per backend (up to 4) */
 };
 
-enum ctq_status ctq_fam_probe_report(struct ctq_rep *r, const struct ctq_result_file *f)
-{
-	static const char *const names[] = {"layer", "K", "N", "M", "weights", "acts", "backend",
-					    "nan_count", "inf_count", "nonfinite_mismatch",
-					    "kernel_rel_l2", "quant_rel_l2", "outcome", "reason"};
-	struct ctq_rep_table R;
-	enum ctq_status st = ctq_rep_load_result(r, f, names, 14, 14, &R);
-	if (st)
-		return st;
+/* The columns the section reads, in this order (R.col[i]). */
+static const char *const report_cols[] = {"layer", "K", "N", "M", "weights", "acts", "backend",
+					  "nan_count", "inf_count", "nonfinite_mismatch",
+					  "kernel_rel_l2", "quant_rel_l2", "outcome", "reason"};
+
+/* What the section shows, tallied over the rows: per backend (the first 4
+ * seen) and per layer (first-seen order; ly has room for every row). */
+struct probe_tally {
 	struct probe_backend be[4];
-	size_t nb = 0;
-	struct probe_layer *ly = ctq_calloc(R.t.n_rows + 1, sizeof *ly);
-	if (!ly)
-		return ctq_rep_table_nomem(r, &R);
-	size_t nl = 0, failed = 0;
-	memset(be, 0, sizeof be);
-	for (size_t i = 0; i < R.t.n_rows; i++) {
-		const char *b = ctq_table_get(&R.t, i, R.col[6]);
-		size_t j;
-		for (j = 0; j < nb; j++)
-			if (!strcmp(be[j].name, b))
-				break;
-		if (j == nb) {
-			if (nb == 4)
+	size_t nb;
+	struct probe_layer *ly;
+	size_t nl, failed;
+};
+
+static void probe_max(double *worst, double v)
+{
+	if (!isnan(v) && (isnan(*worst) || v > *worst))
+		*worst = v;
+}
+
+/* The layer named by row i, added on first sight. */
+static struct probe_layer *probe_layer_of(struct probe_tally *t, const struct ctq_rep_table *R,
+					  size_t i)
+{
+	const char *ln = ctq_table_get(&R->t, i, R->col[0]);
+	size_t l = ctq_rep_find_name(t->ly, t->nl, sizeof *t->ly, ln);
+	if (l == t->nl) {
+		struct probe_layer *y = &t->ly[t->nl++];
+		snprintf(y->name, sizeof y->name, "%s", ln);
+		/* A cell that is no number (or out of range) is shown as 0, never
+		 * cast (NaN -> long long is undefined; fuzz_csv). */
+		double kk = ctq_table_num(&R->t, i, R->col[1]), nn = ctq_table_num(&R->t, i, R->col[2]);
+		y->K = kk >= 0 && kk <= 9e15 ? (long long)kk : 0;
+		y->N = nn >= 0 && nn <= 9e15 ? (long long)nn : 0;
+		for (int z = 0; z < 4; z++)
+			y->k[z] = y->q[z] = NAN;
+	}
+	return &t->ly[l];
+}
+
+static void probe_tally_rows(struct probe_tally *t, const struct ctq_rep_table *R)
+{
+	for (size_t i = 0; i < R->t.n_rows; i++) {
+		const char *b = ctq_table_get(&R->t, i, R->col[6]);
+		size_t j = ctq_rep_find_name(t->be, t->nb, sizeof *t->be, b);
+		if (j == t->nb) {
+			if (t->nb == 4)
 				continue;
-			snprintf(be[nb].name, sizeof be[nb].name, "%s", b);
-			be[nb].worst_k = be[nb].worst_q = NAN;
-			nb++;
+			snprintf(t->be[j].name, sizeof t->be[j].name, "%s", b);
+			t->be[j].worst_k = t->be[j].worst_q = NAN;
+			t->nb++;
 		}
-		struct probe_backend *p = &be[j];
+		struct probe_backend *p = &t->be[j];
 		p->n++;
-		bool ok = !strcmp(ctq_table_get(&R.t, i, R.col[12]), "pass");
-		if (!ok) {
+		if (strcmp(ctq_table_get(&R->t, i, R->col[12]), "pass")) {
 			p->failed++;
-			failed++;
+			t->failed++;
 		}
-		p->nan += ctq_table_num(&R.t, i, R.col[7]);
-		p->inf += ctq_table_num(&R.t, i, R.col[8]);
-		p->mismatch += ctq_table_num(&R.t, i, R.col[9]);
-		double k = ctq_table_num(&R.t, i, R.col[10]), q = ctq_table_num(&R.t, i, R.col[11]);
+		p->nan += ctq_table_num(&R->t, i, R->col[7]);
+		p->inf += ctq_table_num(&R->t, i, R->col[8]);
+		p->mismatch += ctq_table_num(&R->t, i, R->col[9]);
+		double k = ctq_table_num(&R->t, i, R->col[10]), q = ctq_table_num(&R->t, i, R->col[11]);
 		/* bf16-limit overflows by design: its policy judges only NaN/Inf
 		 * agreement, so its quantization rel-L2 is no measure of error. */
-		if (!strcmp(ctq_table_get(&R.t, i, R.col[5]), "bf16-limit"))
+		if (!strcmp(ctq_table_get(&R->t, i, R->col[5]), "bf16-limit"))
 			q = NAN;
 		if (!isnan(k) && (isnan(p->worst_k) || k > p->worst_k))
 			p->worst_k = k, p->at_k = i;
 		if (!isnan(q) && (isnan(p->worst_q) || q > p->worst_q))
 			p->worst_q = q, p->at_q = i;
-		const char *ln = ctq_table_get(&R.t, i, R.col[0]);
-		size_t l;
-		for (l = 0; l < nl; l++)
-			if (!strcmp(ly[l].name, ln))
-				break;
-		if (l == nl) {
-			snprintf(ly[nl].name, sizeof ly[nl].name, "%s", ln);
-			/* A cell that is no number (or out of range) is shown as
-			 * 0, never cast (NaN -> long long is undefined; fuzz_csv). */
-			double kk = ctq_table_num(&R.t, i, R.col[1]), nn = ctq_table_num(&R.t, i, R.col[2]);
-			ly[nl].K = kk >= 0 && kk <= 9e15 ? (long long)kk : 0;
-			ly[nl].N = nn >= 0 && nn <= 9e15 ? (long long)nn : 0;
-			for (int z = 0; z < 4; z++)
-				ly[nl].k[z] = ly[nl].q[z] = NAN;
-			nl++;
-		}
-		if (!isnan(k) && (isnan(ly[l].k[j]) || k > ly[l].k[j]))
-			ly[l].k[j] = k;
-		if (!isnan(q) && (isnan(ly[l].q[j]) || q > ly[l].q[j]))
-			ly[l].q[j] = q;
+		struct probe_layer *y = probe_layer_of(t, R, i);
+		probe_max(&y->k[j], k);
+		probe_max(&y->q[j], q);
 	}
-	r->probes_failed += failed;
-	char title[700], buf[64], buf2[64];
-	snprintf(title, sizeof title, "%s — %zu probes: %zu passed, %zu failed", f->rel, R.t.n_rows,
-		 R.t.n_rows - failed, failed);
-	ctq_rep_heading(r, 3, title);
+}
+
+/* "layer M=.. weights/acts" of row i. */
+static void probe_where(char *buf, size_t cap, const struct ctq_rep_table *R, size_t i)
+{
+	snprintf(buf, cap, "%s M=%s %s/%s", ctq_table_get(&R->t, i, R->col[0]),
+		 ctq_table_get(&R->t, i, R->col[3]), ctq_table_get(&R->t, i, R->col[4]),
+		 ctq_table_get(&R->t, i, R->col[5]));
+}
+
+static void probe_backend_table(struct ctq_rep *r, const struct probe_tally *t,
+				const struct ctq_rep_table *R)
+{
 	static const char *const cols[] = {"backend", "probes", "failed", "worst kernel rel-L2",
 					   "at", "worst quantization rel-L2", "at", "NaN", "Inf",
 					   "NaN/Inf mismatches", NULL};
+	char buf[64], buf2[64];
 	ctq_rep_table_head(r, cols);
-	for (size_t j = 0; j < nb; j++) {
-		const struct probe_backend *p = &be[j];
+	for (size_t j = 0; j < t->nb; j++) {
+		const struct probe_backend *p = &t->be[j];
 		char at_k[400], at_q[400];
-		snprintf(at_k, sizeof at_k, "%s M=%s %s/%s", ctq_table_get(&R.t, p->at_k, R.col[0]),
-			 ctq_table_get(&R.t, p->at_k, R.col[3]), ctq_table_get(&R.t, p->at_k, R.col[4]),
-			 ctq_table_get(&R.t, p->at_k, R.col[5]));
+		probe_where(at_k, sizeof at_k, R, p->at_k);
 		if (p->worst_k == 0)
 			snprintf(at_k, sizeof at_k, "every probe bit-exact");
-		snprintf(at_q, sizeof at_q, "%s M=%s %s/%s", ctq_table_get(&R.t, p->at_q, R.col[0]),
-			 ctq_table_get(&R.t, p->at_q, R.col[3]), ctq_table_get(&R.t, p->at_q, R.col[4]),
-			 ctq_table_get(&R.t, p->at_q, R.col[5]));
+		probe_where(at_q, sizeof at_q, R, p->at_q);
 		ctq_rep_row_begin(r);
 		ctq_rep_cell(r, p->name, NULL);
 		ctq_rep_cellf(r, "num", "%zu", p->n);
@@ -266,46 +270,50 @@ enum ctq_status ctq_fam_probe_report(struct ctq_rep *r, const struct ctq_result_
 		ctq_rep_row_end(r);
 	}
 	ctq_rep_table_end(r);
-	ctq_rep_para(r, "Quantization rel-L2 leaves out the bf16-limit activations, which overflow BF16 by "
-		"design (their policy judges only NaN/Inf agreement). "
-		"NaN/Inf counts include them; "
-		"a probe fails when its non-finite outputs differ from the reference's, or its rel-L2 "
-		"exceeds the policy (kernel: against the exact-quantized CPU reference; quantization: "
-		"against the FP64 unquantized product).");
-	if (failed) {
-		static const char *const fc[] = {"layer", "K", "N", "M", "weights", "acts", "backend",
-						 "kernel rel-L2", "quant rel-L2", "why", NULL};
-		ctq_rep_table_head(r, fc);
-		size_t listed = 0;
-		for (size_t i = 0; i < R.t.n_rows && listed < CTQ_REP_MAX_LISTED; i++) {
-			if (!strcmp(ctq_table_get(&R.t, i, R.col[12]), "pass"))
-				continue;
-			listed++;
-			ctq_rep_row_begin(r);
-			for (int k = 0; k < 7; k++)
-				ctq_rep_cell(r, ctq_table_get(&R.t, i, R.col[k]), NULL);
-			ctq_rep_cell(r, ctq_table_get(&R.t, i, R.col[10]), "num bad");
-			ctq_rep_cell(r, ctq_table_get(&R.t, i, R.col[11]), "num");
-			ctq_rep_cell(r, ctq_table_get(&R.t, i, R.col[13]), NULL);
-			ctq_rep_row_end(r);
-		}
-		ctq_rep_table_end(r);
+}
+
+/* The failing probes, the first CTQ_REP_MAX_LISTED of them. */
+static void probe_failed_table(struct ctq_rep *r, const struct ctq_rep_table *R)
+{
+	static const char *const fc[] = {"layer", "K", "N", "M", "weights", "acts", "backend",
+					 "kernel rel-L2", "quant rel-L2", "why", NULL};
+	ctq_rep_table_head(r, fc);
+	size_t listed = 0;
+	for (size_t i = 0; i < R->t.n_rows && listed < CTQ_REP_MAX_LISTED; i++) {
+		if (!strcmp(ctq_table_get(&R->t, i, R->col[12]), "pass"))
+			continue;
+		listed++;
+		ctq_rep_row_begin(r);
+		for (int k = 0; k < 7; k++)
+			ctq_rep_cell(r, ctq_table_get(&R->t, i, R->col[k]), NULL);
+		ctq_rep_cell(r, ctq_table_get(&R->t, i, R->col[10]), "num bad");
+		ctq_rep_cell(r, ctq_table_get(&R->t, i, R->col[11]), "num");
+		ctq_rep_cell(r, ctq_table_get(&R->t, i, R->col[13]), NULL);
+		ctq_rep_row_end(r);
 	}
-	/* rel-L2 per layer: the maximum over patterns and M. */
+	ctq_rep_table_end(r);
+}
+
+/* rel-L2 per layer: the maximum over patterns and M, one kernel and one
+ * quantization series per backend, 0 drawn at CTQ_REP_LOG_FLOOR. */
+static void probe_plot(struct ctq_rep *r, const struct ctq_result_file *f,
+		       const struct probe_tally *t)
+{
 	struct ctq_strbuf data, body;
 	ctq_strbuf_init(&data);
 	ctq_strbuf_init(&body);
 	ctq_strbuf_append(&data, "# index layer");
-	for (size_t j = 0; j < nb; j++)
-		ctq_strbuf_printf(&data, " kernel_%s quant_%s", be[j].name, be[j].name);
+	for (size_t j = 0; j < t->nb; j++)
+		ctq_strbuf_printf(&data, " kernel_%s quant_%s", t->be[j].name, t->be[j].name);
 	ctq_strbuf_append(&data, "\n");
-	for (size_t l = 0; l < nl; l++) {
+	for (size_t l = 0; l < t->nl; l++) {
+		const struct probe_layer *y = &t->ly[l];
 		char label[320];
-		snprintf(label, sizeof label, "%s %lldx%lld", ly[l].name, ly[l].K, ly[l].N);
+		snprintf(label, sizeof label, "%s %lldx%lld", y->name, y->K, y->N);
 		ctq_strbuf_printf(&data, "%zu ", l);
 		ctq_plot_quoted(&data, label);
-		for (size_t j = 0; j < nb; j++) {
-			double k = ly[l].k[j], q = ly[l].q[j];
+		for (size_t j = 0; j < t->nb; j++) {
+			double k = y->k[j], q = y->q[j];
 			ctq_strbuf_printf(&data, " %.9g %.9g", isnan(k) ? NAN : k > CTQ_REP_LOG_FLOOR ? k : CTQ_REP_LOG_FLOOR,
 					  isnan(q) ? NAN : q > CTQ_REP_LOG_FLOOR ? q : CTQ_REP_LOG_FLOOR);
 		}
@@ -321,26 +329,54 @@ enum ctq_status ctq_fam_probe_report(struct ctq_rep *r, const struct ctq_result_
 			  "set xtics rotate by 30 right font \",8\"\n"
 			  "set offsets 0.5, 0.5, 0, 0\nset lmargin 18\n",
 			  f->rel, CTQ_REP_LOG_FLOOR / 3, CTQ_REP_LOG_FLOOR);
-	if (nl > 40)
+	if (t->nl > 40)
 		ctq_strbuf_append(&body, "set xtics auto\nset xlabel \"layer index\"\n");
 	ctq_strbuf_printf(&body, "set label 1 \"quantization error bound 5e-2 (gaussian)\" at graph 0.01, first 0.06 font \",8\" tc rgb \"#888888\"\n");
 	ctq_strbuf_append(&body, "plot ");
 	static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd"};
-	for (size_t j = 0; j < nb; j++) {
+	for (size_t j = 0; j < t->nb; j++) {
 		ctq_strbuf_printf(&body,
 				  "%s\"%s.dat\" using 1:%zu%s with linespoints pt 7 ps 0.8 lc rgb \"%s\" title \"quantization rel-L2 (%s)\", "
 				  "\"%s.dat\" using 1:%zu with points pt 6 ps 1.2 lc rgb \"%s\" title \"kernel rel-L2 (%s)\"",
-				  j ? ", " : "", name, 4 + 2 * j, nl > 40 ? "" : ":xtic(2)", colors[j],
-				  be[j].name, name, 3 + 2 * j, colors[j], be[j].name);
+				  j ? ", " : "", name, 4 + 2 * j, t->nl > 40 ? "" : ":xtic(2)", colors[j],
+				  t->be[j].name, name, 3 + 2 * j, colors[j], t->be[j].name);
 	}
 	ctq_strbuf_append(&body, ", 0.05 with lines dt 2 lc rgb \"#888888\" notitle\n");
 	char caption[700];
 	snprintf(caption, sizeof caption, "rel-L2 per layer, %s", f->rel);
-	if (nl && nb && !data.oom && !body.oom)
+	if (t->nl && t->nb && !data.oom && !body.oom)
 		ctq_rep_plot(r, name, 1000, 520, caption, body.data, data.data);
 	ctq_strbuf_free(&data);
 	ctq_strbuf_free(&body);
-	free(ly);
+}
+
+enum ctq_status ctq_fam_probe_report(struct ctq_rep *r, const struct ctq_result_file *f)
+{
+	struct ctq_rep_table R;
+	enum ctq_status st = ctq_rep_load_result(r, f, report_cols, 14, 14, &R);
+	if (st)
+		return st;
+	struct probe_tally t;
+	memset(&t, 0, sizeof t);
+	if (!(t.ly = ctq_calloc(R.t.n_rows + 1, sizeof *t.ly)))
+		return ctq_rep_table_nomem(r, &R);
+	probe_tally_rows(&t, &R);
+	r->probes_failed += t.failed;
+	char title[700];
+	snprintf(title, sizeof title, "%s — %zu probes: %zu passed, %zu failed", f->rel, R.t.n_rows,
+		 R.t.n_rows - t.failed, t.failed);
+	ctq_rep_heading(r, 3, title);
+	probe_backend_table(r, &t, &R);
+	ctq_rep_para(r, "Quantization rel-L2 leaves out the bf16-limit activations, which overflow BF16 by "
+		"design (their policy judges only NaN/Inf agreement). "
+		"NaN/Inf counts include them; "
+		"a probe fails when its non-finite outputs differ from the reference's, or its rel-L2 "
+		"exceeds the policy (kernel: against the exact-quantized CPU reference; quantization: "
+		"against the FP64 unquantized product).");
+	if (t.failed)
+		probe_failed_table(r, &R);
+	probe_plot(r, f, &t);
+	free(t.ly);
 	ctq_table_free(&R.t);
 	return CTQ_OK;
 }

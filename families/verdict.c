@@ -7,6 +7,7 @@
 #include "results/table.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,6 +284,20 @@ static bool timing_noisy_or_same(const struct ctq_compare_policy *p, struct ctq_
 	return false;
 }
 
+/* A decided difference: slower (a regression) when the median grew, else
+ * faster; why (printf) says on what evidence. */
+static void timing_moved(struct ctq_timing_result *out, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void timing_moved(struct ctq_timing_result *out, const char *fmt, ...)
+{
+	out->regression = out->change > 0;
+	out->verdict = out->change > 0 ? "slower" : "faster";
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(out->why, sizeof out->why, fmt, ap);
+	va_end(ap);
+}
+
 enum ctq_status ctq_compare_timing(const double *base, size_t nb, const double *cand, size_t nc,
 				   const struct ctq_compare_policy *p,
 				   struct ctq_timing_result *out, struct ctq_error *err)
@@ -296,16 +311,13 @@ enum ctq_status ctq_compare_timing(const double *base, size_t nb, const double *
 	if (timing_noisy_or_same(p, out))
 		return CTQ_OK;
 	double thr = p->v[CTQ_POL_TIMING_THRESHOLD], alpha = p->v[CTQ_POL_TIMING_ALPHA];
-	if (out->mwu.p < alpha) {
-		out->regression = out->change > 0;
-		out->verdict = out->change > 0 ? "slower" : "faster";
-		snprintf(out->why, sizeof out->why, "median %+.2f%% (threshold %.3g%%), p %.3g < %.3g",
-			 100 * out->change, 100 * thr, out->mwu.p, alpha);
-		return CTQ_OK;
-	}
-	snprintf(out->why, sizeof out->why,
-		 "median %+.2f%% but p %.3g >= %.3g (the smallest p %zu vs %zu samples can give: %.3g)",
-		 100 * out->change, out->mwu.p, alpha, nb, nc, out->mwu.p_min);
+	if (out->mwu.p < alpha)
+		timing_moved(out, "median %+.2f%% (threshold %.3g%%), p %.3g < %.3g", 100 * out->change,
+			     100 * thr, out->mwu.p, alpha);
+	else
+		snprintf(out->why, sizeof out->why,
+			 "median %+.2f%% but p %.3g >= %.3g (the smallest p %zu vs %zu samples can give: %.3g)",
+			 100 * out->change, out->mwu.p, alpha, nb, nc, out->mwu.p_min);
 	return CTQ_OK;
 }
 
@@ -340,17 +352,13 @@ enum ctq_status ctq_compare_timing_run(const double *base, size_t nb, const doub
 	/* ratio = mc / mb; symmetric in log: slower beyond 1 + a, faster under
 	 * 1 / (1 + a). */
 	double ratio = 1 + out->change;
-	if (ratio > 1 + a || ratio < 1 / (1 + a)) {
-		out->regression = out->change > 0;
-		out->verdict = out->change > 0 ? "slower" : "faster";
+	if (ratio > 1 + a || ratio < 1 / (1 + a))
+		timing_moved(out, "one run a side: median ratio %.3f beyond the run-to-run allowance %.3gx",
+			     ratio, 1 + a);
+	else
 		snprintf(out->why, sizeof out->why,
-			 "one run a side: median ratio %.3f beyond the run-to-run allowance %.3gx",
-			 ratio, 1 + a);
-		return CTQ_OK;
-	}
-	snprintf(out->why, sizeof out->why,
-		 "one run a side: median %+.2f%% is beyond +-%.3g%% but within the run-to-run "
-		 "allowance %.3gx; rerun both sides to decide", 100 * out->change, 100 * thr, 1 + a);
+			 "one run a side: median %+.2f%% is beyond +-%.3g%% but within the run-to-run "
+			 "allowance %.3gx; rerun both sides to decide", 100 * out->change, 100 * thr, 1 + a);
 	return CTQ_OK;
 }
 
@@ -359,16 +367,12 @@ enum ctq_status ctq_compare_timing_run(const double *base, size_t nb, const doub
 struct ctq_cmp_row *ctq_cmp_new_row(struct ctq_comparison *c, int fam, const char *file,
 				    const char *key, const char *metric, struct ctq_error *err)
 {
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? 2 * c->cap : 64;
-		struct ctq_cmp_row *r = ctq_realloc(c->rows, cap * sizeof *r);
-		if (!r) {
-			ctq_error_set(err, CTQ_ERR_NOMEM, "compare", "out of memory");
-			return NULL;
-		}
-		c->rows = r;
-		c->cap = cap;
+	void *v = c->rows;
+	if (!ctq_grow(&v, &c->cap, c->n + 1, sizeof *c->rows)) {
+		ctq_error_set(err, CTQ_ERR_NOMEM, "compare", "out of memory");
+		return NULL;
 	}
+	c->rows = v;
 	struct ctq_cmp_row *r = &c->rows[c->n++];
 	memset(r, 0, sizeof *r);
 	r->fam = fam;
@@ -521,6 +525,16 @@ enum ctq_status ctq_cmp_pair_load(struct ctq_cmp_pair *x, const char *const *key
 }
 
 /* Counts of keys only in base (removed) and only in new (added). */
+bool ctq_cmp_paired(const struct ctq_cmp_pair *x, size_t i, size_t *rb, size_t *rn)
+{
+	const struct ctq_cmp_keyed *kb = ctq_cmp_index_find(&x->ib, x->in.v[i].key);
+	if (!kb)
+		return false;
+	*rb = kb->row;
+	*rn = x->in.v[i].row;
+	return true;
+}
+
 void ctq_cmp_added_removed(const struct ctq_cmp_pair *x, size_t *added, size_t *removed)
 {
 	*added = *removed = 0;
@@ -530,6 +544,21 @@ void ctq_cmp_added_removed(const struct ctq_cmp_pair *x, size_t *added, size_t *
 	for (size_t i = 0; i < x->in.n; i++)
 		if (!ctq_cmp_index_find(&x->ib, x->in.v[i].key))
 			(*added)++;
+}
+
+struct ctq_cmp_row *ctq_cmp_summary_row(struct ctq_cmp_pair *x, int fam, const char *key,
+					const char *metric, double base, double cand, size_t bad,
+					size_t good, struct ctq_error *err)
+{
+	struct ctq_cmp_row *r = ctq_cmp_new_row(x->c, fam, x->file, key, metric, err);
+	if (!r)
+		return NULL;
+	r->summary = true;
+	r->base = base;
+	r->cand = cand;
+	snprintf(r->verdict, sizeof r->verdict, "%s",
+		 bad ? "regression" : good ? "improvement" : "same");
+	return r;
 }
 
 /* ---- timings ----------------------------------------------------------------- */
@@ -657,6 +686,17 @@ enum ctq_status ctq_cmp_removed_rows(struct ctq_cmp_pair *x, int fam, const char
 
 /* ---- trends ------------------------------------------------------------------ */
 
+void ctq_trend_free(struct ctq_trend *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n; i++)
+		free(t->s[i].v);
+	free(t->s);
+	free(t->labels);
+	memset(t, 0, sizeof *t);
+}
+
 struct ctq_trend_series *ctq_trend_series_get(struct ctq_trend *t, int fam, const char *file,
 				       const char *key, const char *metric, const char *unit,
 				       struct ctq_error *err)
@@ -667,16 +707,12 @@ struct ctq_trend_series *ctq_trend_series_get(struct ctq_trend *t, int fam, cons
 		    !strcmp(s->metric, metric))
 			return s;
 	}
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 32;
-		struct ctq_trend_series *v = ctq_realloc(t->s, cap * sizeof *v);
-		if (!v) {
-			ctq_error_set(err, CTQ_ERR_NOMEM, "trend", "out of memory");
-			return NULL;
-		}
-		t->s = v;
-		t->cap = cap;
+	void *v = t->s;
+	if (!ctq_grow(&v, &t->cap, t->n + 1, sizeof *t->s)) {
+		ctq_error_set(err, CTQ_ERR_NOMEM, "trend", "out of memory");
+		return NULL;
 	}
+	t->s = v;
 	struct ctq_trend_series *s = &t->s[t->n];
 	memset(s, 0, sizeof *s);
 	s->v = ctq_malloc(t->n_runs * sizeof *s->v);

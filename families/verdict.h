@@ -197,8 +197,19 @@ void ctq_cmp_pair_free(struct ctq_cmp_pair *x);
  * their columns into cb and cn. Errors as ctq_table_load, parse-error. */
 enum ctq_status ctq_cmp_pair_load(struct ctq_cmp_pair *x, const char *const *key_names, int nk,
 				  bool unique, int *cb, int *cn, struct ctq_error *err);
+/* Whether the i-th entry of x's new index has its key in the base: then
+ * *rb is the base row (the first of that key) and *rn the new row. */
+bool ctq_cmp_paired(const struct ctq_cmp_pair *x, size_t i, size_t *rb, size_t *rn);
 /* Counts of keys only in base (removed) and only in new (added). */
 void ctq_cmp_added_removed(const struct ctq_cmp_pair *x, size_t *added, size_t *removed);
+/* The summary row that closes a family's comparison of x's file: key (e.g.
+ * "(all probes)") and metric name it, base and cand are its two counts, and
+ * its verdict is "regression" when bad, else "improvement" when good, else
+ * "same"; set, not counted (the regressions were counted on their own rows).
+ * The caller writes its detail. NULL with NOMEM in err. */
+struct ctq_cmp_row *ctq_cmp_summary_row(struct ctq_cmp_pair *x, int fam, const char *key,
+					const char *metric, double base, double cand, size_t bad,
+					size_t good, struct ctq_error *err);
 
 /* ---- timing rows ---------------------------------------------------------------- */
 
@@ -223,6 +234,9 @@ enum ctq_status ctq_cmp_removed_rows(struct ctq_cmp_pair *x, int fam, const char
 				     size_t *removed, struct ctq_error *err);
 
 /* ---- trend series ----------------------------------------------------------------- */
+
+/* Frees t's series and labels and zeroes it (NULL: no-op). */
+void ctq_trend_free(struct ctq_trend *t);
 
 /* The series (fam, file, key, metric) of t, added (values NaN) when new;
  * NULL with NOMEM in err. */

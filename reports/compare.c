@@ -270,15 +270,12 @@ static enum ctq_status ab_list(const char *set, char ***out, size_t *n, struct c
 		snprintf(path, sizeof path, "%s/%s", set, e->d_name);
 		if (!ctq_path_is_dir(path))
 			continue; /* a log beside the runs */
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 16;
-			char **v = ctq_realloc(*out, cap * sizeof *v);
-			if (!v) {
-				st = ctq_error_set(err, CTQ_ERR_NOMEM, set, "out of memory");
-				break;
-			}
-			*out = v;
+		void *v = *out;
+		if (!ctq_grow(&v, &cap, *n + 1, sizeof **out)) {
+			st = ctq_error_set(err, CTQ_ERR_NOMEM, set, "out of memory");
+			break;
 		}
+		*out = v;
 		if (!((*out)[*n] = ctq_strdup(e->d_name)))
 			st = ctq_error_set(err, CTQ_ERR_NOMEM, set, "out of memory");
 		else
@@ -520,8 +517,7 @@ enum ctq_status ctq_compare_ab(struct ctq_comparison *c, const char *base_set,
 	size_t R = 0;
 	char **db = NULL, **dn = NULL;
 	double *d = NULL, *tmp = NULL;
-	struct ctq_trend tb = {0}, tn = {0};
-	bool have_b = false, have_n = false;
+	struct ctq_trend tb = {0}, tn = {0}; /* zeroed: ctq_trend_free is a no-op on them */
 	enum ctq_status st = ab_runs(base_set, new_set, &runs, &R, err);
 	if (st)
 		return st;
@@ -541,12 +537,8 @@ enum ctq_status ctq_compare_ab(struct ctq_comparison *c, const char *base_set,
 		goto done;
 	ab_drop_run_timings(c);
 	c->ab_pairs = R;
-	if ((st = ctq_trend_collect(&tb, db, R, err)))
+	if ((st = ctq_trend_collect(&tb, db, R, err)) || (st = ctq_trend_collect(&tn, dn, R, err)))
 		goto done;
-	have_b = true;
-	if ((st = ctq_trend_collect(&tn, dn, R, err)))
-		goto done;
-	have_n = true;
 	for (size_t i = 0; i < tb.n && !st; i++) {
 		const struct ctq_trend_series *sb = &tb.s[i];
 		if (!timing_metric(sb->fam, sb->metric))
@@ -561,10 +553,8 @@ enum ctq_status ctq_compare_ab(struct ctq_comparison *c, const char *base_set,
 		}
 	}
 done:
-	if (have_b)
-		ctq_trend_free(&tb);
-	if (have_n)
-		ctq_trend_free(&tn);
+	ctq_trend_free(&tb);
+	ctq_trend_free(&tn);
 	free(runs);
 	free(db);
 	free(dn);
@@ -611,6 +601,26 @@ static void fmt_value(char *buf, size_t cap, const struct ctq_cmp_row *r, double
 		fmt_num(buf, cap, v);
 }
 
+/* The four columns that name a compare.csv or trend.csv row. */
+static void csv_ident(struct ctq_csv *w, int fam, const char *file, const char *key,
+		      const char *metric)
+{
+	ctq_csv_field(w, fam_label(fam));
+	ctq_csv_field(w, file);
+	ctq_csv_field(w, key);
+	ctq_csv_field(w, metric);
+}
+
+/* A value with 17 significant digits (a double's round trip); NaN is an
+ * empty cell. */
+static void csv_value(struct ctq_csv *w, double v)
+{
+	if (isnan(v))
+		ctq_csv_field(w, "");
+	else
+		ctq_csv_fieldf(w, "%.17g", v);
+}
+
 enum ctq_status ctq_comparison_write_csv(const struct ctq_comparison *c, const char *path,
 					 struct ctq_error *err)
 {
@@ -623,17 +633,10 @@ enum ctq_status ctq_comparison_write_csv(const struct ctq_comparison *c, const c
 		return st;
 	for (size_t i = 0; i < c->n; i++) {
 		const struct ctq_cmp_row *r = &c->rows[i];
-		ctq_csv_field(&w, fam_label(r->fam));
-		ctq_csv_field(&w, r->file);
-		ctq_csv_field(&w, r->key);
-		ctq_csv_field(&w, r->metric);
+		csv_ident(&w, r->fam, r->file, r->key, r->metric);
 		const double v[4] = {r->base, r->cand, r->change, r->p};
-		for (int k = 0; k < 4; k++) {
-			if (isnan(v[k]))
-				ctq_csv_field(&w, "");
-			else
-				ctq_csv_fieldf(&w, "%.17g", v[k]);
-		}
+		for (int k = 0; k < 4; k++)
+			csv_value(&w, v[k]);
 		ctq_csv_field(&w, r->verdict);
 		ctq_csv_field(&w, r->regression ? "true" : "false");
 		ctq_csv_field(&w, r->summary ? "true" : "false");
@@ -651,6 +654,19 @@ static bool shown(const struct ctq_cmp_row *r)
 	       strcmp(r->verdict, "same") != 0;
 }
 
+/* A row's base, new, change and p-value as the console and compare.md show them. */
+struct row_text {
+	char base[32], cand[32], change[32], p[32];
+};
+
+static void row_text(const struct ctq_cmp_row *r, struct row_text *t)
+{
+	fmt_value(t->base, sizeof t->base, r, r->base);
+	fmt_value(t->cand, sizeof t->cand, r, r->cand);
+	fmt_change(t->change, sizeof t->change, r);
+	fmt_num(t->p, sizeof t->p, r->p);
+}
+
 void ctq_comparison_print(const struct ctq_comparison *c, FILE *f)
 {
 	fprintf(f, "%-12s %-34s %-40s %-20s %10s %10s %9s %8s  %s\n", "FAMILY", "FILE", "KEY",
@@ -659,13 +675,10 @@ void ctq_comparison_print(const struct ctq_comparison *c, FILE *f)
 		const struct ctq_cmp_row *r = &c->rows[i];
 		if (!shown(r))
 			continue;
-		char b[32], n[32], ch[32], p[32];
-		fmt_value(b, sizeof b, r, r->base);
-		fmt_value(n, sizeof n, r, r->cand);
-		fmt_change(ch, sizeof ch, r);
-		fmt_num(p, sizeof p, r->p);
+		struct row_text t;
+		row_text(r, &t);
 		fprintf(f, "%-12s %-34.34s %-40.40s %-20.20s %10s %10s %9s %8s  %s%s\n",
-			fam_label(r->fam), r->file, r->key, r->metric, b, n, ch, p,
+			fam_label(r->fam), r->file, r->key, r->metric, t.base, t.cand, t.change, t.p,
 			r->regression ? "REGRESSION: " : "", r->verdict);
 		if (r->regression || !strcmp(r->verdict, "ambiguous"))
 			fprintf(f, "             %s\n", r->detail);
@@ -730,18 +743,15 @@ void ctq_comparison_markdown(const struct ctq_comparison *c, const char *base_di
 			const struct ctq_cmp_row *r = &c->rows[i];
 			if (r->fam != order[k] || !shown(r))
 				continue;
-			char b[32], n[32], ch[32], pv[32];
-			fmt_value(b, sizeof b, r, r->base);
-			fmt_value(n, sizeof n, r, r->cand);
-			fmt_change(ch, sizeof ch, r);
-			fmt_num(pv, sizeof pv, r->p);
+			struct row_text t;
+			row_text(r, &t);
 			ctq_strbuf_append(out, "| ");
 			md_escape(out, r->file);
 			ctq_strbuf_append(out, " | ");
 			md_escape(out, r->key);
 			ctq_strbuf_append(out, " | ");
 			md_escape(out, r->metric);
-			ctq_strbuf_printf(out, " | %s | %s | %s | %s | %s%s%s | ", b, n, ch, pv,
+			ctq_strbuf_printf(out, " | %s | %s | %s | %s | %s%s%s | ", t.base, t.cand, t.change, t.p,
 					  r->regression ? "**" : "", r->verdict,
 					  r->regression ? "**" : "");
 			md_escape(out, r->detail);
@@ -860,17 +870,6 @@ done:
 	return st;
 }
 
-void ctq_trend_free(struct ctq_trend *t)
-{
-	if (!t)
-		return;
-	for (size_t i = 0; i < t->n; i++)
-		free(t->s[i].v);
-	free(t->s);
-	free(t->labels);
-	memset(t, 0, sizeof *t);
-}
-
 enum ctq_status ctq_trend_write_csv(const struct ctq_trend *t, const char *path,
 				    struct ctq_error *err)
 {
@@ -883,17 +882,11 @@ enum ctq_status ctq_trend_write_csv(const struct ctq_trend *t, const char *path,
 	for (size_t i = 0; i < t->n; i++)
 		for (size_t r = 0; r < t->n_runs; r++) {
 			const struct ctq_trend_series *s = &t->s[i];
-			ctq_csv_field(&w, fam_label(s->fam));
-			ctq_csv_field(&w, s->file);
-			ctq_csv_field(&w, s->key);
-			ctq_csv_field(&w, s->metric);
+			csv_ident(&w, s->fam, s->file, s->key, s->metric);
 			ctq_csv_field(&w, s->unit);
 			ctq_csv_fieldf(&w, "%zu", r + 1);
 			ctq_csv_field(&w, t->labels[r]);
-			if (isnan(s->v[r]))
-				ctq_csv_field(&w, "");
-			else
-				ctq_csv_fieldf(&w, "%.17g", s->v[r]);
+			csv_value(&w, s->v[r]);
 			ctq_csv_end_row(&w);
 		}
 	return ctq_csv_close(&w, err);

@@ -117,7 +117,7 @@ void ctq_comparison_print(const struct ctq_comparison *c, FILE *f);
  * file's accuracy. Errors as ctq_compare_runs. */
 enum ctq_status ctq_trend_collect(struct ctq_trend *t, char *const *dirs, size_t n_runs,
 				  struct ctq_error *err);
-void ctq_trend_free(struct ctq_trend *t);
+/* (ctq_trend_free: families/verdict.h, beside the series it frees.) */
 enum ctq_status ctq_trend_write_csv(const struct ctq_trend *t, const char *path,
 				    struct ctq_error *err);
 void ctq_trend_markdown(const struct ctq_trend *t, char *const *dirs, struct ctq_strbuf *out);

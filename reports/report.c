@@ -13,7 +13,6 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "stats/accuracy.h"
-#include "bench/gemm.h"
 #include "results/plot.h"
 #include "results/files.h"
 #include "results/table.h"

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "core/fileio.h"
-#include "bench/gemm.h"
+#include "families/bench_gemm.h"
 
 /* A bench_gemm.csv of the header and one row: column bad_col holds bad,
  * the others shape qkv_proj, impl ctq_w8a8, check pass and "1". */
