@@ -88,24 +88,27 @@ static void cu_free(struct ctq_backend *b, void *p)
 		cudaFree(p);
 }
 
-static enum ctq_status cu_upload(struct ctq_backend *b, void *dst, const void *src, size_t n,
-				 struct ctq_error *err)
+/* A copy of n bytes on b's stream, waited for: the host buffer may go
+ * as soon as it returns. */
+static enum ctq_status cu_copy(struct ctq_backend *b, void *dst, const void *src, size_t n,
+			       cudaMemcpyKind kind, struct ctq_error *err)
 {
 	if (!n)
 		return CTQ_OK;
-	enum ctq_status st = CTQ_CUDA(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice,
-						      impl(b)->stream), err);
+	enum ctq_status st = CTQ_CUDA(cudaMemcpyAsync(dst, src, n, kind, impl(b)->stream), err);
 	return st ? st : CTQ_CUDA(cudaStreamSynchronize(impl(b)->stream), err);
+}
+
+static enum ctq_status cu_upload(struct ctq_backend *b, void *dst, const void *src, size_t n,
+				 struct ctq_error *err)
+{
+	return cu_copy(b, dst, src, n, cudaMemcpyHostToDevice, err);
 }
 
 static enum ctq_status cu_download(struct ctq_backend *b, void *dst, const void *src, size_t n,
 				   struct ctq_error *err)
 {
-	if (!n)
-		return CTQ_OK;
-	enum ctq_status st = CTQ_CUDA(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost,
-						      impl(b)->stream), err);
-	return st ? st : CTQ_CUDA(cudaStreamSynchronize(impl(b)->stream), err);
+	return cu_copy(b, dst, src, n, cudaMemcpyDeviceToHost, err);
 }
 
 static enum ctq_status cu_sync(struct ctq_backend *b, struct ctq_error *err)
