@@ -5,6 +5,7 @@
 #include "core/arena.h"
 
 #include <pthread.h>
+#include <stdio.h>
 
 #include <string.h>
 
@@ -87,4 +88,14 @@ void ctq_backend_close_tp(struct ctq_backend *ranks, int tp, struct ctq_tp_group
 	for (int k = 0; ranks && k < tp; k++)
 		ctq_backend_close(&ranks[k]);
 	ctq_tp_group_free(group);
+}
+
+void ctq_backend_describe_tp(struct ctq_backend *b0, const char *name, int tp, char *buf, size_t cap)
+{
+	b0->ops->describe(b0, buf, cap);
+	if (tp > 1) {
+		size_t dl = strlen(buf);
+		snprintf(buf + dl, cap - dl, " x %d ranks (tp %d, %s)", tp, tp,
+			 !strcmp(name, "cuda") ? "NCCL" : "in-process");
+	}
 }

@@ -28,7 +28,6 @@ enum ctq_status ctq_backend_open_tp(struct ctq_backend *ranks, const char *name,
 				    enum ctq_act_numerics numerics, struct ctq_tp_group **group,
 				    struct ctq_error *err);
 
-/* Closes ranks[0..tp-1] and frees group; accepts NULL / closed ranks. */
 /* The in-process group of tp ranks of a host-memory backend (ctq_calloc'ed;
  * ctq_tp_group_free): a barrier and the ranks' buffers. */
 struct ctq_tp_group *ctq_tp_group_new(int tp);
@@ -37,6 +36,12 @@ void ctq_tp_group_free(struct ctq_tp_group *g);
  * buffer; every rank of g calls it with its own buf. */
 void ctq_tp_group_allreduce_f32(struct ctq_tp_group *g, int rank, float *buf, int64_t n);
 
+/* Closes ranks[0..tp-1] and frees group; accepts NULL / closed ranks. */
 void ctq_backend_close_tp(struct ctq_backend *ranks, int tp, struct ctq_tp_group *group);
+
+/* Writes rank 0's description into buf (cap bytes), with tp > 1 followed by
+ * " x <tp> ranks (tp <tp>, NCCL)" on cuda, "in-process" on other backends
+ * `name`: the device line of bench model and bench serve. */
+void ctq_backend_describe_tp(struct ctq_backend *b0, const char *name, int tp, char *buf, size_t cap);
 
 #endif

@@ -192,12 +192,7 @@ enum ctq_status ctq_bench_model_open(struct ctq_bench_model *m, const struct ctq
 				: m->kv_tok;
 	for (int k = 0; k < tp; k++)
 		m->weight_bytes += m->rk[k].weight_bytes;
-	b0->ops->describe(b0, m->device, sizeof m->device);
-	if (tp > 1) {
-		size_t dl = strlen(m->device);
-		snprintf(m->device + dl, sizeof m->device - dl, " x %d ranks (tp %d, %s)", tp, tp,
-			 !strcmp(o->backend, "cuda") ? "NCCL" : "in-process");
-	}
+	ctq_backend_describe_tp(b0, o->backend, tp, m->device, sizeof m->device);
 	return CTQ_OK;
 }
 
@@ -293,10 +288,8 @@ void ctq_bench_model_close(struct ctq_bench_model *m)
 {
 	if (!m)
 		return;
-	free(m->steps);
-	free(m->samples);
-	for (int k = 0; m->o && k < m->o->tp; k++)
-		ctq_runner_free(&m->rk[k]);
-	ctq_backend_close_tp(m->bk, m->o ? (int)m->o->tp : 0, m->group);
+	ctq_free(m->steps);
+	ctq_free(m->samples);
+	ctq_runner_close_tp(m->rk, m->bk, m->o ? (int)m->o->tp : 0, m->group);
 	memset(m, 0, sizeof *m);
 }

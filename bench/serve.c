@@ -135,13 +135,7 @@ enum ctq_status ctq_bench_serve_open(struct ctq_bench_serve *s, const struct ctq
 	if ((st = ctq_sched_init(&s->sched, &so, V, tp, err)))
 		return st;
 	workload(s, V);
-	struct ctq_backend *b0 = &s->bk[0];
-	b0->ops->describe(b0, s->device, sizeof s->device);
-	if (tp > 1) {
-		size_t dl = strlen(s->device);
-		snprintf(s->device + dl, sizeof s->device - dl, " x %d ranks (tp %d, %s)", tp, tp,
-			 !strcmp(o->backend, "cuda") ? "NCCL" : "in-process");
-	}
+	ctq_backend_describe_tp(&s->bk[0], o->backend, tp, s->device, sizeof s->device);
 	return CTQ_OK;
 }
 
@@ -173,39 +167,50 @@ enum ctq_status ctq_bench_serve_run(struct ctq_bench_serve *s, struct ctq_error 
 	return st;
 }
 
+void ctq_bench_serve_row_csv(struct ctq_csv *csv, const struct ctq_bench_serve_row *r)
+{
+	ctq_csv_fieldf(csv, "%ld", r->request);
+	ctq_csv_fieldf(csv, "%ld", r->input_len);
+	ctq_csv_fieldf(csv, "%lld", r->output_tokens);
+	ctq_csv_fieldf(csv, "%.6f", r->arrival_s);
+	const double ms[4] = {r->queue_ms, r->ttft_ms, r->latency_ms, r->tpot_ms};
+	for (int k = 0; k < 4; k++) {
+		if (isnan(ms[k]))
+			ctq_csv_field(csv, "");
+		else
+			ctq_csv_fieldf(csv, "%.6f", ms[k]);
+	}
+	ctq_csv_field(csv, r->status);
+	ctq_csv_field(csv, r->tokens);
+	ctq_csv_field(csv, r->reason);
+	ctq_csv_end_row(csv);
+}
+
 void ctq_bench_serve_rows(const struct ctq_bench_serve *s, struct ctq_csv *csv)
 {
 	const struct ctq_bench_serve_options *o = &s->o;
 	for (long i = 0; i < o->requests; i++) {
 		const struct ctq_sched_req *x = &s->q[i];
 		bool ok = x->state == CTQ_REQ_DONE;
-		ctq_csv_fieldf(csv, "%ld", i);
-		ctq_csv_fieldf(csv, "%ld", o->input_len);
-		ctq_csv_fieldf(csv, "%lld", (long long)x->generated);
-		ctq_csv_fieldf(csv, "%.6f", x->arrival);
-		if (ok) {
-			ctq_csv_fieldf(csv, "%.6f", (x->admitted - x->arrival) * 1e3);
-			ctq_csv_fieldf(csv, "%.6f", (x->first - x->arrival) * 1e3);
-			ctq_csv_fieldf(csv, "%.6f", (x->finish - x->arrival) * 1e3);
-			if (o->output_len > 1)
-				ctq_csv_fieldf(csv, "%.6f",
-					       (x->finish - x->first) * 1e3 / (double)(o->output_len - 1));
-			else
-				ctq_csv_field(csv, "");
-		} else {
-			for (int k = 0; k < 4; k++)
-				ctq_csv_field(csv, "");
-		}
-		ctq_csv_field(csv, ok ? "ok" : x->state == CTQ_REQ_FAILED ? "error" : "not run");
 		/* The greedy tokens, space-separated: scheduling must not change them. */
 		char tok[24 * 64];
 		size_t len = 0;
 		tok[0] = '\0';
 		for (int64_t t = 0; t < x->generated && len + 24 < sizeof tok; t++)
 			len += (size_t)snprintf(tok + len, sizeof tok - len, t ? " %d" : "%d", x->out[t]);
-		ctq_csv_field(csv, tok);
-		ctq_csv_field(csv, ok ? "" : x->state == CTQ_REQ_FAILED ? "the scheduler failed" : "");
-		ctq_csv_end_row(csv);
+		struct ctq_bench_serve_row row = {
+			.request = i, .input_len = o->input_len, .output_tokens = (long long)x->generated,
+			.arrival_s = x->arrival, .queue_ms = NAN, .ttft_ms = NAN, .latency_ms = NAN, .tpot_ms = NAN,
+			.status = ok ? "ok" : x->state == CTQ_REQ_FAILED ? "error" : "not run", .tokens = tok,
+			.reason = ok ? "" : x->state == CTQ_REQ_FAILED ? "the scheduler failed" : ""};
+		if (ok) {
+			row.queue_ms = (x->admitted - x->arrival) * 1e3;
+			row.ttft_ms = (x->first - x->arrival) * 1e3;
+			row.latency_ms = (x->finish - x->arrival) * 1e3;
+			if (o->output_len > 1)
+				row.tpot_ms = (x->finish - x->first) * 1e3 / (double)(o->output_len - 1);
+		}
+		ctq_bench_serve_row_csv(csv, &row);
 	}
 }
 
@@ -298,9 +303,7 @@ void ctq_bench_serve_free(struct ctq_bench_serve *s)
 	if (!s)
 		return;
 	ctq_sched_free(&s->sched);
-	free(s->q), free(s->prompts), free(s->outs), free(s->tmp);
-	for (int k = 0; k < s->o.tp && k < CTQ_TP_MAX; k++)
-		ctq_runner_free(&s->rk[k]);
-	ctq_backend_close_tp(s->bk, (int)s->o.tp, s->group);
+	ctq_free(s->q), ctq_free(s->prompts), ctq_free(s->outs), ctq_free(s->tmp);
+	ctq_runner_close_tp(s->rk, s->bk, (int)s->o.tp, s->group);
 	memset(s, 0, sizeof *s);
 }

@@ -32,14 +32,25 @@ struct ctq_bench_serve_dist {
  * vocab and, when rate > 0, Poisson arrival times (requests) in seconds
  * from the start; arrivals may be NULL when rate is 0. The same seed and
  * vocab give the same draws. */
+void ctq_bench_serve_workload(int32_t *prompts, double *arrivals, long requests, long input_len,
+			      double rate, long seed, int64_t vocab);
+
 /* The workload's fields of a bench_serve manifest (requests, concurrency,
  * input and output tokens, arrival, rate_per_s, seed): written once for
  * every engine, since ctq compare matches an HTTP run with an in-process
  * one on them. */
 void ctq_bench_serve_workload_json(cJSON *m, long requests, long concurrency, long input_len,
 				   long output_len, double rate, long seed);
-void ctq_bench_serve_workload(int32_t *prompts, double *arrivals, long requests, long input_len,
-			      double rate, long seed, int64_t vocab);
+
+/* One request's bench_serve.csv row, as every engine writes it; a NAN
+ * time (ms) is an empty field, the request having not reached it. */
+struct ctq_bench_serve_row {
+	long request, input_len;
+	long long output_tokens;
+	double arrival_s, queue_ms, ttft_ms, latency_ms, tpot_ms;
+	const char *status, *tokens, *reason; /* borrowed */
+};
+void ctq_bench_serve_row_csv(struct ctq_csv *csv, const struct ctq_bench_serve_row *r);
 
 /* Fills d (name borrowed) from the n samples v, sorted in place: mean,
  * population std and linearly interpolated percentiles; NAN when n is 0. */

@@ -289,30 +289,21 @@ void ctq_bench_http_rows(const struct ctq_bench_http *s, struct ctq_csv *csv)
 	for (long i = 0; i < o->requests; i++) {
 		const struct ctq_bench_http_req *x = &s->q[i];
 		const bool ok = x->state == CTQ_HREQ_OK, sent = x->state != CTQ_HREQ_NOT_RUN;
-		ctq_csv_fieldf(csv, "%ld", i);
-		ctq_csv_fieldf(csv, "%ld", o->input_len);
-		ctq_csv_fieldf(csv, "%lld", (long long)(ok ? x->output_tokens : x->chunks));
-		ctq_csv_fieldf(csv, "%.6f", x->arrival);
+		struct ctq_bench_serve_row row = {
+			.request = i, .input_len = o->input_len,
+			.output_tokens = (long long)(ok ? x->output_tokens : x->chunks), .arrival_s = x->arrival,
+			.queue_ms = NAN, .ttft_ms = NAN, .latency_ms = NAN, .tpot_ms = NAN,
+			.status = ok ? "ok" : sent ? "error" : "not run", .tokens = "",
+			.reason = ok ? "" : sent ? x->reason : "not sent: the overall time limit passed"};
 		if (sent)
-			ctq_csv_fieldf(csv, "%.6f", (x->sent - x->arrival) * 1e3);
-		else
-			ctq_csv_field(csv, "");
+			row.queue_ms = (x->sent - x->arrival) * 1e3;
 		if (ok) {
-			ctq_csv_fieldf(csv, "%.6f", (x->first - x->sent) * 1e3);
-			ctq_csv_fieldf(csv, "%.6f", (x->last - x->sent) * 1e3);
+			row.ttft_ms = (x->first - x->sent) * 1e3;
+			row.latency_ms = (x->last - x->sent) * 1e3;
 			if (x->output_tokens > 1)
-				ctq_csv_fieldf(csv, "%.6f",
-					       (x->last - x->first) * 1e3 / (double)(x->output_tokens - 1));
-			else
-				ctq_csv_field(csv, "");
-		} else {
-			for (int k = 0; k < 3; k++)
-				ctq_csv_field(csv, "");
+				row.tpot_ms = (x->last - x->first) * 1e3 / (double)(x->output_tokens - 1);
 		}
-		ctq_csv_field(csv, ok ? "ok" : sent ? "error" : "not run");
-		ctq_csv_field(csv, "");
-		ctq_csv_field(csv, ok ? "" : sent ? x->reason : "not sent: the overall time limit passed");
-		ctq_csv_end_row(csv);
+		ctq_bench_serve_row_csv(csv, &row);
 	}
 }
 

@@ -378,6 +378,14 @@ __device__ __forceinline__ uint32_t am_pack_bf16(float lo, float hi)
 	return r;
 }
 
+/* One function on purpose (~180 lines): the Q fragments, the S and O
+ * accumulators and the running max and sum stay in registers across the
+ * whole key loop, and the double-buffered cp.async pipeline interleaves
+ * the next tile's loads with this tile's MMAs and softmax. Helpers for
+ * the loop's phases would each take most of that state by reference, and
+ * whether nvcc then keeps it in registers under __launch_bounds__(128)
+ * is a question for the SASS, not the source; the leaf steps are helpers
+ * already (am_load_tile, am_mma, am_pack_bf16). */
 template <int D>
 __global__ void __launch_bounds__(128)
 attention_mma_kernel(const uint16_t *q, int64_t ld, const uint16_t *kc, const uint16_t *vc,
@@ -574,6 +582,17 @@ attention_mma_kernel(const uint16_t *q, int64_t ld, const uint16_t *kc, const ui
  * attention_decode_combine_kernel. */
 #define AD_U 4
 
+/* The 8 BF16 of one 16-byte load as f32, in memory order. */
+__device__ __forceinline__ static void ad_unpack8(uint4 v, float f[8])
+{
+	const uint32_t w4[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+	for (int e = 0; e < 4; e++) {
+		f[2 * e] = ctq_bf16_to_f32((uint16_t)(w4[e] & 0xffff));
+		f[2 * e + 1] = ctq_bf16_to_f32((uint16_t)(w4[e] >> 16));
+	}
+}
+
 template <int D, int G>
 __global__ void __launch_bounds__(128)
 attention_decode_kernel(const uint16_t *q, int64_t ld, const uint16_t *kc, const uint16_t *vc,
@@ -598,15 +617,12 @@ attention_decode_kernel(const uint16_t *q, int64_t ld, const uint16_t *kc, const
 #pragma unroll
 	for (int g = 0; g < G; g++) {
 		const uint4 qv = *(const uint4 *)(q + (int64_t)t * ld + (int64_t)(kh * G + g) * D + li * 8);
-		const uint32_t w4[4] = {qv.x, qv.y, qv.z, qv.w};
+		ad_unpack8(qv, qf[g]);
 #pragma unroll
-		for (int e = 0; e < 4; e++) {
-			qf[g][2 * e] = ctq_bf16_to_f32((uint16_t)(w4[e] & 0xffff)) * sl2;
-			qf[g][2 * e + 1] = ctq_bf16_to_f32((uint16_t)(w4[e] >> 16)) * sl2;
-		}
-#pragma unroll
-		for (int e = 0; e < 8; e++)
+		for (int e = 0; e < 8; e++) {
+			qf[g][e] *= sl2;
 			acc[g][e] = 0.0f;
+		}
 		m[g] = -INFINITY;
 		l[g] = 0.0f;
 	}
@@ -630,13 +646,8 @@ attention_decode_kernel(const uint16_t *q, int64_t ld, const uint16_t *kc, const
 		float sc[AD_U][G];
 #pragma unroll
 		for (int u = 0; u < AD_U; u++) {
-			const uint32_t w4[4] = {kr[u].x, kr[u].y, kr[u].z, kr[u].w};
 			float kf[8];
-#pragma unroll
-			for (int e = 0; e < 4; e++) {
-				kf[2 * e] = ctq_bf16_to_f32((uint16_t)(w4[e] & 0xffff));
-				kf[2 * e + 1] = ctq_bf16_to_f32((uint16_t)(w4[e] >> 16));
-			}
+			ad_unpack8(kr[u], kf);
 #pragma unroll
 			for (int g = 0; g < G; g++) {
 				float a = 0.0f;
@@ -669,13 +680,8 @@ attention_decode_kernel(const uint16_t *q, int64_t ld, const uint16_t *kc, const
 		for (int u = 0; u < AD_U; u++) {
 			if (j0 + (int64_t)u * NS >= j_end)
 				break;
-			const uint32_t w4[4] = {vr[u].x, vr[u].y, vr[u].z, vr[u].w};
 			float vf[8];
-#pragma unroll
-			for (int e = 0; e < 4; e++) {
-				vf[2 * e] = ctq_bf16_to_f32((uint16_t)(w4[e] & 0xffff));
-				vf[2 * e + 1] = ctq_bf16_to_f32((uint16_t)(w4[e] >> 16));
-			}
+			ad_unpack8(vr[u], vf);
 #pragma unroll
 			for (int g = 0; g < G; g++) {
 				const float p = exp2f(sc[u][g] - m[g]);
@@ -726,6 +732,15 @@ attention_decode_kernel(const uint16_t *q, int64_t ld, const uint16_t *kc, const
 	}
 }
 
+/* The largest of the n chunks' running maxima in ml (pairs max, sum). */
+__device__ __forceinline__ static float chunks_max(const float *ml, int n)
+{
+	float mx = -INFINITY;
+	for (int c = 0; c < n; c++)
+		mx = fmaxf(mx, ml[2 * c]);
+	return mx;
+}
+
 /* Merges the chunks of attention_decode_kernel that the token's context
  * reaches: one block per (token, head), one thread per dimension. */
 __global__ void attention_decode_combine_kernel(const float *part_acc, const float *part_ml,
@@ -738,9 +753,7 @@ __global__ void attention_decode_combine_kernel(const float *part_acc, const flo
 	if (live <= 1)
 		return; /* chunk 0 wrote the output itself */
 	const float *ml = part_ml + th * chunks * 2;
-	float mx = -INFINITY;
-	for (int c = 0; c < live; c++)
-		mx = fmaxf(mx, ml[2 * c]);
+	const float mx = chunks_max(ml, live);
 	for (int i = threadIdx.x; i < d; i += blockDim.x) {
 		float num = 0.0f, den = 0.0f;
 		for (int c = 0; c < live; c++) {
@@ -759,9 +772,7 @@ __global__ void attention_combine_kernel(const float *part_acc, const float *par
 {
 	const int64_t th = (int64_t)blockIdx.x * heads + blockIdx.y;
 	const float *ml = part_ml + th * chunks * 2;
-	float mx = -INFINITY;
-	for (int c = 0; c < chunks; c++)
-		mx = fmaxf(mx, ml[2 * c]);
+	const float mx = chunks_max(ml, chunks);
 	for (int i = threadIdx.x; i < d; i += blockDim.x) {
 		float num = 0.0f, den = 0.0f;
 		for (int c = 0; c < chunks; c++) {

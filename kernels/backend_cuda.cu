@@ -6,6 +6,7 @@
 
 #include "core/dtype.h"
 #include "kernels/cuda_check.h"
+#include "kernels/cublas_stream.h"
 #ifndef CTQ_NO_NCCL
 #include <nccl.h>
 #else
@@ -44,24 +45,21 @@ static void cu_destroy(struct ctq_backend *b)
 	struct cuda_impl *c = impl(b);
 	if (!c)
 		return;
-	if (c->cublas)
-		cublasDestroy(c->cublas);
-	if (c->cublas_ws)
-		cudaFree(c->cublas_ws);
-	if (c->att_scratch)
-		cudaFree(c->att_scratch);
-	if (c->rows_pinned)
-		cudaFreeHost(c->rows_pinned);
-	if (c->argmax_dev)
-		cudaFree(c->argmax_dev);
-	if (c->argmax_pinned)
-		cudaFreeHost(c->argmax_pinned);
+	/* Guarded: a cudaFree(NULL) would create the context a failed open
+	 * never made. */
+	void *dev[] = {c->att_scratch, c->argmax_dev};
+	for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
+		if (dev[i])
+			cudaFree(dev[i]);
+	void *pinned[] = {c->rows_pinned, c->argmax_pinned};
+	for (size_t i = 0; i < sizeof pinned / sizeof *pinned; i++)
+		if (pinned[i])
+			cudaFreeHost(pinned[i]);
 #ifndef CTQ_NO_NCCL
 	if (c->comm)
 		ncclCommDestroy(c->comm);
 #endif
-	if (c->stream)
-		cudaStreamDestroy(c->stream);
+	ctq_cublas_stream_close(c->stream, c->cublas, c->cublas_ws);
 	free(c);
 	b->impl = NULL;
 }
@@ -88,24 +86,27 @@ static void cu_free(struct ctq_backend *b, void *p)
 		cudaFree(p);
 }
 
-static enum ctq_status cu_upload(struct ctq_backend *b, void *dst, const void *src, size_t n,
-				 struct ctq_error *err)
+/* A copy of n bytes on b's stream, waited for: the host buffer may go
+ * as soon as it returns. */
+static enum ctq_status cu_copy(struct ctq_backend *b, void *dst, const void *src, size_t n,
+			       cudaMemcpyKind kind, struct ctq_error *err)
 {
 	if (!n)
 		return CTQ_OK;
-	enum ctq_status st = CTQ_CUDA(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice,
-						      impl(b)->stream), err);
+	enum ctq_status st = CTQ_CUDA(cudaMemcpyAsync(dst, src, n, kind, impl(b)->stream), err);
 	return st ? st : CTQ_CUDA(cudaStreamSynchronize(impl(b)->stream), err);
+}
+
+static enum ctq_status cu_upload(struct ctq_backend *b, void *dst, const void *src, size_t n,
+				 struct ctq_error *err)
+{
+	return cu_copy(b, dst, src, n, cudaMemcpyHostToDevice, err);
 }
 
 static enum ctq_status cu_download(struct ctq_backend *b, void *dst, const void *src, size_t n,
 				   struct ctq_error *err)
 {
-	if (!n)
-		return CTQ_OK;
-	enum ctq_status st = CTQ_CUDA(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost,
-						      impl(b)->stream), err);
-	return st ? st : CTQ_CUDA(cudaStreamSynchronize(impl(b)->stream), err);
+	return cu_copy(b, dst, src, n, cudaMemcpyDeviceToHost, err);
 }
 
 static enum ctq_status cu_sync(struct ctq_backend *b, struct ctq_error *err)
@@ -542,11 +543,7 @@ extern "C" enum ctq_status ctq_backend_cuda(struct ctq_backend *b, int device,
 	enum ctq_status st;
 	if ((st = ctq_knobs_check(err)) || (st = CTQ_CUDA(cudaSetDevice(device), err)) ||
 	    (st = CTQ_CUDA(cudaGetDeviceProperties(&c->prop, device), err)) ||
-	    (st = CTQ_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), err)) ||
-	    (st = CTQ_CUBLAS(cublasCreate(&c->cublas), err)) ||
-	    (st = CTQ_CUBLAS(cublasSetStream(c->cublas, c->stream), err)) ||
-	    (st = CTQ_CUDA(cudaMalloc(&c->cublas_ws, CUBLAS_WS_BYTES), err)) ||
-	    (st = CTQ_CUBLAS(cublasSetWorkspace(c->cublas, c->cublas_ws, CUBLAS_WS_BYTES), err)) ||
+	    (st = ctq_cublas_stream_open(&c->stream, &c->cublas, &c->cublas_ws, CUBLAS_WS_BYTES, err)) ||
 	    (st = CTQ_CUDA(cudaMalloc((void **)&c->att_scratch, ATT_SCRATCH_BYTES), err))) {
 		cu_destroy(b);
 		b->ops = NULL;

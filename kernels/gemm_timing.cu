@@ -10,6 +10,7 @@
 
 #include "kernels/gemm_timing.h"
 #include "kernels/cuda_check.h"
+#include "kernels/cublas_stream.h"
 #include "kernels/kernels.h"
 #include "include/ctq_kernel_plugin.h"
 
@@ -100,15 +101,14 @@ __global__ void i8_to_bf16_kernel(const int8_t *__restrict__ w, int64_t n, uint1
 
 static void lt_free(struct ctq_gemm_bench *b)
 {
-	if (b->lt_a)
-		cublasLtMatrixLayoutDestroy(b->lt_a);
-	if (b->lt_b)
-		cublasLtMatrixLayoutDestroy(b->lt_b);
-	if (b->lt_c)
-		cublasLtMatrixLayoutDestroy(b->lt_c);
+	cublasLtMatrixLayout_t *lay[] = {&b->lt_a, &b->lt_b, &b->lt_c};
+	for (size_t i = 0; i < sizeof lay / sizeof *lay; i++) {
+		if (*lay[i])
+			cublasLtMatrixLayoutDestroy(*lay[i]);
+		*lay[i] = NULL;
+	}
 	if (b->lt_op)
 		cublasLtMatmulDescDestroy(b->lt_op);
-	b->lt_a = b->lt_b = b->lt_c = NULL;
 	b->lt_op = NULL;
 	b->lt_ok = false;
 }
@@ -195,12 +195,8 @@ extern "C" enum ctq_status ctq_gemm_bench_open(struct ctq_gemm_bench **out, int 
 	enum ctq_status st;
 	if ((st = CTQ_CUDA(cudaSetDevice(device), err)) ||
 	    (st = CTQ_CUDA(cudaGetDeviceProperties(&p, device), err)) ||
-	    (st = CTQ_CUDA(cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking), err)) ||
-	    (st = CTQ_CUBLAS(cublasCreate(&b->cublas), err)) ||
-	    (st = CTQ_CUBLAS(cublasSetStream(b->cublas, b->stream), err)) ||
-	    (st = CTQ_CUBLAS(cublasLtCreate(&b->lt), err)) ||
-	    (st = CTQ_CUDA(cudaMalloc(&b->ws, WS_BYTES), err)) ||
-	    (st = CTQ_CUBLAS(cublasSetWorkspace(b->cublas, b->ws, WS_BYTES), err))) {
+	    (st = ctq_cublas_stream_open(&b->stream, &b->cublas, &b->ws, WS_BYTES, err)) ||
+	    (st = CTQ_CUBLAS(cublasLtCreate(&b->lt), err))) {
 		ctq_gemm_bench_close(b);
 		return st;
 	}
@@ -228,12 +224,7 @@ extern "C" void ctq_gemm_bench_close(struct ctq_gemm_bench *b)
 	point_free(b);
 	if (b->lt)
 		cublasLtDestroy(b->lt);
-	if (b->cublas)
-		cublasDestroy(b->cublas);
-	if (b->ws)
-		cudaFree(b->ws);
-	if (b->stream)
-		cudaStreamDestroy(b->stream);
+	ctq_cublas_stream_close(b->stream, b->cublas, b->ws);
 	free(b);
 }
 

@@ -113,18 +113,12 @@ int32_t ctq_engine_sample(const float *logits, int64_t V, const struct ctq_engin
 }
 
 /* log p(tok) and the n_top largest alternatives of one row: the log-softmax
- * in double, computed as ctq_logprob does. */
+ * in double, normalised as ctq_logprob is. */
 static void fill_logprobs(const float *lg, int64_t V, int32_t tok, int n_top,
 			  struct ctq_engine_token *t)
 {
-	double mx = -INFINITY;
-	for (int64_t i = 0; i < V; i++)
-		if (lg[i] > mx)
-			mx = lg[i];
-	double sum = 0;
-	for (int64_t i = 0; i < V; i++)
-		sum += exp((double)lg[i] - mx);
-	const double lse = log(sum);
+	double mx;
+	const double lse = ctq_log_softmax_norm(lg, V, &mx);
 	t->id = tok;
 	t->logprob = (double)lg[tok] - mx - lse;
 	t->n_top = 0;

@@ -294,7 +294,7 @@ enum ctq_status ctq_model_config_parse(struct ctq_model_config *c, const cJSON *
 	return CTQ_OK;
 }
 
-double ctq_logprob(const float *logits, int64_t vocab, int32_t token)
+double ctq_log_softmax_norm(const float *logits, int64_t vocab, double *max)
 {
 	double mx = -INFINITY;
 	for (int64_t i = 0; i < vocab; i++)
@@ -303,7 +303,15 @@ double ctq_logprob(const float *logits, int64_t vocab, int32_t token)
 	double sum = 0;
 	for (int64_t i = 0; i < vocab; i++)
 		sum += exp((double)logits[i] - mx);
-	return (double)logits[token] - mx - log(sum);
+	*max = mx;
+	return log(sum);
+}
+
+double ctq_logprob(const float *logits, int64_t vocab, int32_t token)
+{
+	double mx;
+	const double lse = ctq_log_softmax_norm(logits, vocab, &mx);
+	return (double)logits[token] - mx - lse;
 }
 
 /* ---- loading ------------------------------------------------------------------ */
@@ -459,6 +467,14 @@ void ctq_runner_free(struct ctq_runner *r)
 	memset(r, 0, sizeof *r);
 }
 
+void ctq_runner_close_tp(struct ctq_runner *rk, struct ctq_backend *bk, int tp,
+			 struct ctq_tp_group *group)
+{
+	for (int k = 0; k < tp && k < CTQ_TP_MAX; k++)
+		ctq_runner_free(&rk[k]);
+	ctq_backend_close_tp(bk, tp, group);
+}
+
 static void inv_freq_host(const struct ctq_model_config *c, float *f)
 {
 	const int64_t half = c->head_dim / 2;
@@ -477,6 +493,138 @@ static void inv_freq_host(const struct ctq_model_config *c, float *f)
 		}
 		f[i] = (float)fr;
 	}
+}
+
+/* Embeddings (and the tied lm_head), converted to bf16 rows on the host. */
+static enum ctq_status load_embed(struct loadctx *L, const char *dir)
+{
+	struct ctq_runner *r = L->r;
+	struct ctq_backend *b = r->b;
+	const struct ctq_model_config *c = &r->cfg;
+	const int64_t H = c->hidden;
+	const char *file;
+	const struct ctq_st_tensor *e = ctq_checkpoint_find(L->ck, "model.embed_tokens.weight", &file);
+	if (!e || e->ndim != 2 || e->shape[0] != c->vocab || e->shape[1] != H)
+		return ctq_error_set(L->err, CTQ_ERR_CHECKPOINT, "model.embed_tokens.weight",
+				     "is %s; expected [%lld, %lld]", e ? "of another shape" : "missing",
+				     (long long)c->vocab, (long long)H);
+	uint16_t *bf = ctq_malloc((size_t)e->n_elements * 2);
+	float *tmp = ctq_malloc((size_t)H * 4);
+	if (!bf || !tmp) {
+		ctq_free(bf), ctq_free(tmp);
+		return ctq_error_set(L->err, CTQ_ERR_NOMEM, dir, "out of memory");
+	}
+	for (int64_t v = 0; v < c->vocab; v++) {
+		ctq_convert_to_f32((const char *)e->data + (size_t)(v * H) * ctq_dtype_size(e->dtype),
+				   e->dtype, (size_t)H, tmp);
+		ctq_convert_f32_to_bf16(tmp, (size_t)H, bf + v * H);
+	}
+	ctq_free(tmp);
+	enum ctq_status st = b->ops->upload_dense(b, bf, (size_t)(c->vocab * H), &r->embed, L->err);
+	r->weight_bytes += (uint64_t)(c->vocab * H) * b->ops->act_bytes;
+	ctq_free(bf);
+	return st;
+}
+
+/* Layer l: its norms and the fused runtime linears q/k/v, o, gate/up, down. */
+static enum ctq_status load_layer(struct loadctx *L, int64_t l)
+{
+	const struct ctq_model_config *c = &L->r->cfg;
+	const int64_t H = c->hidden, d = c->head_dim;
+	struct ctq_layer *y = &L->r->layers[l];
+	const char *p = "model.layers";
+	char n[4][CTQ_PATH_MAX];
+	const char *names[3];
+	enum ctq_status st;
+	snprintf(n[0], sizeof n[0], "%s.%lld.input_layernorm.weight", p, (long long)l);
+	snprintf(n[1], sizeof n[1], "%s.%lld.post_attention_layernorm.weight", p, (long long)l);
+	if ((st = load_vec(L, n[0], H, &y->in_norm)) || (st = load_vec(L, n[1], H, &y->post_norm)))
+		return st;
+	if (c->qk_norm) {
+		snprintf(n[0], sizeof n[0], "%s.%lld.self_attn.q_norm.weight", p, (long long)l);
+		snprintf(n[1], sizeof n[1], "%s.%lld.self_attn.k_norm.weight", p, (long long)l);
+		if ((st = load_vec(L, n[0], d, &y->q_norm)) || (st = load_vec(L, n[1], d, &y->k_norm)))
+			return st;
+	}
+	static const struct {
+		enum ctq_hf_linear first;
+		int n;
+	} fused[4] = {{CTQ_HF_Q, 3}, {CTQ_HF_O, 1}, {CTQ_HF_GATE, 2}, {CTQ_HF_DOWN, 1}};
+	struct ctq_lin *dst[4] = {&y->qkv, &y->o, &y->gu, &y->down};
+	for (int f = 0; f < 4 && !st; f++) {
+		for (int i = 0; i < fused[f].n; i++) {
+			const struct ctq_hf_linear_info *h = &ctq_hf_linears[fused[f].first + i];
+			snprintf(n[i], sizeof n[i], "%s.%lld.%s.%s", p, (long long)l, h->parent, h->leaf);
+			names[i] = n[i];
+		}
+		st = load_lin(L, names, fused[f].n, dst[f]);
+	}
+	return st;
+}
+
+/* lm_head: its own (dense or W8A8) linear, or the embeddings when tied and absent. */
+static enum ctq_status load_lm_head(struct loadctx *L, const struct ctq_target *t)
+{
+	struct ctq_runner *r = L->r;
+	const struct ctq_model_config *c = &r->cfg;
+	long m = ctq_modules_find(&t->mods, "lm_head");
+	const struct ctq_plan_entry *e = m >= 0 ? &t->plan.entries[m] : NULL;
+	bool quant = e && !strcmp(e->scheme, "w8a8-int8");
+	if (!quant && !ctq_checkpoint_find(&t->ck, "lm_head.weight", NULL)) {
+		if (!c->tie)
+			return ctq_error_set(L->err, CTQ_ERR_CHECKPOINT, "lm_head.weight",
+					     "is missing and tie_word_embeddings is false");
+		r->lm_head = (struct ctq_lin){false, c->vocab, c->hidden, r->embed, NULL, NULL};
+		r->n_dense++;
+		return CTQ_OK;
+	}
+	const char *names[1] = {"lm_head"};
+	return load_lin(L, names, 1, &r->lm_head);
+}
+
+/* KV cache, RoPE table and scratch, sized for opt's slots, lengths and tokens. */
+static enum ctq_status alloc_state(struct ctq_runner *r, const char *dir, struct ctq_error *err)
+{
+	struct ctq_backend *b = r->b;
+	const struct ctq_runner_options *opt = &r->opt;
+	const struct ctq_model_config *c = &r->cfg;
+	const int64_t H = c->hidden, d = c->head_dim;
+	const int64_t T = opt->max_tokens, kvrow = r->kv_local * d, ab = (int64_t)b->ops->act_bytes;
+	const int64_t nqkv = (r->heads_local + 2 * r->kv_local) * d, I = r->inter_local;
+	enum ctq_status st;
+	for (int64_t l = 0; l < c->layers; l++) {
+		size_t bytes = (size_t)(opt->max_slots * opt->max_len * kvrow * ab);
+		if ((st = b->ops->alloc(b, bytes, &r->k_cache[l], err)) ||
+		    (st = b->ops->alloc(b, bytes, &r->v_cache[l], err)))
+			return st;
+	}
+	float *invf = ctq_malloc((size_t)(d / 2) * 4);
+	if (!invf)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+	inv_freq_host(c, invf);
+	st = up(r, invf, (size_t)(d / 2) * 4, (void **)&r->inv_freq, err);
+	ctq_free(invf);
+	if (st)
+		return st;
+	int64_t kmax = H > r->heads_local * d ? H : r->heads_local * d;
+	if (I > kmax)
+		kmax = I;
+	r->ws_bytes = ctq_w8a8_workspace_bytes(T, kmax);
+	if ((st = b->ops->alloc(b, (size_t)(T * H * ab), &r->x, err)) ||
+	    (st = b->ops->alloc(b, (size_t)(T * H * ab), &r->h, err)) ||
+	    (st = b->ops->alloc(b, (size_t)(T * nqkv * ab), &r->qkv, err)) ||
+	    (st = b->ops->alloc(b, (size_t)(T * r->heads_local * d * ab), &r->attn, err)) ||
+	    (st = b->ops->alloc(b, (size_t)(T * 2 * I * ab), &r->gu, err)) ||
+	    (st = b->ops->alloc(b, (size_t)(T * I * ab), &r->act, err)) ||
+	    (st = b->ops->alloc(b, r->ws_bytes, &r->ws, err)) ||
+	    (st = b->ops->alloc(b, (size_t)(T * H * ab), &r->rows, err)) ||
+	    (st = b->ops->alloc(b, (size_t)(T * 4), (void **)&r->d_ids, err)) ||
+	    (st = b->ops->alloc(b, (size_t)(T * 4), (void **)&r->d_slot, err)) ||
+	    (st = b->ops->alloc(b, (size_t)(T * 4), (void **)&r->d_pos, err)) ||
+	    (st = b->ops->alloc(b, (size_t)(T * 4), (void **)&r->d_rows, err)))
+		return st;
+	/* Logits for up to 64 rows at a time. */
+	return b->ops->alloc(b, (size_t)(64 * c->vocab * ab), &r->logits, err);
 }
 
 enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, const char *dir,
@@ -508,7 +656,6 @@ enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, con
 	r->kv_local = sp.kv_heads_per_rank;
 	r->inter_local = r->cfg.intermediate / tp;
 	const struct ctq_model_config *c = &r->cfg;
-	const int64_t H = c->hidden, d = c->head_dim;
 	struct loadctx L = {r, &t.ck, &t.plan, &sp, tp > 1 ? opt->rank : 0, err};
 	r->layers = ctq_calloc((size_t)c->layers, sizeof *r->layers);
 	r->k_cache = ctq_calloc((size_t)c->layers, sizeof *r->k_cache);
@@ -517,125 +664,14 @@ enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, con
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
 		goto done;
 	}
-	/* Embeddings (and the tied lm_head). */
-	{
-		const char *file;
-		const struct ctq_st_tensor *e = ctq_checkpoint_find(&t.ck, "model.embed_tokens.weight", &file);
-		if (!e || e->ndim != 2 || e->shape[0] != c->vocab || e->shape[1] != H) {
-			st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, "model.embed_tokens.weight",
-					   "is %s; expected [%lld, %lld]", e ? "of another shape" : "missing",
-					   (long long)c->vocab, (long long)H);
-			goto done;
-		}
-		uint16_t *bf = ctq_malloc((size_t)e->n_elements * 2);
-		float *tmp = ctq_malloc((size_t)H * 4);
-		if (!bf || !tmp) {
-			ctq_free(bf), ctq_free(tmp);
-			st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
-			goto done;
-		}
-		for (int64_t v = 0; v < c->vocab; v++) {
-			ctq_convert_to_f32((const char *)e->data + (size_t)(v * H) * ctq_dtype_size(e->dtype),
-					   e->dtype, (size_t)H, tmp);
-			ctq_convert_f32_to_bf16(tmp, (size_t)H, bf + v * H);
-		}
-		ctq_free(tmp);
-		st = b->ops->upload_dense(b, bf, (size_t)(c->vocab * H), &r->embed, err);
-		r->weight_bytes += (uint64_t)(c->vocab * H) * b->ops->act_bytes;
-		ctq_free(bf);
-		if (st)
-			goto done;
-	}
-	char n[4][CTQ_PATH_MAX];
-	const char *names[3];
-	for (int64_t l = 0; l < c->layers && !st; l++) {
-		struct ctq_layer *y = &r->layers[l];
-		const char *p = "model.layers";
-		snprintf(n[0], sizeof n[0], "%s.%lld.input_layernorm.weight", p, (long long)l);
-		snprintf(n[1], sizeof n[1], "%s.%lld.post_attention_layernorm.weight", p, (long long)l);
-		if ((st = load_vec(&L, n[0], H, &y->in_norm)) || (st = load_vec(&L, n[1], H, &y->post_norm)))
-			break;
-		if (c->qk_norm) {
-			snprintf(n[0], sizeof n[0], "%s.%lld.self_attn.q_norm.weight", p, (long long)l);
-			snprintf(n[1], sizeof n[1], "%s.%lld.self_attn.k_norm.weight", p, (long long)l);
-			if ((st = load_vec(&L, n[0], d, &y->q_norm)) || (st = load_vec(&L, n[1], d, &y->k_norm)))
-				break;
-		}
-		/* the fused runtime linears: q/k/v, o, gate/up, down */
-		static const struct {
-			enum ctq_hf_linear first;
-			int n;
-		} fused[4] = {{CTQ_HF_Q, 3}, {CTQ_HF_O, 1}, {CTQ_HF_GATE, 2}, {CTQ_HF_DOWN, 1}};
-		struct ctq_lin *dst[4] = {&y->qkv, &y->o, &y->gu, &y->down};
-		for (int f = 0; f < 4 && !st; f++) {
-			for (int i = 0; i < fused[f].n; i++) {
-				const struct ctq_hf_linear_info *h = &ctq_hf_linears[fused[f].first + i];
-				snprintf(n[i], sizeof n[i], "%s.%lld.%s.%s", p, (long long)l, h->parent, h->leaf);
-				names[i] = n[i];
-			}
-			st = load_lin(&L, names, fused[f].n, dst[f]);
-		}
-		if (st)
-			break;
-	}
-	if (st || (st = load_vec(&L, "model.norm.weight", H, &r->final_norm)))
+	if ((st = load_embed(&L, dir)))
 		goto done;
-	{
-		long m = ctq_modules_find(&t.mods, "lm_head");
-		const struct ctq_plan_entry *e = m >= 0 ? &t.plan.entries[m] : NULL;
-		bool quant = e && !strcmp(e->scheme, "w8a8-int8");
-		if (!quant && !ctq_checkpoint_find(&t.ck, "lm_head.weight", NULL)) {
-			if (!c->tie) {
-				st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, "lm_head.weight",
-						   "is missing and tie_word_embeddings is false");
-				goto done;
-			}
-			r->lm_head = (struct ctq_lin){false, c->vocab, H, r->embed, NULL, NULL};
-			r->n_dense++;
-		} else {
-			names[0] = "lm_head";
-			if ((st = load_lin(&L, names, 1, &r->lm_head)))
-				goto done;
-		}
-	}
-	/* KV cache, RoPE table and scratch. */
-	const int64_t T = opt->max_tokens, kvrow = r->kv_local * d, ab = (int64_t)b->ops->act_bytes;
-	const int64_t nqkv = (r->heads_local + 2 * r->kv_local) * d, I = r->inter_local;
-	for (int64_t l = 0; l < c->layers && !st; l++) {
-		size_t bytes = (size_t)(opt->max_slots * opt->max_len * kvrow * ab);
-		if ((st = b->ops->alloc(b, bytes, &r->k_cache[l], err)) ||
-		    (st = b->ops->alloc(b, bytes, &r->v_cache[l], err)))
-			goto done;
-	}
-	float *invf = ctq_malloc((size_t)(d / 2) * 4);
-	if (!invf) {
-		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+	for (int64_t l = 0; l < c->layers && !st; l++)
+		st = load_layer(&L, l);
+	if (st || (st = load_vec(&L, "model.norm.weight", c->hidden, &r->final_norm)) ||
+	    (st = load_lm_head(&L, &t)))
 		goto done;
-	}
-	inv_freq_host(c, invf);
-	st = up(r, invf, (size_t)(d / 2) * 4, (void **)&r->inv_freq, err);
-	ctq_free(invf);
-	if (st)
-		goto done;
-	int64_t kmax = H > r->heads_local * d ? H : r->heads_local * d;
-	if (I > kmax)
-		kmax = I;
-	r->ws_bytes = ctq_w8a8_workspace_bytes(T, kmax);
-	if ((st = b->ops->alloc(b, (size_t)(T * H * ab), &r->x, err)) ||
-	    (st = b->ops->alloc(b, (size_t)(T * H * ab), &r->h, err)) ||
-	    (st = b->ops->alloc(b, (size_t)(T * nqkv * ab), &r->qkv, err)) ||
-	    (st = b->ops->alloc(b, (size_t)(T * r->heads_local * d * ab), &r->attn, err)) ||
-	    (st = b->ops->alloc(b, (size_t)(T * 2 * I * ab), &r->gu, err)) ||
-	    (st = b->ops->alloc(b, (size_t)(T * I * ab), &r->act, err)) ||
-	    (st = b->ops->alloc(b, r->ws_bytes, &r->ws, err)) ||
-	    (st = b->ops->alloc(b, (size_t)(T * H * ab), &r->rows, err)) ||
-	    (st = b->ops->alloc(b, (size_t)(T * 4), (void **)&r->d_ids, err)) ||
-	    (st = b->ops->alloc(b, (size_t)(T * 4), (void **)&r->d_slot, err)) ||
-	    (st = b->ops->alloc(b, (size_t)(T * 4), (void **)&r->d_pos, err)) ||
-	    (st = b->ops->alloc(b, (size_t)(T * 4), (void **)&r->d_rows, err)))
-		goto done;
-	/* Logits for up to 64 rows at a time. */
-	st = b->ops->alloc(b, (size_t)(64 * c->vocab * ab), &r->logits, err);
+	st = alloc_state(r, dir, err);
 done:
 	ctq_shard_plan_free(&sp);
 	ctq_target_close(&t);

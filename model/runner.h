@@ -87,6 +87,15 @@ enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, con
 				const struct ctq_runner_options *opt, struct ctq_error *err);
 void ctq_runner_free(struct ctq_runner *r);
 
+struct ctq_tp_group;
+
+/* Frees the runners rk[0..tp-1] (loaded, partly loaded or zeroed), then
+ * closes the backend ranks bk[0..tp-1] and group under them
+ * (ctq_backend_close_tp): the teardown of ctq_backend_open_tp and one
+ * ctq_runner_load per rank. */
+void ctq_runner_close_tp(struct ctq_runner *rk, struct ctq_backend *bk, int tp,
+			 struct ctq_tp_group *group);
+
 /* One forward pass. ids, slot, pos: host (T). out_rows: host (n_out) indices
  * into the T tokens; logits: host f32 (n_out, vocab). */
 enum ctq_status ctq_runner_forward(struct ctq_runner *r, const int32_t *ids, const int32_t *slot,
@@ -125,6 +134,10 @@ enum ctq_status ctq_model_config_parse(struct ctq_model_config *c, const cJSON *
 
 /* The index of the largest of v[0..n-1], the first on ties (greedy decoding). */
 int32_t ctq_argmax(const float *v, int64_t n);
+
+/* The max (*max) and the log of sum(exp(logits[i] - *max)) of one row, both in
+ * double: log p(i) = logits[i] - *max - the value returned. */
+double ctq_log_softmax_norm(const float *logits, int64_t vocab, double *max);
 
 /* log-softmax of one row of logits at token: log p(token). */
 double ctq_logprob(const float *logits, int64_t vocab, int32_t token);

@@ -10,103 +10,73 @@
  * threads, so M = 1 (decode) is as parallel as a prefill. */
 #define NB 64
 
-/* f32 dot products in a fixed order: 16 interleaved partial sums (lane i
- * takes k = i mod 16), then the lanes added pairwise. The order is part of
- * the definition, so results do not depend on compiler or thread count,
- * and the loop vectorizes without reassociation. */
+/* A row element as f32: x (K) f32, or bf16 bits when bf16 (exact). */
+static inline float row_at(const void *x, bool bf16, int64_t k)
+{
+	return bf16 ? ctq_bf16_to_f32(((const uint16_t *)x)[k]) : ((const float *)x)[k];
+}
+
+/* f32 dot products of two f32 rows, or two bf16 rows widened exactly, in
+ * a fixed order: 16 interleaved partial sums (lane i takes k = i mod 16),
+ * then the lanes added pairwise. The order is part of the definition, so
+ * results do not depend on compiler or thread count, and the loop
+ * vectorizes without reassociation (bf16 is a constant at each call). */
 #define LANES 16
 
-static float dot_f32(const float *a, const float *b, int64_t K)
+static inline float dot_lanes(const void *a, const void *b, bool bf16, int64_t K)
 {
 	float acc[LANES] = {0};
 	int64_t k = 0;
 	for (; k + LANES <= K; k += LANES)
 		for (int i = 0; i < LANES; i++)
-			acc[i] += a[k + i] * b[k + i];
+			acc[i] += row_at(a, bf16, k + i) * row_at(b, bf16, k + i);
 	for (int i = 0; k < K; k++, i++)
-		acc[i] += a[k] * b[k];
+		acc[i] += row_at(a, bf16, k) * row_at(b, bf16, k);
 	for (int w = LANES / 2; w > 0; w /= 2)
 		for (int i = 0; i < w; i++)
 			acc[i] += acc[i + w];
 	return acc[0];
 }
 
-static float dot_bf16(const uint16_t *a, const uint16_t *b, int64_t K)
+/* Per-token quantization of rows x (M, K) (f32, or bf16 bits when bf16)
+ * into q (M, K) and s (M): ctq's formula, or compressed-tensors' when ct
+ * (computed in the dtype of x). */
+static void quantize_rows(const void *x, bool bf16, bool ct, int64_t M, int64_t K, int8_t *q, float *s)
 {
-	float acc[LANES] = {0};
-	int64_t k = 0;
-	for (; k + LANES <= K; k += LANES)
-		for (int i = 0; i < LANES; i++)
-			acc[i] += ctq_bf16_to_f32(a[k + i]) * ctq_bf16_to_f32(b[k + i]);
-	for (int i = 0; k < K; k++, i++)
-		acc[i] += ctq_bf16_to_f32(a[k]) * ctq_bf16_to_f32(b[k]);
-	for (int w = LANES / 2; w > 0; w /= 2)
-		for (int i = 0; i < w; i++)
-			acc[i] += acc[i + w];
-	return acc[0];
-}
-
-static void quantize_row(const float *x, int64_t K, int8_t *q, float *s)
-{
-	float amax = 0.0f;
-	for (int64_t k = 0; k < K; k++)
-		amax = ctq_amax_update(amax, x[k]);
-	float sc = amax == 0.0f ? 0.0f : ctq_act_scale(amax);
-	*s = sc;
-	for (int64_t k = 0; k < K; k++)
-		q[k] = ctq_quantize(x[k], sc);
+	const size_t esz = bf16 ? sizeof(uint16_t) : sizeof(float);
+#pragma omp parallel for schedule(static)
+	for (int64_t m = 0; m < M; m++) {
+		const void *xr = (const char *)x + (size_t)(m * K) * esz;
+		float amax = 0.0f;
+		for (int64_t k = 0; k < K; k++)
+			amax = ctq_amax_update(amax, row_at(xr, bf16, k));
+		const float sc = ct ? ctq_ct_act_scale(amax, bf16) : amax == 0.0f ? 0.0f : ctq_act_scale(amax);
+		s[m] = sc;
+		for (int64_t k = 0; k < K; k++) {
+			const float v = row_at(xr, bf16, k);
+			q[m * K + k] = ct ? ctq_ct_quantize(v, sc, bf16) : ctq_quantize(v, sc);
+		}
+	}
 }
 
 void ctq_ref_quantize_f32(const float *x, int64_t M, int64_t K, int8_t *q, float *s)
 {
-#pragma omp parallel for schedule(static)
-	for (int64_t m = 0; m < M; m++)
-		quantize_row(x + m * K, K, q + m * K, s + m);
+	quantize_rows(x, false, false, M, K, q, s);
 }
 
 void ctq_ref_quantize_bf16(const uint16_t *x, int64_t M, int64_t K, int8_t *q, float *s)
 {
-#pragma omp parallel for schedule(static)
-	for (int64_t m = 0; m < M; m++) {
-		const uint16_t *xr = x + m * K;
-		float amax = 0.0f;
-		for (int64_t k = 0; k < K; k++)
-			amax = ctq_amax_update(amax, ctq_bf16_to_f32(xr[k]));
-		float sc = amax == 0.0f ? 0.0f : ctq_act_scale(amax);
-		s[m] = sc;
-		for (int64_t k = 0; k < K; k++)
-			q[m * K + k] = ctq_quantize(ctq_bf16_to_f32(xr[k]), sc);
-	}
+	quantize_rows(x, true, false, M, K, q, s);
 }
 
 void ctq_ref_quantize_ct_f32(const float *x, int64_t M, int64_t K, int8_t *q, float *s)
 {
-#pragma omp parallel for schedule(static)
-	for (int64_t m = 0; m < M; m++) {
-		const float *xr = x + m * K;
-		float amax = 0.0f;
-		for (int64_t k = 0; k < K; k++)
-			amax = ctq_amax_update(amax, xr[k]);
-		const float sc = ctq_ct_act_scale(amax, false);
-		s[m] = sc;
-		for (int64_t k = 0; k < K; k++)
-			q[m * K + k] = ctq_ct_quantize(xr[k], sc, false);
-	}
+	quantize_rows(x, false, true, M, K, q, s);
 }
 
 void ctq_ref_quantize_ct_bf16(const uint16_t *x, int64_t M, int64_t K, int8_t *q, float *s)
 {
-#pragma omp parallel for schedule(static)
-	for (int64_t m = 0; m < M; m++) {
-		const uint16_t *xr = x + m * K;
-		float amax = 0.0f;
-		for (int64_t k = 0; k < K; k++)
-			amax = ctq_amax_update(amax, ctq_bf16_to_f32(xr[k]));
-		const float sc = ctq_ct_act_scale(amax, true);
-		s[m] = sc;
-		for (int64_t k = 0; k < K; k++)
-			q[m * K + k] = ctq_ct_quantize(ctq_bf16_to_f32(xr[k]), sc, true);
-	}
+	quantize_rows(x, true, true, M, K, q, s);
 }
 
 void ctq_ref_dequantize_ct(const int8_t *q, const float *s, int64_t R, int64_t K, bool bf16,
@@ -135,6 +105,62 @@ void ctq_ref_quantize_weight_rows(const float *w, int64_t N, int64_t K, int8_t *
 	}
 }
 
+/* The operands of one GEMM y (M, N) = x (M, K) · w (N, K)ᵀ (+ bias (N)),
+ * in the element types the cell function knows. */
+struct gemm_args {
+	const void *x, *w;
+	const float *bias; /* or NULL */
+	int64_t N, K;
+	void *y;
+};
+
+/* Writes y[m, n] from row m of x and row n of w. */
+typedef void (*gemm_cell_fn)(const struct gemm_args *a, int64_t m, int64_t n);
+
+/* Every cell of y, NB output columns per task (see NB). */
+static void gemm_tiles(const struct gemm_args *a, int64_t M, gemm_cell_fn cell)
+{
+	const int64_t N = a->N;
+#pragma omp parallel for schedule(dynamic, 1)
+	for (int64_t n0 = 0; n0 < N; n0 += NB) {
+		int64_t n1 = n0 + NB < N ? n0 + NB : N;
+		for (int64_t m = 0; m < M; m++)
+			for (int64_t n = n0; n < n1; n++)
+				cell(a, m, n);
+	}
+}
+
+static void cell_i8(const struct gemm_args *a, int64_t m, int64_t n)
+{
+	const int8_t *qr = (const int8_t *)a->x + m * a->K, *wr = (const int8_t *)a->w + n * a->K;
+	int32_t sum = 0;
+	for (int64_t k = 0; k < a->K; k++)
+		sum += (int32_t)qr[k] * (int32_t)wr[k];
+	((int32_t *)a->y)[m * a->N + n] = sum;
+}
+
+static void cell_bf16(const struct gemm_args *a, int64_t m, int64_t n)
+{
+	const uint16_t *xr = (const uint16_t *)a->x + m * a->K, *wr = (const uint16_t *)a->w + n * a->K;
+	((uint16_t *)a->y)[m * a->N + n] =
+		ctq_f32_to_bf16(dot_lanes(xr, wr, true, a->K) + (a->bias ? a->bias[n] : 0.0f));
+}
+
+static void cell_f32(const struct gemm_args *a, int64_t m, int64_t n)
+{
+	const float *xr = (const float *)a->x + m * a->K, *wr = (const float *)a->w + n * a->K;
+	((float *)a->y)[m * a->N + n] = dot_lanes(xr, wr, false, a->K) + (a->bias ? a->bias[n] : 0.0f);
+}
+
+static void cell_f64(const struct gemm_args *a, int64_t m, int64_t n)
+{
+	const float *xr = (const float *)a->x + m * a->K, *wr = (const float *)a->w + n * a->K;
+	double sum = 0.0;
+	for (int64_t k = 0; k < a->K; k++)
+		sum += (double)xr[k] * (double)wr[k];
+	((double *)a->y)[m * a->N + n] = sum + (a->bias ? (double)a->bias[n] : 0.0);
+}
+
 enum ctq_status ctq_ref_gemm_i8(const int8_t *q, const int8_t *w, int64_t M, int64_t N,
 				int64_t K, int32_t *acc, struct ctq_error *err)
 {
@@ -142,89 +168,52 @@ enum ctq_status ctq_ref_gemm_i8(const int8_t *q, const int8_t *w, int64_t M, int
 		return ctq_error_set(err, CTQ_ERR_USAGE, "K",
 				     "is %lld; int32 accumulation is exact only for K <= %ld",
 				     (long long)K, CTQ_K_MAX);
-#pragma omp parallel for schedule(dynamic, 1)
-	for (int64_t n0 = 0; n0 < N; n0 += NB) {
-		int64_t n1 = n0 + NB < N ? n0 + NB : N;
-		for (int64_t m = 0; m < M; m++) {
-			const int8_t *qr = q + m * K;
-			for (int64_t n = n0; n < n1; n++) {
-				const int8_t *wr = w + n * K;
-				int32_t sum = 0;
-				for (int64_t k = 0; k < K; k++)
-					sum += (int32_t)qr[k] * (int32_t)wr[k];
-				acc[m * N + n] = sum;
-			}
-		}
-	}
+	gemm_tiles(&(struct gemm_args){q, w, NULL, N, K, acc}, M, cell_i8);
 	return CTQ_OK;
+}
+
+/* y = the epilogue of acc into y_bf16 (bf16 bits) or, when y_bf16 is
+ * NULL, into y_f32. */
+static void epilogue(const int32_t *acc, const float *s_a, const float *s_w, const float *bias,
+		     int64_t M, int64_t N, uint16_t *y_bf16, float *y_f32)
+{
+#pragma omp parallel for schedule(static)
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t n = 0; n < N; n++) {
+			const float b = bias ? bias[n] : 0.0f;
+			if (y_bf16)
+				y_bf16[m * N + n] = ctq_w8a8_epilogue(acc[m * N + n], s_a[m], s_w[n], b);
+			else
+				y_f32[m * N + n] = ctq_w8a8_epilogue_f32(acc[m * N + n], s_a[m], s_w[n], b);
+		}
 }
 
 void ctq_ref_w8a8_epilogue(const int32_t *acc, const float *s_a, const float *s_w,
 			   const float *bias, int64_t M, int64_t N, uint16_t *y)
 {
-#pragma omp parallel for schedule(static)
-	for (int64_t m = 0; m < M; m++)
-		for (int64_t n = 0; n < N; n++)
-			y[m * N + n] = ctq_w8a8_epilogue(acc[m * N + n], s_a[m], s_w[n],
-							 bias ? bias[n] : 0.0f);
+	epilogue(acc, s_a, s_w, bias, M, N, y, NULL);
 }
 
 void ctq_ref_w8a8_epilogue_f32(const int32_t *acc, const float *s_a, const float *s_w,
 			       const float *bias, int64_t M, int64_t N, float *y)
 {
-#pragma omp parallel for schedule(static)
-	for (int64_t m = 0; m < M; m++)
-		for (int64_t n = 0; n < N; n++)
-			y[m * N + n] = ctq_w8a8_epilogue_f32(acc[m * N + n], s_a[m], s_w[n],
-							     bias ? bias[n] : 0.0f);
+	epilogue(acc, s_a, s_w, bias, M, N, NULL, y);
 }
 
 void ctq_ref_gemm_bf16(const uint16_t *x, const uint16_t *w, const float *bias, int64_t M,
 		       int64_t N, int64_t K, uint16_t *y)
 {
-#pragma omp parallel for schedule(dynamic, 1)
-	for (int64_t n0 = 0; n0 < N; n0 += NB) {
-		int64_t n1 = n0 + NB < N ? n0 + NB : N;
-		for (int64_t m = 0; m < M; m++) {
-			const uint16_t *xr = x + m * K;
-			for (int64_t n = n0; n < n1; n++) {
-				const uint16_t *wr = w + n * K;
-				y[m * N + n] = ctq_f32_to_bf16(dot_bf16(xr, wr, K) + (bias ? bias[n] : 0.0f));
-			}
-		}
-	}
+	gemm_tiles(&(struct gemm_args){x, w, bias, N, K, y}, M, cell_bf16);
 }
 
 void ctq_ref_gemm_f32(const float *x, const float *w, const float *bias, int64_t M,
 		      int64_t N, int64_t K, float *y)
 {
-#pragma omp parallel for schedule(dynamic, 1)
-	for (int64_t n0 = 0; n0 < N; n0 += NB) {
-		int64_t n1 = n0 + NB < N ? n0 + NB : N;
-		for (int64_t m = 0; m < M; m++) {
-			const float *xr = x + m * K;
-			for (int64_t n = n0; n < n1; n++) {
-				y[m * N + n] = dot_f32(xr, w + n * K, K) + (bias ? bias[n] : 0.0f);
-			}
-		}
-	}
+	gemm_tiles(&(struct gemm_args){x, w, bias, N, K, y}, M, cell_f32);
 }
 
 void ctq_ref_gemm_f64(const float *x, const float *w, const float *bias, int64_t M,
 		      int64_t N, int64_t K, double *y)
 {
-#pragma omp parallel for schedule(dynamic, 1)
-	for (int64_t n0 = 0; n0 < N; n0 += NB) {
-		int64_t n1 = n0 + NB < N ? n0 + NB : N;
-		for (int64_t m = 0; m < M; m++) {
-			const float *xr = x + m * K;
-			for (int64_t n = n0; n < n1; n++) {
-				const float *wr = w + n * K;
-				double sum = 0.0;
-				for (int64_t k = 0; k < K; k++)
-					sum += (double)xr[k] * (double)wr[k];
-				y[m * N + n] = sum + (bias ? (double)bias[n] : 0.0);
-			}
-		}
-	}
+	gemm_tiles(&(struct gemm_args){x, w, bias, N, K, y}, M, cell_f64);
 }

@@ -449,12 +449,19 @@ static cJSON *head_obj(const struct ctq_oai_head *h, const char *object)
 	return o;
 }
 
-static void add_finish(cJSON *c, const char *finish)
+/* Ends choice c (index and text already in it) with its logprobs (taken
+ * owned; NULL: null) and finish_reason (NULL: null), as o's only choice. */
+static void add_choice(cJSON *o, cJSON *c, cJSON *logprobs, const char *finish)
 {
+	if (logprobs)
+		cJSON_AddItemToObject(c, "logprobs", logprobs);
+	else
+		cJSON_AddNullToObject(c, "logprobs");
 	if (finish)
 		cJSON_AddStringToObject(c, "finish_reason", finish);
 	else
 		cJSON_AddNullToObject(c, "finish_reason");
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), c);
 }
 
 cJSON *ctq_oai_chunk(const struct ctq_oai_head *h, const char *text, cJSON *logprobs,
@@ -472,12 +479,7 @@ cJSON *ctq_oai_chunk(const struct ctq_oai_head *h, const char *text, cJSON *logp
 	} else {
 		cJSON_AddStringToObject(c, "text", text);
 	}
-	if (logprobs)
-		cJSON_AddItemToObject(c, "logprobs", logprobs);
-	else
-		cJSON_AddNullToObject(c, "logprobs");
-	add_finish(c, finish);
-	cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), c);
+	add_choice(o, c, logprobs, finish);
 	return o;
 }
 
@@ -519,13 +521,8 @@ cJSON *ctq_oai_response(const struct ctq_oai_head *h, const char *text, size_t t
 	} else {
 		cJSON_AddStringToObject(c, "text", t ? t : "");
 	}
-	free(t);
-	if (logprobs)
-		cJSON_AddItemToObject(c, "logprobs", logprobs);
-	else
-		cJSON_AddNullToObject(c, "logprobs");
-	add_finish(c, finish);
-	cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), c);
+	ctq_free(t);
+	add_choice(o, c, logprobs, finish);
 	cJSON_AddItemToObject(o, "usage", ctq_oai_usage(prompt, completion));
 	return o;
 }
