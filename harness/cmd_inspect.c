@@ -415,13 +415,10 @@ int ctq_cmd_inspect(int argc, char **argv)
 		CTQ_OPT_INT("--layers", &layers, 1, 4096),
 		CTQ_OPT_END,
 	};
-	int prc = ctq_opt_parse("inspect", argc, argv, opts, &path, 1, help);
+	int prc = ctq_opt_parse_need("inspect", argc, argv, opts, &path, 1, help, &path,
+				     "PATH is required (see --help)");
 	if (prc >= 0)
 		return prc;
-	if (!path) {
-		fprintf(stderr, "ctq inspect: PATH is required (see --help)\n");
-		return CTQ_EXIT_USAGE;
-	}
 	bool all = !strcmp(sem_name, "all");
 	enum ctq_semantics only = CTQ_SEM_STRICT;
 	if (!all && !ctq_semantics_parse(sem_name, &only)) {
