@@ -549,8 +549,7 @@ static int plugin_open(struct session *S, const char *path)
 {
 	struct ctq_error err = {0};
 	if (ctq_kernel_lib_open(&S->lib, path, &err)) {
-		ctq_print_error("bench gemm", &err);
-		return ctq_status_exit_code(err.status);
+		return ctq_print_error_exit("bench gemm", &err);
 	}
 	if (S->lib.t->device != CTQ_KERNEL_PLUGIN_DEVICE_CUDA) {
 		fprintf(stderr, "ctq bench gemm: --impl %s is the CPU plug-in %s; this benchmark times "
@@ -722,8 +721,7 @@ static int load_shapes(const struct opts *o, struct shape *shapes, size_t *n_sha
 	struct ctq_error err = {0};
 	if (o->model) {
 		if (shapes_from_model(o->model, shapes, n_shapes, &err)) {
-			ctq_print_error("bench gemm", &err);
-			return ctq_status_exit_code(err.status);
+			return ctq_print_error_exit("bench gemm", &err);
 		}
 		snprintf(source, cap, "checkpoint %s", o->model);
 	} else {
@@ -862,8 +860,7 @@ int ctq_cmd_bench_gemm(int argc, char **argv)
 	rc = final_rc(&S);
 	goto done;
 fail:
-	ctq_print_error("bench gemm", &err);
-	rc = ctq_status_exit_code(err.status);
+	rc = ctq_print_error_exit("bench gemm", &err);
 	ctq_run_abort(&run);
 done:
 	inputs_free(&h);

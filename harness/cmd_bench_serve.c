@@ -58,10 +58,8 @@ static void help(void)
 }
 
 struct serve_opts {
-	const char *model, *backend;
+	struct ctq_bench_serve_options so;
 	struct ctq_opt_out out;
-	long requests, concurrency, max_batch, cache_len, input_len, output_len, max_tokens, seed, tp;
-	double rate; /* 0: closed loop */
 };
 
 /* --arrival closed | poisson:RATE (dst: double *, 0 for closed). */
@@ -84,45 +82,46 @@ static bool opt_arrival(const char *cmd, const char *name, const char *v, void *
 /* As ctq_opt_parse: -1 when the command may run, else its exit code. */
 static int parse(int argc, char **argv, struct serve_opts *o)
 {
-	*o = (struct serve_opts){.backend = "cuda", .requests = 64, .concurrency = 8, .input_len = 128,
-				 .output_len = 32, .seed = 1, .max_tokens = -1, .tp = 1};
+	*o = (struct serve_opts){.so = {.backend = "cuda", .requests = 64, .concurrency = 8, .input_len = 128,
+					.output_len = 32, .seed = 1, .max_tokens = -1, .tp = 1}};
+	struct ctq_bench_serve_options *so = &o->so;
 	const struct ctq_opt opts[] = {
-		CTQ_OPT_STR("--model", &o->model),
-		CTQ_OPT_STR("--backend", &o->backend),
+		CTQ_OPT_STR("--model", &so->model),
+		CTQ_OPT_STR("--backend", &so->backend),
 		CTQ_OPT_OUT(&o->out),
-		CTQ_OPT_INT("--requests", &o->requests, 1, 1L << 20),
-		CTQ_OPT_INT("--concurrency", &o->concurrency, 1, 4096),
-		CTQ_OPT_INT("--max-batch", &o->max_batch, 1, 4096),
-		CTQ_OPT_INT("--cache-len", &o->cache_len, 2, 1L << 20),
-		CTQ_OPT_INT("--input-len", &o->input_len, 1, 1L << 20),
-		CTQ_OPT_INT("--output-len", &o->output_len, 1, 1L << 20),
-		CTQ_OPT_INT("--max-tokens", &o->max_tokens, 1, 1L << 20),
-		CTQ_OPT_INT("--seed", &o->seed, 0, 0x7fffffffL),
-		CTQ_OPT_INT("--tp", &o->tp, 1, 8),
-		CTQ_OPT_FN("--arrival", &o->rate, opt_arrival),
+		CTQ_OPT_INT("--requests", &so->requests, 1, 1L << 20),
+		CTQ_OPT_INT("--concurrency", &so->concurrency, 1, 4096),
+		CTQ_OPT_INT("--max-batch", &so->max_batch, 1, 4096),
+		CTQ_OPT_INT("--cache-len", &so->cache_len, 2, 1L << 20),
+		CTQ_OPT_INT("--input-len", &so->input_len, 1, 1L << 20),
+		CTQ_OPT_INT("--output-len", &so->output_len, 1, 1L << 20),
+		CTQ_OPT_INT("--max-tokens", &so->max_tokens, 1, 1L << 20),
+		CTQ_OPT_INT("--seed", &so->seed, 0, 0x7fffffffL),
+		CTQ_OPT_INT("--tp", &so->tp, 1, 8),
+		CTQ_OPT_FN("--arrival", &so->rate, opt_arrival),
 		CTQ_OPT_END,
 	};
-	int rc = ctq_opt_parse_need("bench serve", argc, argv, opts, NULL, 0, help, &o->model,
+	int rc = ctq_opt_parse_need("bench serve", argc, argv, opts, NULL, 0, help, &so->model,
 				    "--model DIR is required (see --help)");
 	if (rc >= 0)
 		return rc;
-	if (!ctq_opt_model_dir("bench serve", "--model", o->model))
+	if (!ctq_opt_model_dir("bench serve", "--model", so->model))
 		return ctq_status_exit_code(CTQ_ERR_IO);
-	if (!o->max_batch)
-		o->max_batch = o->concurrency;
-	if (!o->cache_len)
-		o->cache_len = o->input_len + o->output_len;
-	if (o->max_tokens < 0)
-		o->max_tokens = !strcmp(o->backend, "reference") ? 512 : 2048;
-	if (o->input_len + o->output_len > o->cache_len) {
+	if (!so->max_batch)
+		so->max_batch = so->concurrency;
+	if (!so->cache_len)
+		so->cache_len = so->input_len + so->output_len;
+	if (so->max_tokens < 0)
+		so->max_tokens = !strcmp(so->backend, "reference") ? 512 : 2048;
+	if (so->input_len + so->output_len > so->cache_len) {
 		fprintf(stderr, "ctq bench serve: a request needs %ld positions (--input-len %ld + "
 				"--output-len %ld) but --cache-len is %ld\n",
-			o->input_len + o->output_len, o->input_len, o->output_len, o->cache_len);
+			so->input_len + so->output_len, so->input_len, so->output_len, so->cache_len);
 		return CTQ_EXIT_USAGE;
 	}
-	if (o->max_tokens < o->max_batch) {
+	if (so->max_tokens < so->max_batch) {
 		fprintf(stderr, "ctq bench serve: --max-tokens %ld cannot hold one decode token for "
-				"each of --max-batch %ld sequences\n", o->max_tokens, o->max_batch);
+				"each of --max-batch %ld sequences\n", so->max_tokens, so->max_batch);
 		return CTQ_EXIT_USAGE;
 	}
 	if (!ctq_opt_out_ok("bench serve", &o->out))
@@ -195,19 +194,15 @@ int ctq_cmd_bench_serve(int argc, char **argv)
 		return rc;
 	struct ctq_error err = {0};
 	struct ctq_bench_serve s;
-	const struct ctq_bench_serve_options so = {
-		.model = o.model, .backend = o.backend, .requests = o.requests,
-		.concurrency = o.concurrency, .max_batch = o.max_batch, .cache_len = o.cache_len,
-		.input_len = o.input_len, .output_len = o.output_len, .max_tokens = o.max_tokens,
-		.seed = o.seed, .tp = o.tp, .rate = o.rate};
-	enum ctq_status st = ctq_bench_serve_open(&s, &so, &err);
+	const struct ctq_bench_serve_options *so = &o.so;
+	enum ctq_status st = ctq_bench_serve_open(&s, so, &err);
 	if (!st) {
 		printf("ctq bench serve: %s on %s; %ld requests of %ld + %ld tokens, concurrency %ld, "
 		       "%ld slots of %ld positions, %ld tokens per call, arrival %s",
-		       o.model, s.device, o.requests, o.input_len, o.output_len, o.concurrency,
-		       o.max_batch, o.cache_len, o.max_tokens, o.rate > 0 ? "poisson" : "closed");
-		if (o.rate > 0)
-			printf(" at %g requests/s", o.rate);
+		       so->model, s.device, so->requests, so->input_len, so->output_len, so->concurrency,
+		       so->max_batch, so->cache_len, so->max_tokens, so->rate > 0 ? "poisson" : "closed");
+		if (so->rate > 0)
+			printf(" at %g requests/s", so->rate);
 		printf("; load %.2f s\n", s.load_s);
 		fflush(stdout);
 		/* A stalled schedule or a failed call still writes what was served. */
@@ -217,7 +212,7 @@ int ctq_cmd_bench_serve(int argc, char **argv)
 					     &o.out, argc, argv, &err);
 	}
 	rc = st ? ctq_print_error_exit("bench serve", &err)
-		: s.stats.finished != o.requests ? CTQ_EXIT_FAIL : CTQ_EXIT_OK;
+		: s.stats.finished != so->requests ? CTQ_EXIT_FAIL : CTQ_EXIT_OK;
 	ctq_bench_serve_free(&s);
 	return rc;
 }

@@ -445,8 +445,7 @@ int ctq_cmd_inspect(int argc, char **argv)
 		ctq_error_set(&err, CTQ_ERR_INVALID_CONFIG, path,
 			      "%zu re: targets and ignore entries x %zu modules = %zu regex matches per profile; inspect takes at most %zu (about 4 s with --semantics all; see docs/semantics.md \"Cost of inspect\")",
 			      n_regex, mods.n, n_regex * mods.n, INSPECT_MAX_REGEX_PAIRS);
-		ctq_print_error("inspect", &err);
-		rc = ctq_status_exit_code(err.status);
+		rc = ctq_print_error_exit("inspect", &err);
 		goto out;
 	}
 	struct ctq_regex_cache rcache;
@@ -468,8 +467,7 @@ int ctq_cmd_inspect(int argc, char **argv)
 	struct ctq_shard_plan sp;
 	memset(&sp, 0, sizeof sp);
 	if (tp && ctq_shard_plan_build(&sp, &v.plans[primary], (int)tp, &err)) {
-		ctq_print_error("inspect", &err);
-		rc = ctq_status_exit_code(err.status);
+		rc = ctq_print_error_exit("inspect", &err);
 		goto out;
 	}
 	if (json) {

@@ -591,8 +591,7 @@ int ctq_cmd_probe(int argc, char **argv)
 	rc = failed ? CTQ_EXIT_FAIL : CTQ_EXIT_OK;
 	goto done;
 fail:
-	ctq_print_error("probe", &err);
-	rc = ctq_status_exit_code(err.status);
+	rc = ctq_print_error_exit("probe", &err);
 	ctq_csv_close(&csv, NULL);
 	ctq_run_abort(&run);
 done:
