@@ -84,8 +84,8 @@ struct shape {
 };
 
 struct opts {
-	const char *shapes, *model, *out, *impl;
-	bool force;
+	const char *shapes, *model, *impl;
+	struct ctq_opt_out out;
 	long m[MAX_M];
 	int n_m;
 	long warmup, samples, check_rows, device, seed;
@@ -184,40 +184,35 @@ bad:
 static enum ctq_status shapes_from_model(const char *dir, struct shape *s, size_t *n,
 					 struct ctq_error *err)
 {
-	struct ctq_qconfig cfg;
-	struct ctq_modules mods;
-	struct ctq_plan plan;
-	struct ctq_checkpoint ck;
-	memset(&plan, 0, sizeof plan);
-	memset(&ck, 0, sizeof ck);
-	memset(&cfg, 0, sizeof cfg);
+	struct ctq_target tg;
+	const struct ctq_plan *plan = &tg.plan;
+	const struct ctq_modules *mods = &tg.mods;
 	*n = 0;
-	enum ctq_status st = ctq_target_load_config(dir, NULL, NULL, 0, NULL, &cfg, &mods, err);
-	if (st || (st = ctq_plan_resolve(&plan, &cfg, &mods, CTQ_SEM_STRICT, NULL, err)) ||
-	    (st = ctq_checkpoint_open(&ck, dir, err)))
+	enum ctq_status st = ctq_harness_plan_open(&tg, dir, err);
+	if (st || (st = ctq_checkpoint_open(&tg.ck, dir, err)))
 		goto done;
 	bool any_w8a8 = false;
-	for (size_t i = 0; i < plan.n; i++)
-		any_w8a8 |= plan.entries[i].scheme && !strcmp(plan.entries[i].scheme, "w8a8-int8");
-	for (size_t i = 0; i < mods.n && !st; i++) {
-		const struct ctq_module *m = &mods.v[i];
-		const struct ctq_plan_entry *e = &plan.entries[i];
+	for (size_t i = 0; i < plan->n; i++)
+		any_w8a8 |= plan->entries[i].scheme && !strcmp(plan->entries[i].scheme, "w8a8-int8");
+	for (size_t i = 0; i < mods->n && !st; i++) {
+		const struct ctq_module *m = &mods->v[i];
+		const struct ctq_plan_entry *e = &plan->entries[i];
 		if (m->kind != CTQ_MODULE_LINEAR)
 			continue;
 		const char *leaf = strrchr(m->name, '.') ? strrchr(m->name, '.') + 1 : m->name;
 		if (any_w8a8 ? !e->scheme || strcmp(e->scheme, "w8a8-int8") : !strcmp(leaf, "lm_head"))
 			continue;
 		/* A fused set is taken once, at its first member. */
-		const struct ctq_fused_set *f = m->fused >= 0 ? &mods.fused[m->fused] : NULL;
+		const struct ctq_fused_set *f = m->fused >= 0 ? &mods->fused[m->fused] : NULL;
 		if (f && f->members[0] != i)
 			continue;
 		int64_t K = 0, N = 0;
 		size_t nm = f ? f->n_members : 1;
 		for (size_t j = 0; j < nm && !st; j++) {
-			const char *name = mods.v[f ? f->members[j] : i].name;
+			const char *name = mods->v[f ? f->members[j] : i].name;
 			char tn[CTQ_PATH_MAX + 16];
 			snprintf(tn, sizeof tn, "%s.weight", name);
-			const struct ctq_st_tensor *t = ctq_checkpoint_find(&ck, tn, NULL);
+			const struct ctq_st_tensor *t = ctq_checkpoint_find(&tg.ck, tn, NULL);
 			if (!t) {
 				if (!strcmp(leaf, "lm_head"))
 					break; /* tied to the embeddings */
@@ -238,10 +233,7 @@ static enum ctq_status shapes_from_model(const char *dir, struct shape *s, size_
 	if (!st && !*n)
 		st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, dir, "has no linear module to benchmark");
 done:
-	ctq_checkpoint_close(&ck);
-	ctq_plan_free(&plan);
-	ctq_modules_free(&mods);
-	ctq_qconfig_free(&cfg);
+	ctq_target_close(&tg);
 	return st;
 }
 
@@ -557,8 +549,7 @@ static int plugin_open(struct session *S, const char *path)
 {
 	struct ctq_error err = {0};
 	if (ctq_kernel_lib_open(&S->lib, path, &err)) {
-		ctq_print_error("bench gemm", &err);
-		return ctq_status_exit_code(err.status);
+		return ctq_print_error_exit("bench gemm", &err);
 	}
 	if (S->lib.t->device != CTQ_KERNEL_PLUGIN_DEVICE_CUDA) {
 		fprintf(stderr, "ctq bench gemm: --impl %s is the CPU plug-in %s; this benchmark times "
@@ -690,7 +681,8 @@ static bool opt_positive(const char *cmd, const char *name, const char *v, void 
 	return parse_double(name, v, dst);
 }
 
-/* Parses and checks the options; -1: --help was printed. */
+/* Parses and checks the options; as ctq_opt_parse, -1 when the command may
+ * run, else its exit code. */
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	*o = (struct opts){.shapes = NULL, .m = {1, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192},
@@ -698,9 +690,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	const struct ctq_opt opts[] = {
 		CTQ_OPT_STR("--shapes", &o->shapes),
 		CTQ_OPT_STR("--model", &o->model),
-		CTQ_OPT_STR("--out", &o->out),
+		CTQ_OPT_OUT(&o->out),
 		CTQ_OPT_STR("--impl", &o->impl),
-		CTQ_OPT_FLAG("--force", &o->force),
 		CTQ_OPT_FN("--m", o, opt_m),
 		CTQ_OPT_INT("--warmup", &o->warmup, 0, 1000),
 		CTQ_OPT_INT("--samples", &o->samples, 1, 10000),
@@ -713,14 +704,14 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	};
 	int rc = ctq_opt_parse("bench gemm", argc, argv, opts, NULL, 0, help);
 	if (rc >= 0)
-		return rc == CTQ_EXIT_OK ? -1 : rc;
+		return rc;
 	if (o->shapes && o->model) {
 		fprintf(stderr, "ctq bench gemm: give --shapes or --model, not both\n");
 		return CTQ_EXIT_USAGE;
 	}
-	if (!ctq_opt_out_ok("bench gemm", o->out, o->force))
+	if (!ctq_opt_out_ok("bench gemm", &o->out))
 		return CTQ_EXIT_USAGE;
-	return 0;
+	return -1;
 }
 
 /* The shapes of --model or --shapes, printed; -1 or an exit code. */
@@ -730,8 +721,7 @@ static int load_shapes(const struct opts *o, struct shape *shapes, size_t *n_sha
 	struct ctq_error err = {0};
 	if (o->model) {
 		if (shapes_from_model(o->model, shapes, n_shapes, &err)) {
-			ctq_print_error("bench gemm", &err);
-			return ctq_status_exit_code(err.status);
+			return ctq_print_error_exit("bench gemm", &err);
 		}
 		snprintf(source, cap, "checkpoint %s", o->model);
 	} else {
@@ -804,8 +794,8 @@ int ctq_cmd_bench_gemm(int argc, char **argv)
 {
 	struct opts o;
 	int prc = parse_opts(argc, argv, &o);
-	if (prc)
-		return prc < 0 ? CTQ_EXIT_OK : prc;
+	if (prc >= 0)
+		return prc;
 	struct shape shapes[MAX_SHAPES];
 	size_t n_shapes = 0;
 	struct ctq_error err = {0};
@@ -824,7 +814,7 @@ int ctq_cmd_bench_gemm(int argc, char **argv)
 	memset(&run, 0, sizeof run);
 	memset(&h, 0, sizeof h);
 	int rc = CTQ_EXIT_USAGE;
-	if (ctq_run_begin(&run, o.out, o.force, "bench-gemm", argc, argv, &err))
+	if (ctq_run_begin(&run, o.out.dir, o.out.force, "bench-gemm", argc, argv, &err))
 		goto fail;
 	char desc[400], plot_note[400];
 	snprintf(desc, sizeof desc, "%s (sm_%d%d, %d SMs, %.1f GiB)", S.dev.name, S.dev.major, S.dev.minor,
@@ -870,8 +860,7 @@ int ctq_cmd_bench_gemm(int argc, char **argv)
 	rc = final_rc(&S);
 	goto done;
 fail:
-	ctq_print_error("bench gemm", &err);
-	rc = ctq_status_exit_code(err.status);
+	rc = ctq_print_error_exit("bench gemm", &err);
 	ctq_run_abort(&run);
 done:
 	inputs_free(&h);

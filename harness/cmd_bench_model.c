@@ -162,16 +162,15 @@ done:
 
 int ctq_cmd_bench_model(int argc, char **argv)
 {
-	const char *model = NULL, *ref = NULL, *out = NULL;
-	bool force = false;
+	const char *model = NULL, *ref = NULL;
+	struct ctq_opt_out out = {0};
 	struct ctx C = {.o = {.backend = "cuda", .batches = {1}, .lens = {128}, .out_len = 32,
 			      .warmup = 1, .reps = 3, .seed = 1, .n_b = 1, .n_l = 1, .tp = 1}};
 	const struct ctq_opt opts[] = {
-		CTQ_OPT_FLAG("--force", &force),
 		CTQ_OPT_STR("--model", &model),
 		CTQ_OPT_STR("--ref-model", &ref),
 		CTQ_OPT_STR("--backend", &C.o.backend),
-		CTQ_OPT_STR("--out", &out),
+		CTQ_OPT_OUT(&out),
 		CTQ_OPT_FN("--batch", &C.o, opt_batch),
 		CTQ_OPT_FN("--input-len", &C.o, opt_input_len),
 		CTQ_OPT_INT("--output-len", &C.o.out_len, 1, 1 << 16),
@@ -181,17 +180,14 @@ int ctq_cmd_bench_model(int argc, char **argv)
 		CTQ_OPT_INT("--seed", &C.o.seed, 0, 0x7fffffffL),
 		CTQ_OPT_END,
 	};
-	int prc = ctq_opt_parse("bench model", argc, argv, opts, NULL, 0, help);
+	int prc = ctq_opt_parse_need("bench model", argc, argv, opts, NULL, 0, help, &model,
+				     "--model DIR is required (see --help)");
 	if (prc >= 0)
 		return prc;
-	if (!model) {
-		fprintf(stderr, "ctq bench model: --model DIR is required (see --help)\n");
-		return CTQ_EXIT_USAGE;
-	}
 	if (!ctq_opt_model_dir("bench model", "--model", model) ||
 	    !ctq_opt_model_dir("bench model", "--ref-model", ref))
 		return ctq_status_exit_code(CTQ_ERR_IO);
-	if (!ctq_opt_out_ok("bench model", out, force))
+	if (!ctq_opt_out_ok("bench model", &out))
 		return CTQ_EXIT_USAGE;
 	struct ctq_error err = {0};
 	struct ctq_run run;
@@ -208,7 +204,7 @@ int ctq_cmd_bench_model(int argc, char **argv)
 		ctq_error_set(&err, CTQ_ERR_NOMEM, "bench", "out of memory");
 		goto fail;
 	}
-	if (ctq_run_begin(&run, out, force, "bench-model", argc, argv, &err) ||
+	if (ctq_run_begin(&run, out.dir, out.force, "bench-model", argc, argv, &err) ||
 	    ctq_csv_open(&csv, ctq_run_path(&run, "bench_model.csv", path, sizeof path), header,
 			 sizeof header / sizeof *header, &err))
 		goto fail;
@@ -252,17 +248,14 @@ int ctq_cmd_bench_model(int argc, char **argv)
 		if (ctq_csv_close(&gcsv, &err))
 			goto fail;
 	}
-	char final_dir[sizeof run.final_dir];
-	snprintf(final_dir, sizeof final_dir, "%s", run.final_dir);
 	if (ctq_run_commit(&run, &err))
 		goto fail;
-	printf("\nbench model: results in %s/ (bench_model.csv%s)\n", final_dir,
+	printf("\nbench model: results in %s/ (bench_model.csv%s)\n", run.final_dir,
 	       ref ? ", bench_model_gains.csv" : "");
 	rc = CTQ_EXIT_OK;
 	goto done;
 fail:
-	ctq_print_error("bench model", &err);
-	rc = ctq_status_exit_code(err.status);
+	rc = ctq_print_error_exit("bench model", &err);
 	ctq_csv_close(&csv, NULL);
 	ctq_csv_close(&gcsv, NULL);
 	ctq_run_abort(&run);

@@ -58,10 +58,8 @@ static void help(void)
 }
 
 struct serve_opts {
-	const char *model, *backend, *out;
-	long requests, concurrency, max_batch, cache_len, input_len, output_len, max_tokens, seed, tp;
-	double rate; /* 0: closed loop */
-	bool force;
+	struct ctq_bench_serve_options so;
+	struct ctq_opt_out out;
 };
 
 /* --arrival closed | poisson:RATE (dst: double *, 0 for closed). */
@@ -81,62 +79,96 @@ static bool opt_arrival(const char *cmd, const char *name, const char *v, void *
 	return false;
 }
 
+/* As ctq_opt_parse: -1 when the command may run, else its exit code. */
 static int parse(int argc, char **argv, struct serve_opts *o)
 {
-	*o = (struct serve_opts){.backend = "cuda", .requests = 64, .concurrency = 8, .input_len = 128,
-				 .output_len = 32, .seed = 1, .max_tokens = -1, .tp = 1};
+	*o = (struct serve_opts){.so = {.backend = "cuda", .requests = 64, .concurrency = 8, .input_len = 128,
+					.output_len = 32, .seed = 1, .max_tokens = -1, .tp = 1}};
+	struct ctq_bench_serve_options *so = &o->so;
 	const struct ctq_opt opts[] = {
-		CTQ_OPT_STR("--model", &o->model),
-		CTQ_OPT_STR("--backend", &o->backend),
-		CTQ_OPT_STR("--out", &o->out),
-		CTQ_OPT_FLAG("--force", &o->force),
-		CTQ_OPT_INT("--requests", &o->requests, 1, 1L << 20),
-		CTQ_OPT_INT("--concurrency", &o->concurrency, 1, 4096),
-		CTQ_OPT_INT("--max-batch", &o->max_batch, 1, 4096),
-		CTQ_OPT_INT("--cache-len", &o->cache_len, 2, 1L << 20),
-		CTQ_OPT_INT("--input-len", &o->input_len, 1, 1L << 20),
-		CTQ_OPT_INT("--output-len", &o->output_len, 1, 1L << 20),
-		CTQ_OPT_INT("--max-tokens", &o->max_tokens, 1, 1L << 20),
-		CTQ_OPT_INT("--seed", &o->seed, 0, 0x7fffffffL),
-		CTQ_OPT_INT("--tp", &o->tp, 1, 8),
-		CTQ_OPT_FN("--arrival", &o->rate, opt_arrival),
+		CTQ_OPT_STR("--model", &so->model),
+		CTQ_OPT_STR("--backend", &so->backend),
+		CTQ_OPT_OUT(&o->out),
+		CTQ_OPT_INT("--requests", &so->requests, 1, 1L << 20),
+		CTQ_OPT_INT("--concurrency", &so->concurrency, 1, 4096),
+		CTQ_OPT_INT("--max-batch", &so->max_batch, 1, 4096),
+		CTQ_OPT_INT("--cache-len", &so->cache_len, 2, 1L << 20),
+		CTQ_OPT_INT("--input-len", &so->input_len, 1, 1L << 20),
+		CTQ_OPT_INT("--output-len", &so->output_len, 1, 1L << 20),
+		CTQ_OPT_INT("--max-tokens", &so->max_tokens, 1, 1L << 20),
+		CTQ_OPT_INT("--seed", &so->seed, 0, 0x7fffffffL),
+		CTQ_OPT_INT("--tp", &so->tp, 1, 8),
+		CTQ_OPT_FN("--arrival", &so->rate, opt_arrival),
 		CTQ_OPT_END,
 	};
-	int rc = ctq_opt_parse("bench serve", argc, argv, opts, NULL, 0, help);
+	int rc = ctq_opt_parse_need("bench serve", argc, argv, opts, NULL, 0, help, &so->model,
+				    "--model DIR is required (see --help)");
 	if (rc >= 0)
-		return rc == CTQ_EXIT_OK ? -1 : rc;
-	if (!o->model) {
-		fprintf(stderr, "ctq bench serve: --model DIR is required (see --help)\n");
-		return CTQ_EXIT_USAGE;
-	}
-	if (!ctq_opt_model_dir("bench serve", "--model", o->model))
+		return rc;
+	if (!ctq_opt_model_dir("bench serve", "--model", so->model))
 		return ctq_status_exit_code(CTQ_ERR_IO);
-	if (!o->max_batch)
-		o->max_batch = o->concurrency;
-	if (!o->cache_len)
-		o->cache_len = o->input_len + o->output_len;
-	if (o->max_tokens < 0)
-		o->max_tokens = !strcmp(o->backend, "reference") ? 512 : 2048;
-	if (o->input_len + o->output_len > o->cache_len) {
+	if (!so->max_batch)
+		so->max_batch = so->concurrency;
+	if (!so->cache_len)
+		so->cache_len = so->input_len + so->output_len;
+	if (so->max_tokens < 0)
+		so->max_tokens = !strcmp(so->backend, "reference") ? 512 : 2048;
+	if (so->input_len + so->output_len > so->cache_len) {
 		fprintf(stderr, "ctq bench serve: a request needs %ld positions (--input-len %ld + "
 				"--output-len %ld) but --cache-len is %ld\n",
-			o->input_len + o->output_len, o->input_len, o->output_len, o->cache_len);
+			so->input_len + so->output_len, so->input_len, so->output_len, so->cache_len);
 		return CTQ_EXIT_USAGE;
 	}
-	if (o->max_tokens < o->max_batch) {
+	if (so->max_tokens < so->max_batch) {
 		fprintf(stderr, "ctq bench serve: --max-tokens %ld cannot hold one decode token for "
-				"each of --max-batch %ld sequences\n", o->max_tokens, o->max_batch);
+				"each of --max-batch %ld sequences\n", so->max_tokens, so->max_batch);
 		return CTQ_EXIT_USAGE;
 	}
-	if (!ctq_opt_out_ok("bench serve", o->out, o->force))
+	if (!ctq_opt_out_ok("bench serve", &o->out))
 		return CTQ_EXIT_USAGE;
-	return 0;
+	return -1;
 }
 
 static const char *const header[] = {CTQ_BENCH_SERVE_CSV_COLUMNS};
 
-static void print_summary(const struct ctq_bench_serve *s)
+/* bench_serve.csv and the manifest's bench_serve member (dst: struct
+ * ctq_serve_results *), then the summary. */
+static enum ctq_status write_results(void *dst, struct ctq_run *run, struct ctq_error *err)
 {
+	const struct ctq_serve_results *r = dst;
+	struct ctq_csv csv;
+	char path[1200];
+	enum ctq_status st = ctq_csv_open(&csv, ctq_run_path(run, "bench_serve.csv", path, sizeof path),
+					  header, sizeof header / sizeof *header, err);
+	if (st)
+		return st;
+	r->fill(r->s, &csv, cJSON_AddObjectToObject(run->manifest, "bench_serve"));
+	if ((st = ctq_csv_close(&csv, err)))
+		return st;
+	r->print_summary(r->s);
+	return CTQ_OK;
+}
+
+enum ctq_status ctq_bench_serve_results(const struct ctq_serve_results *r, const struct ctq_opt_out *out,
+					int argc, char **argv, struct ctq_error *err)
+{
+	struct ctq_run run;
+	enum ctq_status st = ctq_harness_run_write(&run, out, "bench-serve", argc, argv, write_results,
+						   (void *)r, err);
+	if (!st)
+		printf("bench serve: results in %s/ (bench_serve.csv)\n", run.final_dir);
+	return st;
+}
+
+static void fill(const void *s, struct ctq_csv *csv, struct cJSON *manifest)
+{
+	ctq_bench_serve_rows(s, csv);
+	ctq_bench_serve_manifest(s, manifest);
+}
+
+static void print_summary(const void *p)
+{
+	const struct ctq_bench_serve *s = p;
 	const struct ctq_sched_stats *x = &s->stats;
 	const double wall = x->wall_s, out_tokens = (double)x->finished * (double)s->o.output_len;
 	printf("  %ld requests in %.3f s: %.2f requests/s, %.1f output tokens/s, %.1f tokens/s through "
@@ -158,57 +190,29 @@ int ctq_cmd_bench_serve(int argc, char **argv)
 			return ctq_cmd_bench_serve_url(argc, argv);
 	struct serve_opts o;
 	int rc = parse(argc, argv, &o);
-	if (rc)
-		return rc < 0 ? CTQ_EXIT_OK : rc;
+	if (rc >= 0)
+		return rc;
 	struct ctq_error err = {0};
 	struct ctq_bench_serve s;
-	struct ctq_run run;
-	struct ctq_csv csv;
-	memset(&run, 0, sizeof run);
-	memset(&csv, 0, sizeof csv);
-	const struct ctq_bench_serve_options so = {
-		.model = o.model, .backend = o.backend, .requests = o.requests,
-		.concurrency = o.concurrency, .max_batch = o.max_batch, .cache_len = o.cache_len,
-		.input_len = o.input_len, .output_len = o.output_len, .max_tokens = o.max_tokens,
-		.seed = o.seed, .tp = o.tp, .rate = o.rate};
-	if (ctq_bench_serve_open(&s, &so, &err))
-		goto fail;
-	printf("ctq bench serve: %s on %s; %ld requests of %ld + %ld tokens, concurrency %ld, %ld slots "
-	       "of %ld positions, %ld tokens per call, arrival %s",
-	       o.model, s.device, o.requests, o.input_len, o.output_len, o.concurrency, o.max_batch,
-	       o.cache_len, o.max_tokens, o.rate > 0 ? "poisson" : "closed");
-	if (o.rate > 0)
-		printf(" at %g requests/s", o.rate);
-	printf("; load %.2f s\n", s.load_s);
-	fflush(stdout);
-	/* A stalled schedule or a failed call still writes what was served. */
-	if (ctq_bench_serve_run(&s, &err))
-		ctq_print_error("bench serve", &err);
-
-	char path[1200];
-	if (ctq_run_begin(&run, o.out, o.force, "bench-serve", argc, argv, &err) ||
-	    ctq_csv_open(&csv, ctq_run_path(&run, "bench_serve.csv", path, sizeof path), header,
-			 sizeof header / sizeof *header, &err))
-		goto fail;
-	ctq_bench_serve_rows(&s, &csv);
-	if (ctq_csv_close(&csv, &err))
-		goto fail;
-	const long errors = o.requests - s.stats.finished;
-	print_summary(&s);
-	ctq_bench_serve_manifest(&s, cJSON_AddObjectToObject(run.manifest, "bench_serve"));
-	char final_dir[sizeof run.final_dir];
-	snprintf(final_dir, sizeof final_dir, "%s", run.final_dir);
-	if (ctq_run_commit(&run, &err))
-		goto fail;
-	printf("bench serve: results in %s/ (bench_serve.csv)\n", final_dir);
-	rc = errors ? CTQ_EXIT_FAIL : CTQ_EXIT_OK;
-	goto done;
-fail:
-	ctq_print_error("bench serve", &err);
-	rc = ctq_status_exit_code(err.status);
-	ctq_csv_close(&csv, NULL);
-	ctq_run_abort(&run);
-done:
+	const struct ctq_bench_serve_options *so = &o.so;
+	enum ctq_status st = ctq_bench_serve_open(&s, so, &err);
+	if (!st) {
+		printf("ctq bench serve: %s on %s; %ld requests of %ld + %ld tokens, concurrency %ld, "
+		       "%ld slots of %ld positions, %ld tokens per call, arrival %s",
+		       so->model, s.device, so->requests, so->input_len, so->output_len, so->concurrency,
+		       so->max_batch, so->cache_len, so->max_tokens, so->rate > 0 ? "poisson" : "closed");
+		if (so->rate > 0)
+			printf(" at %g requests/s", so->rate);
+		printf("; load %.2f s\n", s.load_s);
+		fflush(stdout);
+		/* A stalled schedule or a failed call still writes what was served. */
+		if (ctq_bench_serve_run(&s, &err))
+			ctq_print_error("bench serve", &err);
+		st = ctq_bench_serve_results(&(struct ctq_serve_results){&s, fill, print_summary},
+					     &o.out, argc, argv, &err);
+	}
+	rc = st ? ctq_print_error_exit("bench serve", &err)
+		: s.stats.finished != so->requests ? CTQ_EXIT_FAIL : CTQ_EXIT_OK;
 	ctq_bench_serve_free(&s);
 	return rc;
 }

@@ -6,9 +6,6 @@
  * options, draws the progress line and prints. */
 #include "harness/commands.h"
 #include "bench/serve_http.h"
-#include "families/bench_serve.h"
-#include "results/csv_out.h"
-#include "results/run.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -75,8 +72,8 @@ static void help(void)
 
 struct url_opts {
 	struct ctq_bench_http_options h;
-	const char *out;
-	bool force, progress;
+	struct ctq_opt_out out;
+	bool progress;
 };
 
 /* --request-timeout / --timeout S (dst: double *). */
@@ -119,6 +116,7 @@ static bool opt_arrival(const char *cmd, const char *name, const char *v, void *
 	return true;
 }
 
+/* As ctq_opt_parse: -1 when the command may run, else its exit code. */
 static int parse(int argc, char **argv, struct url_opts *o)
 {
 	*o = (struct url_opts){.h = {.requests = 64, .concurrency = 8, .input_len = 128, .output_len = 32,
@@ -130,8 +128,7 @@ static int parse(int argc, char **argv, struct url_opts *o)
 		CTQ_OPT_STR("--url", &h->url),
 		CTQ_OPT_STR("--model", &h->model),
 		CTQ_OPT_STR("--tokenizer", &h->tokenizer),
-		CTQ_OPT_STR("--out", &o->out),
-		CTQ_OPT_FLAG("--force", &o->force),
+		CTQ_OPT_OUT(&o->out),
 		CTQ_OPT_FLAG("--progress", &o->progress),
 		CTQ_OPT_INT("--requests", &h->requests, 1, 1L << 20),
 		CTQ_OPT_INT("--concurrency", &h->concurrency, 1, 4096),
@@ -146,7 +143,7 @@ static int parse(int argc, char **argv, struct url_opts *o)
 	};
 	int rc = ctq_opt_parse("bench serve", argc, argv, opts, NULL, 0, help);
 	if (rc >= 0)
-		return rc == CTQ_EXIT_OK ? -1 : rc;
+		return rc;
 	if (!o->h.url || strncmp(o->h.url, "http", 4)) {
 		fprintf(stderr, "ctq bench serve: --url needs an http:// or https:// URL (see --help)\n");
 		return CTQ_EXIT_USAGE;
@@ -156,9 +153,9 @@ static int parse(int argc, char **argv, struct url_opts *o)
 				"tokenizer.json; see --help)\n");
 		return CTQ_EXIT_USAGE;
 	}
-	if (!ctq_opt_out_ok("bench serve", o->out, o->force))
+	if (!ctq_opt_out_ok("bench serve", &o->out))
 		return CTQ_EXIT_USAGE;
-	return 0;
+	return -1;
 }
 
 static void progress(void *ctx, long done, long failed, long total)
@@ -170,10 +167,15 @@ static void progress(void *ctx, long done, long failed, long total)
 	fflush(stderr);
 }
 
-static const char *const header[] = {CTQ_BENCH_SERVE_CSV_COLUMNS};
-
-static void print_summary(const struct ctq_bench_http *s)
+static void fill(const void *s, struct ctq_csv *csv, struct cJSON *manifest)
 {
+	ctq_bench_http_rows(s, csv);
+	ctq_bench_http_manifest(s, manifest);
+}
+
+static void print_summary(const void *p)
+{
+	const struct ctq_bench_http *s = p;
 	const double wall = s->wall_s;
 	printf("  %ld requests served in %.3f s: %.2f requests/s, %.1f output tokens/s, %.1f tokens/s "
 	       "(input + output)\n",
@@ -198,14 +200,10 @@ int ctq_cmd_bench_serve_url(int argc, char **argv)
 {
 	struct url_opts o;
 	int rc = parse(argc, argv, &o);
-	if (rc)
-		return rc < 0 ? CTQ_EXIT_OK : rc;
+	if (rc >= 0)
+		return rc;
 	struct ctq_error err = {0};
 	struct ctq_bench_http s;
-	struct ctq_run run;
-	struct ctq_csv csv;
-	memset(&run, 0, sizeof run);
-	memset(&csv, 0, sizeof csv);
 	bool show = o.progress || isatty(2);
 	if (ctq_bench_http_open(&s, &o.h, &err))
 		goto fail;
@@ -219,30 +217,14 @@ int ctq_cmd_bench_serve_url(int argc, char **argv)
 		printf(" at %g requests/s", o.h.rate);
 	printf("; limits %.0f s per request, %.0f s in all\n", o.h.request_timeout_s, s.total_limit_s);
 	fflush(stdout);
-	if (ctq_bench_http_run(&s, &err))
+	if (ctq_bench_http_run(&s, &err) ||
+	    ctq_bench_serve_results(&(struct ctq_serve_results){&s, fill, print_summary}, &o.out, argc,
+				    argv, &err))
 		goto fail;
-	char path[1200];
-	if (ctq_run_begin(&run, o.out, o.force, "bench-serve", argc, argv, &err) ||
-	    ctq_csv_open(&csv, ctq_run_path(&run, "bench_serve.csv", path, sizeof path), header,
-			 sizeof header / sizeof *header, &err))
-		goto fail;
-	ctq_bench_http_rows(&s, &csv);
-	if (ctq_csv_close(&csv, &err))
-		goto fail;
-	print_summary(&s);
-	ctq_bench_http_manifest(&s, cJSON_AddObjectToObject(run.manifest, "bench_serve"));
-	char final_dir[sizeof run.final_dir];
-	snprintf(final_dir, sizeof final_dir, "%s", run.final_dir);
-	if (ctq_run_commit(&run, &err))
-		goto fail;
-	printf("bench serve: results in %s/ (bench_serve.csv)\n", final_dir);
 	rc = s.completed == o.h.requests ? CTQ_EXIT_OK : CTQ_EXIT_FAIL;
 	goto done;
 fail:
-	ctq_print_error("bench serve", &err);
-	rc = ctq_status_exit_code(err.status);
-	ctq_csv_close(&csv, NULL);
-	ctq_run_abort(&run);
+	rc = ctq_print_error_exit("bench serve", &err);
 done:
 	ctq_bench_http_free(&s);
 	return rc;

@@ -74,7 +74,7 @@ static void help(void)
 	       "exit: 0 no regression; 1 a regression; 2 bad usage or unreadable input.\n");
 }
 
-static int trend(char **dirs, int n, const char *out, bool force, int argc, char **argv)
+static int trend(char **dirs, int n, const struct ctq_opt_out *out, int argc, char **argv)
 {
 	struct ctq_error err = {0};
 	struct ctq_trend t;
@@ -91,7 +91,7 @@ static int trend(char **dirs, int n, const char *out, bool force, int argc, char
 	fputs(ctq_strbuf_str(&md), stdout);
 	char path[1300];
 	size_t n_plots = 0;
-	if ((st = ctq_run_begin(&run, out, force, "compare", argc, argv, &err)))
+	if ((st = ctq_run_begin(&run, out->dir, out->force, "compare", argc, argv, &err)))
 		goto fail;
 	ctq_env_capture(run.manifest, &(struct ctq_env_options){0});
 	snprintf(path, sizeof path, "%s/plots", run.tmp_dir);
@@ -104,12 +104,10 @@ static int trend(char **dirs, int n, const char *out, bool force, int argc, char
 	cJSON *runs = cJSON_AddArrayToObject(run.manifest, "trend_runs");
 	for (int i = 0; i < n; i++)
 		cJSON_AddItemToArray(runs, cJSON_CreateString(dirs[i]));
-	char final_dir[sizeof run.final_dir];
-	snprintf(final_dir, sizeof final_dir, "%s", run.final_dir);
 	if ((st = ctq_run_commit(&run, &err)))
 		goto fail;
 	printf("\ntrend: %zu series over %d runs; results in %s/ (trend.md, trend.csv%s)\n", t.n, n,
-	       final_dir, n_plots ? ", plots/" : "");
+	       run.final_dir, n_plots ? ", plots/" : "");
 	ctq_strbuf_free(&md);
 	ctq_trend_free(&t);
 	return CTQ_EXIT_OK;
@@ -123,15 +121,15 @@ fail:
 
 int ctq_cmd_compare(int argc, char **argv)
 {
-	const char *policy_path = NULL, *out = NULL;
-	bool do_trend = false, quiet = false, force = false, ab = false;
+	const char *policy_path = NULL;
+	struct ctq_opt_out out = {0};
+	bool do_trend = false, quiet = false, ab = false;
 	char **dirs = ctq_calloc((size_t)argc + 1, sizeof *dirs);
 	if (!dirs)
 		return CTQ_EXIT_USAGE;
 	const struct ctq_opt opts[] = {
 		CTQ_OPT_STR("--policy", &policy_path),
-		CTQ_OPT_STR("--out", &out),
-		CTQ_OPT_FLAG("--force", &force),
+		CTQ_OPT_OUT(&out),
 		CTQ_OPT_FLAG("--trend", &do_trend),
 		CTQ_OPT_FLAG("--ab", &ab),
 		CTQ_OPT_FLAG("--quiet", &quiet),
@@ -159,14 +157,14 @@ int ctq_cmd_compare(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (!ctq_opt_out_ok("compare", out, force))
+	if (!ctq_opt_out_ok("compare", &out))
 		goto out;
 	if (do_trend) {
 		if (n < 2) {
 			fprintf(stderr, "ctq compare --trend: give at least two run directories\n");
 			goto out;
 		}
-		rc = trend(dirs, n, out, force, argc, argv);
+		rc = trend(dirs, n, &out, argc, argv);
 		goto out;
 	}
 	if (n != 2) {
@@ -198,7 +196,7 @@ int ctq_cmd_compare(int argc, char **argv)
 	ctq_comparison_markdown(&c, dirs[0], dirs[1], &pol, &md);
 	struct ctq_run run;
 	char path[1300];
-	if ((st = ctq_run_begin(&run, out, force, "compare", argc, argv, &err))) {
+	if ((st = ctq_run_begin(&run, out.dir, out.force, "compare", argc, argv, &err))) {
 		ctq_print_error("compare", &err);
 		ctq_strbuf_free(&md);
 		ctq_comparison_free(&c);
@@ -224,8 +222,6 @@ int ctq_cmd_compare(int argc, char **argv)
 		ctq_run_abort(&run);
 		rc = ctq_status_exit_code(st);
 	} else {
-		char final_dir[sizeof run.final_dir];
-		snprintf(final_dir, sizeof final_dir, "%s", run.final_dir);
 		if ((st = ctq_run_commit(&run, &err))) {
 			ctq_print_error("compare", &err);
 			rc = ctq_status_exit_code(st);
@@ -233,7 +229,7 @@ int ctq_cmd_compare(int argc, char **argv)
 			printf("%scompare: %s — %zu regression(s), %zu improvement(s), %zu ambiguous; "
 			       "%zu file(s) paired; details in %s/compare.md\n",
 			       quiet ? "" : "\n", c.n_regressions ? "REGRESSION" : "no regression",
-			       c.n_regressions, c.n_improvements, c.n_ambiguous, c.n_files, final_dir);
+			       c.n_regressions, c.n_improvements, c.n_ambiguous, c.n_files, run.final_dir);
 			rc = c.n_regressions ? CTQ_EXIT_FAIL : CTQ_EXIT_OK;
 		}
 	}

@@ -91,25 +91,22 @@ static enum ctq_status write_outputs(struct ctq_run *run, const struct ctq_check
 
 int ctq_cmd_conform(int argc, char **argv)
 {
-	const char *suite_dir = NULL, *filter = NULL, *out = NULL;
-	bool verbose = false, force = false;
+	const char *suite_dir = NULL, *filter = NULL;
+	struct ctq_opt_out out = {0};
+	bool verbose = false;
 	const struct ctq_opt opts[] = {
 		CTQ_OPT_STR("--suite", &suite_dir),
 		CTQ_OPT_STR("--filter", &filter),
-		CTQ_OPT_STR("--out", &out),
-		CTQ_OPT_FLAG("--force", &force),
+		CTQ_OPT_OUT(&out),
 		CTQ_OPT_FLAG("--verbose", &verbose),
 		CTQ_OPT_FLAG("-v", &verbose),
 		CTQ_OPT_END,
 	};
-	int prc = ctq_opt_parse("conform", argc, argv, opts, NULL, 0, help);
+	int prc = ctq_opt_parse_need("conform", argc, argv, opts, NULL, 0, help, &suite_dir,
+				     "--suite DIR is required (see --help)");
 	if (prc >= 0)
 		return prc;
-	if (!suite_dir) {
-		fprintf(stderr, "ctq conform: --suite DIR is required (see --help)\n");
-		return CTQ_EXIT_USAGE;
-	}
-	if (!ctq_opt_out_ok("conform", out, force))
+	if (!ctq_opt_out_ok("conform", &out))
 		return CTQ_EXIT_USAGE;
 	struct ctq_suite suite;
 	struct ctq_checks checks = {0};
@@ -126,7 +123,7 @@ int ctq_cmd_conform(int argc, char **argv)
 	/* Begun before the cases run: numeric cases build their scratch
 	 * checkpoints inside the temporary run directory, so that a killed
 	 * run leaves nothing outside it (core/cleanup.h removes it). */
-	if ((st = ctq_run_begin(&run, out, force, "conform", argc, argv, &err))) {
+	if ((st = ctq_run_begin(&run, out.dir, out.force, "conform", argc, argv, &err))) {
 		ctq_print_error("conform", &err);
 		rc = ctq_status_exit_code(st);
 		goto out;
@@ -180,15 +177,13 @@ int ctq_cmd_conform(int argc, char **argv)
 	cJSON_AddNumberToObject(summary, "cases", (double)n_cases);
 	cJSON_AddNumberToObject(summary, "checks_passed", (double)passed);
 	cJSON_AddNumberToObject(summary, "checks_failed", (double)failed);
-	char final_dir[sizeof run.final_dir];
-	snprintf(final_dir, sizeof final_dir, "%s", run.final_dir);
 	if ((st = ctq_run_commit(&run, &err))) {
 		ctq_print_error("conform", &err);
 		rc = ctq_status_exit_code(st);
 		goto out;
 	}
 	printf("\nconform: %zu case(s), results in %s/ (conform.csv, junit.xml)\n", n_cases,
-	       final_dir);
+	       run.final_dir);
 	printf("conform: %zu passed, %zu failed\n", passed, failed);
 	rc = failed ? CTQ_EXIT_FAIL : CTQ_EXIT_OK;
 out:

@@ -135,10 +135,8 @@ static bool opt_protocol(const char *cmd, const char *name, const char *v, void 
 /* ---- progress ------------------------------------------------------------------- */
 
 struct progress {
-	bool on;
+	struct ctq_progress_line line;
 	const char *label;
-	double t0, last;
-	bool drawn; /* a progress line is open on stderr */
 };
 
 static void fmt_eta(double s, char *buf, size_t cap)
@@ -156,13 +154,9 @@ static void fmt_eta(double s, char *buf, size_t cap)
 static void progress_cb(void *ctx, size_t done, size_t total)
 {
 	struct progress *p = ctx;
-	if (!p->on)
+	double rate = ctq_progress_line_rate(&p->line, done, total);
+	if (rate < 0)
 		return;
-	double t = ctq_now_s();
-	if (done < total && t - p->last < 0.2)
-		return;
-	p->last = t;
-	double el = t - p->t0, rate = el > 0 ? (double)done / el : 0;
 	char eta[32];
 	fmt_eta(rate > 0 ? (double)(total - done) / rate : NAN, eta, sizeof eta);
 	int width = 24, fill = total ? (int)((double)width * (double)done / (double)total) : width;
@@ -170,12 +164,8 @@ static void progress_cb(void *ctx, size_t done, size_t total)
 	for (int i = 0; i < width; i++)
 		bar[i] = i < fill ? '#' : '.';
 	bar[width] = '\0';
-	fprintf(stderr, "\r%s [%s] %zu/%zu questions  %.1f q/s  ETA %s   ", p->label, bar, done, total,
-		rate, eta);
-	if (done == total)
-		fprintf(stderr, "\n");
-	fflush(stderr);
-	p->drawn = done < total; /* a line is left open */
+	ctq_progress_line_print(&p->line, done, total, "%s [%s] %zu/%zu questions  %.1f q/s  ETA %s   ",
+				p->label, bar, done, total, rate, eta);
 }
 
 /* ---- the command ----------------------------------------------------------------- */
@@ -212,14 +202,15 @@ static int split_list(char *s, const char **v, int cap)
 
 struct opts {
 	enum ctq_bench bench;
-	const char *model, *ref, *data, *split, *backend, *tokenizer, *out;
+	const char *model, *ref, *data, *split, *backend, *tokenizer;
+	struct ctq_opt_out out;
 	const char *url, *ref_url, *served_name, *ref_served_name;
 	double request_timeout_s;
 	long concurrency, shots, limit, max_context, max_tokens, slots, min_subject_n, tp;
 	double margin, subject_margin;
 	enum ctq_protocol protocol;
 	enum ctq_act_numerics numerics;
-	bool add_bos, progress, force;
+	bool add_bos, progress;
 	const char *subjects[MAX_SUBJECTS];
 	int n_subjects;
 	char subjects_buf[4096];
@@ -238,6 +229,8 @@ static bool opt_subjects(const char *cmd, const char *name, const char *v, void 
 	return false;
 }
 
+/* Parses and checks the options; as ctq_opt_parse, -1 when the command may
+ * run, else its exit code. */
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	if (argc < 2) {
@@ -246,7 +239,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		help();
-		return -1;
+		return CTQ_EXIT_OK;
 	}
 	o->bench = ctq_bench_parse(argv[1]);
 	if (o->bench == CTQ_BENCH_COUNT) {
@@ -278,7 +271,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		CTQ_OPT_STR("--split", &o->split),
 		CTQ_OPT_STR("--backend", &o->backend),
 		CTQ_OPT_STR("--tokenizer", &o->tokenizer),
-		CTQ_OPT_STR("--out", &o->out),
+		CTQ_OPT_OUT(&o->out),
 		CTQ_OPT_INT("--shots", &o->shots, 0, 5),
 		CTQ_OPT_INT("--limit", &o->limit, 1, 1L << 30),
 		CTQ_OPT_INT("--max-context", &o->max_context, 2, 1L << 24),
@@ -293,13 +286,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		CTQ_OPT_FN("--subjects", o, opt_subjects),
 		CTQ_OPT_FLAG("--add-bos", &o->add_bos),
 		CTQ_OPT_FLAG("--progress", &o->progress),
-		CTQ_OPT_FLAG("--force", &o->force),
 		CTQ_OPT_END,
 	};
 	/* argv[1], the benchmark, is the parser's argv[0]. */
 	int rc = ctq_opt_parse("eval", argc - 1, argv + 1, opts, NULL, 0, help);
 	if (rc >= 0)
-		return rc == CTQ_EXIT_OK ? -1 : rc;
+		return rc;
 	if (!o->model == !o->url || (o->ref && o->ref_url)) {
 		fprintf(stderr, "ctq eval: give the candidate as --model DIR or --url URL, and the "
 				"reference (if any) as --ref-model DIR or --ref-url URL, one of each (see --help)\n");
@@ -320,18 +312,24 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	}
 	if (!ctq_opt_act_numerics_backend("eval", o->numerics, o->backend))
 		return CTQ_EXIT_USAGE;
-	if (!ctq_opt_out_ok("eval", o->out, o->force))
+	if (!ctq_opt_out_ok("eval", &o->out))
 		return CTQ_EXIT_USAGE;
 	if (o->max_tokens < 0)
 		o->max_tokens = !strcmp(o->backend, "reference") ? 512 : 4096;
-	return 0;
+	return -1;
 }
 
 static void progress_begin(void *ctx, const char *label)
 {
 	struct progress *p = ctx;
 	p->label = label;
-	p->t0 = p->last = ctq_now_s();
+	ctq_progress_line_start(&p->line);
+}
+
+/* ctq_eval_run_write as ctq_harness_run_write's callback (dst: struct ctq_eval_run *). */
+static enum ctq_status write_run(void *dst, struct ctq_run *run, struct ctq_error *err)
+{
+	return ctq_eval_run_write(dst, run, err);
 }
 
 int ctq_cmd_eval(int argc, char **argv)
@@ -341,8 +339,8 @@ int ctq_cmd_eval(int argc, char **argv)
 	struct opts o;
 	memset(&o, 0, sizeof o);
 	int rc = parse_opts(argc, argv, &o);
-	if (rc)
-		return rc < 0 ? CTQ_EXIT_OK : rc;
+	if (rc >= 0)
+		return rc;
 	char data_dir[PATH_MAX];
 	if (o.data)
 		snprintf(data_dir, sizeof data_dir, "%s", o.data);
@@ -357,7 +355,6 @@ int ctq_cmd_eval(int argc, char **argv)
 	struct ctq_eval_run r;
 	struct ctq_run run;
 	struct progress pg = {0};
-	memset(&run, 0, sizeof run);
 	const struct ctq_eval_run_options ro = {
 		.bench = o.bench, .protocol = o.protocol, .numerics = o.numerics, .model = o.model,
 		.ref = o.ref, .url = o.url, .ref_url = o.ref_url, .served_name = o.served_name,
@@ -368,8 +365,9 @@ int ctq_cmd_eval(int argc, char **argv)
 		.min_subject_n = o.min_subject_n, .tp = o.tp, .margin = o.margin,
 		.subject_margin = o.subject_margin, .add_bos = o.add_bos, .subjects = o.subjects,
 		.n_subjects = (size_t)o.n_subjects};
-	if (ctq_eval_run_open(&r, &ro, &err))
-		goto fail;
+	enum ctq_status st = ctq_eval_run_open(&r, &ro, &err);
+	if (st)
+		goto out;
 
 	const struct ctq_eval_set *shared = &r.shared;
 	printf("ctq eval %s: protocol %s, %ld-shot, split %s, %zu questions in %zu subjects, on %s\n",
@@ -385,26 +383,19 @@ int ctq_cmd_eval(int argc, char **argv)
 		       shared->n_fewer_shots, shared->n_truncated, shared->n_merged, shared->n_multi_token);
 	fflush(stdout);
 
-	pg.on = o.progress || isatty(2);
+	pg.line.on = o.progress || isatty(2);
 	const struct ctq_eval_run_progress rp = {.begin = progress_begin, .step = progress_cb, .ctx = &pg};
-	if (ctq_eval_run_score(&r, &rp, &err) || ctq_eval_run_summarize(&r, &err))
-		goto fail;
+	if ((st = ctq_eval_run_score(&r, &rp, &err)) || (st = ctq_eval_run_summarize(&r, &err)))
+		goto out;
 	fputs(ctq_strbuf_str(&r.table), stdout);
 	fflush(stdout);
 
-	if (ctq_run_begin(&run, o.out, o.force, "eval", argc, argv, &err) ||
-	    ctq_eval_run_write(&r, &run, &err) || ctq_run_commit(&run, &err))
-		goto fail;
+	if ((st = ctq_harness_run_write(&run, &o.out, "eval", argc, argv, write_run, &r, &err)))
+		goto out;
 	printf("results in %s\n", run.final_dir);
-	rc = r.any_inferior ? CTQ_EXIT_FAIL : CTQ_EXIT_OK;
-	goto done;
-fail:
-	if (pg.drawn)
-		fputc('\n', stderr);
-	ctq_print_error("eval", &err);
-	rc = ctq_status_exit_code(err.status);
-	ctq_run_abort(&run);
-done:
+out:
+	rc = st ? ctq_progress_line_fail(&pg.line, "eval", &err)
+		: r.any_inferior ? CTQ_EXIT_FAIL : CTQ_EXIT_OK;
 	ctq_eval_run_free(&r);
 	return rc;
 }

@@ -63,33 +63,20 @@ static void help(void)
 	       CTQ_KLD_DEFAULT_CTX, CTQ_KLD_BOOTSTRAP, CTQ_KLD_MIN_WINDOWS);
 }
 
-struct progress {
-	bool on, open;
-	double t0, last;
-};
-
 static void progress_cb(void *ctx, size_t done, size_t total)
 {
-	struct progress *p = ctx;
-	if (!p->on)
-		return;
-	double t = ctq_now_s();
-	if (done < total && t - p->last < 0.2)
-		return;
-	p->last = t;
-	double el = t - p->t0, rate = el > 0 ? (double)done / el : 0;
-	fprintf(stderr, "\rkld: %zu/%zu windows  %.2f windows/s  ETA %.0fs   ", done, total, rate,
-		rate > 0 ? (double)(total - done) / rate : 0.0);
-	if (done == total)
-		fputc('\n', stderr);
-	fflush(stderr);
-	p->open = done < total;
+	struct ctq_progress_line *p = ctx;
+	double rate = ctq_progress_line_rate(p, done, total);
+	if (rate >= 0)
+		ctq_progress_line_print(p, done, total, "kld: %zu/%zu windows  %.2f windows/s  ETA %.0fs   ",
+					done, total, rate, rate > 0 ? (double)(total - done) / rate : 0.0);
 }
 
 struct opts {
 	struct ctq_kld_options k;
-	const char *out, *policy;
-	bool progress, force;
+	const char *policy;
+	struct ctq_opt_out out;
+	bool progress;
 	const char *texts[MAX_SOURCES], *data[MAX_SOURCES];
 };
 
@@ -109,6 +96,8 @@ static bool opt_source(const char *cmd, const char *name, const char *v, void *d
 	return true;
 }
 
+/* Parses and checks the options; as ctq_opt_parse, -1 when the command may
+ * run, else its exit code. */
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	struct ctq_kld_options *k = &o->k;
@@ -126,19 +115,18 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		CTQ_OPT_STR("--tokenizer", &k->tokenizer),
 		CTQ_OPT_STR("--backend", &k->backend),
 		CTQ_OPT_STR("--policy", &o->policy),
-		CTQ_OPT_STR("--out", &o->out),
+		CTQ_OPT_OUT(&o->out),
 		CTQ_OPT_INT("--ctx", &k->ctx, 4, 1L << 20),
 		CTQ_OPT_INT("--stride", &k->stride, 1, 1L << 20),
 		CTQ_OPT_INT("--max-tokens", &k->max_tokens, 1, 1L << 40),
 		CTQ_OPT_INT("--tp", &k->tp, 1, 8),
 		CTQ_OPT_FLAG("--add-bos", &k->add_bos),
 		CTQ_OPT_FLAG("--progress", &o->progress),
-		CTQ_OPT_FLAG("--force", &o->force),
 		CTQ_OPT_END,
 	};
 	int rc = ctq_opt_parse("eval kld", argc, argv, opts, NULL, 0, help);
 	if (rc >= 0)
-		return rc == CTQ_EXIT_OK ? -1 : rc;
+		return rc;
 	if (!k->model || !k->ref) {
 		fprintf(stderr, "ctq eval kld: --model DIR and --ref-model DIR are required (see --help)\n");
 		return CTQ_EXIT_USAGE;
@@ -150,9 +138,15 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	if (!ctq_opt_model_dir("eval kld", "--model", k->model) ||
 	    !ctq_opt_model_dir("eval kld", "--ref-model", k->ref))
 		return ctq_status_exit_code(CTQ_ERR_IO);
-	if (!ctq_opt_out_ok("eval kld", o->out, o->force))
+	if (!ctq_opt_out_ok("eval kld", &o->out))
 		return CTQ_EXIT_USAGE;
-	return 0;
+	return -1;
+}
+
+/* ctq_kld_write as ctq_harness_run_write's callback (dst: struct ctq_kld_run *). */
+static enum ctq_status write_run(void *dst, struct ctq_run *run, struct ctq_error *err)
+{
+	return ctq_kld_write(dst, run, err);
 }
 
 int ctq_cmd_eval_kld(int argc, char **argv)
@@ -160,21 +154,19 @@ int ctq_cmd_eval_kld(int argc, char **argv)
 	struct opts o;
 	memset(&o, 0, sizeof o);
 	int rc = parse_opts(argc, argv, &o);
-	if (rc)
-		return rc < 0 ? CTQ_EXIT_OK : rc;
+	if (rc >= 0)
+		return rc;
 	struct ctq_error err = {0};
 	struct ctq_kld_policy pol;
 	struct ctq_kld_run r;
 	struct ctq_run run;
-	struct progress pg = {0};
+	struct ctq_progress_line pg = {0};
 	memset(&r, 0, sizeof r);
-	memset(&run, 0, sizeof run);
 	ctq_kld_policy_default(&pol);
-	if (o.policy && ctq_kld_policy_load(&pol, o.policy, &err))
-		goto fail;
+	enum ctq_status st = o.policy ? ctq_kld_policy_load(&pol, o.policy, &err) : CTQ_OK;
 	o.k.policy = &pol;
-	if (ctq_kld_open(&r, &o.k, &err))
-		goto fail;
+	if (st || (st = ctq_kld_open(&r, &o.k, &err)))
+		goto out;
 	printf("ctq eval kld: %zu source(s), %zu windows of %ld tokens (every %ld; %ld scored each), "
 	       "vocabulary %lld, on %s\n",
 	       r.n_src, r.n_win, r.o.ctx, r.o.stride, r.o.ctx - 1 - r.o.ctx / 2,
@@ -184,26 +176,18 @@ int ctq_cmd_eval_kld(int argc, char **argv)
 		       r.src[i].n_ids, r.src[i].n_ids_all, r.src[i].n_bytes, r.src[i].n_windows);
 	fflush(stdout);
 	pg.on = o.progress || isatty(2);
-	pg.t0 = pg.last = ctq_now_s();
-	if (ctq_kld_score(&r, progress_cb, &pg, &err) || ctq_kld_summarize(&r, &err))
-		goto fail;
+	ctq_progress_line_start(&pg);
+	if ((st = ctq_kld_score(&r, progress_cb, &pg, &err)) || (st = ctq_kld_summarize(&r, &err)))
+		goto out;
 	fputs(r.table.data, stdout);
-	if (ctq_run_begin(&run, o.out, o.force, "eval kld", argc, argv, &err) ||
-	    ctq_kld_write(&r, &run, &err) || ctq_run_commit(&run, &err))
-		goto fail;
+	if ((st = ctq_harness_run_write(&run, &o.out, "eval kld", argc, argv, write_run, &r, &err)))
+		goto out;
 	const struct ctq_kld_agg *a = &r.agg[r.n_src];
 	printf("results in %s\n", run.final_dir);
 	printf("kld: mean %.6g nats, top-1 %.2f%%, ppl ref %.4g new %.4g, verdict %s\n", a->kl_mean,
 	       100 * a->top1, a->ppl_ref, a->ppl_new, a->verdict);
-	rc = r.pass ? CTQ_EXIT_OK : CTQ_EXIT_FAIL;
-	goto done;
-fail:
-	if (pg.open)
-		fputc('\n', stderr);
-	ctq_print_error("eval kld", &err);
-	rc = ctq_status_exit_code(err.status);
-	ctq_run_abort(&run);
-done:
+out:
+	rc = st ? ctq_progress_line_fail(&pg, "eval kld", &err) : r.pass ? CTQ_EXIT_OK : CTQ_EXIT_FAIL;
 	ctq_kld_free(&r);
 	return rc;
 }

@@ -252,8 +252,7 @@ int ctq_cmd_generate(int argc, char **argv)
 	rc = CTQ_EXIT_OK;
 	goto done;
 fail:
-	ctq_print_error("generate", &err);
-	rc = ctq_status_exit_code(err.status);
+	rc = ctq_print_error_exit("generate", &err);
 done:
 	free(ids), free(out), free(text), free(wrapped);
 	for (long k = 0; k < tp; k++)

@@ -415,13 +415,10 @@ int ctq_cmd_inspect(int argc, char **argv)
 		CTQ_OPT_INT("--layers", &layers, 1, 4096),
 		CTQ_OPT_END,
 	};
-	int prc = ctq_opt_parse("inspect", argc, argv, opts, &path, 1, help);
+	int prc = ctq_opt_parse_need("inspect", argc, argv, opts, &path, 1, help, &path,
+				     "PATH is required (see --help)");
 	if (prc >= 0)
 		return prc;
-	if (!path) {
-		fprintf(stderr, "ctq inspect: PATH is required (see --help)\n");
-		return CTQ_EXIT_USAGE;
-	}
 	bool all = !strcmp(sem_name, "all");
 	enum ctq_semantics only = CTQ_SEM_STRICT;
 	if (!all && !ctq_semantics_parse(sem_name, &only)) {
@@ -448,8 +445,7 @@ int ctq_cmd_inspect(int argc, char **argv)
 		ctq_error_set(&err, CTQ_ERR_INVALID_CONFIG, path,
 			      "%zu re: targets and ignore entries x %zu modules = %zu regex matches per profile; inspect takes at most %zu (about 4 s with --semantics all; see docs/semantics.md \"Cost of inspect\")",
 			      n_regex, mods.n, n_regex * mods.n, INSPECT_MAX_REGEX_PAIRS);
-		ctq_print_error("inspect", &err);
-		rc = ctq_status_exit_code(err.status);
+		rc = ctq_print_error_exit("inspect", &err);
 		goto out;
 	}
 	struct ctq_regex_cache rcache;
@@ -471,8 +467,7 @@ int ctq_cmd_inspect(int argc, char **argv)
 	struct ctq_shard_plan sp;
 	memset(&sp, 0, sizeof sp);
 	if (tp && ctq_shard_plan_build(&sp, &v.plans[primary], (int)tp, &err)) {
-		ctq_print_error("inspect", &err);
-		rc = ctq_status_exit_code(err.status);
+		rc = ctq_print_error_exit("inspect", &err);
 		goto out;
 	}
 	if (json) {

@@ -263,40 +263,37 @@ static enum ctq_status run_layer(struct session *S, const struct ctq_probe_layer
 static enum ctq_status run_model(struct session *S, const char *dir, const bool *wsel,
 				 const bool *asel, const bool *real_asel, struct ctq_error *err)
 {
-	struct ctq_qconfig cfg;
-	struct ctq_modules mods;
-	struct ctq_plan plan;
-	struct ctq_checkpoint ck;
+	struct ctq_target tg;
+	const struct ctq_plan *plan = &tg.plan;
+	const struct ctq_modules *mods = &tg.mods;
 	struct ctq_shard_plan sp;
-	memset(&plan, 0, sizeof plan);
-	memset(&ck, 0, sizeof ck);
 	memset(&sp, 0, sizeof sp);
-	enum ctq_status st = ctq_target_load_config(dir, NULL, NULL, 0, NULL, &cfg, &mods, err);
+	enum ctq_status st = ctq_harness_plan_open(&tg, dir, err);
 	int64_t (*geo)[2] = NULL;
 	size_t n_geo = 0;
-	if (st || (st = ctq_plan_resolve(&plan, &cfg, &mods, CTQ_SEM_STRICT, NULL, err)))
+	if (st)
 		goto done;
-	if (plan.n_errors) {
-		for (size_t i = 0; i < plan.n; i++)
-			if (plan.entries[i].error) {
-				st = ctq_error_set(err, plan.entries[i].error, mods.v[i].name, "%s",
-						   plan.entries[i].message);
+	if (plan->n_errors) {
+		for (size_t i = 0; i < plan->n; i++)
+			if (plan->entries[i].error) {
+				st = ctq_error_set(err, plan->entries[i].error, mods->v[i].name, "%s",
+						   plan->entries[i].message);
 				goto done;
 			}
 	}
-	if ((st = ctq_checkpoint_open(&ck, dir, err)) || (st = ctq_shard_plan_build(&sp, &plan, 1, err)))
+	if ((st = ctq_checkpoint_open(&tg.ck, dir, err)) || (st = ctq_shard_plan_build(&sp, plan, 1, err)))
 		goto done;
-	geo = ctq_calloc(mods.n + 1, sizeof *geo);
+	geo = ctq_calloc(mods->n + 1, sizeof *geo);
 	if (!geo) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
 		goto done;
 	}
 	bool real_w[CTQ_PW_COUNT] = {true, false, false, false, false};
-	for (size_t i = 0; i < mods.n && !st; i++) {
-		if (mods.v[i].kind != CTQ_MODULE_LINEAR)
+	for (size_t i = 0; i < mods->n && !st; i++) {
+		if (mods->v[i].kind != CTQ_MODULE_LINEAR)
 			continue;
 		struct ctq_linear l;
-		if ((st = ctq_load_linear(&ck, &plan, &sp, i, 0, &l, err)))
+		if ((st = ctq_load_linear(&tg.ck, plan, &sp, i, 0, &l, err)))
 			break;
 		float *wf = NULL;
 		struct ctq_probe_layer L = {.name = l.name, .K = l.K, .N = l.N, .bias = l.bias};
@@ -335,10 +332,7 @@ static enum ctq_status run_model(struct session *S, const char *dir, const bool 
 done:
 	free(geo);
 	ctq_shard_plan_free(&sp);
-	ctq_checkpoint_close(&ck);
-	ctq_plan_free(&plan);
-	ctq_modules_free(&mods);
-	ctq_qconfig_free(&cfg);
+	ctq_target_close(&tg);
 	return st;
 }
 
@@ -363,8 +357,9 @@ static enum ctq_status open_backends(struct ctq_backend *b, int *n, bool use_ref
 }
 
 struct probe_opts {
-	const char *shapes, *backend, *policy_path, *out, *model, *kernel_lib, *m_list;
-	bool backend_given, force;
+	const char *shapes, *backend, *policy_path, *model, *kernel_lib, *m_list;
+	bool backend_given;
+	struct ctq_opt_out out;
 	bool real_asel[CTQ_PA_COUNT], wsel[CTQ_PW_COUNT], asel[CTQ_PA_COUNT];
 	long seed;
 	unsigned defects;
@@ -410,7 +405,7 @@ static bool opt_defect(const char *cmd, const char *name, const char *v, void *d
 }
 
 /* The checks after the options: --m's list, the backends, the combinations
- * refused. */
+ * refused. -1 when they pass, else the exit code. */
 static int check_opts(struct probe_opts *o)
 {
 	char buf[256];
@@ -437,12 +432,13 @@ static int check_opts(struct probe_opts *o)
 	}
 	if (o->kernel_lib && !o->backend_given)
 		o->use_ref = o->use_cuda = false;
-	if (!ctq_opt_out_ok("probe", o->out, o->force))
+	if (!ctq_opt_out_ok("probe", &o->out))
 		return CTQ_EXIT_USAGE;
-	return 0;
+	return -1;
 }
 
-/* Parses and checks the options; -1: --help was printed. */
+/* Parses and checks the options; as ctq_opt_parse, -1 when the command may
+ * run, else its exit code. */
 static int parse_opts(int argc, char **argv, struct probe_opts *o)
 {
 	*o = (struct probe_opts){.shapes = "qwen3-4b", .m_list = "64", .seed = 1,
@@ -458,18 +454,17 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
 		CTQ_OPT_STR("--kernel-lib", &o->kernel_lib),
 		CTQ_OPT_FN("--act-numerics", &o->numerics, ctq_opt_fn_act_numerics),
 		CTQ_OPT_STR("--policy", &o->policy_path),
-		CTQ_OPT_STR("--out", &o->out),
+		CTQ_OPT_OUT(&o->out),
 		CTQ_OPT_STR("--m", &o->m_list),
 		CTQ_OPT_INT("--seed", &o->seed, 0, 0x7fffffffL),
 		CTQ_OPT_FN("--weights", o->wsel, opt_weights),
 		CTQ_OPT_FN("--acts", o->asel, opt_acts),
 		CTQ_OPT_FN("--inject-defect", &o->defects, opt_defect),
-		CTQ_OPT_FLAG("--force", &o->force),
 		CTQ_OPT_END,
 	};
 	int rc = ctq_opt_parse("probe", argc, argv, opts, NULL, 0, help);
 	if (rc >= 0)
-		return rc == CTQ_EXIT_OK ? -1 : rc;
+		return rc;
 	o->backend_given = o->backend != NULL;
 	if (!o->backend)
 		o->backend = "reference";
@@ -533,8 +528,8 @@ int ctq_cmd_probe(int argc, char **argv)
 {
 	struct probe_opts o;
 	int prc = parse_opts(argc, argv, &o);
-	if (prc)
-		return prc < 0 ? CTQ_EXIT_OK : prc;
+	if (prc >= 0)
+		return prc;
 	const char *shapes = o.shapes, *model = o.model, *kernel_lib = o.kernel_lib;
 	enum ctq_act_numerics numerics = o.numerics;
 	struct ctq_probe_policy policy;
@@ -569,7 +564,7 @@ int ctq_cmd_probe(int argc, char **argv)
 	if (numerics != CTQ_ACT_NUMERICS_CTQ)
 		policy.kernel_rel_l2_max = -1.0;
 	char path[1200];
-	if (ctq_run_begin(&run, o.out, o.force, "probe", argc, argv, &err) ||
+	if (ctq_run_begin(&run, o.out.dir, o.out.force, "probe", argc, argv, &err) ||
 	    ctq_csv_open(&csv, ctq_run_path(&run, "probe.csv", path, sizeof path), csv_header,
 			 sizeof csv_header / sizeof *csv_header, &err))
 		goto fail;
@@ -596,8 +591,7 @@ int ctq_cmd_probe(int argc, char **argv)
 	rc = failed ? CTQ_EXIT_FAIL : CTQ_EXIT_OK;
 	goto done;
 fail:
-	ctq_print_error("probe", &err);
-	rc = ctq_status_exit_code(err.status);
+	rc = ctq_print_error_exit("probe", &err);
 	ctq_csv_close(&csv, NULL);
 	ctq_run_abort(&run);
 done:

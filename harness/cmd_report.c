@@ -30,13 +30,10 @@ int ctq_cmd_report(int argc, char **argv)
 {
 	const char *dir = NULL;
 	const struct ctq_opt opts[] = {CTQ_OPT_END};
-	int prc = ctq_opt_parse("report", argc, argv, opts, &dir, 1, help);
+	int prc = ctq_opt_parse_need("report", argc, argv, opts, &dir, 1, help, &dir,
+				     "RUN (a run directory) is required (see --help)");
 	if (prc >= 0)
 		return prc;
-	if (!dir) {
-		fprintf(stderr, "ctq report: RUN (a run directory) is required (see --help)\n");
-		return CTQ_EXIT_USAGE;
-	}
 	struct ctq_error err = {0};
 	struct ctq_report_summary s;
 	enum ctq_status st = ctq_run_dir_check(dir, &err);

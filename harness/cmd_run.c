@@ -658,26 +658,23 @@ static int write_junit(struct plan *p, struct ctq_run *run, int rc)
 
 int ctq_cmd_run(int argc, char **argv)
 {
-	const char *plan_file = NULL, *out = NULL, *gpu_mode = "auto";
-	bool verbose = false, no_report = false, force = false;
+	const char *plan_file = NULL, *gpu_mode = "auto";
+	struct ctq_opt_out out = {0};
+	bool verbose = false, no_report = false;
 	const struct ctq_opt opts[] = {
-		CTQ_OPT_STR("--out", &out),
+		CTQ_OPT_OUT(&out),
 		CTQ_OPT_FN("--gpu", &gpu_mode, opt_gpu),
 		CTQ_OPT_FLAG("--verbose", &verbose),
 		CTQ_OPT_FLAG("-v", &verbose),
 		CTQ_OPT_FLAG("--no-report", &no_report),
-		CTQ_OPT_FLAG("--force", &force),
 		CTQ_OPT_END,
 	};
-	int prc = ctq_opt_parse("run", argc, argv, opts, &plan_file, 1, help);
+	int prc = ctq_opt_parse_need("run", argc, argv, opts, &plan_file, 1, help, &plan_file,
+				     "PLAN.json is required (plans/default.json is the default plan; see --help)");
 	if (prc >= 0)
 		return prc;
-	if (!plan_file) {
-		fprintf(stderr, "ctq run: PLAN.json is required (plans/default.json is the default plan; see --help)\n");
-		return CTQ_EXIT_USAGE;
-	}
 	const bool report = !no_report;
-	if (!ctq_opt_out_ok("run", out, force))
+	if (!ctq_opt_out_ok("run", &out))
 		return CTQ_EXIT_USAGE;
 	struct plan *p = ctq_calloc(1, sizeof *p);
 	if (!p) {
@@ -697,7 +694,7 @@ int ctq_cmd_run(int argc, char **argv)
 
 	char no_gpu[600] = "no CUDA device", desc[256] = "";
 	const bool gpu = detect_gpu(gpu_mode, no_gpu, sizeof no_gpu, desc, sizeof desc);
-	if ((st = ctq_run_begin(&run, out, force, "run", argc, argv, &err))) {
+	if ((st = ctq_run_begin(&run, out.dir, out.force, "run", argc, argv, &err))) {
 		ctq_print_error("run", &err);
 		rc = st == CTQ_ERR_USAGE				  ? CTQ_EXIT_USAGE
 		     : ctq_status_exit_code(st) == CTQ_EXIT_USAGE ? CTQ_EXIT_ENV
@@ -780,4 +777,13 @@ out:
 	fflush(stdout);
 	return rc;
 }
-enum ctq_status ctq_run_plan_check(const char *file, struct ctq_error *err) { struct plan *p = ctq_calloc(1, sizeof *p); enum ctq_status st = p ? plan_load(p, file, err) : ctq_error_set(err, CTQ_ERR_NOMEM, file, "out of memory"); if (p) cJSON_Delete(p->root); free(p); return st; }
+
+enum ctq_status ctq_run_plan_check(const char *file, struct ctq_error *err)
+{
+	struct plan *p = ctq_calloc(1, sizeof *p);
+	enum ctq_status st = p ? plan_load(p, file, err) : ctq_error_set(err, CTQ_ERR_NOMEM, file, "out of memory");
+	if (p)
+		cJSON_Delete(p->root);
+	free(p);
+	return st;
+}

@@ -200,8 +200,7 @@ int ctq_cmd_serve(int argc, char **argv)
 		goto restore;
 	}
 	if (serve_open(st, &a, name, &err)) {
-		ctq_print_error("serve", &err);
-		rc = ctq_status_exit_code(err.status);
+		rc = ctq_print_error_exit("serve", &err);
 		serve_close(st, (int)a.tp, NULL, NULL);
 		goto restore;
 	}

@@ -61,6 +61,8 @@ const struct ctq_command *ctq_command_find(const char *name);
 
 /* Prints "ctq: <class> at <path>: <message>" to stderr. */
 void ctq_print_error(const char *cmd, const struct ctq_error *err);
+/* ctq_print_error, then the exit code of err's status: a failed command's end. */
+int ctq_print_error_exit(const char *cmd, const struct ctq_error *err);
 
 /* A command's options as a table, for ctq_opt_parse. */
 enum ctq_opt_kind {
@@ -68,6 +70,14 @@ enum ctq_opt_kind {
 	CTQ_OPT_KIND_STR,  /* dst: const char **, the value (the last one given wins) */
 	CTQ_OPT_KIND_INT,  /* dst: long *, an integer in [min, max] */
 	CTQ_OPT_KIND_FN,   /* fn(cmd, name, value, dst) parses the value; false: printed */
+	CTQ_OPT_KIND_OUT,  /* dst: struct ctq_opt_out *: --out DIR and the --force flag */
+};
+
+/* --out DIR and --force, one concern: where a command's run directory goes
+ * and whether an existing one may be replaced (ctq_opt_out_ok checks both). */
+struct ctq_opt_out {
+	const char *dir; /* NULL: the default under runs/ */
+	bool force;
 };
 
 struct ctq_opt {
@@ -83,6 +93,7 @@ struct ctq_opt {
 #define CTQ_OPT_STR(n, d) {(n), CTQ_OPT_KIND_STR, (void *)(1 ? (d) : (const char **)0), 0, 0, NULL}
 #define CTQ_OPT_INT(n, d, lo, hi) {(n), CTQ_OPT_KIND_INT, (void *)(1 ? (d) : (long *)0), (lo), (hi), NULL}
 #define CTQ_OPT_FN(n, d, f) {(n), CTQ_OPT_KIND_FN, (d), 0, 0, (f)}
+#define CTQ_OPT_OUT(d) {"--out", CTQ_OPT_KIND_OUT, (void *)(1 ? (d) : (struct ctq_opt_out *)0), 0, 0, NULL}
 #define CTQ_OPT_END {NULL, CTQ_OPT_KIND_FLAG, NULL, 0, 0, NULL}
 
 /* Parses argv[1..argc-1] of `ctq CMD` against opts (ended by an entry with
@@ -94,15 +105,20 @@ struct ctq_opt {
  * every argument was taken. */
 int ctq_opt_parse(const char *cmd, int argc, char **argv, const struct ctq_opt *opts,
 		  const char **pos, int n_pos, void (*help)(void));
+/* ctq_opt_parse, then the one value the command cannot run without: when
+ * *need is still NULL prints "ctq CMD: MISSING" and gives CTQ_EXIT_USAGE. */
+int ctq_opt_parse_need(const char *cmd, int argc, char **argv, const struct ctq_opt *opts,
+		       const char **pos, int n_pos, void (*help)(void), const char *const *need,
+		       const char *missing);
 
 /* Takes the value of option argv[*i] (advancing *i); prints a usage error
  * and returns NULL when it is missing. */
 const char *ctq_opt_value(int argc, char **argv, int *i);
 
-/* Whether --out DIR (out; NULL: the default under runs/) may receive a new
- * run directory (results/run.h ctq_run_out_check): checked before a
- * command starts its work. Prints why not. */
-bool ctq_opt_out_ok(const char *cmd, const char *out, bool force);
+/* Whether --out DIR (out->dir; NULL: the default under runs/) may receive a
+ * new run directory under --force (results/run.h ctq_run_out_check): checked
+ * before a command starts its work. Prints why not. */
+bool ctq_opt_out_ok(const char *cmd, const struct ctq_opt_out *out);
 /* True when path is NULL or a folder; otherwise prints "ctq CMD: io-error
  * at PATH: OPT: no such file or folder" (or "not a folder"), false. Checked
  * right after the options, before a backend opens or a tokenizer loads, so
@@ -125,6 +141,64 @@ bool ctq_opt_fn_act_numerics(const char *cmd, const char *name, const char *v, v
  * every host; ctq_backend_set_act_numerics refuses the same in the library. */
 bool ctq_opt_act_numerics_backend(const char *cmd, enum ctq_act_numerics n, const char *backend);
 
+
+/* Run directories and model folders, as the commands open them
+ * (harness/common.c over results/run.h and checkpoint/target.h). */
+struct ctq_run;
+struct ctq_target;
+
+/* The run directory of results that are complete before it begins (eval,
+ * eval kld, bench serve): begins it in run, write(ctx, run, err) fills it,
+ * commits it; aborted on error. run->final_dir names it afterwards. */
+enum ctq_status ctq_harness_run_write(struct ctq_run *run, const struct ctq_opt_out *out,
+				      const char *command, int argc, char **argv,
+				      enum ctq_status (*write)(void *ctx, struct ctq_run *run,
+							       struct ctq_error *err),
+				      void *ctx, struct ctq_error *err);
+
+/* Initialises t and reads model folder dir's quantization config, modules
+ * and strict plan into it, not yet its tensors (probe and bench gemm, which
+ * look at the plan first). The config goes through ctq_target_load_config,
+ * so a folder without num_hidden_layers is told to name --arch. On error t
+ * holds what was read; ctq_target_close frees it. */
+enum ctq_status ctq_harness_plan_open(struct ctq_target *t, const char *dir,
+				      struct ctq_error *err);
+
+/* bench serve's run directory, one for both engines (the in-process one
+ * and --url; harness/cmd_bench_serve.c): bench_serve.csv of fill's rows,
+ * the manifest's bench_serve member of fill's fields, print_summary(s) once
+ * the CSV is closed, then where the results are. */
+struct ctq_csv;
+struct cJSON;
+struct ctq_serve_results {
+	const void *s; /* the engine's state, borrowed */
+	void (*fill)(const void *s, struct ctq_csv *csv, struct cJSON *manifest);
+	void (*print_summary)(const void *s);
+};
+enum ctq_status ctq_bench_serve_results(const struct ctq_serve_results *r,
+					const struct ctq_opt_out *out, int argc, char **argv,
+					struct ctq_error *err);
+
+/* A progress line redrawn in place on stderr (eval, eval kld): drawn at most
+ * five times a second and at the end, which ends it with a newline. */
+struct ctq_progress_line {
+	bool on;         /* draw at all (--progress, or stderr is a terminal) */
+	bool open;       /* a line is drawn and not ended */
+	double t0, last; /* ctq_now_s() at the start and at the last draw */
+};
+
+/* Starts the clock (the rate counts from now). */
+void ctq_progress_line_start(struct ctq_progress_line *p);
+/* The rate (done per second since the start) when the line for done of
+ * total is to be drawn now; negative when it is not. */
+double ctq_progress_line_rate(struct ctq_progress_line *p, size_t done, size_t total);
+/* Draws the line of fmt over the last one, ends it when done == total. */
+void ctq_progress_line_print(struct ctq_progress_line *p, size_t done, size_t total,
+			     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* The end of a command that failed with a progress line drawn: ends an
+ * open line, then ctq_print_error_exit. */
+int ctq_progress_line_fail(struct ctq_progress_line *p, const char *cmd,
+			   const struct ctq_error *err);
 
 /* Output folders and progress, shared by make-model and quantize
  * (harness/common.c over checkpoint/hf_folder.h). */

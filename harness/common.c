@@ -3,10 +3,12 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "results/run.h"
+#include "checkpoint/target.h"
 #include "checkpoint/hf_folder.h"
 #include "core/time.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,10 +20,16 @@ void ctq_print_error(const char *cmd, const struct ctq_error *err)
 	fprintf(stderr, ": %s\n", err->message);
 }
 
-bool ctq_opt_out_ok(const char *cmd, const char *out, bool force)
+int ctq_print_error_exit(const char *cmd, const struct ctq_error *err)
+{
+	ctq_print_error(cmd, err);
+	return ctq_status_exit_code(err->status);
+}
+
+bool ctq_opt_out_ok(const char *cmd, const struct ctq_opt_out *out)
 {
 	struct ctq_error err = {0};
-	if (!out || !ctq_run_out_check(out, force, &err))
+	if (!out->dir || !ctq_run_out_check(out->dir, out->force, &err))
 		return true;
 	ctq_print_error(cmd, &err);
 	return false;
@@ -58,12 +66,18 @@ int ctq_opt_parse(const char *cmd, int argc, char **argv, const struct ctq_opt *
 			pos[n_given++] = a;
 			continue;
 		}
+		/* A --out entry answers to --force as well. */
 		const struct ctq_opt *o = opts;
-		while (o->name && strcmp(o->name, a))
+		while (o->name && strcmp(o->name, a) &&
+		       !(o->kind == CTQ_OPT_KIND_OUT && !strcmp(a, "--force")))
 			o++;
 		if (!o->name) {
 			fprintf(stderr, "ctq %s: unknown option %s (see --help)\n", cmd, a);
 			return CTQ_EXIT_USAGE;
+		}
+		if (o->kind == CTQ_OPT_KIND_OUT && strcmp(a, o->name)) {
+			((struct ctq_opt_out *)o->dst)->force = true;
+			continue;
 		}
 		if (o->kind == CTQ_OPT_KIND_FLAG) {
 			*(bool *)o->dst = true;
@@ -74,11 +88,25 @@ int ctq_opt_parse(const char *cmd, int argc, char **argv, const struct ctq_opt *
 			return CTQ_EXIT_USAGE;
 		if (o->kind == CTQ_OPT_KIND_STR)
 			*(const char **)o->dst = v;
+		else if (o->kind == CTQ_OPT_KIND_OUT)
+			((struct ctq_opt_out *)o->dst)->dir = v;
 		else if (o->kind == CTQ_OPT_KIND_INT ? !ctq_opt_int(cmd, a, v, o->min, o->max, o->dst)
 						: !o->fn(cmd, a, v, o->dst))
 			return CTQ_EXIT_USAGE;
 	}
 	return -1;
+}
+
+int ctq_opt_parse_need(const char *cmd, int argc, char **argv, const struct ctq_opt *opts,
+		       const char **pos, int n_pos, void (*help)(void), const char *const *need,
+		       const char *missing)
+{
+	int rc = ctq_opt_parse(cmd, argc, argv, opts, pos, n_pos, help);
+	if (rc < 0 && !*need) {
+		fprintf(stderr, "ctq %s: %s\n", cmd, missing);
+		return CTQ_EXIT_USAGE;
+	}
+	return rc;
 }
 
 bool ctq_opt_int(const char *cmd, const char *opt, const char *v, long min,
@@ -130,6 +158,69 @@ bool ctq_opt_model_dir(const char *cmd, const char *opt, const char *path)
 					    : "no such file or folder");
 	ctq_print_error(cmd, &err);
 	return false;
+}
+
+/* ---- run directories and model folders ------------------------------------ */
+
+enum ctq_status ctq_harness_run_write(struct ctq_run *run, const struct ctq_opt_out *out,
+				      const char *command, int argc, char **argv,
+				      enum ctq_status (*write)(void *ctx, struct ctq_run *run,
+							       struct ctq_error *err),
+				      void *ctx, struct ctq_error *err)
+{
+	enum ctq_status st = ctq_run_begin(run, out->dir, out->force, command, argc, argv, err);
+	if (st || (st = write(ctx, run, err)) || (st = ctq_run_commit(run, err)))
+		ctq_run_abort(run);
+	return st;
+}
+
+enum ctq_status ctq_harness_plan_open(struct ctq_target *t, const char *dir,
+				      struct ctq_error *err)
+{
+	ctq_target_init(t);
+	enum ctq_status st = ctq_target_load_config(dir, NULL, NULL, 0, NULL, &t->cfg, &t->mods, err);
+	return st ? st : ctq_plan_resolve(&t->plan, &t->cfg, &t->mods, CTQ_SEM_STRICT, NULL, err);
+}
+
+/* ---- the progress line of eval and eval kld -------------------------------- */
+
+void ctq_progress_line_start(struct ctq_progress_line *p)
+{
+	p->t0 = p->last = ctq_now_s();
+}
+
+double ctq_progress_line_rate(struct ctq_progress_line *p, size_t done, size_t total)
+{
+	if (!p->on)
+		return -1;
+	double t = ctq_now_s();
+	if (done < total && t - p->last < 0.2)
+		return -1;
+	p->last = t;
+	double el = t - p->t0;
+	return el > 0 ? (double)done / el : 0;
+}
+
+void ctq_progress_line_print(struct ctq_progress_line *p, size_t done, size_t total,
+			     const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputc('\r', stderr);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (done == total)
+		fputc('\n', stderr);
+	fflush(stderr);
+	p->open = done < total;
+}
+
+int ctq_progress_line_fail(struct ctq_progress_line *p, const char *cmd,
+			   const struct ctq_error *err)
+{
+	if (p->open)
+		fputc('\n', stderr);
+	return ctq_print_error_exit(cmd, err);
 }
 
 /* ---- output folders and progress (make-model, quantize) -------------------- */
