@@ -145,10 +145,14 @@ struct ctq_backend_ops {
 	 * pos[t]), then out (T, heads, d) contiguous = causal attention of q over
 	 * positions 0..pos[t] of slot[t] (GQA: head h reads kv head
 	 * h / (heads / kv_heads)), scaled by 1/sqrt(d). Every token of a sequence
-	 * in this call is stored before any attends. */
+	 * in this call is stored before any attends. host_slot, host_pos: the
+	 * same (T) on the host, or NULL; where given, a backend may split the
+	 * call into runs of its own choosing (a scheduling choice only: every
+	 * token's result is defined as above whatever the split). */
 	enum ctq_status (*attention)(struct ctq_backend *b, const void *q, const void *k,
 				     const void *v, int64_t ld, void *k_cache, void *v_cache,
-				     const int32_t *slot, const int32_t *pos, int64_t T, int64_t heads,
+				     const int32_t *slot, const int32_t *pos, const int32_t *host_slot,
+				     const int32_t *host_pos, int64_t T, int64_t heads,
 				     int64_t kv_heads, int64_t d, int64_t max_len, void *out,
 				     struct ctq_error *err);
 	/* out (M, I) = silu(gu[:, :I]) * gu[:, I:] for gu (M, 2I). */

@@ -24,6 +24,7 @@ static const struct knob_def {
 	{"CTQ_ATTENTION_SIMPLE", KNOB_FLAG, offsetof(struct ctq_knobs, attention_simple), 0, 0},
 	{"CTQ_ATTENTION_NO_MMA", KNOB_FLAG, offsetof(struct ctq_knobs, attention_no_mma), 0, 0},
 	{"CTQ_ATTENTION_GQA", KNOB_FLAG, offsetof(struct ctq_knobs, attention_no_gqa), 0, 0},
+	{"CTQ_ATTENTION_NO_SPLIT", KNOB_FLAG, offsetof(struct ctq_knobs, attention_no_split), 0, 0},
 	{"CTQ_NO_GEMV_BF16", KNOB_FLAG, offsetof(struct ctq_knobs, no_gemv_bf16), 0, 0},
 	{"CTQ_SANITIZE_MEMSET_CUBLAS", KNOB_FLAG,
 	 offsetof(struct ctq_knobs, sanitize_memset_cublas), 0, 0},

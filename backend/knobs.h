@@ -31,6 +31,8 @@ struct ctq_knobs {
 	bool attention_simple;       /* CTQ_ATTENTION_SIMPLE: per-token attention kernel only */
 	bool attention_no_mma;       /* CTQ_ATTENTION_NO_MMA: no tensor-core prefill */
 	bool attention_no_gqa;       /* CTQ_ATTENTION_GQA: no chunked GQA decode kernel */
+	bool attention_no_split;     /* CTQ_ATTENTION_NO_SPLIT: a call of mixed runs is one
+				      * launch (no split into runs, kernels/attention.cu) */
 	bool no_gemv_bf16;           /* CTQ_NO_GEMV_BF16: BF16 linears through cuBLAS only */
 	bool sanitize_memset_cublas; /* CTQ_SANITIZE_MEMSET_CUBLAS: zero cuBLAS outputs
 				      * first (compute-sanitizer initcheck) */

@@ -787,28 +787,15 @@ __global__ void attention_combine_kernel(const float *part_acc, const float *par
 	}
 }
 
-extern "C" enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_t *k,
-						const uint16_t *v, int64_t ld, uint16_t *kc,
-						uint16_t *vc, const int32_t *slot,
-						const int32_t *pos, int64_t T, int64_t heads,
-						int64_t kv_heads, int64_t d, int64_t max_len,
-						uint16_t *out, float *scratch, size_t scratch_bytes,
-						int sms, void *stream, struct ctq_error *err)
+/* The attention of tokens 0..T-1 over caches that already hold their
+ * keys and values: the kernel is chosen for the call as a whole. */
+static enum ctq_status attention_run(const uint16_t *q, int64_t ld, const uint16_t *kc,
+				     const uint16_t *vc, const int32_t *slot, const int32_t *pos,
+				     int64_t T, int64_t heads, int64_t kv_heads, int64_t d,
+				     int64_t max_len, uint16_t *out, float *scratch,
+				     size_t scratch_bytes, int sms, void *stream, struct ctq_error *err)
 {
-	if (T <= 0)
-		return CTQ_OK;
-	enum ctq_status kst = ctq_knobs_check(err);
-	if (kst)
-		return kst;
-	if (d > ATT_MAX_D || heads % kv_heads)
-		return ctq_error_set(err, CTQ_ERR_USAGE, "attention",
-				     "head_dim %lld > %d or heads %lld not a multiple of kv heads %lld",
-				     (long long)d, ATT_MAX_D, (long long)heads, (long long)kv_heads);
-	kv_store_kernel<<<(unsigned)T, 128, 0, (cudaStream_t)stream>>>(k, v, ld, kc, vc, slot, pos,
-								       kv_heads * d, max_len);
-	enum ctq_status st = CTQ_LAUNCH(err);
-	if (st)
-		return st;
+	enum ctq_status st = CTQ_OK;
 	const float scale = 1.0f / sqrtf((float)d);
 	const int64_t G = heads / kv_heads;
 	const bool gqa = d % 2 == 0 && d / 2 <= 128 && 128 % (d / 2) == 0 && G <= ATT_GMAX &&
@@ -907,5 +894,65 @@ gqa:;
 				   (cudaStream_t)stream>>>(part_acc, part_ml, (int)heads, (int)d,
 							   (int)chunks, out);
 	return CTQ_LAUNCH(err);
+}
+
+/* A call of T >= AM_MIN_T tokens goes to attention_mma_kernel, whose tiles
+ * of BT tokens run on tensor cores only when a tile is one run of
+ * consecutive positions of one slot; any other tile takes its tokens one
+ * at a time (gqa_block), serially inside one block. In a serving step the
+ * decode tokens of many sequences and the seams between prompt chunks make
+ * such tiles, and on a long context each costs a serial walk of its keys
+ * per token: the critical path of the whole call. With the layout on the
+ * host, the call is cut into runs: a run of >= AM_MIN_T tokens alone (every
+ * tile whole), shorter runs (decode tokens, short chunks) gathered into
+ * groups of < AM_MIN_T tokens for the decode kernels. Every key and value
+ * is stored first, as in one call, so the split changes which kernel
+ * computes a token, never what it may see. */
+extern "C" enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_t *k,
+						const uint16_t *v, int64_t ld, uint16_t *kc,
+						uint16_t *vc, const int32_t *slot,
+						const int32_t *pos, const int32_t *host_slot,
+						const int32_t *host_pos, int64_t T, int64_t heads,
+						int64_t kv_heads, int64_t d, int64_t max_len,
+						uint16_t *out, float *scratch, size_t scratch_bytes,
+						int sms, void *stream, struct ctq_error *err)
+{
+	if (T <= 0)
+		return CTQ_OK;
+	enum ctq_status st = ctq_knobs_check(err);
+	if (st)
+		return st;
+	if (d > ATT_MAX_D || heads % kv_heads)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "attention",
+				     "head_dim %lld > %d or heads %lld not a multiple of kv heads %lld",
+				     (long long)d, ATT_MAX_D, (long long)heads, (long long)kv_heads);
+	kv_store_kernel<<<(unsigned)T, 128, 0, (cudaStream_t)stream>>>(k, v, ld, kc, vc, slot, pos,
+								       kv_heads * d, max_len);
+	if ((st = CTQ_LAUNCH(err)))
+		return st;
+	if (!host_slot || !host_pos || T < AM_MIN_T || ctq_knobs()->attention_no_split)
+		return attention_run(q, ld, kc, vc, slot, pos, T, heads, kv_heads, d, max_len, out,
+				     scratch, scratch_bytes, sms, stream, err);
+	const int64_t row = heads * d; /* out (T, heads, d) */
+	for (int64_t t = 0; t < T && !st;) {
+		/* [g, t): one long run, or short runs gathered below AM_MIN_T tokens */
+		int64_t g = t;
+		while (t < T) {
+			int64_t e = t + 1;
+			while (e < T && host_slot[e] == host_slot[e - 1] && host_pos[e] == host_pos[e - 1] + 1)
+				e++;
+			if (e - t >= AM_MIN_T) {
+				if (t == g)
+					t = e; /* a long run alone */
+				break;
+			}
+			if (e - g >= AM_MIN_T)
+				break; /* the group is full */
+			t = e;
+		}
+		st = attention_run(q + g * ld, ld, kc, vc, slot + g, pos + g, t - g, heads, kv_heads, d,
+				   max_len, out + g * row, scratch, scratch_bytes, sms, stream, err);
+	}
+	return st;
 }
 

@@ -274,12 +274,14 @@ static enum ctq_status cu_qk_norm_rope(struct ctq_backend *b, void *x, int64_t l
 
 static enum ctq_status cu_attention(struct ctq_backend *b, const void *q, const void *k,
 				    const void *v, int64_t ld, void *k_cache, void *v_cache,
-				    const int32_t *slot, const int32_t *pos, int64_t T, int64_t heads,
+				    const int32_t *slot, const int32_t *pos, const int32_t *host_slot,
+				    const int32_t *host_pos, int64_t T, int64_t heads,
 				    int64_t kv_heads, int64_t d, int64_t max_len, void *out,
 				    struct ctq_error *err)
 {
 	return ctq_attention_launch((const uint16_t *)q, (const uint16_t *)k, (const uint16_t *)v, ld,
-				    (uint16_t *)k_cache, (uint16_t *)v_cache, slot, pos, T, heads,
+				    (uint16_t *)k_cache, (uint16_t *)v_cache, slot, pos, host_slot,
+				    host_pos, T, heads,
 				    kv_heads, d, max_len, (uint16_t *)out, impl(b)->att_scratch,
 				    ATT_SCRATCH_BYTES, impl(b)->prop.multiProcessorCount, impl(b)->stream,
 				    err);

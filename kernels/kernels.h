@@ -70,7 +70,8 @@ enum ctq_status ctq_rope_launch(uint16_t *x, int64_t ld, const int32_t *pos, int
 				struct ctq_error *err);
 enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_t *k, const uint16_t *v,
 				     int64_t ld, uint16_t *kc, uint16_t *vc, const int32_t *slot,
-				     const int32_t *pos, int64_t T, int64_t heads, int64_t kv_heads,
+				     const int32_t *pos, const int32_t *host_slot, const int32_t *host_pos,
+				     int64_t T, int64_t heads, int64_t kv_heads,
 				     int64_t d, int64_t max_len, uint16_t *out, float *scratch,
 				     size_t scratch_bytes, int sms, void *stream,
 				     struct ctq_error *err);

@@ -785,8 +785,8 @@ static enum ctq_status compute(struct ctq_runner *r, int64_t T, int64_t head_row
 			st = o->rope(b, q, ld, r->d_pos, T, nH + nKV, d, r->inv_freq, err);
 		}
 		if (st ||
-		    (st = o->attention(b, q, k, v, ld, r->k_cache[l], r->v_cache[l], r->d_slot, r->d_pos, T,
-				       nH, nKV, d, r->opt.max_len, r->attn, err)) ||
+		    (st = o->attention(b, q, k, v, ld, r->k_cache[l], r->v_cache[l], r->d_slot, r->d_pos,
+				       r->call_slot, r->call_pos, T, nH, nKV, d, r->opt.max_len, r->attn, err)) ||
 		    (st = linear(r, &y->o, r->attn, T, r->h, err)) ||
 		    (st = allreduce(r, r->h, T * H, err)) ||
 		    (st = producer_linear(r, r->x, r->h, y->post_norm, &y->gu, T, r->h, r->gu, err)) ||
@@ -831,9 +831,9 @@ static enum ctq_status emit_rows(struct ctq_runner *r, int64_t n, float *logits,
 }
 
 /* ctq_runner_forward (logits) and ctq_runner_forward_next (next). */
-static enum ctq_status forward(struct ctq_runner *r, const int32_t *ids, const int32_t *slot,
-			       const int32_t *pos, int64_t T, const int64_t *out_rows, int64_t n_out,
-			       float *logits, int32_t *next, struct ctq_error *err)
+static enum ctq_status forward_call(struct ctq_runner *r, const int32_t *ids, const int32_t *slot,
+				    const int32_t *pos, int64_t T, const int64_t *out_rows,
+				    int64_t n_out, float *logits, int32_t *next, struct ctq_error *err)
 {
 	struct ctq_backend *b = r->b;
 	const struct ctq_backend_ops *o = b->ops;
@@ -905,6 +905,18 @@ static enum ctq_status forward(struct ctq_runner *r, const int32_t *ids, const i
 			return st;
 	}
 	return CTQ_OK;
+}
+
+/* One call with its host layout (slot, pos) lent to the ops that can use
+ * it (the attention's split into runs) for the call's duration. */
+static enum ctq_status forward(struct ctq_runner *r, const int32_t *ids, const int32_t *slot,
+			       const int32_t *pos, int64_t T, const int64_t *out_rows, int64_t n_out,
+			       float *logits, int32_t *next, struct ctq_error *err)
+{
+	r->call_slot = slot, r->call_pos = pos;
+	enum ctq_status st = forward_call(r, ids, slot, pos, T, out_rows, n_out, logits, next, err);
+	r->call_slot = r->call_pos = NULL;
+	return st;
 }
 
 enum ctq_status ctq_runner_forward(struct ctq_runner *r, const int32_t *ids, const int32_t *slot,

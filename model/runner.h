@@ -73,6 +73,7 @@ struct ctq_runner {
 	/* scratch, backend memory */
 	void *x, *h, *qkv, *attn, *gu, *act, *ws, *rows, *logits;
 	int32_t *d_ids, *d_slot, *d_pos, *d_rows;
+	const int32_t *call_slot, *call_pos; /* host (T): the call in progress's, borrowed; else NULL */
 	size_t ws_bytes;
 	int64_t heads_local, kv_local, inter_local; /* this rank's share */
 	void *graphs[65];        /* decode graphs by token count (1..64) */

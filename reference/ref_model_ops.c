@@ -214,11 +214,12 @@ enum ctq_status ctq_refm_rope(struct ctq_backend *b, void *x, int64_t ld, const 
 
 enum ctq_status ctq_refm_attention(struct ctq_backend *b, const void *q, const void *k,
 				   const void *v, int64_t ld, void *k_cache, void *v_cache,
-				   const int32_t *slot, const int32_t *pos, int64_t T, int64_t heads,
+				   const int32_t *slot, const int32_t *pos, const int32_t *host_slot,
+				   const int32_t *host_pos, int64_t T, int64_t heads,
 				   int64_t kv_heads, int64_t d, int64_t max_len, void *out,
 				   struct ctq_error *err)
 {
-	(void)b;
+	(void)b, (void)host_slot, (void)host_pos; /* one token at a time: no split to choose */
 	const float *qf = q, *kf = k, *vf = v;
 	float *kc = k_cache, *vc = v_cache, *o = out;
 	const int64_t row = kv_heads * d;

@@ -27,7 +27,8 @@ enum ctq_status ctq_refm_rope(struct ctq_backend *b, void *x, int64_t ld, const 
 			      struct ctq_error *err);
 enum ctq_status ctq_refm_attention(struct ctq_backend *b, const void *q, const void *k,
 				   const void *v, int64_t ld, void *k_cache, void *v_cache,
-				   const int32_t *slot, const int32_t *pos, int64_t T, int64_t heads,
+				   const int32_t *slot, const int32_t *pos, const int32_t *host_slot,
+				   const int32_t *host_pos, int64_t T, int64_t heads,
 				   int64_t kv_heads, int64_t d, int64_t max_len, void *out,
 				   struct ctq_error *err);
 enum ctq_status ctq_refm_silu_mul(struct ctq_backend *b, const void *gu, int64_t M, int64_t I,

@@ -57,7 +57,7 @@ static void set_positions(int64_t T, int64_t first)
 static int op_attention(int64_t T)
 {
 	struct ctq_error e = {0};
-	return ctq_attention_launch(qkv, qkv + NH * HD, qkv + (NH + NKV) * HD, LD, kc, vc, slot, pos, T, NH, NKV,
+	return ctq_attention_launch(qkv, qkv + NH * HD, qkv + (NH + NKV) * HD, LD, kc, vc, slot, pos, NULL, NULL, T, NH, NKV,
 				    HD, MAXLEN, att, scratch, 16u << 20, sms, st, &e)
 		       ? fail("attention", &e)
 		       : 0;
@@ -181,7 +181,7 @@ static void bench(const char *filter, const char *name, op_fn f, int64_t arg, in
 			struct ctq_error e = {0};
 			int64_t n = pos_first - t0 < 1024 ? pos_first - t0 : 1024;
 			set_positions(n, t0);
-			if (ctq_attention_launch(qkv, qkv + NH * HD, qkv + (NH + NKV) * HD, LD, kc, vc, slot, pos, n,
+			if (ctq_attention_launch(qkv, qkv + NH * HD, qkv + (NH + NKV) * HD, LD, kc, vc, slot, pos, NULL, NULL, n,
 						 NH, NKV, HD, MAXLEN, att, scratch, 16u << 20, sms, st, &e))
 				exit(fail("cache fill", &e));
 		}

@@ -640,11 +640,11 @@ static void check_attention(int64_t L, int64_t heads, int64_t kv_heads, int64_t 
 	/* reference */
 	float *kc = calloc(cache_elems, sizeof(float)), *vc = calloc(cache_elems, sizeof(float));
 	cr_assert_eq(ref.ops->attention(&ref, x, x + heads * d, x + (heads + kv_heads) * d, ld, kc, vc,
-					slot, pos, L, heads, kv_heads, d, max_len, out_ref, &err),
+					slot, pos, NULL, NULL, L, heads, kv_heads, d, max_len, out_ref, &err),
 		     CTQ_OK, "%s", err.message);
 	cr_assert_eq(ref.ops->attention(&ref, x + L * ld, x + L * ld + heads * d,
 					x + L * ld + (heads + kv_heads) * d, ld, kc, vc, slot + L, pos + L,
-					1, heads, kv_heads, d, max_len, out_ref + L * heads * d, &err),
+					NULL, NULL, 1, heads, kv_heads, d, max_len, out_ref + L * heads * d, &err),
 		     CTQ_OK, "%s", err.message);
 	/* GPU */
 	void *dx = dev_copy(xb, (size_t)(tokens * ld) * 2), *dslot = dev_copy(slot, (size_t)tokens * 4);
@@ -654,11 +654,11 @@ static void check_attention(int64_t L, int64_t heads, int64_t kv_heads, int64_t 
 	cr_assert_eq(gpu.ops->alloc(&gpu, out_elems * 2, &dout, &err), CTQ_OK);
 	uint16_t *bx = dx;
 	cr_assert_eq(gpu.ops->attention(&gpu, bx, bx + heads * d, bx + (heads + kv_heads) * d, ld, dkc, dvc,
-					dslot, dpos, L, heads, kv_heads, d, max_len, dout, &err),
+					dslot, dpos, slot, pos, L, heads, kv_heads, d, max_len, dout, &err),
 		     CTQ_OK, "%s", err.message);
 	cr_assert_eq(gpu.ops->attention(&gpu, bx + L * ld, bx + L * ld + heads * d,
 					bx + L * ld + (heads + kv_heads) * d, ld, dkc, dvc,
-					(int32_t *)dslot + L, (int32_t *)dpos + L, 1, heads, kv_heads, d,
+					(int32_t *)dslot + L, (int32_t *)dpos + L, slot + L, pos + L, 1, heads, kv_heads, d,
 					max_len, (uint16_t *)dout + L * heads * d, &err),
 		     CTQ_OK, "%s", err.message);
 	from_dev(outb, dout, out_elems * 2);
