@@ -787,6 +787,20 @@ __global__ void attention_combine_kernel(const float *part_acc, const float *par
 	}
 }
 
+/* The tokens of one attention_mma_kernel tile when a call of T tokens
+ * takes it (0: it does not): D = 64 / 128, groups of 1, 2, 4 or 8, and the
+ * conditions of the GQA kernels whose per-token path it falls back on. */
+static int64_t am_tile_tokens(int64_t T, int64_t heads, int64_t kv_heads, int64_t d)
+{
+	const int64_t G = heads / kv_heads;
+	const bool gqa = d % 2 == 0 && d / 2 <= 128 && 128 % (d / 2) == 0 && G <= ATT_GMAX &&
+			 T <= 0x7fffffff && heads <= 0x7fffffff && !ctq_knobs()->attention_simple;
+	if (!gqa || T < AM_MIN_T || (d != 64 && d != 128) || (G != 1 && G != 2 && G != 4 && G != 8) ||
+	    ctq_knobs()->attention_no_mma)
+		return 0;
+	return AM_ROWS / G;
+}
+
 /* The attention of tokens 0..T-1 over caches that already hold their
  * keys and values: the kernel is chosen for the call as a whole. */
 static enum ctq_status attention_run(const uint16_t *q, int64_t ld, const uint16_t *kc,
@@ -808,8 +822,7 @@ static enum ctq_status attention_run(const uint16_t *q, int64_t ld, const uint16
 	}
 	/* prefill: tensor cores for D = 64 / 128 and groups of 1, 2, 4 or 8
 	 * (the per-token fallback inside needs what gqa_block needs) */
-	if (T >= AM_MIN_T && (d == 64 || d == 128) && (G == 1 || G == 2 || G == 4 || G == 8) &&
-	    !ctq_knobs()->attention_no_mma) {
+	if (am_tile_tokens(T, heads, kv_heads, d)) {
 		const int BT = AM_ROWS / (int)G;
 		const dim3 grid((unsigned)((T + BT - 1) / BT), (unsigned)kv_heads);
 		const size_t smem = (size_t)4 * AM_BK * (size_t)d * 2;
@@ -896,6 +909,26 @@ gqa:;
 	return CTQ_LAUNCH(err);
 }
 
+/* The end of the run of consecutive positions of one slot from token t. */
+static int64_t run_end(const int32_t *slot, const int32_t *pos, int64_t t, int64_t T)
+{
+	int64_t e = t + 1;
+	while (e < T && slot[e] == slot[e - 1] && pos[e] == pos[e - 1] + 1)
+		e++;
+	return e;
+}
+
+/* Whether every tile of BT tokens of [t0, t1), from t0, lies in one run. */
+static bool whole_tiles(const int32_t *slot, const int32_t *pos, int64_t t0, int64_t t1, int64_t BT)
+{
+	for (int64_t a = t0; a < t1; a += BT) {
+		const int64_t b = a + BT < t1 ? a + BT : t1;
+		if (run_end(slot, pos, a, b) < b)
+			return false;
+	}
+	return true;
+}
+
 /* A call of T >= AM_MIN_T tokens goes to attention_mma_kernel, whose tiles
  * of BT tokens run on tensor cores only when a tile is one run of
  * consecutive positions of one slot; any other tile takes its tokens one
@@ -903,9 +936,11 @@ gqa:;
  * decode tokens of many sequences and the seams between prompt chunks make
  * such tiles, and on a long context each costs a serial walk of its keys
  * per token: the critical path of the whole call. With the layout on the
- * host, the call is cut into runs: a run of >= AM_MIN_T tokens alone (every
- * tile whole), shorter runs (decode tokens, short chunks) gathered into
- * groups of < AM_MIN_T tokens for the decode kernels. Every key and value
+ * host, a call whose tiles are all whole stays one launch (prefill of
+ * whole prompts); any other is cut into groups: runs of >= AM_MIN_T tokens
+ * that each start on a tile boundary of the group (so every tile is
+ * whole), and shorter runs (decode tokens, short chunks) gathered below
+ * AM_MIN_T tokens for the decode kernels. Every key and value
  * is stored first, as in one call, so the split changes which kernel
  * computes a token, never what it may see. */
 extern "C" enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_t *k,
@@ -930,25 +965,26 @@ extern "C" enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_
 								       kv_heads * d, max_len);
 	if ((st = CTQ_LAUNCH(err)))
 		return st;
-	if (!host_slot || !host_pos || T < AM_MIN_T || ctq_knobs()->attention_no_split)
+	const int64_t BT = host_slot && host_pos && !ctq_knobs()->attention_no_split
+				   ? am_tile_tokens(T, heads, kv_heads, d)
+				   : 0;
+	if (!BT || whole_tiles(host_slot, host_pos, 0, T, BT))
 		return attention_run(q, ld, kc, vc, slot, pos, T, heads, kv_heads, d, max_len, out,
 				     scratch, scratch_bytes, sms, stream, err);
 	const int64_t row = heads * d; /* out (T, heads, d) */
 	for (int64_t t = 0; t < T && !st;) {
-		/* [g, t): one long run, or short runs gathered below AM_MIN_T tokens */
+		/* [g, t): long runs that each start on a tile of the group (every
+		 * tile whole), or short runs gathered below AM_MIN_T tokens */
 		int64_t g = t;
 		while (t < T) {
-			int64_t e = t + 1;
-			while (e < T && host_slot[e] == host_slot[e - 1] && host_pos[e] == host_pos[e - 1] + 1)
-				e++;
-			if (e - t >= AM_MIN_T) {
-				if (t == g)
-					t = e; /* a long run alone */
+			const int64_t e = run_end(host_slot, host_pos, t, T);
+			const bool run_long = e - t >= AM_MIN_T, group_long = t > g && t - g >= AM_MIN_T;
+			if (t > g && (run_long != group_long || (run_long && (t - g) % BT) ||
+				      (!run_long && e - g >= AM_MIN_T)))
 				break;
-			}
-			if (e - g >= AM_MIN_T)
-				break; /* the group is full */
 			t = e;
+			if (run_long && (t - g) % BT)
+				break; /* a partial last tile: nothing may follow it */
 		}
 		st = attention_run(q + g * ld, ld, kc, vc, slot + g, pos + g, t - g, heads, kv_heads, d,
 				   max_len, out + g * row, scratch, scratch_bytes, sms, stream, err);
