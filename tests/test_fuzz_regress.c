@@ -12,6 +12,7 @@
 
 #include "core/fileio.h"
 #include "families/bench_gemm.h"
+#include "families/eval_kld.h"
 
 /* A bench_gemm.csv of the header and one row: column bad_col holds bad,
  * the others shape qkv_proj, impl ctq_w8a8, check pass and "1". */
@@ -60,6 +61,39 @@ Test(fuzz_regress, gemm_rows_bad_integers)
 		cr_expect(strstr(err.message, ctq_gemm_csv_header[cases[i].col]) != NULL,
 			  "[%s] message does not name %s: %s", cases[i].id,
 			  ctq_gemm_csv_header[cases[i].col], err.message);
+	}
+	ctq_remove_tree(dir);
+}
+
+/* fuzz_eval_kld, tests/fuzz/regress/eval_kld/window-huge-cast: a window,
+ * start or token count of 1e300 passed the reader's "not negative" check
+ * and was cast to size_t, which is undefined behaviour (UBSan at the cast);
+ * the reader now refuses a count above 9e15 as "expected a count". */
+Test(fuzz_regress, eval_kld_huge_counts)
+{
+	static const char *const header = "source,window,start_token,tokens,kl_sum_nats,kl_median_nats,"
+					  "kl_max_nats,top1_agree,nll_ref_sum_nats,nll_new_sum_nats";
+	static const struct { const char *id, *row; } cases[] = {
+		{"window-1e300", "a,1e300,0,1,0,0,0,1,0,0"},
+		{"start-1e300", "a,0,1e300,1,0,0,0,1,0,0"},
+		{"tokens-1e300", "a,0,0,1e300,0,0,0,1,0,0"},
+		{"top1-1e300", "a,0,0,1,0,0,0,1e300,0,0"},
+	};
+	char dir[] = "/tmp/ctq-fuzz-regress-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	char path[64];
+	snprintf(path, sizeof path, "%s/eval_kld.csv", dir);
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		FILE *f = fopen(path, "w");
+		cr_assert(f);
+		fprintf(f, "%s\r\n%s\r\n", header, cases[i].row);
+		cr_assert_eq(fclose(f), 0);
+		struct ctq_kld_windows w = {0};
+		struct ctq_error err = {0};
+		enum ctq_status st = ctq_fam_eval_kld_read_windows(&w, path, &err);
+		ctq_fam_eval_kld_windows_free(&w);
+		cr_expect_eq(st, CTQ_ERR_PARSE, "[%s] status %s (%s)", cases[i].id, ctq_status_name(st),
+			     err.message);
 	}
 	ctq_remove_tree(dir);
 }

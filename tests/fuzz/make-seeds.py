@@ -74,6 +74,14 @@ def main():
     for p in sorted(glob.glob(os.path.join(ROOT, "runs", "*", "**", "conform.csv"), recursive=True))[:2]:
         lines = open(p, "rb").read().splitlines(keepends=True)[:40]
         put("csv", bytes([0]) + b"".join(lines))
+    # eval_kld: eval_kld.csv as ctq eval kld writes it (CRLF, %.17g numbers).
+    kh = ("source,window,start_token,tokens,kl_sum_nats,kl_median_nats,kl_max_nats,"
+          "top1_agree,nll_ref_sum_nats,nll_new_sum_nats\r\n")
+    put("eval_kld", kh, "header-only.csv")
+    put("eval_kld", kh + "mmlu,0,0,64,0.5,0.004,0.2,62,120.5,121.25\r\n"
+        "mmlu,1,64,64,0.75,0.006,0.3,60,118.0,119.5\r\n"
+        "ceval,0,0,64,1.25,0.01,0.9,58,200.0,203.0\r\n", "three-windows.csv")
+    put("eval_kld", kh + '"a,b",0,0,8,1e-07,0,1e-06,8,3.5,3.5\r\n', "quoted-source.csv")
     # (b) safetensors: length-prefixed config.json + model.safetensors.
     put("safetensors", read("tests/fixtures/oracle.safetensors"), "oracle.safetensors")
     with tempfile.TemporaryDirectory() as tmp:
