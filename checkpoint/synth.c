@@ -94,6 +94,9 @@ static enum ctq_status check_spec(const struct ctq_synth_spec *s, struct ctq_err
 		return ctq_error_set(err, CTQ_ERR_USAGE, "hidden_size",
 				     "is %ld; outliers need at least %d channels",
 				     s->hidden_size, CTQ_SYNTH_N_OUTLIERS);
+	if (!(s->logit_gain >= 0 && s->logit_gain <= 1e4))
+		return ctq_error_set(err, CTQ_ERR_USAGE, "logit_gain",
+				     "is %g; expected 0 (none) or a gain up to 10000", s->logit_gain);
 	if (!s->arch || !s->preset)
 		return ctq_error_set(err, CTQ_ERR_USAGE, "arch",
 				     "spec not initialised (use ctq_synth_spec_init)");
@@ -230,6 +233,8 @@ enum ctq_status ctq_synth_config(const struct ctq_synth_spec *s, cJSON **config,
 		ok = ok && cJSON_AddStringToObject(prov, "seed", buf);
 	}
 	ok = ok && cJSON_AddBoolToObject(prov, "outliers", s->outliers);
+	if (s->logit_gain > 0 && s->logit_gain != 1)
+		ok = ok && cJSON_AddNumberToObject(prov, "logit_gain", s->logit_gain);
 	if (ok && s->outliers) {
 		long ch[CTQ_SYNTH_N_OUTLIERS];
 		ctq_synth_outlier_channels(s, ch);
@@ -398,6 +403,7 @@ enum init_kind {
 	INIT_NORMAL,   /* N(0, std) */
 	INIT_NORM,     /* 1 + N(0, std) */
 	INIT_NORM_OUT, /* 1 + N(0, std), outlier channels x gain */
+	INIT_NORM_LOGIT, /* (1 + N(0, std)) x spec's logit_gain: the final norm */
 };
 
 struct synth_ctx {
@@ -421,6 +427,7 @@ static enum ctq_status produce_synth(void *vctx, size_t i, const struct ctq_stre
 	uint64_t h = fnv1a(t->name);
 	const double std = CTQ_SYNTH_INIT_STD;
 	const double mean = kind == INIT_NORMAL ? 0.0 : 1.0;
+	const double gain = kind == INIT_NORM_LOGIT && s->logit_gain > 0 ? s->logit_gain : 1.0;
 #pragma omp parallel for schedule(static)
 	for (int64_t r = 0; r < rows; r++) {
 		struct ctq_rng rng;
@@ -429,9 +436,9 @@ static enum ctq_status produce_synth(void *vctx, size_t i, const struct ctq_stre
 		for (int64_t k = 0; k < cols; k += 2) {
 			double z0, z1;
 			normal_pair(&rng, &z0, &z1);
-			row[k] = ctq_f32_to_bf16((float)(mean + std * z0));
+			row[k] = ctq_f32_to_bf16((float)((mean + std * z0) * gain));
 			if (k + 1 < cols)
-				row[k + 1] = ctq_f32_to_bf16((float)(mean + std * z1));
+				row[k + 1] = ctq_f32_to_bf16((float)((mean + std * z1) * gain));
 		}
 		if (kind == INIT_NORM_OUT)
 			for (int c = 0; c < CTQ_SYNTH_N_OUTLIERS; c++) {
@@ -521,7 +528,7 @@ enum ctq_status ctq_synth_write(const struct ctq_synth_spec *s, const char *dir,
 		ADD(ln, 0, H, "model.layers.%ld.input_layernorm.weight", l);
 		ADD(ln, 0, H, "model.layers.%ld.post_attention_layernorm.weight", l);
 	}
-	ADD(INIT_NORM, 0, H, "model.norm.weight");
+	ADD(INIT_NORM_LOGIT, 0, H, "model.norm.weight");
 	if (!s->tie_word_embeddings)
 		ADD(INIT_NORMAL, V, H, "lm_head.weight");
 #undef ADD

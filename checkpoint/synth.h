@@ -41,7 +41,7 @@
 #define CTQ_HF_MAX_SHARD_BYTES 5000000000ULL
 
 /* A model to make. ctq_synth_spec_init fills it from an architecture and a
- * preset; a caller may then change layers, seed, outliers, tie. */
+ * preset; a caller may then change layers, seed, outliers, tie, logit gain. */
 struct ctq_synth_spec {
 	const char *arch;   /* "qwen3", "qwen2", "llama" (static strings) */
 	const char *preset; /* "tiny", "qwen3-0.6b-shape", "qwen3-4b-shape" */
@@ -55,6 +55,12 @@ struct ctq_synth_spec {
 	bool qk_norm;        /* q_norm / k_norm weights: qwen3 */
 	uint64_t seed;
 	bool outliers;
+	/* model.norm.weight x logit_gain (0 or 1: none). The logits are linear
+	 * in the final norm's weight, so the gain multiplies every logit: a
+	 * random model's N(0, 0.02) weights give next-token distributions near
+	 * uniform, a gain of ~30 gives them a trained model's peak (perplexity
+	 * on text in the tens to hundreds, not the vocabulary size). */
+	double logit_gain;
 };
 
 /* Presets (hidden, layers, heads, kv heads, head_dim, intermediate, vocab;

@@ -35,6 +35,9 @@ static void help(void)
 	       "                       input_layernorm / post_attention_layernorm weight x50,\n"
 	       "                       so q/k/v and gate/up inputs carry outlier channels\n"
 	       "  --untied             write lm_head.weight (tie_word_embeddings false)\n"
+	       "  --logit-gain G       multiply model.norm.weight by G (default 1), and so every\n"
+	       "                       logit: random weights give near-uniform next-token\n"
+	       "                       distributions, G ~30 a trained model's peaked ones\n"
 	       "  --max-shard-bytes N  shard size limit (default 5000000000, transformers' 5GB)\n"
 	       "  --force              replace OUT if it exists and is not empty\n"
 	       "  --quiet              no progress on stderr\n"
@@ -44,10 +47,24 @@ static void help(void)
 
 /* ---- the command ------------------------------------------------------------ */
 
+/* --logit-gain: a finite number in (0, 10000]. */
+static bool opt_gain(const char *cmd, const char *name, const char *v, void *dst)
+{
+	char *end;
+	double g = strtod(v, &end);
+	if (end == v || *end || !(g > 0 && g <= 1e4)) {
+		fprintf(stderr, "ctq %s: %s '%s': expected a number in (0, 10000]\n", cmd, name, v);
+		return false;
+	}
+	*(double *)dst = g;
+	return true;
+}
+
 int ctq_cmd_make_model(int argc, char **argv)
 {
 	const char *arch = NULL, *preset = NULL, *out_arg = NULL;
 	long layers = 0, seed = 0, max_shard = 0, vocab = 0;
+	double logit_gain = 1.0;
 	bool outliers = false, untied = false, force = false, quiet = false;
 	const struct ctq_opt opts[] = {
 		CTQ_OPT_FLAG("--outliers", &outliers),
@@ -60,6 +77,7 @@ int ctq_cmd_make_model(int argc, char **argv)
 		CTQ_OPT_INT("--layers", &layers, 1, 4096),
 		CTQ_OPT_INT("--seed", &seed, 0, 9007199254740992L),
 		CTQ_OPT_INT("--max-shard-bytes", &max_shard, 1, 1L << 62),
+		CTQ_OPT_FN("--logit-gain", &logit_gain, opt_gain),
 		CTQ_OPT_END,
 	};
 	int prc = ctq_opt_parse("make-model", argc, argv, opts, &out_arg, 1, help);
@@ -90,6 +108,7 @@ int ctq_cmd_make_model(int argc, char **argv)
 	spec.seed = (uint64_t)seed;
 	spec.outliers = outliers;
 	spec.tie_word_embeddings = !untied;
+	spec.logit_gain = logit_gain;
 
 	bool replace;
 	if (!ctq_out_dir_allowed("make-model", out, force, &replace))
@@ -123,10 +142,13 @@ int ctq_cmd_make_model(int argc, char **argv)
 	double params = (double)spec.vocab_size * (double)H * (spec.tie_word_embeddings ? 1 : 2) +
 			per_layer * (double)spec.num_hidden_layers + (double)H;
 	double bytes = 2.0 * params;
-	printf("ctq make-model: wrote %s (%s, preset %s, %ld layers, %.2fM parameters, %.2f %s BF16, seed %ld%s%s) in %.1f s\n",
+	char gain_note[48] = "";
+	if (logit_gain != 1.0)
+		snprintf(gain_note, sizeof gain_note, ", logit gain %g", logit_gain);
+	printf("ctq make-model: wrote %s (%s, preset %s, %ld layers, %.2fM parameters, %.2f %s BF16, seed %ld%s%s%s) in %.1f s\n",
 	       out, spec.arch, spec.preset, spec.num_hidden_layers, params / 1e6,
 	       bytes >= 1e9 ? bytes / 1e9 : bytes / 1e6, bytes >= 1e9 ? "GB" : "MB", seed,
-	       outliers ? ", outliers" : "", untied ? ", untied" : "",
+	       outliers ? ", outliers" : "", untied ? ", untied" : "", gain_note,
 	       ctq_progress_elapsed_s(&prog));
 	free(out);
 	return CTQ_EXIT_OK;

@@ -522,6 +522,52 @@ static void compare_files(const char *a, const char *b, const char *name)
 	free(da), free(db), free(pa), free(pb);
 }
 
+/* --logit-gain G scales model.norm.weight by G (one BF16 rounding of
+ * (1 + N(0, 0.02)) x G) and changes no other tensor; the config records it. */
+Test(synth, logit_gain_scales_the_final_norm_only)
+{
+	char *root = make_tmpdir();
+	char *plain = join(root, "plain"), *out = join(root, "gain");
+	const char *a1[] = {"--arch", "qwen3", "--preset", "tiny", "--seed", "5", "--untied", "--quiet",
+			    plain, NULL};
+	const char *a2[] = {"--arch", "qwen3", "--preset", "tiny", "--seed", "5", "--untied",
+			    "--logit-gain", "10", "--quiet", out, NULL};
+	cr_assert_eq(make_model(a1), CTQ_EXIT_OK);
+	cr_assert_eq(make_model(a2), CTQ_EXIT_OK);
+	cJSON *c = load_json(out, "config.json");
+	cr_expect_eq(ctq_json_get(ctq_json_get(c, "ctq_synthetic"), "logit_gain")->valuedouble, 10.0);
+	cJSON_Delete(c);
+	c = load_json(plain, "config.json");
+	cr_expect_null(ctq_json_get(ctq_json_get(c, "ctq_synthetic"), "logit_gain"),
+		       "no gain recorded without --logit-gain");
+	cJSON_Delete(c);
+	struct ctq_checkpoint kp, kg;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_checkpoint_open(&kp, plain, &err), CTQ_OK);
+	cr_assert_eq(ctq_checkpoint_open(&kg, out, &err), CTQ_OK);
+	cr_assert_eq(ctq_checkpoint_count(&kp), ctq_checkpoint_count(&kg));
+	for (size_t i = 0; i < ctq_checkpoint_count(&kp); i++) {
+		const struct ctq_st_tensor *t = ctq_checkpoint_at(&kp, i, NULL);
+		const struct ctq_st_tensor *u = ctq_checkpoint_find(&kg, t->name, NULL);
+		cr_assert(u && u->n_bytes == t->n_bytes, "%s", t->name);
+		if (strcmp(t->name, "model.norm.weight")) {
+			cr_expect(!memcmp(t->data, u->data, t->n_bytes), "%s differs", t->name);
+			continue;
+		}
+		for (size_t k = 0; k < 64; k++) {
+			float vp = bf16_at(t, k), vg = bf16_at(u, k);
+			/* vp is 1 + e rounded once; vg is (1 + e) x 10 rounded once:
+			 * within two BF16 steps of 10 vp. */
+			cr_expect(fabsf(vg - 10.0f * vp) <= 2 * 10.0f * vp / 256.0f && vg > 9.0f,
+				  "model.norm.weight[%zu] = %g, plain %g", k, vg, vp);
+		}
+	}
+	ctq_checkpoint_close(&kp);
+	ctq_checkpoint_close(&kg);
+	ctq_remove_tree(root);
+	free(plain), free(out), free(root);
+}
+
 Test(synth, stream_writer_lays_out_as_checkpoint_write)
 {
 	char *root = make_tmpdir();
@@ -604,6 +650,11 @@ Test(synth, command_rejects_bad_usage)
 		{"unknown-option", {"--arch", "qwen3", "--preset", "tiny", "--bogus", out}},
 		{"two-outs", {"--arch", "qwen3", "--preset", "tiny", out, out}},
 		{"missing-value", {"--arch", "qwen3", "--preset"}},
+		{"gain-zero", {"--arch", "qwen3", "--preset", "tiny", "--logit-gain", "0", out}},
+		{"gain-negative", {"--arch", "qwen3", "--preset", "tiny", "--logit-gain", "-2", out}},
+		{"gain-nan", {"--arch", "qwen3", "--preset", "tiny", "--logit-gain", "nan", out}},
+		{"gain-huge", {"--arch", "qwen3", "--preset", "tiny", "--logit-gain", "1e5", out}},
+		{"gain-trailing", {"--arch", "qwen3", "--preset", "tiny", "--logit-gain", "10x", out}},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		cr_expect_eq(make_model(bad[i].args), CTQ_EXIT_USAGE, "%s", bad[i].id);
