@@ -413,15 +413,20 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The scored tokens of window w from both models' logits (n, V). */
+/* The scored tokens of window w from both models' logits (n, V): each
+ * token's statistics in parallel (a pass over the vocabulary each), then
+ * summed in token order, so the sums do not depend on the thread count. */
 static void window_stats(struct ctq_kld_run *r, struct ctq_kld_window *w, const int32_t *ids,
-			 const float *lr, const float *ln, double *kl, double *sorted)
+			 const float *lr, const float *ln, double *kl, double *sorted,
+			 struct ctq_kld_token *tok)
 {
 	const int64_t V = r->cand.vocab, first = r->o.ctx / 2;
 	uint64_t *h = r->hist + w->source * CTQ_KLD_HIST_BINS;
+#pragma omp parallel for schedule(static)
+	for (int64_t j = 0; j < w->n; j++)
+		ctq_stats_kld_token(lr + j * V, ln + j * V, V, ids[first + j + 1], &tok[j]);
 	for (int64_t j = 0; j < w->n; j++) {
-		struct ctq_kld_token t;
-		ctq_stats_kld_token(lr + j * V, ln + j * V, V, ids[first + j + 1], &t);
+		const struct ctq_kld_token t = tok[j];
 		kl[j] = sorted[j] = t.kl;
 		w->kl_sum += t.kl;
 		if (t.kl > w->kl_max)
@@ -449,7 +454,8 @@ enum ctq_status ctq_kld_score(struct ctq_kld_run *r, ctq_kld_progress_fn progres
 	float *lr = ctq_malloc((size_t)n * (size_t)V * sizeof *lr);   /* (n, V) reference */
 	float *ln = ctq_malloc((size_t)n * (size_t)V * sizeof *ln);   /* (n, V) candidate */
 	double *sorted = ctq_malloc((size_t)n * sizeof *sorted);      /* (n) */
-	if (!ids || !slot || !pos || !rows || !lr || !ln || !sorted) {
+	struct ctq_kld_token *tok = ctq_malloc((size_t)n * sizeof *tok); /* (n) */
+	if (!ids || !slot || !pos || !rows || !lr || !ln || !sorted || !tok) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, "eval kld", "out of memory for the logits");
 		goto done;
 	}
@@ -465,13 +471,13 @@ enum ctq_status ctq_kld_score(struct ctq_kld_run *r, ctq_kld_progress_fn progres
 		if ((st = forward(r, &r->base, ids, slot, pos, rows, n, lr, err)) ||
 		    (st = forward(r, &r->cand, ids, slot, pos, rows, n, ln, err)))
 			break;
-		window_stats(r, w, ids, lr, ln, r->tok_kl + k * (size_t)n, sorted);
+		window_stats(r, w, ids, lr, ln, r->tok_kl + k * (size_t)n, sorted, tok);
 		if (progress)
 			progress(ctx, k + 1, r->n_win);
 	}
 done:
 	ctq_free(ids), ctq_free(slot), ctq_free(pos), ctq_free(rows);
-	ctq_free(lr), ctq_free(ln), ctq_free(sorted);
+	ctq_free(lr), ctq_free(ln), ctq_free(sorted), ctq_free(tok);
 	return st;
 }
 
