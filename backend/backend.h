@@ -148,7 +148,9 @@ struct ctq_backend_ops {
 	 * in this call is stored before any attends. host_slot, host_pos: the
 	 * same (T) on the host, or NULL; where given, a backend may split the
 	 * call into runs of its own choosing (a scheduling choice only: every
-	 * token's result is defined as above whatever the split). */
+	 * token's result is defined as above whatever the split). k = v = NULL
+	 * (only after this backend's own qk_norm_rope_store): the tokens' keys
+	 * and values are in the caches already; nothing is stored. */
 	enum ctq_status (*attention)(struct ctq_backend *b, const void *q, const void *k,
 				     const void *v, int64_t ld, void *k_cache, void *v_cache,
 				     const int32_t *slot, const int32_t *pos, const int32_t *host_slot,
@@ -217,6 +219,16 @@ struct ctq_backend_ops {
 					int64_t nq, int64_t nk, int64_t d, const float *wq,
 					const float *wk, float eps, const int32_t *pos,
 					const float *inv_freq, struct ctq_error *err);
+	/* Optional: qk_norm_rope, then the k heads (rotated) and the v heads of
+	 * each token stored into k_cache and v_cache at (slot, pos) as attention
+	 * stores them; the attention that follows is then called with k = v =
+	 * NULL. Identical to qk_norm_rope then attention's store. */
+	enum ctq_status (*qk_norm_rope_store)(struct ctq_backend *b, void *x, int64_t ld, int64_t T,
+					      int64_t nq, int64_t nk, int64_t d, const float *wq,
+					      const float *wk, float eps, const int32_t *pos,
+					      const float *inv_freq, void *k_cache, void *v_cache,
+					      const int32_t *slot, int64_t max_len,
+					      struct ctq_error *err);
 	/* Optional: the native stream the ops run on (a cudaStream_t as void *),
 	 * for code that enqueues its own kernels beside them (kernel plug-ins,
 	 * backend/plugin.h); NULL on backends without one. */

@@ -25,6 +25,9 @@ static const struct knob_def {
 	{"CTQ_ATTENTION_NO_MMA", KNOB_FLAG, offsetof(struct ctq_knobs, attention_no_mma), 0, 0},
 	{"CTQ_ATTENTION_GQA", KNOB_FLAG, offsetof(struct ctq_knobs, attention_no_gqa), 0, 0},
 	{"CTQ_ATTENTION_NO_SPLIT", KNOB_FLAG, offsetof(struct ctq_knobs, attention_no_split), 0, 0},
+	{"CTQ_KV_STORE_UNFUSED", KNOB_FLAG, offsetof(struct ctq_knobs, kv_store_unfused), 0, 0},
+	{"CTQ_NO_PDL", KNOB_FLAG, offsetof(struct ctq_knobs, no_pdl), 0, 0},
+	{"CTQ_PDL_PRESTAGES", KNOB_INT, offsetof(struct ctq_knobs, pdl_prestages), 0, 1024},
 	{"CTQ_NO_GEMV_BF16", KNOB_FLAG, offsetof(struct ctq_knobs, no_gemv_bf16), 0, 0},
 	{"CTQ_SANITIZE_MEMSET_CUBLAS", KNOB_FLAG,
 	 offsetof(struct ctq_knobs, sanitize_memset_cublas), 0, 0},
@@ -51,7 +54,7 @@ static bool parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
 
 static void load(void)
 {
-	knobs = (struct ctq_knobs){.sm90_tile = -1, .gemv_max_m = 1};
+	knobs = (struct ctq_knobs){.sm90_tile = -1, .gemv_max_m = 1, .pdl_prestages = -1};
 	for (size_t i = 0; i < N_KNOBS; i++) {
 		const struct knob_def *d = &knob_defs[i];
 		const char *v = getenv(d->name);
@@ -77,6 +80,8 @@ static void load(void)
 		}
 		if (d->offset == offsetof(struct ctq_knobs, sm90_tile))
 			knobs.sm90_tile = (int)x;
+		else if (d->offset == offsetof(struct ctq_knobs, pdl_prestages))
+			knobs.pdl_prestages = (int)x;
 		else
 			knobs.gemv_max_m = x;
 	}

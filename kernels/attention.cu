@@ -19,6 +19,7 @@
 #include "kernels/cuda_check.h"
 #include "backend/knobs.h"
 #include "kernels/kernels.h"
+#include "kernels/pdl.cuh"
 
 #include <math.h>
 #include <stdlib.h>
@@ -266,17 +267,32 @@ attention_gqa_kernel(const uint16_t *q, int64_t ld, const uint16_t *kc, const ui
 /* Qwen3's q/k norm and RoPE in one pass: block (token, head) of a qkv view;
  * the head's RMSNorm exactly as rmsnorm_kernel computes it for rows of d
  * (same block size, same sum of squares, BF16 rounding twice), the BF16
- * result kept in shared memory, then rope_kernel's rotation of it. */
-__global__ void qk_norm_rope_kernel(uint16_t *x, int64_t ld, int nq, int d, const float *wq,
+ * result kept in shared memory, then rope_kernel's rotation of it. With kc
+ * set, the token's keys and values also go into the caches at (slot, pos)
+ * as kv_store_kernel stores them: each k head's block writes its rotated
+ * head to kc beside x, and nk more blocks (heads nq + nk ..) copy the v
+ * heads to vc, so the attention that follows needs no store of its own. */
+__global__ void qk_norm_rope_kernel(uint16_t *x, int64_t ld, int nq, int nk, int d, const float *wq,
 				    const float *wk, float eps, const int32_t *pos,
-				    const float *inv_freq)
+				    const float *inv_freq, uint16_t *kc, uint16_t *vc,
+				    const int32_t *slot, int64_t max_len)
 {
 	__shared__ float red[32];
 	__shared__ uint16_t yb[ATT_MAX_D];
 	const int64_t t = blockIdx.x;
 	const int h = blockIdx.y;
 	uint16_t *v = x + t * ld + (int64_t)h * d;
+	/* the cache row of this token: (kv heads, d) */
+	const int64_t dst = kc ? ((int64_t)slot[t] * max_len + pos[t]) * nk * d : 0;
+	if (h >= nq + nk) {
+		/* a v head (the whole block takes this branch: no barrier is split) */
+		uint16_t *o = vc + dst + (int64_t)(h - nq - nk) * d;
+		for (int k = threadIdx.x; k < d; k += blockDim.x)
+			o[k] = v[k];
+		return;
+	}
 	const float *w = h < nq ? wq : wk;
+	uint16_t *kd = kc && h >= nq ? kc + dst + (int64_t)(h - nq) * d : NULL;
 	float ss = 0.0f;
 	for (int k = threadIdx.x; k < d; k += blockDim.x) {
 		const float a = ld_bf16(v + k);
@@ -296,16 +312,21 @@ __global__ void qk_norm_rope_kernel(uint16_t *x, int64_t ld, int nq, int d, cons
 		c = ctq_bf16_to_f32(ctq_f32_to_bf16(c));
 		s = ctq_bf16_to_f32(ctq_f32_to_bf16(s));
 		const float x1 = ctq_bf16_to_f32(yb[i]), x2 = ctq_bf16_to_f32(yb[i + half]);
-		v[i] = ctq_f32_to_bf16(x1 * c - x2 * s);
-		v[i + half] = ctq_f32_to_bf16(x2 * c + x1 * s);
+		const uint16_t r1 = ctq_f32_to_bf16(x1 * c - x2 * s), r2 = ctq_f32_to_bf16(x2 * c + x1 * s);
+		v[i] = r1;
+		v[i + half] = r2;
+		if (kd) {
+			kd[i] = r1;
+			kd[i + half] = r2;
+		}
 	}
 }
 
-extern "C" enum ctq_status ctq_qk_norm_rope_launch(uint16_t *x, int64_t ld, int64_t T, int64_t nq,
-						   int64_t nk, int64_t d, const float *wq,
-						   const float *wk, float eps, const int32_t *pos,
-						   const float *inv_freq, void *stream,
-						   struct ctq_error *err)
+static enum ctq_status qk_norm_rope(uint16_t *x, int64_t ld, int64_t T, int64_t nq, int64_t nk,
+				    int64_t d, const float *wq, const float *wk, float eps,
+				    const int32_t *pos, const float *inv_freq, uint16_t *kc,
+				    uint16_t *vc, const int32_t *slot, int64_t max_len, void *stream,
+				    struct ctq_error *err)
 {
 	if (T <= 0)
 		return CTQ_OK;
@@ -315,8 +336,43 @@ extern "C" enum ctq_status ctq_qk_norm_rope_launch(uint16_t *x, int64_t ld, int6
 	/* the block size of ctq_rmsnorm_launch for rows of d: the same sum */
 	/* d <= ATT_MAX_D < 1024: the rule does not depend on the row count */
 	const int threads = ctq_rms_threads(T * nq, d);
-	qk_norm_rope_kernel<<<dim3((unsigned)T, (unsigned)(nq + nk)), threads, 0, (cudaStream_t)stream>>>(
-		x, ld, (int)nq, (int)d, wq, wk, eps, pos, inv_freq);
+	const unsigned blocks_y = (unsigned)(nq + nk + (kc ? nk : 0));
+	qk_norm_rope_kernel<<<dim3((unsigned)T, blocks_y), threads, 0, (cudaStream_t)stream>>>(
+		x, ld, (int)nq, (int)nk, (int)d, wq, wk, eps, pos, inv_freq, kc, vc, slot, max_len);
+	return CTQ_LAUNCH(err);
+}
+
+extern "C" enum ctq_status ctq_qk_norm_rope_launch(uint16_t *x, int64_t ld, int64_t T, int64_t nq,
+						   int64_t nk, int64_t d, const float *wq,
+						   const float *wk, float eps, const int32_t *pos,
+						   const float *inv_freq, void *stream,
+						   struct ctq_error *err)
+{
+	return qk_norm_rope(x, ld, T, nq, nk, d, wq, wk, eps, pos, inv_freq, NULL, NULL, NULL, 0,
+			    stream, err);
+}
+
+extern "C" enum ctq_status ctq_qk_norm_rope_store_launch(uint16_t *x, int64_t ld, int64_t T,
+							 int64_t nq, int64_t nk, int64_t d,
+							 const float *wq, const float *wk, float eps,
+							 const int32_t *pos, const float *inv_freq,
+							 uint16_t *kc, uint16_t *vc, const int32_t *slot,
+							 int64_t max_len, void *stream,
+							 struct ctq_error *err)
+{
+	enum ctq_status st = ctq_knobs_check(err);
+	if (st)
+		return st;
+	if (!ctq_knobs()->kv_store_unfused)
+		return qk_norm_rope(x, ld, T, nq, nk, d, wq, wk, eps, pos, inv_freq, kc, vc, slot,
+				    max_len, stream, err);
+	/* CTQ_KV_STORE_UNFUSED (A/B runs): the two kernels of before */
+	if ((st = qk_norm_rope(x, ld, T, nq, nk, d, wq, wk, eps, pos, inv_freq, NULL, NULL, NULL, 0,
+			       stream, err)) ||
+	    T <= 0)
+		return st;
+	kv_store_kernel<<<(unsigned)T, 128, 0, (cudaStream_t)stream>>>(
+		x + nq * d, x + (nq + nk) * d, ld, kc, vc, slot, pos, nk * d, max_len);
 	return CTQ_LAUNCH(err);
 }
 
@@ -599,6 +655,7 @@ attention_decode_kernel(const uint16_t *q, int64_t ld, const uint16_t *kc, const
 			const int32_t *slot, const int32_t *pos, int heads, int kv_heads, int64_t max_len,
 			float sl2, int kpc, uint16_t *out, float *part_acc, float *part_ml)
 {
+	pdl_trigger(); /* o_proj (or the combine) may start (kernels/pdl.cuh) */
 	constexpr int LPR = D / 8, RPW = 32 / LPR, NS = 4 * RPW;
 	__shared__ float sm_acc[NS][G][D];
 	__shared__ float sm_m[NS][G], sm_l[NS][G];
@@ -747,6 +804,7 @@ __global__ void attention_decode_combine_kernel(const float *part_acc, const flo
 						const int32_t *pos, int heads, int d, int chunks, int kpc,
 						uint16_t *out)
 {
+	pdl_trigger();
 	const int64_t th = (int64_t)blockIdx.x * heads + blockIdx.y;
 	const int64_t n = (int64_t)pos[blockIdx.x] + 1;
 	const int live = (int)((n + kpc - 1) / kpc);
@@ -787,15 +845,22 @@ __global__ void attention_combine_kernel(const float *part_acc, const float *par
 	}
 }
 
+/* Whether a call of T tokens may take the GQA kernels (gqa_block and the
+ * kernels built on it) rather than the per-(token, head) attention_kernel. */
+static bool gqa_fits(int64_t T, int64_t heads, int64_t kv_heads, int64_t d)
+{
+	const int64_t G = heads / kv_heads;
+	return d % 2 == 0 && d / 2 <= 128 && 128 % (d / 2) == 0 && G <= ATT_GMAX && T <= 0x7fffffff &&
+	       heads <= 0x7fffffff && !ctq_knobs()->attention_simple;
+}
+
 /* The tokens of one attention_mma_kernel tile when a call of T tokens
  * takes it (0: it does not): D = 64 / 128, groups of 1, 2, 4 or 8, and the
  * conditions of the GQA kernels whose per-token path it falls back on. */
 static int64_t am_tile_tokens(int64_t T, int64_t heads, int64_t kv_heads, int64_t d)
 {
 	const int64_t G = heads / kv_heads;
-	const bool gqa = d % 2 == 0 && d / 2 <= 128 && 128 % (d / 2) == 0 && G <= ATT_GMAX &&
-			 T <= 0x7fffffff && heads <= 0x7fffffff && !ctq_knobs()->attention_simple;
-	if (!gqa || T < AM_MIN_T || (d != 64 && d != 128) || (G != 1 && G != 2 && G != 4 && G != 8) ||
+	if (!gqa_fits(T, heads, kv_heads, d) || T < AM_MIN_T || (d != 64 && d != 128) || (G != 1 && G != 2 && G != 4 && G != 8) ||
 	    ctq_knobs()->attention_no_mma)
 		return 0;
 	return AM_ROWS / G;
@@ -812,9 +877,7 @@ static enum ctq_status attention_run(const uint16_t *q, int64_t ld, const uint16
 	enum ctq_status st = CTQ_OK;
 	const float scale = 1.0f / sqrtf((float)d);
 	const int64_t G = heads / kv_heads;
-	const bool gqa = d % 2 == 0 && d / 2 <= 128 && 128 % (d / 2) == 0 && G <= ATT_GMAX &&
-			 T <= 0x7fffffff && heads <= 0x7fffffff && !ctq_knobs()->attention_simple;
-	if (!gqa) {
+	if (!gqa_fits(T, heads, kv_heads, d)) {
 		attention_kernel<<<dim3((unsigned)T, (unsigned)heads), ATT_THREADS, 0,
 				   (cudaStream_t)stream>>>(q, ld, kc, vc, slot, pos, heads, kv_heads, d,
 							   max_len, scale, out);
@@ -961,10 +1024,13 @@ extern "C" enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_
 		return ctq_error_set(err, CTQ_ERR_USAGE, "attention",
 				     "head_dim %lld > %d or heads %lld not a multiple of kv heads %lld",
 				     (long long)d, ATT_MAX_D, (long long)heads, (long long)kv_heads);
-	kv_store_kernel<<<(unsigned)T, 128, 0, (cudaStream_t)stream>>>(k, v, ld, kc, vc, slot, pos,
-								       kv_heads * d, max_len);
-	if ((st = CTQ_LAUNCH(err)))
-		return st;
+	/* k = v = NULL: stored already (ctq_qk_norm_rope_store_launch) */
+	if (k && v) {
+		kv_store_kernel<<<(unsigned)T, 128, 0, (cudaStream_t)stream>>>(k, v, ld, kc, vc, slot, pos,
+									       kv_heads * d, max_len);
+		if ((st = CTQ_LAUNCH(err)))
+			return st;
+	}
 	const int64_t BT = host_slot && host_pos && !ctq_knobs()->attention_no_split
 				   ? am_tile_tokens(T, heads, kv_heads, d)
 				   : 0;

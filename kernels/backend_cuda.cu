@@ -272,6 +272,18 @@ static enum ctq_status cu_qk_norm_rope(struct ctq_backend *b, void *x, int64_t l
 				       impl(b)->stream, err);
 }
 
+static enum ctq_status cu_qk_norm_rope_store(struct ctq_backend *b, void *x, int64_t ld, int64_t T,
+					     int64_t nq, int64_t nk, int64_t d, const float *wq,
+					     const float *wk, float eps, const int32_t *pos,
+					     const float *inv_freq, void *k_cache, void *v_cache,
+					     const int32_t *slot, int64_t max_len,
+					     struct ctq_error *err)
+{
+	return ctq_qk_norm_rope_store_launch((uint16_t *)x, ld, T, nq, nk, d, wq, wk, eps, pos,
+					     inv_freq, (uint16_t *)k_cache, (uint16_t *)v_cache, slot,
+					     max_len, impl(b)->stream, err);
+}
+
 static enum ctq_status cu_attention(struct ctq_backend *b, const void *q, const void *k,
 				    const void *v, int64_t ld, void *k_cache, void *v_cache,
 				    const int32_t *slot, const int32_t *pos, const int32_t *host_slot,
@@ -479,6 +491,7 @@ static struct ctq_backend_ops make_cuda_ops(void)
 	o.head_norm = cu_head_norm;
 	o.rope = cu_rope;
 	o.qk_norm_rope = cu_qk_norm_rope;
+	o.qk_norm_rope_store = cu_qk_norm_rope_store;
 	o.add_rmsnorm = cu_add_rmsnorm;
 	o.add_rmsnorm_quant = cu_add_rmsnorm_quant;
 	o.attention = cu_attention;

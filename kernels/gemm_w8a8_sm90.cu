@@ -28,12 +28,14 @@
 #include "kernels/cuda_check.h"
 #include "kernels/gemm_sm90.h"
 #include "backend/knobs.h"
+#include "kernels/pdl.cuh"
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define CTQ_SM90_DEVICE 1
 #endif
 
 #define KBYTES 128 /* K bytes per pipeline stage: one 128-byte swizzle atom */
+#define SM90_PRESTAGES 4 /* weight stages issued before pdl_wait (CTQ_PDL_PRESTAGES) */
 
 #ifdef CTQ_SM90_DEVICE
 __device__ __forceinline__ uint32_t smem_addr(const void *p)
@@ -414,7 +416,7 @@ gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_co
 		      const float *__restrict__ s_a, const float *__restrict__ s_w,
 		      const float *__restrict__ bias, int M, int N, int K,
 		      int32_t *__restrict__ acc_out, uint16_t *__restrict__ y,
-		      const __grid_constant__ CUtensorMap map_y, int tma_y)
+		      const __grid_constant__ CUtensorMap map_y, int tma_y, int prestages)
 {
 #ifdef CTQ_SM90_DEVICE
 	using C = Sm90Config<CONSUMERS, BN, STAGES, PP, A_ROWS>;
@@ -448,16 +450,38 @@ gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_co
 		/* producer: one thread issues every TMA load, tiles in order */
 		asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
 		if (threadIdx.x == 0) {
-			int s = 0;
+			/* launched with PDL (kernels/pdl.cuh): the weight halves of
+			 * the first `prestages` stages load while q's producer still
+			 * runs (weights are constant); the activation halves, which
+			 * that producer writes, only after pdl_wait. A stage's
+			 * barrier expects both halves' bytes, so it completes only
+			 * when the activation half has landed too. The activation
+			 * half of stage 0 then queues behind those weight loads: with
+			 * nothing to overlap (no PDL, or a predecessor that does not
+			 * trigger early) a deep pre-issue delays the first MMA, so
+			 * prestages is 0 without PDL and small with it. */
+			const int my_tiles = blockIdx.x < tiles ? (tiles - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
+			const int cap = prestages < STAGES ? prestages : STAGES;
+			const int pre = my_tiles * k_tiles < cap ? my_tiles * k_tiles : cap;
+			for (int i = 0; i < pre; i++) {
+				const int t = blockIdx.x + (i / k_tiles) * gridDim.x, kt = i % k_tiles;
+				bar_expect_tx(&full[i], C::STAGE_BYTES);
+				tma_load_2d(smem + i * C::STAGE_BYTES + C::A_BYTES, &map_w, kt * KBYTES,
+					    (t / m_tiles) * BN, &full[i]);
+			}
+			pdl_wait();
+			int s = 0, i = 0;
 			unsigned phase = 0;
 			for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
 				const int m0 = (t % m_tiles) * C::TILE_M, n0 = (t / m_tiles) * BN;
-				for (int kt = 0; kt < k_tiles; kt++) {
+				for (int kt = 0; kt < k_tiles; kt++, i++) {
 					uint8_t *a = smem + s * C::STAGE_BYTES;
-					bar_wait(&empty[s], phase ^ 1);
-					bar_expect_tx(&full[s], C::STAGE_BYTES);
+					if (i >= pre) {
+						bar_wait(&empty[s], phase ^ 1);
+						bar_expect_tx(&full[s], C::STAGE_BYTES);
+						tma_load_2d(a + C::A_BYTES, &map_w, kt * KBYTES, n0, &full[s]);
+					}
 					tma_load_2d(a, &map_q, kt * KBYTES, m0, &full[s]);
-					tma_load_2d(a + C::A_BYTES, &map_w, kt * KBYTES, n0, &full[s]);
 					if (++s == STAGES) {
 						s = 0;
 						phase ^= 1;
@@ -467,6 +491,8 @@ gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_co
 		}
 	} else {
 		asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+		/* s_a, bias and y: the producer of q must have finished */
+		pdl_wait();
 		const int c = wg - 1;
 		const bool leader = (threadIdx.x & 127) == 0;
 		uint8_t *stage = smem + STAGES * C::STAGE_BYTES + c * C::EPI_BYTES;
@@ -637,9 +663,14 @@ static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a
 	const int64_t tiles = ((M + C::TILE_M - 1) / C::TILE_M) * ((N + BN - 1) / BN);
 	const int64_t sms = sm_count();
 	const unsigned grid = (unsigned)(tiles < sms ? tiles : sms);
-	kernel<<<grid, C::THREADS, C::SMEM, (cudaStream_t)stream>>>(mq, mw, s_a, s_w, bias, (int)M, (int)N,
-								      (int)K, acc, y, my, tma_y);
-	return CTQ_LAUNCH(err);
+	/* weight stages loaded before pdl_wait (CTQ_PDL_PRESTAGES, default
+	 * SM90_PRESTAGES), none without PDL */
+	const int pk = ctq_knobs()->pdl_prestages;
+	const int prestages = ctq_pdl_on() ? (pk >= 0 ? pk : SM90_PRESTAGES) : 0;
+	return CTQ_CUDA(ctq_launch_pdl(kernel, dim3(grid), dim3(C::THREADS), (size_t)C::SMEM,
+				       (cudaStream_t)stream, mq, mw, s_a, s_w, bias, (int)M, (int)N, (int)K, acc,
+				       y, my, tma_y, prestages),
+			err);
 }
 
 /* Which configuration for an M × N × K product (ctq_gemm_sm90_pick):

@@ -8,6 +8,7 @@
 #include "core/dtype.h"
 #include "kernels/cuda_check.h"
 #include "kernels/kernels.h"
+#include "kernels/pdl.cuh"
 
 #define GEMVB_WARPS 8
 #define GEMVB_U 4
@@ -52,13 +53,24 @@ gemv_bf16_kernel(const uint16_t *__restrict__ x, const uint16_t *__restrict__ w,
 	for (int m = 0; m < MT; m++)
 		acc[m] = 0.0f;
 	const uint16_t *wr = w + n * K;
-	for (int64_t k0 = (int64_t)lane * 8; k0 < K; k0 += 32 * 8 * GEMVB_U) {
-		uint4 wv[GEMVB_U];
+	/* the first GEMVB_U loads before pdl_wait: launched with PDL
+	 * (kernels/pdl.cuh) they overlap x's producer; x only after it */
+	uint4 wv[GEMVB_U];
 #pragma unroll
-		for (int u = 0; u < GEMVB_U; u++) {
-			const int64_t k = k0 + (int64_t)u * 32 * 8;
-			if (k < K)
-				wv[u] = ldb_stream(wr + k);
+	for (int u = 0; u < GEMVB_U; u++) {
+		const int64_t k = (int64_t)lane * 8 + (int64_t)u * 32 * 8;
+		if (k < K)
+			wv[u] = ldb_stream(wr + k);
+	}
+	pdl_wait();
+	for (int64_t k0 = (int64_t)lane * 8; k0 < K; k0 += 32 * 8 * GEMVB_U) {
+		if (k0 != (int64_t)lane * 8) {
+#pragma unroll
+			for (int u = 0; u < GEMVB_U; u++) {
+				const int64_t k = k0 + (int64_t)u * 32 * 8;
+				if (k < K)
+					wv[u] = ldb_stream(wr + k);
+			}
 		}
 #pragma unroll
 		for (int u = 0; u < GEMVB_U; u++) {
@@ -95,11 +107,7 @@ extern "C" enum ctq_status ctq_gemv_bf16_launch(const uint16_t *x, const uint16_
 				     (long long)M, (long long)K, GEMVB_MAX_M);
 	const unsigned blocks = (unsigned)((N + GEMVB_WARPS - 1) / GEMVB_WARPS);
 	cudaStream_t s = (cudaStream_t)stream;
-	switch (M) {
-	case 1: gemv_bf16_kernel<1><<<blocks, GEMVB_WARPS * 32, 0, s>>>(x, w, N, K, y); break;
-	case 2: gemv_bf16_kernel<2><<<blocks, GEMVB_WARPS * 32, 0, s>>>(x, w, N, K, y); break;
-	case 3: gemv_bf16_kernel<3><<<blocks, GEMVB_WARPS * 32, 0, s>>>(x, w, N, K, y); break;
-	default: gemv_bf16_kernel<4><<<blocks, GEMVB_WARPS * 32, 0, s>>>(x, w, N, K, y); break;
-	}
-	return CTQ_LAUNCH(err);
+	auto k = M == 1 ? gemv_bf16_kernel<1> : M == 2 ? gemv_bf16_kernel<2> : M == 3 ? gemv_bf16_kernel<3>
+										       : gemv_bf16_kernel<4>;
+	return CTQ_CUDA(ctq_launch_pdl(k, dim3(blocks), dim3(GEMVB_WARPS * 32), 0, s, x, w, N, K, y), err);
 }

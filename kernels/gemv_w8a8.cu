@@ -9,6 +9,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/kernels.h"
 #include "backend/backend.h"
+#include "kernels/pdl.cuh"
 
 #define GEMV_MAX_M 16
 #define GEMV_WARPS 8
@@ -43,14 +44,26 @@ gemv_w8a8_kernel(const int8_t *__restrict__ q, const int8_t *__restrict__ w,
 	if (vec) {
 		/* GEMV_U weight loads per lane in flight before any is used: the
 		 * bytes in flight per SM, not the warps, bound a weight stream
-		 * when N is small (N = 2560: about 19 warps per SM) */
-		for (int64_t k0 = (int64_t)lane * 16; k0 < K; k0 += 32 * 16 * GEMV_U) {
-			int4 wv[GEMV_U];
+		 * when N is small (N = 2560: about 19 warps per SM). The first
+		 * GEMV_U are issued before pdl_wait: launched with PDL
+		 * (kernels/pdl.cuh) they load while q's producer still runs (the
+		 * weights are constant); q and s_a are read only after it. */
+		int4 wv[GEMV_U];
 #pragma unroll
-			for (int u = 0; u < GEMV_U; u++) {
-				const int64_t k = k0 + (int64_t)u * 32 * 16;
-				if (k < K)
-					wv[u] = ld_stream(wr + k);
+		for (int u = 0; u < GEMV_U; u++) {
+			const int64_t k = (int64_t)lane * 16 + (int64_t)u * 32 * 16;
+			if (k < K)
+				wv[u] = ld_stream(wr + k);
+		}
+		pdl_wait();
+		for (int64_t k0 = (int64_t)lane * 16; k0 < K; k0 += 32 * 16 * GEMV_U) {
+			if (k0 != (int64_t)lane * 16) {
+#pragma unroll
+				for (int u = 0; u < GEMV_U; u++) {
+					const int64_t k = k0 + (int64_t)u * 32 * 16;
+					if (k < K)
+						wv[u] = ld_stream(wr + k);
+				}
 			}
 #pragma unroll
 			for (int u = 0; u < GEMV_U; u++) {
@@ -72,6 +85,7 @@ gemv_w8a8_kernel(const int8_t *__restrict__ q, const int8_t *__restrict__ w,
 			}
 		}
 	} else {
+		pdl_wait();
 		for (int64_t k = lane; k < K; k += 32) {
 			const int wk = wr[k];
 #pragma unroll
@@ -113,13 +127,9 @@ extern "C" enum ctq_status ctq_gemv_w8a8_launch(const int8_t *q, const int8_t *w
 	const unsigned blocks = (unsigned)((N + GEMV_WARPS - 1) / GEMV_WARPS);
 	cudaStream_t s = (cudaStream_t)stream;
 	const int m = (int)M;
-	if (M <= 1)
-		gemv_w8a8_kernel<1><<<blocks, GEMV_WARPS * 32, 0, s>>>(q, w, s_a, s_w, bias, m, N, K, acc, y, defects, vec);
-	else if (M <= 4)
-		gemv_w8a8_kernel<4><<<blocks, GEMV_WARPS * 32, 0, s>>>(q, w, s_a, s_w, bias, m, N, K, acc, y, defects, vec);
-	else if (M <= 8)
-		gemv_w8a8_kernel<8><<<blocks, GEMV_WARPS * 32, 0, s>>>(q, w, s_a, s_w, bias, m, N, K, acc, y, defects, vec);
-	else
-		gemv_w8a8_kernel<16><<<blocks, GEMV_WARPS * 32, 0, s>>>(q, w, s_a, s_w, bias, m, N, K, acc, y, defects, vec);
-	return CTQ_LAUNCH(err);
+	auto k = M <= 1 ? gemv_w8a8_kernel<1> : M <= 4 ? gemv_w8a8_kernel<4> : M <= 8 ? gemv_w8a8_kernel<8>
+										   : gemv_w8a8_kernel<16>;
+	return CTQ_CUDA(ctq_launch_pdl(k, dim3(blocks), dim3(GEMV_WARPS * 32), 0, s, q, w, s_a, s_w, bias, m,
+				       N, K, acc, y, defects, vec),
+			err);
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "kernels/device.cuh"
+#include "kernels/pdl.cuh"
 
 __global__ void embed_kernel(const uint16_t *table, const int32_t *ids, int64_t H, uint16_t *out)
 {
@@ -30,6 +31,7 @@ __device__ __forceinline__ uint16_t add_bits(float a, float b)
 __global__ void rmsnorm_kernel(uint16_t *x, int64_t ld, int64_t inner, const float *w,
 			       int64_t H, float eps, uint16_t *y, int64_t ldy, const uint16_t *res)
 {
+	pdl_trigger(); /* the linear after it may start (kernels/pdl.cuh) */
 	__shared__ float red[32];
 	const int64_t r = blockIdx.x;
 	const int64_t off = (r / inner) * ld + (r % inner) * H;
@@ -77,6 +79,7 @@ __global__ void rope_kernel(uint16_t *x, int64_t ld, const int32_t *pos, int64_t
 
 __global__ void silu_mul_kernel(const uint16_t *gu, int64_t M, int64_t I, uint16_t *out)
 {
+	pdl_trigger();
 	const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (i >= M * I)
 		return;
@@ -135,6 +138,7 @@ __global__ void __launch_bounds__(MAXT) /* MAXT: ctq_rms_threads' 256 or 1024 */
 rmsnorm_quant_regs_kernel(uint16_t *x, const uint16_t *res, const float *w, int64_t H, float eps,
 			  int8_t *q, float *s)
 {
+	pdl_trigger(); /* the linear after it may start (kernels/pdl.cuh) */
 	__shared__ float red[32];
 	__shared__ uint32_t red_a[32];
 	const int64_t r = blockIdx.x;
@@ -181,6 +185,7 @@ rmsnorm_quant_regs_kernel(uint16_t *x, const uint16_t *res, const float *w, int6
 __global__ void rmsnorm_quant_kernel(uint16_t *x, const uint16_t *res, const float *w, int64_t H,
 				     float eps, int8_t *q, float *s)
 {
+	pdl_trigger();
 	__shared__ float red[32];
 	__shared__ uint32_t red_a[32];
 	const int64_t r = blockIdx.x;
@@ -230,6 +235,7 @@ template <int C>
 __global__ void __launch_bounds__(1024)
 silu_mul_quant_regs_kernel(const uint16_t *gu, int64_t I, int8_t *q, float *s)
 {
+	pdl_trigger();
 	__shared__ uint32_t red_a[32];
 	const int64_t r = blockIdx.x;
 	const int groups = (int)(I / 8), T = (int)blockDim.x, t = (int)threadIdx.x;
@@ -269,6 +275,7 @@ silu_mul_quant_regs_kernel(const uint16_t *gu, int64_t I, int8_t *q, float *s)
 /* Any I and alignment: the values computed once per pass. */
 __global__ void silu_mul_quant_kernel(const uint16_t *gu, int64_t I, int8_t *q, float *s)
 {
+	pdl_trigger();
 	__shared__ uint32_t red_a[32];
 	const int64_t r = blockIdx.x;
 	const uint16_t *gr = gu + r * 2 * I;

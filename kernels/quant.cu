@@ -27,6 +27,7 @@
 #include "core/numerics.h"
 #include "kernels/cuda_check.h"
 #include "kernels/device.cuh"
+#include "kernels/pdl.cuh"
 #include "kernels/kernels.h"
 
 /* Rows of K = 8 * groups, tpr threads per row (blockDim.x = tpr * rows per
@@ -40,6 +41,7 @@ __global__ void __launch_bounds__(MAX_THREADS)
 quantize_rows_kernel(const uint16_t *__restrict__ x, int64_t M, int groups, int tpr,
 		     int8_t *__restrict__ q, float *__restrict__ s)
 {
+	pdl_trigger(); /* the linear after it may start (kernels/pdl.cuh) */
 	__shared__ uint32_t warp_amax[MAX_THREADS / 32];
 	const int t = (int)threadIdx.x % tpr;
 	const int64_t row = (int64_t)blockIdx.x * (blockDim.x / tpr) + threadIdx.x / tpr;
@@ -86,6 +88,7 @@ __global__ void __launch_bounds__(QUANT_THREADS)
 quantize_kernel(const uint16_t *__restrict__ x, int64_t K, int8_t *__restrict__ q,
 		float *__restrict__ s)
 {
+	pdl_trigger();
 	const int64_t row = blockIdx.x;
 	const uint16_t *xr = x + row * K; /* (K) bf16 */
 	int8_t *qr = q + row * K;

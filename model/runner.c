@@ -774,8 +774,15 @@ static enum ctq_status compute(struct ctq_runner *r, int64_t T, int64_t head_row
 			return st;
 		void *q = r->qkv, *k = AT(r->qkv, nH * d), *v = AT(r->qkv, (nH + nKV) * d);
 		/* the k heads follow the q heads in a qkv row: one RoPE for both,
-		 * fused with the q/k norm where the backend offers it */
-		if (c->qk_norm && o->qk_norm_rope && !r->opt.no_fuse) {
+		 * fused with the q/k norm where the backend offers it, and with
+		 * the KV store where it offers that too (attention then gets
+		 * k = v = NULL) */
+		if (c->qk_norm && o->qk_norm_rope_store && !r->opt.no_fuse) {
+			st = o->qk_norm_rope_store(b, q, ld, T, nH, nKV, d, y->q_norm, y->k_norm, c->rms_eps,
+						   r->d_pos, r->inv_freq, r->k_cache[l], r->v_cache[l],
+						   r->d_slot, r->opt.max_len, err);
+			k = v = NULL;
+		} else if (c->qk_norm && o->qk_norm_rope && !r->opt.no_fuse) {
 			st = o->qk_norm_rope(b, q, ld, T, nH, nKV, d, y->q_norm, y->k_norm, c->rms_eps, r->d_pos,
 					     r->inv_freq, err);
 		} else {

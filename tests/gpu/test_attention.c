@@ -166,3 +166,94 @@ Test(attention, batches_other_heads, .init = setup, .fini = teardown, .timeout =
 	batches(9, 3, 64);  /* G = 3: split-key kernel for every size */
 	batches(8, 4, 80);  /* d = 80: the per-head kernel */
 }
+
+/* qk_norm_rope_store (the KV store inside the q/k norm and RoPE kernel)
+ * against qk_norm_rope then attention's own store: the same bits in the
+ * qkv rows, in both caches and in the attention output, on a mixed batch
+ * (prefills, a continuation, decode tokens) of Qwen3-4B heads and of a
+ * group of 2 with d = 64. */
+static void fused_store_case(int64_t heads, int64_t kv, int64_t d)
+{
+	struct ctq_error err = {0};
+	struct ctq_rng rng;
+	ctq_rng_seed(&rng, (uint64_t)(heads * 7 + kv * 3 + d));
+	const int64_t slots = 3, max_len = 200, ld = (heads + 2 * kv) * d;
+	const struct run runs[] = {{0, 0, 70}, {1, 40, 20}, {2, 9, 1}, {0, 70, 1}};
+	int64_t T = 0;
+	for (size_t i = 0; i < sizeof runs / sizeof *runs; i++)
+		T += runs[i].n;
+	uint16_t *xb = malloc((size_t)(T * ld) * 2);
+	int32_t *slot = malloc((size_t)T * 4), *pos = malloc((size_t)T * 4);
+	for (int64_t i = 0; i < T * ld; i++)
+		xb[i] = ctq_f32_to_bf16((float)ctq_rng_normal(&rng));
+	int64_t t = 0;
+	for (size_t i = 0; i < sizeof runs / sizeof *runs; i++)
+		for (int j = 0; j < runs[i].n; j++, t++) {
+			slot[t] = runs[i].slot;
+			pos[t] = runs[i].p0 + j;
+		}
+	float *wq = malloc((size_t)d * 4), *wk = malloc((size_t)d * 4), *inv = malloc((size_t)d / 2 * 4);
+	for (int64_t i = 0; i < d; i++) {
+		wq[i] = 1.0f + 0.1f * (float)ctq_rng_normal(&rng);
+		wk[i] = 1.0f + 0.1f * (float)ctq_rng_normal(&rng);
+	}
+	for (int64_t i = 0; i < d / 2; i++)
+		inv[i] = (float)pow(1e6, -2.0 * (double)i / (double)d);
+	void *dwq = dev_copy(wq, (size_t)d * 4), *dwk = dev_copy(wk, (size_t)d * 4);
+	void *dinv = dev_copy(inv, (size_t)d / 2 * 4);
+	void *dslot = dev_copy(slot, (size_t)T * 4), *dpos = dev_copy(pos, (size_t)T * 4);
+	const size_t cache = (size_t)(slots * max_len * kv * d) * 2, xbytes = (size_t)(T * ld) * 2;
+	const size_t obytes = (size_t)(T * heads * d) * 2;
+	uint8_t *host[2][4]; /* [path][x, kc, vc, out] */
+	for (int path = 0; path < 2; path++) {
+		uint16_t *dx = dev_copy(xb, xbytes);
+		/* the caches start as the same garbage, so a missed store shows */
+		uint8_t *junk = malloc(cache);
+		for (size_t i = 0; i < cache; i++)
+			junk[i] = (uint8_t)(i * 131u + 7u);
+		void *kc = dev_copy(junk, cache), *vc = dev_copy(junk, cache), *out = dev_copy(NULL, obytes);
+		free(junk);
+		if (path == 0) {
+			cr_assert_eq(gpu.ops->qk_norm_rope(&gpu, dx, ld, T, heads, kv, d, dwq, dwk, 1e-6f, dpos,
+							   dinv, &err), CTQ_OK, "%s", err.message);
+			cr_assert_eq(gpu.ops->attention(&gpu, dx, dx + heads * d, dx + (heads + kv) * d, ld, kc, vc,
+							dslot, dpos, slot, pos, T, heads, kv, d, max_len, out, &err),
+				     CTQ_OK, "%s", err.message);
+		} else {
+			cr_assert(gpu.ops->qk_norm_rope_store, "the CUDA backend offers qk_norm_rope_store");
+			cr_assert_eq(gpu.ops->qk_norm_rope_store(&gpu, dx, ld, T, heads, kv, d, dwq, dwk, 1e-6f,
+								 dpos, dinv, kc, vc, dslot, max_len, &err),
+				     CTQ_OK, "%s", err.message);
+			cr_assert_eq(gpu.ops->attention(&gpu, dx, NULL, NULL, ld, kc, vc, dslot, dpos, slot, pos,
+							T, heads, kv, d, max_len, out, &err),
+				     CTQ_OK, "%s", err.message);
+		}
+		const void *src[4] = {dx, kc, vc, out};
+		const size_t n[4] = {xbytes, cache, cache, obytes};
+		for (int i = 0; i < 4; i++) {
+			host[path][i] = malloc(n[i]);
+			cr_assert_eq(gpu.ops->download(&gpu, host[path][i], src[i], n[i], &err), CTQ_OK, "%s",
+				     err.message);
+		}
+		gpu.ops->free(&gpu, dx);
+		gpu.ops->free(&gpu, kc);
+		gpu.ops->free(&gpu, vc);
+		gpu.ops->free(&gpu, out);
+	}
+	static const char *what[4] = {"qkv rows", "k cache", "v cache", "attention output"};
+	const size_t n[4] = {xbytes, cache, cache, obytes};
+	for (int i = 0; i < 4; i++) {
+		cr_expect(!memcmp(host[0][i], host[1][i], n[i]), "heads %lld/%lld d %lld: %s differ",
+			  (long long)heads, (long long)kv, (long long)d, what[i]);
+		free(host[0][i]), free(host[1][i]);
+	}
+	gpu.ops->free(&gpu, dwq), gpu.ops->free(&gpu, dwk), gpu.ops->free(&gpu, dinv);
+	gpu.ops->free(&gpu, dslot), gpu.ops->free(&gpu, dpos);
+	free(xb), free(slot), free(pos), free(wq), free(wk), free(inv);
+}
+
+Test(attention, qk_norm_rope_store_equals_the_two_ops, .init = setup, .fini = teardown, .timeout = 120)
+{
+	fused_store_case(32, 8, 128);
+	fused_store_case(4, 2, 64);
+}

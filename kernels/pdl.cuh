@@ -1,0 +1,83 @@
+/* Programmatic dependent launch (Hopper and newer): a kernel launched with
+ * ctq_launch_pdl may start while the kernel before it in the stream is
+ * still running, once every block of that one has called pdl_trigger (or
+ * exited). Everything before its pdl_wait then overlaps the predecessor:
+ * the weight-streaming linears issue their first weight loads there (the
+ * weights never change during a forward pass), and read activations,
+ * scales and write outputs only after pdl_wait, which returns once the
+ * predecessor has completed and its writes are visible. A kernel launched
+ * without the attribute waits for its predecessor as always, so a
+ * pdl_trigger in the producers is harmless before any other kernel.
+ *
+ * Rules: a kernel launched through ctq_launch_pdl reads nothing a
+ * predecessor writes and writes nothing before its pdl_wait. Only the
+ * weight-streaming linears (kernels/gemv_w8a8.cu, gemv_bf16.cu,
+ * gemm_w8a8_sm90.cu) are launched so. CTQ_NO_PDL turns the attribute off
+ * (A/B runs); in CUDA graphs a captured attribute becomes a programmatic
+ * edge. */
+#ifndef CTQ_KERNELS_PDL_CUH
+#define CTQ_KERNELS_PDL_CUH
+
+#include <cuda_runtime.h>
+
+#include "backend/knobs.h"
+
+__device__ __forceinline__ void pdl_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_trigger(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+/* True when launches on the current device take the attribute: compute
+ * capability 9.0 or newer, CTQ_NO_PDL unset. Cached per device (64). */
+static inline bool ctq_pdl_on(void)
+{
+	static int state[64]; /* 0 unknown, 1 on, 2 off */
+	int dev = 0;
+	if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
+		return false;
+	int s = __atomic_load_n(&state[dev], __ATOMIC_ACQUIRE);
+	if (!s) {
+		int major = 0;
+		const bool on = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ==
+					cudaSuccess &&
+				major >= 9 && !ctq_knobs()->no_pdl;
+		s = on ? 1 : 2;
+		__atomic_store_n(&state[dev], s, __ATOMIC_RELEASE);
+	}
+	return s == 1;
+}
+
+/* kernel<<<grid, block, smem, stream>>>(args...) with the programmatic
+ * stream serialization attribute where ctq_pdl_on. Returns the launch's
+ * error (and clears it from cudaGetLastError, so that a later CTQ_LAUNCH
+ * does not report it twice): wrap in CTQ_CUDA. */
+template <typename... P, typename... A>
+static inline cudaError_t ctq_launch_pdl(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem,
+					 cudaStream_t stream, A &&...args)
+{
+	cudaLaunchAttribute at[1];
+	at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+	at[0].val.programmaticStreamSerializationAllowed = 1;
+	cudaLaunchConfig_t cfg = {};
+	cfg.gridDim = grid;
+	cfg.blockDim = block;
+	cfg.dynamicSmemBytes = smem;
+	cfg.stream = stream;
+	cfg.attrs = at;
+	cfg.numAttrs = ctq_pdl_on() ? 1 : 0;
+	const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, static_cast<P>(args)...);
+	if (e != cudaSuccess)
+		(void)cudaGetLastError();
+	return e;
+}
+
+#endif
