@@ -264,6 +264,25 @@ static enum ctq_status source_tokens(struct ctq_kld_run *r, struct ctq_kld_sourc
 	return CTQ_OK;
 }
 
+/* --save-text: DIR/BENCH-SPLIT.txt ("mmlu/val" -> mmlu-val.txt). */
+static enum ctq_status save_text(const char *dir, const char *name, const char *text, size_t len,
+				 struct ctq_error *err)
+{
+	char file[300], *path = NULL;
+	snprintf(file, sizeof file, "%s.txt", name);
+	for (char *c = file; *c; c++)
+		if (*c == '/')
+			*c = '-';
+	enum ctq_status st = ctq_mkdirs(dir, err);
+	if (st)
+		return st;
+	if (!(path = ctq_path_join(dir, file)))
+		return ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+	st = ctq_file_write_atomic(path, text, len, err);
+	free(path);
+	return st;
+}
+
 static enum ctq_status read_sources(struct ctq_kld_run *r, struct ctq_error *err)
 {
 	const struct ctq_kld_options *o = &r->o;
@@ -297,6 +316,8 @@ static enum ctq_status read_sources(struct ctq_kld_run *r, struct ctq_error *err
 			struct ctq_strbuf sb;
 			ctq_strbuf_init(&sb);
 			st = bench_text(o->data[i - o->n_texts], o->split, &sb, s->name, sizeof s->name, err);
+			if (!st && o->save_text)
+				st = save_text(o->save_text, s->name, sb.data ? sb.data : "", sb.len, err);
 			if (!st)
 				st = source_tokens(r, s, sb.data ? sb.data : "", sb.len, err);
 			ctq_strbuf_free(&sb);

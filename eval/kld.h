@@ -70,6 +70,10 @@ struct ctq_kld_options {
 	long max_tokens;            /* tokens of each source used, from its start; 0: all */
 	long tp;
 	bool add_bos;               /* the first token of each window becomes BOS */
+	const char *save_text;      /* NULL, or a folder (created) that receives the text
+				     * of each --data source as BENCH-SPLIT.txt, the bytes
+				     * tokenized, for other tools (llama.cpp perplexity
+				     * --kl-divergence, tests/oracle/kld_hf.py) */
 	const struct ctq_kld_policy *policy; /* NULL: built-in */
 };
 

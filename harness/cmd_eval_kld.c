@@ -39,6 +39,9 @@ static void help(void)
 	       "  --stride N         tokens between window starts (default: --ctx)\n"
 	       "  --max-tokens N     tokens of each source used, from its start (default all)\n"
 	       "  --add-bos          the first token of each window becomes BOS (llama.cpp does)\n"
+	       "  --save-text DIR    write the text of each --data source, the bytes tokenized,\n"
+	       "                     to DIR/BENCH-SPLIT.txt (for llama.cpp's perplexity\n"
+	       "                     --kl-divergence or tests/oracle/kld_hf.py on the same text)\n"
 	       "  --tokenizer PATH   tokenizer.json or its folder (default: the models'; they\n"
 	       "                     must be the same file)\n"
 	       "  --backend B        cuda (default) or reference\n"
@@ -115,6 +118,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		CTQ_OPT_STR("--tokenizer", &k->tokenizer),
 		CTQ_OPT_STR("--backend", &k->backend),
 		CTQ_OPT_STR("--policy", &o->policy),
+		CTQ_OPT_STR("--save-text", &k->save_text),
 		CTQ_OPT_OUT(&o->out),
 		CTQ_OPT_INT("--ctx", &k->ctx, 4, 1L << 20),
 		CTQ_OPT_INT("--stride", &k->stride, 1, 1L << 20),

@@ -35,6 +35,7 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/numerics.h"
+#include "core/sha256.h"
 #include "eval/kld.h"
 #include "families/eval_kld.h"
 #include "harness/commands.h"
@@ -427,4 +428,45 @@ Test(eval_kld, policy_file_is_the_built_in)
 	cr_expect_eq(ctq_kld_policy_load(&file, path, &err), CTQ_ERR_INVALID_CONFIG);
 	cr_expect(strstr(err.message, "expected a number in [0, 1]"), "%s", err.message);
 	ctq_remove_tree(dir);
+}
+
+/* --save-text DIR: the text of a --data source, byte for byte what was
+ * tokenized (its sha256 is the manifest's text_sha256), for other tools. */
+Test(eval_kld, save_text_writes_the_tokenized_bytes)
+{
+	struct models m;
+	make_models(&m, NULL, 0);
+	char out[160], dir[160], path[256];
+	snprintf(out, sizeof out, "%s/saved", m.f.dir);
+	snprintf(dir, sizeof dir, "%s/text", m.f.dir);
+	const char *args[] = {"eval", "kld", "--model", m.w[8], "--ref-model", m.f.bf16, "--tokenizer",
+			      TOKENIZER, "--data", "datasets/mmlu", "--split", "dev", "--backend",
+			      "reference", "--ctx", CTX, "--save-text", dir, "--out", out, "--force", NULL};
+	char *argv[32];
+	int argc = 0;
+	for (; args[argc]; argc++)
+		argv[argc] = (char *)args[argc];
+	argv[argc] = NULL;
+	fflush(stdout);
+	const int rc = ctq_cmd_eval(argc, argv);
+	cr_assert(rc == 0 || rc == 1, "eval kld exit %d (0 or 1: a verdict)", rc);
+	snprintf(path, sizeof path, "%s/mmlu-dev.txt", dir);
+	char *text = NULL;
+	size_t n = 0;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_file_read(path, 1 << 24, &text, &n, &err), CTQ_OK, "%s", err.message);
+	cr_expect(n > 1000 && strstr(text, "\nA. ") && strstr(text, "Answer: "), "%.200s", text);
+	unsigned char d[CTQ_SHA256_BYTES];
+	char hex[CTQ_SHA256_HEX];
+	ctq_sha256(text, n, d);
+	ctq_sha256_hex(d, hex);
+	free(text);
+	snprintf(path, sizeof path, "%s/manifest.json", out);
+	cJSON *man = NULL;
+	cr_assert_eq(ctq_json_load_file(path, 1 << 24, NULL, &man, &err), CTQ_OK, "%s", err.message);
+	const cJSON *src = cJSON_GetArrayItem(ctq_json_get(ctq_json_get(man, "eval_kld"), "sources"), 0);
+	cr_assert(src, "manifest eval_kld.sources[0]");
+	cr_expect_str_eq(cJSON_GetStringValue(ctq_json_get(src, "text_sha256")), hex);
+	cJSON_Delete(man);
+	fixture_drop(&m.f);
 }
