@@ -50,7 +50,23 @@ def die(msg):
 
 def load_model(path, device):
     m = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
-    return m.to(device).eval()
+    m = m.to(device).eval()
+    # a compressed-tensors model decompresses its weights on the first
+    # forward; its Linear modules then fake-quantize their inputs
+    with torch.no_grad():
+        m(torch.tensor([[1, 2, 3, 4]], device=device))
+    return m
+
+
+def describe(m):
+    q = m.model.layers[0].self_attn.q_proj
+    scheme = getattr(q, "quantization_scheme", None)
+    if scheme is None:
+        return "unquantized"
+    ia = scheme.input_activations
+    return (f"compressed-tensors {getattr(q, 'quantization_status', '?')}, weights "
+            f"{scheme.weights.num_bits}-bit {scheme.weights.strategy}, input activations "
+            + (f"{ia.num_bits}-bit {ia.strategy} dynamic={ia.dynamic}" if ia else "none"))
 
 
 def window_stats(lr, ln, targets):
@@ -132,9 +148,8 @@ def main():
     ref = load_model(a.ref_model, device)
     cand = load_model(a.model, device)
     print(f"loaded in {time.time() - t0:.1f} s (transformers {transformers.__version__}, "
-          f"torch {torch.__version__}, {device}); candidate: "
-          f"{type(cand.model.layers[0].self_attn.q_proj).__name__} q_proj, quantization "
-          f"{getattr(cand.config, 'quantization_config', None) is not None}", file=sys.stderr)
+          f"torch {torch.__version__}, {device}); reference: {describe(ref)}; candidate: "
+          f"{describe(cand)}", file=sys.stderr)
 
     first = a.ctx // 2
     per = a.ctx - 1 - first
