@@ -177,18 +177,26 @@ static void make_models(struct models *m, const int *bits, int n_bits)
 	write_file(m->short_text, "Too short for a window of 128 tokens.\n", 38);
 }
 
+/* `ctq eval ARGS...` (NULL-terminated, at most 31), its exit code. */
+static int run_eval(const char *const *args)
+{
+	char *argv[32];
+	int argc = 0;
+	for (; args[argc]; argc++) {
+		cr_assert_lt(argc, 31);
+		argv[argc] = (char *)args[argc];
+	}
+	argv[argc] = NULL;
+	fflush(stdout);
+	return ctq_cmd_eval(argc, argv);
+}
+
 static int run_kld(const char *model, const char *ref, const char *text, const char *out)
 {
 	const char *args[] = {"eval", "kld", "--model", model, "--ref-model", ref,
 			      "--tokenizer", TOKENIZER, "--text", text, "--backend", "reference",
 			      "--ctx", CTX, "--out", out, "--force", NULL};
-	char *argv[32];
-	int argc = 0;
-	for (; args[argc]; argc++)
-		argv[argc] = (char *)args[argc];
-	argv[argc] = NULL;
-	fflush(stdout);
-	return ctq_cmd_eval(argc, argv);
+	return run_eval(args);
 }
 
 /* The "(all)" row of a run's eval_kld_summary.csv. */
@@ -442,13 +450,7 @@ Test(eval_kld, save_text_writes_the_tokenized_bytes)
 	const char *args[] = {"eval", "kld", "--model", m.w[8], "--ref-model", m.f.bf16, "--tokenizer",
 			      TOKENIZER, "--data", "datasets/mmlu", "--split", "dev", "--backend",
 			      "reference", "--ctx", CTX, "--save-text", dir, "--out", out, "--force", NULL};
-	char *argv[32];
-	int argc = 0;
-	for (; args[argc]; argc++)
-		argv[argc] = (char *)args[argc];
-	argv[argc] = NULL;
-	fflush(stdout);
-	const int rc = ctq_cmd_eval(argc, argv);
+	const int rc = run_eval(args);
 	cr_assert(rc == 0 || rc == 1, "eval kld exit %d (0 or 1: a verdict)", rc);
 	snprintf(path, sizeof path, "%s/mmlu-dev.txt", dir);
 	char *text = NULL;
