@@ -28,12 +28,27 @@ __global__ void kv_store_kernel(const uint16_t *k, const uint16_t *v, int64_t ld
 				uint16_t *vc, const int32_t *slot, const int32_t *pos, int64_t row,
 				int64_t max_len)
 {
+	pdl_trigger();
+	pdl_wait();
 	const int64_t t = blockIdx.x;
 	const int64_t dst = ((int64_t)slot[t] * max_len + pos[t]) * row;
 	for (int64_t i = threadIdx.x; i < row; i += blockDim.x) {
 		kc[dst + i] = k[t * ld + i];
 		vc[dst + i] = v[t * ld + i];
 	}
+}
+
+/* The keys and values of tokens 0..T-1 (rows of `row` BF16 at stride ld)
+ * into the caches at (slot, pos). */
+static enum ctq_status kv_store(const uint16_t *k, const uint16_t *v, int64_t ld, uint16_t *kc,
+				uint16_t *vc, const int32_t *slot, const int32_t *pos, int64_t T,
+				int64_t row, int64_t max_len, void *stream, struct ctq_error *err)
+{
+	if (T <= 0)
+		return CTQ_OK;
+	return CTQ_CUDA(CTQ_PDL_LAUNCH(kv_store_kernel, (unsigned)T, 128, 0, stream, k, v, ld, kc, vc,
+				      slot, pos, row, max_len),
+			err);
 }
 
 #define ATT_THREADS 128
@@ -277,6 +292,8 @@ __global__ void qk_norm_rope_kernel(uint16_t *x, int64_t ld, int nq, int nk, int
 				    const float *inv_freq, uint16_t *kc, uint16_t *vc,
 				    const int32_t *slot, int64_t max_len)
 {
+	pdl_trigger(); /* the attention may start (kernels/pdl.cuh) */
+	pdl_wait();
 	__shared__ float red[32];
 	__shared__ uint16_t yb[ATT_MAX_D];
 	const int64_t t = blockIdx.x;
@@ -337,9 +354,10 @@ static enum ctq_status qk_norm_rope(uint16_t *x, int64_t ld, int64_t T, int64_t 
 	/* d <= ATT_MAX_D < 1024: the rule does not depend on the row count */
 	const int threads = ctq_rms_threads(T * nq, d);
 	const unsigned blocks_y = (unsigned)(nq + nk + (kc ? nk : 0));
-	qk_norm_rope_kernel<<<dim3((unsigned)T, blocks_y), threads, 0, (cudaStream_t)stream>>>(
-		x, ld, (int)nq, (int)nk, (int)d, wq, wk, eps, pos, inv_freq, kc, vc, slot, max_len);
-	return CTQ_LAUNCH(err);
+	return CTQ_CUDA(CTQ_PDL_LAUNCH(qk_norm_rope_kernel, dim3((unsigned)T, blocks_y), threads, 0, stream,
+				      x, ld, (int)nq, (int)nk, (int)d, wq, wk, eps, pos, inv_freq, kc,
+				      vc, slot, max_len),
+			err);
 }
 
 extern "C" enum ctq_status ctq_qk_norm_rope_launch(uint16_t *x, int64_t ld, int64_t T, int64_t nq,
@@ -348,8 +366,8 @@ extern "C" enum ctq_status ctq_qk_norm_rope_launch(uint16_t *x, int64_t ld, int6
 						   const float *inv_freq, void *stream,
 						   struct ctq_error *err)
 {
-	return qk_norm_rope(x, ld, T, nq, nk, d, wq, wk, eps, pos, inv_freq, NULL, NULL, NULL, 0,
-			    stream, err);
+	return qk_norm_rope(x, ld, T, nq, nk, d, wq, wk, eps, pos, inv_freq, nullptr, nullptr, nullptr,
+			    0, stream, err);
 }
 
 extern "C" enum ctq_status ctq_qk_norm_rope_store_launch(uint16_t *x, int64_t ld, int64_t T,
@@ -367,13 +385,11 @@ extern "C" enum ctq_status ctq_qk_norm_rope_store_launch(uint16_t *x, int64_t ld
 		return qk_norm_rope(x, ld, T, nq, nk, d, wq, wk, eps, pos, inv_freq, kc, vc, slot,
 				    max_len, stream, err);
 	/* CTQ_KV_STORE_UNFUSED (A/B runs): the two kernels of before */
-	if ((st = qk_norm_rope(x, ld, T, nq, nk, d, wq, wk, eps, pos, inv_freq, NULL, NULL, NULL, 0,
-			       stream, err)) ||
-	    T <= 0)
+	if ((st = qk_norm_rope(x, ld, T, nq, nk, d, wq, wk, eps, pos, inv_freq, nullptr, nullptr,
+			       nullptr, 0, stream, err)))
 		return st;
-	kv_store_kernel<<<(unsigned)T, 128, 0, (cudaStream_t)stream>>>(
-		x + nq * d, x + (nq + nk) * d, ld, kc, vc, slot, pos, nk * d, max_len);
-	return CTQ_LAUNCH(err);
+	return kv_store(x + nq * d, x + (nq + nk) * d, ld, kc, vc, slot, pos, T, nk * d, max_len, stream,
+			err);
 }
 
 /* ---- prefill: flash-attention on BF16 tensor cores ----
@@ -656,6 +672,7 @@ attention_decode_kernel(const uint16_t *q, int64_t ld, const uint16_t *kc, const
 			float sl2, int kpc, uint16_t *out, float *part_acc, float *part_ml)
 {
 	pdl_trigger(); /* o_proj (or the combine) may start (kernels/pdl.cuh) */
+	pdl_wait();
 	constexpr int LPR = D / 8, RPW = 32 / LPR, NS = 4 * RPW;
 	__shared__ float sm_acc[NS][G][D];
 	__shared__ float sm_m[NS][G], sm_l[NS][G];
@@ -805,6 +822,7 @@ __global__ void attention_decode_combine_kernel(const float *part_acc, const flo
 						uint16_t *out)
 {
 	pdl_trigger();
+	pdl_wait();
 	const int64_t th = (int64_t)blockIdx.x * heads + blockIdx.y;
 	const int64_t n = (int64_t)pos[blockIdx.x] + 1;
 	const int live = (int)((n + kpc - 1) / kpc);
@@ -918,10 +936,10 @@ static enum ctq_status attention_run(const uint16_t *q, int64_t ld, const uint16
 		float *pa = scratch, *pm = scratch + T * heads * chunks * d;
 		const dim3 grid((unsigned)T, (unsigned)kv_heads, (unsigned)chunks);
 		cudaStream_t s = (cudaStream_t)stream;
+		cudaError_t e;
 #define AD_LAUNCH(DD, GG)                                                                          \
-	attention_decode_kernel<DD, GG><<<grid, 128, 0, s>>>(q, ld, kc, vc, slot, pos, (int)heads,  \
-							     (int)kv_heads, max_len, sl2, (int)kpc, out, \
-							     pa, pm)
+	e = CTQ_PDL_LAUNCH((attention_decode_kernel<DD, GG>), grid, 128, 0, s, q, ld, kc, vc, slot,  \
+			   pos, (int)heads, (int)kv_heads, max_len, sl2, (int)kpc, out, pa, pm)
 		if (d == 128)
 			switch (G) {
 			case 1: AD_LAUNCH(128, 1); break;
@@ -937,11 +955,12 @@ static enum ctq_status attention_run(const uint16_t *q, int64_t ld, const uint16
 			default: AD_LAUNCH(64, 8); break;
 			}
 #undef AD_LAUNCH
-		if ((st = CTQ_LAUNCH(err)) != CTQ_OK || chunks == 1)
+		if ((st = CTQ_CUDA(e, err)) != CTQ_OK || chunks == 1)
 			return st;
-		attention_decode_combine_kernel<<<dim3((unsigned)T, (unsigned)heads), (unsigned)d, 0, s>>>(
-			pa, pm, pos, (int)heads, (int)d, (int)chunks, (int)kpc, out);
-		return CTQ_LAUNCH(err);
+		return CTQ_CUDA(CTQ_PDL_LAUNCH(attention_decode_combine_kernel, dim3((unsigned)T, (unsigned)heads),
+					      (unsigned)d, 0, s, pa, pm, pos, (int)heads, (int)d,
+					      (int)chunks, (int)kpc, out),
+				err);
 	}
 gqa:;
 	/* chunks: enough (token, KV head, chunk) blocks for two per SM, each
@@ -1025,12 +1044,8 @@ extern "C" enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_
 				     "head_dim %lld > %d or heads %lld not a multiple of kv heads %lld",
 				     (long long)d, ATT_MAX_D, (long long)heads, (long long)kv_heads);
 	/* k = v = NULL: stored already (ctq_qk_norm_rope_store_launch) */
-	if (k && v) {
-		kv_store_kernel<<<(unsigned)T, 128, 0, (cudaStream_t)stream>>>(k, v, ld, kc, vc, slot, pos,
-									       kv_heads * d, max_len);
-		if ((st = CTQ_LAUNCH(err)))
-			return st;
-	}
+	if (k && v && (st = kv_store(k, v, ld, kc, vc, slot, pos, T, kv_heads * d, max_len, stream, err)))
+		return st;
 	const int64_t BT = host_slot && host_pos && !ctq_knobs()->attention_no_split
 				   ? am_tile_tokens(T, heads, kv_heads, d)
 				   : 0;

@@ -416,10 +416,12 @@ gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_co
 		      const float *__restrict__ s_a, const float *__restrict__ s_w,
 		      const float *__restrict__ bias, int M, int N, int K,
 		      int32_t *__restrict__ acc_out, uint16_t *__restrict__ y,
-		      const __grid_constant__ CUtensorMap map_y, int tma_y, int prestages)
+		      const __grid_constant__ CUtensorMap map_y, int tma_y, int prestages, bool trigger)
 {
 #ifdef CTQ_SM90_DEVICE
 	using C = Sm90Config<CONSUMERS, BN, STAGES, PP, A_ROWS>;
+	if (trigger)
+		pdl_trigger(); /* the next kernel's blocks may become resident (kernels/pdl.cuh) */
 	extern __shared__ __align__(1024) uint8_t smem[];
 	if (smem_addr(smem) & 1023)
 		__trap();
@@ -669,7 +671,7 @@ static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a
 	const int prestages = ctq_pdl_on() ? (pk >= 0 ? pk : SM90_PRESTAGES) : 0;
 	return CTQ_CUDA(ctq_launch_pdl(kernel, dim3(grid), dim3(C::THREADS), (size_t)C::SMEM,
 				       (cudaStream_t)stream, mq, mw, s_a, s_w, bias, (int)M, (int)N, (int)K, acc,
-				       y, my, tma_y, prestages),
+				       y, my, tma_y, prestages, ctq_pdl_linear_trigger()),
 			err);
 }
 

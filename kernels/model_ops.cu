@@ -32,6 +32,7 @@ __global__ void rmsnorm_kernel(uint16_t *x, int64_t ld, int64_t inner, const flo
 			       int64_t H, float eps, uint16_t *y, int64_t ldy, const uint16_t *res)
 {
 	pdl_trigger(); /* the linear after it may start (kernels/pdl.cuh) */
+	pdl_wait();
 	__shared__ float red[32];
 	const int64_t r = blockIdx.x;
 	const int64_t off = (r / inner) * ld + (r % inner) * H;
@@ -80,6 +81,7 @@ __global__ void rope_kernel(uint16_t *x, int64_t ld, const int32_t *pos, int64_t
 __global__ void silu_mul_kernel(const uint16_t *gu, int64_t M, int64_t I, uint16_t *out)
 {
 	pdl_trigger();
+	pdl_wait();
 	const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (i >= M * I)
 		return;
@@ -139,6 +141,7 @@ rmsnorm_quant_regs_kernel(uint16_t *x, const uint16_t *res, const float *w, int6
 			  int8_t *q, float *s)
 {
 	pdl_trigger(); /* the linear after it may start (kernels/pdl.cuh) */
+	pdl_wait();
 	__shared__ float red[32];
 	__shared__ uint32_t red_a[32];
 	const int64_t r = blockIdx.x;
@@ -186,6 +189,7 @@ __global__ void rmsnorm_quant_kernel(uint16_t *x, const uint16_t *res, const flo
 				     float eps, int8_t *q, float *s)
 {
 	pdl_trigger();
+	pdl_wait();
 	__shared__ float red[32];
 	__shared__ uint32_t red_a[32];
 	const int64_t r = blockIdx.x;
@@ -236,6 +240,7 @@ __global__ void __launch_bounds__(1024)
 silu_mul_quant_regs_kernel(const uint16_t *gu, int64_t I, int8_t *q, float *s)
 {
 	pdl_trigger();
+	pdl_wait();
 	__shared__ uint32_t red_a[32];
 	const int64_t r = blockIdx.x;
 	const int groups = (int)(I / 8), T = (int)blockDim.x, t = (int)threadIdx.x;
@@ -276,6 +281,7 @@ silu_mul_quant_regs_kernel(const uint16_t *gu, int64_t I, int8_t *q, float *s)
 __global__ void silu_mul_quant_kernel(const uint16_t *gu, int64_t I, int8_t *q, float *s)
 {
 	pdl_trigger();
+	pdl_wait();
 	__shared__ uint32_t red_a[32];
 	const int64_t r = blockIdx.x;
 	const uint16_t *gr = gu + r * 2 * I;
@@ -315,9 +321,9 @@ extern "C" enum ctq_status ctq_rmsnorm_launch(const uint16_t *x, int64_t ld, int
 		return CTQ_OK;
 	const int threads = ctq_rms_threads(rows, H);
 	/* x is only written with a residual (none here) */
-	rmsnorm_kernel<<<(unsigned)rows, threads, 0, (cudaStream_t)stream>>>(
-		(uint16_t *)x, ld, inner, w, H, eps, y, ldy, NULL);
-	return CTQ_LAUNCH(err);
+	return CTQ_CUDA(CTQ_PDL_LAUNCH(rmsnorm_kernel, (unsigned)rows, threads, 0, stream, (uint16_t *)x,
+				      ld, inner, w, H, eps, y, ldy, nullptr),
+			err);
 }
 
 extern "C" enum ctq_status ctq_add_rmsnorm_launch(uint16_t *x, const uint16_t *res, int64_t M,
@@ -327,8 +333,9 @@ extern "C" enum ctq_status ctq_add_rmsnorm_launch(uint16_t *x, const uint16_t *r
 	if (M <= 0)
 		return CTQ_OK;
 	const int threads = ctq_rms_threads(M, H);
-	rmsnorm_kernel<<<(unsigned)M, threads, 0, (cudaStream_t)stream>>>(x, H, 1, w, H, eps, y, H, res);
-	return CTQ_LAUNCH(err);
+	return CTQ_CUDA(CTQ_PDL_LAUNCH(rmsnorm_kernel, (unsigned)M, threads, 0, stream, x, H, 1, w, H,
+				      eps, y, H, res),
+			err);
 }
 
 extern "C" enum ctq_status ctq_add_launch(uint16_t *x, const uint16_t *y, int64_t n, void *stream,
@@ -356,8 +363,8 @@ extern "C" enum ctq_status ctq_silu_mul_launch(const uint16_t *gu, int64_t M, in
 {
 	if (M * I <= 0)
 		return CTQ_OK;
-	silu_mul_kernel<<<blocks(M * I, 256), 256, 0, (cudaStream_t)stream>>>(gu, M, I, out);
-	return CTQ_LAUNCH(err);
+	return CTQ_CUDA(CTQ_PDL_LAUNCH(silu_mul_kernel, blocks(M * I, 256), 256, 0, stream, gu, M, I, out),
+			err);
 }
 
 /* rmsnorm_quant with an optional residual added into x first */
@@ -372,27 +379,30 @@ static enum ctq_status rmsnorm_quant_any(uint16_t *x, const uint16_t *res, int64
 	const int threads = ctq_rms_threads(M, H);
 	const int64_t npt = (H + threads - 1) / threads;
 	const unsigned grid = (unsigned)M;
+	cudaError_t e;
+#define RQ(k) CTQ_PDL_LAUNCH(k, grid, threads, 0, st, x, res, w, H, eps, q, s)
 	if (threads == 1024 && npt <= 2)
-		rmsnorm_quant_regs_kernel<2, 1024><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
+		e = RQ((rmsnorm_quant_regs_kernel<2, 1024>));
 	else if (threads == 1024 && npt <= 4)
-		rmsnorm_quant_regs_kernel<4, 1024><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
+		e = RQ((rmsnorm_quant_regs_kernel<4, 1024>));
 	else if (threads == 1024 && npt <= 8)
-		rmsnorm_quant_regs_kernel<8, 1024><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
+		e = RQ((rmsnorm_quant_regs_kernel<8, 1024>));
 	else if (threads == 1024)
-		rmsnorm_quant_kernel<<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
+		e = RQ(rmsnorm_quant_kernel);
 	else if (npt <= 2)
-		rmsnorm_quant_regs_kernel<2, 256><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
+		e = RQ((rmsnorm_quant_regs_kernel<2, 256>));
 	else if (npt <= 4)
-		rmsnorm_quant_regs_kernel<4, 256><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
+		e = RQ((rmsnorm_quant_regs_kernel<4, 256>));
 	else if (npt <= 8)
-		rmsnorm_quant_regs_kernel<8, 256><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
+		e = RQ((rmsnorm_quant_regs_kernel<8, 256>));
 	else if (npt <= 12)
-		rmsnorm_quant_regs_kernel<12, 256><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
+		e = RQ((rmsnorm_quant_regs_kernel<12, 256>));
 	else if (npt <= 16)
-		rmsnorm_quant_regs_kernel<16, 256><<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
+		e = RQ((rmsnorm_quant_regs_kernel<16, 256>));
 	else
-		rmsnorm_quant_kernel<<<grid, threads, 0, st>>>(x, res, w, H, eps, q, s);
-	return CTQ_LAUNCH(err);
+		e = RQ(rmsnorm_quant_kernel);
+#undef RQ
+	return CTQ_CUDA(e, err);
 }
 
 extern "C" enum ctq_status ctq_rmsnorm_quant_launch(const uint16_t *x, int64_t M, const float *w,
@@ -419,21 +429,22 @@ extern "C" enum ctq_status ctq_silu_mul_quant_launch(const uint16_t *gu, int64_t
 	cudaStream_t st = (cudaStream_t)stream;
 	const unsigned grid = (unsigned)M;
 	const int64_t groups = I / 8;
+	cudaError_t e;
 	if (I > 0 && I % 8 == 0 && (uintptr_t)gu % 16 == 0 && (uintptr_t)q % 8 == 0 &&
 	    groups <= 4 * 1024) {
 		/* up to 1024 threads, the fewest groups (1, 2 or 4) per thread */
 		const int C = groups <= 1024 ? 1 : groups <= 2048 ? 2 : 4;
 		const int threads = (int)((groups + C - 1) / C + 31) / 32 * 32;
 		if (C == 1)
-			silu_mul_quant_regs_kernel<1><<<grid, threads, 0, st>>>(gu, I, q, s);
+			e = CTQ_PDL_LAUNCH((silu_mul_quant_regs_kernel<1>), grid, threads, 0, st, gu, I, q, s);
 		else if (C == 2)
-			silu_mul_quant_regs_kernel<2><<<grid, threads, 0, st>>>(gu, I, q, s);
+			e = CTQ_PDL_LAUNCH((silu_mul_quant_regs_kernel<2>), grid, threads, 0, st, gu, I, q, s);
 		else
-			silu_mul_quant_regs_kernel<4><<<grid, threads, 0, st>>>(gu, I, q, s);
+			e = CTQ_PDL_LAUNCH((silu_mul_quant_regs_kernel<4>), grid, threads, 0, st, gu, I, q, s);
 	} else {
-		silu_mul_quant_kernel<<<grid, 256, 0, st>>>(gu, I, q, s);
+		e = CTQ_PDL_LAUNCH(silu_mul_quant_kernel, grid, 256, 0, st, gu, I, q, s);
 	}
-	return CTQ_LAUNCH(err);
+	return CTQ_CUDA(e, err);
 }
 
 /* ---- greedy pick: the argmax of each logits row ------------------------------- */
@@ -470,6 +481,8 @@ __device__ __forceinline__ argmax_pair argmax_shfl(const argmax_pair &a, int off
 /* One block per row of x (rows of N BF16 logits, ld = N). */
 __global__ void rows_argmax_kernel(const uint16_t *x, int64_t N, int32_t *out)
 {
+	pdl_trigger();
+	pdl_wait();
 	__shared__ argmax_pair red[32];
 	const uint16_t *row = x + (int64_t)blockIdx.x * N;
 	argmax_pair best = {0.0f, -1, N};
@@ -506,6 +519,5 @@ extern "C" enum ctq_status ctq_rows_argmax_launch(const uint16_t *x, int64_t N, 
 {
 	if (n <= 0)
 		return CTQ_OK;
-	rows_argmax_kernel<<<(unsigned)n, 1024, 0, (cudaStream_t)stream>>>(x, N, out);
-	return CTQ_LAUNCH(err);
+	return CTQ_CUDA(CTQ_PDL_LAUNCH(rows_argmax_kernel, (unsigned)n, 1024, 0, stream, x, N, out), err);
 }

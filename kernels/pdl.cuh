@@ -10,11 +10,20 @@
  * pdl_trigger in the producers is harmless before any other kernel.
  *
  * Rules: a kernel launched through ctq_launch_pdl reads nothing a
- * predecessor writes and writes nothing before its pdl_wait. Only the
+ * predecessor writes and writes nothing before its pdl_wait. The
  * weight-streaming linears (kernels/gemv_w8a8.cu, gemv_bf16.cu,
- * gemm_w8a8_sm90.cu) are launched so. CTQ_NO_PDL turns the attribute off
- * (A/B runs); in CUDA graphs a captured attribute becomes a programmatic
- * edge. */
+ * gemm_w8a8_sm90.cu) load weights before it; every other kernel of a
+ * decode step (the norms and quantizing producers, qk_norm_rope, the KV
+ * store, the decode attention and its combine, the greedy pick) is
+ * launched through CTQ_PDL_LAUNCH and calls pdl_wait before it touches
+ * global memory, so all it overlaps is its launch and its blocks' start.
+ * Each of them, and each linear, calls pdl_trigger first: its successor's
+ * blocks become resident while it runs and start the moment it completes.
+ * griddepcontrol.wait waits for the whole predecessor grid, which itself
+ * passed its own wait, so the order of every earlier kernel holds too.
+ * CTQ_NO_PDL turns the attribute off (A/B runs); in CUDA graphs a
+ * captured attribute becomes a programmatic edge; CTQ_PDL_LINEARS_ONLY
+ * and CTQ_PDL_NO_LINEAR_TRIGGER take back one part each (A/B runs). */
 #ifndef CTQ_KERNELS_PDL_CUH
 #define CTQ_KERNELS_PDL_CUH
 
@@ -61,8 +70,8 @@ static inline bool ctq_pdl_on(void)
  * error (and clears it from cudaGetLastError, so that a later CTQ_LAUNCH
  * does not report it twice): wrap in CTQ_CUDA. */
 template <typename... P, typename... A>
-static inline cudaError_t ctq_launch_pdl(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem,
-					 cudaStream_t stream, A &&...args)
+static inline cudaError_t ctq_launch_pdl_if(bool on, void (*kernel)(P...), dim3 grid, dim3 block,
+					    size_t smem, cudaStream_t stream, A &&...args)
 {
 	cudaLaunchAttribute at[1];
 	at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -73,11 +82,33 @@ static inline cudaError_t ctq_launch_pdl(void (*kernel)(P...), dim3 grid, dim3 b
 	cfg.dynamicSmemBytes = smem;
 	cfg.stream = stream;
 	cfg.attrs = at;
-	cfg.numAttrs = ctq_pdl_on() ? 1 : 0;
+	cfg.numAttrs = on && ctq_pdl_on() ? 1 : 0;
 	const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, static_cast<P>(args)...);
 	if (e != cudaSuccess)
 		(void)cudaGetLastError();
 	return e;
 }
+
+template <typename... P, typename... A>
+static inline cudaError_t ctq_launch_pdl(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem,
+					 cudaStream_t stream, A &&...args)
+{
+	return ctq_launch_pdl_if(true, kernel, grid, block, smem, stream, static_cast<A &&>(args)...);
+}
+
+/* Whether the linears call launch_dependents (their kernel argument
+ * `trigger`; CTQ_PDL_NO_LINEAR_TRIGGER clears it). */
+static inline bool ctq_pdl_linear_trigger(void)
+{
+	return !ctq_knobs()->pdl_no_linear_trigger;
+}
+
+/* The dependent launch of a kernel whose first global access follows its
+ * pdl_wait: CTQ_PDL_LAUNCH((kernel<A, B>), grid, block, smem, stream, args...)
+ * returns its cudaError_t (wrap in CTQ_CUDA). Pass nullptr, not NULL, for
+ * a pointer argument. */
+#define CTQ_PDL_LAUNCH(kernel, grid, block, smem, stream, ...)                                     \
+	ctq_launch_pdl_if(!ctq_knobs()->pdl_linears_only, kernel, dim3(grid), dim3(block),           \
+			  (size_t)(smem), (cudaStream_t)(stream), __VA_ARGS__)
 
 #endif

@@ -42,6 +42,7 @@ quantize_rows_kernel(const uint16_t *__restrict__ x, int64_t M, int groups, int 
 		     int8_t *__restrict__ q, float *__restrict__ s)
 {
 	pdl_trigger(); /* the linear after it may start (kernels/pdl.cuh) */
+	pdl_wait();
 	__shared__ uint32_t warp_amax[MAX_THREADS / 32];
 	const int t = (int)threadIdx.x % tpr;
 	const int64_t row = (int64_t)blockIdx.x * (blockDim.x / tpr) + threadIdx.x / tpr;
@@ -89,6 +90,7 @@ quantize_kernel(const uint16_t *__restrict__ x, int64_t K, int8_t *__restrict__ 
 		float *__restrict__ s)
 {
 	pdl_trigger();
+	pdl_wait();
 	const int64_t row = blockIdx.x;
 	const uint16_t *xr = x + row * K; /* (K) bf16 */
 	int8_t *qr = q + row * K;
@@ -121,8 +123,9 @@ quantize_kernel(const uint16_t *__restrict__ x, int64_t K, int8_t *__restrict__ 
 #define QR_MAX_C 12
 #define QR_GROUP_THREADS 256
 
-#define QR_LAUNCH(n, max_threads)                                                     \
-	quantize_rows_kernel<n, max_threads><<<grid, tpr * rpb, 0, st>>>(x, M, (int)groups, tpr, q, s)
+#define QR_LAUNCH(n, max_threads)                                                                \
+	e = CTQ_PDL_LAUNCH((quantize_rows_kernel<n, max_threads>), grid, tpr * rpb, 0, st, x, M,   \
+			   (int)groups, tpr, q, s)
 
 extern "C" enum ctq_status ctq_quantize_launch(const uint16_t *x, int64_t M, int64_t K, int8_t *q,
 					       float *s, void *stream, struct ctq_error *err)
@@ -135,6 +138,7 @@ extern "C" enum ctq_status ctq_quantize_launch(const uint16_t *x, int64_t M, int
 	cudaStream_t st = (cudaStream_t)stream;
 	const bool vec = K > 0 && K % 8 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)q % 8 == 0;
 	const int64_t groups = K / 8;
+	cudaError_t e;
 	/* many rows: w warps per row (a power of two up to 8) so that a
 	 * thread holds at most QR_MAX_C groups, their count rounded up to even */
 	int w = 1;
@@ -176,7 +180,7 @@ extern "C" enum ctq_status ctq_quantize_launch(const uint16_t *x, int64_t M, int
 		default: QR_LAUNCH(8, 1024); break;
 		}
 	} else {
-		quantize_kernel<<<(unsigned)M, QUANT_THREADS, 0, st>>>(x, K, q, s);
+		e = CTQ_PDL_LAUNCH(quantize_kernel, (unsigned)M, QUANT_THREADS, 0, st, x, K, q, s);
 	}
-	return CTQ_LAUNCH(err);
+	return CTQ_CUDA(e, err);
 }
