@@ -40,9 +40,9 @@ struct ctq_knobs {
 	bool pdl_linears_only;       /* CTQ_PDL_LINEARS_ONLY: only the linears take the
 				      * attribute (the small kernels of a step launch
 				      * after their predecessor, as before) */
-	bool pdl_no_linear_trigger;  /* CTQ_PDL_NO_LINEAR_TRIGGER: the linears do not
-				      * call launch_dependents (their successor starts
-				      * as their last blocks exit) */
+	bool pdl_linear_trigger;     /* CTQ_PDL_LINEAR_TRIGGER: the linears call
+				      * launch_dependents first (by default they do not:
+				      * their successor starts as their last blocks exit) */
 	int pdl_prestages;           /* CTQ_PDL_PRESTAGES: weight stages the sm90 GEMM
 				      * loads before pdl_wait (-1: its default) */
 	bool no_gemv_bf16;           /* CTQ_NO_GEMV_BF16: BF16 linears through cuBLAS only */

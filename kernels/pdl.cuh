@@ -17,13 +17,16 @@
  * store, the decode attention and its combine, the greedy pick) is
  * launched through CTQ_PDL_LAUNCH and calls pdl_wait before it touches
  * global memory, so all it overlaps is its launch and its blocks' start.
- * Each of them, and each linear, calls pdl_trigger first: its successor's
- * blocks become resident while it runs and start the moment it completes.
- * griddepcontrol.wait waits for the whole predecessor grid, which itself
- * passed its own wait, so the order of every earlier kernel holds too.
- * CTQ_NO_PDL turns the attribute off (A/B runs); in CUDA graphs a
- * captured attribute becomes a programmatic edge; CTQ_PDL_LINEARS_ONLY
- * and CTQ_PDL_NO_LINEAR_TRIGGER take back one part each (A/B runs). */
+ * Each of them calls pdl_trigger first: its successor's blocks become
+ * resident while it runs and start the moment it completes. The linears
+ * do not (ctq_pdl_linear_trigger): the kernel after one launches as its
+ * last blocks exit. griddepcontrol.wait waits for the whole predecessor
+ * grid, which itself passed its own wait, so the order of every earlier
+ * kernel holds too. CTQ_NO_PDL turns the attribute off (A/B runs); in CUDA
+ * graphs a captured attribute becomes a programmatic edge;
+ * CTQ_PDL_LINEARS_ONLY (the small kernels without the attribute) and
+ * CTQ_PDL_LINEAR_TRIGGER (the linears trigger first) are the variants
+ * measured against the default. */
 #ifndef CTQ_KERNELS_PDL_CUH
 #define CTQ_KERNELS_PDL_CUH
 
@@ -97,10 +100,14 @@ static inline cudaError_t ctq_launch_pdl(void (*kernel)(P...), dim3 grid, dim3 b
 }
 
 /* Whether the linears call launch_dependents (their kernel argument
- * `trigger`; CTQ_PDL_NO_LINEAR_TRIGGER clears it). */
+ * `trigger`): only with CTQ_PDL_LINEAR_TRIGGER. On the H200 an early
+ * trigger cost W8A8 decode 1.5% at batch 1 and 6.5% at batch 8 (A/B in
+ * docs/kernels.md; not yet explained by a profile: with it, the chain of
+ * small kernels and the next linear become resident, and the next linear
+ * pre-loads weights, while this one still streams). */
 static inline bool ctq_pdl_linear_trigger(void)
 {
-	return !ctq_knobs()->pdl_no_linear_trigger;
+	return ctq_knobs()->pdl_linear_trigger;
 }
 
 /* The dependent launch of a kernel whose first global access follows its
