@@ -31,7 +31,6 @@ static const struct knob_def {
 	{"CTQ_PDL_LINEAR_TRIGGER", KNOB_FLAG, offsetof(struct ctq_knobs, pdl_linear_trigger), 0, 0},
 	{"CTQ_PDL_PRESTAGES", KNOB_INT, offsetof(struct ctq_knobs, pdl_prestages), 0, 1024},
 	{"CTQ_NO_GEMV_BF16", KNOB_FLAG, offsetof(struct ctq_knobs, no_gemv_bf16), 0, 0},
-	{"CTQ_GEMV_BF16_MAX_M", KNOB_INT, offsetof(struct ctq_knobs, gemv_bf16_max_m), 1, 8},
 	{"CTQ_SANITIZE_MEMSET_CUBLAS", KNOB_FLAG,
 	 offsetof(struct ctq_knobs, sanitize_memset_cublas), 0, 0},
 };
@@ -57,8 +56,7 @@ static bool parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
 
 static void load(void)
 {
-	knobs = (struct ctq_knobs){
-		.sm90_tile = -1, .gemv_max_m = 1, .pdl_prestages = -1, .gemv_bf16_max_m = 4};
+	knobs = (struct ctq_knobs){.sm90_tile = -1, .gemv_max_m = 1, .pdl_prestages = -1};
 	for (size_t i = 0; i < N_KNOBS; i++) {
 		const struct knob_def *d = &knob_defs[i];
 		const char *v = getenv(d->name);
@@ -86,8 +84,6 @@ static void load(void)
 			knobs.sm90_tile = (int)x;
 		else if (d->offset == offsetof(struct ctq_knobs, pdl_prestages))
 			knobs.pdl_prestages = (int)x;
-		else if (d->offset == offsetof(struct ctq_knobs, gemv_bf16_max_m))
-			knobs.gemv_bf16_max_m = x;
 		else
 			knobs.gemv_max_m = x;
 	}

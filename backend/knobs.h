@@ -46,8 +46,6 @@ struct ctq_knobs {
 	int pdl_prestages;           /* CTQ_PDL_PRESTAGES: weight stages the sm90 GEMM
 				      * loads before pdl_wait (-1: its default) */
 	bool no_gemv_bf16;           /* CTQ_NO_GEMV_BF16: BF16 linears through cuBLAS only */
-	int64_t gemv_bf16_max_m;     /* CTQ_GEMV_BF16_MAX_M: largest M for the BF16 GEMV
-				      * (default 4, at most 8) */
 	bool sanitize_memset_cublas; /* CTQ_SANITIZE_MEMSET_CUBLAS: zero cuBLAS outputs
 				      * first (compute-sanitizer initcheck) */
 };

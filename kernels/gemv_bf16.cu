@@ -1,6 +1,6 @@
-/* ctq BF16 linear for decode (M <= 4; up to 8 with CTQ_GEMV_BF16_MAX_M): a
- * weight-streaming kernel for BF16 checkpoints and the lm_head, where
- * cuBLAS reads the weights at 45-72% of the H200's bandwidth. One warp per output channel n streams its BF16
+/* ctq BF16 linear for decode (M <= 4): a weight-streaming kernel for BF16
+ * checkpoints and the lm_head, where cuBLAS reads the weights at 45-72% of
+ * the H200's bandwidth. One warp per output channel n streams its BF16
  * weight row once with 16-byte loads (GEMVB_U per lane in flight, past
  * L1), multiplies it against the M token rows (L1/L2 resident) with f32
  * FMAs, reduces across the warp and rounds to BF16 once, like a GEMM with
@@ -12,7 +12,7 @@
 
 #define GEMVB_WARPS 8
 #define GEMVB_U 4
-#define GEMVB_MAX_M 8 /* the largest M compiled; CTQ_GEMV_BF16_MAX_M picks up to it (default 4) */
+#define GEMVB_MAX_M 4
 
 __device__ __forceinline__ uint4 ldb_stream(const uint16_t *p)
 {
@@ -96,9 +96,7 @@ gemv_bf16_kernel(const uint16_t *__restrict__ x, const uint16_t *__restrict__ w,
 
 extern "C" bool ctq_gemv_bf16_fits(const void *x, const void *w, int64_t M, int64_t K)
 {
-	const int64_t max_m = ctq_knobs()->gemv_bf16_max_m;
-	return M >= 1 && M <= (max_m < GEMVB_MAX_M ? max_m : GEMVB_MAX_M) && K % 8 == 0 &&
-	       (uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0;
+	return M >= 1 && M <= GEMVB_MAX_M && K % 8 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0;
 }
 
 extern "C" enum ctq_status ctq_gemv_bf16_launch(const uint16_t *x, const uint16_t *w, int64_t M,
@@ -107,16 +105,12 @@ extern "C" enum ctq_status ctq_gemv_bf16_launch(const uint16_t *x, const uint16_
 {
 	if (!ctq_gemv_bf16_fits(x, w, M, K))
 		return ctq_error_set(err, CTQ_ERR_USAGE, "gemv_bf16",
-				     "M %lld, K %lld: needs 1 <= M <= %d (CTQ_GEMV_BF16_MAX_M), K %% 8 == 0 "
-				     "and 16-byte aligned operands",
-				     (long long)M, (long long)K, (int)ctq_knobs()->gemv_bf16_max_m);
+				     "M %lld, K %lld: needs 1 <= M <= %d, K %% 8 == 0 and 16-byte aligned operands",
+				     (long long)M, (long long)K, GEMVB_MAX_M);
 	const unsigned blocks = (unsigned)((N + GEMVB_WARPS - 1) / GEMVB_WARPS);
 	cudaStream_t s = (cudaStream_t)stream;
-	void (*const table[GEMVB_MAX_M])(const uint16_t *, const uint16_t *, int64_t, int64_t, uint16_t *,
-					 bool) = {gemv_bf16_kernel<1>, gemv_bf16_kernel<2>, gemv_bf16_kernel<3>,
-						  gemv_bf16_kernel<4>, gemv_bf16_kernel<5>, gemv_bf16_kernel<6>,
-						  gemv_bf16_kernel<7>, gemv_bf16_kernel<8>};
-	auto k = table[M - 1];
+	auto k = M == 1 ? gemv_bf16_kernel<1> : M == 2 ? gemv_bf16_kernel<2> : M == 3 ? gemv_bf16_kernel<3>
+										       : gemv_bf16_kernel<4>;
 	return CTQ_CUDA(ctq_launch_pdl(k, dim3(blocks), dim3(GEMVB_WARPS * 32), 0, s, x, w, N, K, y,
 				       ctq_pdl_linear_trigger()),
 			err);

@@ -78,7 +78,8 @@ static void check(int64_t M, int64_t N, int64_t K, bool with_bias)
 
 Test(dense, decode_shapes_match_the_reference, .timeout = 300)
 {
-	/* M 5..8: cuBLAS by default, gemv_bf16 with CTQ_GEMV_BF16_MAX_M=8 */
+	/* M 5..8: cuBLAS (a gemv_bf16 up to M = 8 halved BF16 decode at batch 8:
+	 * docs/kernels.md) */
 	for (int64_t M = 1; M <= 8; M++)
 		check(M, 6144, 2560, false); /* qkv */
 	check(1, 2560, 4096, false);         /* o */
