@@ -20,11 +20,14 @@ static const struct knob_def {
 } knob_defs[] = {
 	{"CTQ_NO_SM90", KNOB_FLAG, offsetof(struct ctq_knobs, no_sm90), 0, 0},
 	{"CTQ_SM90_TILE", KNOB_INT, offsetof(struct ctq_knobs, sm90_tile), 0, INT32_MAX},
+	{"CTQ_SM90_SMALL_BN", KNOB_INT, offsetof(struct ctq_knobs, sm90_small_bn), 0, 64},
 	{"CTQ_GEMV_MAX_M", KNOB_INT, offsetof(struct ctq_knobs, gemv_max_m), 0, INT64_C(1) << 62},
 	{"CTQ_ATTENTION_SIMPLE", KNOB_FLAG, offsetof(struct ctq_knobs, attention_simple), 0, 0},
 	{"CTQ_ATTENTION_NO_MMA", KNOB_FLAG, offsetof(struct ctq_knobs, attention_no_mma), 0, 0},
 	{"CTQ_ATTENTION_GQA", KNOB_FLAG, offsetof(struct ctq_knobs, attention_no_gqa), 0, 0},
 	{"CTQ_ATTENTION_NO_SPLIT", KNOB_FLAG, offsetof(struct ctq_knobs, attention_no_split), 0, 0},
+	{"CTQ_ATTENTION_QUANT_UNFUSED", KNOB_FLAG, offsetof(struct ctq_knobs, attention_quant_unfused),
+	 0, 0},
 	{"CTQ_KV_STORE_UNFUSED", KNOB_FLAG, offsetof(struct ctq_knobs, kv_store_unfused), 0, 0},
 	{"CTQ_NO_PDL", KNOB_FLAG, offsetof(struct ctq_knobs, no_pdl), 0, 0},
 	{"CTQ_PDL_LINEARS_ONLY", KNOB_FLAG, offsetof(struct ctq_knobs, pdl_linears_only), 0, 0},
@@ -82,6 +85,17 @@ static void load(void)
 		}
 		if (d->offset == offsetof(struct ctq_knobs, sm90_tile))
 			knobs.sm90_tile = (int)x;
+		else if (d->offset == offsetof(struct ctq_knobs, sm90_small_bn)) {
+			if (x != 0 && x != 32 && x != 64) {
+				if (!bad_name) {
+					bad_name = d->name;
+					snprintf(bad_msg, sizeof bad_msg,
+						 "is \"%.40s\"; expected 0 (pick by N), 32 or 64", v);
+				}
+				continue;
+			}
+			knobs.sm90_small_bn = (int)x;
+		}
 		else if (d->offset == offsetof(struct ctq_knobs, pdl_prestages))
 			knobs.pdl_prestages = (int)x;
 		else

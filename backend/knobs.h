@@ -26,6 +26,8 @@ typedef struct cJSON cJSON;
 struct ctq_knobs {
 	bool no_sm90;                /* CTQ_NO_SM90: never take the Hopper GEMM */
 	int sm90_tile;               /* CTQ_SM90_TILE: forced sm90 tile, -1 = pick by shape */
+	int sm90_small_bn;           /* CTQ_SM90_SMALL_BN: 32 or 64, the N tile of the
+				      * small-M family (0 = pick by N) */
 	int64_t gemv_max_m;          /* CTQ_GEMV_MAX_M: largest M for the W8A8 GEMV where
 				      * the sm90 kernel exists (default 1) */
 	bool attention_simple;       /* CTQ_ATTENTION_SIMPLE: per-token attention kernel only */
@@ -33,6 +35,9 @@ struct ctq_knobs {
 	bool attention_no_gqa;       /* CTQ_ATTENTION_GQA: no chunked GQA decode kernel */
 	bool attention_no_split;     /* CTQ_ATTENTION_NO_SPLIT: a call of mixed runs is one
 				      * launch (no split into runs, kernels/attention.cu) */
+	bool attention_quant_unfused; /* CTQ_ATTENTION_QUANT_UNFUSED: o_proj's input
+				      * quantized by its own kernel after the attention
+				      * (not inside the decode merge) */
 	bool kv_store_unfused;       /* CTQ_KV_STORE_UNFUSED: qk_norm_rope_store as two
 				      * kernels (the KV store apart, as before) */
 	bool no_pdl;                 /* CTQ_NO_PDL: no programmatic dependent launch

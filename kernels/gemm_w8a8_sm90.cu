@@ -691,6 +691,9 @@ static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a
  * stages. */
 static int small_m_bn(int64_t N)
 {
+	const int forced = ctq_knobs()->sm90_small_bn; /* CTQ_SM90_SMALL_BN (A/B runs) */
+	if (forced == 32 || forced == 64)
+		return forced;
 	const int64_t sms = sm_count();
 	const int64_t w64 = ((N + 63) / 64 + sms - 1) / sms * 64;
 	const int64_t w32 = ((N + 31) / 32 + sms - 1) / sms * 32;

@@ -257,3 +257,101 @@ Test(attention, qk_norm_rope_store_equals_the_two_ops, .init = setup, .fini = te
 	fused_store_case(32, 8, 128);
 	fused_store_case(4, 2, 64);
 }
+
+/* attention_quant (o_proj's input quantized inside the decode kernels'
+ * merge) against attention then quantize: the same bits in the attention
+ * output, q and s, on decode batches whose contexts fit one key chunk or
+ * span several, twice in a row (the merge's per-token counters must be
+ * left zeroed), and on a mixed call with a prefill (which quantizes after
+ * the attention). */
+static void attention_quant_case(int64_t heads, int64_t kv, int64_t d, const struct run *runs,
+				 int nruns)
+{
+	struct ctq_error err = {0};
+	struct ctq_rng rng;
+	ctq_rng_seed(&rng, (uint64_t)(heads * 11 + kv * 5 + d + nruns));
+	const int64_t slots = 4, max_len = 300, ld = (heads + 2 * kv) * d, K = heads * d;
+	int64_t T = 0;
+	for (int i = 0; i < nruns; i++)
+		T += runs[i].n;
+	uint16_t *xb = malloc((size_t)(T * ld) * 2);
+	int32_t *slot = malloc((size_t)T * 4), *pos = malloc((size_t)T * 4);
+	for (int64_t i = 0; i < T * ld; i++)
+		xb[i] = ctq_f32_to_bf16((float)ctq_rng_normal(&rng));
+	int64_t t = 0;
+	for (int i = 0; i < nruns; i++)
+		for (int j = 0; j < runs[i].n; j++, t++) {
+			slot[t] = runs[i].slot;
+			pos[t] = runs[i].p0 + j;
+		}
+	/* earlier context: the same random keys and values in both paths */
+	const size_t cache_n = (size_t)(slots * max_len * kv * d);
+	uint16_t *ctx = malloc(cache_n * 2);
+	for (size_t i = 0; i < cache_n; i++)
+		ctx[i] = ctq_f32_to_bf16((float)ctq_rng_normal(&rng));
+	void *dx = dev_copy(xb, (size_t)(T * ld) * 2);
+	void *dslot = dev_copy(slot, (size_t)T * 4), *dpos = dev_copy(pos, (size_t)T * 4);
+	const size_t obytes = (size_t)(T * K) * 2, wsb = ctq_w8a8_workspace_bytes(T, K);
+	uint8_t *host[3][3]; /* [path: two ops, fused, fused again][out, q, s] */
+	const size_t n[3] = {obytes, (size_t)(T * K), (size_t)T * 4};
+	for (int path = 0; path < 3; path++) {
+		void *kc = dev_copy(ctx, cache_n * 2), *vc = dev_copy(ctx, cache_n * 2);
+		void *out = dev_copy(NULL, obytes), *ws = dev_copy(NULL, wsb);
+		const uint16_t *qx = dx, *kx = (const uint16_t *)dx + heads * d;
+		const uint16_t *vx = (const uint16_t *)dx + (heads + kv) * d;
+		float *sc = ctq_w8a8_workspace_scales(ws, T, K);
+		if (path == 0) {
+			cr_assert_eq(gpu.ops->attention(&gpu, qx, kx, vx, ld, kc, vc, dslot, dpos, slot, pos, T,
+							heads, kv, d, max_len, out, &err),
+				     CTQ_OK, "%s", err.message);
+			cr_assert_eq(gpu.ops->quantize(&gpu, out, T, K, ws, sc, &err), CTQ_OK, "%s", err.message);
+		} else {
+			cr_assert(gpu.ops->attention_quant, "the CUDA backend offers attention_quant");
+			/* ws refilled with junk before each call: a call that skipped
+			 * the quantization (counters left set) shows */
+			uint8_t *junk = malloc(wsb);
+			memset(junk, 0xa5, wsb);
+			for (int rep = 0; rep < path; rep++) {
+				cr_assert_eq(gpu.ops->upload(&gpu, ws, junk, wsb, &err), CTQ_OK, "%s", err.message);
+				cr_assert_eq(gpu.ops->attention_quant(&gpu, qx, kx, vx, ld, kc, vc, dslot, dpos, slot,
+								      pos, T, heads, kv, d, max_len, out, ws, &err),
+					     CTQ_OK, "%s", err.message);
+			}
+			free(junk);
+		}
+		const void *src[3] = {out, ws, sc};
+		for (int i = 0; i < 3; i++) {
+			host[path][i] = malloc(n[i]);
+			cr_assert_eq(gpu.ops->download(&gpu, host[path][i], src[i], n[i], &err), CTQ_OK, "%s",
+				     err.message);
+		}
+		gpu.ops->free(&gpu, kc), gpu.ops->free(&gpu, vc);
+		gpu.ops->free(&gpu, out), gpu.ops->free(&gpu, ws);
+	}
+	static const char *what[3] = {"attention output", "q", "s"};
+	for (int path = 1; path < 3; path++)
+		for (int i = 0; i < 3; i++)
+			cr_expect(!memcmp(host[0][i], host[path][i], n[i]),
+				  "heads %lld/%lld d %lld, %lld tokens, call %d: %s differ", (long long)heads,
+				  (long long)kv, (long long)d, (long long)T, path, what[i]);
+	for (int path = 0; path < 3; path++)
+		for (int i = 0; i < 3; i++)
+			free(host[path][i]);
+	gpu.ops->free(&gpu, dx), gpu.ops->free(&gpu, dslot), gpu.ops->free(&gpu, dpos);
+	free(xb), free(slot), free(pos), free(ctx);
+}
+
+Test(attention, attention_quant_equals_attention_then_quantize, .init = setup, .fini = teardown,
+     .timeout = 120)
+{
+	/* decode: contexts of 1..10 keys (one chunk) and 120..290 (several) */
+	const struct run decode[] = {{0, 9, 1}, {1, 150, 1}, {2, 0, 1}, {3, 289, 1}};
+	const struct run one[] = {{2, 200, 1}};
+	const struct run mixed[] = {{0, 0, 70}, {1, 120, 3}, {2, 9, 1}};
+	const int64_t shapes[][3] = {{32, 8, 128}, {4, 2, 64}, {16, 16, 128}};
+	for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+		attention_quant_case(shapes[i][0], shapes[i][1], shapes[i][2], decode, 4);
+		attention_quant_case(shapes[i][0], shapes[i][1], shapes[i][2], one, 1);
+		attention_quant_case(shapes[i][0], shapes[i][1], shapes[i][2], mixed, 3);
+	}
+}
