@@ -229,17 +229,6 @@ struct ctq_backend_ops {
 					      const float *inv_freq, void *k_cache, void *v_cache,
 					      const int32_t *slot, int64_t max_len,
 					      struct ctq_error *err);
-	/* Optional: attention, then its output out (T, heads * d) also
-	 * quantized per token into a w8a8 workspace (as quantize does, at the
-	 * offsets of ctq_w8a8_workspace_bytes(T, heads * d)) for o_proj's
-	 * linear_w8a8_q; identical to attention then quantize. The runner uses
-	 * it only beside the fused producers above. */
-	enum ctq_status (*attention_quant)(struct ctq_backend *b, const void *q, const void *k,
-					   const void *v, int64_t ld, void *k_cache, void *v_cache,
-					   const int32_t *slot, const int32_t *pos,
-					   const int32_t *host_slot, const int32_t *host_pos, int64_t T,
-					   int64_t heads, int64_t kv_heads, int64_t d, int64_t max_len,
-					   void *out, void *ws, struct ctq_error *err);
 	/* Optional: the native stream the ops run on (a cudaStream_t as void *),
 	 * for code that enqueues its own kernels beside them (kernel plug-ins,
 	 * backend/plugin.h); NULL on backends without one. */

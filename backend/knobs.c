@@ -26,8 +26,6 @@ static const struct knob_def {
 	{"CTQ_ATTENTION_NO_MMA", KNOB_FLAG, offsetof(struct ctq_knobs, attention_no_mma), 0, 0},
 	{"CTQ_ATTENTION_GQA", KNOB_FLAG, offsetof(struct ctq_knobs, attention_no_gqa), 0, 0},
 	{"CTQ_ATTENTION_NO_SPLIT", KNOB_FLAG, offsetof(struct ctq_knobs, attention_no_split), 0, 0},
-	{"CTQ_ATTENTION_QUANT_UNFUSED", KNOB_FLAG, offsetof(struct ctq_knobs, attention_quant_unfused),
-	 0, 0},
 	{"CTQ_KV_STORE_UNFUSED", KNOB_FLAG, offsetof(struct ctq_knobs, kv_store_unfused), 0, 0},
 	{"CTQ_NO_PDL", KNOB_FLAG, offsetof(struct ctq_knobs, no_pdl), 0, 0},
 	{"CTQ_PDL_LINEARS_ONLY", KNOB_FLAG, offsetof(struct ctq_knobs, pdl_linears_only), 0, 0},

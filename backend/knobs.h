@@ -35,9 +35,6 @@ struct ctq_knobs {
 	bool attention_no_gqa;       /* CTQ_ATTENTION_GQA: no chunked GQA decode kernel */
 	bool attention_no_split;     /* CTQ_ATTENTION_NO_SPLIT: a call of mixed runs is one
 				      * launch (no split into runs, kernels/attention.cu) */
-	bool attention_quant_unfused; /* CTQ_ATTENTION_QUANT_UNFUSED: o_proj's input
-				      * quantized by its own kernel after the attention
-				      * (not inside the decode merge) */
 	bool kv_store_unfused;       /* CTQ_KV_STORE_UNFUSED: qk_norm_rope_store as two
 				      * kernels (the KV store apart, as before) */
 	bool no_pdl;                 /* CTQ_NO_PDL: no programmatic dependent launch

@@ -841,84 +841,6 @@ __global__ void attention_decode_combine_kernel(const float *part_acc, const flo
 	}
 }
 
-/* attention_decode_combine_kernel, then each token's row of out (heads x d
- * BF16) quantized per token exactly as ctq_quantize_launch quantizes it,
- * into q (T, heads * d) and s (T): o_proj's input without a kernel of its
- * own. Every block (token, head) finishes its head (merging the chunks, or
- * reading what chunk 0 wrote when one chunk holds the context), stores it,
- * folds the head's absolute maximum (the sign-cleared BF16 patterns, as
- * amax_bits) into sync[2t] and counts itself in sync[2t + 1]; the block
- * that counts last reads the whole row back from L2, quantizes it and
- * zeroes both words for the next launch (sync starts zeroed). vec: heads *
- * d % 8 == 0, out 16-byte and q 8-byte aligned (16-byte groups). */
-__global__ void attention_decode_combine_quant_kernel(const float *part_acc, const float *part_ml,
-						      const int32_t *pos, int heads, int d, int chunks,
-						      int kpc, uint16_t *out, int8_t *q, float *s,
-						      uint32_t *sync, bool vec)
-{
-	pdl_trigger();
-	pdl_wait();
-	__shared__ uint32_t red[32];
-	__shared__ bool last;
-	const int64_t t = blockIdx.x;
-	const int64_t th = t * heads + blockIdx.y;
-	const int64_t n = (int64_t)pos[t] + 1;
-	const int live = (int)((n + kpc - 1) / kpc);
-	const float *ml = part_ml + th * chunks * 2;
-	const float mx = live > 1 ? chunks_max(ml, live) : 0.0f;
-	uint32_t a = 0;
-	for (int i = threadIdx.x; i < d; i += blockDim.x) {
-		uint16_t v;
-		if (live <= 1) {
-			v = out[th * d + i]; /* chunk 0 wrote it */
-		} else {
-			float num = 0.0f, den = 0.0f;
-			for (int c = 0; c < live; c++) {
-				const float w = exp2f(ml[2 * c] - mx);
-				num += w * part_acc[(th * chunks + c) * d + i];
-				den += w * ml[2 * c + 1];
-			}
-			v = ctq_f32_to_bf16(num / den);
-			out[th * d + i] = v;
-		}
-		a = max(a, (uint32_t)(v & 0x7fffu));
-	}
-	__threadfence(); /* this block's part of the row before its count */
-	a = __reduce_max_sync(0xffffffffu, a);
-	if ((threadIdx.x & 31) == 0)
-		red[threadIdx.x >> 5] = a;
-	__syncthreads();
-	if (threadIdx.x == 0) {
-		for (int w = 1; w < (int)(blockDim.x + 31) / 32; w++)
-			a = max(a, red[w]);
-		atomicMax(&sync[2 * t], a);
-		__threadfence();
-		last = atomicAdd(&sync[2 * t + 1], 1u) == (unsigned)heads - 1;
-	}
-	__syncthreads();
-	if (!last)
-		return;
-	__threadfence();
-	const float sc = scale_of_bits(atomicAdd(&sync[2 * t], 0u));
-	const float inv = ctq_quantize_inv(sc);
-	const int64_t K = (int64_t)heads * d;
-	if (vec) {
-		const uint4 *row = (const uint4 *)(out + t * K);
-		uint2 *qr = (uint2 *)(q + t * K);
-#pragma unroll 4
-		for (int64_t g = threadIdx.x; g < K / 8; g += blockDim.x)
-			qr[g] = quant_group(__ldcg(row + g), sc, inv);
-	} else {
-		for (int64_t k = threadIdx.x; k < K; k += blockDim.x)
-			q[t * K + k] = ctq_quantize_fast(ctq_bf16_to_f32(__ldcg(out + t * K + k)), sc, inv);
-	}
-	if (threadIdx.x == 0) {
-		s[t] = sc;
-		sync[2 * t] = 0;
-		sync[2 * t + 1] = 0;
-	}
-}
-
 /* Merges the chunks of attention_gqa_kernel: one block per (token, head),
  * one thread per dimension. */
 __global__ void attention_combine_kernel(const float *part_acc, const float *part_ml, int heads,
@@ -964,22 +886,11 @@ static int64_t am_tile_tokens(int64_t T, int64_t heads, int64_t kv_heads, int64_
 
 /* The attention of tokens 0..T-1 over caches that already hold their
  * keys and values: the kernel is chosen for the call as a whole. */
-/* With oq set (o_proj's input wanted quantized), the decode path merges and
- * quantizes in one kernel and sets oq->done; other paths leave it unset. */
-struct att_quant {
-	int8_t *q;
-	float *s;
-	uint32_t *sync; /* (2 x tokens) zeroed words (ctq_attention_quant_launch) */
-	int64_t tokens;
-	bool done;
-};
-
 static enum ctq_status attention_run(const uint16_t *q, int64_t ld, const uint16_t *kc,
 				     const uint16_t *vc, const int32_t *slot, const int32_t *pos,
 				     int64_t T, int64_t heads, int64_t kv_heads, int64_t d,
 				     int64_t max_len, uint16_t *out, float *scratch,
-				     size_t scratch_bytes, int sms, struct att_quant *oq, void *stream,
-				     struct ctq_error *err)
+				     size_t scratch_bytes, int sms, void *stream, struct ctq_error *err)
 {
 	enum ctq_status st = CTQ_OK;
 	const float scale = 1.0f / sqrtf((float)d);
@@ -1044,19 +955,7 @@ static enum ctq_status attention_run(const uint16_t *q, int64_t ld, const uint16
 			default: AD_LAUNCH(64, 8); break;
 			}
 #undef AD_LAUNCH
-		if ((st = CTQ_CUDA(e, err)) != CTQ_OK)
-			return st;
-		if (oq && T <= oq->tokens) {
-			const int64_t K = heads * d;
-			const bool vec = K % 8 == 0 && (uintptr_t)out % 16 == 0 && (uintptr_t)oq->q % 8 == 0;
-			oq->done = true;
-			return CTQ_CUDA(CTQ_PDL_LAUNCH(attention_decode_combine_quant_kernel,
-						      dim3((unsigned)T, (unsigned)heads), (unsigned)d, 0, s, pa,
-						      pm, pos, (int)heads, (int)d, (int)chunks, (int)kpc,
-						      out, oq->q, oq->s, oq->sync, vec),
-					err);
-		}
-		if (chunks == 1)
+		if ((st = CTQ_CUDA(e, err)) != CTQ_OK || chunks == 1)
 			return st;
 		return CTQ_CUDA(CTQ_PDL_LAUNCH(attention_decode_combine_kernel, dim3((unsigned)T, (unsigned)heads),
 					      (unsigned)d, 0, s, pa, pm, pos, (int)heads, (int)d,
@@ -1126,13 +1025,14 @@ static bool whole_tiles(const int32_t *slot, const int32_t *pos, int64_t t0, int
  * AM_MIN_T tokens for the decode kernels. Every key and value
  * is stored first, as in one call, so the split changes which kernel
  * computes a token, never what it may see. */
-static enum ctq_status attention_any(const uint16_t *q, const uint16_t *k, const uint16_t *v,
-				     int64_t ld, uint16_t *kc, uint16_t *vc, const int32_t *slot,
-				     const int32_t *pos, const int32_t *host_slot,
-				     const int32_t *host_pos, int64_t T, int64_t heads,
-				     int64_t kv_heads, int64_t d, int64_t max_len, uint16_t *out,
-				     float *scratch, size_t scratch_bytes, int sms, struct att_quant *oq,
-				     void *stream, struct ctq_error *err)
+extern "C" enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_t *k,
+						const uint16_t *v, int64_t ld, uint16_t *kc,
+						uint16_t *vc, const int32_t *slot,
+						const int32_t *pos, const int32_t *host_slot,
+						const int32_t *host_pos, int64_t T, int64_t heads,
+						int64_t kv_heads, int64_t d, int64_t max_len,
+						uint16_t *out, float *scratch, size_t scratch_bytes,
+						int sms, void *stream, struct ctq_error *err)
 {
 	if (T <= 0)
 		return CTQ_OK;
@@ -1151,7 +1051,7 @@ static enum ctq_status attention_any(const uint16_t *q, const uint16_t *k, const
 				   : 0;
 	if (!BT || whole_tiles(host_slot, host_pos, 0, T, BT))
 		return attention_run(q, ld, kc, vc, slot, pos, T, heads, kv_heads, d, max_len, out,
-				     scratch, scratch_bytes, sms, oq, stream, err);
+				     scratch, scratch_bytes, sms, stream, err);
 	const int64_t row = heads * d; /* out (T, heads, d) */
 	for (int64_t t = 0; t < T && !st;) {
 		/* [g, t): long runs that each start on a tile of the group (every
@@ -1168,45 +1068,8 @@ static enum ctq_status attention_any(const uint16_t *q, const uint16_t *k, const
 				break; /* a partial last tile: nothing may follow it */
 		}
 		st = attention_run(q + g * ld, ld, kc, vc, slot + g, pos + g, t - g, heads, kv_heads, d,
-				   max_len, out + g * row, scratch, scratch_bytes, sms, nullptr, stream, err);
+				   max_len, out + g * row, scratch, scratch_bytes, sms, stream, err);
 	}
 	return st;
 }
 
-
-extern "C" enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_t *k,
-						const uint16_t *v, int64_t ld, uint16_t *kc,
-						uint16_t *vc, const int32_t *slot,
-						const int32_t *pos, const int32_t *host_slot,
-						const int32_t *host_pos, int64_t T, int64_t heads,
-						int64_t kv_heads, int64_t d, int64_t max_len,
-						uint16_t *out, float *scratch, size_t scratch_bytes,
-						int sms, void *stream, struct ctq_error *err)
-{
-	return attention_any(q, k, v, ld, kc, vc, slot, pos, host_slot, host_pos, T, heads, kv_heads, d,
-			     max_len, out, scratch, scratch_bytes, sms, nullptr, stream, err);
-}
-
-/* ctq_attention_launch, then out quantized per token into (oq, os) as
- * ctq_quantize_launch does: inside the decode kernels' merge where the
- * call takes them (and T <= sync_tokens, CTQ_ATTENTION_QUANT_UNFUSED
- * unset), otherwise by ctq_quantize_launch after it. */
-extern "C" enum ctq_status ctq_attention_quant_launch(
-	const uint16_t *q, const uint16_t *k, const uint16_t *v, int64_t ld, uint16_t *kc, uint16_t *vc,
-	const int32_t *slot, const int32_t *pos, const int32_t *host_slot, const int32_t *host_pos,
-	int64_t T, int64_t heads, int64_t kv_heads, int64_t d, int64_t max_len, uint16_t *out,
-	int8_t *oq, float *os, float *scratch, size_t scratch_bytes, uint32_t *sync,
-	int64_t sync_tokens, int sms, void *stream, struct ctq_error *err)
-{
-	enum ctq_status st = ctq_knobs_check(err);
-	if (st)
-		return st;
-	struct att_quant aq = {oq, os, sync, sync_tokens, false};
-	const bool fuse = sync && !ctq_knobs()->attention_quant_unfused;
-	if ((st = attention_any(q, k, v, ld, kc, vc, slot, pos, host_slot, host_pos, T, heads, kv_heads,
-				d, max_len, out, scratch, scratch_bytes, sms, fuse ? &aq : nullptr, stream,
-				err)) ||
-	    aq.done)
-		return st;
-	return ctq_quantize_launch(out, T, heads * d, oq, os, stream, err);
-}

@@ -22,7 +22,6 @@ struct cuda_impl {
 	cublasHandle_t cublas;
 	void *cublas_ws; /* cuBLAS workspace: set explicitly so graph capture never allocates */
 	float *att_scratch; /* split-key attention partials (decode), allocated once */
-	uint32_t *att_sync; /* attention_quant's per-token words (2 x ATT_SYNC_TOKENS), zeroed once */
 	ncclComm_t comm; /* tensor-parallel communicator, or NULL */
 	cudaDeviceProp prop;
 	bool no_gemv_bf16; /* CTQ_NO_GEMV_BF16 set: cuBLAS for every BF16 linear (A/B) */
@@ -35,7 +34,6 @@ struct cuda_impl {
 
 #define CUBLAS_WS_BYTES ((size_t)32 << 20)
 #define ATT_SCRATCH_BYTES ((size_t)16 << 20)
-#define ATT_SYNC_TOKENS 4096
 
 static struct cuda_impl *impl(struct ctq_backend *b)
 {
@@ -49,7 +47,7 @@ static void cu_destroy(struct ctq_backend *b)
 		return;
 	/* Guarded: a cudaFree(NULL) would create the context a failed open
 	 * never made. */
-	void *dev[] = {c->att_scratch, c->att_sync, c->argmax_dev};
+	void *dev[] = {c->att_scratch, c->argmax_dev};
 	for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
 		if (dev[i])
 			cudaFree(dev[i]);
@@ -301,23 +299,6 @@ static enum ctq_status cu_attention(struct ctq_backend *b, const void *q, const 
 				    err);
 }
 
-static enum ctq_status cu_attention_quant(struct ctq_backend *b, const void *q, const void *k,
-					  const void *v, int64_t ld, void *k_cache, void *v_cache,
-					  const int32_t *slot, const int32_t *pos,
-					  const int32_t *host_slot, const int32_t *host_pos, int64_t T,
-					  int64_t heads, int64_t kv_heads, int64_t d, int64_t max_len,
-					  void *out, void *ws, struct ctq_error *err)
-{
-	struct cuda_impl *c = impl(b);
-	return ctq_attention_quant_launch((const uint16_t *)q, (const uint16_t *)k, (const uint16_t *)v,
-					  ld, (uint16_t *)k_cache, (uint16_t *)v_cache, slot, pos,
-					  host_slot, host_pos, T, heads, kv_heads, d, max_len,
-					  (uint16_t *)out, (int8_t *)ws,
-					  ctq_w8a8_workspace_scales(ws, T, heads * d), c->att_scratch,
-					  ATT_SCRATCH_BYTES, c->att_sync, ATT_SYNC_TOKENS,
-					  c->prop.multiProcessorCount, c->stream, err);
-}
-
 static enum ctq_status cu_rmsnorm_quant(struct ctq_backend *b, const void *x, const float *w,
 				       int64_t M, int64_t H, float eps, void *ws, struct ctq_error *err)
 {
@@ -514,7 +495,6 @@ static struct ctq_backend_ops make_cuda_ops(void)
 	o.add_rmsnorm = cu_add_rmsnorm;
 	o.add_rmsnorm_quant = cu_add_rmsnorm_quant;
 	o.attention = cu_attention;
-	o.attention_quant = cu_attention_quant;
 	o.silu_mul = cu_silu_mul;
 	o.rows_to_host = cu_rows_to_host;
 	o.rows_argmax = cu_rows_argmax;
@@ -579,9 +559,7 @@ extern "C" enum ctq_status ctq_backend_cuda(struct ctq_backend *b, int device,
 	if ((st = ctq_knobs_check(err)) || (st = CTQ_CUDA(cudaSetDevice(device), err)) ||
 	    (st = CTQ_CUDA(cudaGetDeviceProperties(&c->prop, device), err)) ||
 	    (st = ctq_cublas_stream_open(&c->stream, &c->cublas, &c->cublas_ws, CUBLAS_WS_BYTES, err)) ||
-	    (st = CTQ_CUDA(cudaMalloc((void **)&c->att_scratch, ATT_SCRATCH_BYTES), err)) ||
-	    (st = CTQ_CUDA(cudaMalloc((void **)&c->att_sync, 2 * ATT_SYNC_TOKENS * sizeof(uint32_t)), err)) ||
-	    (st = CTQ_CUDA(cudaMemset(c->att_sync, 0, 2 * ATT_SYNC_TOKENS * sizeof(uint32_t)), err))) {
+	    (st = CTQ_CUDA(cudaMalloc((void **)&c->att_scratch, ATT_SCRATCH_BYTES), err))) {
 		cu_destroy(b);
 		b->ops = NULL;
 		return st;

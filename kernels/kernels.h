@@ -75,19 +75,6 @@ enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_t *k, const
 				     int64_t d, int64_t max_len, uint16_t *out, float *scratch,
 				     size_t scratch_bytes, int sms, void *stream,
 				     struct ctq_error *err);
-/* ctq_attention_launch, then out (T, heads * d) quantized per token into
- * oq (T, heads * d) int8 and os (T) as ctq_quantize_launch does (the same
- * bits). The decode path does it inside its merge of the key chunks when
- * T <= sync_tokens: sync is 2 * sync_tokens uint32 of device memory,
- * zeroed once before the first call and left zeroed by every call. */
-enum ctq_status ctq_attention_quant_launch(const uint16_t *q, const uint16_t *k, const uint16_t *v,
-					   int64_t ld, uint16_t *kc, uint16_t *vc, const int32_t *slot,
-					   const int32_t *pos, const int32_t *host_slot,
-					   const int32_t *host_pos, int64_t T, int64_t heads,
-					   int64_t kv_heads, int64_t d, int64_t max_len, uint16_t *out,
-					   int8_t *oq, float *os, float *scratch, size_t scratch_bytes,
-					   uint32_t *sync, int64_t sync_tokens, int sms, void *stream,
-					   struct ctq_error *err);
 /* The residual add fused into the RMSNorm after it (plain rows): x (M, H)
  * += res as ctq_add_launch rounds it, then ctq_rmsnorm_launch's output of
  * the new x into y (which may be res), or ctq_rmsnorm_quant_launch's q, s. */

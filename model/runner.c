@@ -691,15 +691,6 @@ static enum ctq_status linear(struct ctq_runner *r, const struct ctq_lin *l, con
 	return o->linear_dense(r->b, x, l->w, l->bias, M, l->N, l->K, y, err);
 }
 
-/* Whether l's input is quantized where it is made: the fused producers and
- * the GEMM on their workspace. */
-static bool fused_quant(const struct ctq_runner *r, const struct ctq_lin *l)
-{
-	const struct ctq_backend_ops *o = r->b->ops;
-	return l->quantized && !r->opt.no_fuse && o->rmsnorm_quant && o->silu_mul_quant &&
-	       o->linear_w8a8_q;
-}
-
 /* RMSNorm (nw != NULL) or SiLU·mul (nw == NULL) of x, then the linear l.
  * With res != NULL (RMSNorm only) x += res first: the residual add of the
  * block before, fused into the norm where the backend offers it. A W8A8 l
@@ -713,7 +704,9 @@ static enum ctq_status producer_linear(struct ctq_runner *r, void *x, const void
 	struct ctq_backend *b = r->b;
 	const struct ctq_backend_ops *o = b->ops;
 	const float eps = r->cfg.rms_eps;
-	const bool fq = fused_quant(r, l);
+	/* quantized where made: the fused producers and the GEMM on their workspace */
+	const bool fq = l->quantized && !r->opt.no_fuse && o->rmsnorm_quant && o->silu_mul_quant &&
+			o->linear_w8a8_q;
 	enum ctq_status st;
 	if (res && (r->opt.no_fuse || !(fq ? o->add_rmsnorm_quant : o->add_rmsnorm))) {
 		if ((st = o->add(b, x, res, M * l->K, err)))
@@ -798,21 +791,10 @@ static enum ctq_status compute(struct ctq_runner *r, int64_t T, int64_t head_row
 				return st;
 			st = o->rope(b, q, ld, r->d_pos, T, nH + nKV, d, r->inv_freq, err);
 		}
-		if (st)
-			return st;
-		/* o_proj's input quantized by the attention where the backend offers it */
-		if (fused_quant(r, &y->o) && o->attention_quant) {
-			if (!(st = o->attention_quant(b, q, k, v, ld, r->k_cache[l], r->v_cache[l], r->d_slot,
-						      r->d_pos, r->call_slot, r->call_pos, T, nH, nKV, d,
-						      r->opt.max_len, r->attn, r->ws, err)))
-				st = o->linear_w8a8_q(b, r->ws, y->o.w, y->o.scale, y->o.bias, T, y->o.N, y->o.K,
-						      r->h, err);
-		} else if (!(st = o->attention(b, q, k, v, ld, r->k_cache[l], r->v_cache[l], r->d_slot,
-					       r->d_pos, r->call_slot, r->call_pos, T, nH, nKV, d,
-					       r->opt.max_len, r->attn, err))) {
-			st = linear(r, &y->o, r->attn, T, r->h, err);
-		}
 		if (st ||
+		    (st = o->attention(b, q, k, v, ld, r->k_cache[l], r->v_cache[l], r->d_slot, r->d_pos,
+				       r->call_slot, r->call_pos, T, nH, nKV, d, r->opt.max_len, r->attn, err)) ||
+		    (st = linear(r, &y->o, r->attn, T, r->h, err)) ||
 		    (st = allreduce(r, r->h, T * H, err)) ||
 		    (st = producer_linear(r, r->x, r->h, y->post_norm, &y->gu, T, r->h, r->gu, err)) ||
 		    (st = producer_linear(r, r->gu, NULL, NULL, &y->down, T, r->act, r->h, err)) ||
