@@ -685,21 +685,21 @@ static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a
  * (slower than no split at every M <= 128 on the Qwen3-4B shapes). */
 #define N_TILES 9 /* 0..3, 5, 6, 8 cooperative, 4, 7 ping-pong; 9 is the small-M family */
 
-/* Small M (<= 64, one M tile): 64-column N tiles where they give every SM
- * one at least (a 64-wide stage does twice the work of a 32-wide one for
- * the same per-stage waits: gate_up, N = 19456, at M = 16 took 18.4 us
- * against 21.3 with 32, H200, reports/baselines/h200/2026-12-02-040bc65/);
- * otherwise 32 or 64, whichever puts fewer weight rows on the busiest SM
- * (N = 2560 gives 80 tiles of 32 instead of 40 of 64). Activation boxes
- * of 16, 32 or 64 rows, 12-24 stages. CTQ_SM90_SMALL_BN forces either. */
+/* Small M (<= 64, one M tile): 32- or 64-column N tiles, whichever puts
+ * fewer weight rows on the busiest SM (N = 2560 gives 80 tiles of 32
+ * instead of 40 of 64), activation boxes of 16, 32 or 64 rows, 12-24
+ * stages. CTQ_SM90_SMALL_BN forces either width. Measured but not yet
+ * the rule: where 64-wide tiles give every SM one at least (gate_up, N =
+ * 19456), 64 is faster although its busiest SM reads more rows (M = 16:
+ * 18.4 against 21.3 us, M = 64: 19.0 against 21.9; bench gemm, H200,
+ * reports/baselines/h200/2026-12-02-040bc65/ab-small-bn/); a decode step
+ * with it has not been measured. */
 static int small_m_bn(int64_t N)
 {
 	const int forced = ctq_knobs()->sm90_small_bn;
 	if (forced == 32 || forced == 64)
 		return forced;
 	const int64_t sms = sm_count();
-	if ((N + 63) / 64 >= sms)
-		return 64;
 	const int64_t w64 = ((N + 63) / 64 + sms - 1) / sms * 64;
 	const int64_t w32 = ((N + 31) / 32 + sms - 1) / sms * 32;
 	return w32 < w64 ? 32 : 64;
