@@ -85,7 +85,9 @@ void ctq_plot_init(struct ctq_plotter *p)
 		}
 		if (rc == 127 || rc < 0) {
 			snprintf(p->why, sizeof p->why,
-				 "%s not found (install gnuplot-nox: make deps)", p->program);
+				 "%s not found (install gnuplot-nox: make deps; on an offline host "
+				 "export DEPS_PREFIX=DIR of tools/unpack-deps.sh, or CTQ_GNUPLOT=PATH)",
+				 p->program);
 			return;
 		}
 	}
