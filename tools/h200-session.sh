@@ -6,7 +6,18 @@
 # Usage: tools/h200-session.sh OUT_DIR [stage...]
 #   stages: build tests oracle probe bench smollm2 (and, by name: tp tpeval
 #   gputests benchref quick gemm serve decodeprof
-#   prefillprof ops plugin)
+#   prefillprof ops plugin knobab peers)
+# knobab: interleaved A/B of dispatch knobs (backend/knobs.h) on bench model,
+# W8A8 against BF16 at 128-token prompts: CTQ_AB_VARIANTS is a list of
+# variants separated by ';', each a space-separated list of VAR=value (or
+# '-' for the defaults), run CTQ_AB_ROUNDS times (2) in turn at batches
+# CTQ_AB_BATCH (1,8), e.g.
+#   CTQ_AB_VARIANTS='-;CTQ_NO_PDL=1;CTQ_PDL_LINEARS_ONLY=1' tools/h200-session.sh OUT build knobab
+# into OUT/knobab/vN-rR/ with a table of decode tok/s and TTFT in the log.
+# peers: the gpt-fast PyTorch peer (bf16, batch 1 and 8) and the Triton
+# W8A8 GEMM peer, from gpu-carry/ (copy them there from ../shared/anchors:
+# ../shared does not travel), into OUT/peer-*.csv; run them in the same call
+# as the ctq figures they are compared with.
 # plugin: the cuBLASLt kernel plug-in (build/plugins/cublaslt_w8a8.so) through
 # tests/gpu/test_plugin_gpu, ctq probe --kernel-lib beside --backend cuda, and
 # ctq bench gemm --impl on the qwen3-4b shapes.
@@ -36,6 +47,8 @@ if has build; then
 		build/tools/bench_ops build/tests/test_runner >>"$log" 2>&1 || { tail -30 "$log"; exit 1; }
 fi
 export LD_LIBRARY_PATH=$PWD/deps-prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# ctq's plots take the unpacked gnuplot (results/plot.c)
+[ -d deps-prefix ] && export DEPS_PREFIX="$PWD/deps-prefix"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv >>"$log" 2>&1
 
 if has oracle; then
@@ -52,7 +65,7 @@ if has tests; then
 	CTQ_FIXTURES="$out" ./build/tests/gpu/test_runner_gpu --jobs 1 --verbose 2>&1 | grep -vE '^\[----\] *$' | tail -12 | tee -a "$log"
 	CTQ_FIXTURES="$out" ./build/tests/test_runner --verbose 2>&1 | tail -6 | tee -a "$log"
 fi
-if has probe || has bench; then
+if has probe || has bench || has knobab; then
 	if [ ! -d "$models/q4b" ]; then
 		step make-model qwen3-4b-shape --outliers
 		./build/ctq make-model --arch qwen3 --preset qwen3-4b-shape --outliers --seed 1 "$models/q4b" 2>&1 | tail -1 | tee -a "$log"
@@ -224,4 +237,49 @@ if has plugin; then
 	echo "bench gemm --impl: exit $?" | tee -a "$log"
 	tail -24 "$out/gemm-plugin.txt" | tee -a "$log"
 fi
-step done
+if has knobab; then
+	rounds=${CTQ_AB_ROUNDS:-2}
+	batch=${CTQ_AB_BATCH:-1,8}
+	variants=${CTQ_AB_VARIANTS:--}
+	mkdir -p "$out/knobab"
+	step "knobab: $rounds round(s) of [$variants] at batch $batch"
+	r=1
+	while [ "$r" -le "$rounds" ]; do
+		i=0
+		rest="$variants;"
+		while [ -n "$rest" ]; do
+			v=${rest%%;*}
+			rest=${rest#*;}
+			[ -n "$v" ] || continue
+			i=$((i + 1))
+			envs=$v
+			[ "$v" = "-" ] && envs=
+			d="$out/knobab/v$i-r$r"
+			# shellcheck disable=SC2086 # envs: the variant's words
+			env $envs ./build/ctq bench model --model "$models/q4b-w8a8" --ref-model "$models/q4b" \
+				--backend cuda --batch "$batch" --input-len 128 --output-len 32 --warmup 1 --reps 3 \
+				--out "$d" >"$d.txt" 2>&1
+			echo "v$i r$r [$v] exit $?" | tee -a "$log"
+			# batch, input, TTFT ref/new, ..., decode ref/new (bench_model_gains.csv)
+			awk -F, 'NR > 1 { gsub(/"/, ""); printf "  batch %s: TTFT %.2f / %.2f ms, decode %.1f / %.1f tok/s (BF16 / W8A8)\n", $1, $4, $5, $10, $11 }' \
+				"$d/bench_model_gains.csv" 2>/dev/null | tee -a "$log"
+		done
+		r=$((r + 1))
+	done
+fi
+if has peers; then
+	for f in gptfast_qwen3.py triton_w8a8.py; do
+		[ -f "gpu-carry/$f" ] || echo "peers: gpu-carry/$f missing (copy it from ../shared/anchors)" | tee -a "$log"
+	done
+	if [ -f gpu-carry/gptfast_qwen3.py ]; then
+		step peer gpt-fast bf16
+		timeout 300 python3 gpu-carry/gptfast_qwen3.py bf16 1,8 >"$out/peer-gptfast-bf16.csv" 2>"$out/peer-gptfast.log"
+		tee -a "$log" <"$out/peer-gptfast-bf16.csv"
+	fi
+	if [ -f gpu-carry/triton_w8a8.py ]; then
+		step peer triton w8a8
+		timeout 300 python3 gpu-carry/triton_w8a8.py >"$out/peer-triton-w8a8.csv" 2>"$out/peer-triton.log"
+		tee -a "$log" <"$out/peer-triton-w8a8.csv"
+	fi
+fi
+step "done"
