@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static void help(void)
 {
@@ -42,6 +43,9 @@ static void help(void)
 	       "  --tp N              tensor parallelism over N ranks: GPUs 0..N-1 with NCCL\n"
 	       "                      (cuda), or N in-process ranks (reference)\n"
 	       "  --served-name NAME  the model name requests give (default: DIR's basename)\n"
+	       "  --tokenizer PATH    tokenizer.json, or a folder holding it, and the chat\n"
+	       "                      template of the tokenizer_config.json beside it\n"
+	       "                      (default: the model folder's)\n"
 	       "  --max-body BYTES    largest request body; larger is 413 (default 8388608)\n"
 	       "  --quiet             no line per request on stderr\n"
 	       "\n"
@@ -50,7 +54,7 @@ static void help(void)
 }
 
 struct serve_args {
-	const char *model, *backend, *host, *name;
+	const char *model, *backend, *host, *name, *tokenizer;
 	long port, max_batch, max_len, max_tokens, tp, max_body;
 	bool quiet;
 };
@@ -64,6 +68,7 @@ static bool parse_args(int argc, char **argv, struct serve_args *a, int *rc)
 		CTQ_OPT_STR("--backend", &a->backend),
 		CTQ_OPT_STR("--host", &a->host),
 		CTQ_OPT_STR("--served-name", &a->name),
+		CTQ_OPT_STR("--tokenizer", &a->tokenizer),
 		CTQ_OPT_INT("--port", &a->port, 0, 65535),
 		CTQ_OPT_INT("--max-batch", &a->max_batch, 1, 1024),
 		CTQ_OPT_INT("--max-len", &a->max_len, 2, 1L << 20),
@@ -124,8 +129,27 @@ static enum ctq_status serve_open(struct serve_state *st, const struct serve_arg
 				  const char *name, struct ctq_error *err)
 {
 	enum ctq_status s;
-	if ((s = ctq_tokenizer_load(&st->tok, a->model, err)) ||
-	    (s = ctq_chat_template_load(&st->chat, a->model, err)) ||
+	/* --tokenizer: a tokenizer.json (its folder holds the chat template) or a folder */
+	const char *tok = a->tokenizer ? a->tokenizer : a->model;
+	char tok_dir[4096];
+	struct stat sb;
+	if (a->tokenizer && stat(tok, &sb) == 0 && S_ISREG(sb.st_mode)) {
+		const char *slash = strrchr(tok, '/');
+		snprintf(tok_dir, sizeof tok_dir, "%.*s", slash ? (int)(slash - tok) : 1, slash ? tok : ".");
+		if (!tok_dir[0])
+			snprintf(tok_dir, sizeof tok_dir, "/");
+	} else {
+		snprintf(tok_dir, sizeof tok_dir, "%s", tok);
+	}
+	if ((s = ctq_tokenizer_load(&st->tok, tok, err))) {
+		/* a synthetic checkpoint (ctq make-model) has none: say how to give one */
+		size_t n = strlen(err->message);
+		if (s == CTQ_ERR_IO && !a->tokenizer && n + 1 < sizeof err->message)
+			snprintf(err->message + n, sizeof err->message - n,
+				 " (a model folder without a tokenizer: --tokenizer PATH)");
+		return s;
+	}
+	if ((s = ctq_chat_template_load(&st->chat, tok_dir, err)) ||
 	    (s = ctq_backend_open_tp(st->b, a->backend, (int)a->tp, CTQ_ACT_NUMERICS_CTQ, &st->group, err)))
 		return s;
 	for (long k = 0; k < a->tp; k++) {

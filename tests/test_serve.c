@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -420,6 +421,59 @@ Test(serve, chat_applies_the_template_and_streams, .timeout = 120)
 	cr_expect(st.role_first, "the first chunk carries delta.role");
 	cr_expect(st.done);
 	free(whole.body), free(streamed.body);
+	free(want);
+	model_close(&m);
+	ctq_remove_tree(s.dir);
+}
+
+/* --tokenizer: a model folder without tokenizer.json (a synthetic
+ * checkpoint) is refused, exit 2, and served with the tokenizer and chat
+ * template of another folder, or of a tokenizer.json named as a file; the
+ * replies are those of the model's own tokenizer. */
+Test(serve, tokenizer_and_template_from_another_folder, .timeout = 120)
+{
+	struct server s;
+	import_model(&s);
+	char tok[128], tok_file[160], from[192], to[192];
+	snprintf(tok, sizeof tok, "%s/tok", s.dir);
+	snprintf(tok_file, sizeof tok_file, "%s/tokenizer.json", tok);
+	cr_assert_eq(mkdir(tok, 0755), 0);
+	static const char *files[] = {"tokenizer.json", "tokenizer_config.json"};
+	for (int i = 0; i < 2; i++) {
+		snprintf(from, sizeof from, "%s/%s", s.model, files[i]);
+		snprintf(to, sizeof to, "%s/%s", tok, files[i]);
+		cr_assert_eq(rename(from, to), 0, "%s", from);
+	}
+	char *bare[] = {"serve", "--model", s.model, "--port", "0", "--quiet", NULL};
+	cr_expect_eq(ctq_cmd_serve(6, bare), 2, "no tokenizer.json in the model folder: exit 2");
+	const char *msgs = "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"max_tokens\":6,\"ignore_eos\":true}";
+	struct reply chat[2];
+	const char *paths[2] = {tok, tok_file};
+	for (int k = 0; k < 2; k++) {
+		start(&s, (const char *const[]){"--tokenizer", paths[k], NULL});
+		chat[k] = http(&s, "POST", "/v1/chat/completions", msgs);
+		cr_assert_eq(stop(&s), 0);
+		char *log = read_log(&s);
+		cr_expect(strstr(log, "chat template chatml"), "--tokenizer %s: the template: %s", paths[k], log);
+		free(log);
+	}
+	for (int i = 0; i < 2; i++) {
+		snprintf(from, sizeof from, "%s/%s", tok, files[i]);
+		snprintf(to, sizeof to, "%s/%s", s.model, files[i]);
+		cr_assert_eq(rename(from, to), 0, "%s", from);
+	}
+	struct model m;
+	model_open(&m, s.model);
+	int64_t n = 0;
+	char *want = greedy_of_text(&m, "<|im_start|>user\nHi<|im_end|>\n", false, 6, true, &n);
+	for (int k = 0; k < 2; k++) {
+		cr_assert_eq(chat[k].status, 200, "--tokenizer %s: %s", paths[k], chat[k].body);
+		cJSON *o = json_of(&chat[k]);
+		cr_expect_str_eq(str_at(choice(o), "message", "content"), want, "--tokenizer %s", paths[k]);
+		cr_expect_eq(ctq_json_get(ctq_json_get(o, "usage"), "prompt_tokens")->valuedouble, 9);
+		cJSON_Delete(o);
+		free(chat[k].body);
+	}
 	free(want);
 	model_close(&m);
 	ctq_remove_tree(s.dir);
