@@ -1,0 +1,110 @@
+/* Criterion tests for the dispatch knobs (backend/knobs.c): defaults,
+ * flags, integer ranges, the N tile of CTQ_SM90_SMALL_BN (0, 32 or 64
+ * only), the usage error naming the first bad variable, and the manifest's
+ * record of every variable. The knobs are read once per process; Criterion
+ * runs each test in a process of its own, so each sets its environment
+ * before the first ctq_knobs(). */
+#include <criterion/criterion.h>
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/knobs.h"
+
+static const char *const all[] = {
+	"CTQ_NO_SM90", "CTQ_SM90_TILE", "CTQ_SM90_SMALL_BN", "CTQ_GEMV_MAX_M",
+	"CTQ_ATTENTION_SIMPLE", "CTQ_ATTENTION_NO_MMA", "CTQ_ATTENTION_GQA", "CTQ_ATTENTION_NO_SPLIT",
+	"CTQ_KV_STORE_UNFUSED", "CTQ_NO_PDL", "CTQ_PDL_LINEARS_ONLY", "CTQ_PDL_LINEAR_TRIGGER",
+	"CTQ_PDL_PRESTAGES", "CTQ_NO_GEMV_BF16", "CTQ_SANITIZE_MEMSET_CUBLAS",
+};
+
+static void clear_env(void)
+{
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		unsetenv(all[i]);
+}
+
+Test(knobs, defaults_when_nothing_is_set)
+{
+	clear_env();
+	const struct ctq_knobs *k = ctq_knobs();
+	cr_expect(!k->no_sm90 && !k->no_pdl && !k->pdl_linears_only && !k->pdl_linear_trigger);
+	cr_expect(!k->attention_simple && !k->kv_store_unfused && !k->no_gemv_bf16);
+	cr_expect_eq(k->sm90_tile, -1);
+	cr_expect_eq(k->sm90_small_bn, 0, "0: the N tile picked by N");
+	cr_expect_eq(k->gemv_max_m, 1);
+	cr_expect_eq(k->pdl_prestages, -1);
+	struct ctq_error err = {0};
+	cr_expect_eq(ctq_knobs_check(&err), CTQ_OK);
+}
+
+Test(knobs, flags_are_on_when_set_even_empty)
+{
+	clear_env();
+	setenv("CTQ_NO_PDL", "", 1);
+	setenv("CTQ_PDL_LINEAR_TRIGGER", "1", 1);
+	setenv("CTQ_PDL_LINEARS_ONLY", "0", 1); /* any value, "0" included */
+	const struct ctq_knobs *k = ctq_knobs();
+	cr_expect(k->no_pdl && k->pdl_linear_trigger && k->pdl_linears_only);
+	cr_expect(!k->kv_store_unfused);
+}
+
+Test(knobs, small_bn_takes_32_or_64)
+{
+	clear_env();
+	setenv("CTQ_SM90_SMALL_BN", "64", 1);
+	setenv("CTQ_SM90_TILE", "3", 1);
+	setenv("CTQ_PDL_PRESTAGES", "0", 1);
+	const struct ctq_knobs *k = ctq_knobs();
+	cr_expect_eq(k->sm90_small_bn, 64);
+	cr_expect_eq(k->sm90_tile, 3);
+	cr_expect_eq(k->pdl_prestages, 0);
+	struct ctq_error err = {0};
+	cr_expect_eq(ctq_knobs_check(&err), CTQ_OK, "%s", err.message);
+}
+
+Test(knobs, small_bn_refuses_other_widths)
+{
+	clear_env();
+	setenv("CTQ_SM90_SMALL_BN", "48", 1);
+	const struct ctq_knobs *k = ctq_knobs();
+	cr_expect_eq(k->sm90_small_bn, 0, "a refused value keeps the default");
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_knobs_check(&err), CTQ_ERR_USAGE);
+	cr_expect_str_eq(err.path, "CTQ_SM90_SMALL_BN");
+	cr_expect(strstr(err.message, "\"48\"") && strstr(err.message, "32 or 64"), "%s", err.message);
+}
+
+Test(knobs, integers_out_of_range_or_malformed_are_usage_errors)
+{
+	clear_env();
+	setenv("CTQ_GEMV_MAX_M", "abc", 1);
+	setenv("CTQ_PDL_PRESTAGES", "2000", 1); /* second: the first bad one is named */
+	const struct ctq_knobs *k = ctq_knobs();
+	cr_expect_eq(k->gemv_max_m, 1);
+	cr_expect_eq(k->pdl_prestages, -1);
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_knobs_check(&err), CTQ_ERR_USAGE);
+	cr_expect_str_eq(err.path, "CTQ_GEMV_MAX_M");
+	cr_expect(strstr(err.message, "expected an integer"), "%s", err.message);
+}
+
+Test(knobs, the_manifest_records_every_variable)
+{
+	clear_env();
+	setenv("CTQ_PDL_LINEARS_ONLY", "1", 1);
+	setenv("CTQ_SM90_SMALL_BN", "7", 1);
+	cJSON *o = cJSON_CreateObject();
+	ctq_knobs_to_json(o);
+	const cJSON *k = cJSON_GetObjectItemCaseSensitive(o, "knobs");
+	cr_assert(k);
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		cr_expect(cJSON_GetObjectItemCaseSensitive(k, all[i]), "%s is recorded", all[i]);
+	/* every variable of knobs.c is in `all` (and "invalid" besides) */
+	cr_expect_eq(cJSON_GetArraySize(k), (int)(sizeof all / sizeof *all) + 1);
+	cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(k, "CTQ_PDL_LINEARS_ONLY")), "1");
+	cr_expect(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(k, "CTQ_NO_PDL")));
+	const char *bad = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(k, "invalid"));
+	cr_expect(bad && strstr(bad, "CTQ_SM90_SMALL_BN"), "%s", bad ? bad : "(none)");
+	cJSON_Delete(o);
+}
