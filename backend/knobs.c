@@ -9,31 +9,40 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum knob_kind { KNOB_FLAG, KNOB_INT };
+enum knob_kind { KNOB_FLAG, KNOB_INT, KNOB_INT64 }; /* KNOB_INT: an int field */
 
-/* One row per variable: where it lands in the struct and its range. */
+/* One row per variable: where it lands in the struct, its range, and for
+ * a knob of a few allowed values (n_only > 0) those values and the text
+ * that names them in the error. */
 static const struct knob_def {
 	const char *name;
 	enum knob_kind kind;
 	size_t offset;        /* of the bool, int or int64_t field */
-	int64_t lo, hi;       /* KNOB_INT range */
+	int64_t lo, hi;       /* KNOB_INT / KNOB_INT64 range */
+	int n_only;
+	int64_t only[3];
+	const char *expect;   /* with n_only */
 } knob_defs[] = {
-	{"CTQ_NO_SM90", KNOB_FLAG, offsetof(struct ctq_knobs, no_sm90), 0, 0},
-	{"CTQ_SM90_TILE", KNOB_INT, offsetof(struct ctq_knobs, sm90_tile), 0, INT32_MAX},
-	{"CTQ_SM90_SMALL_BN", KNOB_INT, offsetof(struct ctq_knobs, sm90_small_bn), 0, 64},
-	{"CTQ_GEMV_MAX_M", KNOB_INT, offsetof(struct ctq_knobs, gemv_max_m), 0, INT64_C(1) << 62},
-	{"CTQ_ATTENTION_SIMPLE", KNOB_FLAG, offsetof(struct ctq_knobs, attention_simple), 0, 0},
-	{"CTQ_ATTENTION_NO_MMA", KNOB_FLAG, offsetof(struct ctq_knobs, attention_no_mma), 0, 0},
-	{"CTQ_ATTENTION_GQA", KNOB_FLAG, offsetof(struct ctq_knobs, attention_no_gqa), 0, 0},
-	{"CTQ_ATTENTION_NO_SPLIT", KNOB_FLAG, offsetof(struct ctq_knobs, attention_no_split), 0, 0},
-	{"CTQ_KV_STORE_UNFUSED", KNOB_FLAG, offsetof(struct ctq_knobs, kv_store_unfused), 0, 0},
-	{"CTQ_NO_PDL", KNOB_FLAG, offsetof(struct ctq_knobs, no_pdl), 0, 0},
-	{"CTQ_PDL_LINEARS_ONLY", KNOB_FLAG, offsetof(struct ctq_knobs, pdl_linears_only), 0, 0},
-	{"CTQ_PDL_LINEAR_TRIGGER", KNOB_FLAG, offsetof(struct ctq_knobs, pdl_linear_trigger), 0, 0},
-	{"CTQ_PDL_PRESTAGES", KNOB_INT, offsetof(struct ctq_knobs, pdl_prestages), 0, 1024},
-	{"CTQ_NO_GEMV_BF16", KNOB_FLAG, offsetof(struct ctq_knobs, no_gemv_bf16), 0, 0},
-	{"CTQ_SANITIZE_MEMSET_CUBLAS", KNOB_FLAG,
-	 offsetof(struct ctq_knobs, sanitize_memset_cublas), 0, 0},
+#define FLAG(n, f) {.name = n, .kind = KNOB_FLAG, .offset = offsetof(struct ctq_knobs, f)}
+#define INT(n, k, f, l, h) {.name = n, .kind = k, .offset = offsetof(struct ctq_knobs, f), .lo = l, .hi = h}
+	FLAG("CTQ_NO_SM90", no_sm90),
+	INT("CTQ_SM90_TILE", KNOB_INT, sm90_tile, 0, INT32_MAX),
+	{.name = "CTQ_SM90_SMALL_BN", .kind = KNOB_INT, .offset = offsetof(struct ctq_knobs, sm90_small_bn),
+	 .lo = 0, .hi = 64, .n_only = 3, .only = {0, 32, 64}, .expect = "0 (pick by N), 32 or 64"},
+	INT("CTQ_GEMV_MAX_M", KNOB_INT64, gemv_max_m, 0, INT64_C(1) << 62),
+	FLAG("CTQ_ATTENTION_SIMPLE", attention_simple),
+	FLAG("CTQ_ATTENTION_NO_MMA", attention_no_mma),
+	FLAG("CTQ_ATTENTION_GQA", attention_no_gqa),
+	FLAG("CTQ_ATTENTION_NO_SPLIT", attention_no_split),
+	FLAG("CTQ_KV_STORE_UNFUSED", kv_store_unfused),
+	FLAG("CTQ_NO_PDL", no_pdl),
+	FLAG("CTQ_PDL_LINEARS_ONLY", pdl_linears_only),
+	FLAG("CTQ_PDL_LINEAR_TRIGGER", pdl_linear_trigger),
+	INT("CTQ_PDL_PRESTAGES", KNOB_INT, pdl_prestages, 0, 1024),
+	FLAG("CTQ_NO_GEMV_BF16", no_gemv_bf16),
+	FLAG("CTQ_SANITIZE_MEMSET_CUBLAS", sanitize_memset_cublas),
+#undef FLAG
+#undef INT
 };
 #define N_KNOBS (sizeof knob_defs / sizeof *knob_defs)
 
@@ -55,6 +64,14 @@ static bool parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
 	return true;
 }
 
+static bool allowed(const struct knob_def *d, int64_t x)
+{
+	for (int i = 0; i < d->n_only; i++)
+		if (d->only[i] == x)
+			return true;
+	return d->n_only == 0;
+}
+
 static void load(void)
 {
 	knobs = (struct ctq_knobs){.sm90_tile = -1, .gemv_max_m = 1, .pdl_prestages = -1};
@@ -72,32 +89,24 @@ static void load(void)
 		int64_t x;
 		if (!v || !*v)
 			continue;
-		if (!parse_int(v, d->lo, d->hi, &x)) {
+		const bool ok = parse_int(v, d->lo, d->hi, &x) && allowed(d, x);
+		if (!ok) {
 			if (!bad_name) {
 				bad_name = d->name;
-				snprintf(bad_msg, sizeof bad_msg,
-					 "is \"%.40s\"; expected an integer %lld..%lld", v,
-					 (long long)d->lo, (long long)d->hi);
+				if (d->n_only)
+					snprintf(bad_msg, sizeof bad_msg, "is \"%.40s\"; expected %s", v,
+						 d->expect);
+				else
+					snprintf(bad_msg, sizeof bad_msg,
+						 "is \"%.40s\"; expected an integer %lld..%lld", v,
+						 (long long)d->lo, (long long)d->hi);
 			}
 			continue;
 		}
-		if (d->offset == offsetof(struct ctq_knobs, sm90_tile))
-			knobs.sm90_tile = (int)x;
-		else if (d->offset == offsetof(struct ctq_knobs, sm90_small_bn)) {
-			if (x != 0 && x != 32 && x != 64) {
-				if (!bad_name) {
-					bad_name = d->name;
-					snprintf(bad_msg, sizeof bad_msg,
-						 "is \"%.40s\"; expected 0 (pick by N), 32 or 64", v);
-				}
-				continue;
-			}
-			knobs.sm90_small_bn = (int)x;
-		}
-		else if (d->offset == offsetof(struct ctq_knobs, pdl_prestages))
-			knobs.pdl_prestages = (int)x;
+		if (d->kind == KNOB_INT)
+			*(int *)field = (int)x;
 		else
-			knobs.gemv_max_m = x;
+			*(int64_t *)field = x;
 	}
 }
 
