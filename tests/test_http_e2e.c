@@ -7,7 +7,8 @@
  *     same model within 1e-4 and the same chosen answers;
  *   - a server killed mid-stream yields failed requests (status error, a
  *     reason) and a clean, bounded exit of the client (1).
- * Each test skips, with the reason, while build/ctq has no serve command
+ * Each test skips, with the reason, while the ctq under test (CTQ_BIN, else
+ * build/ctq) has no serve command
  * (`ctq serve --help` exits non-zero): a skip is not a pass. The server's
  * command line is SERVE_ARGS below: the one place to adjust if ctq serve
  * names its options otherwise. */
@@ -16,6 +17,7 @@
 #include <omp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 
 #include "core/time.h"
@@ -25,10 +27,16 @@
 #include "tests/mock_openai.h"
 #include "tests/model_fixture.h"
 
-#define CTQ "build/ctq"
+/* The ctq under test: CTQ_BIN (tools/run-tests.sh sets it to its BUILD's
+ * binary), else build/ctq. */
+static const char *ctq_bin(void)
+{
+	const char *b = getenv("CTQ_BIN");
+	return b && *b ? b : "build/ctq";
+}
 #define TOKENIZER "tests/fixtures/tokenizers/gpt2-small"
 /* ctq serve's command line: model folder, loopback port. */
-#define SERVE_ARGS(model, port) CTQ, "serve", "--model", model, "--port", port, "--backend", "reference"
+#define SERVE_ARGS(model, port) ctq_bin(), "serve", "--model", model, "--port", port, "--backend", "reference"
 
 static struct fixture fx;
 static pid_t server = -1;
@@ -36,9 +44,11 @@ static char base_url[96];
 
 static void need_serve(void)
 {
-	if (system(CTQ " serve --help >/dev/null 2>&1") != 0)
-		cr_skip_test("build/ctq has no serve command (`ctq serve --help` fails): these tests run "
-			     "once the serve branch is merged");
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "%s serve --help >/dev/null 2>&1", ctq_bin());
+	if (system(cmd) != 0)
+		cr_skip_test("%s has no serve command (`ctq serve --help` fails): build it first (make)",
+			     ctq_bin());
 }
 
 /* The tiny model with the tokenizer fixture beside its weights. */
@@ -64,7 +74,7 @@ static void start_server(const char *model)
 	server = fork();
 	cr_assert(server >= 0);
 	if (server == 0) {
-		execl(CTQ, SERVE_ARGS(model, port_s), (char *)NULL);
+		execl(ctq_bin(), SERVE_ARGS(model, port_s), (char *)NULL);
 		_exit(127);
 	}
 	char health[96];

@@ -8,6 +8,8 @@
 # Usage: tools/run-tests.sh BUILD_DIR
 set -u
 build=${1:-build}
+# tests that run the ctq binary itself (test_http_e2e) take this one
+export CTQ_BIN="$build/ctq"
 passed=0
 failed=0
 skipped=0
