@@ -7,10 +7,17 @@
 #   make offline-deps  download the .deb files for an offline GPU host
 #   make DEPS_PREFIX=DIR  build against packages unpacked with dpkg -x into DIR
 #   make SAN=1      address + undefined sanitizers;  V=1  show commands
+#   make CUDA_ARCH="sm_86"  GPU code for fewer architectures (native: this host's GPUs)
 
 CC      ?= cc
 NVCC    ?= nvcc
-CUDA_ARCH ?= -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_90,code=compute_90
+# GPU code the binary carries: sm_XX is machine code (SASS) for that
+# architecture, compute_XX is PTX the driver compiles for later GPUs; native
+# is the GPUs of this host (nvidia-smi). docs/kernels.md says which kernel
+# path each architecture runs and why 9.0 is sm_90a and Blackwell plain.
+CUDA_ARCH ?= sm_80 sm_86 sm_89 sm_90a sm_100 sm_120 compute_120
+# Architectures one nvcc call compiles in parallel (0: one per CPU).
+NVCC_THREADS ?= 0
 BUILD   ?= build
 V       ?= 0
 SAN     ?= 0
@@ -23,6 +30,27 @@ Q := $(if $(filter 1,$(V)),,@)
 NVCC_PATH := $(shell command -v $(NVCC) 2>/dev/null)
 CUDA ?= $(if $(NVCC_PATH),1,0)
 CUDA_HOME ?= $(if $(NVCC_PATH),$(patsubst %/bin/,%,$(dir $(realpath $(NVCC_PATH)))),/usr/local/cuda)
+
+# CUDA_ARCH -> nvcc -gencode flags. native: each GPU's compute capability
+# from nvidia-smi, 9.0 as sm_90a (wgmma), others as sm_XY.
+ifeq ($(strip $(CUDA_ARCH)),native)
+  CUDA_NATIVE_CC := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | tr -d ' .' | sort -u)
+  ifeq ($(CUDA_NATIVE_CC),)
+    $(if $(filter 1,$(CUDA)),$(error CUDA_ARCH=native: nvidia-smi lists no GPU here; name the architectures instead, e.g. CUDA_ARCH="sm_86"))
+  endif
+  CUDA_ARCHS := $(foreach c,$(CUDA_NATIVE_CC),sm_$(c)$(if $(filter 90,$(c)),a))
+else
+  CUDA_ARCHS := $(strip $(CUDA_ARCH))
+endif
+CUDA_ARCH_BAD := $(filter-out sm_% compute_%,$(CUDA_ARCHS))
+ifneq ($(CUDA_ARCH_BAD),)
+  $(error CUDA_ARCH: "$(CUDA_ARCH_BAD)" is not sm_XY (machine code) or compute_XY (PTX); e.g. CUDA_ARCH="sm_86 sm_90a compute_120", or native)
+endif
+ifeq ($(filter sm_% compute_%,$(CUDA_ARCHS)),)
+  $(if $(filter 1,$(CUDA)),$(error CUDA_ARCH is empty; e.g. CUDA_ARCH="sm_86", or native))
+endif
+CUDA_GENCODE := $(foreach a,$(filter sm_%,$(CUDA_ARCHS)),-gencode arch=compute_$(patsubst sm_%,%,$(a)),code=$(a)) \
+                $(foreach a,$(filter compute_%,$(CUDA_ARCHS)),-gencode arch=$(a),code=$(a))
 
 WARN := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
         -Wmissing-prototypes -Wno-format-truncation $(WERROR)
@@ -57,7 +85,7 @@ LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CU_SRC      := $(wildcard kernels/*.cu)
 CU_OBJ      := $(CU_SRC:%.cu=$(BUILD)/%.o)
 NVCCFLAGS   ?= -O3 -lineinfo
-NVCCFLAGS   += -std=c++17 $(CUDA_ARCH) -I. -MMD -MP -Xcompiler -fno-strict-aliasing
+NVCCFLAGS   += -std=c++17 $(CUDA_GENCODE) --threads $(NVCC_THREADS) -I. -MMD -MP -Xcompiler -fno-strict-aliasing
 
 ifeq ($(CUDA),1)
   CPPFLAGS += -DCTQ_HAVE_CUDA
@@ -110,7 +138,7 @@ $(BUILD)/tests/plugins/%.so: tests/plugins/%.c include/ctq_kernel_plugin.h
 $(BUILD)/plugins/%.so: plugins/%.cu include/ctq_kernel_plugin.h
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  NVCC    $@")
-	$(Q)$(NVCC) -O3 -std=c++17 $(CUDA_ARCH) -Iinclude -Xcompiler -fPIC -shared -o $@ $< \
+	$(Q)$(NVCC) -O3 -std=c++17 $(CUDA_GENCODE) --threads $(NVCC_THREADS) -Iinclude -Xcompiler -fPIC -shared -o $@ $< \
 		-L$(CUDA_LIBDIR) -Xlinker -rpath,$(CUDA_LIBDIR) -lcublasLt -lcudart
 
 # The plug-in tests load these; their directory is compiled in.
@@ -130,7 +158,7 @@ $(BUILD)/%.o: %.c
 # The CPU reference is the CI backend: let its loops vectorize.
 $(BUILD)/reference/%.o: CFLAGS += -O3
 
-$(BUILD)/%.o: %.cu
+$(BUILD)/%.o: %.cu $(BUILD)/nvcc-flags.txt
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  NVCC    $<")
 	$(Q)$(NVCC) $(NVCCFLAGS) $(if $(DEPS_PREFIX),-I$(DEPS_PREFIX)/usr/include) -c $< -o $@
@@ -208,7 +236,7 @@ clean:
 -include $(LIB_OBJ:.o=.d) $(HARNESS_OBJ:.o=.d)
 # Once per make invocation: run and test call $(MAKE) all, which reads this again.
 ifeq ($(MAKELEVEL),0)
-$(info ctq build: CUDA=$(CUDA)$(if $(filter 1,$(CUDA)), (nvcc $(NVCC_PATH), CUDA_HOME $(CUDA_HOME), NCCL $(or $(NCCL_LIB),none))))
+$(info ctq build: CUDA=$(CUDA)$(if $(filter 1,$(CUDA)), (nvcc $(NVCC_PATH), CUDA_HOME $(CUDA_HOME), NCCL $(or $(NCCL_LIB),none), CUDA_ARCH $(CUDA_ARCHS))))
 endif
 
 # ---- real-model fixtures (tools/fixtures.sh) --------------------------------
@@ -239,6 +267,14 @@ BUILD_REV_DIRTY := $(if $(shell git status --porcelain --untracked-files=no 2>/d
 BUILD_REV       := $(or $(CTQ_REVISION),$(BUILD_REV_GIT:%=%$(BUILD_REV_DIRTY)),unknown)
 $(BUILD)/core/version.o: CPPFLAGS += -DCTQ_BUILD_REVISION='"$(BUILD_REV)"'
 $(BUILD)/core/version.o: $(BUILD)/build-revision.txt
+# The GPU code the binary carries (ctq --version, manifests): the same list
+# the kernels were compiled with; a stamp rebuilds them when it changes.
+BUILD_ARCHS := $(if $(filter 1,$(CUDA)),$(CUDA_ARCHS))
+$(BUILD)/core/version.o: CPPFLAGS += -DCTQ_BUILD_CUDA_ARCHS='"$(BUILD_ARCHS)"'
+$(BUILD)/core/version.o: $(BUILD)/nvcc-flags.txt
+$(BUILD)/nvcc-flags.txt: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(BUILD_ARCHS) $(NVCCFLAGS)' | cmp -s - $@ || echo '$(BUILD_ARCHS) $(NVCCFLAGS)' > $@
 $(BUILD)/build-revision.txt: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(BUILD_REV)' | cmp -s - $@ || echo '$(BUILD_REV)' > $@

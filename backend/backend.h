@@ -233,6 +233,11 @@ struct ctq_backend_ops {
 	 * for code that enqueues its own kernels beside them (kernel plug-ins,
 	 * backend/plugin.h); NULL on backends without one. */
 	void *(*stream)(struct ctq_backend *b);
+	/* Optional: the name of the kernel path (backend/paths.h) the W8A8
+	 * linear of an M × N × K product takes on this backend ("sm80-mma",
+	 * "gemv", ...); absent where there is one implementation (the backend's
+	 * name then stands for it). Result files name the code they measured. */
+	const char *(*w8a8_path)(struct ctq_backend *b, int64_t M, int64_t N, int64_t K);
 };
 
 /* Bit-exact checks a backend declares it passes (kernel plug-ins state

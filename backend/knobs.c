@@ -8,8 +8,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-enum knob_kind { KNOB_FLAG, KNOB_INT, KNOB_INT64 }; /* KNOB_INT: an int field */
+/* KNOB_INT: an int field; KNOB_NAMED: an int field set from one of a
+ * few names (names[i] gives only[i]) */
+enum knob_kind { KNOB_FLAG, KNOB_INT, KNOB_INT64, KNOB_NAMED };
 
 /* One row per variable: where it lands in the struct, its range, and for
  * a knob of a few allowed values (n_only > 0) those values and the text
@@ -20,12 +23,16 @@ static const struct knob_def {
 	size_t offset;        /* of the bool, int or int64_t field */
 	int64_t lo, hi;       /* KNOB_INT / KNOB_INT64 range */
 	int n_only;
-	int64_t only[3];
+	int64_t only[6];
+	const char *names[6]; /* KNOB_NAMED */
 	const char *expect;   /* with n_only */
 } knob_defs[] = {
 #define FLAG(n, f) {.name = n, .kind = KNOB_FLAG, .offset = offsetof(struct ctq_knobs, f)}
 #define INT(n, k, f, l, h) {.name = n, .kind = k, .offset = offsetof(struct ctq_knobs, f), .lo = l, .hi = h}
-	FLAG("CTQ_NO_SM90", no_sm90),
+	{.name = "CTQ_ARCH", .kind = KNOB_NAMED, .offset = offsetof(struct ctq_knobs, arch),
+	 .n_only = 6, .only = {80, 86, 89, 90, 100, 120},
+	 .names = {"sm_80", "sm_86", "sm_89", "sm_90a", "sm_100", "sm_120"},
+	 .expect = "sm_80, sm_86, sm_89, sm_90a, sm_100 or sm_120"},
 	INT("CTQ_SM90_TILE", KNOB_INT, sm90_tile, 0, INT32_MAX),
 	{.name = "CTQ_SM90_SMALL_BN", .kind = KNOB_INT, .offset = offsetof(struct ctq_knobs, sm90_small_bn),
 	 .lo = 0, .hi = 64, .n_only = 3, .only = {0, 32, 64}, .expect = "0 (pick by N), 32 or 64"},
@@ -74,7 +81,7 @@ static bool allowed(const struct knob_def *d, int64_t x)
 
 static void load(void)
 {
-	knobs = (struct ctq_knobs){.sm90_tile = -1, .gemv_max_m = 1, .pdl_prestages = -1};
+	knobs = (struct ctq_knobs){.sm90_tile = -1, .gemv_max_m = -1, .pdl_prestages = -1};
 	for (size_t i = 0; i < N_KNOBS; i++) {
 		const struct knob_def *d = &knob_defs[i];
 		const char *v = getenv(d->name);
@@ -86,10 +93,20 @@ static void load(void)
 			*(bool *)field = v != NULL;
 			continue;
 		}
-		int64_t x;
+		int64_t x = 0;
 		if (!v || !*v)
 			continue;
-		const bool ok = parse_int(v, d->lo, d->hi, &x) && allowed(d, x);
+		bool ok;
+		if (d->kind == KNOB_NAMED) {
+			ok = false;
+			for (int j = 0; j < d->n_only && !ok; j++)
+				if (!strcmp(v, d->names[j])) {
+					x = d->only[j];
+					ok = true;
+				}
+		} else {
+			ok = parse_int(v, d->lo, d->hi, &x) && allowed(d, x);
+		}
 		if (!ok) {
 			if (!bad_name) {
 				bad_name = d->name;
@@ -103,7 +120,7 @@ static void load(void)
 			}
 			continue;
 		}
-		if (d->kind == KNOB_INT)
+		if (d->kind == KNOB_INT || d->kind == KNOB_NAMED)
 			*(int *)field = (int)x;
 		else
 			*(int64_t *)field = x;

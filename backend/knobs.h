@@ -22,14 +22,21 @@ typedef struct cJSON cJSON;
 
 /* Flags are on when the variable is set (to any value, "" included), as
  * before this struct existed; numbers must be decimal integers in range
- * (unset or "" keeps the default). */
+ * (unset or "" keeps the default); CTQ_ARCH takes one of its names. */
 struct ctq_knobs {
-	bool no_sm90;                /* CTQ_NO_SM90: never take the Hopper GEMM */
+	int arch;                    /* CTQ_ARCH: dispatch as on this architecture, as
+				      * compute capability x 10 (sm_80 80, sm_86 86,
+				      * sm_89 89, sm_90a 90, sm_100 100, sm_120 120;
+				      * 0 = the GPU's own): every choice made by compute
+				      * capability (the W8A8 GEMM path, PDL) takes that
+				      * architecture's answer, so one GPU runs each
+				      * generation's code (kernels/arch.h) */
 	int sm90_tile;               /* CTQ_SM90_TILE: forced sm90 tile, -1 = pick by shape */
 	int sm90_small_bn;           /* CTQ_SM90_SMALL_BN: 32 or 64, the N tile of the
 				      * small-M family (0 = pick by N) */
 	int64_t gemv_max_m;          /* CTQ_GEMV_MAX_M: largest M for the W8A8 GEMV where
-				      * the sm90 kernel exists (default 1) */
+				      * a tensor-core kernel takes the operands (-1: the
+				      * path's own, kernels/gemm_w8a8.cu) */
 	bool attention_simple;       /* CTQ_ATTENTION_SIMPLE: per-token attention kernel only */
 	bool attention_no_mma;       /* CTQ_ATTENTION_NO_MMA: no tensor-core prefill */
 	bool attention_no_gqa;       /* CTQ_ATTENTION_GQA: no chunked GQA decode kernel */

@@ -395,6 +395,8 @@ enum ctq_status ctq_probe_run(struct ctq_backend *be, const struct ctq_probe_lay
 	snprintf(r->layer, sizeof r->layer, "%s", L->name);
 	snprintf(r->backend, sizeof r->backend, "%s%s", be->ops->name,
 		 be->act_numerics == CTQ_ACT_NUMERICS_TRANSFORMERS ? "+transformers" : "");
+	snprintf(r->kernel_path, sizeof r->kernel_path, "%s",
+		 be->ops->w8a8_path ? be->ops->w8a8_path(be, M, N, K) : be->ops->name);
 	r->K = K;
 	r->N = N;
 	r->M = M;

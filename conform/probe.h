@@ -67,6 +67,7 @@ struct ctq_probe_result {
 	enum ctq_probe_weights weights;
 	enum ctq_probe_acts acts;
 	char backend[32];
+	char kernel_path[32]; /* the W8A8 path the backend took (backend/paths.h), or its name */
 	int64_t nan_count, inf_count, nonfinite_mismatch;
 	bool all_zero;
 	double max_abs_err;

@@ -4,6 +4,10 @@
 #ifndef CTQ_CORE_VERSION_H
 #define CTQ_CORE_VERSION_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Bumped by hand at a release. */
 #define CTQ_VERSION "0.11.0"
 
@@ -14,5 +18,25 @@ const char *ctq_version(void);
  * differed from it; "unknown" when built outside a repository without
  * CTQ_REVISION. */
 const char *ctq_build_revision(void);
+
+/* The GPU code the binary carries, as the build's CUDA_ARCH named it:
+ * space-separated sm_XY (machine code for that architecture) and
+ * compute_XY (PTX the driver compiles for later GPUs), e.g. "sm_80 sm_86
+ * sm_89 sm_90a sm_100 sm_120 compute_120"; "" in a build without CUDA. */
+const char *ctq_build_cuda_archs(void);
+
+/* Whether the build carries code a GPU of compute capability major.minor
+ * runs: machine code sm_XY with X == major and Y <= minor (sm_XYa only for
+ * exactly X.Y), or PTX compute_XY with XY <= the capability (compute_XYa
+ * only for exactly X.Y). *how (may be NULL) receives the entry that
+ * covers it ("sm_86", or "compute_120 (PTX, compiled by the driver)"),
+ * machine code preferred; "" when none does. */
+int ctq_build_runs_on(int major, int minor, char *how, unsigned long cap);
+/* The same rule over any list in CUDA_ARCH's form (tests). */
+int ctq_archs_run_on(const char *archs, int major, int minor, char *how, unsigned long cap);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

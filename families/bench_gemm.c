@@ -3,6 +3,7 @@
 #include "core/arena.h"
 #include "families/verdict.h"
 #include "core/fileio.h"
+#include "backend/paths.h"
 #include "core/json.h"
 #include "results/table.h"
 
@@ -24,6 +25,11 @@ const char *ctq_gemm_impl_name(enum ctq_gemm_impl i)
 
 bool ctq_gemm_impl_parse(const char *s, enum ctq_gemm_impl *out)
 {
+	enum ctq_gemm_path p;
+	if (!strncmp(s, "ctq_gemm@", 9) && ctq_gemm_path_parse(s + 9, &p)) {
+		*out = CTQ_GEMM_GEMM;
+		return true;
+	}
 	for (int i = 0; i < CTQ_GEMM_IMPL_COUNT; i++)
 		if (!strcmp(s, impl_names[i])) {
 			*out = (enum ctq_gemm_impl)i;
@@ -76,6 +82,7 @@ void ctq_gemm_csv_row(struct ctq_csv *w, const struct ctq_gemm_row *r)
 	num(w, r->pct_hbm_weights);
 	num(w, r->speedup_vs_bf16);
 	ctq_csv_field(w, r->note);
+	ctq_csv_field(w, r->kernel_path);
 	ctq_csv_end_row(w);
 }
 
@@ -90,7 +97,7 @@ enum ctq_status ctq_gemm_rows_load(const char *path, struct ctq_gemm_row **rows,
 		return st;
 	int c[sizeof ctq_gemm_csv_header / sizeof *ctq_gemm_csv_header];
 	for (size_t i = 0; i < ctq_gemm_csv_cols; i++)
-		if ((c[i] = ctq_table_col(&t, ctq_gemm_csv_header[i])) < 0) {
+		if ((c[i] = ctq_table_col(&t, ctq_gemm_csv_header[i])) < 0 && i < CTQ_BENCH_GEMM_CSV_REQUIRED) {
 			ctq_table_free(&t);
 			return ctq_error_set(err, CTQ_ERR_PARSE, path, "has no column %s (ctq bench gemm writes %zu)",
 					     ctq_gemm_csv_header[i], ctq_gemm_csv_cols);
@@ -104,11 +111,18 @@ enum ctq_status ctq_gemm_rows_load(const char *path, struct ctq_gemm_row **rows,
 		struct ctq_gemm_row *r = &v[i];
 		double d[sizeof ctq_gemm_csv_header / sizeof *ctq_gemm_csv_header];
 		for (size_t k = 0; k < ctq_gemm_csv_cols; k++)
-			d[k] = ctq_table_num(&t, i, c[k]);
+			d[k] = c[k] >= 0 ? ctq_table_num(&t, i, c[k]) : NAN;
 		snprintf(r->shape, sizeof r->shape, "%s", ctq_table_get(&t, i, c[0]));
 		snprintf(r->check, sizeof r->check, "%s", ctq_table_get(&t, i, c[5]));
 		snprintf(r->note, sizeof r->note, "%s", ctq_table_get(&t, i, c[23]));
-		if (!ctq_gemm_impl_parse(ctq_table_get(&t, i, c[4]), &r->impl)) {
+		const char *impl = ctq_table_get(&t, i, c[4]);
+		if (c[24] >= 0)
+			snprintf(r->kernel_path, sizeof r->kernel_path, "%s", ctq_table_get(&t, i, c[24]));
+		if (!strncmp(impl, "ctq_gemm@", 9)) {
+			r->forced = true;
+			snprintf(r->impl_label, sizeof r->impl_label, "%s", impl);
+		}
+		if (!ctq_gemm_impl_parse(impl, &r->impl)) {
 			st = ctq_error_set(err, CTQ_ERR_PARSE, path, "row %zu: impl \"%s\" is none of ctq bench gemm's",
 					   i + 2, ctq_table_get(&t, i, c[4]));
 			break;
@@ -173,13 +187,15 @@ size_t ctq_gemm_shapes(const struct ctq_gemm_row *rows, size_t n, const char **s
 	return ns;
 }
 
-/* Indices of shape's rows of impl with a TOPS value, sorted by M. */
-static size_t series(const struct ctq_gemm_row *rows, size_t n, const char *shape,
-		     enum ctq_gemm_impl impl, bool need_tops, size_t *idx)
+/* Indices of shape's rows of impl with a TOPS value, sorted by M: the
+ * dispatched rows (path NULL), or those of one forced kernel path. */
+static size_t series_of(const struct ctq_gemm_row *rows, size_t n, const char *shape,
+			enum ctq_gemm_impl impl, const char *path, bool need_tops, size_t *idx)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
-		if (rows[i].impl == impl && !strcmp(rows[i].shape, shape) &&
+		if (rows[i].impl == impl && rows[i].forced == (path != NULL) &&
+		    (!path || !strcmp(rows[i].kernel_path, path)) && !strcmp(rows[i].shape, shape) &&
 		    !isnan(need_tops ? rows[i].tops : rows[i].time_us_median))
 			idx[k++] = i;
 	for (size_t a = 1; a < k; a++)
@@ -189,6 +205,12 @@ static size_t series(const struct ctq_gemm_row *rows, size_t n, const char *shap
 			idx[b - 1] = t;
 		}
 	return k;
+}
+
+static size_t series(const struct ctq_gemm_row *rows, size_t n, const char *shape,
+		     enum ctq_gemm_impl impl, bool need_tops, size_t *idx)
+{
+	return series_of(rows, n, shape, impl, NULL, need_tops, idx);
 }
 
 size_t ctq_gemm_plot(const struct ctq_gemm_row *rows, size_t n, const char *shape,
@@ -219,6 +241,20 @@ size_t ctq_gemm_plot(const struct ctq_gemm_row *rows, size_t n, const char *shap
 		ctq_strbuf_append(data, "\n\n");
 		ctq_strbuf_printf(body, "%s\"%s.dat\" index %zu using 1:2 with linespoints pt 7 title \"%s\"",
 				  drawn ? ", " : "", name, drawn, ctq_gemm_impl_name(lines[l]));
+		drawn++;
+	}
+	/* the kernel paths forced (--paths), dashed */
+	for (int p = 0; p < CTQ_GEMM_PATH_COUNT; p++) {
+		const char *pn = ctq_gemm_path_name((enum ctq_gemm_path)p);
+		size_t k = series_of(rows, n, shape, CTQ_GEMM_GEMM, pn, true, idx);
+		if (!k)
+			continue;
+		ctq_strbuf_printf(data, "# %s ctq_gemm@%s\n# M tops\n", shape, pn);
+		for (size_t a = 0; a < k; a++)
+			ctq_strbuf_printf(data, "%lld %.9g\n", (long long)rows[idx[a]].M, rows[idx[a]].tops);
+		ctq_strbuf_append(data, "\n\n");
+		ctq_strbuf_printf(body, "%s\"%s.dat\" index %zu using 1:2 with linespoints dt 3 pt 6 title \"ctq_gemm@%s\"",
+				  drawn ? ", " : "", name, drawn, pn);
 		drawn++;
 	}
 	if (drawn && !isnan(peak_tops))
@@ -624,7 +660,8 @@ static void gemm_report_intro(struct ctq_rep *r, const struct ctq_result_file *f
 		if (ctq_gemm_impl_is_ctq(rows[i].impl) && !strcmp(rows[i].check, "fail")) {
 			if (!failed++)
 				snprintf(line, sizeof line, "FAILED: %s M=%lld %s differs from the reference (%s).",
-					 rows[i].shape, (long long)rows[i].M, ctq_gemm_impl_name(rows[i].impl),
+					 rows[i].shape, (long long)rows[i].M,
+					 rows[i].impl_label[0] ? rows[i].impl_label : ctq_gemm_impl_name(rows[i].impl),
 					 rows[i].note);
 		}
 	if (failed) {
@@ -663,7 +700,7 @@ static void gemm_targets_table(struct ctq_rep *r, const struct ctq_gemm_target *
 static void gemm_shape_table(struct ctq_rep *r, const struct ctq_gemm_row *rows, size_t n,
 			     const char *shape)
 {
-	static const char *const pcols[] = {"M", "ctq_w8a8 us", "ctq_gemm us", "ctq_gemm TOPS", "% INT8 peak",
+	static const char *const pcols[] = {"M", "ctq_w8a8 us", "ctq_gemm us", "ctq_gemm path", "ctq_gemm TOPS", "% INT8 peak",
 					    "% HBM (int8 weights)", "cv", "cublas_bf16 us", "speedup vs BF16",
 					    "cublaslt_i8 us", "ctq_quantize us", "quantize % HBM", NULL};
 	ctq_rep_table_head(r, pcols);
@@ -679,27 +716,109 @@ static void gemm_shape_table(struct ctq_rep *r, const struct ctq_gemm_row *rows,
 		last = next;
 		const struct ctq_gemm_row *p[CTQ_GEMM_IMPL_COUNT] = {0};
 		for (size_t i = 0; i < n; i++)
-			if (!strcmp(rows[i].shape, shape) && rows[i].M == next)
+			if (!strcmp(rows[i].shape, shape) && rows[i].M == next && !rows[i].forced)
 				p[rows[i].impl] = &rows[i];
-		char v[12][48];
+		char v[13][48];
 #define G(i, field) (p[i] ? p[i]->field : NAN)
 		snprintf(v[0], sizeof v[0], "%lld", (long long)next);
 		ctq_rep_fmt_g(v[1], sizeof v[1], G(CTQ_GEMM_W8A8, time_us_median));
 		ctq_rep_fmt_g(v[2], sizeof v[2], G(CTQ_GEMM_GEMM, time_us_median));
-		ctq_rep_fmt_g(v[3], sizeof v[3], G(CTQ_GEMM_GEMM, tops));
-		ctq_rep_fmt_g(v[4], sizeof v[4], G(CTQ_GEMM_GEMM, pct_int8_peak));
-		ctq_rep_fmt_g(v[5], sizeof v[5], G(CTQ_GEMM_GEMM, pct_hbm_weights));
-		ctq_rep_fmt_g(v[6], sizeof v[6], G(CTQ_GEMM_GEMM, time_cv));
-		ctq_rep_fmt_g(v[7], sizeof v[7], G(CTQ_GEMM_BF16, time_us_median));
-		ctq_rep_fmt_g(v[8], sizeof v[8], G(CTQ_GEMM_GEMM, speedup_vs_bf16));
-		ctq_rep_fmt_g(v[9], sizeof v[9], G(CTQ_GEMM_I8, time_us_median));
-		ctq_rep_fmt_g(v[10], sizeof v[10], G(CTQ_GEMM_QUANTIZE, time_us_median));
-		ctq_rep_fmt_g(v[11], sizeof v[11], G(CTQ_GEMM_QUANTIZE, pct_hbm));
+		snprintf(v[3], sizeof v[3], "%s",
+			 p[CTQ_GEMM_GEMM] && p[CTQ_GEMM_GEMM]->kernel_path[0] ? p[CTQ_GEMM_GEMM]->kernel_path : "-");
+		ctq_rep_fmt_g(v[4], sizeof v[4], G(CTQ_GEMM_GEMM, tops));
+		ctq_rep_fmt_g(v[5], sizeof v[5], G(CTQ_GEMM_GEMM, pct_int8_peak));
+		ctq_rep_fmt_g(v[6], sizeof v[6], G(CTQ_GEMM_GEMM, pct_hbm_weights));
+		ctq_rep_fmt_g(v[7], sizeof v[7], G(CTQ_GEMM_GEMM, time_cv));
+		ctq_rep_fmt_g(v[8], sizeof v[8], G(CTQ_GEMM_BF16, time_us_median));
+		ctq_rep_fmt_g(v[9], sizeof v[9], G(CTQ_GEMM_GEMM, speedup_vs_bf16));
+		ctq_rep_fmt_g(v[10], sizeof v[10], G(CTQ_GEMM_I8, time_us_median));
+		ctq_rep_fmt_g(v[11], sizeof v[11], G(CTQ_GEMM_QUANTIZE, time_us_median));
+		ctq_rep_fmt_g(v[12], sizeof v[12], G(CTQ_GEMM_QUANTIZE, pct_hbm));
 #undef G
 		bool bad = p[CTQ_GEMM_GEMM] && !strcmp(p[CTQ_GEMM_GEMM]->check, "fail");
 		ctq_rep_row_begin(r);
-		for (int c = 0; c < 12; c++)
-			ctq_rep_cell(r, c == 2 && bad ? "FAIL" : v[c], c == 2 && bad ? "bad" : "num");
+		for (int c = 0; c < 13; c++)
+			ctq_rep_cell(r, c == 2 && bad ? "FAIL" : v[c], c == 2 && bad ? "bad" : c == 3 ? NULL : "num");
+		ctq_rep_row_end(r);
+	}
+	ctq_rep_table_end(r);
+}
+
+/* The kernel paths forced at a shape (ctq bench gemm --paths), side by
+ * side: per M the time of ctq_gemm on each path and its ratio to
+ * cuBLASLt int8 (which has no epilogue) at the same point; nothing when
+ * the run forced none. */
+static void gemm_paths_table(struct ctq_rep *r, const struct ctq_gemm_row *rows, size_t n,
+			     const char *shape)
+{
+	bool used[CTQ_GEMM_PATH_COUNT] = {false};
+	size_t n_used = 0;
+	for (size_t i = 0; i < n; i++) {
+		enum ctq_gemm_path p;
+		if (rows[i].forced && !strcmp(rows[i].shape, shape) &&
+		    ctq_gemm_path_parse(rows[i].kernel_path, &p) && !used[p]) {
+			used[p] = true;
+			n_used++;
+		}
+	}
+	if (!n_used)
+		return;
+	const char *cols[2 + 2 * CTQ_GEMM_PATH_COUNT + 2];
+	char names[2 * CTQ_GEMM_PATH_COUNT][48];
+	size_t nc = 0;
+	cols[nc++] = "M";
+	for (int p = 0; p < CTQ_GEMM_PATH_COUNT; p++)
+		if (used[p]) {
+			snprintf(names[2 * p], sizeof names[0], "%s us", ctq_gemm_path_name((enum ctq_gemm_path)p));
+			snprintf(names[2 * p + 1], sizeof names[0], "%s / cublaslt_i8",
+				 ctq_gemm_path_name((enum ctq_gemm_path)p));
+			cols[nc++] = names[2 * p];
+			cols[nc++] = names[2 * p + 1];
+		}
+	cols[nc++] = "cublaslt_i8 us";
+	cols[nc++] = "dispatch picks";
+	cols[nc] = NULL;
+	ctq_rep_para(r, "ctq_gemm on each kernel path forced (--paths), beside cuBLASLt int8 "
+			"(int32 out, no epilogue) at the same point; each checked bit-exact before timing.");
+	ctq_rep_table_head(r, cols);
+	int64_t last = 0;
+	for (;;) {
+		int64_t next = INT64_MAX;
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(rows[i].shape, shape) && rows[i].M > last && rows[i].M < next)
+				next = rows[i].M;
+		if (next == INT64_MAX)
+			break;
+		last = next;
+		const struct ctq_gemm_row *fp[CTQ_GEMM_PATH_COUNT] = {0}, *i8 = NULL, *disp = NULL;
+		for (size_t i = 0; i < n; i++) {
+			const struct ctq_gemm_row *x = &rows[i];
+			enum ctq_gemm_path p;
+			if (strcmp(x->shape, shape) || x->M != next)
+				continue;
+			if (x->forced && ctq_gemm_path_parse(x->kernel_path, &p))
+				fp[p] = x;
+			else if (x->impl == CTQ_GEMM_I8)
+				i8 = x;
+			else if (x->impl == CTQ_GEMM_GEMM && !x->forced)
+				disp = x;
+		}
+		const double ti8 = i8 ? i8->time_us_median : NAN;
+		char buf[48];
+		ctq_rep_row_begin(r);
+		ctq_rep_cellf(r, "num", "%lld", (long long)next);
+		for (int p = 0; p < CTQ_GEMM_PATH_COUNT; p++) {
+			if (!used[p])
+				continue;
+			const bool bad = fp[p] && !strcmp(fp[p]->check, "fail");
+			ctq_rep_fmt_g(buf, sizeof buf, fp[p] ? fp[p]->time_us_median : NAN);
+			ctq_rep_cell(r, bad ? "FAIL" : buf, bad ? "bad" : "num");
+			ctq_rep_fmt_g(buf, sizeof buf, fp[p] ? fp[p]->time_us_median / ti8 : NAN);
+			ctq_rep_cell(r, buf, "num");
+		}
+		ctq_rep_fmt_g(buf, sizeof buf, ti8);
+		ctq_rep_cell(r, buf, "num");
+		ctq_rep_cell(r, disp && disp->kernel_path[0] ? disp->kernel_path : "-", NULL);
 		ctq_rep_row_end(r);
 	}
 	ctq_rep_table_end(r);
@@ -717,6 +836,7 @@ static void gemm_shape_section(struct ctq_rep *r, const struct ctq_result_file *
 	gemm_shape_table(r, rows, n, any->shape);
 	if (i8_note(rows, n, any->shape, line, sizeof line))
 		ctq_rep_para(r, line);
+	gemm_paths_table(r, rows, n, any->shape);
 	struct ctq_strbuf body, data;
 	ctq_strbuf_init(&body);
 	ctq_strbuf_init(&data);

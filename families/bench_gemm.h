@@ -4,7 +4,8 @@
  * bench_gemm_samples.csv. The family owns what a row is: the stable
  * implementation names, the row type, its columns, writer and reader, the
  * performance targets of the W8A8 kernels over a set of rows, and the
- * per-shape TOPS plot. Compared by (shape, K, N, M, impl): the per-call
+ * per-shape TOPS plot, and the table of kernel paths side by side.
+ * Compared by (shape, K, N, M, impl): the per-call
  * samples through the one-run timing verdict; a ctq implementation whose
  * check is not pass on the new side is a regression. Trend: the medians.
  * Report: targets per shape, TOPS against M.
@@ -29,7 +30,10 @@
 	"shape", "K", "N", "M", "impl", "check", "samples", "copies", "calls_per_sample",        \
 	"time_us_median", "time_us_min", "time_cv", "ops", "tops", "peak_tops", "pct_int8_peak", \
 	"bytes", "gbps", "hbm_gbps", "pct_hbm", "weight_bytes", "pct_hbm_weights",               \
-	"speedup_vs_bf16", "note"
+	"speedup_vs_bf16", "note", "kernel_path"
+/* The first 24 columns every bench_gemm.csv has; kernel_path came later
+ * (files without it read as "" there). */
+#define CTQ_BENCH_GEMM_CSV_REQUIRED 24
 /* bench_gemm_samples.csv's columns, in order: one row per timed call. */
 #define CTQ_BENCH_GEMM_SAMPLES_CSV_COLUMNS "shape", "K", "N", "M", "impl", "sample", "time_us"
 #define CTQ_GEMM_SAMPLES_FILE "bench_gemm_samples.csv"
@@ -38,7 +42,9 @@
 
 /* "ctq_w8a8", "ctq_gemm", "ctq_quantize", "cublas_bf16", "cublaslt_i8". */
 const char *ctq_gemm_impl_name(enum ctq_gemm_impl i);
-/* false when s names none. */
+/* false when s names none. "ctq_gemm@PATH" (ctq_gemm on one kernel path
+ * forced, ctq bench gemm --paths; PATH one of backend/paths.h's W8A8 GEMM
+ * paths) parses as ctq_gemm. */
 bool ctq_gemm_impl_parse(const char *s, enum ctq_gemm_impl *out);
 /* ctq_w8a8, ctq_gemm, ctq_quantize: held to the bit-exact check. */
 bool ctq_gemm_impl_is_ctq(enum ctq_gemm_impl i);
@@ -58,8 +64,14 @@ struct ctq_gemm_row {
 	double speedup_vs_bf16;
 	char note[256];
 	/* The impl column's text where it is not ctq_gemm_impl_name(impl): a
-	 * kernel plug-in's name (its rows go to bench_gemm_plugin.csv). */
+	 * kernel plug-in's name (its rows go to bench_gemm_plugin.csv), or
+	 * "ctq_gemm@PATH" for a forced kernel path (forced). */
 	char impl_label[32];
+	/* The W8A8 GEMM path the ctq_gemm / ctq_w8a8 row ran ("sm90-wgmma",
+	 * "sm80-mma", "gemv", "dp4a"; backend/paths.h); "" for the others. */
+	char kernel_path[16];
+	bool forced; /* the path was forced (--paths): not dispatch's choice; such
+		      * rows stay out of the targets and the ctq_gemm series */
 };
 
 extern const char *const ctq_gemm_csv_header[];

@@ -42,6 +42,8 @@ enum ctq_status ctq_fam_probe_compare(struct ctq_cmp_pair *x, struct ctq_error *
 	static const char *const names[2] = {"kernel_rel_l2", "quant_rel_l2"};
 	size_t regress = 0, improve = 0, paired = 0, added, removed;
 	char detail[256];
+	/* which code ran (absent from files written before kernel paths) */
+	const int pb = ctq_table_col(&x->tb, "kernel_path"), pn = ctq_table_col(&x->tn, "kernel_path");
 	for (size_t i = 0; i < x->in.n && !st; i++) {
 		size_t rb, rn;
 		if (!ctq_cmp_paired(x, i, &rb, &rn))
@@ -74,6 +76,14 @@ enum ctq_status ctq_fam_probe_compare(struct ctq_cmp_pair *x, struct ctq_error *
 				st = probe_row(x, key, names[m], b, n, "improvement", false, detail, err);
 				improve++;
 			}
+		}
+		if (!st && pb >= 0 && pn >= 0 &&
+		    strcmp(ctq_table_get(&x->tb, rb, pb), ctq_table_get(&x->tn, rn, pn))) {
+			char metric[96];
+			snprintf(metric, sizeof metric, "kernel_path %s -> %s", ctq_table_get(&x->tb, rb, pb),
+				 ctq_table_get(&x->tn, rn, pn));
+			st = probe_row(x, key, metric, NAN, NAN, "changed", false,
+				       "another kernel computed this probe", err);
 		}
 		const char *ob = ctq_table_get(&x->tb, rb, cb[11]);
 		const char *on = ctq_table_get(&x->tn, rn, cn[11]);
@@ -147,6 +157,7 @@ struct probe_backend {
 	double nan, inf, mismatch;
 	double worst_k, worst_q;
 	size_t at_k, at_q; /* rows */
+	char paths[96];    /* the kernel paths its probes ran, first seen first */
 };
 
 struct probe_layer {
@@ -209,6 +220,15 @@ static void probe_tally_rows(struct probe_tally *t, const struct ctq_rep_table *
 		}
 		struct probe_backend *p = &t->be[j];
 		p->n++;
+		/* kernel_path: absent from files written before it existed */
+		const int pc = ctq_table_col(&R->t, "kernel_path");
+		const char *kp = pc >= 0 ? ctq_table_get(&R->t, i, pc) : "";
+		const size_t kl = strlen(kp), pl = strlen(p->paths);
+		bool seen = !kl;
+		for (const char *c = p->paths; !seen && (c = strstr(c, kp)); c += kl)
+			seen = (c == p->paths || c[-1] == ' ') && (c[kl] == ',' || !c[kl]);
+		if (!seen && pl + kl + 3 < sizeof p->paths)
+			snprintf(p->paths + pl, sizeof p->paths - pl, "%s%s", pl ? ", " : "", kp);
 		if (strcmp(ctq_table_get(&R->t, i, R->col[12]), "pass")) {
 			p->failed++;
 			t->failed++;
@@ -242,7 +262,7 @@ static void probe_where(char *buf, size_t cap, const struct ctq_rep_table *R, si
 static void probe_backend_table(struct ctq_rep *r, const struct probe_tally *t,
 				const struct ctq_rep_table *R)
 {
-	static const char *const cols[] = {"backend", "probes", "failed", "worst kernel rel-L2",
+	static const char *const cols[] = {"backend", "kernel paths", "probes", "failed", "worst kernel rel-L2",
 					   "at", "worst quantization rel-L2", "at", "NaN", "Inf",
 					   "NaN/Inf mismatches", NULL};
 	char buf[64], buf2[64];
@@ -256,6 +276,7 @@ static void probe_backend_table(struct ctq_rep *r, const struct probe_tally *t,
 		probe_where(at_q, sizeof at_q, R, p->at_q);
 		ctq_rep_row_begin(r);
 		ctq_rep_cell(r, p->name, NULL);
+		ctq_rep_cell(r, p->paths[0] ? p->paths : "-", NULL);
 		ctq_rep_cellf(r, "num", "%zu", p->n);
 		ctq_rep_cellf(r, p->failed ? "num bad" : "num", "%zu", p->failed);
 		ctq_rep_fmt_g(buf, sizeof buf, p->worst_k);

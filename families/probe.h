@@ -1,5 +1,7 @@
 /* The kernel probe family: probe.csv, one row per probe of ctq probe
- * (harness/cmd_probe.c writes it). Compared by (layer, K, N, M, weights,
+ * (harness/cmd_probe.c writes it); kernel_path names the code that ran
+ * (backend/paths.h: "sm80-mma", "gemv", ...; the backend's name where it
+ * has one implementation). Compared by (layer, K, N, M, weights,
  * acts, backend): rel-L2 grown beyond the policy factor (above its floor),
  * NaN/Inf where there was none, or pass -> fail is a regression. Trend: the
  * worst kernel and quantization rel-L2 and the failed probes per backend.
@@ -13,7 +15,8 @@
 
 /* probe.csv's columns, in order. */
 #define CTQ_PROBE_CSV_COLUMNS                                                                    \
-	"layer", "K", "N", "M", "weights", "acts", "backend", "nan_count", "inf_count",          \
+	"layer", "K", "N", "M", "weights", "acts", "backend", "kernel_path", "nan_count",        \
+	"inf_count",                                                                             \
 	"nonfinite_mismatch", "all_zero", "max_abs_err", "max_at_m", "max_at_n", "ref_at_max",   \
 	"got_at_max", "kernel_rel_l2", "quant_rel_l2", "outcome", "reason"
 

@@ -66,6 +66,11 @@ static void help(void)
 	       "                    A CPU plug-in is refused (this benchmark times on the GPU;\n"
 	       "                    probe one with ctq probe --kernel-lib), as is a bad plug-in\n"
 	       "                    (exit 2)\n"
+	       "  --paths LIST      also time ctq_gemm on each W8A8 kernel path named, forced\n"
+	       "                    (sm90-wgmma, sm80-mma, gemv, dp4a; comma-separated): rows\n"
+	       "                    impl = ctq_gemm@PATH, each checked bit-exact first; a path\n"
+	       "                    that cannot take a point on this GPU (sm90-wgmma off compute\n"
+	       "                    9.0, gemv above M = 16) gets a row saying so, untimed\n"
 	       "\n"
 	       "Timing: each implementation cycles through enough copies of its buffers that\n"
 	       "one pass touches at least 3x the L2; a CUDA graph of consecutive calls (at\n"
@@ -90,7 +95,34 @@ struct opts {
 	int n_m;
 	long warmup, samples, check_rows, device, seed;
 	double peak_tops, hbm_gbps;
+	int paths[CTQ_GEMM_PATH_COUNT]; /* --paths, in the order given */
+	int n_paths;
 };
+
+/* --paths P,P,... (dst: struct opts *). */
+static bool opt_paths(const char *cmd, const char *name, const char *v, void *dst)
+{
+	struct opts *o = dst;
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", v);
+	o->n_paths = 0;
+	for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+		enum ctq_gemm_path p;
+		if (!ctq_gemm_path_parse(t, &p)) {
+			fprintf(stderr, "ctq %s: %s names \"%s\"; expected sm90-wgmma, sm80-mma, gemv or dp4a\n",
+				cmd, name, t);
+			return false;
+		}
+		bool dup = false;
+		for (int i = 0; i < o->n_paths; i++)
+			dup = dup || o->paths[i] == (int)p;
+		if (!dup)
+			o->paths[o->n_paths++] = (int)p;
+	}
+	if (!o->n_paths)
+		fprintf(stderr, "ctq %s: %s is empty; expected PATH[,PATH...]\n", cmd, name);
+	return o->n_paths > 0;
+}
 
 static int parse_m(const char *s, long *v)
 {
@@ -331,6 +363,11 @@ static enum ctq_status plugin_point(struct session *S, const struct shape *sh,
 				    const struct host_inputs *h, int64_t M, const int64_t *rows,
 				    int64_t nr, double bf16_us, struct ctq_error *err);
 
+static enum ctq_status path_point(struct session *S, const struct shape *sh,
+				  const struct host_inputs *h, int64_t M, enum ctq_gemm_path path,
+				  struct ctq_gemm_outputs *out, const struct ctq_gemm_row *bf16,
+				  double *times, struct ctq_error *err);
+
 /* One point: load, check against the reference, time each implementation,
  * then keep the five rows (speedups need the BF16 median). */
 static enum ctq_status point(struct session *S, const struct shape *sh, const struct host_inputs *h,
@@ -387,6 +424,9 @@ static enum ctq_status point(struct session *S, const struct shape *sh, const st
 		x->K = K, x->N = N, x->M = M, x->impl = impl;
 		x->time_us_median = x->time_us_min = x->time_cv = NAN;
 		const bool ctq = ctq_gemm_impl_is_ctq(impl);
+		if (impl == CTQ_GEMM_GEMM || impl == CTQ_GEMM_W8A8)
+			snprintf(x->kernel_path, sizeof x->kernel_path, "%s",
+				 ctq_gemm_path_name((enum ctq_gemm_path)ctq_gemm_bench_path(S->b)));
 		snprintf(x->check, sizeof x->check, "%s",
 			 ctq ? (mismatch[0] ? "fail" : "pass")
 			     : impl == CTQ_GEMM_I8 && out.i8_ok ? (i8_mismatch[0] ? "fail" : "pass") : "-");
@@ -414,6 +454,8 @@ static enum ctq_status point(struct session *S, const struct shape *sh, const st
 	ctq_gemm_rows_speedup(r, CTQ_GEMM_IMPL_COUNT);
 	for (int i = 0; i < CTQ_GEMM_IMPL_COUNT && !st; i++)
 		st = keep_row(S, &r[i], times + (size_t)i * (size_t)o->samples, err);
+	for (int k = 0; k < o->n_paths && !st; k++)
+		st = path_point(S, sh, h, M, (enum ctq_gemm_path)o->paths[k], &out, &r[CTQ_GEMM_BF16], times, err);
 	if (!st && S->lib.t)
 		st = plugin_point(S, sh, h, M, rows, nr, r[CTQ_GEMM_BF16].time_us_median, err);
 	S->points++;
@@ -434,6 +476,80 @@ done:
 	free(out.y_gemm);
 	free(out.acc_i8);
 	free(times);
+	return st;
+}
+
+/* ctq_gemm on one kernel path forced at the loaded point: checked against
+ * the reference on the same rows as the dispatched run (out's buffers are
+ * reused), then timed; one row, impl ctq_gemm@PATH. A path that does not
+ * take the point on this GPU gets an untimed row saying so. times: room
+ * for o->samples. */
+static enum ctq_status path_point(struct session *S, const struct shape *sh,
+				  const struct host_inputs *h, int64_t M, enum ctq_gemm_path path,
+				  struct ctq_gemm_outputs *out, const struct ctq_gemm_row *bf16,
+				  double *times, struct ctq_error *err)
+{
+	const struct opts *o = S->o;
+	struct ctq_gemm_row x;
+	memset(&x, 0, sizeof x);
+	snprintf(x.shape, sizeof x.shape, "%s", sh->name);
+	x.K = sh->K, x.N = sh->N, x.M = M, x.impl = CTQ_GEMM_GEMM, x.forced = true;
+	snprintf(x.impl_label, sizeof x.impl_label, "ctq_gemm@%s", ctq_gemm_path_name(path));
+	snprintf(x.kernel_path, sizeof x.kernel_path, "%s", ctq_gemm_path_name(path));
+	x.time_us_median = x.time_us_min = x.time_cv = NAN;
+	char mismatch[300] = "", i8m[8];
+	struct ctq_error e2 = {0};
+	ctq_gemm_bench_set_path(S->b, (int)path);
+	enum ctq_status st = ctq_gemm_bench_run_once(S->b, out, &e2);
+	if (st == CTQ_ERR_USAGE) {
+		/* the path does not take this point here: said, not timed */
+		snprintf(x.check, sizeof x.check, "-");
+		snprintf(x.note, sizeof x.note, "not run: %s: %s", e2.path, e2.message);
+		st = CTQ_OK;
+		goto keep;
+	}
+	if (st) {
+		*err = e2;
+		goto out;
+	}
+	struct ctq_gemm_check_in ci = {
+		.M = M, .N = sh->N, .K = sh->K, .x = h->x, .w = h->w, .s_w = h->s_w, .bias = h->bias,
+		.rows = out->rows, .n_rows = out->n_rows, .q = out->q, .s = out->s, .acc = out->acc,
+		.y_gemm = out->y_gemm, .y_w8a8 = out->y_w8a8, .acc_i8 = NULL};
+	if ((st = ctq_gemm_check(&ci, mismatch, sizeof mismatch, i8m, sizeof i8m, err)))
+		goto out;
+	snprintf(x.check, sizeof x.check, "%s", mismatch[0] ? "fail" : "pass");
+	if (mismatch[0]) {
+		if (!S->failures++)
+			snprintf(S->first_failure, sizeof S->first_failure, "%s M=%lld %s: %s", sh->name,
+				 (long long)M, x.impl_label, mismatch);
+		fprintf(stderr, "ctq bench gemm: FAIL %s (K=%lld, N=%lld) M=%lld %s: %s\n", sh->name,
+			(long long)sh->K, (long long)sh->N, (long long)M, x.impl_label, mismatch);
+		snprintf(x.note, sizeof x.note, "not timed: %s", mismatch);
+		goto keep;
+	}
+	struct ctq_gemm_timing t = {.warmup = (int)o->warmup, .samples = (int)o->samples,
+				    .min_graph_us = MIN_GRAPH_US, .time_us = times};
+	if ((st = ctq_gemm_bench_time(S->b, CTQ_GEMM_GEMM, &t, err)))
+		goto out;
+	snprintf(x.note, sizeof x.note, "%s", t.note);
+	if (t.supported) {
+		struct ctq_gemm_stats sx;
+		ctq_gemm_stats(t.time_us, (size_t)t.samples, &sx);
+		x.samples = t.samples, x.copies = t.copies, x.calls = t.calls;
+		x.time_us_median = sx.median, x.time_us_min = sx.min, x.time_cv = sx.cv;
+	}
+keep:
+	ctq_gemm_row_metrics(&x, &S->peaks);
+	x.speedup_vs_bf16 = bf16 && x.time_us_median > 0 ? bf16->time_us_median / x.time_us_median : NAN;
+	st = keep_row(S, &x, times, err);
+	if (isnan(x.time_us_median))
+		fprintf(stderr, "bench gemm   %s M=%lld %s: %s\n", sh->name, (long long)M, x.impl_label, x.note);
+	else
+		fprintf(stderr, "bench gemm   %s M=%lld %s: check %s, %.2f us %.0f TOPS\n", sh->name,
+			(long long)M, x.impl_label, x.check, x.time_us_median, x.tops);
+out:
+	ctq_gemm_bench_set_path(S->b, -1);
 	return st;
 }
 
@@ -648,6 +764,17 @@ void ctq_gemm_bench_set_plugin(struct ctq_gemm_bench *b, const struct ctq_kernel
 	(void)b, (void)p;
 }
 
+void ctq_gemm_bench_set_path(struct ctq_gemm_bench *b, int path)
+{
+	(void)b, (void)path;
+}
+
+int ctq_gemm_bench_path(struct ctq_gemm_bench *b)
+{
+	(void)b;
+	return CTQ_GEMM_PATH_DP4A;
+}
+
 enum ctq_status ctq_gemm_bench_plugin_run_once(struct ctq_gemm_bench *b, const int64_t *rows,
 					       int64_t n_rows, int8_t *q, float *s, uint16_t *y,
 					       struct ctq_error *err)
@@ -700,6 +827,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		CTQ_OPT_INT("--seed", &o->seed, 0, 0x7fffffffL),
 		CTQ_OPT_FN("--peak-tops", &o->peak_tops, opt_positive),
 		CTQ_OPT_FN("--hbm-gbps", &o->hbm_gbps, opt_positive),
+		CTQ_OPT_FN("--paths", o, opt_paths),
 		CTQ_OPT_END,
 	};
 	int rc = ctq_opt_parse("bench gemm", argc, argv, opts, NULL, 0, help);

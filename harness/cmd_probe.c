@@ -165,6 +165,7 @@ static void csv_row(struct ctq_csv *w, const struct ctq_probe_result *r)
 	ctq_csv_field(w, ctq_probe_weights_name(r->weights));
 	ctq_csv_field(w, ctq_probe_acts_name(r->acts));
 	ctq_csv_field(w, r->backend);
+	ctq_csv_field(w, r->kernel_path);
 	ctq_csv_fieldf(w, "%lld", (long long)r->nan_count);
 	ctq_csv_fieldf(w, "%lld", (long long)r->inf_count);
 	ctq_csv_fieldf(w, "%lld", (long long)r->nonfinite_mismatch);
@@ -191,6 +192,7 @@ static cJSON *json_row(const struct ctq_probe_result *r)
 	cJSON_AddStringToObject(o, "weights", ctq_probe_weights_name(r->weights));
 	cJSON_AddStringToObject(o, "acts", ctq_probe_acts_name(r->acts));
 	cJSON_AddStringToObject(o, "backend", r->backend);
+	cJSON_AddStringToObject(o, "kernel_path", r->kernel_path);
 	cJSON_AddNumberToObject(o, "nan_count", (double)r->nan_count);
 	cJSON_AddNumberToObject(o, "inf_count", (double)r->inf_count);
 	cJSON_AddNumberToObject(o, "nonfinite_mismatch", (double)r->nonfinite_mismatch);

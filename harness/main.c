@@ -59,7 +59,37 @@ static void usage(FILE *f)
 		"exit codes: 0 all passed; 1 a check failed or a regression was found;\n"
 		"            2 bad usage or bad input; 3 the environment cannot do it.\n",
 		"help", "this text, or `ctq help <command>`");
-	fprintf(f, "`ctq --version` prints the version and the git revision of the build.\n");
+	fprintf(f, "`ctq --version` prints the version, the git revision of the build and the GPU\n"
+		   "architectures it carries code for.\n");
+}
+
+/* What GPU code the binary carries, machine code apart from PTX, and the
+ * W8A8 GEMM path each generation takes (docs/kernels.md). */
+static void print_gpu_code(FILE *f)
+{
+	const char *a = ctq_build_cuda_archs();
+	if (!a[0]) {
+		fprintf(f, "GPU code: none (built without CUDA; nvcc on the PATH turns it on)\n");
+		return;
+	}
+	char sass[512] = "", ptx[256] = "";
+	for (const char *s = a; *s;) {
+		while (*s == ' ')
+			s++;
+		size_t n = strcspn(s, " ");
+		if (!n)
+			break;
+		char *dst = !strncmp(s, "sm_", 3) ? sass : ptx;
+		size_t cap = dst == sass ? sizeof sass : sizeof ptx, len = strlen(dst);
+		snprintf(dst + len, cap - len, "%s%.*s", len ? " " : "", (int)n, s);
+		s += n;
+	}
+	fprintf(f, "GPU code: machine code for %s; PTX %s\n", sass[0] ? sass : "none",
+		ptx[0] ? ptx : "none (no GPU newer than those runs it)");
+	fprintf(f, "          (make CUDA_ARCH=\"...\" or CUDA_ARCH=native chooses; a GPU none of these\n"
+		   "          covers is refused with its compute capability)\n");
+	fprintf(f, "W8A8 GEMM paths: sm90-wgmma on compute capability 9.0, sm80-mma on 8.x, 10.x and\n"
+		   "          12.x, gemv for decode-sized M, dp4a where neither takes the operands\n");
 }
 
 int main(int argc, char **argv)
@@ -71,6 +101,7 @@ int main(int argc, char **argv)
 	const char *cmd = argv[1];
 	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
 		printf("ctq %s (revision %s)\n", ctq_version(), ctq_build_revision());
+		print_gpu_code(stdout);
 		return CTQ_EXIT_OK;
 	}
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {

@@ -18,6 +18,7 @@
 #include "kernels/device.cuh"
 #include "kernels/cuda_check.h"
 #include "backend/knobs.h"
+#include "backend/paths.h"
 #include "kernels/kernels.h"
 #include "kernels/pdl.cuh"
 
@@ -896,6 +897,7 @@ static enum ctq_status attention_run(const uint16_t *q, int64_t ld, const uint16
 	const float scale = 1.0f / sqrtf((float)d);
 	const int64_t G = heads / kv_heads;
 	if (!gqa_fits(T, heads, kv_heads, d)) {
+		ctq_kpath_note(CTQ_KOP_ATTENTION, CTQ_ATT_PATH_SIMPLE);
 		attention_kernel<<<dim3((unsigned)T, (unsigned)heads), ATT_THREADS, 0,
 				   (cudaStream_t)stream>>>(q, ld, kc, vc, slot, pos, heads, kv_heads, d,
 							   max_len, scale, out);
@@ -904,6 +906,7 @@ static enum ctq_status attention_run(const uint16_t *q, int64_t ld, const uint16
 	/* prefill: tensor cores for D = 64 / 128 and groups of 1, 2, 4 or 8
 	 * (the per-token fallback inside needs what gqa_block needs) */
 	if (am_tile_tokens(T, heads, kv_heads, d)) {
+		ctq_kpath_note(CTQ_KOP_ATTENTION, CTQ_ATT_PATH_PREFILL_MMA);
 		const int BT = AM_ROWS / (int)G;
 		const dim3 grid((unsigned)((T + BT - 1) / BT), (unsigned)kv_heads);
 		const size_t smem = (size_t)4 * AM_BK * (size_t)d * 2;
@@ -932,6 +935,7 @@ static enum ctq_status attention_run(const uint16_t *q, int64_t ld, const uint16
 		}
 		if (chunks > 1 && (size_t)(T * heads * chunks) * (size_t)(d + 2) * sizeof(float) > scratch_bytes)
 			goto gqa; /* no room for partials at this batch: the older kernel */
+		ctq_kpath_note(CTQ_KOP_ATTENTION, CTQ_ATT_PATH_DECODE_SPLIT);
 		const float sl2 = scale * 1.4426950408889634f;
 		float *pa = scratch, *pm = scratch + T * heads * chunks * d;
 		const dim3 grid((unsigned)T, (unsigned)kv_heads, (unsigned)chunks);
@@ -977,6 +981,7 @@ gqa:;
 		while (chunks > 1 && (size_t)(T * heads * chunks) * (size_t)(d + 2) * sizeof(float) > scratch_bytes)
 			chunks--;
 	}
+	ctq_kpath_note(CTQ_KOP_ATTENTION, CTQ_ATT_PATH_GQA);
 	float *part_acc = scratch;
 	float *part_ml = scratch ? scratch + T * heads * chunks * d : NULL;
 	attention_gqa_kernel<<<dim3((unsigned)T, (unsigned)kv_heads, (unsigned)chunks), 128, 0,

@@ -12,6 +12,7 @@
 #else
 typedef void *ncclComm_t;
 #endif
+#include "kernels/arch.h"
 #include "kernels/kernels.h"
 #include "backend/backend.h"
 #include "backend/knobs.h"
@@ -67,9 +68,13 @@ static void cu_destroy(struct ctq_backend *b)
 static void cu_describe(struct ctq_backend *b, char *buf, size_t cap)
 {
 	struct cuda_impl *c = impl(b);
-	snprintf(buf, cap, "%.200s (sm_%d%d, %d SMs, %.1f GiB)", c->prop.name, c->prop.major,
+	char code[160];
+	ctq_cuda_code_describe(c->device, code, sizeof code);
+	/* "runs ..." after the capability: which of the build's code runs */
+	const char *runs = strstr(code, " runs ");
+	snprintf(buf, cap, "%.200s (sm_%d%d, %d SMs, %.1f GiB;%s)", c->prop.name, c->prop.major,
 		 c->prop.minor, c->prop.multiProcessorCount,
-		 (double)c->prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
+		 (double)c->prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), runs ? runs : code);
 }
 
 static enum ctq_status cu_alloc(struct ctq_backend *b, size_t n, void **out, struct ctq_error *err)
@@ -161,6 +166,7 @@ static enum ctq_status cu_gemm_bf16(struct ctq_backend *b, const void *x, const 
 	enum ctq_status st0;
 	/* decode: the weight-streaming kernel (kernels/gemv_bf16.cu) */
 	if (ctq_gemv_bf16_fits(x, w, M, K) && !impl(b)->no_gemv_bf16) {
+		ctq_kpath_note(CTQ_KOP_LINEAR_BF16, CTQ_BF16_PATH_GEMV);
 		enum ctq_status st = ctq_gemv_bf16_launch((const uint16_t *)x, (const uint16_t *)w, M, N, K,
 							  (uint16_t *)y, impl(b)->stream, err);
 		if (st || !bias)
@@ -176,6 +182,7 @@ static enum ctq_status cu_gemm_bf16(struct ctq_backend *b, const void *x, const 
 	    (st0 = CTQ_CUDA(cudaMemsetAsync(y, 0, (size_t)M * (size_t)N * 2, impl(b)->stream), err)))
 		return st0;
 	const float alpha = 1.0f, beta = 0.0f;
+	ctq_kpath_note(CTQ_KOP_LINEAR_BF16, CTQ_BF16_PATH_CUBLAS);
 	/* Row-major y (M, N) = x (M, K) · w (N, K)ᵀ is column-major
 	 * yᵀ (N, M) = wᵀᵀ · xᵀ: op(A) = T on w (ld K), op(B) = N on x (ld K). */
 	enum ctq_status st = CTQ_CUBLAS(
@@ -186,6 +193,16 @@ static enum ctq_status cu_gemm_bf16(struct ctq_backend *b, const void *x, const 
 	if (st || !bias)
 		return st;
 	return ctq_bias_bf16_launch((uint16_t *)y, (const float *)bias, M, N, impl(b)->stream, err);
+}
+
+/* The W8A8 GEMM path of an M × N × K linear on this backend's device
+ * (operands from cudaMalloc: aligned). */
+static const char *cu_w8a8_path(struct ctq_backend *b, int64_t M, int64_t N, int64_t K)
+{
+	if (cudaSetDevice(impl(b)->device) != cudaSuccess)
+		return "?";
+	static const int8_t aligned[16] __attribute__((aligned(16))) = {0};
+	return ctq_gemm_path_name(ctq_gemm_w8a8_path(aligned, aligned, M, N, K, b->defects));
 }
 
 static enum ctq_status cu_upload_dense(struct ctq_backend *b, const uint16_t *w, size_t n,
@@ -509,6 +526,7 @@ static struct ctq_backend_ops make_cuda_ops(void)
 	o.silu_mul_quant = cu_silu_mul_quant;
 	o.linear_w8a8_q = cu_linear_w8a8_q;
 	o.stream = cu_stream;
+	o.w8a8_path = cu_w8a8_path;
 	o.act_bytes = 2;
 	return o;
 }
@@ -564,13 +582,10 @@ extern "C" enum ctq_status ctq_backend_cuda(struct ctq_backend *b, int device,
 		b->ops = NULL;
 		return st;
 	}
-	if (c->prop.major < 6 || (c->prop.major == 6 && c->prop.minor < 1)) {
-		char desc[256];
-		cu_describe(b, desc, sizeof desc);
+	if ((st = ctq_cuda_arch_check(device, err))) {
 		cu_destroy(b);
 		b->ops = NULL;
-		return ctq_error_set(err, CTQ_ERR_ENV, "--backend cuda",
-				     "%s: the W8A8 kernels need compute capability 6.1 or newer", desc);
+		return st;
 	}
 	return CTQ_OK;
 }

@@ -13,7 +13,8 @@
 extern "C" {
 #endif
 
-/* True on a compute capability 9.0 GPU (unless CTQ_NO_SM90 is set). */
+/* True when dispatch follows compute capability 9.0 (kernels/arch.h: a
+ * 9.0 GPU without CTQ_ARCH, or CTQ_ARCH=sm_90a). */
 bool ctq_gemm_sm90_available(void);
 /* True when the sm90 kernel takes these operands: no test defects, K a
  * positive multiple of 16, q and w 16-byte aligned. */

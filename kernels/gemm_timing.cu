@@ -10,6 +10,7 @@
 
 #include "kernels/gemm_timing.h"
 #include "kernels/cuda_check.h"
+#include "kernels/arch.h"
 #include "kernels/cublas_stream.h"
 #include "kernels/kernels.h"
 #include "include/ctq_kernel_plugin.h"
@@ -51,6 +52,7 @@ struct ctq_gemm_bench {
 	cublasLtMatmulAlgo_t lt_algo;
 	bool lt_ok;
 	char lt_note[200];
+	int path; /* the W8A8 GEMM path forced (enum ctq_gemm_path), -1: dispatch's */
 	const struct ctq_kernel_plugin *plugin; /* or NULL (--impl) */
 	void *pws;                              /* its gemm_w8a8 workspace */
 	size_t pws_bytes;
@@ -191,6 +193,7 @@ extern "C" enum ctq_status ctq_gemm_bench_open(struct ctq_gemm_bench **out, int 
 	if (!b)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
 	b->device = device;
+	b->path = -1;
 	cudaDeviceProp p;
 	enum ctq_status st;
 	if ((st = CTQ_CUDA(cudaSetDevice(device), err)) ||
@@ -206,11 +209,9 @@ extern "C" enum ctq_status ctq_gemm_bench_open(struct ctq_gemm_bench **out, int 
 	info->sms = p.multiProcessorCount;
 	info->l2_bytes = p.l2CacheSize;
 	info->mem_bytes = (int64_t)p.totalGlobalMem;
-	if (p.major < 6 || (p.major == 6 && p.minor < 1)) {
+	if ((st = ctq_cuda_arch_check(device, err))) {
 		ctq_gemm_bench_close(b);
-		return ctq_error_set(err, CTQ_ERR_ENV, "--device",
-				     "%s is sm_%d%d; the W8A8 kernels need compute capability 6.1 or newer",
-				     info->name, info->major, info->minor);
+		return st;
 	}
 	*out = b;
 	return CTQ_OK;
@@ -325,6 +326,30 @@ static enum ctq_status plugin_call(struct ctq_gemm_bench *b, int k, bool quantiz
 	return rc ? plugin_failed(p, "gemm_w8a8", rc, msg, sizeof msg, err) : CTQ_OK;
 }
 
+/* ctq's W8A8 GEMM on the path forced, or dispatch's. */
+static enum ctq_status gemm(struct ctq_gemm_bench *b, const int8_t *q, const int8_t *w,
+			    const float *s, const float *sw, const float *bias, int32_t *acc,
+			    uint16_t *y, struct ctq_error *err)
+{
+	if (b->path >= 0)
+		return ctq_gemm_w8a8_launch_on((enum ctq_gemm_path)b->path, q, w, s, sw, bias, b->M, b->N,
+					       b->K, acc, y, 0, b->stream, err);
+	return ctq_gemm_w8a8_launch(q, w, s, sw, bias, b->M, b->N, b->K, acc, y, 0, b->stream, err);
+}
+
+extern "C" void ctq_gemm_bench_set_path(struct ctq_gemm_bench *b, int path)
+{
+	b->path = path >= 0 && path < CTQ_GEMM_PATH_COUNT ? path : -1;
+}
+
+extern "C" int ctq_gemm_bench_path(struct ctq_gemm_bench *b)
+{
+	if (b->path >= 0)
+		return b->path;
+	return (int)ctq_gemm_w8a8_path((const int8_t *)b->q.base, (const int8_t *)b->w.base, b->M, b->N,
+				       b->K, 0);
+}
+
 /* One call of impl (or PLUGIN_IMPL) on copy k, enqueued on the stream
  * (also during capture). */
 static enum ctq_status call(struct ctq_gemm_bench *b, int impl, int k, struct ctq_error *err)
@@ -341,9 +366,9 @@ static enum ctq_status call(struct ctq_gemm_bench *b, int impl, int k, struct ct
 	case CTQ_GEMM_W8A8:
 		if ((st = ctq_quantize_launch(x, M, K, q, s, b->stream, err)))
 			return st;
-		return ctq_gemm_w8a8_launch(q, w, s, sw, bias, M, N, K, NULL, y, 0, b->stream, err);
+		return gemm(b, q, w, s, sw, bias, NULL, y, err);
 	case CTQ_GEMM_GEMM:
-		return ctq_gemm_w8a8_launch(q, w, s, sw, bias, M, N, K, NULL, y, 0, b->stream, err);
+		return gemm(b, q, w, s, sw, bias, NULL, y, err);
 	case CTQ_GEMM_QUANTIZE:
 		return ctq_quantize_launch(x, M, K, q, s, b->stream, err);
 	case CTQ_GEMM_BF16: {
@@ -407,8 +432,8 @@ extern "C" enum ctq_status ctq_gemm_bench_run_once(struct ctq_gemm_bench *b,
 		return st;
 	/* The int32 accumulators (acc != NULL: the debug path). */
 	if ((st = poison(b, &b->acc, err)) ||
-	    (st = ctq_gemm_w8a8_launch((const int8_t *)b->q.base, (const int8_t *)b->w.base, NULL, NULL,
-				       NULL, M, N, K, (int32_t *)b->acc.base, NULL, 0, b->stream, err)) ||
+	    (st = gemm(b, (const int8_t *)b->q.base, (const int8_t *)b->w.base, NULL, NULL, NULL,
+		       (int32_t *)b->acc.base, NULL, err)) ||
 	    (st = read_rows(b, b->acc.base, arow, o->rows, o->n_rows, o->acc, err)))
 		return st;
 	/* End to end, then the GEMM alone on the quantized input. */

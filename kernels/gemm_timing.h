@@ -100,6 +100,15 @@ struct ctq_gemm_timing {
 	char note[200];       /* out */
 };
 
+/* ctq_w8a8 and ctq_gemm on one W8A8 GEMM path (enum ctq_gemm_path,
+ * backend/paths.h) from the next call on, or -1: the path dispatch picks
+ * (the default). A path that does not take the point fails the run or
+ * the timing with a usage-error naming it (ctq_gemm_w8a8_launch_on). */
+void ctq_gemm_bench_set_path(struct ctq_gemm_bench *b, int path);
+/* The path ctq_gemm runs at the loaded point: the forced one, else
+ * dispatch's (ctq_gemm_w8a8_path). */
+int ctq_gemm_bench_path(struct ctq_gemm_bench *b);
+
 /* Times one implementation on the loaded point. Errors: env-error (a CUDA or
  * cuBLAS call failed, graph capture included), out-of-memory. */
 enum ctq_status ctq_gemm_bench_time(struct ctq_gemm_bench *b, enum ctq_gemm_impl impl,

@@ -2,9 +2,13 @@
  * epilogue of core/numerics.h fused (per-token scale, per-channel scale, bias,
  * BF16 rounding, each step rounded separately), or the raw int32
  * accumulators for bit-exact checks. Correct for every M, N, K (edges are
- * zero-filled in shared memory). ctq_gemm_w8a8_launch dispatches: M <= 16
- * to the weight-streaming GEMV (kernels/gemv_w8a8.cu), Hopper with K % 16
- * == 0 to the wgmma kernel (kernels/gemm_w8a8_sm90.cu), the rest here.
+ * zero-filled in shared memory). ctq_gemm_w8a8_launch dispatches
+ * (ctq_gemm_w8a8_path; the path names are backend/paths.h's): by the
+ * compute capability dispatch follows (kernels/arch.h), 9.0 to the wgmma
+ * kernel (sm90-wgmma, kernels/gemm_w8a8_sm90.cu), 8.0 and newer otherwise
+ * to the mma.sync kernel (sm80-mma, kernels/gemm_w8a8_sm80.cu), each for K
+ * % 16 == 0 and aligned operands; decode-sized M to the weight-streaming
+ * GEMV (gemv, kernels/gemv_w8a8.cu); the rest here (dp4a).
  *
  * Tiles: 64 (M) × 64 (N) × 64 (K) bytes, 256 threads, 4×4 outputs per thread.
  * Shared rows are padded to 68 bytes so the 32-bit reads of one warp spread
@@ -14,10 +18,12 @@
 #include "core/dtype.h"
 #include "core/numerics.h"
 #include "kernels/cuda_check.h"
+#include "kernels/gemm_sm80.h"
 #include "kernels/gemm_sm90.h"
 #include "kernels/kernels.h"
 #include "backend/backend.h"
 #include "backend/knobs.h"
+#include "backend/paths.h"
 
 #define BM 64
 #define BN 64
@@ -124,19 +130,54 @@ __global__ void bias_bf16_kernel(uint16_t *__restrict__ y, const float *__restri
 	y[i] = ctq_f32_to_bf16(__fadd_rn(ctq_bf16_to_f32(y[i]), bias[i % N]));
 }
 
-/* Where the Hopper kernel exists, the GEMV takes only M <= this (measured
- * crossover, bench gemm on the H200); CTQ_GEMV_MAX_M overrides it for
- * tuning (backend/knobs.h). */
-static int64_t gemv_max_m(void)
+/* Where a tensor-core kernel takes the operands, the GEMV takes only M <=
+ * this; CTQ_GEMV_MAX_M overrides it (backend/knobs.h). sm90: 1 (measured
+ * crossover, bench gemm on the H200: the wgmma kernel wins from M = 2).
+ * sm80: SM80_GEMV_MAX_M (docs/kernels.md has the measurement behind it). */
+#define SM80_GEMV_MAX_M 16
+
+static int64_t gemv_max_m(enum ctq_gemm_path tensor_core)
 {
-	return ctq_knobs()->gemv_max_m;
+	const int64_t k = ctq_knobs()->gemv_max_m;
+	if (k >= 0)
+		return k;
+	return tensor_core == CTQ_GEMM_PATH_SM90_WGMMA ? 1 : SM80_GEMV_MAX_M;
 }
 
-extern "C" enum ctq_status ctq_gemm_w8a8_launch(const int8_t *q, const int8_t *w,
-						const float *s_a, const float *s_w,
-						const float *bias, int64_t M, int64_t N, int64_t K,
-						int32_t *acc, uint16_t *y, unsigned defects,
-						void *stream, struct ctq_error *err)
+extern "C" enum ctq_gemm_path ctq_gemm_w8a8_path(const int8_t *q, const int8_t *w, int64_t M,
+						 int64_t N, int64_t K, unsigned defects)
+{
+	enum ctq_gemm_path tc = CTQ_GEMM_PATH_DP4A;
+	if (ctq_gemm_sm90_fits(q, w, M, N, K, defects))
+		tc = CTQ_GEMM_PATH_SM90_WGMMA;
+	else if (ctq_gemm_sm80_available() && ctq_gemm_sm80_fits(q, w, M, N, K, defects))
+		tc = CTQ_GEMM_PATH_SM80_MMA;
+	if (ctq_gemv_w8a8_fits(M, defects) && (tc == CTQ_GEMM_PATH_DP4A || M <= gemv_max_m(tc)))
+		return CTQ_GEMM_PATH_GEMV;
+	return tc;
+}
+
+static enum ctq_status dp4a_launch(const int8_t *q, const int8_t *w, const float *s_a,
+				   const float *s_w, const float *bias, int64_t M, int64_t N,
+				   int64_t K, int32_t *acc, uint16_t *y, unsigned defects, void *stream,
+				   struct ctq_error *err)
+{
+	if ((M + BM - 1) / BM > 65535)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "M", "is %lld; at most %d rows",
+				     (long long)M, 65535 * BM);
+	const bool vec = K % 16 == 0 && ((uintptr_t)q % 16) == 0 && ((uintptr_t)w % 16) == 0;
+	dim3 grid((unsigned)((N + BN - 1) / BN), (unsigned)((M + BM - 1) / BM));
+	gemm_w8a8_kernel<<<grid, 256, 0, (cudaStream_t)stream>>>(q, w, s_a, s_w, bias, M, N, K, acc,
+								  y, defects, vec);
+	return CTQ_LAUNCH(err);
+}
+
+extern "C" enum ctq_status ctq_gemm_w8a8_launch_on(enum ctq_gemm_path path, const int8_t *q,
+						   const int8_t *w, const float *s_a,
+						   const float *s_w, const float *bias, int64_t M,
+						   int64_t N, int64_t K, int32_t *acc, uint16_t *y,
+						   unsigned defects, void *stream,
+						   struct ctq_error *err)
 {
 	if (K > CTQ_K_MAX)
 		return ctq_error_set(err, CTQ_ERR_USAGE, "K",
@@ -147,19 +188,46 @@ extern "C" enum ctq_status ctq_gemm_w8a8_launch(const int8_t *q, const int8_t *w
 	enum ctq_status st = ctq_knobs_check(err);
 	if (st)
 		return st;
-	const bool sm90 = ctq_gemm_sm90_fits(q, w, M, N, K, defects);
-	if (ctq_gemv_w8a8_fits(M, defects) && (!sm90 || M <= gemv_max_m()))
-		return ctq_gemv_w8a8_launch(q, w, s_a, s_w, bias, M, N, K, acc, y, defects, stream, err);
-	if (sm90)
+	bool fits = true;
+	switch (path) {
+	case CTQ_GEMM_PATH_SM90_WGMMA: fits = ctq_gemm_sm90_fits(q, w, M, N, K, defects); break;
+	case CTQ_GEMM_PATH_SM80_MMA: fits = ctq_gemm_sm80_fits(q, w, M, N, K, defects); break;
+	case CTQ_GEMM_PATH_GEMV: fits = ctq_gemv_w8a8_fits(M, defects); break;
+	case CTQ_GEMM_PATH_DP4A: break;
+	default:
+		return ctq_error_set(err, CTQ_ERR_USAGE, "path", "is %d; not a W8A8 GEMM path", (int)path);
+	}
+	if (!fits)
+		return ctq_error_set(err, CTQ_ERR_USAGE, ctq_gemm_path_name(path),
+				     "does not take M=%lld N=%lld K=%lld on this GPU", (long long)M,
+				     (long long)N, (long long)K);
+	ctq_kpath_note(CTQ_KOP_GEMM_W8A8, (int)path);
+	switch (path) {
+	case CTQ_GEMM_PATH_SM90_WGMMA:
 		return ctq_gemm_sm90_launch(q, w, s_a, s_w, bias, M, N, K, acc, y, -1, stream, err);
-	if ((M + BM - 1) / BM > 65535)
-		return ctq_error_set(err, CTQ_ERR_USAGE, "M", "is %lld; at most %d rows",
-				     (long long)M, 65535 * BM);
-	const bool vec = K % 16 == 0 && ((uintptr_t)q % 16) == 0 && ((uintptr_t)w % 16) == 0;
-	dim3 grid((unsigned)((N + BN - 1) / BN), (unsigned)((M + BM - 1) / BM));
-	gemm_w8a8_kernel<<<grid, 256, 0, (cudaStream_t)stream>>>(q, w, s_a, s_w, bias, M, N, K, acc,
-								  y, defects, vec);
-	return CTQ_LAUNCH(err);
+	case CTQ_GEMM_PATH_SM80_MMA:
+		return ctq_gemm_sm80_launch(q, w, s_a, s_w, bias, M, N, K, acc, y, -1, stream, err);
+	case CTQ_GEMM_PATH_GEMV:
+		return ctq_gemv_w8a8_launch(q, w, s_a, s_w, bias, M, N, K, acc, y, defects, stream, err);
+	default:
+		return dp4a_launch(q, w, s_a, s_w, bias, M, N, K, acc, y, defects, stream, err);
+	}
+}
+
+extern "C" enum ctq_status ctq_gemm_w8a8_launch(const int8_t *q, const int8_t *w,
+						const float *s_a, const float *s_w,
+						const float *bias, int64_t M, int64_t N, int64_t K,
+						int32_t *acc, uint16_t *y, unsigned defects,
+						void *stream, struct ctq_error *err)
+{
+	if (M <= 0 || N <= 0 || K > CTQ_K_MAX)
+		return ctq_gemm_w8a8_launch_on(CTQ_GEMM_PATH_DP4A, q, w, s_a, s_w, bias, M, N, K, acc, y,
+					       defects, stream, err);
+	enum ctq_status st = ctq_knobs_check(err);
+	if (st)
+		return st;
+	return ctq_gemm_w8a8_launch_on(ctq_gemm_w8a8_path(q, w, M, N, K, defects), q, w, s_a, s_w, bias,
+				       M, N, K, acc, y, defects, stream, err);
 }
 
 extern "C" enum ctq_status ctq_w8a8_epilogue_launch(const int32_t *acc, const float *s_a,

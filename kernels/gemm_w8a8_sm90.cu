@@ -25,7 +25,9 @@
 
 #include "core/dtype.h"
 #include "core/numerics.h"
+#include "kernels/arch.h"
 #include "kernels/cuda_check.h"
+#include "kernels/epilogue.cuh"
 #include "kernels/gemm_sm90.h"
 #include "backend/knobs.h"
 #include "kernels/pdl.cuh"
@@ -273,20 +275,6 @@ struct Sm90Config {
 __device__ __forceinline__ void wg_sync(int id)
 {
 	asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
-}
-
-/* Two adjacent outputs, ctq_w8a8_epilogue's bits, packed (the first in the
- * low half). The f32 chain is core/numerics.h's; the rounding to BF16 is
- * one cvt.rn.bf16x2.f32 for both instead of ctq_f32_to_bf16's integer
- * steps: both round to nearest even (subnormals and overflow to Inf
- * included), and the only NaN this chain can hold is the canonical
- * 0x7fffffff of GPU float arithmetic, which both turn into 0x7fff. */
-__device__ __forceinline__ uint32_t epilogue_pair(int32_t a0, int32_t a1, float sa, float sw0, float sw1,
-						  float b0, float b1)
-{
-	const __nv_bfloat162 h = __floats2bfloat162_rn(ctq_w8a8_epilogue_f32(a0, sa, sw0, b0),
-							ctq_w8a8_epilogue_f32(a1, sa, sw1, b1));
-	return *(const uint32_t *)&h;
 }
 
 /* The epilogue of one 64 × BN accumulator block whose first row is mb.
@@ -767,17 +755,9 @@ int ctq_gemm_sm90_pick(int64_t M, int64_t N, int64_t K)
 
 extern "C" bool ctq_gemm_sm90_available(void)
 {
-	static int avail = -1;
-	if (avail < 0) {
-		int dev = 0, major = 0, minor = 0;
-		avail = cudaGetDevice(&dev) == cudaSuccess &&
-			cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-			cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
-			major == 9 && minor == 0;
-		if (avail && ctq_knobs()->no_sm90)
-			avail = 0;
-	}
-	return avail;
+	/* wgmma exists on 9.0 alone (sm_90a): an sm_100 or sm_120 image of
+	 * this file has an empty kernel body */
+	return ctq_cuda_dispatch_cc() == 90;
 }
 
 extern "C" bool ctq_gemm_sm90_fits(const int8_t *q, const int8_t *w, int64_t M, int64_t N, int64_t K,

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend/paths.h"
 #include "core/status.h"
 
 #ifdef __cplusplus
@@ -26,6 +27,19 @@ enum ctq_status ctq_gemm_w8a8_launch(const int8_t *q, const int8_t *w, const flo
 				     const float *s_w, const float *bias, int64_t M, int64_t N,
 				     int64_t K, int32_t *acc, uint16_t *y, unsigned defects,
 				     void *stream, struct ctq_error *err);
+
+/* The path ctq_gemm_w8a8_launch takes for these operands on the current
+ * device, by the compute capability dispatch follows (kernels/arch.h). */
+enum ctq_gemm_path ctq_gemm_w8a8_path(const int8_t *q, const int8_t *w, int64_t M, int64_t N,
+				      int64_t K, unsigned defects);
+/* ctq_gemm_w8a8_launch on one path, forced (tests, ctq bench gemm
+ * --paths): usage-error naming the path when it does not take the operands
+ * on this GPU (sm90-wgmma: a 9.0 GPU; sm80-mma: 8.0 or newer; both K % 16
+ * == 0 and 16-byte aligned q, w; gemv: M <= 16). */
+enum ctq_status ctq_gemm_w8a8_launch_on(enum ctq_gemm_path path, const int8_t *q, const int8_t *w,
+					const float *s_a, const float *s_w, const float *bias,
+					int64_t M, int64_t N, int64_t K, int32_t *acc, uint16_t *y,
+					unsigned defects, void *stream, struct ctq_error *err);
 
 /* The small-M path (kernels/gemv_w8a8.cu): same contract as
  * ctq_gemm_w8a8_launch, for 1 <= M <= 16. */

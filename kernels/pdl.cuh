@@ -33,6 +33,8 @@
 #include <cuda_runtime.h>
 
 #include "backend/knobs.h"
+#include "backend/paths.h"
+#include "kernels/arch.h"
 
 __device__ __forceinline__ void pdl_wait(void)
 {
@@ -49,7 +51,8 @@ __device__ __forceinline__ void pdl_trigger(void)
 }
 
 /* True when launches on the current device take the attribute: compute
- * capability 9.0 or newer, CTQ_NO_PDL unset. Cached per device (64). */
+ * capability 9.0 or newer as dispatch sees it (kernels/arch.h), CTQ_NO_PDL
+ * unset. Cached per device (64). */
 static inline bool ctq_pdl_on(void)
 {
 	static int state[64]; /* 0 unknown, 1 on, 2 off */
@@ -58,10 +61,8 @@ static inline bool ctq_pdl_on(void)
 		return false;
 	int s = __atomic_load_n(&state[dev], __ATOMIC_ACQUIRE);
 	if (!s) {
-		int major = 0;
-		const bool on = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ==
-					cudaSuccess &&
-				major >= 9 && !ctq_knobs()->no_pdl;
+		/* by the dispatch capability: CTQ_ARCH=sm_86 launches as an sm_86 would */
+		const bool on = ctq_cuda_dispatch_cc() >= 90 && !ctq_knobs()->no_pdl;
 		s = on ? 1 : 2;
 		__atomic_store_n(&state[dev], s, __ATOMIC_RELEASE);
 	}
@@ -86,6 +87,7 @@ static inline cudaError_t ctq_launch_pdl_if(bool on, void (*kernel)(P...), dim3 
 	cfg.stream = stream;
 	cfg.attrs = at;
 	cfg.numAttrs = on && ctq_pdl_on() ? 1 : 0;
+	ctq_kpath_note(CTQ_KOP_LAUNCH, cfg.numAttrs ? CTQ_LAUNCH_PDL : CTQ_LAUNCH_PLAIN);
 	const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, static_cast<P>(args)...);
 	if (e != cudaSuccess)
 		(void)cudaGetLastError();

@@ -40,6 +40,58 @@ static void kv(struct ctq_rep *r, struct ctq_strbuf *mdb, struct ctq_strbuf *hb,
 	(void)r;
 }
 
+/* Which code the run qualified: the GPU architectures the binary carries,
+ * the image the device ran, the dispatch knobs set, and per op the kernel
+ * paths taken (manifest "ctq.cuda_archs", "cuda_device", "knobs",
+ * "kernel_paths"; absent from manifests written before them). */
+static void gpu_code(struct ctq_rep *r, struct ctq_strbuf *mdb, struct ctq_strbuf *hb, char *buf,
+		     size_t cap)
+{
+	const cJSON *m = r->m, *e;
+	const cJSON *archs = ctq_json_get(ctq_json_get(m, "ctq"), "cuda_archs");
+	if (cJSON_IsArray(archs)) {
+		struct ctq_strbuf s;
+		ctq_strbuf_init(&s);
+		cJSON_ArrayForEach(e, archs)
+			if (cJSON_IsString(e))
+				ctq_strbuf_printf(&s, "%s%s", s.len ? " " : "", e->valuestring);
+		/* cuda_device: "NAME (sm_XY, ..., GiB; runs ...)" */
+		const char *dev = ctq_json_str_at(m, "cuda_device", NULL);
+		const char *runs = dev ? strstr(dev, "; runs ") : NULL;
+		const char *end = runs ? strrchr(runs, ')') : NULL;
+		snprintf(buf, cap, "%s%s%.*s", s.len ? ctq_strbuf_str(&s) : "none (built without CUDA)",
+			 runs ? "; the GPU" : "", runs ? (int)((end ? end : runs + strlen(runs)) - runs - 1) : 0,
+			 runs ? runs + 1 : "");
+		kv(r, mdb, hb, "GPU code carried", buf);
+		ctq_strbuf_free(&s);
+	}
+	const cJSON *knobs = ctq_json_get(m, "knobs");
+	if (cJSON_IsObject(knobs)) {
+		struct ctq_strbuf s;
+		ctq_strbuf_init(&s);
+		for (e = knobs->child; e; e = e->next)
+			if (cJSON_IsString(e))
+				ctq_strbuf_printf(&s, "%s%s=%s", s.len ? ", " : "", e->string, e->valuestring);
+		kv(r, mdb, hb, "dispatch knobs", s.len ? ctq_strbuf_str(&s) : "none set (the defaults)");
+		ctq_strbuf_free(&s);
+	}
+	const cJSON *kp = ctq_json_get(m, "kernel_paths");
+	if (cJSON_IsObject(kp)) {
+		struct ctq_strbuf s;
+		ctq_strbuf_init(&s);
+		for (e = kp->child; e; e = e->next) {
+			ctq_strbuf_printf(&s, "%s%s: ", s.len ? "; " : "", e->string);
+			const cJSON *p;
+			int i = 0;
+			cJSON_ArrayForEach(p, e)
+				if (cJSON_IsString(p))
+					ctq_strbuf_printf(&s, "%s%s", i++ ? ", " : "", p->valuestring);
+		}
+		kv(r, mdb, hb, "kernel paths run", s.len ? ctq_strbuf_str(&s) : "none (no GPU op ran)");
+		ctq_strbuf_free(&s);
+	}
+}
+
 static void environment(struct ctq_rep *r, struct ctq_strbuf *mdb, struct ctq_strbuf *hb)
 {
 	const cJSON *m = r->m, *host = ctq_json_get(m, "host");
@@ -88,6 +140,7 @@ static void environment(struct ctq_rep *r, struct ctq_strbuf *mdb, struct ctq_st
 	else
 		snprintf(buf, sizeof buf, "%s", cJSON_IsString(cu) ? cu->valuestring : "unknown");
 	kv(r, mdb, hb, "CUDA", buf);
+	gpu_code(r, mdb, hb, buf, sizeof buf);
 	const cJSON *gpus = ctq_json_get(m, "gpus"), *g;
 	if (cJSON_IsArray(gpus) && cJSON_GetArraySize(gpus) > 0) {
 		cJSON_ArrayForEach(g, gpus)

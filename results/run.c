@@ -205,6 +205,20 @@ enum ctq_status ctq_run_begin(struct ctq_run *run, const char *out_dir, bool for
 	cJSON *ctq = cJSON_AddObjectToObject(m, "ctq");
 	cJSON_AddStringToObject(ctq, "version", ctq_version());
 	cJSON_AddStringToObject(ctq, "build_revision", ctq_build_revision());
+	/* the GPU code the binary carries (Makefile CUDA_ARCH) */
+	cJSON *archs = cJSON_AddArrayToObject(ctq, "cuda_archs");
+	for (const char *a = ctq_build_cuda_archs(); archs && *a;) {
+		while (*a == ' ')
+			a++;
+		size_t n = strcspn(a, " ");
+		if (!n)
+			break;
+		char w[32];
+		snprintf(w, sizeof w, "%.*s", (int)n, a);
+		cJSON_AddItemToArray(archs, cJSON_CreateString(w));
+		a += n;
+	}
+	ctq_kpaths_snapshot(&run->paths0);
 	cJSON *git = cJSON_AddObjectToObject(m, "git");
 	cJSON_AddStringToObject(git, "revision", rev);
 	cJSON_AddBoolToObject(git, "dirty", dirty);
@@ -332,6 +346,9 @@ enum ctq_status ctq_run_commit(struct ctq_run *run, struct ctq_error *err)
 	struct timespec t1;
 	clock_gettime(CLOCK_REALTIME, &t1);
 	cJSON_AddStringToObject(run->manifest, "ended_utc", ended);
+	/* which kernel each op ran during this run (backend/paths.h) */
+	cJSON_DeleteItemFromObjectCaseSensitive(run->manifest, "kernel_paths");
+	ctq_kpaths_to_json(run->manifest, &run->paths0);
 	cJSON_AddNumberToObject(run->manifest, "wall_time_s",
 				(double)(t1.tv_sec - run->t0.tv_sec) +
 					1e-9 * (double)(t1.tv_nsec - run->t0.tv_nsec));

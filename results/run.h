@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "backend/paths.h"
 #include "core/status.h"
 
 #define CTQ_RUN_SCHEMA_VERSION 1
@@ -22,6 +23,7 @@ struct ctq_run {
 	cJSON *manifest;  /* owned; commands may add members before commit */
 	bool open;
 	bool force;       /* an existing run directory at final_dir may be replaced */
+	struct ctq_kpath_counts paths0; /* kernel paths taken before the run began */
 };
 
 /* out_dir NULL: runs/<UTC time>-<revision>, with -2, -3, ... appended

@@ -634,6 +634,96 @@ Test(bench_gemm, report_lists_targets_and_fails_on_a_mismatch)
 	ctq_remove_tree(dir);
 }
 
+/* ctq bench gemm --paths: rows impl ctq_gemm@PATH beside the dispatched
+ * ones; they round-trip with their kernel path, stay out of the targets
+ * and the ctq_gemm series, and the report sets them side by side with
+ * cuBLASLt int8 and says what dispatch picked; an untimed path says why. */
+Test(bench_gemm, forced_kernel_paths_round_trip_and_are_tabled)
+{
+	char dir[] = "/tmp/ctq-gemm-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	char out[64];
+	snprintf(out, sizeof out, "%s/run", dir);
+	unsetenv("CTQ_GNUPLOT");
+	struct ctq_gemm_row r[8 * N_M];
+	size_t n = model_rows(r, "qkv_proj", 2560, 6144);
+	const size_t n_disp = n;
+	for (size_t i = 0; i < n_disp; i++)
+		if (r[i].impl == CTQ_GEMM_GEMM || r[i].impl == CTQ_GEMM_W8A8)
+			snprintf(r[i].kernel_path, sizeof r[i].kernel_path, "%s", r[i].M == 1 ? "gemv" : "sm90-wgmma");
+	for (size_t i = 0; i < N_M; i++) {
+		const struct ctq_gemm_row *g = find(r, n_disp, "qkv_proj", Ms[i], CTQ_GEMM_GEMM);
+		static const char *const paths[] = {"sm90-wgmma", "sm80-mma", "gemv"};
+		for (int k = 0; k < 3; k++) {
+			struct ctq_gemm_row x = *g;
+			x.forced = true;
+			snprintf(x.impl_label, sizeof x.impl_label, "ctq_gemm@%s", paths[k]);
+			snprintf(x.kernel_path, sizeof x.kernel_path, "%s", paths[k]);
+			/* sm80-mma 1.5x slower than the dispatched kernel: would miss the targets */
+			x.time_us_median = g->time_us_median * (k == 1 ? 1.5 : 1.0);
+			if (k == 2 && Ms[i] > 16) {
+				x.time_us_median = x.time_us_min = x.time_cv = NAN;
+				snprintf(x.check, sizeof x.check, "-");
+				snprintf(x.note, sizeof x.note, "not run: gemv: does not take M=%lld", (long long)Ms[i]);
+			}
+			r[n++] = x;
+		}
+	}
+	finish(r, n, &h200);
+	size_t nt = 0;
+	struct ctq_gemm_target *t = targets_of(r, n, &nt);
+	cr_expect_eq(target(t, nt, CTQ_GEMM_TGT_PEAK, "qkv_proj")->verdict, CTQ_GEMM_PASS,
+		     "forced rows stay out of the targets: %s", target(t, nt, CTQ_GEMM_TGT_PEAK, "qkv_proj")->detail);
+	free(t);
+	write_run(out, r, n);
+
+	char path[128];
+	snprintf(path, sizeof path, "%s/bench_gemm.csv", out);
+	struct ctq_gemm_row *back = NULL;
+	size_t nb = 0;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_gemm_rows_load(path, &back, &nb, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(nb, n);
+	for (size_t i = 0; i < n; i++) {
+		cr_expect_eq(back[i].forced, r[i].forced, "row %zu", i);
+		cr_expect_str_eq(back[i].kernel_path, r[i].kernel_path, "row %zu", i);
+		cr_expect_str_eq(back[i].impl_label, r[i].impl_label, "row %zu", i);
+		cr_expect_eq(back[i].impl, r[i].impl, "row %zu", i);
+	}
+	free(back);
+
+	struct ctq_report_summary s;
+	cr_assert_eq(ctq_report_write(out, NULL, &s, &err), CTQ_OK, "%s", err.message);
+	char *md = slurp(out, "summary.md");
+	cr_expect(strstr(md, "| M | sm90-wgmma us | sm90-wgmma / cublaslt_i8 | sm80-mma us | sm80-mma / cublaslt_i8 | "
+			     "gemv us | gemv / cublaslt_i8 | cublaslt_i8 us | dispatch picks |"),
+		  "%s", md);
+	/* M = 1024: sm80-mma at 1.5x the dispatched time, cuBLASLt at 1.1x: 1.36x */
+	cr_expect(strstr(md, "| 1024 |"), "%s", md);
+	cr_expect(strstr(md, "| 30.52 | 1.364 |"), "%s", md);
+	cr_expect(strstr(md, "| sm90-wgmma |"), "the dispatched path is named: %s", md);
+	free(md);
+
+	/* A bench_gemm.csv from before kernel paths (24 columns) still reads. */
+	snprintf(path, sizeof path, "%s/old.csv", dir);
+	FILE *f = fopen(path, "w");
+	cr_assert(f);
+	for (size_t i = 0; i < CTQ_BENCH_GEMM_CSV_REQUIRED; i++)
+		fprintf(f, "%s%s", i ? "," : "", ctq_gemm_csv_header[i]);
+	fprintf(f, "\nqkv_proj,2560,6144,16,ctq_gemm,pass,3,4,100,7.5,7.4,0.01,,,,,,,,,,,,\n");
+	fclose(f);
+	cr_assert_eq(ctq_gemm_rows_load(path, &back, &nb, &err), CTQ_OK, "%s", err.message);
+	cr_expect(nb == 1 && back[0].impl == CTQ_GEMM_GEMM && !back[0].forced && !back[0].kernel_path[0]);
+	free(back);
+	/* an unknown path after @ is no implementation */
+	f = fopen(path, "a");
+	fprintf(f, "qkv_proj,2560,6144,16,ctq_gemm@sm75-hmma,pass,3,4,100,7.5,7.4,0.01,,,,,,,,,,,,\n");
+	fclose(f);
+	cr_expect_eq(ctq_gemm_rows_load(path, &back, &nb, &err), CTQ_ERR_PARSE);
+	cr_expect(strstr(err.message, "ctq_gemm@sm75-hmma"), "%s", err.message);
+	ctq_remove_tree(dir);
+}
+
 /* ---- the command line ------------------------------------------------------------ */
 
 /* ctq bench ARGS with stdout and stderr into files under dir; the exit code. */
@@ -672,6 +762,8 @@ Test(bench_gemm, cli_refuses_bad_usage)
 		{"bench", "gemm", "--shapes", "qwen3-4b", "--model", "/nonexistent", NULL},
 		{"bench", "gemm", "--frobnicate", "1", NULL},
 		{"bench", "gemm", "--model", "/nonexistent/ctq-model", NULL},
+		{"bench", "gemm", "--paths", "sm80-mma,sm75", NULL},
+		{"bench", "gemm", "--paths", ",", NULL},
 	};
 	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
 		char *o, *e;
@@ -684,7 +776,7 @@ Test(bench_gemm, cli_refuses_bad_usage)
 	char *o, *e;
 	static const char *const help[] = {"bench", "gemm", "--help", NULL};
 	cr_expect_eq(run_cli(dir, help, &o, &e), 0);
-	cr_expect(strstr(o, "--peak-tops") && strstr(o, "cublaslt_i8"), "%s", o);
+	cr_expect(strstr(o, "--peak-tops") && strstr(o, "cublaslt_i8") && strstr(o, "--paths"), "%s", o);
 	free(o);
 	free(e);
 	ctq_remove_tree(dir);

@@ -8,11 +8,13 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "backend/knobs.h"
 
 static const char *const all[] = {
-	"CTQ_NO_SM90", "CTQ_SM90_TILE", "CTQ_SM90_SMALL_BN", "CTQ_GEMV_MAX_M",
+	"CTQ_ARCH", "CTQ_SM90_TILE", "CTQ_SM90_SMALL_BN", "CTQ_GEMV_MAX_M",
 	"CTQ_ATTENTION_SIMPLE", "CTQ_ATTENTION_NO_MMA", "CTQ_ATTENTION_GQA", "CTQ_ATTENTION_NO_SPLIT",
 	"CTQ_KV_STORE_UNFUSED", "CTQ_NO_PDL", "CTQ_PDL_LINEARS_ONLY", "CTQ_PDL_LINEAR_TRIGGER",
 	"CTQ_PDL_PRESTAGES", "CTQ_NO_GEMV_BF16", "CTQ_SANITIZE_MEMSET_CUBLAS",
@@ -28,11 +30,12 @@ Test(knobs, defaults_when_nothing_is_set)
 {
 	clear_env();
 	const struct ctq_knobs *k = ctq_knobs();
-	cr_expect(!k->no_sm90 && !k->no_pdl && !k->pdl_linears_only && !k->pdl_linear_trigger);
+	cr_expect(!k->no_pdl && !k->pdl_linears_only && !k->pdl_linear_trigger);
 	cr_expect(!k->attention_simple && !k->kv_store_unfused && !k->no_gemv_bf16);
 	cr_expect_eq(k->sm90_tile, -1);
 	cr_expect_eq(k->sm90_small_bn, 0, "0: the N tile picked by N");
-	cr_expect_eq(k->gemv_max_m, 1);
+	cr_expect_eq(k->gemv_max_m, -1, "-1: each tensor-core path's own GEMV bound");
+	cr_expect_eq(k->arch, 0, "0: dispatch by the GPU's own capability");
 	cr_expect_eq(k->pdl_prestages, -1);
 	struct ctq_error err = {0};
 	cr_expect_eq(ctq_knobs_check(&err), CTQ_OK);
@@ -81,12 +84,49 @@ Test(knobs, integers_out_of_range_or_malformed_are_usage_errors)
 	setenv("CTQ_GEMV_MAX_M", "abc", 1);
 	setenv("CTQ_PDL_PRESTAGES", "2000", 1); /* second: the first bad one is named */
 	const struct ctq_knobs *k = ctq_knobs();
-	cr_expect_eq(k->gemv_max_m, 1);
+	cr_expect_eq(k->gemv_max_m, -1);
 	cr_expect_eq(k->pdl_prestages, -1);
 	struct ctq_error err = {0};
 	cr_assert_eq(ctq_knobs_check(&err), CTQ_ERR_USAGE);
 	cr_expect_str_eq(err.path, "CTQ_GEMV_MAX_M");
 	cr_expect(strstr(err.message, "expected an integer"), "%s", err.message);
+}
+
+/* CTQ_ARCH takes the names of the architectures the build targets, as
+ * compute capability x 10 (sm_90a: 90). */
+Test(knobs, arch_takes_the_architecture_names)
+{
+	static const struct {
+		const char *v;
+		int cc;
+	} ok[] = {{"sm_80", 80}, {"sm_86", 86}, {"sm_89", 89}, {"sm_90a", 90}, {"sm_100", 100}, {"sm_120", 120}};
+	for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+		/* the knobs are read once per process: one child per value */
+		pid_t pid = fork();
+		cr_assert(pid >= 0);
+		if (pid == 0) {
+			clear_env();
+			setenv("CTQ_ARCH", ok[i].v, 1);
+			struct ctq_error err = {0};
+			_exit(ctq_knobs()->arch == ok[i].cc && ctq_knobs_check(&err) == CTQ_OK ? 0 : 1);
+		}
+		int status = 0;
+		cr_assert_eq(waitpid(pid, &status, 0), pid);
+		cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "CTQ_ARCH=%s", ok[i].v);
+	}
+}
+
+Test(knobs, arch_refuses_other_names)
+{
+	clear_env();
+	setenv("CTQ_ARCH", "sm_90", 1); /* wgmma needs sm_90a: the plain name is not one of the targets */
+	const struct ctq_knobs *k = ctq_knobs();
+	cr_expect_eq(k->arch, 0, "a refused value keeps the default");
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_knobs_check(&err), CTQ_ERR_USAGE);
+	cr_expect_str_eq(err.path, "CTQ_ARCH");
+	cr_expect(strstr(err.message, "\"sm_90\"") && strstr(err.message, "sm_80, sm_86, sm_89, sm_90a, sm_100 or sm_120"),
+		  "%s", err.message);
 }
 
 Test(knobs, the_manifest_records_every_variable)

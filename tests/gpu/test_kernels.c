@@ -13,6 +13,8 @@
 #include "core/numerics.h"
 #include "core/rng.h"
 #include "conform/probe.h"
+#include "kernels/arch.h"
+#include "kernels/gemm_sm80.h"
 #include "kernels/gemm_sm90.h"
 #include "kernels/kernels.h"
 #include "backend/backend.h"
@@ -525,19 +527,22 @@ Test(kernels, probe_catches_planted_defects_on_the_gpu, .init = setup, .fini = t
 	gpu.defects = 0;
 }
 
-/* Every tile configuration of the Hopper kernel, forced, on edges the table
- * would not pick for them: M and N off the tile grid, K a multiple of 16
- * but not of the 128-byte stage, odd N (unpaired BF16 stores), saturated
- * operands at K = 9728. Accumulators and BF16 outputs bit-exact. */
-static void check_sm90_tile(int tile, int64_t M, int64_t N, int64_t K, enum pattern p, bool extreme_w)
+/* Every tile configuration of the tensor-core kernels (sm90-wgmma,
+ * sm80-mma), forced, on edges the tables would not pick for them: M and N
+ * off the tile grid, K a multiple of 16 but not of the stage, odd N
+ * (unpaired BF16 stores), saturated operands at K = 9728. Accumulators and
+ * BF16 outputs bit-exact. */
+static void check_tile(enum ctq_gemm_path path, int tile, int64_t M, int64_t N, int64_t K, enum pattern p,
+		       bool extreme_w)
 {
+	const char *pn = ctq_gemm_path_name(path);
 	size_t mk = (size_t)(M * K), nk = (size_t)(N * K), mn = (size_t)(M * N);
 	uint16_t *x = malloc(mk * 2), *y = malloc(mn * 2), *y_ref = malloc(mn * 2);
 	int8_t *w = malloc(nk), *q = malloc(mk);
 	float *sw = malloc((size_t)N * 4), *b = malloc((size_t)N * 4), *sa = malloc((size_t)M * 4);
 	int32_t *acc = malloc(mn * 4), *acc_ref = malloc(mn * 4);
 	struct ctq_rng r;
-	ctq_rng_seed(&r, (uint64_t)(tile * 1000003 + M * 31 + N * 7 + K));
+	ctq_rng_seed(&r, (uint64_t)(tile * 1000003 + M * 31 + N * 7 + K + (int)path * 77));
 	fill_x(x, M, K, p, (uint64_t)(M + N + K + tile));
 	for (size_t i = 0; i < nk; i++)
 		w[i] = extreme_w ? (int8_t)((ctq_rng_next(&r) & 1) ? 127 : -128)
@@ -554,25 +559,40 @@ static void check_sm90_tile(int tile, int64_t M, int64_t N, int64_t K, enum patt
 	void *db = dev_copy(b, (size_t)N * 4), *dsa = dev_copy(sa, (size_t)M * 4), *dy = NULL, *dacc = NULL;
 	cr_assert_eq(gpu.ops->alloc(&gpu, mn * 2, &dy, &err), CTQ_OK);
 	cr_assert_eq(gpu.ops->alloc(&gpu, mn * 4, &dacc, &err), CTQ_OK);
+	/* poisoned: an element the kernel does not write cannot pass */
+	cr_assert_eq(cudaMemset(dy, 0xff, mn * 2), cudaSuccess);
+	cr_assert_eq(cudaMemset(dacc, 0xff, mn * 4), cudaSuccess);
 	cr_assert_eq(gpu.ops->sync(&gpu, &err), CTQ_OK);
-	cr_assert(ctq_gemm_sm90_fits(dq, dw, M, N, K, 0), "sm90 kernel refuses M=%lld N=%lld K=%lld",
-		  (long long)M, (long long)N, (long long)K);
-	cr_assert_eq(ctq_gemm_sm90_launch(dq, dw, NULL, NULL, NULL, M, N, K, dacc, NULL, tile, NULL, &err),
-		     CTQ_OK, "%s", err.message);
-	cr_assert_eq(ctq_gemm_sm90_launch(dq, dw, dsa, dsw, db, M, N, K, NULL, dy, tile, NULL, &err),
-		     CTQ_OK, "%s", err.message);
-	cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "tile %d M=%lld N=%lld K=%lld: %s", tile,
+	if (path == CTQ_GEMM_PATH_SM90_WGMMA) {
+		cr_assert(ctq_gemm_sm90_fits(dq, dw, M, N, K, 0), "sm90 kernel refuses M=%lld N=%lld K=%lld",
+			  (long long)M, (long long)N, (long long)K);
+		cr_assert_eq(ctq_gemm_sm90_launch(dq, dw, NULL, NULL, NULL, M, N, K, dacc, NULL, tile, NULL, &err),
+			     CTQ_OK, "%s", err.message);
+		cr_assert_eq(ctq_gemm_sm90_launch(dq, dw, dsa, dsw, db, M, N, K, NULL, dy, tile, NULL, &err),
+			     CTQ_OK, "%s", err.message);
+	} else {
+		cr_assert(ctq_gemm_sm80_fits(dq, dw, M, N, K, 0), "sm80 kernel refuses M=%lld N=%lld K=%lld",
+			  (long long)M, (long long)N, (long long)K);
+		cr_assert_eq(ctq_gemm_sm80_launch(dq, dw, NULL, NULL, NULL, M, N, K, dacc, NULL, tile, NULL, &err),
+			     CTQ_OK, "%s", err.message);
+		cr_assert_eq(ctq_gemm_sm80_launch(dq, dw, dsa, dsw, db, M, N, K, NULL, dy, tile, NULL, &err),
+			     CTQ_OK, "%s", err.message);
+	}
+	cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "%s tile %d M=%lld N=%lld K=%lld: %s", pn, tile,
 		     (long long)M, (long long)N, (long long)K, cudaGetErrorString(cudaGetLastError()));
 	from_dev(acc, dacc, mn * 4);
 	from_dev(y, dy, mn * 2);
+	size_t nonzero = 0;
 	for (size_t i = 0; i < mn; i++) {
-		cr_assert_eq(acc[i], acc_ref[i], "sm90 tile %d M=%lld N=%lld K=%lld p=%d: acc[%zu,%zu] %d vs %d",
-			     tile, (long long)M, (long long)N, (long long)K, p, i / (size_t)N,
-			     i % (size_t)N, acc[i], acc_ref[i]);
-		cr_assert_eq(y[i], y_ref[i], "sm90 tile %d M=%lld N=%lld K=%lld p=%d: y[%zu,%zu] %#06x vs %#06x",
-			     tile, (long long)M, (long long)N, (long long)K, p, i / (size_t)N,
-			     i % (size_t)N, y[i], y_ref[i]);
+		nonzero += acc_ref[i] != 0;
+		cr_assert_eq(acc[i], acc_ref[i], "%s tile %d M=%lld N=%lld K=%lld p=%d: acc[%zu,%zu] %d vs %d", pn,
+			     tile, (long long)M, (long long)N, (long long)K, p, i / (size_t)N, i % (size_t)N, acc[i],
+			     acc_ref[i]);
+		cr_assert_eq(y[i], y_ref[i], "%s tile %d M=%lld N=%lld K=%lld p=%d: y[%zu,%zu] %#06x vs %#06x", pn,
+			     tile, (long long)M, (long long)N, (long long)K, p, i / (size_t)N, i % (size_t)N, y[i],
+			     y_ref[i]);
 	}
+	cr_assert(nonzero > 0 || p == P_ZERO_ROWS, "%s tile %d: an all-zero product proves nothing", pn, tile);
 	gpu.ops->free(&gpu, dq), gpu.ops->free(&gpu, dw), gpu.ops->free(&gpu, dsw);
 	gpu.ops->free(&gpu, db), gpu.ops->free(&gpu, dsa), gpu.ops->free(&gpu, dy);
 	gpu.ops->free(&gpu, dacc);
@@ -580,18 +600,20 @@ static void check_sm90_tile(int tile, int64_t M, int64_t N, int64_t K, enum patt
 	free(acc_ref);
 }
 
+static const int64_t tile_dims[][3] = {
+	{17, 64, 16}, {64, 256, 128}, {100, 129, 144}, {129, 300, 2576},
+	{257, 513, 1040}, {1000, 2560, 4096}, {512, 1024, 9728}, {3, 7, 48},
+};
+
 Test(kernels, sm90_every_tile_bit_exact, .init = setup, .fini = teardown, .timeout = 600)
 {
 	if (!ctq_gemm_sm90_available())
-		cr_skip_test("not a compute capability 9.0 GPU: the sm90 kernel is not used here");
-	static const int64_t dims[][3] = {
-		{17, 64, 16}, {64, 256, 128}, {100, 129, 144}, {129, 300, 2576},
-		{257, 513, 1040}, {1000, 2560, 4096}, {512, 1024, 9728},
-	};
+		cr_skip_test("dispatch does not follow compute capability 9.0 here (GPU or CTQ_ARCH): no sm90 kernel");
 	for (int t = 0; t < ctq_gemm_sm90_tiles(); t++) {
-		for (size_t i = 0; i < sizeof dims / sizeof *dims; i++)
-			check_sm90_tile(t, dims[i][0], dims[i][1], dims[i][2], (enum pattern)(i % 5), false);
-		check_sm90_tile(t, 128, 256, 9728, P_HUGE, true);
+		for (size_t i = 0; i < sizeof tile_dims / sizeof *tile_dims - 1; i++)
+			check_tile(CTQ_GEMM_PATH_SM90_WGMMA, t, tile_dims[i][0], tile_dims[i][1], tile_dims[i][2],
+				   (enum pattern)(i % 5), false);
+		check_tile(CTQ_GEMM_PATH_SM90_WGMMA, t, 128, 256, 9728, P_HUGE, true);
 	}
 }
 
@@ -600,13 +622,148 @@ Test(kernels, sm90_every_tile_bit_exact, .init = setup, .fini = teardown, .timeo
 Test(kernels, sm90_small_m_bit_exact, .init = setup, .fini = teardown, .timeout = 600)
 {
 	if (!ctq_gemm_sm90_available())
-		cr_skip_test("not a compute capability 9.0 GPU: the sm90 kernel is not used here");
+		cr_skip_test("dispatch does not follow compute capability 9.0 here (GPU or CTQ_ARCH): no sm90 kernel");
 	static const int64_t Ms[] = {1, 2, 15, 16, 17, 32, 33, 63, 64};
 	static const int64_t NK[][2] = {{2560, 2560}, {6144, 144}, {136, 9728}, {19456, 256}, {8192, 528}};
 	for (size_t i = 0; i < sizeof Ms / sizeof *Ms; i++)
 		for (size_t j = 0; j < sizeof NK / sizeof *NK; j++)
-			check_sm90_tile(ctq_gemm_sm90_tiles() - 1, Ms[i], NK[j][0], NK[j][1],
-					(enum pattern)((i + j) % 5), (i + j) % 7 == 0);
+			check_tile(CTQ_GEMM_PATH_SM90_WGMMA, ctq_gemm_sm90_tiles() - 1, Ms[i], NK[j][0], NK[j][1],
+				   (enum pattern)((i + j) % 5), (i + j) % 7 == 0);
+}
+
+/* The compute 8.x kernel runs on every GPU of capability 8.0 or newer (an
+ * H200 included, whatever dispatch follows): each tile on the edges, and
+ * the small tiles at the decode and prefill M of Qwen3-4B shapes. */
+Test(kernels, sm80_every_tile_bit_exact, .init = setup, .fini = teardown, .timeout = 600)
+{
+	static const int8_t aligned[16] __attribute__((aligned(16)));
+	if (!ctq_gemm_sm80_fits(aligned, aligned, 1, 1, 16, 0))
+		cr_skip_test("not a compute capability 8.0+ GPU: no sm80 kernel");
+	for (int t = 0; t < ctq_gemm_sm80_tiles(); t++) {
+		for (size_t i = 0; i < sizeof tile_dims / sizeof *tile_dims; i++)
+			check_tile(CTQ_GEMM_PATH_SM80_MMA, t, tile_dims[i][0], tile_dims[i][1], tile_dims[i][2],
+				   (enum pattern)(i % 5), false);
+		check_tile(CTQ_GEMM_PATH_SM80_MMA, t, 128, 256, 9728, P_HUGE, true);
+		check_tile(CTQ_GEMM_PATH_SM80_MMA, t, 33, 2560, 9728, P_GAUSS, true);
+	}
+}
+
+Test(kernels, sm80_picked_tiles_bit_exact, .init = setup, .fini = teardown, .timeout = 600)
+{
+	static const int8_t aligned[16] __attribute__((aligned(16)));
+	if (!ctq_gemm_sm80_fits(aligned, aligned, 1, 1, 16, 0))
+		cr_skip_test("not a compute capability 8.0+ GPU: no sm80 kernel");
+	static const int64_t Ms[] = {1, 2, 8, 15, 16, 17, 31, 32, 33, 64, 65, 128, 200, 513, 1024};
+	static const int64_t NK[][2] = {{6144, 2560}, {2560, 4096}, {19456, 2560}, {2560, 9728}, {136, 528}};
+	for (size_t i = 0; i < sizeof Ms / sizeof *Ms; i++)
+		for (size_t j = 0; j < sizeof NK / sizeof *NK; j++)
+			check_tile(CTQ_GEMM_PATH_SM80_MMA, -1, Ms[i], NK[j][0], NK[j][1], (enum pattern)((i + j) % 5),
+				   (i + j) % 7 == 0);
+}
+
+/* ctq_gemm_w8a8_launch_on: each path this GPU has, forced through the one
+ * entry point the backend and the benchmark use, against the reference;
+ * a path that cannot take the operands is a usage error naming it. */
+Test(kernels, every_path_forced_bit_exact, .init = setup, .fini = teardown, .timeout = 600)
+{
+	static const int64_t dims[][3] = {{1, 2560, 2560}, {16, 136, 528}, {64, 6144, 2560}, {300, 2560, 9728}};
+	int ran = 0;
+	for (int p = 0; p < CTQ_GEMM_PATH_COUNT; p++)
+		for (size_t i = 0; i < sizeof dims / sizeof *dims; i++) {
+			const int64_t M = dims[i][0], N = dims[i][1], K = dims[i][2];
+			size_t mk = (size_t)(M * K), nk = (size_t)(N * K), mn = (size_t)(M * N);
+			uint16_t *x = malloc(mk * 2), *y = malloc(mn * 2), *y_ref = malloc(mn * 2);
+			int8_t *w = malloc(nk), *q = malloc(mk);
+			float *sw = malloc((size_t)N * 4), *sa = malloc((size_t)M * 4);
+			int32_t *acc_ref = malloc(mn * 4);
+			struct ctq_rng r;
+			ctq_rng_seed(&r, (uint64_t)(p * 131 + (int)i));
+			fill_x(x, M, K, P_GAUSS, (uint64_t)(M + N));
+			for (size_t k = 0; k < nk; k++)
+				w[k] = (int8_t)((int)ctq_rng_below(&r, 256) - 128);
+			for (int64_t n = 0; n < N; n++)
+				sw[n] = (float)((0.5 + ctq_rng_uniform(&r)) * 4e-4);
+			struct ctq_error err = {0};
+			ctq_ref_quantize_bf16(x, M, K, q, sa);
+			cr_assert_eq(ctq_ref_gemm_i8(q, w, M, N, K, acc_ref, &err), CTQ_OK);
+			ctq_ref_w8a8_epilogue(acc_ref, sa, sw, NULL, M, N, y_ref);
+			void *dq = dev_copy(q, mk), *dw = dev_copy(w, nk), *dsw = dev_copy(sw, (size_t)N * 4);
+			void *dsa = dev_copy(sa, (size_t)M * 4), *dy = NULL;
+			cr_assert_eq(gpu.ops->alloc(&gpu, mn * 2, &dy, &err), CTQ_OK);
+			cr_assert_eq(cudaMemset(dy, 0xff, mn * 2), cudaSuccess);
+			const enum ctq_gemm_path path = (enum ctq_gemm_path)p;
+			const bool fits = path == CTQ_GEMM_PATH_SM90_WGMMA ? ctq_gemm_sm90_fits(dq, dw, M, N, K, 0)
+					  : path == CTQ_GEMM_PATH_SM80_MMA   ? ctq_gemm_sm80_fits(dq, dw, M, N, K, 0)
+					  : path == CTQ_GEMM_PATH_GEMV	     ? M <= 16
+									     : true;
+			enum ctq_status st = ctq_gemm_w8a8_launch_on(path, dq, dw, dsa, dsw, NULL, M, N, K, NULL, dy, 0,
+								     NULL, &err);
+			if (!fits) {
+				cr_expect_eq(st, CTQ_ERR_USAGE, "%s M=%lld", ctq_gemm_path_name(path), (long long)M);
+				cr_expect_str_eq(err.path, ctq_gemm_path_name(path));
+			} else {
+				ran++;
+				cr_assert_eq(st, CTQ_OK, "%s: %s", ctq_gemm_path_name(path), err.message);
+				cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess);
+				from_dev(y, dy, mn * 2);
+				for (size_t k = 0; k < mn; k++)
+					cr_assert_eq(y[k], y_ref[k], "%s M=%lld N=%lld K=%lld: y[%zu] %#06x vs %#06x",
+						     ctq_gemm_path_name(path), (long long)M, (long long)N, (long long)K, k,
+						     y[k], y_ref[k]);
+			}
+			gpu.ops->free(&gpu, dq), gpu.ops->free(&gpu, dw), gpu.ops->free(&gpu, dsw);
+			gpu.ops->free(&gpu, dsa), gpu.ops->free(&gpu, dy);
+			free(x), free(y), free(y_ref), free(w), free(q), free(sw), free(sa), free(acc_ref);
+		}
+	cr_expect(ran >= 8, "only %d forced runs", ran);
+}
+
+/* CTQ_ARCH: the dispatch of another generation on this GPU. sm_86 on an
+ * H200 takes sm80-mma above the GEMV's M and never PDL; an architecture
+ * whose choices the GPU cannot execute is refused at backend open. */
+Test(kernels, arch_knob_dispatches_as_that_generation, .timeout = 120)
+{
+	int dev = 0, major = 0;
+	cr_assert_eq(cudaGetDevice(&dev), cudaSuccess);
+	cr_assert_eq(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
+	if (major < 8)
+		cr_skip_test("compute capability below 8.0");
+	setenv("CTQ_ARCH", "sm_86", 1);
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_backend_cuda(&gpu, 0, &err), CTQ_OK, "%s", err.message);
+	static const int8_t aligned[16] __attribute__((aligned(16)));
+	cr_expect_eq(ctq_gemm_w8a8_path(aligned, aligned, 1024, 2560, 2560, 0), CTQ_GEMM_PATH_SM80_MMA);
+	cr_expect_eq(ctq_gemm_w8a8_path(aligned, aligned, 8, 2560, 2560, 0), CTQ_GEMM_PATH_GEMV);
+	cr_expect_eq(ctq_gemm_w8a8_path(aligned, aligned, 1024, 2560, 2568 + 1, 0), CTQ_GEMM_PATH_DP4A,
+		     "K %% 16 != 0: dp4a");
+	cr_expect(!ctq_gemm_sm90_available());
+	cr_expect_eq(ctq_cuda_dispatch_cc(), 86);
+	char desc[256];
+	gpu.ops->describe(&gpu, desc, sizeof desc);
+	cr_expect(strstr(desc, "dispatching as sm_86 (CTQ_ARCH)"), "%s", desc);
+	ctq_backend_close(&gpu);
+}
+
+Test(kernels, arch_knob_refuses_what_the_gpu_cannot_run, .timeout = 120)
+{
+	int dev = 0, major = 0, minor = 0;
+	cr_assert_eq(cudaGetDevice(&dev), cudaSuccess);
+	cr_assert_eq(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
+	cr_assert_eq(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev), cudaSuccess);
+	/* wgmma exists on 9.0 alone: sm_90a elsewhere, sm_100 below 9.0 */
+	setenv("CTQ_ARCH", major * 10 + minor == 90 ? "sm_120" : "sm_90a", 1);
+	struct ctq_error err = {0};
+	enum ctq_status st = ctq_backend_cuda(&gpu, 0, &err);
+	if (major * 10 + minor == 90) {
+		cr_expect_eq(st, CTQ_OK, "sm_120 dispatch (sm80-mma with PDL) runs on a 9.0 GPU: %s", err.message);
+		static const int8_t aligned[16] __attribute__((aligned(16)));
+		cr_expect_eq(ctq_gemm_w8a8_path(aligned, aligned, 1024, 2560, 2560, 0), CTQ_GEMM_PATH_SM80_MMA);
+		ctq_backend_close(&gpu);
+	} else {
+		cr_expect_eq(st, CTQ_ERR_USAGE);
+		cr_expect_str_eq(err.path, "CTQ_ARCH");
+		cr_expect(strstr(err.message, "wgmma"), "%s", err.message);
+	}
 }
 
 /* Attention on the GPU against the CPU reference op: a prefill of L tokens

@@ -1,0 +1,448 @@
+/* ctq W8A8 GEMM for compute capability 8.0 and newer (Ampere, Ada, and
+ * Blackwell, where wgmma does not exist): int8 tensor cores through
+ * mma.sync m16n8k32 s8·s8→s32, operands staged in shared memory by a
+ * multi-stage cp.async pipeline and read into fragments with ldmatrix, and
+ * the epilogue of core/numerics.h fused (per-token scale, per-channel
+ * scale, bias, BF16, each step rounded separately) — or the raw int32
+ * accumulators for the bit-exact checks. Integer accumulation is exact, so
+ * the result is bit-identical to the reference, to the sm90 kernel and to
+ * the dp4a kernel whatever the tile.
+ *
+ * Layout: q (M, K) and w (N, K) are both K-major (row-major), which is
+ * what mma.sync's row.col form wants for A and B: no transposes. A CTA
+ * computes a BM × BN output tile with warps of WM × WN each; per K step of
+ * BK bytes it copies the BM × BK activation and BN × BK weight tiles into
+ * one of STAGES shared-memory stages (16-byte cp.async.cg, zero-filled
+ * beyond M, N and K), while the warps multiply the stage loaded
+ * STAGES - 1 steps earlier. Rows of a stage are BK bytes; their 16-byte
+ * chunks are XOR-swizzled so that the eight row addresses of one ldmatrix
+ * phase fall in eight different 16-byte bank groups.
+ *
+ * Fragments (PTX ISA, mma.m16n8k32 .s8): lane l, g = l / 4, t = l % 4.
+ * A (16 × 32): a0 row g, k 4t..4t+3; a1 row g+8; a2 row g, k 16+4t..; a3
+ * row g+8, k 16+4t.. — one ldmatrix.x4 over the four 8 × 16-byte quadrants
+ * (rows 0-7 / 8-15 × k 0-15 / 16-31). B (32 × 8, col): b0 n g, k 4t..;
+ * b1 n g, k 16+4t.. — one ldmatrix.x4 covers two n8 blocks. C: c0, c1 row
+ * g, n 2t, 2t+1; c2, c3 row g+8.
+ *
+ * Needs K % 16 == 0 and 16-byte aligned q and w (whole 16-byte copies);
+ * ctq_gemm_w8a8_launch falls back to the dp4a kernel otherwise. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "backend/knobs.h"
+#include "core/dtype.h"
+#include "core/numerics.h"
+#include "kernels/arch.h"
+#include "kernels/cuda_check.h"
+#include "kernels/epilogue.cuh"
+#include "kernels/gemm_sm80.h"
+#include "kernels/pdl.cuh"
+
+__device__ __forceinline__ uint32_t s80_smem(const void *p)
+{
+	return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* 16 bytes global -> shared, bypassing L1; src_bytes 0 writes zeros (the
+ * source is then not read). */
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_bytes)
+{
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s80_smem(dst)), "l"(src),
+		     "r"(src_bytes)
+		     : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit(void)
+{
+	asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+template <int N> __device__ __forceinline__ void cp_async_wait(void)
+{
+	asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void *p)
+{
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+		     : "r"(s80_smem(p)));
+}
+
+/* d (16 × 8 s32) += a (16 × 32 s8) · b (32 × 8 s8) */
+__device__ __forceinline__ void mma_s8(int32_t (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+{
+	asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
+		     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+		     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* Byte offset of 16-byte chunk c of row r in a stage of BK-byte rows. BK
+ * 128: a row is one 128-byte line of the 32 banks, chunk c at c ^ (r % 8).
+ * BK 64: two rows share a line, chunk c at c ^ ((r / 2) % 4). Either way
+ * rows r0..r0+7 (r0 % 8 == 0) of one chunk land in eight distinct bank
+ * groups, so an ldmatrix phase is conflict-free. */
+template <int BK> __device__ __forceinline__ int swz(int r, int c)
+{
+	if constexpr (BK == 128)
+		return r * 128 + ((c ^ (r & 7)) << 4);
+	else
+		return r * 64 + ((c ^ ((r >> 1) & 3)) << 4);
+}
+
+template <int BM_, int BN_, int BK_, int WM_, int WN_, int STAGES_> struct Sm80Config {
+	static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, STAGES = STAGES_;
+	static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
+	static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+	static constexpr int MT = WM / 16, NT = WN / 8; /* m16 and n8 blocks per warp */
+	static constexpr int CH = BK / 16;              /* 16-byte chunks per row */
+	static constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK;
+	static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+	static constexpr int SMEM = STAGES * STAGE_BYTES;
+	static_assert(BK == 64 || BK == 128, "BK: 64 or 128 bytes");
+	static_assert(WM % 16 == 0 && WN % 16 == 0 && BM % WM == 0 && BN % WN == 0, "warp tiles");
+	static_assert(STAGES >= 2, "a pipeline needs two stages");
+	/* every architecture of the build: 8.6 / 8.9 / 12.0 allow 99 KiB per block */
+	static_assert(SMEM <= 99 * 1024, "shared memory beyond what compute 8.6 allows a block");
+};
+
+/* Copies the BM × BK activation and BN × BK weight tiles at k0 into one
+ * stage: rows beyond M or N and chunks beyond K are zero-filled. */
+template <class C>
+__device__ __forceinline__ void load_stage(uint8_t *st, const int8_t *__restrict__ q,
+					   const int8_t *__restrict__ w, int M, int N, int K, int m0,
+					   int n0, int k0)
+{
+	uint8_t *sa = st, *sb = st + C::A_BYTES;
+#pragma unroll
+	for (int i = 0; i < (C::BM * C::CH + C::THREADS - 1) / C::THREADS; i++) {
+		const int c = (int)threadIdx.x + i * C::THREADS;
+		if (C::BM * C::CH % C::THREADS == 0 || c < C::BM * C::CH) {
+			const int r = c / C::CH, ch = c % C::CH, gk = k0 + ch * 16;
+			const bool in = m0 + r < M && gk < K;
+			cp_async16(sa + swz<C::BK>(r, ch), in ? q + (size_t)(m0 + r) * (size_t)K + gk : q,
+				   in ? 16 : 0);
+		}
+	}
+#pragma unroll
+	for (int i = 0; i < (C::BN * C::CH + C::THREADS - 1) / C::THREADS; i++) {
+		const int c = (int)threadIdx.x + i * C::THREADS;
+		if (C::BN * C::CH % C::THREADS == 0 || c < C::BN * C::CH) {
+			const int r = c / C::CH, ch = c % C::CH, gk = k0 + ch * 16;
+			const bool in = n0 + r < N && gk < K;
+			cp_async16(sb + swz<C::BK>(r, ch), in ? w + (size_t)(n0 + r) * (size_t)K + gk : w,
+				   in ? 16 : 0);
+		}
+	}
+}
+
+template <int BM, int BN, int BK, int WM, int WN, int STAGES>
+__global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN))
+gemm_w8a8_sm80_kernel(const int8_t *__restrict__ q, const int8_t *__restrict__ w,
+		      const float *__restrict__ s_a, const float *__restrict__ s_w,
+		      const float *__restrict__ bias, int M, int N, int K,
+		      int32_t *__restrict__ acc_out, uint16_t *__restrict__ y, bool pair_stores)
+{
+	using C = Sm80Config<BM, BN, BK, WM, WN, STAGES>;
+	extern __shared__ __align__(128) uint8_t smem80[];
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int wm0 = (warp / C::WARPS_N) * WM, wn0 = (warp % C::WARPS_N) * WN;
+	/* M fastest across the grid: CTAs that run together share weight tiles in L2 */
+	const int m0 = (int)blockIdx.x * BM, n0 = (int)blockIdx.y * BN;
+	const int k_tiles = (K + BK - 1) / BK;
+
+	/* launched with PDL (kernels/pdl.cuh) only where the GPU has it: q,
+	 * s_a and y belong to the kernels around this one */
+	pdl_wait();
+
+	int32_t acc[C::MT][C::NT][4];
+#pragma unroll
+	for (int i = 0; i < C::MT; i++)
+#pragma unroll
+		for (int j = 0; j < C::NT; j++)
+#pragma unroll
+			for (int e = 0; e < 4; e++)
+				acc[i][j][e] = 0;
+
+#pragma unroll
+	for (int s = 0; s < STAGES - 1; s++) {
+		if (s < k_tiles)
+			load_stage<C>(smem80 + s * C::STAGE_BYTES, q, w, M, N, K, m0, n0, s * BK);
+		cp_async_commit(); /* empty groups too: the wait below counts groups */
+	}
+
+	/* the lane's ldmatrix row and chunk within an m16 (A) and n16 (B) block */
+	const int a_row = lane & 15, a_ch = lane >> 4;
+	const int b_row = (lane & 7) + ((lane >> 4) << 3), b_ch = (lane >> 3) & 1;
+
+	for (int kt = 0; kt < k_tiles; kt++) {
+		/* tile kt has landed (each thread's own copies), and every warp is
+		 * done with the stage the next copy overwrites (read in kt - 1) */
+		cp_async_wait<STAGES - 2>();
+		__syncthreads();
+		{
+			const int nk = kt + STAGES - 1;
+			if (nk < k_tiles)
+				load_stage<C>(smem80 + (nk % STAGES) * C::STAGE_BYTES, q, w, M, N, K, m0, n0,
+					      nk * BK);
+			cp_async_commit();
+		}
+		const uint8_t *sa = smem80 + (kt % STAGES) * C::STAGE_BYTES;
+		const uint8_t *sb = sa + C::A_BYTES;
+#pragma unroll
+		for (int kk = 0; kk < BK / 32; kk++) {
+			uint32_t a[C::MT][4], b[C::NT][2];
+#pragma unroll
+			for (int i = 0; i < C::MT; i++)
+				ldmatrix_x4(a[i], sa + swz<BK>(wm0 + i * 16 + a_row, kk * 2 + a_ch));
+#pragma unroll
+			for (int j = 0; j < C::NT; j += 2) {
+				uint32_t r[4];
+				ldmatrix_x4(r, sb + swz<BK>(wn0 + j * 8 + b_row, kk * 2 + b_ch));
+				b[j][0] = r[0];
+				b[j][1] = r[1];
+				b[j + 1][0] = r[2];
+				b[j + 1][1] = r[3];
+			}
+#pragma unroll
+			for (int i = 0; i < C::MT; i++)
+#pragma unroll
+				for (int j = 0; j < C::NT; j++)
+					mma_s8(acc[i][j], a[i], b[j][0], b[j][1]);
+		}
+	}
+	cp_async_wait<0>(); /* nothing may be in flight into shared memory at exit */
+
+	/* the epilogue from registers: row g (and g + 8) of each m16 block,
+	 * columns 2t, 2t + 1 of each n8 block as one 32-bit BF16 pair */
+	const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+	for (int j = 0; j < C::NT; j++) {
+		const int n = n0 + wn0 + j * 8 + 2 * t;
+		if (n >= N)
+			continue;
+		const bool two = n + 1 < N;
+		const float sw0 = s_w ? s_w[n] : 0.0f, sw1 = s_w && two ? s_w[n + 1] : 0.0f;
+		const float b0 = bias ? bias[n] : 0.0f, b1 = bias && two ? bias[n + 1] : 0.0f;
+#pragma unroll
+		for (int i = 0; i < C::MT; i++)
+#pragma unroll
+			for (int h = 0; h < 2; h++) {
+				const int m = m0 + wm0 + i * 16 + g + 8 * h;
+				if (m >= M)
+					continue;
+				const size_t o = (size_t)m * (size_t)N + (size_t)n;
+				const int32_t c0 = acc[i][j][2 * h], c1 = acc[i][j][2 * h + 1];
+				if (acc_out) {
+					acc_out[o] = c0;
+					if (two)
+						acc_out[o + 1] = c1;
+					continue;
+				}
+				const float sa = s_a[m];
+				if (two && pair_stores) {
+					*(uint32_t *)(y + o) = epilogue_pair(c0, c1, sa, sw0, sw1, b0, b1);
+				} else {
+					y[o] = ctq_w8a8_epilogue(c0, sa, sw0, b0);
+					if (two)
+						y[o + 1] = ctq_w8a8_epilogue(c1, sa, sw1, b1);
+				}
+			}
+	}
+}
+
+/* ---- host side ---- */
+
+struct sm80_tile {
+	const char *name;
+	int bm, bn;
+	double cost; /* per output element relative to the largest tile (less operand reuse) */
+	enum ctq_status (*launch)(const int8_t *, const int8_t *, const float *, const float *,
+				  const float *, int64_t, int64_t, int64_t, int32_t *, uint16_t *,
+				  void *, struct ctq_error *);
+	int (*blocks_per_sm)(void); /* resident CTAs per SM on the current device */
+};
+
+static int sm80_sm_count(void)
+{
+	static int n[64];
+	int dev = 0;
+	if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
+		return 1;
+	if (!n[dev] && (cudaDeviceGetAttribute(&n[dev], cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+			n[dev] <= 0))
+		n[dev] = 1;
+	return n[dev];
+}
+
+template <class C> static auto kernel_of(void)
+{
+	return gemm_w8a8_sm80_kernel<C::BM, C::BN, C::BK, C::WM, C::WN, C::STAGES>;
+}
+
+/* The dynamic shared-memory opt-in, once per device (tensor-parallel ranks
+ * run one GPU per thread in one process). */
+template <class C> static enum ctq_status set_smem(struct ctq_error *err)
+{
+	static unsigned long long done;
+	int dev = 0;
+	enum ctq_status st = CTQ_CUDA(cudaGetDevice(&dev), err);
+	if (st)
+		return st;
+	const unsigned long long bit = 1ull << (dev & 63);
+	if (__atomic_load_n(&done, __ATOMIC_ACQUIRE) & bit)
+		return CTQ_OK;
+	st = CTQ_CUDA(cudaFuncSetAttribute(kernel_of<C>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
+					   C::SMEM),
+		      err);
+	if (!st)
+		__atomic_fetch_or(&done, bit, __ATOMIC_RELEASE);
+	return st;
+}
+
+template <class C> static int blocks_per_sm(void)
+{
+	static int n[64];
+	int dev = 0;
+	if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
+		return 1;
+	if (!n[dev]) {
+		int b = 0;
+		struct ctq_error e = {};
+		if (set_smem<C>(&e) != CTQ_OK ||
+		    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel_of<C>(), C::THREADS, C::SMEM) !=
+			    cudaSuccess ||
+		    b <= 0) {
+			(void)cudaGetLastError();
+			b = 1;
+		}
+		n[dev] = b;
+	}
+	return n[dev];
+}
+
+template <class C>
+static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a, const float *s_w,
+			      const float *bias, int64_t M, int64_t N, int64_t K, int32_t *acc,
+			      uint16_t *y, void *stream, struct ctq_error *err)
+{
+	enum ctq_status st = set_smem<C>(err);
+	if (st)
+		return st;
+	const int64_t gm = (M + C::BM - 1) / C::BM, gn = (N + C::BN - 1) / C::BN;
+	if (gm > 0x7fffffff || gn > 65535)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "N", "is %lld; at most %d columns for this tile",
+				     (long long)N, 65535 * C::BN);
+	const bool pair = y && (N % 2) == 0 && ((uintptr_t)y % 4) == 0;
+	return CTQ_CUDA(ctq_launch_pdl(kernel_of<C>(), dim3((unsigned)gm, (unsigned)gn), dim3(C::THREADS),
+				       (size_t)C::SMEM, (cudaStream_t)stream, q, w, s_a, s_w, bias, (int)M,
+				       (int)N, (int)K, acc, y, pair),
+			err);
+}
+
+/* The configurations, largest first. 64 × 64 warp tiles where the CTA
+ * tile allows (32 mma per 8 ldmatrix.x4 per k32 step: the shared-memory
+ * bandwidth a warp needs stays below what an SM gives). Every stage count
+ * keeps a CTA within the 99 KiB compute 8.6 allows. */
+using T0 = Sm80Config<128, 256, 64, 64, 64, 3>; /* 8 warps, 72 KiB */
+using T1 = Sm80Config<128, 128, 64, 64, 64, 4>; /* 4 warps, 64 KiB */
+using T2 = Sm80Config<64, 128, 64, 32, 64, 4>;  /* 4 warps, 48 KiB */
+using T3 = Sm80Config<64, 64, 64, 32, 32, 4>;   /* 4 warps, 32 KiB */
+using T4 = Sm80Config<32, 64, 64, 16, 32, 6>;   /* 4 warps, 36 KiB: M <= 32 */
+using T5 = Sm80Config<16, 64, 128, 16, 16, 6>;  /* 4 warps, 60 KiB: M <= 16 */
+
+static const struct sm80_tile tiles[] = {
+	{"128x256x64/3", 128, 256, 1.00, launch<T0>, blocks_per_sm<T0>},
+	{"128x128x64/4", 128, 128, 1.10, launch<T1>, blocks_per_sm<T1>},
+	{"64x128x64/4", 64, 128, 1.40, launch<T2>, blocks_per_sm<T2>},
+	{"64x64x64/4", 64, 64, 1.90, launch<T3>, blocks_per_sm<T3>},
+	{"32x64x64/6", 32, 64, 2.80, launch<T4>, blocks_per_sm<T4>},
+	{"16x64x128/6", 16, 64, 4.50, launch<T5>, blocks_per_sm<T5>},
+};
+#define N_SM80_TILES ((int)(sizeof tiles / sizeof *tiles))
+
+extern "C" int ctq_gemm_sm80_tiles(void)
+{
+	return N_SM80_TILES;
+}
+
+extern "C" const char *ctq_gemm_sm80_tile_name(int tile)
+{
+	return tile >= 0 && tile < N_SM80_TILES ? tiles[tile].name : "?";
+}
+
+/* The fewest waves of tiles, weighted by each tile's per-element cost: a
+ * wave is as many CTAs as fit on every SM at once (the occupancy the
+ * device reports for the tile), a tile taller than M pays for its empty
+ * rows (cost x BM x BN per tile). */
+extern "C" int ctq_gemm_sm80_pick(int64_t M, int64_t N, int64_t K)
+{
+	(void)K;
+	const int64_t sms = sm80_sm_count();
+	int best = 0;
+	double best_cost = -1;
+	for (int i = 0; i < N_SM80_TILES; i++) {
+		const int64_t n_tiles = ((M + tiles[i].bm - 1) / tiles[i].bm) * ((N + tiles[i].bn - 1) / tiles[i].bn);
+		const int64_t wave = sms * tiles[i].blocks_per_sm();
+		const double cost = (double)((n_tiles + wave - 1) / wave) * tiles[i].bm * tiles[i].bn * tiles[i].cost;
+		if (best_cost < 0 || cost < best_cost) {
+			best = i;
+			best_cost = cost;
+		}
+	}
+	return best;
+}
+
+static bool device_has_mma(void)
+{
+	/* the real capability, not the dispatch one: CTQ_ARCH=sm_86 on a 9.0
+	 * GPU runs this kernel, and any 8.0+ GPU can */
+	static int cache[64]; /* 0 unknown, 1 yes, 2 no */
+	int dev = 0;
+	if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
+		return false;
+	if (!cache[dev]) {
+		int major = 0;
+		cache[dev] = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+					     major >= 8
+				     ? 1
+				     : 2;
+	}
+	return cache[dev] == 1;
+}
+
+extern "C" bool ctq_gemm_sm80_available(void)
+{
+	const int cc = ctq_cuda_dispatch_cc();
+	return cc >= 80 && cc != 90;
+}
+
+extern "C" bool ctq_gemm_sm80_fits(const int8_t *q, const int8_t *w, int64_t M, int64_t N, int64_t K,
+				   unsigned defects)
+{
+	return defects == 0 && device_has_mma() && K % 16 == 0 && K > 0 && K <= CTQ_K_MAX &&
+	       ((uintptr_t)q % 16) == 0 && ((uintptr_t)w % 16) == 0 && M <= 0x7fffffff &&
+	       N <= 0x7fffffff;
+}
+
+extern "C" enum ctq_status ctq_gemm_sm80_launch(const int8_t *q, const int8_t *w, const float *s_a,
+						const float *s_w, const float *bias, int64_t M,
+						int64_t N, int64_t K, int32_t *acc, uint16_t *y,
+						int tile, void *stream, struct ctq_error *err)
+{
+	if (!ctq_gemm_sm80_fits(q, w, M, N, K, 0))
+		return ctq_error_set(err, CTQ_ERR_USAGE, "sm80-mma",
+				     "does not take M=%lld N=%lld K=%lld here (needs a compute 8.0+ GPU, "
+				     "K a multiple of 16, 16-byte aligned operands)",
+				     (long long)M, (long long)N, (long long)K);
+	if (M <= 0 || N <= 0)
+		return CTQ_OK;
+	if (tile < 0)
+		tile = ctq_gemm_sm80_pick(M, N, K);
+	if (tile >= N_SM80_TILES)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "tile", "is %d; the sm80 tiles are 0..%d", tile,
+				     N_SM80_TILES - 1);
+	return tiles[tile].launch(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+}
