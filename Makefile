@@ -225,6 +225,13 @@ test-gpu-sanitize:
 	$(Q)$(MAKE) --no-print-directory all $(BUILD)/tests/gpu/test_dense $(BUILD)/tests/gpu/test_attention
 	$(Q)sh tools/gpu-sanitize.sh $(BUILD) $(BUILD)/gpu-sanitize $(SANITIZE_SECONDS)
 
+# The GPU programs (tests/gpu, tools/bench_*) built without running them:
+# CI has nvcc but no GPU, and a compile error in code no CPU test runs is
+# caught here (.ci/run).
+.PHONY: gpu-progs
+gpu-progs: all $(GPU_TEST_BIN) $(BUILD)/tools/bench_ops $(BUILD)/tools/bench_tiles
+	$(Q)test "$(CUDA)" = 1 || { echo "gpu-progs: this build has no CUDA (nvcc not found)"; exit 3; }
+
 # CUDA tests: on a GPU host only; one worker (Criterion forks).
 test-gpu: all $(GPU_TEST_BIN)
 	$(Q)test "$(CUDA)" = 1 || { echo "test-gpu: this build has no CUDA (nvcc not found)"; exit 3; }

@@ -138,6 +138,32 @@ __device__ __forceinline__ void load_stage(uint8_t *st, const int8_t *__restrict
 	}
 }
 
+/* The fragments of k32 step kk of a stage for this warp: MT m16 blocks of
+ * activations at rows wm0.., NT n8 blocks of weights at rows wn0.. (one
+ * ldmatrix.x4 each for an m16 block and for a pair of n8 blocks). Lane l
+ * addresses row l % 16, chunk l / 16 of an m16 block (the four 8 × 16-byte
+ * quadrants in a0..a3 order), and row l % 8 + 8 (l / 16), chunk (l / 8) % 2
+ * of an n16 block (b0, b1 of the first n8, then of the second). */
+template <class C>
+__device__ __forceinline__ void load_frags(uint32_t (&a)[C::MT][4], uint32_t (&b)[C::NT][2],
+					   const uint8_t *st, int kk, int wm0, int wn0, int lane)
+{
+	const uint8_t *sa = st, *sb = st + C::A_BYTES;
+#pragma unroll
+	for (int i = 0; i < C::MT; i++)
+		ldmatrix_x4(a[i], sa + swz<C::BK>(wm0 + i * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+#pragma unroll
+	for (int j = 0; j < C::NT; j += 2) {
+		uint32_t r[4];
+		ldmatrix_x4(r, sb + swz<C::BK>(wn0 + j * 8 + (lane & 7) + ((lane >> 4) << 3),
+					       kk * 2 + ((lane >> 3) & 1)));
+		b[j][0] = r[0];
+		b[j][1] = r[1];
+		b[j + 1][0] = r[2];
+		b[j + 1][1] = r[3];
+	}
+}
+
 template <int BM, int BN, int BK, int WM, int WN, int STAGES>
 __global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN))
 gemm_w8a8_sm80_kernel(const int8_t *__restrict__ q, const int8_t *__restrict__ w,
@@ -173,44 +199,42 @@ gemm_w8a8_sm80_kernel(const int8_t *__restrict__ q, const int8_t *__restrict__ w
 		cp_async_commit(); /* empty groups too: the wait below counts groups */
 	}
 
-	/* the lane's ldmatrix row and chunk within an m16 (A) and n16 (B) block */
-	const int a_row = lane & 15, a_ch = lane >> 4;
-	const int b_row = (lane & 7) + ((lane >> 4) << 3), b_ch = (lane >> 3) & 1;
-
+	/* Fragments are double-buffered: those of step kk + 1 are loaded
+	 * before the mma of step kk is issued (both asm volatile: they stay in
+	 * this order), so ldmatrix latency hides under the tensor cores. The
+	 * wait for the next stage and the barrier come before the last step of
+	 * a tile, whose fragments are already in registers: after that barrier
+	 * no warp reads the stage read before, which the next copy (issued at
+	 * step 0) overwrites. */
+	constexpr int KK = BK / 32;
+	uint32_t a[2][C::MT][4], b[2][C::NT][2];
+	cp_async_wait<STAGES - 2>();
+	__syncthreads();
+	int rs = 0; /* the stage being read */
+	load_frags<C>(a[0], b[0], smem80, 0, wm0, wn0, lane);
 	for (int kt = 0; kt < k_tiles; kt++) {
-		/* tile kt has landed (each thread's own copies), and every warp is
-		 * done with the stage the next copy overwrites (read in kt - 1) */
-		cp_async_wait<STAGES - 2>();
-		__syncthreads();
-		{
-			const int nk = kt + STAGES - 1;
-			if (nk < k_tiles)
-				load_stage<C>(smem80 + (nk % STAGES) * C::STAGE_BYTES, q, w, M, N, K, m0, n0,
-					      nk * BK);
-			cp_async_commit();
-		}
-		const uint8_t *sa = smem80 + (kt % STAGES) * C::STAGE_BYTES;
-		const uint8_t *sb = sa + C::A_BYTES;
 #pragma unroll
-		for (int kk = 0; kk < BK / 32; kk++) {
-			uint32_t a[C::MT][4], b[C::NT][2];
-#pragma unroll
-			for (int i = 0; i < C::MT; i++)
-				ldmatrix_x4(a[i], sa + swz<BK>(wm0 + i * 16 + a_row, kk * 2 + a_ch));
-#pragma unroll
-			for (int j = 0; j < C::NT; j += 2) {
-				uint32_t r[4];
-				ldmatrix_x4(r, sb + swz<BK>(wn0 + j * 8 + b_row, kk * 2 + b_ch));
-				b[j][0] = r[0];
-				b[j][1] = r[1];
-				b[j + 1][0] = r[2];
-				b[j + 1][1] = r[3];
+		for (int kk = 0; kk < KK; kk++) {
+			if (kk == KK - 1) {
+				cp_async_wait<STAGES - 2>();
+				__syncthreads();
+				rs = rs + 1 == STAGES ? 0 : rs + 1;
+			}
+			if (kk < KK - 1 || kt + 1 < k_tiles)
+				load_frags<C>(a[(kk + 1) & 1], b[(kk + 1) & 1], smem80 + rs * C::STAGE_BYTES,
+					      (kk + 1) % KK, wm0, wn0, lane);
+			if (kk == 0) {
+				const int nk = kt + STAGES - 1;
+				if (nk < k_tiles)
+					load_stage<C>(smem80 + (nk % STAGES) * C::STAGE_BYTES, q, w, M, N, K, m0,
+						      n0, nk * BK);
+				cp_async_commit();
 			}
 #pragma unroll
 			for (int i = 0; i < C::MT; i++)
 #pragma unroll
 				for (int j = 0; j < C::NT; j++)
-					mma_s8(acc[i][j], a[i], b[j][0], b[j][1]);
+					mma_s8(acc[i][j], a[kk & 1][i], b[kk & 1][j][0], b[kk & 1][j][1]);
 		}
 	}
 	cp_async_wait<0>(); /* nothing may be in flight into shared memory at exit */

@@ -70,7 +70,7 @@ int main(int argc, char **argv)
 		int64_t K, N;
 	} shapes[] = {{"qkv", 2560, 6144}, {"o", 4096, 2560}, {"gate_up", 2560, 19456}, {"down", 9728, 2560}};
 	int dev = 0, l2 = 0;
-	cudaDeviceProp p;
+	struct cudaDeviceProp p;
 	CK(cudaGetDevice(&dev));
 	CK(cudaGetDeviceProperties(&p, dev));
 	l2 = p.l2CacheSize;

@@ -6,7 +6,14 @@
 # Usage: tools/h200-session.sh OUT_DIR [stage...]
 #   stages: build tests oracle probe bench smollm2 (and, by name: tp tpeval
 #   gputests benchref quick gemm serve decodeprof
-#   prefillprof ops plugin knobab peers)
+#   prefillprof ops plugin knobab peers archs tiles)
+# CTQ_BUILD_ARCH: the build's CUDA_ARCH (default: the Makefile's fat list).
+# archs: the GPU code of every architecture (Step 17): cuobjdump's listing
+# of build/ctq, the GPU kernel tests at the GPU's own dispatch and under
+# CTQ_ARCH=$CTQ_ARCHS_FORCE (default sm_86: the compute 8.x path), bench
+# gemm with every path side by side (--paths), a short bench model and the
+# qwen3-4b shape probes under the forced architecture; into OUT/archs-*.
+# tiles: build/tools/bench_tiles (each sm80 tile, the pick, the GEMV).
 # knobab: interleaved A/B of dispatch knobs (backend/knobs.h) on bench model,
 # W8A8 against BF16 at 128-token prompts: CTQ_AB_VARIANTS is a list of
 # variants separated by ';', each a space-separated list of VAR=value (or
@@ -42,9 +49,12 @@ step() { echo "=== $* ($(date -u +%H:%M:%S))" | tee -a "$log"; }
 if has build; then
 	step build
 	sh tools/unpack-deps.sh offline-deps deps-prefix >>"$log" 2>&1
-	make -j"$(nproc)" DEPS_PREFIX=deps-prefix all build/tests/gpu/test_kernels build/tests/gpu/test_runner_gpu \
+	t0=$(date +%s)
+	make -j"$(nproc)" DEPS_PREFIX=deps-prefix ${CTQ_BUILD_ARCH:+CUDA_ARCH="$CTQ_BUILD_ARCH"} all \
+		build/tests/gpu/test_kernels build/tests/gpu/test_runner_gpu \
 		build/tests/gpu/test_tp_gpu build/tests/gpu/test_bench_gemm_gpu build/tests/gpu/test_attention build/tests/gpu/test_dense \
-		build/tools/bench_ops build/tests/test_runner >>"$log" 2>&1 || { tail -30 "$log"; exit 1; }
+		build/tools/bench_ops build/tools/bench_tiles build/tests/test_runner >>"$log" 2>&1 || { tail -30 "$log"; exit 1; }
+	echo "build: $(($(date +%s) - t0)) s with -j$(nproc), CUDA_ARCH ${CTQ_BUILD_ARCH:-(Makefile default)}" | tee -a "$log"
 fi
 export LD_LIBRARY_PATH=$PWD/deps-prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # ctq's plots take the unpacked gnuplot (results/plot.c)
@@ -281,5 +291,57 @@ if has peers; then
 		timeout 300 python3 gpu-carry/triton_w8a8.py >"$out/peer-triton-w8a8.csv" 2>"$out/peer-triton.log"
 		tee -a "$log" <"$out/peer-triton-w8a8.csv"
 	fi
+fi
+if has tiles; then
+	step "tiles: sm80 tiles, pick, gemv"
+	timeout 300 ./build/tools/bench_tiles ${CTQ_TILES_M:-} 2>&1 | tee "$out/tiles.txt" | tee -a "$log"
+fi
+if has archs; then
+	force=${CTQ_ARCHS_FORCE:-sm_86}
+	step "archs: GPU code carried"
+	if command -v cuobjdump >/dev/null 2>&1; then
+		{ cuobjdump --list-elf build/ctq | sed 's/.*\.\(sm_[0-9a-z]*\)\.cubin/\1/' | sort | uniq -c
+		  cuobjdump --list-ptx build/ctq | sed 's/.*\.\(compute_[0-9a-z]*\)\.ptx/\1/' | sort | uniq -c
+		  cuobjdump --list-elf build/ctq | head -3
+		  cuobjdump -sass -arch sm_90a build/ctq 2>/dev/null | grep -cE "IMMA" | sed 's/^/IMMA instructions in the sm_90a SASS: /'
+		  cuobjdump -sass -arch sm_86 build/ctq 2>/dev/null | grep -cE "IMMA" | sed 's/^/IMMA instructions in the sm_86 SASS: /'
+		} 2>&1 | tee "$out/archs-cuobjdump.txt" | tee -a "$log"
+	else
+		echo "cuobjdump not on this host" | tee -a "$log"
+	fi
+	./build/ctq --version | tee -a "$log"
+	step "archs: GPU kernel tests, own dispatch"
+	timeout 400 ./build/tests/gpu/test_kernels --jobs 1 2>&1 | grep -E "FAIL|Assert|Synthesis|SKIP" | tee -a "$log"
+	step "archs: GPU kernel tests, CTQ_ARCH=$force"
+	CTQ_ARCH=$force timeout 400 ./build/tests/gpu/test_kernels --jobs 1 2>&1 | grep -E "FAIL|Assert|Synthesis|SKIP" | tee -a "$log"
+	CTQ_ARCH=$force timeout 300 ./build/tests/gpu/test_dense --jobs 1 2>&1 | grep -E "FAIL|Assert|Synthesis" | tee -a "$log"
+	CTQ_ARCH=$force CTQ_FIXTURES=tests/fixtures timeout 300 ./build/tests/gpu/test_runner_gpu --jobs 1 2>&1 | grep -E "FAIL|Assert|Synthesis" | tee -a "$log"
+	step "archs: bench gemm, every path"
+	timeout 300 ./build/ctq bench gemm --shapes qwen3-4b --m ${CTQ_ARCHS_M:-1,16,128,1024,2048,4096,8192} \
+		--paths sm90-wgmma,sm80-mma,gemv --out "$out/archs-gemm" >"$out/archs-gemm.txt" 2>&1
+	echo "bench gemm --paths: exit $?" | tee -a "$log"
+	./build/ctq report "$out/archs-gemm" >/dev/null 2>&1
+	grep -A12 "sm80-mma / cublaslt_i8" "$out/archs-gemm/summary.md" | tee -a "$log"
+	if [ ! -d "$models/q4b-w8a8" ]; then
+		./build/ctq make-model --arch qwen3 --preset qwen3-4b-shape --outliers --seed 1 "$models/q4b" 2>&1 | tail -1 | tee -a "$log"
+		./build/ctq quantize "$models/q4b" "$models/q4b-w8a8" 2>&1 | tail -1 | tee -a "$log"
+	fi
+	for v in own "$force"; do
+		step "archs: bench model W8A8 decode, dispatch $v"
+		envs=
+		[ "$v" = own ] || envs="CTQ_ARCH=$v"
+		# shellcheck disable=SC2086 # envs: empty or one VAR=value
+		env $envs ./build/ctq bench model --model "$models/q4b-w8a8" --backend cuda \
+			--batch 1,8 --input-len 128 --output-len 64 --warmup 1 --reps 3 --out "$out/archs-bench-$v" \
+			>"$out/archs-bench-$v.txt" 2>&1
+		echo "exit $?" | tee -a "$log"
+		awk -F, 'NR > 1 { gsub(/"/, ""); print "  " $0 }' "$out/archs-bench-$v/bench_model.csv" 2>/dev/null | cut -c1-160 | tee -a "$log"
+		grep -o '"kernel_paths":[^}]*}' "$out/archs-bench-$v/manifest.json" 2>/dev/null | tee -a "$log"
+	done
+	step "archs: probe qwen3-4b shapes, CTQ_ARCH=$force"
+	CTQ_ARCH=$force timeout 400 ./build/ctq probe --shapes qwen3-4b --backend cuda --m 1,7,64,257 \
+		--out "$out/archs-probe-$force" >"$out/archs-probe-$force.txt" 2>&1
+	echo "probe: exit $?" | tee -a "$log"
+	tail -4 "$out/archs-probe-$force.txt" | tee -a "$log"
 fi
 step "done"
