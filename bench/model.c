@@ -89,8 +89,19 @@ static enum ctq_status fwd(struct ctq_runner *r, int tp, const int32_t *ids, con
 }
 
 /* One timed run: prefill batch x len tokens, then out_len - 1 decode steps. */
+/* 64-bit FNV-1a over n token ids, continuing from h. */
+static uint64_t fnv_ids(uint64_t h, const int32_t *ids, long n)
+{
+	for (long i = 0; i < n; i++)
+		for (int b = 0; b < 4; b++) {
+			h ^= (uint64_t)(((uint32_t)ids[i] >> (8 * b)) & 0xffu);
+			h *= 0x100000001b3ull;
+		}
+	return h;
+}
+
 static enum ctq_status run_once(struct ctq_runner *r, int tp, long batch, long len, long out_len,
-				struct ctq_rng *rng, double *ttft, double *steps,
+				struct ctq_rng *rng, double *ttft, double *steps, uint64_t *digest,
 				struct ctq_error *err)
 {
 	const int64_t V = r->cfg.vocab, T = batch * len;
@@ -127,6 +138,7 @@ static enum ctq_status run_once(struct ctq_runner *r, int tp, long batch, long l
 		off += nseq * len;
 	}
 	*ttft = ctq_now_s() - t0;
+	*digest = fnv_ids(0xcbf29ce484222325ull, next, batch);
 	for (long step = 1; step < out_len && !st; step++) {
 		for (long s = 0; s < batch; s++) {
 			ids[s] = next[s];
@@ -137,6 +149,7 @@ static enum ctq_status run_once(struct ctq_runner *r, int tp, long batch, long l
 		double t1 = ctq_now_s();
 		st = fwd(r, tp, ids, slot, pos, batch, rows, batch, logits, next, err);
 		steps[step - 1] = ctq_now_s() - t1;
+		*digest = fnv_ids(*digest, next, batch);
 	}
 done:
 	free(ids), free(slot), free(pos), free(rows), free(local), free(logits), free(next);
@@ -221,6 +234,7 @@ static void csv_row(const struct ctq_bench_model *m, const char *role, const str
 		ctq_csv_field(w, "");
 		ctq_csv_field(w, "");
 	}
+	ctq_csv_fieldf(w, "%016llx", (unsigned long long)x->output_digest);
 	ctq_csv_end_row(w);
 }
 
@@ -238,7 +252,8 @@ static enum ctq_status measure_cell(struct ctq_bench_model *m, const char *role,
 	long nrep = 0;
 	for (long rep = -o->warmup; rep < o->reps && !st; rep++) {
 		double ttft = 0;
-		if ((st = run_once(m->rk, (int)o->tp, batch, len, o->out_len, &rng, &ttft, steps, err)))
+		uint64_t digest = 0;
+		if ((st = run_once(m->rk, (int)o->tp, batch, len, o->out_len, &rng, &ttft, steps, &digest, err)))
 			break;
 		size_t fr = 0, tot = 0;
 		if (m->mem && !b0->ops->mem_info(b0, &fr, &tot, err) && fr < m->min_free)
@@ -249,7 +264,8 @@ static enum ctq_status measure_cell(struct ctq_bench_model *m, const char *role,
 		double sum = 0;
 		for (long s = 0; s < ns; s++)
 			sum += steps[s];
-		struct ctq_bench_model_sample x = {.batch = batch, .len = len, .rep = rep, .ttft_s = ttft};
+		struct ctq_bench_model_sample x = {.batch = batch, .len = len, .rep = rep, .ttft_s = ttft,
+						   .output_digest = digest};
 		x.mean_s = ns > 0 ? sum / (double)ns : NAN;
 		x.p50_s = ns > 0 ? median(steps, ns) : NAN; /* sorts steps */
 		x.p99_s = ns > 0 ? steps[(long)floor(0.99 * (double)(ns - 1))] : NAN;

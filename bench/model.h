@@ -39,6 +39,7 @@ struct ctq_bench_model_sample {
 	double ttft_s;            /* prefill of batch x len tokens */
 	double mean_s, p50_s, p99_s; /* decode step times; NAN with out_len 1 */
 	double prefill_tps, decode_tps;
+	uint64_t output_digest; /* FNV-1a of the generated token ids (families/bench_model.h) */
 };
 
 typedef void (*ctq_bench_model_sample_fn)(void *ctx, const struct ctq_bench_model_sample *s);

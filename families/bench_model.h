@@ -16,7 +16,11 @@
 	"role", "model", "backend", "batch", "input_tokens", "output_tokens", "rep", "ttft_ms",   \
 	"prefill_tokens_per_s", "decode_ms_per_step", "decode_tokens_per_s", "tpot_p50_ms",      \
 	"tpot_p99_ms", "weight_bytes", "kv_bytes_per_token", "device_resident_bytes",            \
-	"device_peak_bytes"
+	"device_peak_bytes", "output_digest"
+/* output_digest: 64-bit FNV-1a (hex) of the greedy token ids the run
+ * generated, every sequence at every step: the same prompts (same seed and
+ * rep) give the same digest on every kernel path that is bit-exact, so two
+ * runs under different CTQ_ARCH agree or show which did not. */
 
 enum ctq_status ctq_fam_bench_model_compare(struct ctq_cmp_pair *x, struct ctq_error *err);
 enum ctq_status ctq_fam_bench_model_trend(struct ctq_trend *t, size_t run, const struct ctq_table *tb,

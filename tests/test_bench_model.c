@@ -77,6 +77,21 @@ static double manifest_num(const char *run, const char *obj, const char *key)
 	return d;
 }
 
+/* Column `name` of a CSV in dir, the first n rows. */
+static void csv_column(const char *dir, const char *file, const char *name, char (*out)[24], size_t n)
+{
+	char path[300];
+	snprintf(path, sizeof path, "%s/%s", dir, file);
+	struct ctq_table t;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_table_load(&t, path, &err), CTQ_OK, "%s", err.message);
+	int c = ctq_table_col(&t, name);
+	cr_assert(c >= 0 && t.n_rows >= n, "%s: no column %s or too few rows", path, name);
+	for (size_t i = 0; i < n; i++)
+		snprintf(out[i], 24, "%s", ctq_table_get(&t, i, c));
+	ctq_table_free(&t);
+}
+
 Test(bench_model, rows_gains_and_tp_topology)
 {
 	struct fixture f;
@@ -103,6 +118,23 @@ Test(bench_model, rows_gains_and_tp_topology)
 	cr_expect(strstr(text, "| reference (ref) | 2 |") && strstr(text, "| reference (new) | 2 |"),
 		  "one table row per role");
 	free(text);
+	/* output_digest: the generated tokens' FNV-1a, 16 hex digits, the same
+	 * when the same run is repeated (what two kernel paths are held to) */
+	char digests[8][24];
+	csv_column(f.out, "bench_model.csv", "output_digest", digests, 8);
+	for (int i = 0; i < 8; i++)
+		cr_expect(strlen(digests[i]) == 16 && strspn(digests[i], "0123456789abcdef") == 16, "%s", digests[i]);
+	char again[200];
+	snprintf(again, sizeof again, "%s-again", f.out);
+	const char *rerun[] = {"bench", "model", "--model", f.w8a8, "--ref-model", f.bf16, "--backend",
+			       "reference", "--batch", "1,2", "--input-len", "8", "--output-len", "3",
+			       "--reps", "2", "--warmup", "0", "--out", again, NULL};
+	cr_assert_eq(run_cmd(rerun), 0);
+	char d2[8][24];
+	csv_column(again, "bench_model.csv", "output_digest", d2, 8);
+	for (int i = 0; i < 8; i++)
+		cr_expect_str_eq(d2[i], digests[i], "row %d", i);
+	ctq_remove_tree(again);
 	snprintf(path, sizeof path, "%s/plots/perf_scaling.png", f.out);
 	if (sum.plot_note[0])
 		fprintf(stderr, "[WARN] no plots (%s): perf_scaling.png not checked\n", sum.plot_note); /* not cr_log_warn: it makes Criterion exit 1 */

@@ -338,6 +338,16 @@ if has archs; then
 		awk -F, 'NR > 1 { gsub(/"/, ""); print "  " $0 }' "$out/archs-bench-$v/bench_model.csv" 2>/dev/null | cut -c1-160 | tee -a "$log"
 		grep -o '"kernel_paths":[^}]*}' "$out/archs-bench-$v/manifest.json" 2>/dev/null | tee -a "$log"
 	done
+	# the generated tokens (output_digest) of each (batch, rep) under both dispatches
+	for v in own "$force"; do
+		awk -F, 'NR > 1 { print $4 "," $7 "," $NF }' "$out/archs-bench-$v/bench_model.csv" >"$out/archs-digest-$v.txt" 2>/dev/null
+	done
+	if [ -s "$out/archs-digest-own.txt" ] && cmp -s "$out/archs-digest-own.txt" "$out/archs-digest-$force.txt"; then
+		echo "output digests: identical under own dispatch and CTQ_ARCH=$force ($(wc -l <"$out/archs-digest-own.txt") runs)" | tee -a "$log"
+	else
+		echo "output digests: DIFFER (or missing) between own dispatch and CTQ_ARCH=$force" | tee -a "$log"
+		paste "$out/archs-digest-own.txt" "$out/archs-digest-$force.txt" | tee -a "$log"
+	fi
 	step "archs: probe qwen3-4b shapes, CTQ_ARCH=$force"
 	CTQ_ARCH=$force timeout 400 ./build/ctq probe --shapes qwen3-4b --backend cuda --m 1,7,64,257 \
 		--out "$out/archs-probe-$force" >"$out/archs-probe-$force.txt" 2>&1
