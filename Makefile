@@ -183,6 +183,12 @@ $(BUILD)/tests/gpu/%: tests/gpu/%.c $(BUILD)/libctq.a $(HARNESS_OBJ)
 	$(if $(Q),@echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(GPU_TEST_CPPFLAGS) $(CFLAGS) $(WARN) -Wno-missing-prototypes $(LDFLAGS) -o $@ $< $(HARNESS_LIB_OBJ) $(BUILD)/libctq.a -lcriterion $(LDLIBS)
 
+# Standalone CUDA dev tools (tools/*.cu, no ctq code): build/tools/mma_peak
+$(BUILD)/tools/%: tools/%.cu $(BUILD)/nvcc-flags.txt
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  NVCC    $<")
+	$(Q)$(NVCC) -O3 -std=c++17 $(CUDA_GENCODE) --threads $(NVCC_THREADS) -o $@ $<
+
 # GPU dev tools (tools/*.c with a CUDA build): build/tools/bench_ops
 $(BUILD)/tools/%: tools/%.c $(BUILD)/libctq.a
 	@mkdir -p $(dir $@)
@@ -229,7 +235,7 @@ test-gpu-sanitize:
 # CI has nvcc but no GPU, and a compile error in code no CPU test runs is
 # caught here (.ci/run).
 .PHONY: gpu-progs
-gpu-progs: all $(GPU_TEST_BIN) $(BUILD)/tools/bench_ops $(BUILD)/tools/bench_tiles
+gpu-progs: all $(GPU_TEST_BIN) $(BUILD)/tools/bench_ops $(BUILD)/tools/bench_tiles $(BUILD)/tools/mma_peak
 	$(Q)test "$(CUDA)" = 1 || { echo "gpu-progs: this build has no CUDA (nvcc not found)"; exit 3; }
 
 # CUDA tests: on a GPU host only; one worker (Criterion forks).

@@ -53,7 +53,7 @@ if has build; then
 	make -j"$(nproc)" DEPS_PREFIX=deps-prefix ${CTQ_BUILD_ARCH:+CUDA_ARCH="$CTQ_BUILD_ARCH"} all \
 		build/tests/gpu/test_kernels build/tests/gpu/test_runner_gpu \
 		build/tests/gpu/test_tp_gpu build/tests/gpu/test_bench_gemm_gpu build/tests/gpu/test_attention build/tests/gpu/test_dense \
-		build/tools/bench_ops build/tools/bench_tiles build/tests/test_runner >>"$log" 2>&1 || { tail -30 "$log"; exit 1; }
+		build/tools/bench_ops build/tools/bench_tiles build/tools/mma_peak build/tests/test_runner >>"$log" 2>&1 || { tail -30 "$log"; exit 1; }
 	echo "build: $(($(date +%s) - t0)) s with -j$(nproc), CUDA_ARCH ${CTQ_BUILD_ARCH:-(Makefile default)}" | tee -a "$log"
 fi
 export LD_LIBRARY_PATH=$PWD/deps-prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -294,6 +294,7 @@ if has peers; then
 fi
 if has tiles; then
 	step "tiles: sm80 tiles, pick, gemv"
+	./build/tools/mma_peak 2>&1 | tee -a "$out/tiles.txt" | tee -a "$log"
 	timeout 300 ./build/tools/bench_tiles ${CTQ_TILES_M:-} 2>&1 | tee "$out/tiles.txt" | tee -a "$log"
 fi
 if has archs; then
