@@ -297,8 +297,10 @@ if has tiles; then
 	./build/tools/mma_peak 2>&1 | tee -a "$out/tiles.txt" | tee -a "$log"
 	timeout 300 ./build/tools/bench_tiles ${CTQ_TILES_M:-} 2>&1 | tee "$out/tiles.txt" | tee -a "$log"
 fi
-if has archs; then
-	force=${CTQ_ARCHS_FORCE:-sm_86}
+# archs is the five below; each may be named alone
+has archs && stages="$stages archs-code archs-tests archs-gemm archs-model archs-probe"
+force=${CTQ_ARCHS_FORCE:-sm_86}
+if has archs-code; then
 	step "archs: GPU code carried"
 	if command -v cuobjdump >/dev/null 2>&1; then
 		{ cuobjdump --list-elf build/ctq | sed 's/.*\.\(sm_[0-9a-z]*\)\.cubin/\1/' | sort | uniq -c
@@ -311,18 +313,24 @@ if has archs; then
 		echo "cuobjdump not on this host" | tee -a "$log"
 	fi
 	./build/ctq --version | tee -a "$log"
+fi
+if has archs-tests; then
 	step "archs: GPU kernel tests, own dispatch"
 	timeout 400 ./build/tests/gpu/test_kernels --jobs 1 2>&1 | grep -E "FAIL|Assert|Synthesis|SKIP" | tee -a "$log"
 	step "archs: GPU kernel tests, CTQ_ARCH=$force"
 	CTQ_ARCH=$force timeout 400 ./build/tests/gpu/test_kernels --jobs 1 2>&1 | grep -E "FAIL|Assert|Synthesis|SKIP" | tee -a "$log"
 	CTQ_ARCH=$force timeout 300 ./build/tests/gpu/test_dense --jobs 1 2>&1 | grep -E "FAIL|Assert|Synthesis" | tee -a "$log"
 	CTQ_ARCH=$force CTQ_FIXTURES=tests/fixtures timeout 300 ./build/tests/gpu/test_runner_gpu --jobs 1 2>&1 | grep -E "FAIL|Assert|Synthesis" | tee -a "$log"
+fi
+if has archs-gemm; then
 	step "archs: bench gemm, every path"
 	timeout 300 ./build/ctq bench gemm --shapes qwen3-4b --m ${CTQ_ARCHS_M:-1,16,128,1024,2048,4096,8192} \
 		--paths sm90-wgmma,sm80-mma,gemv --out "$out/archs-gemm" >"$out/archs-gemm.txt" 2>&1
 	echo "bench gemm --paths: exit $?" | tee -a "$log"
 	./build/ctq report "$out/archs-gemm" >/dev/null 2>&1
 	grep -A12 "sm80-mma / cublaslt_i8" "$out/archs-gemm/summary.md" | tee -a "$log"
+fi
+if has archs-model; then
 	if [ ! -d "$models/q4b-w8a8" ]; then
 		./build/ctq make-model --arch qwen3 --preset qwen3-4b-shape --outliers --seed 1 "$models/q4b" 2>&1 | tail -1 | tee -a "$log"
 		./build/ctq quantize "$models/q4b" "$models/q4b-w8a8" 2>&1 | tail -1 | tee -a "$log"
@@ -349,6 +357,8 @@ if has archs; then
 		echo "output digests: DIFFER (or missing) between own dispatch and CTQ_ARCH=$force" | tee -a "$log"
 		paste "$out/archs-digest-own.txt" "$out/archs-digest-$force.txt" | tee -a "$log"
 	fi
+fi
+if has archs-probe; then
 	step "archs: probe qwen3-4b shapes, CTQ_ARCH=$force"
 	CTQ_ARCH=$force timeout 400 ./build/ctq probe --shapes qwen3-4b --backend cuda --m 1,7,64,257 \
 		--out "$out/archs-probe-$force" >"$out/archs-probe-$force.txt" 2>&1
