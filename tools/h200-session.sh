@@ -359,10 +359,17 @@ if has archs-model; then
 	fi
 fi
 if has archs-probe; then
-	step "archs: probe qwen3-4b shapes, CTQ_ARCH=$force"
-	CTQ_ARCH=$force timeout 400 ./build/ctq probe --shapes qwen3-4b --backend cuda --m 1,7,64,257 \
-		--out "$out/archs-probe-$force" >"$out/archs-probe-$force.txt" 2>&1
-	echo "probe: exit $?" | tee -a "$log"
-	tail -4 "$out/archs-probe-$force.txt" | tee -a "$log"
+	# CTQ_ARCHS_PROBE: the dispatches probed (default: the forced one, then own)
+	for v in ${CTQ_ARCHS_PROBE:-$force own}; do
+		step "archs: probe qwen3-4b shapes, dispatch $v"
+		envs=
+		[ "$v" = own ] || envs="CTQ_ARCH=$v"
+		# shellcheck disable=SC2086 # envs: empty or one VAR=value
+		env $envs timeout 400 ./build/ctq probe --shapes qwen3-4b --backend cuda --m ${CTQ_PROBE_M:-1,7,64,257} \
+			--out "$out/archs-probe-$v" >"$out/archs-probe-$v.txt" 2>&1
+		echo "probe ($v): exit $?" | tee -a "$log"
+		tail -3 "$out/archs-probe-$v.txt" | tee -a "$log"
+		awk -F, 'NR > 1 { print $8 }' "$out/archs-probe-$v/probe.csv" 2>/dev/null | sort | uniq -c | tee -a "$log"
+	done
 fi
 step "done"
