@@ -94,9 +94,8 @@ done:
 	return st;
 }
 
-/* The host side of one probe, every buffer from one arena (sized once). */
+/* The host side of one probe, every buffer carved from one block. */
 struct bufs {
-	struct ctq_arena arena;
 	float *x_f;      /* (M, K) activations after BF16 rounding */
 	uint16_t *x;     /* (M, K) bf16 */
 	float *w_orig;   /* (N, K) unquantized weights */
@@ -111,28 +110,59 @@ struct bufs {
 	double *y64;     /* (M, N) */
 };
 
-/* b's buffers for an (M, K) x (N, K)^T probe; false when memory runs out
- * (ctq_arena_free(&b->arena) frees what was taken either way). */
+/* The block of the last probe of this thread, kept for the next: a probe
+ * run is hundreds of probes over a few geometries, and a few hundred MB of
+ * fresh pages each time cost more than the arithmetic (the kernel clears
+ * every new page). Zero-filled for each probe, as fresh memory was;
+ * ctq_probe_release frees it. */
+static _Thread_local struct {
+	void *p;
+	size_t cap;
+} slab;
+
+void ctq_probe_release(void)
+{
+	free(slab.p);
+	slab.p = NULL;
+	slab.cap = 0;
+}
+
+/* b's buffers for an (M, K) x (N, K)^T probe; false when memory runs out. */
 static bool alloc_bufs(struct bufs *b, int64_t M, int64_t N, int64_t K, bool want_bias)
 {
-	struct ctq_arena *a = &b->arena;
-	size_t mk = (size_t)(M * K), nk = (size_t)(N * K), mn = (size_t)(M * N);
-	ctq_arena_init(a);
-	b->x_f = ctq_arena_alloc(a, mk * sizeof *b->x_f);
-	b->x = ctq_arena_alloc(a, mk * sizeof *b->x);
-	b->w_orig = ctq_arena_alloc(a, nk * sizeof *b->w_orig);
-	b->wq = ctq_arena_alloc(a, nk);
-	b->sw = ctq_arena_alloc(a, (size_t)N * sizeof *b->sw);
-	b->q = ctq_arena_alloc(a, mk);
-	b->sa = ctq_arena_alloc(a, (size_t)M * sizeof *b->sa);
-	b->acc = ctq_arena_alloc(a, mn * sizeof *b->acc);
-	b->y_ref = ctq_arena_alloc(a, mn * sizeof *b->y_ref);
-	b->y = ctq_arena_alloc(a, mn * sizeof *b->y);
-	b->y64 = ctq_arena_alloc(a, mn * sizeof *b->y64);
-	if (want_bias)
-		b->bias = ctq_arena_alloc(a, (size_t)N * sizeof *b->bias);
-	return b->x_f && b->x && b->w_orig && b->wq && b->sw && b->q && b->sa && b->acc &&
-	       b->y_ref && b->y && b->y64 && (!want_bias || b->bias);
+	const size_t mk = (size_t)(M * K), nk = (size_t)(N * K), mn = (size_t)(M * N);
+	const size_t sizes[12] = {mk * sizeof *b->x_f, mk * sizeof *b->x, nk * sizeof *b->w_orig, nk,
+				  (size_t)N * sizeof *b->sw, mk, (size_t)M * sizeof *b->sa,
+				  mn * sizeof *b->acc, mn * sizeof *b->y_ref, mn * sizeof *b->y,
+				  mn * sizeof *b->y64, want_bias ? (size_t)N * sizeof *b->bias : 0};
+	size_t off[12], need = 0;
+	for (int i = 0; i < 12; i++) {
+		off[i] = need;
+		if (sizes[i] > SIZE_MAX - need - 64)
+			return false;
+		need += (sizes[i] + 63) & ~(size_t)63; /* 64-byte aligned */
+	}
+	if (need > slab.cap) {
+		ctq_probe_release();
+		if (!(slab.p = ctq_malloc(need ? need : 1)))
+			return false;
+		slab.cap = need;
+	}
+	char *base = slab.p;
+	memset(base, 0, need);
+	b->x_f = (float *)(base + off[0]);
+	b->x = (uint16_t *)(base + off[1]);
+	b->w_orig = (float *)(base + off[2]);
+	b->wq = (int8_t *)(base + off[3]);
+	b->sw = (float *)(base + off[4]);
+	b->q = (int8_t *)(base + off[5]);
+	b->sa = (float *)(base + off[6]);
+	b->acc = (int32_t *)(base + off[7]);
+	b->y_ref = (uint16_t *)(base + off[8]);
+	b->y = (uint16_t *)(base + off[9]);
+	b->y64 = (double *)(base + off[10]);
+	b->bias = want_bias ? (float *)(base + off[11]) : NULL;
+	return true;
 }
 
 static void make_weights(struct bufs *b, const struct ctq_probe_layer *L,
@@ -434,6 +464,5 @@ enum ctq_status ctq_probe_run(struct ctq_backend *be, const struct ctq_probe_lay
 	bool ref_nonzero = compare_outputs(&b, M * N, N, r);
 	judge(r, L->name, policy, ref_nonzero, M * N, qwhere, ywhere);
 done:
-	ctq_arena_free(&b.arena);
 	return st;
 }

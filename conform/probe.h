@@ -82,6 +82,10 @@ struct ctq_probe_result {
 	char reason[320];
 };
 
+/* Frees the host buffers the probes of this thread keep between calls
+ * (ctq_probe_run reuses them; call it when a run of probes is over). */
+void ctq_probe_release(void);
+
 /* Runs one (layer, weight pattern, activation pattern, M) on backend b. The
  * oracle always runs on the CPU (reference/ref_ops). Resource failures are
  * returned; a failing probe is a result with passed == false. */

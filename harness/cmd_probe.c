@@ -597,6 +597,7 @@ fail:
 	ctq_csv_close(&csv, NULL);
 	ctq_run_abort(&run);
 done:
+	ctq_probe_release();
 	cJSON_Delete(rows);
 	for (int i = 0; i < n_backends; i++)
 		ctq_backend_close(&backends[i]);

@@ -161,8 +161,8 @@ static void cell_f64(const struct gemm_args *a, int64_t m, int64_t n)
 	((double *)a->y)[m * a->N + n] = sum + (a->bias ? (double)a->bias[n] : 0.0);
 }
 
-enum ctq_status ctq_ref_gemm_i8(const int8_t *q, const int8_t *w, int64_t M, int64_t N,
-				int64_t K, int32_t *acc, struct ctq_error *err)
+enum ctq_status ctq_ref_gemm_i8_scalar(const int8_t *q, const int8_t *w, int64_t M, int64_t N,
+				       int64_t K, int32_t *acc, struct ctq_error *err)
 {
 	if (K > CTQ_K_MAX)
 		return ctq_error_set(err, CTQ_ERR_USAGE, "K",
@@ -212,8 +212,8 @@ void ctq_ref_gemm_f32(const float *x, const float *w, const float *bias, int64_t
 	gemm_tiles(&(struct gemm_args){x, w, bias, N, K, y}, M, cell_f32);
 }
 
-void ctq_ref_gemm_f64(const float *x, const float *w, const float *bias, int64_t M,
-		      int64_t N, int64_t K, double *y)
+void ctq_ref_gemm_f64_scalar(const float *x, const float *w, const float *bias, int64_t M,
+			     int64_t N, int64_t K, double *y)
 {
 	gemm_tiles(&(struct gemm_args){x, w, bias, N, K, y}, M, cell_f64);
 }

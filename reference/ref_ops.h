@@ -44,9 +44,18 @@ void ctq_ref_quantize_weight_rows(const float *w, int64_t N, int64_t K, int8_t *
 				  uint16_t *s_bf16);
 
 /* acc = q · wᵀ in int32. q (M, K) int8; w (N, K) int8; acc (M, N) int32.
- * K above CTQ_K_MAX is refused (invalid-config-free usage error). */
+ * K above CTQ_K_MAX is refused (invalid-config-free usage error). SIMD
+ * where the CPU has it (reference/ref_gemm.c), exact either way. */
 enum ctq_status ctq_ref_gemm_i8(const int8_t *q, const int8_t *w, int64_t M, int64_t N,
 				int64_t K, int32_t *acc, struct ctq_error *err);
+/* The definition, one dot product at a time: the oracle the fast path is
+ * tested against bit for bit. */
+enum ctq_status ctq_ref_gemm_i8_scalar(const int8_t *q, const int8_t *w, int64_t M, int64_t N,
+				       int64_t K, int32_t *acc, struct ctq_error *err);
+
+/* The SIMD code the reference GEMMs run on this CPU: "avx2" or "scalar"
+ * (recorded in run manifests). */
+const char *ctq_ref_simd(void);
 
 /* y = bf16(((float)acc * s_a[m]) * s_w[n] + bias[n]). acc (M, N); s_a (M);
  * s_w (N); bias (N) f32 or NULL; y (M, N) bf16 bits. */
@@ -68,8 +77,13 @@ void ctq_ref_gemm_f32(const float *x, const float *w, const float *bias, int64_t
 		      int64_t N, int64_t K, float *y);
 
 /* The unquantized product in f64, the yardstick of quantization error.
- * x (M, K) f32; w (N, K) f32; bias (N) or NULL; y (M, N) f64. */
+ * x (M, K) f32; w (N, K) f32; bias (N) or NULL; y (M, N) f64. Each output
+ * sums its products in k order (no FMA), then adds its bias; SIMD across
+ * outputs where the CPU has it, the same bits either way. */
 void ctq_ref_gemm_f64(const float *x, const float *w, const float *bias, int64_t M,
 		      int64_t N, int64_t K, double *y);
+/* The definition, one output at a time (the oracle). */
+void ctq_ref_gemm_f64_scalar(const float *x, const float *w, const float *bias, int64_t M,
+			     int64_t N, int64_t K, double *y);
 
 #endif

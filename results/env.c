@@ -7,6 +7,7 @@
 #include "core/json_write.h"
 #include "core/sha256.h"
 #include "core/strbuf.h"
+#include "reference/ref_ops.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -147,6 +148,8 @@ static void capture_host(cJSON *m)
 	if (!proc_value("/proc/cpuinfo", "model name", buf, sizeof buf))
 		snprintf(buf, sizeof buf, "unknown");
 	set_string(host, "cpu_model", buf);
+	/* which code the CPU reference's GEMMs ran (reference/ref_gemm.c) */
+	set_string(host, "reference_simd", ctq_ref_simd());
 	long logical = sysconf(_SC_NPROCESSORS_ONLN), cores = physical_cores();
 	cJSON_DeleteItemFromObjectCaseSensitive(host, "cpu_logical");
 	cJSON_AddNumberToObject(host, "cpu_logical", (double)logical);

@@ -1,0 +1,221 @@
+/* The reference's int8 and f64 GEMMs, fast and bit-identical to the
+ * one-dot-product-at-a-time definitions kept beside them as oracles
+ * (ctq_ref_gemm_i8_scalar, ctq_ref_gemm_f64_scalar in ref_ops.c).
+ *
+ * Why the bits cannot change:
+ * - int8: products of int8 are at most 2^14 in magnitude and the sum of K
+ *   <= CTQ_K_MAX of them fits int32, so integer accumulation is exact in
+ *   any order; the AVX2 path sums sign-extended int16 pairs with vpmaddwd
+ *   (each pair at most 2^15, no saturation) into int32 lanes, then adds
+ *   the lanes.
+ * - f64: the definition is, per output, sum = 0.0; for k in order: sum =
+ *   sum + (double)x[k] * (double)w[k] (each product and each sum rounded;
+ *   the build forbids contraction into FMA), then sum + bias. The fast path
+ *   keeps that order in every lane and vectorises across outputs instead:
+ *   a lane is one output column, so lanes never mix. The same holds for
+ *   every thread count (an output is computed by one thread, whole).
+ *
+ * Both split the outputs into blocks of NB weight rows spread over the
+ * threads, as the scalar code does; inside a block, micro-tiles of a few
+ * activation rows by a few weight rows share their loads. The AVX2 code is
+ * chosen at run time (ctq_ref_simd); without AVX2 the scalar definitions
+ * run. */
+#include "reference/ref_ops.h"
+#include "core/numerics.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CTQ_REF_X86 1
+#include <immintrin.h>
+#endif
+
+#define NB 64 /* weight rows per task, as in ref_ops.c */
+
+const char *ctq_ref_simd(void)
+{
+#ifdef CTQ_REF_X86
+	static int have = -1;
+	if (have < 0)
+		have = __builtin_cpu_supports("avx2") ? 1 : 0;
+	if (have)
+		return "avx2";
+#endif
+	return "scalar";
+}
+
+#ifdef CTQ_REF_X86
+/* ---- int8 ---------------------------------------------------------------- */
+
+__attribute__((target("avx2"))) static inline int32_t hsum_epi32(__m256i v)
+{
+	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+	return _mm_cvtsi128_si32(s);
+}
+
+/* acc[r][c] = q row (m0 + r) · w row (n0 + c) for r < MR, c < NR, exactly. */
+#define I8_TILE(MR, NR)                                                                            \
+	__attribute__((target("avx2"))) static void i8_tile_##MR##x##NR(                          \
+		const int8_t *q, const int8_t *w, int64_t m0, int64_t n0, int64_t N, int64_t K,     \
+		int32_t *acc)                                                                      \
+	{                                                                                          \
+		__m256i s[MR][NR];                                                                 \
+		for (int r = 0; r < MR; r++)                                                       \
+			for (int c = 0; c < NR; c++)                                               \
+				s[r][c] = _mm256_setzero_si256();                                  \
+		int64_t k = 0;                                                                     \
+		for (; k + 16 <= K; k += 16) {                                                     \
+			__m256i a[MR];                                                             \
+			for (int r = 0; r < MR; r++)                                               \
+				a[r] = _mm256_cvtepi8_epi16(                                       \
+					_mm_loadu_si128((const __m128i *)(q + (m0 + r) * K + k))); \
+			for (int c = 0; c < NR; c++) {                                             \
+				const __m256i b = _mm256_cvtepi8_epi16(                            \
+					_mm_loadu_si128((const __m128i *)(w + (n0 + c) * K + k))); \
+				for (int r = 0; r < MR; r++)                                       \
+					s[r][c] = _mm256_add_epi32(s[r][c], _mm256_madd_epi16(a[r], b)); \
+			}                                                                          \
+		}                                                                                  \
+		for (int r = 0; r < MR; r++)                                                       \
+			for (int c = 0; c < NR; c++) {                                             \
+				int32_t t = hsum_epi32(s[r][c]);                                   \
+				const int8_t *qr = q + (m0 + r) * K, *wr = w + (n0 + c) * K;      \
+				for (int64_t j = k; j < K; j++)                                    \
+					t += (int32_t)qr[j] * (int32_t)wr[j];                      \
+				acc[(m0 + r) * N + n0 + c] = t;                                    \
+			}                                                                          \
+	}
+
+I8_TILE(2, 4)
+I8_TILE(1, 4)
+I8_TILE(2, 1)
+I8_TILE(1, 1)
+
+static void i8_avx2(const int8_t *q, const int8_t *w, int64_t M, int64_t N, int64_t K, int32_t *acc)
+{
+#pragma omp parallel for schedule(dynamic, 1)
+	for (int64_t n0 = 0; n0 < N; n0 += NB) {
+		const int64_t n1 = n0 + NB < N ? n0 + NB : N;
+		int64_t m = 0;
+		for (; m + 2 <= M; m += 2) {
+			int64_t n = n0;
+			for (; n + 4 <= n1; n += 4)
+				i8_tile_2x4(q, w, m, n, N, K, acc);
+			for (; n < n1; n++)
+				i8_tile_2x1(q, w, m, n, N, K, acc);
+		}
+		for (; m < M; m++) {
+			int64_t n = n0;
+			for (; n + 4 <= n1; n += 4)
+				i8_tile_1x4(q, w, m, n, N, K, acc);
+			for (; n < n1; n++)
+				i8_tile_1x1(q, w, m, n, N, K, acc);
+		}
+	}
+}
+
+/* ---- f64 ------------------------------------------------------------------ */
+
+/* y[m0 + r][n0 + 4v + l] for r < MR, 4-wide vectors v < NV: sum in k order
+ * per lane from the packed panel p (K, 4 NV) f64, then + bias. */
+#define F64_TILE(MR, NV)                                                                           \
+	__attribute__((target("avx2"))) static void f64_tile_##MR##x##NV(                         \
+		const float *x, const double *p, const float *bias, int64_t m0, int64_t n0,         \
+		int64_t N, int64_t K, double *y)                                                   \
+	{                                                                                          \
+		__m256d s[MR][NV];                                                                 \
+		for (int r = 0; r < MR; r++)                                                       \
+			for (int v = 0; v < NV; v++)                                               \
+				s[r][v] = _mm256_setzero_pd();                                     \
+		for (int64_t k = 0; k < K; k++) {                                                  \
+			__m256d b[NV];                                                             \
+			for (int v = 0; v < NV; v++)                                               \
+				b[v] = _mm256_loadu_pd(p + k * 4 * NV + 4 * v);                    \
+			for (int r = 0; r < MR; r++) {                                             \
+				const __m256d a = _mm256_set1_pd((double)x[(m0 + r) * K + k]);    \
+				for (int v = 0; v < NV; v++)                                       \
+					s[r][v] = _mm256_add_pd(s[r][v], _mm256_mul_pd(a, b[v]));  \
+			}                                                                          \
+		}                                                                                  \
+		for (int r = 0; r < MR; r++)                                                       \
+			for (int v = 0; v < NV; v++) {                                             \
+				double o[4];                                                       \
+				_mm256_storeu_pd(o, s[r][v]);                                      \
+				for (int l = 0; l < 4; l++) {                                      \
+					const int64_t n = n0 + 4 * v + l;                          \
+					y[(m0 + r) * N + n] = o[l] + (bias ? (double)bias[n] : 0.0); \
+				}                                                                  \
+			}                                                                          \
+	}
+
+F64_TILE(4, 2)
+F64_TILE(1, 2)
+
+/* The scalar definition of one output (ref_ops.c cell_f64). */
+static void f64_cell(const float *x, const float *w, const float *bias, int64_t m, int64_t n,
+		     int64_t N, int64_t K, double *y)
+{
+	const float *xr = x + m * K, *wr = w + n * K;
+	double sum = 0.0;
+	for (int64_t k = 0; k < K; k++)
+		sum += (double)xr[k] * (double)wr[k];
+	y[m * N + n] = sum + (bias ? (double)bias[n] : 0.0);
+}
+
+static void f64_avx2(const float *x, const float *w, const float *bias, int64_t M, int64_t N,
+		     int64_t K, double *y)
+{
+#pragma omp parallel
+	{
+		/* one panel of 8 weight rows, (K, 8) f64, per thread; without it
+		 * (out of memory) the block runs the scalar cells */
+		double *p = malloc((size_t)K * 8 * sizeof *p);
+#pragma omp for schedule(dynamic, 1)
+		for (int64_t n0 = 0; n0 < N; n0 += NB) {
+			const int64_t n1 = n0 + NB < N ? n0 + NB : N;
+			int64_t n = n0;
+			for (; p && n + 8 <= n1; n += 8) {
+				for (int64_t k = 0; k < K; k++)
+					for (int c = 0; c < 8; c++)
+						p[k * 8 + c] = (double)w[(n + c) * K + k];
+				int64_t m = 0;
+				for (; m + 4 <= M; m += 4)
+					f64_tile_4x2(x, p, bias, m, n, N, K, y);
+				for (; m < M; m++)
+					f64_tile_1x2(x, p, bias, m, n, N, K, y);
+			}
+			for (; n < n1; n++)
+				for (int64_t m = 0; m < M; m++)
+					f64_cell(x, w, bias, m, n, N, K, y);
+		}
+		free(p);
+	}
+}
+#endif /* CTQ_REF_X86 */
+
+enum ctq_status ctq_ref_gemm_i8(const int8_t *q, const int8_t *w, int64_t M, int64_t N,
+				int64_t K, int32_t *acc, struct ctq_error *err)
+{
+#ifdef CTQ_REF_X86
+	if (K <= CTQ_K_MAX && !strcmp(ctq_ref_simd(), "avx2")) {
+		i8_avx2(q, w, M, N, K, acc);
+		return CTQ_OK;
+	}
+#endif
+	return ctq_ref_gemm_i8_scalar(q, w, M, N, K, acc, err);
+}
+
+void ctq_ref_gemm_f64(const float *x, const float *w, const float *bias, int64_t M, int64_t N,
+		      int64_t K, double *y)
+{
+#ifdef CTQ_REF_X86
+	if (!strcmp(ctq_ref_simd(), "avx2")) {
+		f64_avx2(x, w, bias, M, N, K, y);
+		return;
+	}
+#endif
+	ctq_ref_gemm_f64_scalar(x, w, bias, M, N, K, y);
+}
