@@ -315,12 +315,17 @@ if has archs-code; then
 	./build/ctq --version | tee -a "$log"
 fi
 if has archs-tests; then
-	step "archs: GPU kernel tests, own dispatch"
-	timeout 400 ./build/tests/gpu/test_kernels --jobs 1 2>&1 | grep -E "FAIL|Assert|Synthesis|SKIP" | tee -a "$log"
-	step "archs: GPU kernel tests, CTQ_ARCH=$force"
-	CTQ_ARCH=$force timeout 400 ./build/tests/gpu/test_kernels --jobs 1 2>&1 | grep -E "FAIL|Assert|Synthesis|SKIP" | tee -a "$log"
-	CTQ_ARCH=$force timeout 300 ./build/tests/gpu/test_dense --jobs 1 2>&1 | grep -E "FAIL|Assert|Synthesis" | tee -a "$log"
-	CTQ_ARCH=$force CTQ_FIXTURES=tests/fixtures timeout 300 ./build/tests/gpu/test_runner_gpu --jobs 1 2>&1 | grep -E "FAIL|Assert|Synthesis" | tee -a "$log"
+	# CTQ_ARCHS_TESTS: the dispatches tested (default: own, then the forced one)
+	for v in ${CTQ_ARCHS_TESTS:-own $force}; do
+		envs=
+		[ "$v" = own ] || envs="CTQ_ARCH=$v"
+		step "archs: GPU tests, dispatch $v"
+		for t in test_kernels test_dense test_runner_gpu; do
+			# shellcheck disable=SC2086 # envs: empty or one VAR=value
+			env $envs CTQ_FIXTURES=tests/fixtures timeout ${CTQ_ARCHS_TEST_S:-200} ./build/tests/gpu/$t --jobs 1 2>&1 |
+				grep -E "FAIL|Assert|Synthesis|SKIP|test_.*\.c:" | head -20 | sed "s/^/$t: /" | tee -a "$log"
+		done
+	done
 fi
 if has archs-gemm; then
 	step "archs: bench gemm, every path"
