@@ -81,7 +81,7 @@ static bool allowed(const struct knob_def *d, int64_t x)
 
 static void load(void)
 {
-	knobs = (struct ctq_knobs){.sm90_tile = -1, .gemv_max_m = -1, .pdl_prestages = -1};
+	knobs = (struct ctq_knobs){.sm90_tile = -1, .gemv_max_m = 1, .pdl_prestages = -1};
 	for (size_t i = 0; i < N_KNOBS; i++) {
 		const struct knob_def *d = &knob_defs[i];
 		const char *v = getenv(d->name);

@@ -35,8 +35,8 @@ struct ctq_knobs {
 	int sm90_small_bn;           /* CTQ_SM90_SMALL_BN: 32 or 64, the N tile of the
 				      * small-M family (0 = pick by N) */
 	int64_t gemv_max_m;          /* CTQ_GEMV_MAX_M: largest M for the W8A8 GEMV where
-				      * a tensor-core kernel takes the operands (-1: the
-				      * path's own, kernels/gemm_w8a8.cu) */
+				      * a tensor-core kernel takes the operands (default
+				      * 1; kernels/gemm_w8a8.cu) */
 	bool attention_simple;       /* CTQ_ATTENTION_SIMPLE: per-token attention kernel only */
 	bool attention_no_mma;       /* CTQ_ATTENTION_NO_MMA: no tensor-core prefill */
 	bool attention_no_gqa;       /* CTQ_ATTENTION_GQA: no chunked GQA decode kernel */

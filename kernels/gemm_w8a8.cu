@@ -130,18 +130,15 @@ __global__ void bias_bf16_kernel(uint16_t *__restrict__ y, const float *__restri
 	y[i] = ctq_f32_to_bf16(__fadd_rn(ctq_bf16_to_f32(y[i]), bias[i % N]));
 }
 
-/* Where a tensor-core kernel takes the operands, the GEMV takes only M <=
- * this; CTQ_GEMV_MAX_M overrides it (backend/knobs.h). sm90: 1 (measured
- * crossover, bench gemm on the H200: the wgmma kernel wins from M = 2).
- * sm80: SM80_GEMV_MAX_M (docs/kernels.md has the measurement behind it). */
-#define SM80_GEMV_MAX_M 16
-
-static int64_t gemv_max_m(enum ctq_gemm_path tensor_core)
+/* Where a tensor-core kernel takes the operands, the GEMV takes only M =
+ * 1; CTQ_GEMV_MAX_M overrides it (backend/knobs.h). Measured on the H200
+ * (bench gemm --paths, Qwen3-4B shapes): the wgmma kernel wins from M =
+ * 2, and so does the sm80 kernel's 16-row tile (M = 16: 7.5-15.8 us
+ * against the GEMV's 26.7-62.8; M = 1: the GEMV 4.7-14.2 against
+ * 6.9-15.3; docs/kernels.md). */
+static int64_t gemv_max_m(void)
 {
-	const int64_t k = ctq_knobs()->gemv_max_m;
-	if (k >= 0)
-		return k;
-	return tensor_core == CTQ_GEMM_PATH_SM90_WGMMA ? 1 : SM80_GEMV_MAX_M;
+	return ctq_knobs()->gemv_max_m;
 }
 
 extern "C" enum ctq_gemm_path ctq_gemm_w8a8_path(const int8_t *q, const int8_t *w, int64_t M,
@@ -152,7 +149,7 @@ extern "C" enum ctq_gemm_path ctq_gemm_w8a8_path(const int8_t *q, const int8_t *
 		tc = CTQ_GEMM_PATH_SM90_WGMMA;
 	else if (ctq_gemm_sm80_available() && ctq_gemm_sm80_fits(q, w, M, N, K, defects))
 		tc = CTQ_GEMM_PATH_SM80_MMA;
-	if (ctq_gemv_w8a8_fits(M, defects) && (tc == CTQ_GEMM_PATH_DP4A || M <= gemv_max_m(tc)))
+	if (ctq_gemv_w8a8_fits(M, defects) && (tc == CTQ_GEMM_PATH_DP4A || M <= gemv_max_m()))
 		return CTQ_GEMM_PATH_GEMV;
 	return tc;
 }

@@ -282,7 +282,7 @@ gemm_w8a8_sm80_kernel(const int8_t *__restrict__ q, const int8_t *__restrict__ w
 struct sm80_tile {
 	const char *name;
 	int bm, bn;
-	double cost; /* per output element relative to the largest tile (less operand reuse) */
+	double cost; /* per output element on a full GPU, relative to 128 x 128 */
 	enum ctq_status (*launch)(const int8_t *, const int8_t *, const float *, const float *,
 				  const float *, int64_t, int64_t, int64_t, int32_t *, uint16_t *,
 				  void *, struct ctq_error *);
@@ -377,13 +377,18 @@ using T3 = Sm80Config<64, 64, 64, 32, 32, 4>;   /* 4 warps, 32 KiB */
 using T4 = Sm80Config<32, 64, 64, 16, 32, 6>;   /* 4 warps, 36 KiB: M <= 32 */
 using T5 = Sm80Config<16, 64, 128, 16, 16, 6>;  /* 4 warps, 60 KiB: M <= 16 */
 
+/* cost: time per output element on a full GPU relative to 128 x 128 (the
+ * fastest per element), measured with every SM busy: gate_up (K 2560, N
+ * 19456) at M = 4096 on the H200 through build/tools/bench_tiles
+ * (reports/baselines/h200/2026-12-03-archs/call1-2d520ca/tiles-mma-peak.txt:
+ * 748, 644, 717, 833, 1254, 1568 us). */
 static const struct sm80_tile tiles[] = {
-	{"128x256x64/3", 128, 256, 1.00, launch<T0>, blocks_per_sm<T0>},
-	{"128x128x64/4", 128, 128, 1.10, launch<T1>, blocks_per_sm<T1>},
-	{"64x128x64/4", 64, 128, 1.40, launch<T2>, blocks_per_sm<T2>},
-	{"64x64x64/4", 64, 64, 1.90, launch<T3>, blocks_per_sm<T3>},
-	{"32x64x64/6", 32, 64, 2.80, launch<T4>, blocks_per_sm<T4>},
-	{"16x64x128/6", 16, 64, 4.50, launch<T5>, blocks_per_sm<T5>},
+	{"128x256x64/3", 128, 256, 1.16, launch<T0>, blocks_per_sm<T0>},
+	{"128x128x64/4", 128, 128, 1.00, launch<T1>, blocks_per_sm<T1>},
+	{"64x128x64/4", 64, 128, 1.11, launch<T2>, blocks_per_sm<T2>},
+	{"64x64x64/4", 64, 64, 1.29, launch<T3>, blocks_per_sm<T3>},
+	{"32x64x64/6", 32, 64, 1.95, launch<T4>, blocks_per_sm<T4>},
+	{"16x64x128/6", 16, 64, 2.43, launch<T5>, blocks_per_sm<T5>},
 };
 #define N_SM80_TILES ((int)(sizeof tiles / sizeof *tiles))
 
@@ -397,10 +402,11 @@ extern "C" const char *ctq_gemm_sm80_tile_name(int tile)
 	return tile >= 0 && tile < N_SM80_TILES ? tiles[tile].name : "?";
 }
 
-/* The fewest waves of tiles, weighted by each tile's per-element cost: a
- * wave is as many CTAs as fit on every SM at once (the occupancy the
- * device reports for the tile), a tile taller than M pays for its empty
- * rows (cost x BM x BN per tile). */
+/* The cheapest waves: a wave is as many CTAs as fit on every SM at once
+ * (occ, the occupancy the device reports for the tile) and lasts as long
+ * as one SM takes for its occ tiles, occ x BM x BN x cost; a tile taller
+ * than M pays for its empty rows. On the H200 this picks the fastest tile
+ * at every Qwen3-4B point measured (M = 64, 1024, 4096; the same file). */
 extern "C" int ctq_gemm_sm80_pick(int64_t M, int64_t N, int64_t K)
 {
 	(void)K;
@@ -410,7 +416,8 @@ extern "C" int ctq_gemm_sm80_pick(int64_t M, int64_t N, int64_t K)
 	for (int i = 0; i < N_SM80_TILES; i++) {
 		const int64_t n_tiles = ((M + tiles[i].bm - 1) / tiles[i].bm) * ((N + tiles[i].bn - 1) / tiles[i].bn);
 		const int64_t wave = sms * tiles[i].blocks_per_sm();
-		const double cost = (double)((n_tiles + wave - 1) / wave) * tiles[i].bm * tiles[i].bn * tiles[i].cost;
+		const double cost = (double)((n_tiles + wave - 1) / wave) * (double)tiles[i].blocks_per_sm() *
+				    tiles[i].bm * tiles[i].bn * tiles[i].cost;
 		if (best_cost < 0 || cost < best_cost) {
 			best = i;
 			best_cost = cost;

@@ -34,7 +34,7 @@ Test(knobs, defaults_when_nothing_is_set)
 	cr_expect(!k->attention_simple && !k->kv_store_unfused && !k->no_gemv_bf16);
 	cr_expect_eq(k->sm90_tile, -1);
 	cr_expect_eq(k->sm90_small_bn, 0, "0: the N tile picked by N");
-	cr_expect_eq(k->gemv_max_m, -1, "-1: each tensor-core path's own GEMV bound");
+	cr_expect_eq(k->gemv_max_m, 1);
 	cr_expect_eq(k->arch, 0, "0: dispatch by the GPU's own capability");
 	cr_expect_eq(k->pdl_prestages, -1);
 	struct ctq_error err = {0};
@@ -84,7 +84,7 @@ Test(knobs, integers_out_of_range_or_malformed_are_usage_errors)
 	setenv("CTQ_GEMV_MAX_M", "abc", 1);
 	setenv("CTQ_PDL_PRESTAGES", "2000", 1); /* second: the first bad one is named */
 	const struct ctq_knobs *k = ctq_knobs();
-	cr_expect_eq(k->gemv_max_m, -1);
+	cr_expect_eq(k->gemv_max_m, 1);
 	cr_expect_eq(k->pdl_prestages, -1);
 	struct ctq_error err = {0};
 	cr_assert_eq(ctq_knobs_check(&err), CTQ_ERR_USAGE);

@@ -733,7 +733,8 @@ Test(kernels, arch_knob_dispatches_as_that_generation, .timeout = 120)
 	cr_assert_eq(ctq_backend_cuda(&gpu, 0, &err), CTQ_OK, "%s", err.message);
 	static const int8_t aligned[16] __attribute__((aligned(16)));
 	cr_expect_eq(ctq_gemm_w8a8_path(aligned, aligned, 1024, 2560, 2560, 0), CTQ_GEMM_PATH_SM80_MMA);
-	cr_expect_eq(ctq_gemm_w8a8_path(aligned, aligned, 8, 2560, 2560, 0), CTQ_GEMM_PATH_GEMV);
+	cr_expect_eq(ctq_gemm_w8a8_path(aligned, aligned, 8, 2560, 2560, 0), CTQ_GEMM_PATH_SM80_MMA);
+	cr_expect_eq(ctq_gemm_w8a8_path(aligned, aligned, 1, 2560, 2560, 0), CTQ_GEMM_PATH_GEMV);
 	cr_expect_eq(ctq_gemm_w8a8_path(aligned, aligned, 1024, 2560, 2568 + 1, 0), CTQ_GEMM_PATH_DP4A,
 		     "K %% 16 != 0: dp4a");
 	cr_expect(!ctq_gemm_sm90_available());
