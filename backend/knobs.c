@@ -144,6 +144,8 @@ enum ctq_status ctq_knobs_check(struct ctq_error *err)
 void ctq_knobs_to_json(cJSON *obj)
 {
 	pthread_once(&once, load);
+	if (obj)
+		cJSON_DeleteItemFromObjectCaseSensitive(obj, "knobs");
 	cJSON *k = obj ? cJSON_AddObjectToObject(obj, "knobs") : NULL;
 	if (!k)
 		return;

@@ -69,7 +69,7 @@ const struct ctq_knobs *ctq_knobs(void);
  * Backends and launchers call it before they dispatch. */
 enum ctq_status ctq_knobs_check(struct ctq_error *err);
 
-/* Adds "knobs" to obj: every variable by name, its value as set (a string)
+/* Adds (or replaces) "knobs" in obj: every variable by name, its value as set (a string)
  * or null when unset, and "invalid" with the check's message when a value
  * was rejected. */
 void ctq_knobs_to_json(cJSON *obj);

@@ -5,6 +5,7 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/version.h"
+#include "backend/knobs.h"
 #include "results/csv_out.h"
 
 #include <ctype.h>
@@ -219,6 +220,9 @@ enum ctq_status ctq_run_begin(struct ctq_run *run, const char *out_dir, bool for
 		a += n;
 	}
 	ctq_kpaths_snapshot(&run->paths0);
+	/* the dispatch knobs of every run (CTQ_ARCH above all: which GPU
+	 * generation's choices the kernels made) */
+	ctq_knobs_to_json(m);
 	cJSON *git = cJSON_AddObjectToObject(m, "git");
 	cJSON_AddStringToObject(git, "revision", rev);
 	cJSON_AddBoolToObject(git, "dirty", dirty);
