@@ -696,6 +696,16 @@ static void gemm_targets_table(struct ctq_rep *r, const struct ctq_gemm_target *
 	ctq_rep_table_end(r);
 }
 
+/* The smallest M of shape's rows above last; INT64_MAX when none is. */
+static int64_t next_m(const struct ctq_gemm_row *rows, size_t n, const char *shape, int64_t last)
+{
+	int64_t next = INT64_MAX;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(rows[i].shape, shape) && rows[i].M > last && rows[i].M < next)
+			next = rows[i].M;
+	return next;
+}
+
 /* One shape's table: a row per M, the columns of every implementation. */
 static void gemm_shape_table(struct ctq_rep *r, const struct ctq_gemm_row *rows, size_t n,
 			     const char *shape)
@@ -705,15 +715,8 @@ static void gemm_shape_table(struct ctq_rep *r, const struct ctq_gemm_row *rows,
 					    "cublaslt_i8 us", "ctq_quantize us", "quantize % HBM", NULL};
 	ctq_rep_table_head(r, pcols);
 	/* Points in M order; the five rows of a point share shape and M. */
-	int64_t last = 0;
-	for (;;) {
-		int64_t next = INT64_MAX;
-		for (size_t i = 0; i < n; i++)
-			if (!strcmp(rows[i].shape, shape) && rows[i].M > last && rows[i].M < next)
-				next = rows[i].M;
-		if (next == INT64_MAX)
-			break;
-		last = next;
+	for (int64_t next = next_m(rows, n, shape, 0); next != INT64_MAX;
+	     next = next_m(rows, n, shape, next)) {
 		const struct ctq_gemm_row *p[CTQ_GEMM_IMPL_COUNT] = {0};
 		for (size_t i = 0; i < n; i++)
 			if (!strcmp(rows[i].shape, shape) && rows[i].M == next && !rows[i].forced)
@@ -781,15 +784,8 @@ static void gemm_paths_table(struct ctq_rep *r, const struct ctq_gemm_row *rows,
 	ctq_rep_para(r, "ctq_gemm on each kernel path forced (--paths), beside cuBLASLt int8 "
 			"(int32 out, no epilogue) at the same point; each checked bit-exact before timing.");
 	ctq_rep_table_head(r, cols);
-	int64_t last = 0;
-	for (;;) {
-		int64_t next = INT64_MAX;
-		for (size_t i = 0; i < n; i++)
-			if (!strcmp(rows[i].shape, shape) && rows[i].M > last && rows[i].M < next)
-				next = rows[i].M;
-		if (next == INT64_MAX)
-			break;
-		last = next;
+	for (int64_t next = next_m(rows, n, shape, 0); next != INT64_MAX;
+	     next = next_m(rows, n, shape, next)) {
 		const struct ctq_gemm_row *fp[CTQ_GEMM_PATH_COUNT] = {0}, *i8 = NULL, *disp = NULL;
 		for (size_t i = 0; i < n; i++) {
 			const struct ctq_gemm_row *x = &rows[i];
