@@ -158,3 +158,31 @@ Test(paths, manifest_and_report_say_which_code_ran)
 	unsetenv("CTQ_ARCH");
 	ctq_remove_tree(dir);
 }
+
+/* ctq --version names the GPU code the binary carries (CTQ_BIN: the binary
+ * of the build under test, tools/run-tests.sh). */
+Test(paths, version_lists_the_gpu_code)
+{
+	const char *bin = getenv("CTQ_BIN");
+	if (!bin || !*bin)
+		bin = "build/ctq";
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "%s --version", bin);
+	FILE *p = popen(cmd, "r");
+	cr_assert(p, "%s", cmd);
+	char out[2048] = "";
+	size_t n = fread(out, 1, sizeof out - 1, p);
+	out[n] = '\0';
+	cr_assert_eq(pclose(p), 0, "%s: %s", cmd, out);
+	cr_expect(strstr(out, "GPU code: "), "%s", out);
+	if (ctq_build_cuda_archs()[0]) {
+		/* every sm_ entry of the build is named, in order */
+		char want[256];
+		snprintf(want, sizeof want, "%s", ctq_build_cuda_archs());
+		for (char *t = strtok(want, " "); t; t = strtok(NULL, " "))
+			cr_expect(strstr(out, t), "%s missing from: %s", t, out);
+		cr_expect(strstr(out, "sm80-mma") && strstr(out, "sm90-wgmma"), "%s", out);
+	} else {
+		cr_expect(strstr(out, "none (built without CUDA"), "%s", out);
+	}
+}
