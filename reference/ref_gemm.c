@@ -19,12 +19,15 @@
  * threads, as the scalar code does; inside a block, micro-tiles of a few
  * activation rows by a few weight rows share their loads. The AVX2 code is
  * chosen at run time (ctq_ref_simd); without AVX2 the scalar definitions
- * run. */
+ * run. With AVX-512 VNNI the int8 GEMM of 4 rows or more takes vpdpbusd,
+ * which multiplies unsigned by signed bytes: q + 128 (a bit flip) times w,
+ * summed in int32 lanes, less 128 times the sum of w's row, all modulo
+ * 2^32 (unsigned arithmetic, the instruction wraps): the true q · w is
+ * below 2^31 in magnitude, so the residue is the exact value. */
 #include "reference/ref_ops.h"
 #include "core/numerics.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define CTQ_REF_X86 1
@@ -33,16 +36,25 @@
 
 #define NB 64 /* weight rows per task, as in ref_ops.c */
 
-const char *ctq_ref_simd(void)
+/* 0 scalar, 1 AVX2, 2 AVX2 and AVX-512 VNNI (with BW for the byte ops) */
+static int simd_level(void)
 {
 #ifdef CTQ_REF_X86
-	static int have = -1;
-	if (have < 0)
-		have = __builtin_cpu_supports("avx2") ? 1 : 0;
-	if (have)
-		return "avx2";
+	static int level = -1;
+	if (level < 0)
+		level = !__builtin_cpu_supports("avx2")                                   ? 0
+			: __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") ? 2
+														      : 1;
+	return level;
+#else
+	return 0;
 #endif
-	return "scalar";
+}
+
+const char *ctq_ref_simd(void)
+{
+	static const char *const names[] = {"scalar", "avx2", "avx2+avx512vnni"};
+	return names[simd_level()];
 }
 
 #ifdef CTQ_REF_X86
@@ -93,6 +105,88 @@ I8_TILE(2, 4)
 I8_TILE(1, 4)
 I8_TILE(2, 1)
 I8_TILE(1, 1)
+
+#define VNNI_TARGET __attribute__((target("avx2,avx512f,avx512bw,avx512vnni")))
+
+VNNI_TARGET static inline uint32_t hsum_epi32_512(__m512i v)
+{
+	return (uint32_t)_mm512_reduce_add_epi32(v);
+}
+
+/* wsum[n] = the sum of row n of w over k < K64, modulo 2^32. */
+VNNI_TARGET static void w_row_sums(const int8_t *w, int64_t n, int64_t K, int64_t K64, uint32_t *wsum)
+{
+	const __m512i ones = _mm512_set1_epi8(1);
+	__m512i s = _mm512_setzero_si512();
+	for (int64_t k = 0; k < K64; k += 64)
+		s = _mm512_dpbusd_epi32(s, ones, _mm512_loadu_si512((const void *)(w + n * K + k)));
+	*wsum = hsum_epi32_512(s);
+}
+
+/* As I8_TILE over 64-byte steps with vpdpbusd (see the file's head). */
+#define VNNI_TILE(MR, NR)                                                                          \
+	VNNI_TARGET static void vnni_tile_##MR##x##NR(const int8_t *q, const int8_t *w,           \
+						      const uint32_t *wsum, int64_t m0, int64_t n0, \
+						      int64_t N, int64_t K, int64_t K64,           \
+						      int32_t *acc)                                \
+	{                                                                                          \
+		const __m512i flip = _mm512_set1_epi8((char)0x80);                                 \
+		__m512i s[MR][NR];                                                                 \
+		for (int r = 0; r < MR; r++)                                                       \
+			for (int c = 0; c < NR; c++)                                               \
+				s[r][c] = _mm512_setzero_si512();                                  \
+		for (int64_t k = 0; k < K64; k += 64) {                                            \
+			__m512i a[MR];                                                             \
+			for (int r = 0; r < MR; r++)                                               \
+				a[r] = _mm512_xor_si512(                                           \
+					_mm512_loadu_si512((const void *)(q + (m0 + r) * K + k)), flip); \
+			for (int c = 0; c < NR; c++) {                                             \
+				const __m512i b = _mm512_loadu_si512((const void *)(w + (n0 + c) * K + k)); \
+				for (int r = 0; r < MR; r++)                                       \
+					s[r][c] = _mm512_dpbusd_epi32(s[r][c], a[r], b);           \
+			}                                                                          \
+		}                                                                                  \
+		for (int r = 0; r < MR; r++)                                                       \
+			for (int c = 0; c < NR; c++) {                                             \
+				uint32_t t = hsum_epi32_512(s[r][c]) - 128u * wsum[c];             \
+				const int8_t *qr = q + (m0 + r) * K, *wr = w + (n0 + c) * K;      \
+				for (int64_t j = K64; j < K; j++)                                  \
+					t += (uint32_t)((int32_t)qr[j] * (int32_t)wr[j]);          \
+				acc[(m0 + r) * N + n0 + c] = (int32_t)t;                           \
+			}                                                                          \
+	}
+
+VNNI_TILE(4, 4)
+VNNI_TILE(1, 4)
+VNNI_TILE(4, 1)
+VNNI_TILE(1, 1)
+
+static void i8_vnni(const int8_t *q, const int8_t *w, int64_t M, int64_t N, int64_t K, int32_t *acc)
+{
+	const int64_t K64 = K - K % 64;
+#pragma omp parallel for schedule(dynamic, 1)
+	for (int64_t n0 = 0; n0 < N; n0 += NB) {
+		const int64_t n1 = n0 + NB < N ? n0 + NB : N;
+		uint32_t wsum[NB];
+		for (int64_t n = n0; n < n1; n++)
+			w_row_sums(w, n, K, K64, &wsum[n - n0]);
+		int64_t m = 0;
+		for (; m + 4 <= M; m += 4) {
+			int64_t n = n0;
+			for (; n + 4 <= n1; n += 4)
+				vnni_tile_4x4(q, w, &wsum[n - n0], m, n, N, K, K64, acc);
+			for (; n < n1; n++)
+				vnni_tile_4x1(q, w, &wsum[n - n0], m, n, N, K, K64, acc);
+		}
+		for (; m < M; m++) {
+			int64_t n = n0;
+			for (; n + 4 <= n1; n += 4)
+				vnni_tile_1x4(q, w, &wsum[n - n0], m, n, N, K, K64, acc);
+			for (; n < n1; n++)
+				vnni_tile_1x1(q, w, &wsum[n - n0], m, n, N, K, K64, acc);
+		}
+	}
+}
 
 static void i8_avx2(const int8_t *q, const int8_t *w, int64_t M, int64_t N, int64_t K, int32_t *acc)
 {
@@ -200,7 +294,12 @@ enum ctq_status ctq_ref_gemm_i8(const int8_t *q, const int8_t *w, int64_t M, int
 				int64_t K, int32_t *acc, struct ctq_error *err)
 {
 #ifdef CTQ_REF_X86
-	if (K <= CTQ_K_MAX && !strcmp(ctq_ref_simd(), "avx2")) {
+	/* VNNI pays for its per-row weight sums from 4 activation rows on */
+	if (K <= CTQ_K_MAX && simd_level() == 2 && M >= 4) {
+		i8_vnni(q, w, M, N, K, acc);
+		return CTQ_OK;
+	}
+	if (K <= CTQ_K_MAX && simd_level() >= 1) {
 		i8_avx2(q, w, M, N, K, acc);
 		return CTQ_OK;
 	}
@@ -212,7 +311,7 @@ void ctq_ref_gemm_f64(const float *x, const float *w, const float *bias, int64_t
 		      int64_t K, double *y)
 {
 #ifdef CTQ_REF_X86
-	if (!strcmp(ctq_ref_simd(), "avx2")) {
+	if (simd_level() >= 1) {
 		f64_avx2(x, w, bias, M, N, K, y);
 		return;
 	}
