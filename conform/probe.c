@@ -415,33 +415,35 @@ static void judge(struct ctq_probe_result *r, const char *layer,
 	r->passed = r->reason[0] == '\0';
 }
 
-enum ctq_status ctq_probe_run(struct ctq_backend *be, const struct ctq_probe_layer *L,
-			      enum ctq_probe_weights wp, enum ctq_probe_acts ap, int64_t M,
-			      uint64_t seed, const struct ctq_probe_policy *policy,
-			      struct ctq_probe_result *r, struct ctq_error *err)
+enum ctq_status ctq_probe_run_many(struct ctq_backend *const *bes, int n_be,
+				   const struct ctq_probe_layer *L, enum ctq_probe_weights wp,
+				   enum ctq_probe_acts ap, int64_t M, uint64_t seed,
+				   const struct ctq_probe_policy *policy, struct ctq_probe_result *res,
+				   struct ctq_error *err)
 {
 	const int64_t N = L->N, K = L->K;
-	memset(r, 0, sizeof *r);
-	snprintf(r->layer, sizeof r->layer, "%s", L->name);
-	snprintf(r->backend, sizeof r->backend, "%s%s", be->ops->name,
-		 be->act_numerics == CTQ_ACT_NUMERICS_TRANSFORMERS ? "+transformers" : "");
-	snprintf(r->kernel_path, sizeof r->kernel_path, "%s",
-		 be->ops->w8a8_path ? be->ops->w8a8_path(be, M, N, K) : be->ops->name);
-	r->K = K;
-	r->N = N;
-	r->M = M;
-	r->weights = wp;
-	r->acts = ap;
-	r->q_mismatch = r->s_mismatch = r->y_mismatch = -1;
+	for (int i = 0; i < n_be; i++) {
+		struct ctq_probe_result *r = &res[i];
+		struct ctq_backend *be = bes[i];
+		memset(r, 0, sizeof *r);
+		snprintf(r->layer, sizeof r->layer, "%s", L->name);
+		snprintf(r->backend, sizeof r->backend, "%s%s", be->ops->name,
+			 be->act_numerics == CTQ_ACT_NUMERICS_TRANSFORMERS ? "+transformers" : "");
+		snprintf(r->kernel_path, sizeof r->kernel_path, "%s",
+			 be->ops->w8a8_path ? be->ops->w8a8_path(be, M, N, K) : be->ops->name);
+		r->K = K;
+		r->N = N;
+		r->M = M;
+		r->weights = wp;
+		r->acts = ap;
+		r->q_mismatch = r->s_mismatch = r->y_mismatch = -1;
+	}
 	if (wp == CTQ_PW_CHECKPOINT && !L->w && !(L->wq && L->sw))
 		return ctq_error_set(err, CTQ_ERR_USAGE, L->name, "has no checkpoint weights to probe");
 	struct bufs b = {0};
-	enum ctq_status st = CTQ_OK;
-	if (!alloc_bufs(&b, M, N, K, wp != CTQ_PW_CHECKPOINT || L->bias)) {
-		st = ctq_error_set(err, CTQ_ERR_NOMEM, L->name, "out of memory for M=%lld K=%lld N=%lld",
-				   (long long)M, (long long)K, (long long)N);
-		goto done;
-	}
+	if (!alloc_bufs(&b, M, N, K, wp != CTQ_PW_CHECKPOINT || L->bias))
+		return ctq_error_set(err, CTQ_ERR_NOMEM, L->name, "out of memory for M=%lld K=%lld N=%lld",
+				     (long long)M, (long long)K, (long long)N);
 	struct ctq_rng rng;
 	ctq_rng_seed(&rng, seed ^ ((uint64_t)wp << 40) ^ ((uint64_t)ap << 48) ^ (uint64_t)(K * 131 + N));
 	make_weights(&b, L, wp, &rng);
@@ -451,18 +453,29 @@ enum ctq_status ctq_probe_run(struct ctq_backend *be, const struct ctq_probe_lay
 			b.bias[n] = L->bias ? L->bias[n] : (float)(0.1 * ctq_rng_normal(&rng));
 	}
 
-	/* The oracle: exact-quantized reference, and the FP64 product. */
+	/* The oracle, once for every backend: exact-quantized reference, and
+	 * the FP64 product. */
 	ctq_ref_quantize_bf16(b.x, M, K, b.q, b.sa);
-	if ((st = ctq_ref_gemm_i8(b.q, b.wq, M, N, K, b.acc, err)))
-		goto done;
+	enum ctq_status st = ctq_ref_gemm_i8(b.q, b.wq, M, N, K, b.acc, err);
+	if (st)
+		return st;
 	ctq_ref_w8a8_epilogue(b.acc, b.sa, b.sw, b.bias, M, N, b.y_ref);
 	ctq_ref_gemm_f64(b.x_f, b.w_orig, b.bias, M, N, K, b.y64);
 
-	char qwhere[160] = "", ywhere[160] = "";
-	if ((st = run_backend(be, &b, M, N, K, r, qwhere, ywhere, sizeof qwhere, err)))
-		goto done;
-	bool ref_nonzero = compare_outputs(&b, M * N, N, r);
-	judge(r, L->name, policy, ref_nonzero, M * N, qwhere, ywhere);
-done:
+	for (int i = 0; i < n_be && !st; i++) {
+		char qwhere[160] = "", ywhere[160] = "";
+		if ((st = run_backend(bes[i], &b, M, N, K, &res[i], qwhere, ywhere, sizeof qwhere, err)))
+			break;
+		bool ref_nonzero = compare_outputs(&b, M * N, N, &res[i]);
+		judge(&res[i], L->name, policy, ref_nonzero, M * N, qwhere, ywhere);
+	}
 	return st;
+}
+
+enum ctq_status ctq_probe_run(struct ctq_backend *be, const struct ctq_probe_layer *L,
+			      enum ctq_probe_weights wp, enum ctq_probe_acts ap, int64_t M,
+			      uint64_t seed, const struct ctq_probe_policy *policy,
+			      struct ctq_probe_result *r, struct ctq_error *err)
+{
+	return ctq_probe_run_many(&be, 1, L, wp, ap, M, seed, policy, r, err);
 }

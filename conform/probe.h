@@ -93,5 +93,13 @@ enum ctq_status ctq_probe_run(struct ctq_backend *b, const struct ctq_probe_laye
 			      enum ctq_probe_weights wp, enum ctq_probe_acts ap, int64_t M,
 			      uint64_t seed, const struct ctq_probe_policy *policy,
 			      struct ctq_probe_result *r, struct ctq_error *err);
+/* The same on n_be backends at once (res: n_be results, in order): the
+ * inputs and the CPU oracle are computed once and each backend is held to
+ * them, as n_be calls of ctq_probe_run would (same seeds, same rows). */
+enum ctq_status ctq_probe_run_many(struct ctq_backend *const *bes, int n_be,
+				   const struct ctq_probe_layer *layer, enum ctq_probe_weights wp,
+				   enum ctq_probe_acts ap, int64_t M, uint64_t seed,
+				   const struct ctq_probe_policy *policy, struct ctq_probe_result *res,
+				   struct ctq_error *err);
 
 #endif

@@ -231,32 +231,37 @@ struct session {
 static enum ctq_status run_layer(struct session *S, const struct ctq_probe_layer *L,
 				 const bool *wsel, const bool *asel, struct ctq_error *err)
 {
+	struct ctq_backend *bes[3];
+	for (int bi = 0; bi < S->n_backends && bi < 3; bi++)
+		bes[bi] = &S->backends[bi];
 	for (int w = 0; w < CTQ_PW_COUNT; w++)
 		for (int a = 0; a < CTQ_PA_COUNT; a++)
-			for (size_t mi = 0; mi < S->n_m; mi++)
+			for (size_t mi = 0; mi < S->n_m; mi++) {
+				if (!wsel[w] || !asel[a])
+					continue;
+				/* the oracle once, every backend held to it */
+				struct ctq_probe_result res[3];
+				enum ctq_status st = ctq_probe_run_many(bes, S->n_backends, L,
+									(enum ctq_probe_weights)w,
+									(enum ctq_probe_acts)a, S->ms[mi],
+									(uint64_t)S->seed, S->policy, res, err);
+				if (st)
+					return st;
 				for (int bi = 0; bi < S->n_backends; bi++) {
-					if (!wsel[w] || !asel[a])
-						continue;
-					struct ctq_probe_result r;
-					enum ctq_status st = ctq_probe_run(&S->backends[bi], L,
-									   (enum ctq_probe_weights)w,
-									   (enum ctq_probe_acts)a, S->ms[mi],
-									   (uint64_t)S->seed, S->policy, &r,
-									   err);
-					if (st)
-						return st;
-					r.passed ? S->passed++ : S->failed++;
+					const struct ctq_probe_result *r = &res[bi];
+					r->passed ? S->passed++ : S->failed++;
 					printf("%-14s %6lld %6lld %5lld %-10s %-10s %-9s %5lld %5lld %11.3e %11.3e  %s\n",
-					       r.layer, (long long)r.K, (long long)r.N, (long long)r.M,
-					       ctq_probe_weights_name(r.weights), ctq_probe_acts_name(r.acts),
-					       r.backend, (long long)r.nan_count, (long long)r.inf_count,
-					       r.kernel_rel_l2, r.quant_rel_l2, r.passed ? "pass" : "FAIL");
-					if (!r.passed)
-						printf("    %s\n", r.reason);
+					       r->layer, (long long)r->K, (long long)r->N, (long long)r->M,
+					       ctq_probe_weights_name(r->weights), ctq_probe_acts_name(r->acts),
+					       r->backend, (long long)r->nan_count, (long long)r->inf_count,
+					       r->kernel_rel_l2, r->quant_rel_l2, r->passed ? "pass" : "FAIL");
+					if (!r->passed)
+						printf("    %s\n", r->reason);
 					fflush(stdout);
-					csv_row(S->csv, &r);
-					cJSON_AddItemToArray(S->rows, json_row(&r));
+					csv_row(S->csv, r);
+					cJSON_AddItemToArray(S->rows, json_row(r));
 				}
+			}
 	return CTQ_OK;
 }
 

@@ -71,3 +71,34 @@ Test(probe, checkpoint_weights_are_quantized_per_channel)
 	cr_expect(r.quant_rel_l2 > 0 && r.quant_rel_l2 < 0.05, "%g", r.quant_rel_l2);
 	ctq_backend_close(&b);
 }
+
+/* Several backends in one probe share the inputs and the oracle: each
+ * result equals the one its backend gets alone, and a defective backend
+ * beside a clean one fails alone. */
+Test(probe, many_backends_share_the_oracle)
+{
+	struct ctq_backend clean, bad;
+	struct ctq_error err = {0};
+	struct ctq_probe_policy pol;
+	ctq_probe_policy_default(&pol);
+	cr_assert_eq(ctq_backend_reference(&clean, &err), CTQ_OK);
+	cr_assert_eq(ctq_backend_reference(&bad, &err), CTQ_OK);
+	bad.defects = CTQ_DEFECT_SCALE_SHIFT;
+	struct ctq_backend *bes[2] = {&bad, &clean};
+	struct ctq_probe_result many[2], one[2];
+	cr_assert_eq(ctq_probe_run_many(bes, 2, &layer, CTQ_PW_PM127, CTQ_PA_OUTLIERS, 9, 5, &pol, many, &err),
+		     CTQ_OK, "%s", err.message);
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(ctq_probe_run(bes[i], &layer, CTQ_PW_PM127, CTQ_PA_OUTLIERS, 9, 5, &pol, &one[i], &err),
+			     CTQ_OK);
+	for (int i = 0; i < 2; i++) {
+		cr_expect_eq(many[i].passed, one[i].passed, "backend %d", i);
+		cr_expect_eq(many[i].kernel_rel_l2, one[i].kernel_rel_l2, "backend %d", i);
+		cr_expect_eq(many[i].quant_rel_l2, one[i].quant_rel_l2, "backend %d", i);
+		cr_expect_eq(many[i].max_abs_err, one[i].max_abs_err, "backend %d", i);
+		cr_expect_str_eq(many[i].reason, one[i].reason, "backend %d", i);
+	}
+	cr_expect(!many[0].passed && many[1].passed);
+	ctq_backend_close(&clean);
+	ctq_backend_close(&bad);
+}
