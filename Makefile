@@ -150,7 +150,15 @@ $(BUILD)/tests/gpu/test_plugin_gpu: CPPFLAGS += -DCTQ_TEST_BUILD_DIR='"$(BUILD)"
 help:
 	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
 
-$(BUILD)/%.o: %.c
+# Every C object depends on the flags it was compiled with (a stamp
+# rewritten when they change), so switching CUDA=0 / 1, SAN or CFLAGS in one
+# build folder rebuilds what they touch instead of linking a mix.
+CC_FLAGS_Q = $(subst ',,$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN))
+$(BUILD)/cc-flags.txt: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(CC_FLAGS_Q)' | cmp -s - $@ || echo '$(CC_FLAGS_Q)' > $@
+
+$(BUILD)/%.o: %.c $(BUILD)/cc-flags.txt
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -c $< -o $@
