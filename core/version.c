@@ -2,7 +2,6 @@
 #include "core/version.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #ifndef CTQ_BUILD_REVISION
@@ -27,11 +26,22 @@ const char *ctq_build_cuda_archs(void)
 	return CTQ_BUILD_CUDA_ARCHS;
 }
 
+size_t ctq_arch_next(const char **s, char *word, size_t cap)
+{
+	while (**s == ' ')
+		(*s)++;
+	const size_t n = strcspn(*s, " ");
+	if (cap)
+		snprintf(word, cap, "%.*s", (int)n, *s);
+	*s += n;
+	return n;
+}
+
 /* One entry "sm_86", "sm_90a", "compute_120": its number (86, 90, 120) and
  * whether it is architecture-specific (the "a" suffix). */
-static int parse_arch(const char *w, size_t n, const char *prefix, int *xy, int *specific)
+static int parse_arch(const char *w, const char *prefix, int *xy, int *specific)
 {
-	size_t p = strlen(prefix);
+	const size_t n = strlen(w), p = strlen(prefix);
 	if (n <= p || strncmp(w, prefix, p))
 		return 0;
 	int v = 0;
@@ -61,24 +71,19 @@ int ctq_archs_run_on(const char *s, int major, int minor, char *how, unsigned lo
 		how[0] = '\0';
 	/* as the driver picks: the newest machine code of the same major
 	 * version not newer than the GPU, else the newest PTX not newer */
-	while (*s) {
-		while (*s == ' ')
-			s++;
-		size_t n = strcspn(s, " ");
-		if (!n)
-			break;
+	char w[32];
+	while (ctq_arch_next(&s, w, sizeof w)) {
 		int xy, specific;
-		if (parse_arch(s, n, "sm_", &xy, &specific) && xy / 10 == major &&
+		if (parse_arch(w, "sm_", &xy, &specific) && xy / 10 == major &&
 		    (specific ? xy == cc : xy % 10 <= minor) && xy > best_sass) {
 			best_sass = xy;
-			snprintf(sass, sizeof sass, "%.*s", (int)n, s);
+			snprintf(sass, sizeof sass, "%s", w);
 		}
-		if (parse_arch(s, n, "compute_", &xy, &specific) && (specific ? xy == cc : xy <= cc) &&
+		if (parse_arch(w, "compute_", &xy, &specific) && (specific ? xy == cc : xy <= cc) &&
 		    xy > best_ptx) {
 			best_ptx = xy;
-			snprintf(ptx, sizeof ptx, "%.*s", (int)n, s);
+			snprintf(ptx, sizeof ptx, "%s", w);
 		}
-		s += n;
 	}
 	if (how && cap && sass[0])
 		snprintf(how, cap, "%s", sass);

@@ -4,6 +4,8 @@
 #ifndef CTQ_CORE_VERSION_H
 #define CTQ_CORE_VERSION_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -32,6 +34,11 @@ const char *ctq_build_cuda_archs(void);
  * covers it ("sm_86", or "compute_120 (PTX, compiled by the driver)"),
  * machine code preferred; "" when none does. */
 int ctq_build_runs_on(int major, int minor, char *how, unsigned long cap);
+/* The next entry of a list in CUDA_ARCH's form: skips blanks at *s,
+ * copies the entry into word (cap bytes, cut if longer), advances *s past
+ * it. Returns its length; 0 at the end of the list. */
+size_t ctq_arch_next(const char **s, char *word, size_t cap);
+
 /* The same rule over any list in CUDA_ARCH's form (tests). */
 int ctq_archs_run_on(const char *archs, int major, int minor, char *how, unsigned long cap);
 

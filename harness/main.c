@@ -73,23 +73,19 @@ static void print_gpu_code(FILE *f)
 		return;
 	}
 	char sass[512] = "", ptx[256] = "";
-	for (const char *s = a; *s;) {
-		while (*s == ' ')
-			s++;
-		size_t n = strcspn(s, " ");
-		if (!n)
-			break;
-		char *dst = !strncmp(s, "sm_", 3) ? sass : ptx;
+	char w[32];
+	for (const char *s = a; ctq_arch_next(&s, w, sizeof w);) {
+		char *dst = !strncmp(w, "sm_", 3) ? sass : ptx;
 		size_t cap = dst == sass ? sizeof sass : sizeof ptx, len = strlen(dst);
-		snprintf(dst + len, cap - len, "%s%.*s", len ? " " : "", (int)n, s);
-		s += n;
+		snprintf(dst + len, cap - len, "%s%s", len ? " " : "", w);
 	}
 	fprintf(f, "GPU code: machine code for %s; PTX %s\n", sass[0] ? sass : "none",
 		ptx[0] ? ptx : "none (no GPU newer than those runs it)");
 	fprintf(f, "          (make CUDA_ARCH=\"...\" or CUDA_ARCH=native chooses; a GPU none of these\n"
 		   "          covers is refused with its compute capability)\n");
 	fprintf(f, "W8A8 GEMM paths: sm90-wgmma on compute capability 9.0, sm80-mma on 8.x, 10.x and\n"
-		   "          12.x, gemv for decode-sized M, dp4a where neither takes the operands\n");
+		   "          12.x, gemv at M = 1 (M <= 16 without them), dp4a where neither takes\n"
+		   "          the operands\n");
 }
 
 int main(int argc, char **argv)

@@ -208,17 +208,9 @@ enum ctq_status ctq_run_begin(struct ctq_run *run, const char *out_dir, bool for
 	cJSON_AddStringToObject(ctq, "build_revision", ctq_build_revision());
 	/* the GPU code the binary carries (Makefile CUDA_ARCH) */
 	cJSON *archs = cJSON_AddArrayToObject(ctq, "cuda_archs");
-	for (const char *a = ctq_build_cuda_archs(); archs && *a;) {
-		while (*a == ' ')
-			a++;
-		size_t n = strcspn(a, " ");
-		if (!n)
-			break;
-		char w[32];
-		snprintf(w, sizeof w, "%.*s", (int)n, a);
+	char w[32];
+	for (const char *a = ctq_build_cuda_archs(); archs && ctq_arch_next(&a, w, sizeof w);)
 		cJSON_AddItemToArray(archs, cJSON_CreateString(w));
-		a += n;
-	}
 	ctq_kpaths_snapshot(&run->paths0);
 	/* the dispatch knobs of every run (CTQ_ARCH above all: which GPU
 	 * generation's choices the kernels made) */
