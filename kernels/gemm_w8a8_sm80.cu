@@ -92,8 +92,12 @@ template <int BK> __device__ __forceinline__ int swz(int r, int c)
 		return r * 64 + ((c ^ ((r >> 1) & 3)) << 4);
 }
 
-template <int BM_, int BN_, int BK_, int WM_, int WN_, int STAGES_> struct Sm80Config {
+template <int BM_, int BN_, int BK_, int WM_, int WN_, int STAGES_, bool PRED_ = false> struct Sm80Config {
 	static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, STAGES = STAGES_;
+	/* the copies past K's last tile: predicated off (zero-filling a stage
+	 * no step reads), which leaves the loop body one basic block the
+	 * compiler interleaves with the mma, or skipped behind a branch */
+	static constexpr bool PRED = PRED_;
 	static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
 	static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
 	static constexpr int MT = WM / 16, NT = WN / 8; /* m16 and n8 blocks per warp */
@@ -108,35 +112,63 @@ template <int BM_, int BN_, int BK_, int WM_, int WN_, int STAGES_> struct Sm80C
 	static_assert(SMEM <= 99 * 1024, "shared memory beyond what compute 8.6 allows a block");
 };
 
-/* Copies the BM × BK activation and BN × BK weight tiles at k0 into one
- * stage: rows beyond M or N and chunks beyond K are zero-filled. */
-template <class C>
-__device__ __forceinline__ void load_stage(uint8_t *st, const int8_t *__restrict__ q,
-					   const int8_t *__restrict__ w, int M, int N, int K, int m0,
-					   int n0, int k0)
-{
-	uint8_t *sa = st, *sb = st + C::A_BYTES;
+/* The copies of one thread into a stage: the BM × BK activation and BN ×
+ * BK weight tiles are 16-byte chunks, thread t taking chunk t % CH of rows
+ * t / CH, t / CH + RS, t / CH + 2 RS... (RS = THREADS / CH rows apart, a
+ * multiple of 8, so every copy of a thread has the same swizzle and its
+ * shared-memory offset is the first one's plus a constant). Everything
+ * that does not change along K is worked out once: the source of the first
+ * copy, which copies fall inside M (N), the chunk's K offset. A copy per
+ * K step is then one predicate and one address: rows beyond M or N and
+ * chunks beyond K are zero-filled (the source is then the operand's base,
+ * not read). */
+template <class C> struct StageCopier {
+	static constexpr int RS = C::THREADS / C::CH;
+	static constexpr int NA = C::BM / RS, NB = C::BN / RS;
+	static_assert(C::THREADS % C::CH == 0 && RS % 8 == 0, "one swizzle per thread");
+	static_assert(C::BM % RS == 0 && C::BN % RS == 0, "whole copies per thread");
+	static_assert(NA <= 32 && NB <= 32, "row masks");
+	const int8_t *a, *b; /* the first copy's source at k = 0 */
+	int64_t stride;      /* RS rows */
+	uint32_t a_rows, b_rows;
+	int kc, soff;
+
+	__device__ __forceinline__ StageCopier(const int8_t *q, const int8_t *w, int M, int N, int K, int m0,
+					       int n0)
+	{
+		const int r0 = (int)threadIdx.x / C::CH, ch = (int)threadIdx.x % C::CH;
+		kc = ch * 16;
+		soff = swz<C::BK>(r0, ch);
+		stride = (int64_t)RS * K;
+		a = q + (int64_t)(m0 + r0) * K + kc;
+		b = w + (int64_t)(n0 + r0) * K + kc;
+		a_rows = b_rows = 0;
 #pragma unroll
-	for (int i = 0; i < (C::BM * C::CH + C::THREADS - 1) / C::THREADS; i++) {
-		const int c = (int)threadIdx.x + i * C::THREADS;
-		if (C::BM * C::CH % C::THREADS == 0 || c < C::BM * C::CH) {
-			const int r = c / C::CH, ch = c % C::CH, gk = k0 + ch * 16;
-			const bool in = m0 + r < M && gk < K;
-			cp_async16(sa + swz<C::BK>(r, ch), in ? q + (size_t)(m0 + r) * (size_t)K + gk : q,
-				   in ? 16 : 0);
+		for (int i = 0; i < NA; i++)
+			a_rows |= (uint32_t)(m0 + r0 + i * RS < M) << i;
+#pragma unroll
+		for (int i = 0; i < NB; i++)
+			b_rows |= (uint32_t)(n0 + r0 + i * RS < N) << i;
+	}
+
+	/* One K tile at k0 into stage st; live false zero-fills it. */
+	__device__ __forceinline__ void load(uint8_t *st, const int8_t *q, const int8_t *w, int K, int k0,
+					     bool live = true) const
+	{
+		const bool kin = live && k0 + kc < K;
+		uint8_t *sa = st + soff, *sb = st + C::A_BYTES + soff;
+#pragma unroll
+		for (int i = 0; i < NA; i++) {
+			const bool in = kin && ((a_rows >> i) & 1u);
+			cp_async16(sa + i * RS * C::BK, in ? a + k0 + i * stride : q, in ? 16 : 0);
+		}
+#pragma unroll
+		for (int i = 0; i < NB; i++) {
+			const bool in = kin && ((b_rows >> i) & 1u);
+			cp_async16(sb + i * RS * C::BK, in ? b + k0 + i * stride : w, in ? 16 : 0);
 		}
 	}
-#pragma unroll
-	for (int i = 0; i < (C::BN * C::CH + C::THREADS - 1) / C::THREADS; i++) {
-		const int c = (int)threadIdx.x + i * C::THREADS;
-		if (C::BN * C::CH % C::THREADS == 0 || c < C::BN * C::CH) {
-			const int r = c / C::CH, ch = c % C::CH, gk = k0 + ch * 16;
-			const bool in = n0 + r < N && gk < K;
-			cp_async16(sb + swz<C::BK>(r, ch), in ? w + (size_t)(n0 + r) * (size_t)K + gk : w,
-				   in ? 16 : 0);
-		}
-	}
-}
+};
 
 /* The fragments of k32 step kk of a stage for this warp: MT m16 blocks of
  * activations at rows wm0.., NT n8 blocks of weights at rows wn0.. (one
@@ -164,14 +196,14 @@ __device__ __forceinline__ void load_frags(uint32_t (&a)[C::MT][4], uint32_t (&b
 	}
 }
 
-template <int BM, int BN, int BK, int WM, int WN, int STAGES>
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool PRED>
 __global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN))
 gemm_w8a8_sm80_kernel(const int8_t *__restrict__ q, const int8_t *__restrict__ w,
 		      const float *__restrict__ s_a, const float *__restrict__ s_w,
 		      const float *__restrict__ bias, int M, int N, int K,
 		      int32_t *__restrict__ acc_out, uint16_t *__restrict__ y, bool pair_stores)
 {
-	using C = Sm80Config<BM, BN, BK, WM, WN, STAGES>;
+	using C = Sm80Config<BM, BN, BK, WM, WN, STAGES, PRED>;
 	extern __shared__ __align__(128) uint8_t smem80[];
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int wm0 = (warp / C::WARPS_N) * WM, wn0 = (warp % C::WARPS_N) * WN;
@@ -183,6 +215,7 @@ gemm_w8a8_sm80_kernel(const int8_t *__restrict__ q, const int8_t *__restrict__ w
 	 * s_a and y belong to the kernels around this one */
 	pdl_wait();
 
+	const StageCopier<C> copier(q, w, M, N, K, m0, n0);
 	int32_t acc[C::MT][C::NT][4];
 #pragma unroll
 	for (int i = 0; i < C::MT; i++)
@@ -195,7 +228,7 @@ gemm_w8a8_sm80_kernel(const int8_t *__restrict__ q, const int8_t *__restrict__ w
 #pragma unroll
 	for (int s = 0; s < STAGES - 1; s++) {
 		if (s < k_tiles)
-			load_stage<C>(smem80 + s * C::STAGE_BYTES, q, w, M, N, K, m0, n0, s * BK);
+			copier.load(smem80 + s * C::STAGE_BYTES, q, w, K, s * BK);
 		cp_async_commit(); /* empty groups too: the wait below counts groups */
 	}
 
@@ -225,9 +258,11 @@ gemm_w8a8_sm80_kernel(const int8_t *__restrict__ q, const int8_t *__restrict__ w
 					      (kk + 1) % KK, wm0, wn0, lane);
 			if (kk == 0) {
 				const int nk = kt + STAGES - 1;
-				if (nk < k_tiles)
-					load_stage<C>(smem80 + (nk % STAGES) * C::STAGE_BYTES, q, w, M, N, K, m0,
-						      n0, nk * BK);
+				if (C::PRED)
+					copier.load(smem80 + (nk % STAGES) * C::STAGE_BYTES, q, w, K, nk * BK,
+						    nk < k_tiles);
+				else if (nk < k_tiles)
+					copier.load(smem80 + (nk % STAGES) * C::STAGE_BYTES, q, w, K, nk * BK);
 				cp_async_commit();
 			}
 #pragma unroll
@@ -242,6 +277,34 @@ gemm_w8a8_sm80_kernel(const int8_t *__restrict__ q, const int8_t *__restrict__ w
 	/* the epilogue from registers: row g (and g + 8) of each m16 block,
 	 * columns 2t, 2t + 1 of each n8 block as one 32-bit BF16 pair */
 	const int g = lane >> 2, t = lane & 3;
+	if (pair_stores && !acc_out && m0 + wm0 + WM <= M && n0 + wn0 + WN <= N) {
+		/* the warp's tile lies inside the output: no bounds, the scales
+		 * and biases of its columns loaded once, one row address per
+		 * row and the n8 blocks at constant offsets from it */
+		float sw[C::NT][2], bb[C::NT][2];
+#pragma unroll
+		for (int j = 0; j < C::NT; j++) {
+			const int n = n0 + wn0 + j * 8 + 2 * t;
+			sw[j][0] = s_w ? s_w[n] : 0.0f;
+			sw[j][1] = s_w ? s_w[n + 1] : 0.0f;
+			bb[j][0] = bias ? bias[n] : 0.0f;
+			bb[j][1] = bias ? bias[n + 1] : 0.0f;
+		}
+#pragma unroll
+		for (int i = 0; i < C::MT; i++)
+#pragma unroll
+			for (int h = 0; h < 2; h++) {
+				const int m = m0 + wm0 + i * 16 + g + 8 * h;
+				const float sa = s_a[m];
+				uint16_t *row = y + (size_t)m * (size_t)N + (size_t)(n0 + wn0 + 2 * t);
+#pragma unroll
+				for (int j = 0; j < C::NT; j++)
+					*(uint32_t *)(row + j * 8) =
+						epilogue_pair(acc[i][j][2 * h], acc[i][j][2 * h + 1], sa, sw[j][0],
+							      sw[j][1], bb[j][0], bb[j][1]);
+			}
+		return;
+	}
 #pragma unroll
 	for (int j = 0; j < C::NT; j++) {
 		const int n = n0 + wn0 + j * 8 + 2 * t;
@@ -303,7 +366,7 @@ static int sm80_sm_count(void)
 
 template <class C> static auto kernel_of(void)
 {
-	return gemm_w8a8_sm80_kernel<C::BM, C::BN, C::BK, C::WM, C::WN, C::STAGES>;
+	return gemm_w8a8_sm80_kernel<C::BM, C::BN, C::BK, C::WM, C::WN, C::STAGES, C::PRED>;
 }
 
 /* The dynamic shared-memory opt-in, once per device (tensor-parallel ranks
@@ -370,25 +433,32 @@ static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a
  * tile allows (32 mma per 8 ldmatrix.x4 per k32 step: the shared-memory
  * bandwidth a warp needs stays below what an SM gives). Every stage count
  * keeps a CTA within the 99 KiB compute 8.6 allows. */
-using T0 = Sm80Config<128, 256, 64, 64, 64, 3>; /* 8 warps, 72 KiB */
-using T1 = Sm80Config<128, 128, 64, 64, 64, 4>; /* 4 warps, 64 KiB */
-using T2 = Sm80Config<64, 128, 64, 32, 64, 4>;  /* 4 warps, 48 KiB */
-using T3 = Sm80Config<64, 64, 64, 32, 32, 4>;   /* 4 warps, 32 KiB */
-using T4 = Sm80Config<32, 64, 64, 16, 32, 6>;   /* 4 warps, 36 KiB: M <= 32 */
-using T5 = Sm80Config<16, 64, 128, 16, 16, 6>;  /* 4 warps, 60 KiB: M <= 16 */
+using T0 = Sm80Config<128, 256, 64, 64, 64, 4>;        /* 8 warps, 96 KiB */
+using T1 = Sm80Config<128, 128, 128, 64, 64, 3, true>; /* 4 warps, 96 KiB */
+using T2 = Sm80Config<64, 128, 64, 32, 64, 4>;         /* 4 warps, 48 KiB */
+using T3 = Sm80Config<64, 64, 64, 32, 32, 4>;          /* 4 warps, 32 KiB */
+using T4 = Sm80Config<32, 64, 64, 16, 32, 6>;          /* 4 warps, 36 KiB: M <= 32 */
+using T5 = Sm80Config<16, 64, 128, 16, 16, 6>;         /* 4 warps, 60 KiB: M <= 16 */
 
-/* cost: time per output element on a full GPU relative to 128 x 128 (the
- * fastest per element), measured with every SM busy: gate_up (K 2560, N
- * 19456) at M = 4096 on the H200 through build/tools/bench_tiles
- * (reports/baselines/h200/2026-12-03-archs/call1-2d520ca/tiles-mma-peak.txt:
- * 748, 644, 717, 833, 1254, 1568 us). */
+/* cost: time per output element on a full GPU relative to 128 x 128 x 128
+ * (the fastest per element), the geometric mean over the Qwen3-4B linear
+ * shapes at M = 1024, 2048, 4096, 8192 on the H200 through
+ * build/tools/bench_tiles (reports/baselines/h200/2026-12-03-sm80-tiles/
+ * tiles-call4.txt, the U columns for the predicated copies). Measured there
+ * and dropped (docs/kernels.md, "Tuning the compute 8.x GEMM"): 256 x 128
+ * (the 128 x 256 tile's time within 1%), three stages at 128 x 256 (3%
+ * slower), 128 x 128 x 64/4 (3% slower than BK 128, never picked), eight
+ * 32 x 64 warps under 128 registers (spills: 1.5x slower), copies spread
+ * over the k32 steps (2-15% slower), predicated copies in the 128 x 256 and
+ * 64 x 128 tiles (up to 24% slower there; 4-7% faster at 128 x 128 on 11
+ * of 16 points). */
 static const struct sm80_tile tiles[] = {
-	{"128x256x64/3", 128, 256, 1.16, launch<T0>, blocks_per_sm<T0>},
-	{"128x128x64/4", 128, 128, 1.00, launch<T1>, blocks_per_sm<T1>},
-	{"64x128x64/4", 64, 128, 1.11, launch<T2>, blocks_per_sm<T2>},
-	{"64x64x64/4", 64, 64, 1.29, launch<T3>, blocks_per_sm<T3>},
-	{"32x64x64/6", 32, 64, 1.95, launch<T4>, blocks_per_sm<T4>},
-	{"16x64x128/6", 16, 64, 2.43, launch<T5>, blocks_per_sm<T5>},
+	{"128x256x64/4", 128, 256, 1.102, launch<T0>, blocks_per_sm<T0>},
+	{"128x128x128/3", 128, 128, 1.000, launch<T1>, blocks_per_sm<T1>},
+	{"64x128x64/4", 64, 128, 1.150, launch<T2>, blocks_per_sm<T2>},
+	{"64x64x64/4", 64, 64, 1.449, launch<T3>, blocks_per_sm<T3>},
+	{"32x64x64/6", 32, 64, 2.087, launch<T4>, blocks_per_sm<T4>},
+	{"16x64x128/6", 16, 64, 2.573, launch<T5>, blocks_per_sm<T5>},
 };
 #define N_SM80_TILES ((int)(sizeof tiles / sizeof *tiles))
 
@@ -406,7 +476,9 @@ extern "C" const char *ctq_gemm_sm80_tile_name(int tile)
  * (occ, the occupancy the device reports for the tile) and lasts as long
  * as one SM takes for its occ tiles, occ x BM x BN x cost; a tile taller
  * than M pays for its empty rows. On the H200 this picks the fastest tile
- * at every Qwen3-4B point measured (M = 64, 1024, 4096; the same file). */
+ * at 11 of the 16 Qwen3-4B points measured (M = 1024 to 8192; the same
+ * file), one within 2% at two more, and loses 13.7% at qkv M = 1024,
+ * 5.1% at down M = 2048 and 12.8% at down M = 8192. */
 extern "C" int ctq_gemm_sm80_pick(int64_t M, int64_t N, int64_t K)
 {
 	(void)K;

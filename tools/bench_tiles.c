@@ -6,9 +6,13 @@
  * activation copies that one pass touches 3x the L2; 20 calls are captured
  * into a CUDA graph, the graph replayed 15 times, per-call median printed.
  * Not a test, not a product command (tools/h200-session.sh tiles).
- * usage: build/tools/bench_tiles [M,M,...] */
+ * usage: build/tools/bench_tiles [M,M,...]
+ * BENCH_TILES_SHAPES=gate_up,down runs those shapes only; BENCH_TILES_ONLY=0,3
+ * those tiles only (no pick, GEMV or sm90 column): what a profiler run
+ * (tools/h200-session.sh tilesprof) narrows to. */
 #include <cuda_runtime_api.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +35,26 @@
 	} while (0)
 
 static cudaStream_t st;
+
+/* true when name is an item of the comma list in environment variable var,
+ * or var is unset */
+static bool listed(const char *var, const char *name)
+{
+	const char *l = getenv(var);
+	if (!l || !*l)
+		return true;
+	const size_t n = strlen(name);
+	for (const char *p = l; *p;) {
+		const char *e = strchr(p, ',');
+		const size_t len = e ? (size_t)(e - p) : strlen(p);
+		if (len == n && !strncmp(p, name, n))
+			return true;
+		if (!e)
+			break;
+		p = e + 1;
+	}
+	return false;
+}
 
 /* kind: 0 an sm80 tile (tile), 1 the sm80 pick, 2 gemv, 3 the sm90 pick */
 static int launch(int kind, int tile, const int8_t *q, const int8_t *w, const float *sa, const float *sw,
@@ -85,6 +109,8 @@ int main(int argc, char **argv)
 	printf(" %13s %8s %8s%s\n", "sm80 pick", "(tile)", "gemv", sm90 ? "     sm90" : "");
 	for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
 		const int64_t K = shapes[si].K, N = shapes[si].N;
+		if (!listed("BENCH_TILES_SHAPES", shapes[si].name))
+			continue;
 		for (int mi = 0; mi < nm; mi++) {
 			const int64_t M = Ms[mi];
 			const size_t touched = (size_t)(M * K + N * K + 2 * M * N);
@@ -119,6 +145,12 @@ int main(int argc, char **argv)
 			const int nt = ctq_gemm_sm80_tiles();
 			for (int col = 0; col < nt + 3; col++) {
 				const int kind = col < nt ? 0 : col - nt + 1;
+				char idx[16];
+				snprintf(idx, sizeof idx, "%d", col);
+				if (getenv("BENCH_TILES_ONLY") && (kind != 0 || !listed("BENCH_TILES_ONLY", idx))) {
+					printf(" %13s", "");
+					continue;
+				}
 				if ((kind == 2 && M > 16) || (kind == 3 && !sm90)) {
 					printf(" %8s", kind == 2 ? "-" : "");
 					continue;

@@ -6,7 +6,7 @@
 # Usage: tools/h200-session.sh OUT_DIR [stage...]
 #   stages: build tests oracle probe bench smollm2 (and, by name: tp tpeval
 #   gputests benchref quick gemm serve decodeprof
-#   prefillprof ops plugin knobab peers archs tiles)
+#   prefillprof ops plugin knobab peers archs tiles tilesprof)
 # CTQ_BUILD_ARCH: the build's CUDA_ARCH (default: the Makefile's fat list).
 # archs: the GPU code of every architecture (Step 17): cuobjdump's listing
 # of build/ctq, the GPU kernel tests at the GPU's own dispatch and under
@@ -14,6 +14,10 @@
 # gemm with every path side by side (--paths), a short bench model and the
 # qwen3-4b shape probes under the forced architecture; into OUT/archs-*.
 # tiles: build/tools/bench_tiles (each sm80 tile, the pick, the GEMV).
+# tilesprof: Nsight Compute on single sm80 tiles (CTQ_PROF_TILES, indices
+# into the tile table; default 0 1) at CTQ_PROF_SHAPE (gate_up) and
+# CTQ_PROF_M (4096): speed of light, warp stalls, memory tables; into
+# OUT/tilesprof-T.txt.
 # knobab: interleaved A/B of dispatch knobs (backend/knobs.h) on bench model,
 # W8A8 against BF16 at 128-token prompts: CTQ_AB_VARIANTS is a list of
 # variants separated by ';', each a space-separated list of VAR=value (or
@@ -296,6 +300,18 @@ if has tiles; then
 	step "tiles: sm80 tiles, pick, gemv"
 	./build/tools/mma_peak 2>&1 | tee -a "$out/tiles.txt" | tee -a "$log"
 	timeout 300 ./build/tools/bench_tiles ${CTQ_TILES_M:-} 2>&1 | tee "$out/tiles.txt" | tee -a "$log"
+fi
+if has tilesprof; then
+	for t in ${CTQ_PROF_TILES:-0 1}; do
+		step "tilesprof: ncu on sm80 tile $t"
+		BENCH_TILES_SHAPES=${CTQ_PROF_SHAPE:-gate_up} BENCH_TILES_ONLY=$t timeout 240 \
+			ncu --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+			--section MemoryWorkloadAnalysis_Tables --section WarpStateStats --section Occupancy \
+			--section LaunchStats --section SchedulerStats --print-details all -k regex:gemm_w8a8_sm80 --launch-skip 20 --launch-count 1 \
+			./build/tools/bench_tiles "${CTQ_PROF_M:-4096}" >"$out/tilesprof-$t.txt" 2>&1
+		grep -E "Duration|Throughput|Busy|Pipe|Stall|Warp Cycles|Issued|Eligible|Achieved Occ|Registers|L2 Hit|Bank" \
+			"$out/tilesprof-$t.txt" | head -60 | tee -a "$log"
+	done
 fi
 # archs is the five below; each may be named alone
 has archs && stages="$stages archs-code archs-tests archs-gemm archs-model archs-probe"
