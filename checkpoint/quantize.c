@@ -2,6 +2,7 @@
  * (see quantize.h). */
 #include "checkpoint/quantize.h"
 #include "checkpoint/target.h"
+#include "core/hf_config.h"
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/numerics.h"
@@ -21,7 +22,6 @@
 #include <omp.h>
 #endif
 
-#define CONFIG_MAX_BYTES ((size_t)64 << 20)
 #define AUX_MAX_BYTES ((size_t)1 << 30)
 
 /* ---- the quantization_config block --------------------------------------- */
@@ -507,13 +507,8 @@ done:
 static enum ctq_status read_config(const char *path, cJSON **config, struct ctq_error *err)
 {
 	enum ctq_status st;
-	if ((st = ctq_json_load_file(path, CONFIG_MAX_BYTES, NULL, config, err)))
+	if ((st = ctq_hf_config_load(path, config, NULL, NULL, 0, err)))
 		return st;
-	if (!cJSON_IsObject(*config)) {
-		st = ctq_error_set(err, CTQ_ERR_PARSE, path, "is a JSON %s; expected an object",
-				   ctq_json_type_name(*config));
-		return st;
-	}
 	if (ctq_json_get(*config, "text_config")) {
 		/* A multimodal model's vision Linear modules are not enumerated:
 		 * they would be neither quantized nor listed in ignore, and a

@@ -3,6 +3,7 @@
 #include "eval/kld.h"
 #include "core/arena.h"
 #include "core/fileio.h"
+#include "core/hf_config.h"
 #include "core/json.h"
 #include "core/sha256.h"
 #include "core/time.h"
@@ -122,30 +123,18 @@ static void sha_hex(const void *data, size_t n, char hex[65])
  * (quantization_config: 8; ctq_simulated_weight_bits: that). */
 static enum ctq_status model_config(struct ctq_kld_model *m, struct ctq_error *err)
 {
-	char path[1100];
-	snprintf(path, sizeof path, "%s/config.json", m->dir);
-	char *text = NULL;
-	size_t len = 0;
-	enum ctq_status st = ctq_file_read(path, (size_t)16 << 20, &text, &len, err);
-	if (st)
-		return st;
-	sha_hex(text, len, m->config_sha);
 	cJSON *root = NULL;
 	struct ctq_model_config cfg;
-	if (!(st = ctq_json_parse(text, len, path, NULL, &root, err)) &&
-	    !(st = ctq_model_config_parse(&cfg, root, err))) {
+	enum ctq_status st = ctq_hf_config_load(m->dir, &root, m->config_sha, NULL, 0, err);
+	if (!st && !(st = ctq_model_config_parse(&cfg, root, err)) &&
+	    !(st = ctq_hf_config_context(root, &m->context, err))) {
 		m->vocab = cfg.vocab;
-		const cJSON *mp = ctq_json_get(root, "max_position_embeddings");
-		m->context = cJSON_IsNumber(mp) && mp->valuedouble >= 1 && mp->valuedouble < 1e9
-				     ? (int64_t)mp->valuedouble
-				     : 0;
 		const cJSON *wb = ctq_json_get(root, "ctq_simulated_weight_bits");
 		m->weight_bits = cJSON_IsNumber(wb) ? (int)wb->valuedouble
 				 : ctq_json_get(root, "quantization_config") ? 8
 									     : 0;
 	}
 	cJSON_Delete(root);
-	ctq_free(text);
 	return st;
 }
 
@@ -372,9 +361,9 @@ enum ctq_status ctq_kld_open(struct ctq_kld_run *r, const struct ctq_kld_options
 	if (o->ctx < 4)
 		return ctq_error_set(err, CTQ_ERR_USAGE, "--ctx", "is %ld; a window needs at least 4 tokens", o->ctx);
 	enum ctq_status st;
-	/* The backends first: no GPU is exit 3 before any tokenizing. */
-	if ((st = ctq_backend_open_tp(r->b, o->backend, (int)o->tp, CTQ_ACT_NUMERICS_CTQ, &r->group, err)) ||
-	    (st = model_config(&r->base, err)) || (st = model_config(&r->cand, err)))
+	/* The inputs first (configs, tokenizer, texts), then the backends: a
+	 * missing text or a broken config is what is said, on any machine. */
+	if ((st = model_config(&r->base, err)) || (st = model_config(&r->cand, err)))
 		return st;
 	for (int i = 0; i < 2; i++) {
 		const struct ctq_kld_model *m = i ? &r->cand : &r->base;
@@ -383,7 +372,8 @@ enum ctq_status ctq_kld_open(struct ctq_kld_run *r, const struct ctq_kld_options
 					     "max_position_embeddings is %lld; --ctx %ld does not fit",
 					     (long long)m->context, o->ctx);
 	}
-	if ((st = open_tokenizer(r, err)) || (st = read_sources(r, err)) || (st = lay_windows(r, err)))
+	if ((st = open_tokenizer(r, err)) || (st = read_sources(r, err)) || (st = lay_windows(r, err)) ||
+	    (st = ctq_backend_open_tp(r->b, o->backend, (int)o->tp, CTQ_ACT_NUMERICS_CTQ, &r->group, err)))
 		return st;
 	r->b[0].ops->describe(&r->b[0], r->device, sizeof r->device);
 	if (o->tp > 1) {

@@ -121,9 +121,10 @@ struct ctq_kld_run {
 	struct ctq_strbuf table;     /* the summary (stdout and summary.md) */
 };
 
-/* Opens the backend ranks (no GPU is env-error before anything else), the
- * models' configs and the tokenizer (the two must tokenize alike and share
- * a vocabulary), reads and tokenizes the sources and lays out the windows.
+/* Reads the models' configs and the tokenizer (the two must tokenize alike
+ * and share a vocabulary), reads and tokenizes the sources, lays out the
+ * windows, and only then opens the backend ranks (no GPU is env-error): the
+ * inputs are checked first.
  * r is zeroed first and safe to free on error. Errors: usage (no text, a
  * source shorter than one window, with the numbers; ctx beyond a model's
  * context; models that differ in vocabulary or tokenizer), io-error,

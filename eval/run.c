@@ -5,6 +5,7 @@
 #include "eval/remote.h"
 #include "net/openai.h"
 #include "core/fileio.h"
+#include "core/hf_config.h"
 #include "core/json.h"
 #include "core/sha256.h"
 #include "core/time.h"
@@ -68,23 +69,12 @@ static enum ctq_status model_open(struct ctq_eval_model *m, const char *tokenize
 		m->context = ctxlen;
 		return st;
 	}
-	char cfg[1100];
-	snprintf(cfg, sizeof cfg, "%s/config.json", m->dir);
-	sha_file_hex(cfg, m->config_sha);
 	cJSON *root = NULL;
-	if ((st = ctq_json_load_file(cfg, (size_t)16 << 20, NULL, &root, err)))
+	if ((st = ctq_hf_config_load(m->dir, &root, m->config_sha, NULL, 0, err)))
 		return st;
-	const cJSON *mp = ctq_json_get(root, "max_position_embeddings");
-	if (!mp)
-		mp = ctq_json_get(ctq_json_get(root, "text_config"), "max_position_embeddings");
-	long ctxlen = 0;
-	if (mp && (st = ctq_json_int(mp, "max_position_embeddings", 2, 1L << 24, &ctxlen, err))) {
-		cJSON_Delete(root);
-		return st;
-	}
-	m->context = ctxlen;
+	st = ctq_hf_config_context(root, &m->context, err);
 	cJSON_Delete(root);
-	return CTQ_OK;
+	return st;
 }
 
 /* ---- aggregation ---------------------------------------------------------------- */
@@ -308,13 +298,15 @@ enum ctq_status ctq_eval_run_open(struct ctq_eval_run *r, const struct ctq_eval_
 				     o->n_subjects, o->shots > 0, err)) ||
 	    (st = check_data(r, err)))
 		return st;
-	/* The backends first: no GPU is exit 3 before any tokenizing. A run
-	 * whose models are all behind servers opens none. */
+	/* The inputs first (data above, the models' configs and tokenizers),
+	 * then the backends, before the prompts are tokenized: a broken input
+	 * is what is said on any machine, and no GPU is exit 3 before the long
+	 * part. A run whose models are all behind servers opens none. */
 	const bool local = r->cand.dir || r->base.dir;
-	if (local && (st = ctq_backend_open_tp(r->b, o->backend, (int)o->tp, o->numerics, &r->group, err)))
-		return st;
 	if ((st = model_open(&r->cand, o->tokenizer, o, err)) ||
-	    (r->have_ref && (st = model_open(&r->base, o->tokenizer, o, err))) || (st = prepare(r, err)))
+	    (r->have_ref && (st = model_open(&r->base, o->tokenizer, o, err))) ||
+	    (local && (st = ctq_backend_open_tp(r->b, o->backend, (int)o->tp, o->numerics, &r->group, err))) ||
+	    (st = prepare(r, err)))
 		return st;
 	char *desc = r->device;
 	if (!local) {

@@ -117,9 +117,9 @@ struct ctq_eval_run {
 	struct ctq_strbuf table;       /* the summary (stdout and summary.md) */
 };
 
-/* Loads the data, opens the backend ranks (before any tokenizing: no GPU is
- * env-error first), the tokenizers and configs, and prepares the
- * questions. r is zeroed first and safe to free on error. Errors: usage
+/* Loads the data, the tokenizers and configs (the inputs first), opens the
+ * backend ranks (before the prompts are tokenized: no GPU is env-error
+ * before the long part), and prepares the questions. r is zeroed first and safe to free on error. Errors: usage
  * (too many subjects, a split without answers, no questions), the
  * loaders', the backend's, nomem. */
 enum ctq_status ctq_eval_run_open(struct ctq_eval_run *r, const struct ctq_eval_run_options *o,

@@ -1,5 +1,6 @@
 /* The bench model family (see bench_model.h). */
 #include "families/bench_model.h"
+#include "core/hf_config.h"
 #include "core/arena.h"
 #include "families/verdict.h"
 #include "core/json.h"
@@ -77,11 +78,9 @@ static double median_of(double *v, size_t n)
  * ("bfloat16" -> "BF16"); "model" when config.json cannot be read. */
 static void model_kind(const char *dir, char *buf, size_t cap)
 {
-	char path[1300];
-	snprintf(path, sizeof path, "%s/config.json", dir);
 	snprintf(buf, cap, "model");
 	cJSON *c = NULL;
-	if (!*dir || ctq_json_load_file(path, (size_t)16 << 20, NULL, &c, NULL))
+	if (!*dir || ctq_hf_config_load(dir, &c, NULL, NULL, 0, NULL))
 		return;
 	const cJSON *q = ctq_json_get(c, "quantization_config");
 	if (cJSON_IsObject(q)) {

@@ -26,7 +26,8 @@ static void help(void)
 	       "\n"
 	       "options:\n"
 	       "  --ref-model DIR    baseline checkpoint (e.g. BF16): run first, gains reported\n"
-	       "  --backend B        cuda (default) or reference\n"
+	       "  --backend B        cuda or reference (default: cuda when a CUDA device\n"
+	       "                     opens, else reference; said on stderr)\n"
 	       "  --batch LIST       sequences per run (default 1)\n"
 	       "  --input-len LIST   prompt tokens (default 128)\n"
 	       "  --output-len N     generated tokens (default 32)\n"
@@ -164,7 +165,7 @@ int ctq_cmd_bench_model(int argc, char **argv)
 {
 	const char *model = NULL, *ref = NULL;
 	struct ctq_opt_out out = {0};
-	struct ctx C = {.o = {.backend = "cuda", .batches = {1}, .lens = {128}, .out_len = 32,
+	struct ctx C = {.o = {.backend = NULL, .batches = {1}, .lens = {128}, .out_len = 32,
 			      .warmup = 1, .reps = 3, .seed = 1, .n_b = 1, .n_l = 1, .tp = 1}};
 	const struct ctq_opt opts[] = {
 		CTQ_OPT_STR("--model", &model),
@@ -184,11 +185,13 @@ int ctq_cmd_bench_model(int argc, char **argv)
 				     "--model DIR is required (see --help)");
 	if (prc >= 0)
 		return prc;
-	if (!ctq_opt_model_dir("bench model", "--model", model) ||
-	    !ctq_opt_model_dir("bench model", "--ref-model", ref))
-		return ctq_status_exit_code(CTQ_ERR_IO);
+	if (!ctq_opt_model_dir("bench model", "--model", model, &prc) ||
+	    !ctq_opt_model_dir("bench model", "--ref-model", ref, &prc))
+		return prc;
 	if (!ctq_opt_out_ok("bench model", &out))
 		return CTQ_EXIT_USAGE;
+	if (!C.o.backend)
+		C.o.backend = ctq_opt_backend_default("bench model");
 	struct ctq_error err = {0};
 	struct ctq_run run;
 	struct ctq_csv csv, gcsv;

@@ -39,7 +39,8 @@ static void help(void)
 	       "  --arrival A          closed (default: C clients back to back) or\n"
 	       "                       poisson:RATE (requests per second, seeded)\n"
 	       "  --seed S             prompt and arrival seed (default 1)\n"
-	       "  --backend B          cuda (default) or reference\n"
+	       "  --backend B          cuda or reference (default: cuda when a CUDA device\n"
+	       "                       opens, else reference; said on stderr)\n"
 	       "  --tp N               tensor parallelism over N ranks (default 1): GPUs 0..N-1\n"
 	       "                       with NCCL, or N in-process ranks on the reference backend\n"
 	       "  --out DIR            run directory (default runs/<UTC time>-<revision>)\n"
@@ -82,7 +83,7 @@ static bool opt_arrival(const char *cmd, const char *name, const char *v, void *
 /* As ctq_opt_parse: -1 when the command may run, else its exit code. */
 static int parse(int argc, char **argv, struct serve_opts *o)
 {
-	*o = (struct serve_opts){.so = {.backend = "cuda", .requests = 64, .concurrency = 8, .input_len = 128,
+	*o = (struct serve_opts){.so = {.backend = NULL, .requests = 64, .concurrency = 8, .input_len = 128,
 					.output_len = 32, .seed = 1, .max_tokens = -1, .tp = 1}};
 	struct ctq_bench_serve_options *so = &o->so;
 	const struct ctq_opt opts[] = {
@@ -105,8 +106,10 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 				    "--model DIR is required (see --help)");
 	if (rc >= 0)
 		return rc;
-	if (!ctq_opt_model_dir("bench serve", "--model", so->model))
-		return ctq_status_exit_code(CTQ_ERR_IO);
+	if (!ctq_opt_model_dir("bench serve", "--model", so->model, &rc))
+		return rc;
+	if (!so->backend)
+		so->backend = ctq_opt_backend_default("bench serve");
 	if (!so->max_batch)
 		so->max_batch = so->concurrency;
 	if (!so->cache_len)

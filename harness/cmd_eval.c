@@ -44,7 +44,8 @@ static void help(void)
 	       "  --limit N            first N questions of each subject (default all)\n"
 	       "  --protocol P         original (default: Hendrycks, C-Eval, CMMLU scripts) or\n"
 	       "                       lm-eval (lm-evaluation-harness mmlu / ceval-valid)\n"
-	       "  --backend B          cuda (default) or reference\n"
+	       "  --backend B          cuda or reference (default: cuda when a CUDA device\n"
+	       "                       opens, else reference; said on stderr)\n"
 	       "  --act-numerics N     W8A8 activation numerics: ctq (default: amax / 127, an\n"
 	       "                       int8 GEMM, as vLLM) or transformers (compressed-tensors'\n"
 	       "                       fake quantization: amax / 127.5, dequantized operands, a\n"
@@ -246,7 +247,6 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "ctq eval: unknown benchmark \"%s\"; expected mmlu, ceval or cmmlu\n", argv[1]);
 		return CTQ_EXIT_USAGE;
 	}
-	o->backend = "cuda";
 	o->shots = 5;
 	o->slots = 32;
 	o->tp = 1;
@@ -302,14 +302,20 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				"model folder or its tokenizer.json)\n");
 		return CTQ_EXIT_USAGE;
 	}
-	if (!ctq_opt_model_dir("eval", "--model", o->model) ||
-	    !ctq_opt_model_dir("eval", "--ref-model", o->ref))
-		return ctq_status_exit_code(CTQ_ERR_IO);
+	if (!ctq_opt_model_dir("eval", "--model", o->model, &rc) ||
+	    !ctq_opt_model_dir("eval", "--ref-model", o->ref, &rc))
+		return rc;
 	if (!ctq_protocol_id(o->bench, o->protocol)) {
 		fprintf(stderr, "ctq eval: %s has no %s protocol (the spec defines none); use original\n",
 			ctq_bench_name(o->bench), ctq_protocol_name(o->protocol));
 		return CTQ_EXIT_USAGE;
 	}
+	/* --backend's default: no model here runs locally behind --url; the
+	 * reference numerics run on the reference backend only */
+	if (!o->backend)
+		o->backend = !o->model && !o->ref ? "reference"
+			     : o->numerics != CTQ_ACT_NUMERICS_CTQ ? "reference"
+								    : ctq_opt_backend_default("eval");
 	if (!ctq_opt_act_numerics_backend("eval", o->numerics, o->backend))
 		return CTQ_EXIT_USAGE;
 	if (!ctq_opt_out_ok("eval", &o->out))

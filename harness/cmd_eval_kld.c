@@ -44,7 +44,8 @@ static void help(void)
 	       "                     --kl-divergence or tests/oracle/kld_hf.py on the same text)\n"
 	       "  --tokenizer PATH   tokenizer.json or its folder (default: the models'; they\n"
 	       "                     must be the same file)\n"
-	       "  --backend B        cuda (default) or reference\n"
+	       "  --backend B        cuda or reference (default: cuda when a CUDA device\n"
+	       "                     opens, else reference; said on stderr)\n"
 	       "  --tp N             tensor parallelism over N ranks (default 1)\n"
 	       "  --policy FILE      thresholds of the verdict (default: built-in, which\n"
 	       "                     policies/kld.json holds with the reasons)\n"
@@ -104,7 +105,6 @@ static bool opt_source(const char *cmd, const char *name, const char *v, void *d
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	struct ctq_kld_options *k = &o->k;
-	k->backend = "cuda";
 	k->ctx = CTQ_KLD_DEFAULT_CTX;
 	k->tp = 1;
 	k->texts = o->texts;
@@ -139,9 +139,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "ctq eval kld: no text: give --text FILE or --data DIR (see --help)\n");
 		return CTQ_EXIT_USAGE;
 	}
-	if (!ctq_opt_model_dir("eval kld", "--model", k->model) ||
-	    !ctq_opt_model_dir("eval kld", "--ref-model", k->ref))
-		return ctq_status_exit_code(CTQ_ERR_IO);
+	if (!ctq_opt_model_dir("eval kld", "--model", k->model, &rc) ||
+	    !ctq_opt_model_dir("eval kld", "--ref-model", k->ref, &rc))
+		return rc;
 	if (!ctq_opt_out_ok("eval kld", &o->out))
 		return CTQ_EXIT_USAGE;
 	return -1;
@@ -169,6 +169,8 @@ int ctq_cmd_eval_kld(int argc, char **argv)
 	ctq_kld_policy_default(&pol);
 	enum ctq_status st = o.policy ? ctq_kld_policy_load(&pol, o.policy, &err) : CTQ_OK;
 	o.k.policy = &pol;
+	if (!st && !o.k.backend)
+		o.k.backend = ctq_opt_backend_default("eval kld");
 	if (st || (st = ctq_kld_open(&r, &o.k, &err)))
 		goto out;
 	printf("ctq eval kld: %zu source(s), %zu windows of %ld tokens (every %ld; %ld scored each), "

@@ -30,7 +30,8 @@ static void help(void)
 	       "  --ids LIST          the prompt as comma-separated token ids (no tokenizer\n"
 	       "                      needed: new tokens print as ids unless --tokenizer)\n"
 	       "  --max-new-tokens N  tokens to generate, 0 for none (default 64)\n"
-	       "  --backend B         reference (default) or cuda\n"
+	       "  --backend B         cuda or reference (default: cuda when a CUDA device\n"
+	       "                      opens, else reference; said on stderr)\n"
 	       "  --act-numerics N    W8A8 activation numerics: ctq (default: amax / 127, an\n"
 	       "                      int8 GEMM, as vLLM) or transformers (compressed-tensors'\n"
 	       "                      fake quantization: amax / 127.5, BF16 dequantization, a\n"
@@ -146,7 +147,7 @@ done:
 
 int ctq_cmd_generate(int argc, char **argv)
 {
-	const char *model = NULL, *prompt = NULL, *ids_arg = NULL, *backend = "reference";
+	const char *model = NULL, *prompt = NULL, *ids_arg = NULL, *backend = NULL;
 	const char *tok_path = NULL, *logits_out = NULL;
 	long max_new = 64, tp = 1;
 	bool chat = false, ignore_eos = false;
@@ -172,14 +173,17 @@ int ctq_cmd_generate(int argc, char **argv)
 		fprintf(stderr, "ctq generate: --model DIR and one of --prompt TEXT or --ids LIST are required (see --help)\n");
 		return CTQ_EXIT_USAGE;
 	}
-	if (!ctq_opt_model_dir("generate", "--model", model))
-		return ctq_status_exit_code(CTQ_ERR_IO);
-	if (!ctq_opt_act_numerics_backend("generate", numerics, backend))
-		return CTQ_EXIT_USAGE;
+	int mrc = 0;
+	if (!ctq_opt_model_dir("generate", "--model", model, &mrc))
+		return mrc;
 	if (ids_arg && chat) {
 		fprintf(stderr, "ctq generate: --chat wraps a --prompt; it does not apply to --ids\n");
 		return CTQ_EXIT_USAGE;
 	}
+	if (!backend)
+		backend = numerics != CTQ_ACT_NUMERICS_CTQ ? "reference" : ctq_opt_backend_default("generate");
+	if (!ctq_opt_act_numerics_backend("generate", numerics, backend))
+		return CTQ_EXIT_USAGE;
 	struct ctq_error err = {0};
 	struct ctq_tokenizer tok;
 	struct ctq_backend b[CTQ_TP_MAX];

@@ -5,6 +5,7 @@
  * exits 0. The first line on stdout says where it listens. */
 #include "harness/commands.h"
 #include "core/arena.h"
+#include "core/hf_config.h"
 #include "backend/tp.h"
 #include "model/engine.h"
 #include "model/runner.h"
@@ -32,7 +33,8 @@ static void help(void)
 	       "  serve: listening on http://HOST:PORT/v1 (model NAME)\n"
 	       "\n"
 	       "options:\n"
-	       "  --backend B         reference (default) or cuda\n"
+	       "  --backend B         cuda or reference (default: cuda when a CUDA device\n"
+	       "                      opens, else reference; said on stderr)\n"
 	       "  --host H            address to bind (default 127.0.0.1: loopback only)\n"
 	       "  --port N            port (default 8000; 0: any free port, printed)\n"
 	       "  --max-batch N       requests generating at once: KV-cache slots (default 8)\n"
@@ -61,7 +63,7 @@ struct serve_args {
 
 static bool parse_args(int argc, char **argv, struct serve_args *a, int *rc)
 {
-	*a = (struct serve_args){.backend = "reference", .host = "127.0.0.1", .port = 8000,
+	*a = (struct serve_args){.backend = NULL, .host = "127.0.0.1", .port = 8000,
 				 .max_batch = 8, .max_tokens = -1, .tp = 1, .max_body = 8L << 20};
 	const struct ctq_opt opts[] = {
 		CTQ_OPT_STR("--model", &a->model),
@@ -89,15 +91,15 @@ static bool parse_args(int argc, char **argv, struct serve_args *a, int *rc)
 	/* As bench serve's: a whole prompt per call where it fits. A 512-token
 	 * prompt cut into 256-token chunks ran at 3.3 requests/s on the H200
 	 * (64 x 512 + 64, concurrency 16, W8A8) where 1024 ran 10.7. */
+	if (!ctq_opt_model_dir("serve", "--model", a->model, rc))
+		return false;
+	if (!a->backend)
+		a->backend = ctq_opt_backend_default("serve");
 	if (a->max_tokens < 0)
 		a->max_tokens = !strcmp(a->backend, "reference") ? 512 : 2048;
 	if (a->max_tokens < a->max_batch) {
 		fprintf(stderr, "ctq serve: --max-tokens %ld is below --max-batch %ld; a call carries a decode token for every request\n",
 			a->max_tokens, a->max_batch);
-		return false;
-	}
-	if (!ctq_opt_model_dir("serve", "--model", a->model)) {
-		*rc = ctq_status_exit_code(CTQ_ERR_IO);
 		return false;
 	}
 	return true;
@@ -192,7 +194,17 @@ int ctq_cmd_serve(int argc, char **argv)
 	if (!parse_args(argc, argv, &a, &rc))
 		return rc;
 	if (!a.max_len) {
-		int64_t ctx = ctq_serve_model_context(a.model);
+		/* the one context rule (core/hf_config.h); a config.json that
+		 * cannot be read is reported here, before anything opens */
+		cJSON *cfg = NULL;
+		struct ctq_error cerr = {0};
+		if (ctq_hf_config_load(a.model, &cfg, NULL, NULL, 0, &cerr))
+			return ctq_print_error_exit("serve", &cerr);
+		int64_t ctx = 0;
+		const enum ctq_status cst = ctq_hf_config_context(cfg, &ctx, &cerr);
+		cJSON_Delete(cfg);
+		if (cst)
+			return ctq_print_error_exit("serve", &cerr);
 		a.max_len = ctx > 0 && ctx < 4096 ? (long)ctx : 4096;
 	}
 	char name[256];

@@ -119,11 +119,20 @@ const char *ctq_opt_value(int argc, char **argv, int *i);
  * new run directory under --force (results/run.h ctq_run_out_check): checked
  * before a command starts its work. Prints why not. */
 bool ctq_opt_out_ok(const char *cmd, const struct ctq_opt_out *out);
-/* True when path is NULL or a folder; otherwise prints "ctq CMD: io-error
- * at PATH: OPT: no such file or folder" (or "not a folder"), false. Checked
- * right after the options, before a backend opens or a tokenizer loads, so
- * that a mistyped checkpoint path is what is said. */
-bool ctq_opt_model_dir(const char *cmd, const char *opt, const char *path);
+/* True when path is NULL or a checkpoint folder whose config.json reads as
+ * an object (core/hf_config.h); otherwise prints the error naming the path
+ * ("ctq CMD: io-error at PATH: OPT: no such file or folder", or the
+ * config's invalid-config / parse-error), sets *rc to its exit code and
+ * returns false. Checked right after the options, before a backend opens or
+ * a tokenizer loads, so that a mistyped or broken checkpoint is what is
+ * said, the same way in every command. */
+bool ctq_opt_model_dir(const char *cmd, const char *opt, const char *path, int *rc);
+
+/* --backend's default, one rule for every command that runs a model: cuda
+ * when a CUDA device opens, else reference. Says which, and why, in one
+ * line on stderr ("ctq CMD: backend cuda (default; NVIDIA H200 ...)").
+ * Called after the inputs are checked. */
+const char *ctq_opt_backend_default(const char *cmd);
 
 /* Parses a positive int option value; false on error (printed). */
 bool ctq_opt_int(const char *cmd, const char *opt, const char *v, long min,

@@ -1,6 +1,8 @@
 /* ctq harness helpers shared by the commands (see commands.h). */
 #include "harness/commands.h"
 #include "core/fileio.h"
+#include "core/hf_config.h"
+#include "backend/backend.h"
 #include "core/json.h"
 #include "results/run.h"
 #include "checkpoint/target.h"
@@ -148,16 +150,41 @@ bool ctq_opt_act_numerics_backend(const char *cmd, enum ctq_act_numerics n, cons
 	return false;
 }
 
-bool ctq_opt_model_dir(const char *cmd, const char *opt, const char *path)
+bool ctq_opt_model_dir(const char *cmd, const char *opt, const char *path, int *rc)
 {
-	if (!path || ctq_path_is_dir(path))
+	if (!path)
 		return true;
 	struct ctq_error err = {0};
-	ctq_error_set(&err, CTQ_ERR_IO, path, "%s: %s", opt,
-		      ctq_path_exists(path) ? "not a folder; expected a checkpoint folder"
-					    : "no such file or folder");
-	ctq_print_error(cmd, &err);
+	if (!ctq_path_is_dir(path)) {
+		ctq_error_set(&err, CTQ_ERR_IO, path, "%s: %s", opt,
+			      ctq_path_exists(path) ? "not a folder; expected a checkpoint folder"
+						    : "no such file or folder");
+	} else {
+		cJSON *cfg = NULL;
+		if (ctq_hf_config_load(path, &cfg, NULL, NULL, 0, &err) == CTQ_OK) {
+			cJSON_Delete(cfg);
+			return true;
+		}
+	}
+	*rc = ctq_print_error_exit(cmd, &err);
 	return false;
+}
+
+const char *ctq_opt_backend_default(const char *cmd)
+{
+	struct ctq_backend b;
+	struct ctq_error err = {0};
+	memset(&b, 0, sizeof b);
+	if (ctq_backend_open(&b, "cuda", &err) == CTQ_OK) {
+		char desc[256];
+		b.ops->describe(&b, desc, sizeof desc);
+		ctq_backend_close(&b);
+		fprintf(stderr, "ctq %s: backend cuda (default: a CUDA device opens: %s)\n", cmd, desc);
+		return "cuda";
+	}
+	fprintf(stderr, "ctq %s: backend reference (default: %s%s; --backend cuda to require the GPU)\n", cmd,
+		strncmp(err.message, "no CUDA device", 14) ? "no CUDA device: " : "", err.message);
+	return "reference";
 }
 
 /* ---- run directories and model folders ------------------------------------ */

@@ -3,6 +3,7 @@
 #include "backend/tp.h"
 #include "core/arena.h"
 #include "core/dtype.h"
+#include "core/hf_config.h"
 #include "core/json.h"
 #include "checkpoint/loader.h"
 #include "checkpoint/target.h"
@@ -187,10 +188,9 @@ enum ctq_status ctq_model_config_parse(struct ctq_model_config *c, const cJSON *
 				       struct ctq_error *err)
 {
 	memset(c, 0, sizeof *c);
-	struct cfgctx x = {root, "", err};
-	const cJSON *tc = ctq_json_get(root, "text_config");
-	if (cJSON_IsObject(tc) && ctq_json_get(tc, "num_hidden_layers"))
-		x = (struct cfgctx){tc, "text_config", err};
+	const char *where = "";
+	const cJSON *text = ctq_hf_config_text(root, &where);
+	struct cfgctx x = {text, where, err};
 	const cJSON *o = x.o;
 	char path[CTQ_PATH_MAX];
 	const cJSON *mt = ctq_json_get(o, "model_type");

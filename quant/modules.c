@@ -1,5 +1,6 @@
 /* ctq module enumeration (see modules.h). */
 #include "quant/modules.h"
+#include "core/hf_config.h"
 #include "core/json.h"
 
 #include <limits.h>
@@ -237,13 +238,12 @@ enum ctq_status ctq_modules_from_config(struct ctq_modules *m,
 					const cJSON *config, const char *path,
 					const char *prefix, struct ctq_error *err)
 {
-	const cJSON *c = config;
 	char base[CTQ_PATH_MAX];
 	snprintf(base, sizeof base, "%s", path ? path : "");
-	const cJSON *tc = ctq_json_get(config, "text_config");
-	if (cJSON_IsObject(tc) && ctq_json_get(tc, "num_hidden_layers")) {
-		c = tc;
-		ctq_json_path_key(base, sizeof base, path ? path : "", "text_config");
+	const char *where = "";
+	const cJSON *c = ctq_hf_config_text(config, &where);
+	if (*where) {
+		ctq_json_path_key(base, sizeof base, path ? path : "", where);
 		if (!prefix)
 			prefix = "model.language_model.";
 	}

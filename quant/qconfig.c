@@ -1,6 +1,6 @@
 /* ctq compressed-tensors config parser (see qconfig.h; spec §1–§3). */
 #include "quant/qconfig.h"
-#include "core/fileio.h"
+#include "core/hf_config.h"
 #include "core/json.h"
 
 #include <ctype.h>
@@ -10,7 +10,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define CONFIG_MAX_BYTES ((size_t)64 * 1024 * 1024)
 
 struct parser {
 	struct ctq_qconfig *cfg;
@@ -863,26 +862,10 @@ enum ctq_status ctq_qconfig_load(struct ctq_qconfig *cfg, const char *path,
 				 struct ctq_error *err)
 {
 	memset(cfg, 0, sizeof *cfg);
-	char *file = NULL;
-	if (ctq_path_is_dir(path)) {
-		file = ctq_path_join(path, "config.json");
-		if (!file)
-			return ctq_error_set(err, CTQ_ERR_NOMEM, path, "out of memory");
-	}
 	cJSON *root = NULL;
-	const char *where = file ? file : path;
-	enum ctq_status st = ctq_json_load_file(where, CONFIG_MAX_BYTES, NULL, &root, err);
-	if (!st && !cJSON_IsObject(root)) {
-		/* Name the file: "(root)" alone does not say which one. */
-		st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, where,
-				   "is a JSON %s at its root; expected a config.json object",
-				   ctq_json_type_name(root));
-		memset(cfg, 0, sizeof *cfg);
-		ctq_arena_init(&cfg->arena);
-	}
-	free(file);
+	enum ctq_status st = ctq_hf_config_load(path, &root, NULL, NULL, 0, err);
 	if (st) {
-		cJSON_Delete(root);
+		ctq_arena_init(&cfg->arena);
 		return st;
 	}
 	st = ctq_qconfig_parse(cfg, root, opt, err);

@@ -1,4 +1,5 @@
 /* ctq environment capture (see env.h). */
+#include "core/hf_config.h"
 #include "core/fileio.h"
 #include "results/env.h"
 #include "core/arena.h"
@@ -434,21 +435,10 @@ enum ctq_status ctq_env_checkpoint(const char *dir, const char *display, cJSON *
 		return ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
 	cJSON_AddStringToObject(o, "path", display ? display : dir);
 
-	char *cpath = ctq_malloc(strlen(dir) + 16);
-	if (!cpath) {
-		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
-		goto done;
-	}
-	sprintf(cpath, "%s/config.json", dir);
 	unsigned char d[CTQ_SHA256_BYTES];
 	char hex[CTQ_SHA256_HEX];
-	if ((st = ctq_sha256_file(cpath, d, err)) ||
-	    (st = ctq_json_load_file(cpath, (size_t)64 << 20, NULL, &cfg, err))) {
-		ctq_free(cpath);
+	if ((st = ctq_hf_config_load(dir, &cfg, hex, NULL, 0, err)))
 		goto done;
-	}
-	ctq_free(cpath);
-	ctq_sha256_hex(d, hex);
 	cJSON_AddStringToObject(o, "config_sha256", hex);
 	const cJSON *qc = ctq_json_get(cfg, "quantization_config");
 	if (!qc)

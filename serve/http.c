@@ -622,17 +622,3 @@ void ctq_serve_stop(struct ctq_server *s, struct ctq_serve_stats *stats)
 	pthread_cond_destroy(&s->idle);
 	ctq_free(s);
 }
-
-int64_t ctq_serve_model_context(const char *dir)
-{
-	char path[1024];
-	snprintf(path, sizeof path, "%s/config.json", dir);
-	cJSON *cfg = NULL;
-	if (ctq_json_load_file(path, (size_t)16 << 20, NULL, &cfg, NULL))
-		return 0;
-	const cJSON *tc = ctq_json_get(cfg, "text_config");
-	const cJSON *v = ctq_json_get(tc ? tc : cfg, "max_position_embeddings");
-	int64_t n = cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble < 1e9 ? (int64_t)v->valuedouble : 0;
-	cJSON_Delete(cfg);
-	return n;
-}

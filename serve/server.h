@@ -63,8 +63,4 @@ void ctq_serve_drain(struct ctq_server *s);
  * and frees the server. Drain first to let requests finish. Accepts NULL. */
 void ctq_serve_stop(struct ctq_server *s, struct ctq_serve_stats *stats);
 
-/* The model's context length for --max-len's default: config.json's
- * max_position_embeddings (text_config's when present), or 0. */
-int64_t ctq_serve_model_context(const char *model_dir);
-
 #endif

@@ -260,7 +260,9 @@ expect_not bench-model-nonexistent-no-cuda cuda
 printf 'not a checkpoint\n' >"$tmp/model-file"
 expect_usage eval-model-file "io-error at $tmp/model-file: --model: not a folder" "$ctq" eval mmlu --model "$tmp/model-file"
 expect_not eval-model-file-no-tokenizer tokenizer
-expect_usage eval-ref-model-file "io-error at $tmp/model-file: --ref-model: not a folder" "$ctq" eval mmlu --model . --ref-model "$tmp/model-file"
+mkdir -p "$tmp/objmodel"
+printf '{}' >"$tmp/objmodel/config.json"
+expect_usage eval-ref-model-file "io-error at $tmp/model-file: --ref-model: not a folder" "$ctq" eval mmlu --model "$tmp/objmodel" --ref-model "$tmp/model-file"
 expect_usage bench-model-file "io-error at $tmp/model-file: --model: not a folder" "$ctq" bench model --model "$tmp/model-file" --backend cuda
 expect_not bench-model-file-no-cuda cuda
 expect_usage bench-serve-file "io-error at $tmp/model-file: --model: not a folder" "$ctq" bench serve --model "$tmp/model-file" --backend cuda
@@ -297,6 +299,22 @@ check() {
 	fi
 }
 root=$(cd "$(dirname "$0")/.." && pwd)
+
+# A checkpoint whose config.json is a JSON array: every command that takes a
+# model folder says the same thing (invalid-config, exit 2) naming the file,
+# before any backend opens or tokenizer loads (core/hf_config.h).
+mkdir -p "$tmp/arrmodel"
+printf '[1, 2]' >"$tmp/arrmodel/config.json"
+arrmsg="invalid-config at $tmp/arrmodel/config.json: is a JSON array at its root"
+expect_usage array-config-inspect "$arrmsg" "$ctq" inspect "$tmp/arrmodel"
+expect_usage array-config-quantize "$arrmsg" "$ctq" quantize "$tmp/arrmodel" "$tmp/arrmodel-q"
+expect_usage array-config-generate "$arrmsg" "$ctq" generate --model "$tmp/arrmodel" --prompt hi
+expect_usage array-config-serve "$arrmsg" "$ctq" serve --model "$tmp/arrmodel" --port 0
+expect_usage array-config-eval "$arrmsg" "$ctq" eval mmlu --model "$tmp/arrmodel" --data "$tmp"
+expect_usage array-config-eval-kld "$arrmsg" "$ctq" eval kld --model "$tmp/arrmodel" --ref-model "$tmp/arrmodel" --text "$tmp/nonexistent.txt"
+expect_usage array-config-bench-model "$arrmsg" "$ctq" bench model --model "$tmp/arrmodel"
+expect_usage array-config-bench-serve "$arrmsg" "$ctq" bench serve --model "$tmp/arrmodel"
+expect_usage array-config-probe "$arrmsg" "$ctq" probe --model "$tmp/arrmodel"
 
 # tools/deps.sh waits for another apt's lock and logs to a private file.
 mkdir -p "$tmp/fakebin" "$tmp/deps-tmp"
