@@ -10,6 +10,7 @@
 #include "core/strbuf.h"
 #include "model/runner.h"
 #include "backend/tp.h"
+#include "serve/chat.h"
 #include "text/tokenizer.h"
 #include "core/time.h"
 
@@ -40,7 +41,9 @@ static void help(void)
 	       "                      {model, arch, backend, act_numerics, ids, logits} (the\n"
 	       "                      layout of tests/oracle/hf_logits.py's goldens)\n"
 	       "  --tokenizer PATH    tokenizer.json (default: the model folder's)\n"
-	       "  --chat              wrap the prompt in the model's ChatML turn markers\n"
+	       "  --chat              render the prompt as one user turn with the model's chat\n"
+	       "                      template (tokenizer_config.json: ChatML or Llama-3, as\n"
+	       "                      ctq serve renders it)\n"
 	       "                      (<|im_start|>user ... <|im_end|> <|im_start|>assistant)\n"
 	       "  --ignore-eos        keep going past the end-of-sequence token\n"
 	       "  --tp N              tensor parallelism over N ranks: GPUs 0..N-1 with NCCL\n"
@@ -193,7 +196,7 @@ int ctq_cmd_generate(int argc, char **argv)
 	memset(b, 0, sizeof b);
 	memset(r, 0, sizeof r);
 	int32_t *ids = NULL, *out = NULL;
-	char *text = NULL, *wrapped = NULL;
+	char *text = NULL;
 	int rc = CTQ_EXIT_USAGE;
 	size_t n_ids = 0;
 	/* With --ids the tokenizer only decodes, and only when named. */
@@ -205,17 +208,28 @@ int ctq_cmd_generate(int argc, char **argv)
 			goto done;
 	} else {
 		const char *p = prompt;
+		struct ctq_strbuf sb;
+		ctq_strbuf_init(&sb);
 		if (chat) {
-			size_t n = strlen(prompt) + 96;
-			wrapped = ctq_malloc(n);
-			if (!wrapped) {
-				ctq_error_set(&err, CTQ_ERR_NOMEM, "generate", "out of memory");
+			/* the model's own template, as ctq serve renders it
+			 * (serve/chat.h): it writes its special tokens itself */
+			struct ctq_chat_template t;
+			const struct ctq_chat_message m = {"user", prompt};
+			if (ctq_chat_template_load(&t, tok_path ? tok_path : model, &err))
+				goto fail;
+			if (t.family == CTQ_CHAT_NONE) {
+				ctq_error_set(&err, CTQ_ERR_USAGE, "--chat", "needs the model's chat template: %s", t.why);
 				goto fail;
 			}
-			snprintf(wrapped, n, "<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n", prompt);
-			p = wrapped;
+			if (ctq_chat_render(&t, &m, 1, &sb, &err)) {
+				ctq_strbuf_free(&sb);
+				goto fail;
+			}
+			p = ctq_strbuf_str(&sb);
 		}
-		if (ctq_tokenizer_encode(&tok, p, strlen(p), true, &ids, &n_ids, &err))
+		const enum ctq_status est = ctq_tokenizer_encode(&tok, p, strlen(p), !chat, &ids, &n_ids, &err);
+		ctq_strbuf_free(&sb);
+		if (est)
 			goto fail;
 	}
 	if (ctq_backend_open_tp(b, backend, (int)tp, numerics, &group, &err))
@@ -258,7 +272,7 @@ int ctq_cmd_generate(int argc, char **argv)
 fail:
 	rc = ctq_print_error_exit("generate", &err);
 done:
-	free(ids), free(out), free(text), free(wrapped);
+	free(ids), free(out), free(text);
 	for (long k = 0; k < tp; k++)
 		ctq_runner_free(&r[k]);
 	ctq_backend_close_tp(b, (int)tp, group);

@@ -17,7 +17,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static void help(void)
 {
@@ -133,16 +132,6 @@ static enum ctq_status serve_open(struct serve_state *st, const struct serve_arg
 	enum ctq_status s;
 	/* --tokenizer: a tokenizer.json (its folder holds the chat template) or a folder */
 	const char *tok = a->tokenizer ? a->tokenizer : a->model;
-	char tok_dir[4096];
-	struct stat sb;
-	if (a->tokenizer && stat(tok, &sb) == 0 && S_ISREG(sb.st_mode)) {
-		const char *slash = strrchr(tok, '/');
-		snprintf(tok_dir, sizeof tok_dir, "%.*s", slash ? (int)(slash - tok) : 1, slash ? tok : ".");
-		if (!tok_dir[0])
-			snprintf(tok_dir, sizeof tok_dir, "/");
-	} else {
-		snprintf(tok_dir, sizeof tok_dir, "%s", tok);
-	}
 	if ((s = ctq_tokenizer_load(&st->tok, tok, err))) {
 		/* a synthetic checkpoint (ctq make-model) has none: say how to give one */
 		size_t n = strlen(err->message);
@@ -151,7 +140,7 @@ static enum ctq_status serve_open(struct serve_state *st, const struct serve_arg
 				 " (a model folder without a tokenizer: --tokenizer PATH)");
 		return s;
 	}
-	if ((s = ctq_chat_template_load(&st->chat, tok_dir, err)) ||
+	if ((s = ctq_chat_template_load(&st->chat, tok, err)) ||
 	    (s = ctq_backend_open_tp(st->b, a->backend, (int)a->tp, CTQ_ACT_NUMERICS_CTQ, &st->group, err)))
 		return s;
 	for (long k = 0; k < a->tp; k++) {

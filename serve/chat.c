@@ -87,8 +87,13 @@ enum ctq_status ctq_chat_template_load(struct ctq_chat_template *t, const char *
 				       struct ctq_error *err)
 {
 	char path[1024];
-	snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
 	struct stat sb;
+	const char *slash = strrchr(dir, '/');
+	if (stat(dir, &sb) == 0 && S_ISREG(sb.st_mode)) /* a tokenizer.json: the folder it is in */
+		snprintf(path, sizeof path, "%.*s/tokenizer_config.json", slash ? (int)(slash - dir) : 1,
+			 slash ? dir : ".");
+	else
+		snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
 	if (stat(path, &sb)) {
 		ctq_chat_template_detect(t, NULL, NULL);
 		return CTQ_OK;

@@ -42,8 +42,9 @@ struct ctq_chat_message {
 	const char *content;
 };
 
-/* Reads dir/tokenizer_config.json (absent: family none). Errors: parse-error
- * or io-error of that file. */
+/* Reads the tokenizer_config.json beside a tokenizer: dir is a model or
+ * tokenizer folder, or a tokenizer.json file (its folder's). Absent: family
+ * none. Errors: parse-error or io-error of that file. */
 enum ctq_status ctq_chat_template_load(struct ctq_chat_template *t, const char *dir,
 				       struct ctq_error *err);
 

