@@ -39,7 +39,7 @@ static const struct knob_def {
 	INT("CTQ_GEMV_MAX_M", KNOB_INT64, gemv_max_m, 0, INT64_C(1) << 62),
 	FLAG("CTQ_ATTENTION_SIMPLE", attention_simple),
 	FLAG("CTQ_ATTENTION_NO_MMA", attention_no_mma),
-	FLAG("CTQ_ATTENTION_GQA", attention_no_gqa),
+	FLAG("CTQ_ATTENTION_NO_GQA", attention_no_gqa),
 	FLAG("CTQ_ATTENTION_NO_SPLIT", attention_no_split),
 	FLAG("CTQ_KV_STORE_UNFUSED", kv_store_unfused),
 	FLAG("CTQ_NO_PDL", no_pdl),

@@ -39,7 +39,7 @@ struct ctq_knobs {
 				      * 1; kernels/gemm_w8a8.cu) */
 	bool attention_simple;       /* CTQ_ATTENTION_SIMPLE: per-token attention kernel only */
 	bool attention_no_mma;       /* CTQ_ATTENTION_NO_MMA: no tensor-core prefill */
-	bool attention_no_gqa;       /* CTQ_ATTENTION_GQA: no chunked GQA decode kernel */
+	bool attention_no_gqa;       /* CTQ_ATTENTION_NO_GQA: no chunked GQA decode kernel */
 	bool attention_no_split;     /* CTQ_ATTENTION_NO_SPLIT: a call of mixed runs is one
 				      * launch (no split into runs, kernels/attention.cu) */
 	bool kv_store_unfused;       /* CTQ_KV_STORE_UNFUSED: qk_norm_rope_store as two

@@ -6,6 +6,7 @@
  * before the first ctq_knobs(). */
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -15,7 +16,7 @@
 
 static const char *const all[] = {
 	"CTQ_ARCH", "CTQ_SM90_TILE", "CTQ_SM90_SMALL_BN", "CTQ_GEMV_MAX_M",
-	"CTQ_ATTENTION_SIMPLE", "CTQ_ATTENTION_NO_MMA", "CTQ_ATTENTION_GQA", "CTQ_ATTENTION_NO_SPLIT",
+	"CTQ_ATTENTION_SIMPLE", "CTQ_ATTENTION_NO_MMA", "CTQ_ATTENTION_NO_GQA", "CTQ_ATTENTION_NO_SPLIT",
 	"CTQ_KV_STORE_UNFUSED", "CTQ_NO_PDL", "CTQ_PDL_LINEARS_ONLY", "CTQ_PDL_LINEAR_TRIGGER",
 	"CTQ_PDL_PRESTAGES", "CTQ_NO_GEMV_BF16", "CTQ_SANITIZE_MEMSET_CUBLAS",
 };
@@ -146,5 +147,69 @@ Test(knobs, the_manifest_records_every_variable)
 	cr_expect(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(k, "CTQ_NO_PDL")));
 	const char *bad = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(k, "invalid"));
 	cr_expect(bad && strstr(bad, "CTQ_SM90_SMALL_BN"), "%s", bad ? bad : "(none)");
+	cJSON_Delete(o);
+}
+
+/* One table of knobs (docs/knobs.md) with the code's list, in order, and the
+ * count it and the README state: adding or retiring a knob without its row
+ * and reason fails here. */
+Test(knobs, the_docs_table_and_the_readme_count_match_the_code)
+{
+	clear_env();
+	cJSON *o = cJSON_CreateObject();
+	ctq_knobs_to_json(o);
+	const cJSON *knobs = cJSON_GetObjectItemCaseSensitive(o, "knobs");
+	cr_assert(cJSON_IsObject(knobs));
+	int n_code = 0;
+	for (const cJSON *k = knobs->child; k; k = k->next)
+		if (strcmp(k->string, "invalid"))
+			n_code++;
+	cr_expect_eq(n_code, (int)(sizeof all / sizeof *all), "the test's list is not the code's");
+
+	FILE *f = fopen("docs/knobs.md", "r");
+	cr_assert(f, "docs/knobs.md: cannot open (run from the repository root)");
+	char line[2048];
+	int n_rows = 0, stated = -1;
+	const cJSON *k = knobs->child;
+	while (fgets(line, sizeof line, f)) {
+		const char *b = strstr(line, "**");
+		if (b && sscanf(b, "**%d knobs**", &stated) == 1)
+			continue;
+		if (strncmp(line, "| `CTQ_", 7))
+			continue;
+		char name[64];
+		cr_assert_eq(sscanf(line + 3, "%63[A-Z0-9_]", name), 1, "%s", line);
+		while (k && !strcmp(k->string, "invalid"))
+			k = k->next;
+		cr_expect(k && !strcmp(k->string, name), "docs/knobs.md row %d is %s; the code's is %s", n_rows + 1,
+			  name, k ? k->string : "(none)");
+		/* what it does, who needs it, status: none empty */
+		int cells = 0;
+		for (const char *p = line; (p = strchr(p, '|')); p++)
+			cells++;
+		cr_expect_eq(cells, 6, "docs/knobs.md: %s has %d cells, expected 5", name, cells - 1);
+		cr_expect(!strstr(line, "| |") && !strstr(line, "||"), "docs/knobs.md: %s has an empty cell", name);
+		if (k)
+			k = k->next;
+		n_rows++;
+	}
+	fclose(f);
+	cr_expect_eq(n_rows, n_code, "docs/knobs.md has %d rows, the code %d knobs", n_rows, n_code);
+	cr_expect_eq(stated, n_code, "docs/knobs.md says %d knobs, the code has %d", stated, n_code);
+
+	f = fopen("README.md", "r");
+	cr_assert(f);
+	int readme = -1;
+	while (fgets(line, sizeof line, f)) {
+		const char *p = strstr(line, " dispatch knobs (docs/knobs.md)");
+		if (p) {
+			while (p > line && p[-1] >= '0' && p[-1] <= '9')
+				p--;
+			readme = atoi(p);
+		}
+	}
+	fclose(f);
+	cr_expect_eq(readme, n_code, "README.md says \"%d dispatch knobs (docs/knobs.md)\", the code has %d", readme,
+		     n_code);
 	cJSON_Delete(o);
 }
