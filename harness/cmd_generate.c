@@ -201,8 +201,15 @@ int ctq_cmd_generate(int argc, char **argv)
 	size_t n_ids = 0;
 	/* With --ids the tokenizer only decodes, and only when named. */
 	const bool have_tok = !ids_arg || tok_path;
-	if (have_tok && ctq_tokenizer_load(&tok, tok_path ? tok_path : model, &err))
+	if (have_tok && ctq_tokenizer_load(&tok, tok_path ? tok_path : model, &err)) {
+		/* a synthetic checkpoint (ctq make-model) has none: say how to give
+		 * one, or to pass token ids */
+		size_t n = strlen(err.message);
+		if (err.status == CTQ_ERR_IO && !tok_path && n + 1 < sizeof err.message)
+			snprintf(err.message + n, sizeof err.message - n,
+				 " (a model folder without a tokenizer: --tokenizer PATH, or --ids LIST)");
 		goto fail;
+	}
 	if (ids_arg) {
 		if (!parse_ids(ids_arg, &ids, &n_ids))
 			goto done;

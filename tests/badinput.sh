@@ -316,6 +316,11 @@ expect_usage array-config-bench-model "$arrmsg" "$ctq" bench model --model "$tmp
 expect_usage array-config-bench-serve "$arrmsg" "$ctq" bench serve --model "$tmp/arrmodel"
 expect_usage array-config-probe "$arrmsg" "$ctq" probe --model "$tmp/arrmodel"
 
+# generate on a checkpoint without a tokenizer (ctq make-model writes none)
+# says how to give one.
+"$ctq" make-model --arch qwen3 --preset tiny --seed 1 --quiet "$tmp/notok" >/dev/null 2>&1
+expect_usage generate-hints-tokenizer "--tokenizer PATH, or --ids LIST" "$ctq" generate --model "$tmp/notok" --prompt hi --backend reference
+
 # tools/deps.sh waits for another apt's lock and logs to a private file.
 mkdir -p "$tmp/fakebin" "$tmp/deps-tmp"
 printf '#!/bin/sh\nexit 1\n' >"$tmp/fakebin/dpkg-query"
