@@ -81,7 +81,10 @@ LIB_DIRS    := core net quant checkpoint text backend reference model serve stat
                eval conform bench reports
 HARNESS_SRC := $(wildcard harness/*.c)
 LIB_SRC     := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
-LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/embedded.o
+# Files the binary carries as they are (core/embedded.h): the built-in
+# policies are these files, not a copy in C.
+EMBED_SRC   := $(sort $(wildcard policies/*.json))
 CU_SRC      := $(wildcard kernels/*.cu)
 CU_OBJ      := $(CU_SRC:%.cu=$(BUILD)/%.o)
 NVCCFLAGS   ?= -O3 -lineinfo
@@ -157,6 +160,14 @@ CC_FLAGS_Q = $(subst ',,$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN))
 $(BUILD)/cc-flags.txt: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(CC_FLAGS_Q)' | cmp -s - $@ || echo '$(CC_FLAGS_Q)' > $@
+
+$(BUILD)/gen/embedded.c: $(EMBED_SRC) tools/embed.sh
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  EMBED   $(EMBED_SRC)")
+	$(Q)sh tools/embed.sh $(EMBED_SRC) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/gen/embedded.o: $(BUILD)/gen/embedded.c $(BUILD)/cc-flags.txt
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -c $< -o $@
 
 $(BUILD)/%.o: %.c $(BUILD)/cc-flags.txt
 	@mkdir -p $(dir $@)
@@ -366,7 +377,11 @@ $(FUZZ_DIR)/obj/%.o: %.c
 	$(if $(Q),@echo "  FUZZCC  $<")
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(WARN) -c $< -o $@
 
-$(FUZZ_DIR)/libctq-fuzz.a: $(FUZZ_LIB_OBJ)
+$(FUZZ_DIR)/obj/gen/embedded.o: $(BUILD)/gen/embedded.c
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(WARN) -c $< -o $@
+
+$(FUZZ_DIR)/libctq-fuzz.a: $(FUZZ_LIB_OBJ) $(FUZZ_DIR)/obj/gen/embedded.o
 	$(if $(Q),@echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 

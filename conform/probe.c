@@ -2,6 +2,7 @@
 #include "conform/probe.h"
 #include "core/arena.h"
 #include "core/dtype.h"
+#include "core/embedded.h"
 #include "core/json.h"
 #include "core/strbuf.h"
 #include "core/rng.h"
@@ -34,23 +35,55 @@ bool ctq_probe_acts_parse(const char *s, enum ctq_probe_acts *out)
 	return i >= 0;
 }
 
+/* The thresholds of root (a policy object) over *p; file names it in
+ * errors. */
+static enum ctq_status policy_apply(struct ctq_probe_policy *p, const cJSON *root, const char *file,
+				    struct ctq_error *err)
+{
+	if (!cJSON_IsObject(root))
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, file, "a policy is a JSON object");
+	const cJSON *k = ctq_json_get(root, "kernel_rel_l2_max");
+	if (k) {
+		if (!cJSON_IsNumber(k) || k->valuedouble < 0)
+			return ctq_error_set(err, CTQ_ERR_USAGE, "kernel_rel_l2_max",
+					     "must be a non-negative number (in %s)", file);
+		p->kernel_rel_l2_max = k->valuedouble;
+	}
+	const cJSON *q = ctq_json_get(root, "quant_rel_l2_max");
+	for (const cJSON *c = root->child; c; c = c->next)
+		if (strcmp(c->string, "about") && strcmp(c->string, "kernel_rel_l2_max") &&
+		    strcmp(c->string, "quant_rel_l2_max"))
+			return ctq_error_set(err, CTQ_ERR_USAGE, c->string,
+					     "unknown key in probe policy %s (about, kernel_rel_l2_max, quant_rel_l2_max)",
+					     file);
+	for (const cJSON *c = q ? q->child : NULL; c; c = c->next) {
+		enum ctq_probe_acts a;
+		if (!ctq_probe_acts_parse(c->string, &a) || !(cJSON_IsNumber(c) || cJSON_IsNull(c)))
+			return ctq_error_set(err, CTQ_ERR_USAGE, c->string,
+					     "quant_rel_l2_max takes gaussian, outliers, zero-rows, bf16-limit: a number or null (in %s)",
+					     file);
+		p->quant_rel_l2_max[a] = cJSON_IsNull(c) ? -1.0 : c->valuedouble;
+	}
+	return CTQ_OK;
+}
+
+/* The built-in policy is policies/probe.json itself, embedded by the build
+ * (core/embedded.h): why each number is what it is lives there. A broken
+ * embedded file leaves every threshold 0 (nothing passes) and says so in
+ * source; tests/test_probe.c checks it parses. */
 void ctq_probe_policy_default(struct ctq_probe_policy *p)
 {
-	/* Kernel error: a kernel that follows the epilogue order of
-	 * core/numerics.h is bit-exact (0); one that rounds differently (an FMA,
-	 * bias after the cast) is off by at most one BF16 ulp per element, a
-	 * relative 2^-8 = 0.0039. Anything above that is a defect. */
-	p->kernel_rel_l2_max = 0.0039;
-	/* Quantization error: int8 per token × per channel on N(0,1) inputs
-	 * measures about 1e-2 (one 1/127 step spread over K terms); outlier
-	 * channels ×100 stretch every token's scale, so the rest of the row loses
-	 * ~6 bits; BF16-limit inputs overflow the output by design, so only the
-	 * agreement of Inf/NaN positions with the reference is judged. */
-	p->quant_rel_l2_max[CTQ_PA_GAUSSIAN] = 0.05;
-	p->quant_rel_l2_max[CTQ_PA_OUTLIERS] = 0.5;
-	p->quant_rel_l2_max[CTQ_PA_ZERO_ROWS] = 0.05;
-	p->quant_rel_l2_max[CTQ_PA_BF16_LIMIT] = -1.0;
-	p->source = "built-in";
+	memset(p, 0, sizeof *p);
+	size_t len = 0;
+	const char *text = ctq_embedded(CTQ_PROBE_POLICY_FILE, &len);
+	cJSON *root = NULL;
+	struct ctq_error err = {0};
+	if (text && !ctq_json_parse(text, len, CTQ_PROBE_POLICY_FILE, NULL, &root, &err) &&
+	    !policy_apply(p, root, CTQ_PROBE_POLICY_FILE, &err))
+		p->source = CTQ_PROBE_POLICY_FILE " (built in)";
+	else
+		p->source = "the built-in " CTQ_PROBE_POLICY_FILE " does not parse: a broken build";
+	cJSON_Delete(root);
 }
 
 enum ctq_status ctq_probe_policy_load(struct ctq_probe_policy *p, const char *path,
@@ -58,38 +91,8 @@ enum ctq_status ctq_probe_policy_load(struct ctq_probe_policy *p, const char *pa
 {
 	cJSON *root = NULL;
 	enum ctq_status st = ctq_json_load_file(path, 1 << 20, NULL, &root, err);
-	if (st)
-		return st;
-	const cJSON *k = ctq_json_get(root, "kernel_rel_l2_max");
-	if (k) {
-		if (!cJSON_IsNumber(k) || k->valuedouble < 0) {
-			st = ctq_error_set(err, CTQ_ERR_USAGE, "kernel_rel_l2_max",
-					   "must be a non-negative number (in %s)", path);
-			goto done;
-		}
-		p->kernel_rel_l2_max = k->valuedouble;
-	}
-	const cJSON *q = ctq_json_get(root, "quant_rel_l2_max");
-	for (const cJSON *c = root->child; c; c = c->next)
-		if (strcmp(c->string, "about") && strcmp(c->string, "kernel_rel_l2_max") &&
-		    strcmp(c->string, "quant_rel_l2_max")) {
-			st = ctq_error_set(err, CTQ_ERR_USAGE, c->string,
-					   "unknown key in probe policy %s (about, kernel_rel_l2_max, quant_rel_l2_max)",
-					   path);
-			goto done;
-		}
-	for (const cJSON *c = q ? q->child : NULL; c; c = c->next) {
-		enum ctq_probe_acts a;
-		if (!ctq_probe_acts_parse(c->string, &a) || !(cJSON_IsNumber(c) || cJSON_IsNull(c))) {
-			st = ctq_error_set(err, CTQ_ERR_USAGE, c->string,
-					   "quant_rel_l2_max takes gaussian, outliers, zero-rows, bf16-limit: a number or null (in %s)",
-					   path);
-			goto done;
-		}
-		p->quant_rel_l2_max[a] = cJSON_IsNull(c) ? -1.0 : c->valuedouble;
-	}
-	p->source = path;
-done:
+	if (!st && !(st = policy_apply(p, root, path, err)))
+		p->source = path;
 	cJSON_Delete(root);
 	return st;
 }

@@ -46,7 +46,9 @@ struct ctq_probe_policy {
 	const char *source;                     /* where the numbers came from */
 };
 
-/* The built-in policy (policies/probe.json documents the same numbers). */
+/* The built-in policy: policies/probe.json, which the build embeds
+ * (core/embedded.h); source "policies/probe.json (built in)". */
+#define CTQ_PROBE_POLICY_FILE "policies/probe.json"
 void ctq_probe_policy_default(struct ctq_probe_policy *p);
 /* Reads a policy JSON file over the defaults. */
 enum ctq_status ctq_probe_policy_load(struct ctq_probe_policy *p, const char *path,

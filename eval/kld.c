@@ -2,6 +2,7 @@
  * run directory's files. */
 #include "eval/kld.h"
 #include "core/arena.h"
+#include "core/embedded.h"
 #include "core/fileio.h"
 #include "core/hf_config.h"
 #include "core/json.h"
@@ -22,29 +23,15 @@
 
 /* ---- policy ---------------------------------------------------------------------- */
 
+/* The criteria and their ranges; the values and why they are what they
+ * are live in policies/kld.json, the built-in policy the build embeds. */
 static const struct {
 	const char *key;
-	double def, min, max;
-	const char *reason;
+	double min, max;
 } crit_def[CTQ_KLD_N_CRIT] = {
-	[CTQ_KLD_KL_MEAN_MAX] = {"kl_mean_max", 0.05, 0, 100,
-		"Mean KL(ref || new) per token, nats. llama.cpp's perplexity --kl-divergence "
-		"reports on 7-8B models put Q8_0 near 0.001, 4-bit k-quants at 0.01-0.03 (PR "
-		"#5081: 0.0106, 95.3% same top token) and IQ4_XS at 0.043 (PR #12557, ppl ratio "
-		"1.037): 0.05 is the far edge of what users accept as a 4-bit quantization of a "
-		"large model, and small models move more under the same quantization, so 0.05 is "
-		"the most an INT8 candidate may cost and anything beyond it is damage a user of "
-		"that scale would see."},
-	[CTQ_KLD_TOP1_MIN] = {"top1_min", 0.90, 0, 1,
-		"Share of tokens where both models pick the same top token. The same reports put "
-		"8-bit quantizations of 7-8B models at 98-99%, 4-bit k-quants at 95% and IQ4_XS at "
-		"90%; below 90% one token in ten of greedy decoding goes another way, which is "
-		"past the 4-bit range and not an 8-bit cost."},
-	[CTQ_KLD_PPL_RATIO_MAX] = {"ppl_ratio_max", 1.05, 1, 100,
-		"Perplexity of the candidate over the reference's on the same tokens. IQ4_XS "
-		"costs 1.037 on an 8B model (PR #12557) and 8-bit types under 1.005: a candidate "
-		"that makes the text 5% less likely costs more than a 4-bit quantization of a large "
-		"model does."},
+	[CTQ_KLD_KL_MEAN_MAX] = {"kl_mean_max", 0, 100},
+	[CTQ_KLD_TOP1_MIN] = {"top1_min", 0, 1},
+	[CTQ_KLD_PPL_RATIO_MAX] = {"ppl_ratio_max", 1, 100},
 };
 
 const char *ctq_kld_criterion_name(enum ctq_kld_criterion c)
@@ -52,14 +39,54 @@ const char *ctq_kld_criterion_name(enum ctq_kld_criterion c)
 	return c < CTQ_KLD_N_CRIT ? crit_def[c].key : "unknown";
 }
 
+/* The entries of root (a policy object) over *p; file names it in errors. */
+static enum ctq_status policy_apply(struct ctq_kld_policy *p, const cJSON *root, const char *file,
+				    struct ctq_error *err)
+{
+	if (!cJSON_IsObject(root))
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, file, "a policy is a JSON object");
+	for (const cJSON *it = root->child; it; it = it->next) {
+		if (!strcmp(it->string, "about"))
+			continue;
+		int k;
+		for (k = 0; k < CTQ_KLD_N_CRIT; k++)
+			if (!strcmp(crit_def[k].key, it->string))
+				break;
+		if (k == CTQ_KLD_N_CRIT)
+			return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, it->string,
+					     "unknown policy entry in %s (kl_mean_max, top1_min, ppl_ratio_max)", file);
+		const cJSON *val = ctq_json_get(it, "value"), *why = ctq_json_get(it, "reason");
+		if (!cJSON_IsObject(it) || !cJSON_IsNumber(val) || !cJSON_IsString(why) || !why->valuestring[0])
+			return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, it->string,
+					     "expected {\"value\": number, \"reason\": \"why\"} in %s", file);
+		double x = val->valuedouble;
+		if (!(x >= crit_def[k].min && x <= crit_def[k].max))
+			return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, it->string,
+					     "is %g in %s; expected a number in [%g, %g]", x, file, crit_def[k].min,
+					     crit_def[k].max);
+		p->v[k] = x;
+		snprintf(p->reason[k], sizeof p->reason[k], "%s", why->valuestring);
+	}
+	return CTQ_OK;
+}
+
+/* The built-in policy is policies/kld.json itself, embedded by the build
+ * (core/embedded.h). A broken embedded file leaves the thresholds 0 and
+ * says so in source; tests/test_eval_kld.c checks it parses. */
 void ctq_kld_policy_default(struct ctq_kld_policy *p)
 {
 	memset(p, 0, sizeof *p);
-	for (int k = 0; k < CTQ_KLD_N_CRIT; k++) {
-		p->v[k] = crit_def[k].def;
-		snprintf(p->reason[k], sizeof p->reason[k], "%s", crit_def[k].reason);
-	}
-	snprintf(p->source, sizeof p->source, "built-in (policies/kld.json holds the same)");
+	size_t len = 0;
+	const char *text = ctq_embedded(CTQ_KLD_POLICY_FILE, &len);
+	cJSON *root = NULL;
+	struct ctq_error err = {0};
+	if (text && !ctq_json_parse(text, len, CTQ_KLD_POLICY_FILE, NULL, &root, &err) &&
+	    !policy_apply(p, root, CTQ_KLD_POLICY_FILE, &err))
+		snprintf(p->source, sizeof p->source, "%s (built in)", CTQ_KLD_POLICY_FILE);
+	else
+		snprintf(p->source, sizeof p->source, "the built-in %s does not parse: a broken build (%s)",
+			 CTQ_KLD_POLICY_FILE, err.message);
+	cJSON_Delete(root);
 }
 
 enum ctq_status ctq_kld_policy_load(struct ctq_kld_policy *p, const char *path,
@@ -67,45 +94,8 @@ enum ctq_status ctq_kld_policy_load(struct ctq_kld_policy *p, const char *path,
 {
 	cJSON *root = NULL;
 	enum ctq_status st = ctq_json_load_file(path, (size_t)1 << 20, NULL, &root, err);
-	if (st)
-		return st;
-	if (!cJSON_IsObject(root)) {
-		st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, path, "a policy is a JSON object");
-		goto done;
-	}
-	for (const cJSON *it = root->child; it && !st; it = it->next) {
-		if (!strcmp(it->string, "about"))
-			continue;
-		int k;
-		for (k = 0; k < CTQ_KLD_N_CRIT; k++)
-			if (!strcmp(crit_def[k].key, it->string))
-				break;
-		if (k == CTQ_KLD_N_CRIT) {
-			st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, it->string,
-					   "unknown policy entry in %s (kl_mean_max, top1_min, ppl_ratio_max)",
-					   path);
-			break;
-		}
-		const cJSON *val = ctq_json_get(it, "value"), *why = ctq_json_get(it, "reason");
-		if (!cJSON_IsObject(it) || !cJSON_IsNumber(val) || !cJSON_IsString(why) ||
-		    !why->valuestring[0]) {
-			st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, it->string,
-					   "expected {\"value\": number, \"reason\": \"why\"} in %s", path);
-			break;
-		}
-		double x = val->valuedouble;
-		if (!(x >= crit_def[k].min && x <= crit_def[k].max)) {
-			st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, it->string,
-					   "is %g in %s; expected a number in [%g, %g]", x, path,
-					   crit_def[k].min, crit_def[k].max);
-			break;
-		}
-		p->v[k] = x;
-		snprintf(p->reason[k], sizeof p->reason[k], "%s", why->valuestring);
-	}
-	if (!st)
+	if (!st && !(st = policy_apply(p, root, path, err)))
 		snprintf(p->source, sizeof p->source, "%s", path);
-done:
 	cJSON_Delete(root);
 	return st;
 }

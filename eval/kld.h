@@ -48,7 +48,9 @@ struct ctq_kld_policy {
 
 /* "kl_mean_max", "top1_min", "ppl_ratio_max". */
 const char *ctq_kld_criterion_name(enum ctq_kld_criterion c);
-/* The built-in policy (policies/kld.json holds the same numbers). */
+/* The built-in policy: policies/kld.json, which the build embeds
+ * (core/embedded.h); source "policies/kld.json (built in)". */
+#define CTQ_KLD_POLICY_FILE "policies/kld.json"
 void ctq_kld_policy_default(struct ctq_kld_policy *p);
 /* Reads {"about": ..., "kl_mean_max": {"value": x, "reason": "..."}, ...}
  * over the defaults; every entry needs its reason. Errors: io-error,

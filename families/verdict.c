@@ -3,6 +3,7 @@
  * keyed tables, pairs of result files, timing rows and trend series. */
 #include "families/verdict.h"
 #include "core/arena.h"
+#include "core/embedded.h"
 #include "core/json.h"
 #include "results/table.h"
 
@@ -14,102 +15,39 @@
 
 /* ---- policy ---------------------------------------------------------------- */
 
+/* The entries and their ranges; the values, and why each is what it is,
+ * live in policies/compare.json, the built-in policy the build embeds. */
 static const struct {
 	const char *section, *key;
-	double def, min, max;
+	double min, max;
 	bool integral;
-	const char *reason;
 } pol_def[CTQ_POL_COUNT] = {
-	[CTQ_POL_TIMING_THRESHOLD] = {"timing", "threshold", 0.05, 0, 10, false,
-		"A median change under 5% is called same whatever its p-value: PyTorch's benchmark "
-		"dashboards flag +-5%, and wall-clock timings of the same build on one host move by a "
-		"few percent between runs (asv's default factor is 10%). Beyond it a change is at "
-		"least ambiguous; slower needs timing.run_noise too when a side is one run."},
-	[CTQ_POL_TIMING_ALPHA] = {"timing", "alpha", 0.05, 1e-12, 1, false,
-		"Two-sided Mann-Whitney level of Google Benchmark's compare.py, applied only across "
-		"genuine replicates (whole runs), never to the requests, calls or repetitions of one "
-		"run. The practical threshold is a second gate, so chance alone calls slower less "
-		"often than alpha."},
-	[CTQ_POL_TIMING_MIN_SAMPLES] = {"timing", "min_samples", 3, 1, 1e6, true,
-		"Fewer than 3 samples per side show no spread, so no verdict (nvbench's AMBG): in one "
-		"run, fewer than 3 requests, calls or repetitions make its median one outlier. With 3 "
-		"replicates per side the exact test's smallest p is 0.1."},
-	[CTQ_POL_TIMING_MAX_CV] = {"timing", "max_cv", 0.20, 0, 1e9, false,
-		"A side whose coefficient of variation exceeds 20% is dominated by noise (warm-up, "
-		"frequency scaling, a shared host); a verdict at a 5% threshold would be a guess. "
-		"Within one run it is the spread of the run's calls or repetitions."},
-	[CTQ_POL_TIMING_RUN_NOISE] = {"timing", "run_noise", 0.5, 0, 1e6, false,
-		"One run a side is one replicate: a run's requests, calls and repetitions share its "
-		"clock, load and cache state (per-request Mann-Whitney called 51% of same-revision "
-		"CPU pairs regressions). A family's median moves between runs of one build by a run "
-		"factor of sd 8-10%, so the log ratio of two runs has sd about 0.14 and a ratio "
-		"beyond 1.5 (2.9 sd) is chance in about 0.2% of a family's pairs. Within 1.5x a "
-		"change beyond the threshold is ambiguous: one run cannot tell it from noise."},
-	[CTQ_POL_TIMING_AB_ALPHA] = {"timing", "ab_alpha", 0.001, 1e-12, 1, false,
-		"Level of the paired t test over interleaved run pairs (ctq compare --ab). A pair's "
-		"runs share the host's drift, so the pairs' differences are the replicates. A set "
-		"has about 9 timing series; at 0.001 chance alone gated 0.5% of 1000 same-build "
-		"sets of 8 pairs under the drift measured on the 2-core CPU "
-		"(tests/test_compare_sweep.c), and 0 of 25 sets cut from 400 real back-to-back "
-		"runs, while a +30% slowdown of one family was gated in 99.4% (96-100% real)."},
-	[CTQ_POL_TIMING_AB_MIN_PAIRS] = {"timing", "ab_min_pairs", 5, 2, 1e6, true,
-		"With 4 degrees of freedom the t test needs t > 8.6 for p < 0.001; with fewer "
-		"pairs a 30% change cannot be told from run-to-run noise of 6%, so the row is "
-		"ambiguous. tools/ab-run.sh makes 8 pairs by default."},
-	[CTQ_POL_SERVE_MAX_CV] = {"serving", "max_cv", 1.0, 0, 1e9, false,
-		"Per-request latencies of bench serve spread by design, not by noise: in a closed "
-		"loop the first wave of requests shares its prefill, so TTFT's cv is 0.76 in the H200 "
-		"baselines (reports/baselines/h200/serve-*), which timing.max_cv would never judge. "
-		"Above 1.0 the spread exceeds the mean: stalls, not a schedule (the CPU reference "
-		"beside two busy processes on two cores gave 1.5 to 2.1). The rest is timing's: a "
-		"run's requests are one replicate, their median."},
-	[CTQ_POL_ACC_ALPHA] = {"accuracy", "alpha", 0.05, 1e-12, 1, false,
-		"Exact McNemar test on the questions whose answer changed (lm-eval PR #3835 makes the "
-		"same paired argument); conservative with few discordant pairs."},
-	[CTQ_POL_ACC_MIN_DROP] = {"accuracy", "min_drop", 0.01, 0, 1, false,
-		"One point, ctq eval's default non-inferiority margin: a significant drop smaller than "
-		"that is reported, not gated."},
-	[CTQ_POL_PROBE_FACTOR] = {"probe", "rel_l2_factor", 1.5, 1, 1e12, false,
-		"Probe inputs are seeded, so rel-L2 repeats to the last digit on one build; a 1.5x "
-		"growth is a change of arithmetic (accumulation order, scale handling), not noise."},
-	[CTQ_POL_PROBE_KERNEL_FLOOR] = {"probe", "kernel_rel_l2_floor", 1e-4, 0, 1e9, false,
-		"The kernel is bit-exact against the exact-quantized reference by design (0); below "
-		"1e-4, about a fortieth of one BF16 ulp (2^-8), growth is a few rounded elements."},
-	[CTQ_POL_PROBE_QUANT_FLOOR] = {"probe", "quant_rel_l2_floor", 1e-3, 0, 1e9, false,
-		"Quantization error is ~1e-2 on N(0,1) inputs; growth that stays under 1e-3 is below "
-		"anything the accuracy of a model could show."},
-	[CTQ_POL_KLD_FACTOR] = {"kld", "mean_factor", 1.5, 1, 1e12, false,
-		"ctq eval kld is deterministic on one build and backend (same text, same windows), "
-		"so the mean KL repeats to the last digit; a 1.5x growth is a change of arithmetic "
-		"or of the checkpoint, as for probe rel-L2."},
-	[CTQ_POL_KLD_FLOOR] = {"kld", "mean_floor", 1e-4, 0, 1e9, false,
-		"Below 1e-4 nats a change is rounding, not quantization: llama.cpp reports 0.00000 "
-		"for F16 against BF16 weights of one model (PR #10714) and 0.001 for Q8_0 on 7-8B "
-		"models, so 1e-4 is ten times under the smallest quantization it tabulates."},
-	[CTQ_POL_KLD_TOP1_DROP] = {"kld", "top1_min_drop", 0.01, 0, 1, false,
-		"One point of top-1 agreement: the gap between llama.cpp's 8-bit (98-99%) and "
-		"6-bit (97%) types on 7-8B models; a smaller significant fall is reported, not gated."},
-	[CTQ_POL_KLD_TOP1_ALPHA] = {"kld", "top1_alpha", 0.05, 1e-12, 1, false,
-		"Paired t test over windows of the per-window agreement: the windows, not the "
-		"tokens, are the replicates (tokens of a window share their context)."},
-	[CTQ_POL_MISSING_IS_REGRESSION] = {"missing", "is_regression", 0, 0, 1, true,
-		"Runs of different plans or machines legitimately hold different files (GPU steps are "
-		"skipped without a GPU); a step that failed is caught by the run's own exit code and "
-		"by the steps comparison. The same holds for GEMM points and serving keys in one run "
-		"only (another --shapes or M list)."},
-#define MISSING_FAMILY(fam, name, file)                                                          \
-	[CTQ_POL_MISSING_FAMILY + (fam)] = {"missing_family", name, 1, 0, 1, true,               \
-		"Every " file " of the baseline gone from the new run is a regression: a run that "   \
-		"lost a whole result family did not check what the baseline checked, and calling " \
-		"that no regression would pass a run that measured nothing. A plan that leaves "   \
-		"the family out on purpose exempts it here (false) with the reason."}
-	MISSING_FAMILY(CTQ_FAM_CONFORM, "conformance", "conform.csv"),
-	MISSING_FAMILY(CTQ_FAM_PROBE, "probe", "probe.csv"),
-	MISSING_FAMILY(CTQ_FAM_BENCH_MODEL, "timing", "bench_model.csv"),
-	MISSING_FAMILY(CTQ_FAM_BENCH_GEMM, "gemm", "bench_gemm.csv"),
-	MISSING_FAMILY(CTQ_FAM_EVAL, "accuracy", "eval_questions.csv"),
-	MISSING_FAMILY(CTQ_FAM_BENCH_SERVE, "serving", "bench_serve.csv"),
-	MISSING_FAMILY(CTQ_FAM_EVAL_KLD, "kld", "eval_kld.csv"),
+	[CTQ_POL_TIMING_THRESHOLD] = {"timing", "threshold", 0, 10, false},
+	[CTQ_POL_TIMING_ALPHA] = {"timing", "alpha", 1e-12, 1, false},
+	[CTQ_POL_TIMING_MIN_SAMPLES] = {"timing", "min_samples", 1, 1e6, true},
+	[CTQ_POL_TIMING_MAX_CV] = {"timing", "max_cv", 0, 1e9, false},
+	[CTQ_POL_TIMING_RUN_NOISE] = {"timing", "run_noise", 0, 1e6, false},
+	[CTQ_POL_TIMING_AB_ALPHA] = {"timing", "ab_alpha", 1e-12, 1, false},
+	[CTQ_POL_TIMING_AB_MIN_PAIRS] = {"timing", "ab_min_pairs", 2, 1e6, true},
+	[CTQ_POL_SERVE_MAX_CV] = {"serving", "max_cv", 0, 1e9, false},
+	[CTQ_POL_ACC_ALPHA] = {"accuracy", "alpha", 1e-12, 1, false},
+	[CTQ_POL_ACC_MIN_DROP] = {"accuracy", "min_drop", 0, 1, false},
+	[CTQ_POL_PROBE_FACTOR] = {"probe", "rel_l2_factor", 1, 1e12, false},
+	[CTQ_POL_PROBE_KERNEL_FLOOR] = {"probe", "kernel_rel_l2_floor", 0, 1e9, false},
+	[CTQ_POL_PROBE_QUANT_FLOOR] = {"probe", "quant_rel_l2_floor", 0, 1e9, false},
+	[CTQ_POL_KLD_FACTOR] = {"kld", "mean_factor", 1, 1e12, false},
+	[CTQ_POL_KLD_FLOOR] = {"kld", "mean_floor", 0, 1e9, false},
+	[CTQ_POL_KLD_TOP1_DROP] = {"kld", "top1_min_drop", 0, 1, false},
+	[CTQ_POL_KLD_TOP1_ALPHA] = {"kld", "top1_alpha", 1e-12, 1, false},
+	[CTQ_POL_MISSING_IS_REGRESSION] = {"missing", "is_regression", 0, 1, true},
+#define MISSING_FAMILY(fam, name) [CTQ_POL_MISSING_FAMILY + (fam)] = {"missing_family", name, 0, 1, true}
+	MISSING_FAMILY(CTQ_FAM_CONFORM, "conformance"),
+	MISSING_FAMILY(CTQ_FAM_PROBE, "probe"),
+	MISSING_FAMILY(CTQ_FAM_BENCH_MODEL, "timing"),
+	MISSING_FAMILY(CTQ_FAM_BENCH_GEMM, "gemm"),
+	MISSING_FAMILY(CTQ_FAM_EVAL, "accuracy"),
+	MISSING_FAMILY(CTQ_FAM_BENCH_SERVE, "serving"),
+	MISSING_FAMILY(CTQ_FAM_EVAL_KLD, "kld"),
 #undef MISSING_FAMILY
 };
 
@@ -123,28 +61,14 @@ const char *ctq_compare_policy_name(enum ctq_policy_key k)
 	return names[k];
 }
 
-void ctq_compare_policy_default(struct ctq_compare_policy *p)
+/* The entries of root (a policy object) over *p; path names it in errors. */
+static enum ctq_status policy_apply(struct ctq_compare_policy *p, const cJSON *root, const char *path,
+				    struct ctq_error *err)
 {
-	memset(p, 0, sizeof *p);
-	for (int k = 0; k < CTQ_POL_COUNT; k++) {
-		p->v[k] = pol_def[k].def;
-		snprintf(p->reason[k], sizeof p->reason[k], "%s", pol_def[k].reason);
-	}
-	snprintf(p->source, sizeof p->source, "built-in (policies/compare.json holds the same)");
-}
-
-enum ctq_status ctq_compare_policy_load(struct ctq_compare_policy *p, const char *path,
-					struct ctq_error *err)
-{
-	cJSON *root = NULL;
-	enum ctq_status st = ctq_json_load_file(path, (size_t)1 << 20, NULL, &root, err);
-	if (st)
-		return st;
+	enum ctq_status st = CTQ_OK;
 	char jp[CTQ_PATH_MAX];
-	if (!cJSON_IsObject(root)) {
-		st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, path, "a policy is a JSON object");
-		goto done;
-	}
+	if (!cJSON_IsObject(root))
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, path, "a policy is a JSON object");
 	for (const cJSON *sec = root->child; sec && !st; sec = sec->next) {
 		if (!strcmp(sec->string, "about"))
 			continue;
@@ -225,9 +149,35 @@ enum ctq_status ctq_compare_policy_load(struct ctq_compare_policy *p, const char
 				 why ? why->valuestring : "(no reason given in the policy file)");
 		}
 	}
-	if (!st)
+	return st;
+}
+
+/* The built-in policy is policies/compare.json itself, embedded by the
+ * build (core/embedded.h). A broken embedded file leaves the thresholds 0
+ * and says so in source; tests/test_compare.c checks it parses. */
+void ctq_compare_policy_default(struct ctq_compare_policy *p)
+{
+	memset(p, 0, sizeof *p);
+	size_t len = 0;
+	const char *text = ctq_embedded(CTQ_COMPARE_POLICY_FILE, &len);
+	cJSON *root = NULL;
+	struct ctq_error err = {0};
+	if (text && !ctq_json_parse(text, len, CTQ_COMPARE_POLICY_FILE, NULL, &root, &err) &&
+	    !policy_apply(p, root, CTQ_COMPARE_POLICY_FILE, &err))
+		snprintf(p->source, sizeof p->source, "%s (built in)", CTQ_COMPARE_POLICY_FILE);
+	else
+		snprintf(p->source, sizeof p->source, "the built-in %s does not parse: a broken build (%s)",
+			 CTQ_COMPARE_POLICY_FILE, err.message);
+	cJSON_Delete(root);
+}
+
+enum ctq_status ctq_compare_policy_load(struct ctq_compare_policy *p, const char *path,
+					struct ctq_error *err)
+{
+	cJSON *root = NULL;
+	enum ctq_status st = ctq_json_load_file(path, (size_t)1 << 20, NULL, &root, err);
+	if (!st && !(st = policy_apply(p, root, path, err)))
 		snprintf(p->source, sizeof p->source, "%s", path);
-done:
 	cJSON_Delete(root);
 	return st;
 }

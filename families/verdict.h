@@ -58,6 +58,9 @@ struct ctq_compare_policy {
 
 /* "timing.threshold", ... (the JSON section and key). */
 const char *ctq_compare_policy_name(enum ctq_policy_key k);
+/* The built-in policy: policies/compare.json, which the build embeds
+ * (core/embedded.h); source "policies/compare.json (built in)". */
+#define CTQ_COMPARE_POLICY_FILE "policies/compare.json"
 void ctq_compare_policy_default(struct ctq_compare_policy *p);
 /* Reads a policy over the defaults: {"section": {"key": {"value": x,
  * "reason": "..."}}} or a bare number / boolean; "about" members are
