@@ -26,6 +26,7 @@
 #include "backend/backend.h"
 #include "results/env.h"
 #include "results/plot.h"
+#include "families/bench_model.h"
 #include "reports/report.h"
 
 struct tmp {
@@ -749,4 +750,57 @@ Test(report, gpu_manifest_is_not_cpu_only)
 		cr_expect(ctq_report_cpu_only(m), "not CPU only: %s", cpu[i]);
 		cJSON_Delete(m);
 	}
+}
+
+/* The TTFT panel of plots/perf.gp: one stalled repetition (a 40 ms maximum
+ * beside 0.3 ms medians) does not set the axis; the axis stops at
+ * CTQ_PERF_TTFT_CLIP x the largest median, the clipped maximum is drawn at
+ * the top, labelled with its value and counted in the caption. Without an
+ * outlier the axis is autoscaled and nothing is labelled. */
+static struct ctq_perf_case perf_case(const char *label, double med, double min, double max)
+{
+	struct ctq_perf_case c;
+	memset(&c, 0, sizeof c);
+	snprintf(c.label, sizeof c.label, "%s", label);
+	c.ttft[0] = med, c.ttft[1] = min, c.ttft[2] = max;
+	c.prefill = 1000, c.decode_ms = 1, c.decode_tps = 1000;
+	return c;
+}
+
+Test(report, ttft_axis_clips_a_stalled_sample)
+{
+	struct ctq_perf_case pc[3] = {perf_case("a", 0.30, 0.28, 0.33), perf_case("b", 0.25, 0.24, 40.0),
+				      perf_case("c", 0.31, 0.29, 0.35)};
+	struct ctq_strbuf body, data;
+	ctq_strbuf_init(&body);
+	ctq_strbuf_init(&data);
+	char caption[400];
+	ctq_fam_bench_model_perf_plot(pc, 3, &body, &data, caption, sizeof caption);
+	const char *gp = ctq_strbuf_str(&body);
+	/* the TTFT panel (before its plot line) has a finite top near the medians */
+	const char *yr = strstr(gp, "set yrange [0:");
+	const char *plot = strstr(gp, "\nplot ");
+	cr_assert(yr && plot && yr < plot, "%s", gp);
+	double top = strtod(yr + strlen("set yrange [0:"), NULL);
+	cr_expect(top >= 0.31 && top <= 0.31 * CTQ_PERF_TTFT_CLIP + 1e-9, "y top %g:\n%s", top, gp);
+	cr_expect(strstr(gp, "set label 2 \"max 40 ms (clipped)\" at 1, "), "no label for case b:\n%s", gp);
+	cr_expect(!strstr(gp, "set label 1 ") && !strstr(gp, "set label 3 "), "%s", gp);
+	cr_expect(strstr(caption, "1 case(s) with a maximum above it"), "%s", caption);
+	/* the bar of case b is drawn to the top, the true maximum kept beside it */
+	char want[128];
+	snprintf(want, sizeof want, "\"b\" 0.25 0.24 40 1000 1 1000 %.9g\n", top);
+	cr_expect(strstr(ctq_strbuf_str(&data), want), "no row %s in:\n%s", want, ctq_strbuf_str(&data));
+	ctq_strbuf_free(&body);
+	ctq_strbuf_free(&data);
+
+	pc[1] = perf_case("b", 0.25, 0.24, 0.5);
+	ctq_strbuf_init(&body);
+	ctq_strbuf_init(&data);
+	ctq_fam_bench_model_perf_plot(pc, 3, &body, &data, caption, sizeof caption);
+	gp = ctq_strbuf_str(&body);
+	yr = strstr(gp, "set yrange [0:");
+	cr_expect(yr && !strncmp(yr, "set yrange [0:*]", 16) && yr < strstr(gp, "\nplot "), "%s", gp);
+	cr_expect(!strstr(gp, "(clipped)") && !strstr(caption, "clipped"), "%s\n%s", gp, caption);
+	ctq_strbuf_free(&body);
+	ctq_strbuf_free(&data);
 }
