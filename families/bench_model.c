@@ -48,16 +48,6 @@ enum ctq_status ctq_fam_bench_model_trend(struct ctq_trend *t, size_t run, const
 
 /* ---- report section ------------------------------------------------------------ */
 
-struct ctq_perf_case {
-	char label[400];
-	char kind[32];    /* what the model is: "W8A8", "BF16", ... (model_kind) */
-	char key[200];    /* backend, batch, input, output: pairs the two sides */
-	char series_ttft[200], series_tps[200]; /* role/backend and the fixed other axis */
-	double batch, input;
-	double ttft[3];   /* median, min, max */
-	double prefill, decode_ms, decode_tps; /* medians */
-};
-
 static int cmp_d(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -255,6 +245,77 @@ static void ratio_table(struct ctq_rep *r, const struct ctq_perf_case *pc, size_
 	}
 }
 
+/* The TTFT panel's y range. One stalled repetition (a 40 ms maximum beside
+ * 0.3 ms medians) would stretch an autoscaled axis until the medians
+ * vanish, so the axis stops at CTQ_PERF_TTFT_CLIP times the largest median
+ * when some maximum lies above that; the bars of those cases end at the top
+ * and a label gives each one's maximum. Returns the top, or 0 for an
+ * autoscaled axis (nothing above it). */
+static double ttft_top(const struct ctq_perf_case *pc, size_t n, size_t *n_clipped)
+{
+	double med = 0;
+	for (size_t i = 0; i < n; i++)
+		if (pc[i].ttft[0] > med)
+			med = pc[i].ttft[0];
+	double top = CTQ_PERF_TTFT_CLIP * med;
+	*n_clipped = 0;
+	for (size_t i = 0; i < n && top > 0; i++)
+		*n_clipped += pc[i].ttft[2] > top;
+	return *n_clipped ? top : 0;
+}
+
+void ctq_fam_bench_model_perf_plot(const struct ctq_perf_case *pc, size_t n, struct ctq_strbuf *body,
+				   struct ctq_strbuf *data, char *caption, size_t cap)
+{
+	size_t n_clipped;
+	double top = ttft_top(pc, n, &n_clipped);
+	ctq_strbuf_append(data, "# index case ttft_median ttft_min ttft_max prefill_tps decode_ms decode_tps "
+				"ttft_max_drawn\n");
+	for (size_t i = 0; i < n; i++) {
+		ctq_strbuf_printf(data, "%zu ", i);
+		ctq_plot_quoted(data, pc[i].label);
+		ctq_strbuf_printf(data, " %.9g %.9g %.9g %.9g %.9g %.9g %.9g\n", pc[i].ttft[0], pc[i].ttft[1],
+				  pc[i].ttft[2], pc[i].prefill, pc[i].decode_ms, pc[i].decode_tps,
+				  top > 0 && pc[i].ttft[2] > top ? top : pc[i].ttft[2]);
+	}
+	ctq_strbuf_append(body, "set multiplot layout 2,1\n"
+				"set style fill solid 0.8 border -1\nset boxwidth 0.6\n"
+				"set xtics rotate by 30 right font \",8\"\nset offsets 0.5, 0.5, 0, 0\n"
+				"set bmargin 9\nset lmargin 22\nset ytics\nset mytics 2\n");
+	if (top > 0) {
+		ctq_strbuf_printf(body, "set yrange [0:%.6g]\n", top);
+		for (size_t i = 0; i < n; i++)
+			if (pc[i].ttft[2] > top)
+				ctq_strbuf_printf(body,
+						  "set label %zu \"max %.4g ms (clipped)\" at %zu, %.6g left "
+						  "offset 0.8,-0.8 front font \",8\" tc rgb \"#b00020\"\n",
+						  i + 1, pc[i].ttft[2], i, top);
+		ctq_strbuf_printf(body, "set title \"time to first token (median, min-max bars; y clipped at "
+					"%g x the largest median)\"\n",
+				  CTQ_PERF_TTFT_CLIP);
+	} else {
+		ctq_strbuf_append(body, "set yrange [0:*]\n"
+					"set title \"time to first token (median, min-max bars)\"\n");
+	}
+	ctq_strbuf_append(body,
+			  "set ylabel \"TTFT ms\"\n"
+			  "plot \"perf.dat\" using 1:3:4:9:(0.6):xtic(2) with boxerrorbars lc rgb \"#1f77b4\" notitle\n"
+			  "unset label\nset yrange [0:*]\n"
+			  "set title \"throughput (median)\"\nset ylabel \"tokens/s\"\n"
+			  "set boxwidth 0.35\nset key inside top right vertical opaque box\n"
+			  "set offsets 0.5, 0.5, graph 0.2, 0\n"
+			  "plot \"perf.dat\" using ($1-0.18):6:xtic(2) with boxes lc rgb \"#2ca02c\" title \"prefill tok/s\", "
+			  "\"perf.dat\" using ($1+0.18):8 with boxes lc rgb \"#ff7f0e\" title \"decode tok/s\"\n"
+			  "unset multiplot\n");
+	if (top > 0)
+		snprintf(caption, cap,
+			 "TTFT and throughput per benchmark case; TTFT axis clipped at %.4g ms (%g x the "
+			 "largest median): %zu case(s) with a maximum above it, labelled with its value",
+			 top, CTQ_PERF_TTFT_CLIP, n_clipped);
+	else
+		snprintf(caption, cap, "TTFT and throughput per benchmark case");
+}
+
 static void perf_plots(struct ctq_rep *r, const struct ctq_perf_case *pc, size_t n)
 {
 	if (!n)
@@ -262,28 +323,10 @@ static void perf_plots(struct ctq_rep *r, const struct ctq_perf_case *pc, size_t
 	struct ctq_strbuf data, body;
 	ctq_strbuf_init(&data);
 	ctq_strbuf_init(&body);
-	ctq_strbuf_append(&data, "# index case ttft_median ttft_min ttft_max prefill_tps decode_ms decode_tps\n");
-	for (size_t i = 0; i < n; i++) {
-		ctq_strbuf_printf(&data, "%zu ", i);
-		ctq_plot_quoted(&data, pc[i].label);
-		ctq_strbuf_printf(&data, " %.9g %.9g %.9g %.9g %.9g %.9g\n", pc[i].ttft[0], pc[i].ttft[1],
-				  pc[i].ttft[2], pc[i].prefill, pc[i].decode_ms, pc[i].decode_tps);
-	}
-	ctq_strbuf_append(&body,
-			  "set multiplot layout 2,1\n"
-			  "set style fill solid 0.8 border -1\nset boxwidth 0.6\n"
-			  "set xtics rotate by 30 right font \",8\"\nset offsets 0.5, 0.5, 0, 0\n"
-			  "set bmargin 9\nset lmargin 22\nset yrange [0:*]\nset ytics\nset mytics 2\n"
-			  "set title \"time to first token (median, min-max bars)\"\nset ylabel \"TTFT ms\"\n"
-			  "plot \"perf.dat\" using 1:3:4:5:(0.6):xtic(2) with boxerrorbars lc rgb \"#1f77b4\" notitle\n"
-			  "set title \"throughput (median)\"\nset ylabel \"tokens/s\"\n"
-			  "set boxwidth 0.35\nset key inside top right vertical opaque box\n"
-			  "set offsets 0.5, 0.5, graph 0.2, 0\n"
-			  "plot \"perf.dat\" using ($1-0.18):6:xtic(2) with boxes lc rgb \"#2ca02c\" title \"prefill tok/s\", "
-			  "\"perf.dat\" using ($1+0.18):8 with boxes lc rgb \"#ff7f0e\" title \"decode tok/s\"\n"
-			  "unset multiplot\n");
+	char caption[400];
+	ctq_fam_bench_model_perf_plot(pc, n, &body, &data, caption, sizeof caption);
 	if (!data.oom && !body.oom)
-		ctq_rep_plot(r, "perf", 1000, 900, "TTFT and throughput per benchmark case", body.data, data.data);
+		ctq_rep_plot(r, "perf", 1000, 900, caption, body.data, data.data);
 	ctq_strbuf_free(&data);
 	ctq_strbuf_free(&body);
 }

@@ -26,12 +26,34 @@ enum ctq_status ctq_fam_bench_model_compare(struct ctq_cmp_pair *x, struct ctq_e
 enum ctq_status ctq_fam_bench_model_trend(struct ctq_trend *t, size_t run, const struct ctq_table *tb,
 					  const char *path, const char *file, struct ctq_error *err);
 
+/* One timing case of the report: a (file, role, backend, batch, input,
+ * output) group of repetitions, its medians and TTFT extremes. */
+struct ctq_perf_case {
+	char label[400];
+	char kind[32];    /* what the model is: "W8A8", "BF16", ... (model_kind) */
+	char key[200];    /* backend, batch, input, output: pairs the two sides */
+	char series_ttft[200], series_tps[200]; /* role/backend and the fixed other axis */
+	double batch, input;
+	double ttft[3];   /* ms: median, min, max */
+	double prefill, decode_ms, decode_tps; /* medians */
+};
+
 /* Appends the section of file f to r and its timing cases to *pc (*n of
  * *cap, grown; owned by the caller, free()d), which
  * ctq_fam_bench_model_report_end tabulates and plots once every file is in. */
-struct ctq_perf_case;
 enum ctq_status ctq_fam_bench_model_report(struct ctq_rep *r, const struct ctq_result_file *f,
 					   struct ctq_perf_case **pc, size_t *n, size_t *cap);
 void ctq_fam_bench_model_report_end(struct ctq_rep *r, const struct ctq_perf_case *pc, size_t n);
+
+/* The TTFT axis stops at this many times the largest TTFT median when some
+ * case's maximum lies above that (one stalled repetition must not hide the
+ * medians); the clipped maxima are labelled and counted in the caption. */
+#define CTQ_PERF_TTFT_CLIP 3.0
+
+/* The perf plot (plots/perf.gp, perf.dat) of cases pc[0..n): appends the
+ * gnuplot body to body and the data to data, and writes the caption into
+ * caption (cap bytes), which says when and where the TTFT axis is clipped. */
+void ctq_fam_bench_model_perf_plot(const struct ctq_perf_case *pc, size_t n, struct ctq_strbuf *body,
+				   struct ctq_strbuf *data, char *caption, size_t cap);
 
 #endif

@@ -288,18 +288,72 @@ static const char *steps(struct ctq_rep *r, struct ctq_strbuf *mdb, struct ctq_s
 	return counts[1] || counts[3] ? "FAIL" : "PASS";
 }
 
+/* A single command's run: the backend it ran on, where its manifest names
+ * one. "reference (CPU)" and "reference" are the CPU; anything else (a CUDA
+ * device, a kernel plug-in) is not. */
+static const char *const device_keys[] = {"eval.device", "bench_model.device", "bench_serve.device",
+					  "bench_gemm.device", "probe.device", "probe.backend"};
+
 bool ctq_report_cpu_only(const cJSON *manifest)
 {
 	const cJSON *st = ctq_json_get(manifest, "steps"), *s;
-	if (!cJSON_IsArray(st))
+	if (cJSON_IsArray(st)) {
+		cJSON_ArrayForEach(s, st)
+		{
+			const char *needs = ctq_json_str_at(s, "needs", ""),
+				   *status = ctq_json_str_at(s, "status", "");
+			if (!strcmp(needs, "gpu") && strcmp(status, "skipped") != 0)
+				return false;
+		}
+		return true;
+	}
+	/* No steps: CPU only when some backend is named, every one named is
+	 * the reference, and no GPU kernel path was dispatched. */
+	const cJSON *kp = ctq_json_get(manifest, "kernel_paths");
+	if (cJSON_IsObject(kp) && kp->child)
 		return false;
+	bool cpu = false;
+	for (size_t i = 0; i < sizeof device_keys / sizeof *device_keys; i++) {
+		const char *dev = ctq_json_str_at(manifest, device_keys[i], NULL);
+		if (!dev)
+			continue;
+		if (strncmp(dev, "reference", 9) != 0)
+			return false;
+		cpu = true;
+	}
+	return cpu;
+}
+
+/* Above the fold: the skipped steps, each with its reason, so a reader
+ * sees what was not run before the tables. */
+static void skipped_summary(const cJSON *m, struct ctq_strbuf *md, struct ctq_strbuf *hb)
+{
+	const cJSON *st = ctq_json_get(m, "steps"), *s;
+	size_t n = 0;
+	cJSON_ArrayForEach(s, st) n += !strcmp(ctq_json_str_at(s, "status", ""), "skipped");
+	if (!n)
+		return;
+	ctq_strbuf_printf(md, "**Skipped: %zu step(s)**\n\n", n);
+	ctq_strbuf_printf(hb, "<div class=\"skips\"><b>Skipped: %zu step(s)</b><ul>\n", n);
 	cJSON_ArrayForEach(s, st)
 	{
-		const char *needs = ctq_json_str_at(s, "needs", ""), *status = ctq_json_str_at(s, "status", "");
-		if (!strcmp(needs, "gpu") && strcmp(status, "skipped") != 0)
-			return false;
+		if (strcmp(ctq_json_str_at(s, "status", ""), "skipped") != 0)
+			continue;
+		const char *id = ctq_json_str_at(s, "id", "?"), *reason = ctq_json_str_at(s, "reason", "");
+		ctq_strbuf_append(md, "- ");
+		ctq_rep_md(md, id);
+		ctq_strbuf_append(md, *reason ? ": " : "");
+		ctq_rep_md(md, reason);
+		ctq_strbuf_append(md, "\n");
+		ctq_strbuf_append(hb, "<li><b>");
+		ctq_rep_h(hb, id);
+		ctq_strbuf_append(hb, "</b>");
+		ctq_strbuf_append(hb, *reason ? ": " : "");
+		ctq_rep_h(hb, reason);
+		ctq_strbuf_append(hb, "</li>\n");
 	}
-	return true;
+	ctq_strbuf_append(md, "\n");
+	ctq_strbuf_append(hb, "</ul></div>\n");
 }
 
 /* Tails of the logs of steps that did not pass. */
@@ -345,6 +399,9 @@ static const char css[] =
 	"td.skipped{color:#777}td.strong{font-weight:bold}"
 	".verdict{display:inline-block;padding:6px 18px;border-radius:6px;color:#fff;font-size:22px;"
 	"font-weight:bold;margin:8px 0}.PASS{background:#087f23}.FAIL{background:#b00020}"
+	".CPUONLY{background:#607080}.cpu-only{margin:2px 0 8px;color:#445}"
+	".skips{border-left:4px solid #999;background:#f6f6f6;padding:4px 10px;margin:8px 0;font-size:13px}"
+	".skips ul{margin:2px 0;padding-left:20px}"
 	".dim{color:#777;font-size:12px}figure{margin:10px 0}img{max-width:100%;border:1px solid #eee}"
 	"figcaption{font-size:12px;color:#555}pre{background:#f6f6f6;padding:8px;font-size:12px;"
 	"overflow-x:auto;white-space:pre-wrap}";
@@ -406,9 +463,10 @@ enum ctq_status ctq_report_write(const char *run_dir, const char *display,
 	r.err = err;
 	ctq_strbuf_init(&r.md);
 	ctq_strbuf_init(&r.html);
-	struct ctq_strbuf top_md, top_html;
+	struct ctq_strbuf top_md, top_html, top_html_skips;
 	ctq_strbuf_init(&top_md);
 	ctq_strbuf_init(&top_html);
+	ctq_strbuf_init(&top_html_skips);
 	char final_plots[1200];
 	snprintf(final_plots, sizeof final_plots, "%s/plots", run_dir);
 	enum ctq_status st;
@@ -436,8 +494,17 @@ enum ctq_status ctq_report_write(const char *run_dir, const char *display,
 		verdict = r.checks_failed || r.probes_failed || r.gates_failed || r.serve_errors || r.gemm_failed
 				  ? "FAIL"
 				  : "PASS";
-	snprintf(s->verdict, sizeof s->verdict, "%s%s", verdict,
-		 ctq_report_cpu_only(r.m) ? " (" CTQ_REPORT_CPU_ONLY ")" : "");
+	bool cpu_only = ctq_report_cpu_only(r.m);
+	snprintf(s->verdict, sizeof s->verdict, "%s%s", verdict, cpu_only ? " (" CTQ_REPORT_CPU_ONLY ")" : "");
+	/* A pass of the CPU reference alone does not wear a GPU qualification's
+	 * green: its own badge, and a line saying what was not qualified. */
+	const char *badge = cpu_only && !strcmp(verdict, "PASS") ? "CPUONLY" : verdict;
+	const char *cpu_line = !cpu_only ? NULL
+			       : cJSON_IsArray(ctq_json_get(r.m, "steps"))
+				       ? "No GPU code was qualified: every step that needs a GPU was skipped "
+					 "or none needs one; this verdict covers the CPU reference only."
+				       : "No GPU code was qualified: this run used the CPU reference backend "
+					 "only.";
 	const char *title = ctq_json_str_at(r.m, "plan.name", NULL);
 	char headline[600];
 	if (cJSON_IsArray(ctq_json_get(r.m, "steps")))
@@ -459,17 +526,18 @@ enum ctq_status ctq_report_write(const char *run_dir, const char *display,
 			 ctq_rep_jstr(cJSON_GetArrayItem(gpus, 0), "name"));
 	else {
 		/* A single command's manifest names the device it ran on. */
-		static const char *const keys[] = {"eval.device", "bench_model.device", "bench_serve.device",
-						   "bench_gemm.device", "probe.device"};
 		const char *dev = NULL;
-		for (size_t i = 0; !dev && i < sizeof keys / sizeof *keys; i++)
-			dev = ctq_json_str_at(r.m, keys[i], NULL);
+		for (size_t i = 0; !dev && i + 1 < sizeof device_keys / sizeof *device_keys; i++)
+			dev = ctq_json_str_at(r.m, device_keys[i], NULL);
 		snprintf(hw, sizeof hw, "%s", dev ? dev : "no GPU (CPU reference only)");
 	}
 	ctq_strbuf_printf(&top_md, "# ctq qualification report%s%s\n\n**Verdict: %s** — %s.\n\n"
 				   "Hardware: %s. Run directory: `%s`.%s%s\n\n",
 			  title ? ": " : "", title ? title : "", s->verdict, headline, hw, r.display,
 			  r.plot_note[0] ? " " : "", r.plot_note);
+	if (cpu_line)
+		ctq_strbuf_printf(&top_md, "%s\n\n", cpu_line);
+	skipped_summary(r.m, &top_md, &top_html_skips);
 	ctq_strbuf_append(&top_html, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
 				     "<title>ctq report");
 	if (title) {
@@ -482,7 +550,7 @@ enum ctq_status ctq_report_write(const char *run_dir, const char *display,
 		ctq_strbuf_append(&top_html, ": ");
 		ctq_rep_h(&top_html, title);
 	}
-	ctq_strbuf_printf(&top_html, "</h1>\n<div class=\"verdict %s\">%s</div> <span>", verdict, s->verdict);
+	ctq_strbuf_printf(&top_html, "</h1>\n<div class=\"verdict %s\">%s</div> <span>", badge, s->verdict);
 	ctq_rep_h(&top_html, headline);
 	ctq_strbuf_append(&top_html, "</span>\n<p class=\"dim\">Hardware: ");
 	ctq_rep_h(&top_html, hw);
@@ -494,6 +562,9 @@ enum ctq_status ctq_report_write(const char *run_dir, const char *display,
 		ctq_rep_h(&top_html, r.plot_note);
 	}
 	ctq_strbuf_append(&top_html, "</p>\n");
+	if (cpu_line)
+		ctq_strbuf_printf(&top_html, "<p class=\"cpu-only\">%s</p>\n", cpu_line);
+	ctq_strbuf_append(&top_html, ctq_strbuf_str(&top_html_skips));
 	environment(&r, &top_md, &top_html);
 	ctq_strbuf_append(&top_md, smd.data ? smd.data : "");
 	ctq_strbuf_append(&top_html, shtml.data ? shtml.data : "");
@@ -507,7 +578,7 @@ enum ctq_status ctq_report_write(const char *run_dir, const char *display,
 		ctq_strbuf_append(&top_html, "<p>No result files in this run.</p>\n");
 	}
 	ctq_strbuf_append(&top_html, "</body></html>\n");
-	if (top_md.oom || top_html.oom || r.md.oom || r.html.oom) {
+	if (top_md.oom || top_html.oom || top_html_skips.oom || r.md.oom || r.html.oom) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, run_dir, "out of memory");
 		goto done;
 	}
@@ -535,6 +606,7 @@ done:
 	ctq_strbuf_free(&r.html);
 	ctq_strbuf_free(&top_md);
 	ctq_strbuf_free(&top_html);
+	ctq_strbuf_free(&top_html_skips);
 	ctq_results_free(&r.res);
 	cJSON_Delete(r.m);
 	return st;

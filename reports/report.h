@@ -26,14 +26,13 @@
 
 struct cJSON;
 
-/* What a plan run's verdict adds when no GPU step ran (every step that
- * needs a GPU was skipped, or none needs one): the verdict qualifies the
- * CPU reference only. */
+/* What a verdict adds when no GPU code ran (ctq_report_cpu_only): the
+ * verdict qualifies the CPU reference only. */
 #define CTQ_REPORT_CPU_ONLY "CPU only: no GPU was qualified"
 
 struct ctq_report_summary {
-	char verdict[64];     /* "PASS" or "FAIL", then " (" CTQ_REPORT_CPU_ONLY ")" for a plan
-			       * run in which no GPU step ran */
+	char verdict[64];     /* "PASS" or "FAIL", then " (" CTQ_REPORT_CPU_ONLY ")" for a run
+			       * in which no GPU code ran */
 	size_t n_plots;
 	char plot_note[256];  /* why there are no plots, when there are none */
 };
@@ -48,8 +47,11 @@ struct ctq_report_summary {
 enum ctq_status ctq_report_write(const char *run_dir, const char *display,
 				 struct ctq_report_summary *s, struct ctq_error *err);
 
-/* Whether manifest is a plan run's (it has steps) in which no step that
- * needs a GPU ran. Borrowed. */
+/* Whether manifest's run qualified the CPU reference only: a plan run (it
+ * has steps) in which no step that needs a GPU ran, or a single command's
+ * run whose manifest names a backend or device, only the reference, and no
+ * kernel path. Its report shows a PASS in a neutral badge with a line
+ * saying no GPU code was qualified. Borrowed. */
 bool ctq_report_cpu_only(const struct cJSON *manifest);
 
 /* Trend plots of t into plots_dir (created): one PNG per family present.

@@ -26,6 +26,8 @@
 #include "backend/backend.h"
 #include "results/env.h"
 #include "results/plot.h"
+#include "families/bench_model.h"
+#include "reports/report.h"
 
 struct tmp {
 	char root[64];
@@ -482,6 +484,11 @@ Test(report, cpu_only_run_says_so_and_names_only_final_paths)
 	cr_assert_eq(run_plan(plan, out, "--gpu"), 0);
 	cr_expect(file_has(out, "summary.md", "**Verdict: PASS (CPU only: no GPU was qualified)**"));
 	cr_expect(file_has(out, "report.html", "\">PASS (CPU only: no GPU was qualified)</div>"));
+	/* not the green badge of a GPU qualification: a neutral one, and a line */
+	cr_expect(file_has(out, "report.html", "<div class=\"verdict CPUONLY\">PASS (CPU only"));
+	cr_expect(!file_has(out, "report.html", "<div class=\"verdict PASS\">"));
+	cr_expect(file_has(out, "report.html", "<p class=\"cpu-only\">No GPU code was qualified"));
+	cr_expect(file_has(out, "summary.md", "\n\nNo GPU code was qualified"));
 	cr_expect(file_has(out, "junit.xml",
 			   "<property name=\"verdict\" value=\"PASS (CPU only: no GPU was qualified)\"/>"));
 	cr_expect(!file_has(out, "junit.xml", "${run}"));
@@ -613,4 +620,187 @@ Test(report, skipped_step_shows_final_paths)
 	cr_expect(file_has(out, "summary.md", want), "summary.md lacks %s", want);
 	cr_expect(file_has(out, "junit.xml", want), "junit.xml lacks %s", want);
 	ctq_remove_tree(t.root);
+}
+
+/* Where needle first occurs in dir/name, or -1 (also when absent). */
+static long offset_of(const char *dir, const char *name, const char *needle)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	char *text = slurp(path);
+	const char *at = strstr(text, needle);
+	long off = at ? (long)(at - text) : -1;
+	free(text);
+	return off;
+}
+
+/* Skipped steps are listed, with their reasons, in the summary at the top
+ * (before the environment and the step table), not only in the table. */
+Test(report, skipped_steps_are_above_the_fold)
+{
+	struct tmp t;
+	tmp_make(&t);
+	char plan[128], out[128];
+	snprintf(plan, sizeof plan, "%s/plan.json", t.root);
+	snprintf(out, sizeof out, "%s/run", t.root);
+	put(plan, small_plan);
+	cr_assert_eq(run_plan(plan, out, "--gpu"), 0);
+	long skips = offset_of(out, "report.html", "<div class=\"skips\"><b>Skipped: 1 step(s)</b>");
+	long item = offset_of(out, "report.html", "<li><b>probe-gpu</b>: ");
+	long first_h2 = offset_of(out, "report.html", "<h2>");
+	cr_expect(skips >= 0 && item > skips, "report.html: skips at %ld, probe-gpu at %ld", skips, item);
+	cr_expect(first_h2 > item, "the skipped step is listed after a section heading (%ld > %ld)", item,
+		  first_h2);
+	long md_skips = offset_of(out, "summary.md", "**Skipped: 1 step(s)**\n\n- probe-gpu: ");
+	long md_h2 = offset_of(out, "summary.md", "\n## ");
+	cr_expect(md_skips >= 0 && md_h2 > md_skips, "summary.md: skips at %ld, first section at %ld",
+		  md_skips, md_h2);
+	ctq_remove_tree(t.root);
+}
+
+/* A plan with nothing skipped has no skipped list. */
+Test(report, no_skipped_list_without_skipped_steps)
+{
+	struct tmp t;
+	tmp_make(&t);
+	char plan[128], out[128];
+	snprintf(plan, sizeof plan, "%s/plan.json", t.root);
+	snprintf(out, sizeof out, "%s/run", t.root);
+	put(plan, "{\"name\": \"one\", \"steps\": [{\"id\": \"conform\", \"command\": \"conform\","
+		  " \"args\": [\"--suite\", \"suites/precedence\"]}]}");
+	cr_assert_eq(run_plan(plan, out, "--gpu"), 0);
+	cr_expect(!file_has(out, "report.html", "class=\"skips\""));
+	cr_expect(!file_has(out, "summary.md", "**Skipped"));
+	ctq_remove_tree(t.root);
+}
+
+/* A gnuplot stand-in that writes the PNG each script names and keeps the
+ * script: the plot tests read the .gp text ctq wrote, with or without a
+ * real gnuplot on this host. */
+static void fake_gnuplot(const struct tmp *t)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/gnuplot", t->root);
+	put(path, "#!/bin/sh\nfor a; do case $a in *.gp) : > \"${a%.gp}.png\";; esac; done\nexit 0\n");
+	cr_assert_eq(chmod(path, 0755), 0);
+	setenv("CTQ_GNUPLOT", path, 1);
+}
+
+/* One command's run on the reference backend alone (ctq probe, no plan)
+ * is CPU only too; and the probe plot's threshold is named in the key, not
+ * by a label drawn on the threshold's own line. */
+Test(report, single_reference_probe_is_cpu_only_and_threshold_is_in_the_key)
+{
+	struct tmp t;
+	tmp_make(&t);
+	fake_gnuplot(&t);
+	char out[128];
+	snprintf(out, sizeof out, "%s/probe", t.root);
+	char *pargv[] = {"probe", "--shapes", "64:128", "--backend", "reference", "--weights", "random",
+			 "--acts", "gaussian", "--out", out, NULL};
+	fflush(stdout);
+	FILE *saved = freopen("/dev/null", "w", stdout);
+	(void)saved;
+	cr_assert_eq(ctq_cmd_probe(11, pargv), 0);
+	char *rargv[] = {"report", out, NULL};
+	cr_assert_eq(ctq_cmd_report(2, rargv), 0);
+	unsetenv("CTQ_GNUPLOT");
+	cr_expect(file_has(out, "report.html", "<div class=\"verdict CPUONLY\">PASS (CPU only"));
+	cr_expect(file_has(out, "report.html", "used the CPU reference backend only"));
+	cr_expect(!file_has(out, "report.html", "class=\"skips\""));
+	char *gp = NULL;
+	char path[256];
+	snprintf(path, sizeof path, "%s/plots/probe_rel_l2.gp", out);
+	gp = slurp(path);
+	const char *bound = strstr(gp, "0.05 with lines");
+	cr_assert(bound, "no threshold line in %s", gp);
+	cr_expect(strstr(bound, "title \"quantization error bound 5e-2 (gaussian)\""),
+		  "the threshold line has no title in the key: %.200s", bound);
+	cr_expect(!strstr(gp, "set label 1 \"quantization error bound"),
+		  "a label is drawn over the threshold line:\n%s", gp);
+	free(gp);
+	ctq_remove_tree(t.root);
+}
+
+/* A run on a CUDA device is not CPU only, whatever else it names. */
+Test(report, gpu_manifest_is_not_cpu_only)
+{
+	static const char *const gpu[] = {
+		"{\"probe\": {\"backend\": \"cuda\"}}",
+		"{\"probe\": {\"backend\": \"both\"}}",
+		"{\"bench_model\": {\"device\": \"NVIDIA H200 (sm_90, 132 SMs)\"}}",
+		"{\"probe\": {\"backend\": \"reference\"}, \"kernel_paths\": {\"gemm_w8a8\": [\"sm90-wgmma\"]}}",
+		"{\"steps\": [{\"id\": \"g\", \"needs\": \"gpu\", \"status\": \"passed\"}]}",
+		"{\"conform\": {}}",
+	};
+	for (size_t i = 0; i < sizeof gpu / sizeof *gpu; i++) {
+		cJSON *m = cJSON_Parse(gpu[i]);
+		cr_assert(m);
+		cr_expect(!ctq_report_cpu_only(m), "CPU only: %s", gpu[i]);
+		cJSON_Delete(m);
+	}
+	static const char *const cpu[] = {
+		"{\"probe\": {\"backend\": \"reference\"}, \"kernel_paths\": {}}",
+		"{\"bench_model\": {\"device\": \"reference (CPU)\"}}",
+		"{\"steps\": [{\"id\": \"g\", \"needs\": \"gpu\", \"status\": \"skipped\"}]}",
+	};
+	for (size_t i = 0; i < sizeof cpu / sizeof *cpu; i++) {
+		cJSON *m = cJSON_Parse(cpu[i]);
+		cr_assert(m);
+		cr_expect(ctq_report_cpu_only(m), "not CPU only: %s", cpu[i]);
+		cJSON_Delete(m);
+	}
+}
+
+/* The TTFT panel of plots/perf.gp: one stalled repetition (a 40 ms maximum
+ * beside 0.3 ms medians) does not set the axis; the axis stops at
+ * CTQ_PERF_TTFT_CLIP x the largest median, the clipped maximum is drawn at
+ * the top, labelled with its value and counted in the caption. Without an
+ * outlier the axis is autoscaled and nothing is labelled. */
+static struct ctq_perf_case perf_case(const char *label, double med, double min, double max)
+{
+	struct ctq_perf_case c;
+	memset(&c, 0, sizeof c);
+	snprintf(c.label, sizeof c.label, "%s", label);
+	c.ttft[0] = med, c.ttft[1] = min, c.ttft[2] = max;
+	c.prefill = 1000, c.decode_ms = 1, c.decode_tps = 1000;
+	return c;
+}
+
+Test(report, ttft_axis_clips_a_stalled_sample)
+{
+	struct ctq_perf_case pc[3] = {perf_case("a", 0.30, 0.28, 0.33), perf_case("b", 0.25, 0.24, 40.0),
+				      perf_case("c", 0.31, 0.29, 0.35)};
+	struct ctq_strbuf body, data;
+	ctq_strbuf_init(&body);
+	ctq_strbuf_init(&data);
+	char caption[400];
+	ctq_fam_bench_model_perf_plot(pc, 3, &body, &data, caption, sizeof caption);
+	const char *gp = ctq_strbuf_str(&body);
+	/* the TTFT panel (before its plot line) has a finite top near the medians */
+	const char *yr = strstr(gp, "set yrange [0:");
+	const char *plot = strstr(gp, "\nplot ");
+	cr_assert(yr && plot && yr < plot, "%s", gp);
+	double top = strtod(yr + strlen("set yrange [0:"), NULL);
+	cr_expect(top >= 0.31 && top <= 0.31 * CTQ_PERF_TTFT_CLIP + 1e-9, "y top %g:\n%s", top, gp);
+	cr_expect(strstr(gp, "set label 2 \"max 40 ms (clipped)\" at 1, "), "no label for case b:\n%s", gp);
+	cr_expect(!strstr(gp, "set label 1 ") && !strstr(gp, "set label 3 "), "%s", gp);
+	cr_expect(strstr(caption, "1 case(s) with a maximum above it"), "%s", caption);
+	/* the bar of case b is drawn to the top, the true maximum kept beside it */
+	char want[128];
+	snprintf(want, sizeof want, "\"b\" 0.25 0.24 40 1000 1 1000 %.9g\n", top);
+	cr_expect(strstr(ctq_strbuf_str(&data), want), "no row %s in:\n%s", want, ctq_strbuf_str(&data));
+	ctq_strbuf_free(&body);
+	ctq_strbuf_free(&data);
+
+	pc[1] = perf_case("b", 0.25, 0.24, 0.5);
+	ctq_strbuf_init(&body);
+	ctq_strbuf_init(&data);
+	ctq_fam_bench_model_perf_plot(pc, 3, &body, &data, caption, sizeof caption);
+	gp = ctq_strbuf_str(&body);
+	yr = strstr(gp, "set yrange [0:");
+	cr_expect(yr && !strncmp(yr, "set yrange [0:*]", 16) && yr < strstr(gp, "\nplot "), "%s", gp);
+	cr_expect(!strstr(gp, "(clipped)") && !strstr(caption, "clipped"), "%s\n%s", gp, caption);
+	ctq_strbuf_free(&body);
+	ctq_strbuf_free(&data);
 }

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Runs every CPU test of ctq: the Criterion unit tests, the conformance
-# suites, and the bad-input checks. Prints one closing line
+# suites, the bad-input checks and the self-test of tools/lint.sh. Prints one closing line
 # "tests: N passed, N failed, N skipped" (N counts test programs and suites):
 # a Criterion program that ran no test (every test skipped, e.g. missing
 # fixtures) is skipped with its reason, not passed; skipped tests inside a
@@ -60,6 +60,7 @@ done
 out=$(mktemp -d)
 run "conform suites" "$build/ctq" conform --suite suites --out "$out/conform"
 run "bad input" sh tests/badinput.sh "$build/ctq"
+run "lint self-test" sh tests/lint-selftest.sh
 rm -rf "$out"
 echo
 [ -n "$skips" ] && echo "skipped:$skips"
