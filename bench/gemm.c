@@ -1,6 +1,7 @@
 /* ctq GEMM benchmark driver: metrics, the run directory, the reference
  * check (see gemm.h). */
 #include "bench/gemm.h"
+#include "backend/paths.h"
 #include "core/arena.h"
 #include "stats/sample.h"
 #include "core/dtype.h"
@@ -430,3 +431,74 @@ enum ctq_status ctq_gemm_check(const struct ctq_gemm_check_in *in, char *ctq_mis
 	ctq_gemm_ref_free(&ref);
 	return CTQ_OK;
 }
+
+#ifndef CTQ_HAVE_CUDA
+/* This build has no CUDA (nvcc was not found): the driver refuses. */
+enum ctq_status ctq_gemm_bench_open(struct ctq_gemm_bench **out, int device,
+				    struct ctq_gemm_device *info, struct ctq_error *err)
+{
+	(void)device;
+	*out = NULL;
+	memset(info, 0, sizeof *info);
+	return ctq_error_set(err, CTQ_ERR_ENV, "--device",
+			     "this ctq was built without CUDA (CUDA=0, or no nvcc at build time); "
+			     "bench gemm needs a GPU");
+}
+
+void ctq_gemm_bench_close(struct ctq_gemm_bench *b)
+{
+	(void)b;
+}
+
+enum ctq_status ctq_gemm_bench_load(struct ctq_gemm_bench *b, const struct ctq_gemm_inputs *in,
+				    struct ctq_error *err)
+{
+	(void)b, (void)in;
+	return ctq_error_set(err, CTQ_ERR_ENV, "bench gemm", "this ctq was built without CUDA");
+}
+
+enum ctq_status ctq_gemm_bench_run_once(struct ctq_gemm_bench *b, struct ctq_gemm_outputs *out,
+					struct ctq_error *err)
+{
+	(void)b, (void)out;
+	return ctq_error_set(err, CTQ_ERR_ENV, "bench gemm", "this ctq was built without CUDA");
+}
+
+enum ctq_status ctq_gemm_bench_time(struct ctq_gemm_bench *b, enum ctq_gemm_impl impl,
+				    struct ctq_gemm_timing *t, struct ctq_error *err)
+{
+	(void)b, (void)impl, (void)t;
+	return ctq_error_set(err, CTQ_ERR_ENV, "bench gemm", "this ctq was built without CUDA");
+}
+
+void ctq_gemm_bench_set_plugin(struct ctq_gemm_bench *b, const struct ctq_kernel_plugin *p)
+{
+	(void)b, (void)p;
+}
+
+void ctq_gemm_bench_set_path(struct ctq_gemm_bench *b, int path)
+{
+	(void)b, (void)path;
+}
+
+int ctq_gemm_bench_path(struct ctq_gemm_bench *b)
+{
+	(void)b;
+	return CTQ_GEMM_PATH_DP4A;
+}
+
+enum ctq_status ctq_gemm_bench_plugin_run_once(struct ctq_gemm_bench *b, const int64_t *rows,
+					       int64_t n_rows, int8_t *q, float *s, uint16_t *y,
+					       struct ctq_error *err)
+{
+	(void)b, (void)rows, (void)n_rows, (void)q, (void)s, (void)y;
+	return ctq_error_set(err, CTQ_ERR_ENV, "bench gemm", "this ctq was built without CUDA");
+}
+
+enum ctq_status ctq_gemm_bench_plugin_time(struct ctq_gemm_bench *b, struct ctq_gemm_timing *t,
+					   struct ctq_error *err)
+{
+	(void)b, (void)t;
+	return ctq_error_set(err, CTQ_ERR_ENV, "bench gemm", "this ctq was built without CUDA");
+}
+#endif

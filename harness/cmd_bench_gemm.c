@@ -14,6 +14,7 @@
 #include "quant/resolve.h"
 #include "checkpoint/safetensors.h"
 #include "bench/gemm.h"
+#include "bench/gemm_session.h"
 #include "backend/plugin.h"
 #include "results/csv_out.h"
 #include "results/env.h"
@@ -25,8 +26,6 @@
 
 #define MAX_SHAPES 64
 #define MAX_M 32
-/* Graph launches are lengthened to at least this (kernels/gemm_timing.h). */
-#define MIN_GRAPH_US 1000.0
 
 static void help(void)
 {
@@ -80,13 +79,8 @@ static void help(void)
 	       "the targets.\n"
 	       "exit: 0 done; 1 a ctq (or plug-in) output differs from the reference; 2 bad\n"
 	       "      usage or input (a bad plug-in included); 3 no GPU (or a build without CUDA).\n",
-	       CTQ_GEMM_PLUGIN_REL_L2_MAX, MIN_GRAPH_US);
+	       CTQ_GEMM_PLUGIN_REL_L2_MAX, CTQ_GEMM_MIN_GRAPH_US);
 }
-
-struct shape {
-	char name[64];
-	int64_t K, N;
-};
 
 struct opts {
 	const char *shapes, *model, *impl;
@@ -149,7 +143,7 @@ static bool parse_double(const char *opt, const char *v, double *out)
 	return true;
 }
 
-static bool add_shape(struct shape *s, size_t *n, const char *name, int64_t K, int64_t N)
+static bool add_shape(struct ctq_gemm_shape *s, size_t *n, const char *name, int64_t K, int64_t N)
 {
 	for (size_t i = 0; i < *n; i++)
 		if (s[i].K == K && s[i].N == N) {
@@ -168,7 +162,7 @@ static bool add_shape(struct shape *s, size_t *n, const char *name, int64_t K, i
 }
 
 /* A preset or a K:N list; false on a bad value (printed). */
-static bool shapes_from_arg(const char *arg, struct shape *s, size_t *n)
+static bool shapes_from_arg(const char *arg, struct ctq_gemm_shape *s, size_t *n)
 {
 	static const struct {
 		const char *preset, *name;
@@ -213,7 +207,7 @@ bad:
 /* The distinct (K, N) of a checkpoint's linear modules, read from the
  * weight tensors; the members of a fused set (q/k/v, gate/up) add up to one
  * GEMM as serving engines run them. */
-static enum ctq_status shapes_from_model(const char *dir, struct shape *s, size_t *n,
+static enum ctq_status shapes_from_model(const char *dir, struct ctq_gemm_shape *s, size_t *n,
 					 struct ctq_error *err)
 {
 	struct ctq_target tg;
@@ -269,399 +263,9 @@ done:
 	return st;
 }
 
-/* Seeded inputs of one shape, x for the largest M (smaller M use its first
- * rows): activations uniform in ±scale with a per-row scale in [0.25, 2),
- * so the per-token scales differ; int8 weights uniform in [-127, 127];
- * weight scales around 1e-3; small biases. No zeros that could flatter a
- * kernel (METHOD: random data, never zeros). */
-struct host_inputs {
-	uint16_t *x; /* (M_max, K) bf16 */
-	int8_t *w;   /* (N, K) */
-	float *s_w;  /* (N) */
-	float *bias; /* (N) */
-};
-
-static void inputs_free(struct host_inputs *h)
-{
-	free(h->x);
-	free(h->w);
-	free(h->s_w);
-	free(h->bias);
-	memset(h, 0, sizeof *h);
-}
-
-static enum ctq_status inputs_make(struct host_inputs *h, int64_t M, int64_t N, int64_t K,
-				   uint64_t seed, struct ctq_error *err)
-{
-	h->x = ctq_malloc((size_t)(M * K) * sizeof *h->x);
-	h->w = ctq_malloc((size_t)(N * K));
-	h->s_w = ctq_malloc((size_t)N * sizeof *h->s_w);
-	h->bias = ctq_malloc((size_t)N * sizeof *h->bias);
-	if (!h->x || !h->w || !h->s_w || !h->bias) {
-		inputs_free(h);
-		return ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of host memory for M %lld x K %lld",
-				     (long long)M, (long long)K);
-	}
-	struct ctq_rng r;
-	ctq_rng_seed(&r, seed);
-	for (int64_t n = 0; n < N * K; n++)
-		h->w[n] = (int8_t)((int)ctq_rng_below(&r, 255) - 127);
-	for (int64_t n = 0; n < N; n++) {
-		h->s_w[n] = (float)(1e-3 * (0.5 + ctq_rng_uniform(&r)));
-		h->bias[n] = (float)(0.05 * (2 * ctq_rng_uniform(&r) - 1));
-	}
-	for (int64_t m = 0; m < M; m++) {
-		float scale = (float)(0.25 + 1.75 * ctq_rng_uniform(&r));
-		for (int64_t k = 0; k < K; k++) {
-			/* 24 random bits per element, mapped to [-1, 1). */
-			float u = (float)((int64_t)(ctq_rng_next(&r) >> 40) - (1 << 23)) * (1.0f / (1 << 23));
-			h->x[m * K + k] = ctq_f32_to_bf16(scale * u);
-		}
-	}
-	return CTQ_OK;
-}
-
-struct session {
-	const struct opts *o;
-	struct ctq_gemm_bench *b;
-	struct ctq_gemm_device dev;
-	struct ctq_gemm_peaks peaks;
-	struct ctq_gemm_row *rows; /* (n_rows) */
-	double *samples;           /* (n_rows, o->samples) per-call times of each row */
-	size_t n_rows, cap_rows;
-	size_t failures, i8_failures, points, n_points;
-	char first_failure[400];
-	struct ctq_kernel_lib lib;  /* --impl; lib.t NULL without one */
-	struct ctq_gemm_row *prows; /* (n_prows) the plug-in's rows */
-	size_t n_prows, cap_prows, plugin_failures;
-	char plugin_first_failure[400];
-};
-
-static enum ctq_status keep_row(struct session *S, const struct ctq_gemm_row *r, const double *t,
-				struct ctq_error *err)
-{
-	const size_t ns = (size_t)S->o->samples;
-	if (S->n_rows == S->cap_rows) {
-		size_t c = S->cap_rows ? 2 * S->cap_rows : 64;
-		struct ctq_gemm_row *v = ctq_realloc(S->rows, c * sizeof *v);
-		if (v)
-			S->rows = v;
-		double *w = v ? ctq_realloc(S->samples, c * ns * sizeof *w) : NULL;
-		if (!w)
-			return ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
-		S->samples = w;
-		S->cap_rows = c;
-	}
-	S->rows[S->n_rows] = *r;
-	if (r->samples > 0)
-		memcpy(S->samples + S->n_rows * ns, t, (size_t)r->samples * sizeof *t);
-	S->n_rows++;
-	return CTQ_OK;
-}
-
-static enum ctq_status plugin_point(struct session *S, const struct shape *sh,
-				    const struct host_inputs *h, int64_t M, const int64_t *rows,
-				    int64_t nr, double bf16_us, struct ctq_error *err);
-
-static enum ctq_status path_point(struct session *S, const struct shape *sh,
-				  const struct host_inputs *h, int64_t M, enum ctq_gemm_path path,
-				  struct ctq_gemm_outputs *out, const struct ctq_gemm_row *bf16,
-				  double *times, struct ctq_error *err);
-
-/* One point: load, check against the reference, time each implementation,
- * then keep the five rows (speedups need the BF16 median). */
-static enum ctq_status point(struct session *S, const struct shape *sh, const struct host_inputs *h,
-			     int64_t M, struct ctq_error *err)
-{
-	const struct opts *o = S->o;
-	const int64_t N = sh->N, K = sh->K;
-	struct ctq_gemm_inputs in = {.M = M, .N = N, .K = K, .x = h->x, .w = h->w, .s_w = h->s_w, .bias = h->bias};
-	for (int i = 0; i < CTQ_GEMM_IMPL_COUNT; i++)
-		in.copies[i] = ctq_gemm_copies(ctq_gemm_touched_bytes((enum ctq_gemm_impl)i, M, N, K),
-					       S->dev.l2_bytes);
-	int64_t rows[1024];
-	const int64_t nr = ctq_gemm_check_rows(M, o->check_rows, rows);
-	struct ctq_gemm_outputs out = {.rows = rows, .n_rows = nr};
-	out.q = ctq_malloc((size_t)(nr * K));
-	out.s = ctq_malloc((size_t)nr * sizeof *out.s);
-	out.acc = ctq_malloc((size_t)(nr * N) * sizeof *out.acc);
-	out.y_w8a8 = ctq_malloc((size_t)(nr * N) * sizeof *out.y_w8a8);
-	out.y_gemm = ctq_malloc((size_t)(nr * N) * sizeof *out.y_gemm);
-	out.acc_i8 = ctq_malloc((size_t)(nr * N) * sizeof *out.acc_i8);
-	double *times = ctq_malloc((size_t)CTQ_GEMM_IMPL_COUNT * (size_t)o->samples * sizeof *times);
-	enum ctq_status st = CTQ_OK;
-	char mismatch[300] = "", i8_mismatch[300] = "";
-	if (!out.q || !out.s || !out.acc || !out.y_w8a8 || !out.y_gemm || !out.acc_i8 || !times) {
-		st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
-		goto done;
-	}
-	if ((st = ctq_gemm_bench_load(S->b, &in, err)) || (st = ctq_gemm_bench_run_once(S->b, &out, err)))
-		goto done;
-	struct ctq_gemm_check_in ci = {
-		.M = M, .N = N, .K = K, .x = h->x, .w = h->w, .s_w = h->s_w, .bias = h->bias,
-		.rows = rows, .n_rows = nr, .q = out.q, .s = out.s, .acc = out.acc, .y_gemm = out.y_gemm,
-		.y_w8a8 = out.y_w8a8, .acc_i8 = out.i8_ok ? out.acc_i8 : NULL};
-	if ((st = ctq_gemm_check(&ci, mismatch, sizeof mismatch, i8_mismatch, sizeof i8_mismatch, err)))
-		goto done;
-	if (mismatch[0]) {
-		if (!S->failures++)
-			snprintf(S->first_failure, sizeof S->first_failure, "%s M=%lld: %s", sh->name,
-				 (long long)M, mismatch);
-		fprintf(stderr, "ctq bench gemm: FAIL %s (K=%lld, N=%lld) M=%lld: %s\n", sh->name, (long long)K,
-			(long long)N, (long long)M, mismatch);
-	}
-	if (i8_mismatch[0]) {
-		S->i8_failures++;
-		fprintf(stderr, "ctq bench gemm: warning: %s M=%lld: %s (a baseline, not ctq)\n", sh->name,
-			(long long)M, i8_mismatch);
-	}
-	struct ctq_gemm_row r[CTQ_GEMM_IMPL_COUNT];
-	memset(r, 0, sizeof r);
-	for (int i = 0; i < CTQ_GEMM_IMPL_COUNT && !st; i++) {
-		struct ctq_gemm_row *x = &r[i];
-		const enum ctq_gemm_impl impl = (enum ctq_gemm_impl)i;
-		snprintf(x->shape, sizeof x->shape, "%s", sh->name);
-		x->K = K, x->N = N, x->M = M, x->impl = impl;
-		x->time_us_median = x->time_us_min = x->time_cv = NAN;
-		const bool ctq = ctq_gemm_impl_is_ctq(impl);
-		if (impl == CTQ_GEMM_GEMM || impl == CTQ_GEMM_W8A8)
-			snprintf(x->kernel_path, sizeof x->kernel_path, "%s",
-				 ctq_gemm_path_name((enum ctq_gemm_path)ctq_gemm_bench_path(S->b)));
-		snprintf(x->check, sizeof x->check, "%s",
-			 ctq ? (mismatch[0] ? "fail" : "pass")
-			     : impl == CTQ_GEMM_I8 && out.i8_ok ? (i8_mismatch[0] ? "fail" : "pass") : "-");
-		if (ctq && mismatch[0]) {
-			snprintf(x->note, sizeof x->note, "not timed: %s", mismatch);
-		} else {
-			struct ctq_gemm_timing t = {.warmup = (int)o->warmup, .samples = (int)o->samples,
-						    .min_graph_us = MIN_GRAPH_US,
-						    .time_us = times + (size_t)i * (size_t)o->samples};
-			if ((st = ctq_gemm_bench_time(S->b, impl, &t, err)))
-				break;
-			snprintf(x->note, sizeof x->note, "%s",
-				 impl == CTQ_GEMM_I8 && i8_mismatch[0] ? i8_mismatch : t.note);
-			if (t.supported) {
-				struct ctq_gemm_stats s;
-				ctq_gemm_stats(t.time_us, (size_t)t.samples, &s);
-				x->samples = t.samples, x->copies = t.copies, x->calls = t.calls;
-				x->time_us_median = s.median, x->time_us_min = s.min, x->time_cv = s.cv;
-			}
-		}
-		ctq_gemm_row_metrics(x, &S->peaks);
-	}
-	if (st)
-		goto done;
-	ctq_gemm_rows_speedup(r, CTQ_GEMM_IMPL_COUNT);
-	for (int i = 0; i < CTQ_GEMM_IMPL_COUNT && !st; i++)
-		st = keep_row(S, &r[i], times + (size_t)i * (size_t)o->samples, err);
-	for (int k = 0; k < o->n_paths && !st; k++)
-		st = path_point(S, sh, h, M, (enum ctq_gemm_path)o->paths[k], &out, &r[CTQ_GEMM_BF16], times, err);
-	if (!st && S->lib.t)
-		st = plugin_point(S, sh, h, M, rows, nr, r[CTQ_GEMM_BF16].time_us_median, err);
-	S->points++;
-	fprintf(stderr,
-		"bench gemm [%zu/%zu] %s K=%lld N=%lld M=%lld: check %s; ctq_gemm %.2f us %.0f TOPS "
-		"(%.1f%% peak, %.2fx bf16); ctq_w8a8 %.2f us; ctq_quantize %.2f us; cublas_bf16 %.2f us; "
-		"cublaslt_i8 %.2f us\n",
-		S->points, S->n_points, sh->name, (long long)K, (long long)N, (long long)M,
-		mismatch[0] ? "FAIL" : "ok", r[CTQ_GEMM_GEMM].time_us_median, r[CTQ_GEMM_GEMM].tops,
-		r[CTQ_GEMM_GEMM].pct_int8_peak, r[CTQ_GEMM_GEMM].speedup_vs_bf16, r[CTQ_GEMM_W8A8].time_us_median,
-		r[CTQ_GEMM_QUANTIZE].time_us_median, r[CTQ_GEMM_BF16].time_us_median,
-		r[CTQ_GEMM_I8].time_us_median);
-done:
-	free(out.q);
-	free(out.s);
-	free(out.acc);
-	free(out.y_w8a8);
-	free(out.y_gemm);
-	free(out.acc_i8);
-	free(times);
-	return st;
-}
-
-/* ctq_gemm on one kernel path forced at the loaded point: checked against
- * the reference on the same rows as the dispatched run (out's buffers are
- * reused), then timed; one row, impl ctq_gemm@PATH. A path that does not
- * take the point on this GPU gets an untimed row saying so. times: room
- * for o->samples. */
-static enum ctq_status path_point(struct session *S, const struct shape *sh,
-				  const struct host_inputs *h, int64_t M, enum ctq_gemm_path path,
-				  struct ctq_gemm_outputs *out, const struct ctq_gemm_row *bf16,
-				  double *times, struct ctq_error *err)
-{
-	const struct opts *o = S->o;
-	struct ctq_gemm_row x;
-	memset(&x, 0, sizeof x);
-	snprintf(x.shape, sizeof x.shape, "%s", sh->name);
-	x.K = sh->K, x.N = sh->N, x.M = M, x.impl = CTQ_GEMM_GEMM, x.forced = true;
-	snprintf(x.impl_label, sizeof x.impl_label, "ctq_gemm@%s", ctq_gemm_path_name(path));
-	snprintf(x.kernel_path, sizeof x.kernel_path, "%s", ctq_gemm_path_name(path));
-	x.time_us_median = x.time_us_min = x.time_cv = NAN;
-	char mismatch[300] = "", i8m[8];
-	struct ctq_error e2 = {0};
-	ctq_gemm_bench_set_path(S->b, (int)path);
-	enum ctq_status st = ctq_gemm_bench_run_once(S->b, out, &e2);
-	if (st == CTQ_ERR_USAGE) {
-		/* the path does not take this point here: said, not timed */
-		snprintf(x.check, sizeof x.check, "-");
-		snprintf(x.note, sizeof x.note, "not run: %s: %s", e2.path, e2.message);
-		st = CTQ_OK;
-		goto keep;
-	}
-	if (st) {
-		*err = e2;
-		goto out;
-	}
-	struct ctq_gemm_check_in ci = {
-		.M = M, .N = sh->N, .K = sh->K, .x = h->x, .w = h->w, .s_w = h->s_w, .bias = h->bias,
-		.rows = out->rows, .n_rows = out->n_rows, .q = out->q, .s = out->s, .acc = out->acc,
-		.y_gemm = out->y_gemm, .y_w8a8 = out->y_w8a8, .acc_i8 = NULL};
-	if ((st = ctq_gemm_check(&ci, mismatch, sizeof mismatch, i8m, sizeof i8m, err)))
-		goto out;
-	snprintf(x.check, sizeof x.check, "%s", mismatch[0] ? "fail" : "pass");
-	if (mismatch[0]) {
-		if (!S->failures++)
-			snprintf(S->first_failure, sizeof S->first_failure, "%s M=%lld %s: %s", sh->name,
-				 (long long)M, x.impl_label, mismatch);
-		fprintf(stderr, "ctq bench gemm: FAIL %s (K=%lld, N=%lld) M=%lld %s: %s\n", sh->name,
-			(long long)sh->K, (long long)sh->N, (long long)M, x.impl_label, mismatch);
-		snprintf(x.note, sizeof x.note, "not timed: %s", mismatch);
-		goto keep;
-	}
-	struct ctq_gemm_timing t = {.warmup = (int)o->warmup, .samples = (int)o->samples,
-				    .min_graph_us = MIN_GRAPH_US, .time_us = times};
-	if ((st = ctq_gemm_bench_time(S->b, CTQ_GEMM_GEMM, &t, err)))
-		goto out;
-	snprintf(x.note, sizeof x.note, "%s", t.note);
-	if (t.supported) {
-		struct ctq_gemm_stats sx;
-		ctq_gemm_stats(t.time_us, (size_t)t.samples, &sx);
-		x.samples = t.samples, x.copies = t.copies, x.calls = t.calls;
-		x.time_us_median = sx.median, x.time_us_min = sx.min, x.time_cv = sx.cv;
-	}
-keep:
-	ctq_gemm_row_metrics(&x, &S->peaks);
-	x.speedup_vs_bf16 = bf16 && x.time_us_median > 0 ? bf16->time_us_median / x.time_us_median : NAN;
-	st = keep_row(S, &x, times, err);
-	if (isnan(x.time_us_median))
-		fprintf(stderr, "bench gemm   %s M=%lld %s: %s\n", sh->name, (long long)M, x.impl_label, x.note);
-	else
-		fprintf(stderr, "bench gemm   %s M=%lld %s: check %s, %.2f us %.0f TOPS\n", sh->name,
-			(long long)M, x.impl_label, x.check, x.time_us_median, x.tops);
-out:
-	ctq_gemm_bench_set_path(S->b, -1);
-	return st;
-}
-
-/* The plug-in at one point: check its rows against the reference, then
- * time it as ctq_w8a8 is timed (not timed when the check fails). bf16_us:
- * the point's cublas_bf16 median, for the speedup. */
-static enum ctq_status plugin_point(struct session *S, const struct shape *sh,
-				    const struct host_inputs *h, int64_t M, const int64_t *rows,
-				    int64_t nr, double bf16_us, struct ctq_error *err)
-{
-	const struct opts *o = S->o;
-	const int64_t N = sh->N, K = sh->K;
-	const struct ctq_kernel_plugin *t = S->lib.t;
-	int8_t *q = ctq_malloc((size_t)(nr * K));
-	float *s = ctq_malloc((size_t)nr * sizeof *s);
-	uint16_t *y = ctq_malloc((size_t)(nr * N) * sizeof *y);
-	double *times = ctq_malloc((size_t)o->samples * sizeof *times);
-	struct ctq_gemm_row x;
-	memset(&x, 0, sizeof x);
-	char mismatch[300] = "";
-	double rel = NAN;
-	enum ctq_status st = CTQ_OK;
-	if (!q || !s || !y || !times) {
-		st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
-		goto done;
-	}
-	const unsigned both = CTQ_KERNEL_PLUGIN_QUANT_EXACT | CTQ_KERNEL_PLUGIN_GEMM_EXACT;
-	struct ctq_gemm_plugin_check_in ci = {
-		.M = M, .N = N, .K = K, .x = h->x, .w = h->w, .s_w = h->s_w, .bias = h->bias, .rows = rows,
-		.n_rows = nr, .q = q, .s = s, .y = y, .quant_exact = t->caps & CTQ_KERNEL_PLUGIN_QUANT_EXACT,
-		.out_exact = (t->caps & both) == both};
-	if ((st = ctq_gemm_bench_plugin_run_once(S->b, rows, nr, q, s, y, err)) ||
-	    (st = ctq_gemm_plugin_check(&ci, &rel, mismatch, sizeof mismatch, err)))
-		goto done;
-	snprintf(x.shape, sizeof x.shape, "%s", sh->name);
-	snprintf(x.impl_label, sizeof x.impl_label, "%s", t->name);
-	x.K = K, x.N = N, x.M = M, x.impl = CTQ_GEMM_W8A8; /* charged ctq_w8a8's bytes and ops */
-	x.time_us_median = x.time_us_min = x.time_cv = NAN;
-	snprintf(x.check, sizeof x.check, "%s", mismatch[0] ? "fail" : "pass");
-	if (mismatch[0]) {
-		if (!S->plugin_failures++)
-			snprintf(S->plugin_first_failure, sizeof S->plugin_first_failure, "%s M=%lld: %s",
-				 sh->name, (long long)M, mismatch);
-		fprintf(stderr, "ctq bench gemm: FAIL plug-in %s, %s (K=%lld, N=%lld) M=%lld: %s\n", t->name,
-			sh->name, (long long)K, (long long)N, (long long)M, mismatch);
-		snprintf(x.note, sizeof x.note, "not timed: %s", mismatch);
-	} else {
-		struct ctq_gemm_timing tm = {.warmup = (int)o->warmup, .samples = (int)o->samples,
-					     .min_graph_us = MIN_GRAPH_US, .time_us = times};
-		if ((st = ctq_gemm_bench_plugin_time(S->b, &tm, err)))
-			goto done;
-		struct ctq_gemm_stats gs;
-		ctq_gemm_stats(tm.time_us, (size_t)tm.samples, &gs);
-		x.samples = tm.samples, x.copies = tm.copies, x.calls = tm.calls;
-		x.time_us_median = gs.median, x.time_us_min = gs.min, x.time_cv = gs.cv;
-		snprintf(x.note, sizeof x.note, "kernel plug-in %s; rel-L2 %.3g", t->name, rel);
-	}
-	ctq_gemm_row_metrics(&x, &S->peaks);
-	x.speedup_vs_bf16 = bf16_us / x.time_us_median;
-	if (S->n_prows == S->cap_prows) {
-		size_t c = S->cap_prows ? 2 * S->cap_prows : 32;
-		struct ctq_gemm_row *v = ctq_realloc(S->prows, c * sizeof *v);
-		if (!v) {
-			st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
-			goto done;
-		}
-		S->prows = v;
-		S->cap_prows = c;
-	}
-	S->prows[S->n_prows++] = x;
-	fprintf(stderr, "bench gemm        %s K=%lld N=%lld M=%lld: plug-in %s check %s; %.2f us %.0f TOPS (%.2fx bf16)\n",
-		sh->name, (long long)K, (long long)N, (long long)M, t->name, mismatch[0] ? "FAIL" : "ok",
-		x.time_us_median, x.tops, x.speedup_vs_bf16);
-done:
-	free(q);
-	free(s);
-	free(y);
-	free(times);
-	return st;
-}
-
-/* bench_gemm_plugin.csv (bench_gemm.csv's columns) and the manifest's
- * bench_gemm.plugin member. */
-static enum ctq_status plugin_write(const struct session *S, const char *dir, cJSON *manifest,
-				    struct ctq_error *err)
-{
-	char path[1200];
-	snprintf(path, sizeof path, "%s/bench_gemm_plugin.csv", dir);
-	struct ctq_csv w;
-	enum ctq_status st = ctq_csv_open(&w, path, ctq_gemm_csv_header, ctq_gemm_csv_cols, err);
-	for (size_t i = 0; i < S->n_prows && !st; i++)
-		ctq_gemm_csv_row(&w, &S->prows[i]);
-	if (st || (st = ctq_csv_close(&w, err)))
-		return st;
-	cJSON *bg = cJSON_GetObjectItemCaseSensitive(manifest, "bench_gemm");
-	cJSON *p = cJSON_AddObjectToObject(bg ? bg : manifest, "plugin");
-	const struct ctq_kernel_plugin *t = S->lib.t;
-	cJSON_AddStringToObject(p, "path", S->lib.path);
-	cJSON_AddStringToObject(p, "name", t->name);
-	cJSON_AddNumberToObject(p, "abi_version", t->abi_version);
-	cJSON_AddBoolToObject(p, "quant_exact", (t->caps & CTQ_KERNEL_PLUGIN_QUANT_EXACT) != 0);
-	cJSON_AddBoolToObject(p, "gemm_exact", (t->caps & CTQ_KERNEL_PLUGIN_GEMM_EXACT) != 0);
-	cJSON_AddNumberToObject(p, "rel_l2_max", CTQ_GEMM_PLUGIN_REL_L2_MAX);
-	cJSON_AddNumberToObject(p, "points", (double)S->n_prows);
-	cJSON_AddNumberToObject(p, "failures", (double)S->plugin_failures);
-	cJSON_AddStringToObject(p, "file", "bench_gemm_plugin.csv");
-	return CTQ_OK;
-}
-
 /* --impl: the plug-in loaded and checked before any device or run
  * directory; a CPU one is refused. Exit code, or -1 to go on. */
-static int plugin_open(struct session *S, const char *path)
+static int plugin_open(struct ctq_gemm_session *S, const char *path)
 {
 	struct ctq_error err = {0};
 	if (ctq_kernel_lib_open(&S->lib, path, &err)) {
@@ -677,7 +281,7 @@ static int plugin_open(struct session *S, const char *path)
 	return -1;
 }
 
-static void print_summary(const struct session *S)
+static void print_summary(const struct ctq_gemm_session *S)
 {
 	printf("\n%-20s %6s %10s %10s %8s %7s %8s %10s %8s %10s %10s %7s\n", "shape", "M", "w8a8 us",
 	       "gemm us", "TOPS", "%peak", "%HBM(w)", "bf16 us", "speedup", "i8 us", "quant us", "%HBM");
@@ -701,7 +305,7 @@ static void print_summary(const struct session *S)
 }
 
 /* One line per target over every shape; `ctq report` lists them per shape. */
-static enum ctq_status print_targets(const struct session *S, struct ctq_error *err)
+static enum ctq_status print_targets(const struct ctq_gemm_session *S, struct ctq_error *err)
 {
 	struct ctq_gemm_target *t = NULL;
 	size_t nt = 0;
@@ -720,76 +324,6 @@ static enum ctq_status print_targets(const struct session *S, struct ctq_error *
 	return CTQ_OK;
 }
 
-#ifndef CTQ_HAVE_CUDA
-/* This build has no CUDA (nvcc was not found): the driver refuses. */
-enum ctq_status ctq_gemm_bench_open(struct ctq_gemm_bench **out, int device,
-				    struct ctq_gemm_device *info, struct ctq_error *err)
-{
-	(void)device;
-	*out = NULL;
-	memset(info, 0, sizeof *info);
-	return ctq_error_set(err, CTQ_ERR_ENV, "--device",
-			     "this ctq was built without CUDA (CUDA=0, or no nvcc at build time); "
-			     "bench gemm needs a GPU");
-}
-
-void ctq_gemm_bench_close(struct ctq_gemm_bench *b)
-{
-	(void)b;
-}
-
-enum ctq_status ctq_gemm_bench_load(struct ctq_gemm_bench *b, const struct ctq_gemm_inputs *in,
-				    struct ctq_error *err)
-{
-	(void)b, (void)in;
-	return ctq_error_set(err, CTQ_ERR_ENV, "bench gemm", "this ctq was built without CUDA");
-}
-
-enum ctq_status ctq_gemm_bench_run_once(struct ctq_gemm_bench *b, struct ctq_gemm_outputs *out,
-					struct ctq_error *err)
-{
-	(void)b, (void)out;
-	return ctq_error_set(err, CTQ_ERR_ENV, "bench gemm", "this ctq was built without CUDA");
-}
-
-enum ctq_status ctq_gemm_bench_time(struct ctq_gemm_bench *b, enum ctq_gemm_impl impl,
-				    struct ctq_gemm_timing *t, struct ctq_error *err)
-{
-	(void)b, (void)impl, (void)t;
-	return ctq_error_set(err, CTQ_ERR_ENV, "bench gemm", "this ctq was built without CUDA");
-}
-
-void ctq_gemm_bench_set_plugin(struct ctq_gemm_bench *b, const struct ctq_kernel_plugin *p)
-{
-	(void)b, (void)p;
-}
-
-void ctq_gemm_bench_set_path(struct ctq_gemm_bench *b, int path)
-{
-	(void)b, (void)path;
-}
-
-int ctq_gemm_bench_path(struct ctq_gemm_bench *b)
-{
-	(void)b;
-	return CTQ_GEMM_PATH_DP4A;
-}
-
-enum ctq_status ctq_gemm_bench_plugin_run_once(struct ctq_gemm_bench *b, const int64_t *rows,
-					       int64_t n_rows, int8_t *q, float *s, uint16_t *y,
-					       struct ctq_error *err)
-{
-	(void)b, (void)rows, (void)n_rows, (void)q, (void)s, (void)y;
-	return ctq_error_set(err, CTQ_ERR_ENV, "bench gemm", "this ctq was built without CUDA");
-}
-
-enum ctq_status ctq_gemm_bench_plugin_time(struct ctq_gemm_bench *b, struct ctq_gemm_timing *t,
-					   struct ctq_error *err)
-{
-	(void)b, (void)t;
-	return ctq_error_set(err, CTQ_ERR_ENV, "bench gemm", "this ctq was built without CUDA");
-}
-#endif
 
 /* --m M,M,... (dst: struct opts *). */
 static bool opt_m(const char *cmd, const char *name, const char *v, void *dst)
@@ -843,7 +377,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 }
 
 /* The shapes of --model or --shapes, printed; -1 or an exit code. */
-static int load_shapes(const struct opts *o, struct shape *shapes, size_t *n_shapes, char *source,
+static int load_shapes(const struct opts *o, struct ctq_gemm_shape *shapes, size_t *n_shapes, char *source,
 		       size_t cap)
 {
 	struct ctq_error err = {0};
@@ -870,9 +404,8 @@ static int load_shapes(const struct opts *o, struct shape *shapes, size_t *n_sha
 
 /* The plug-in, then the device: a bad plug-in exits 2 and no device
  * exits 3, before any run directory. -1 or an exit code (S closed). */
-static int open_device(struct session *S)
+static int open_device(struct ctq_gemm_session *S, const struct opts *o)
 {
-	const struct opts *o = S->o;
 	struct ctq_error err = {0};
 	int prc = o->impl ? plugin_open(S, o->impl) : -1;
 	if (prc >= 0)
@@ -901,8 +434,15 @@ static int open_device(struct session *S)
 	return -1;
 }
 
+/* The session's progress and failure lines, on stderr as they come. */
+static void say(void *ctx, bool error, const char *line)
+{
+	(void)ctx, (void)error;
+	fprintf(stderr, "%s\n", line);
+}
+
 /* The exit code of a finished run: 1 when ctq or the plug-in failed a check. */
-static int final_rc(const struct session *S)
+static int final_rc(const struct ctq_gemm_session *S)
 {
 	int rc = CTQ_EXIT_OK;
 	if (S->failures) {
@@ -924,21 +464,24 @@ int ctq_cmd_bench_gemm(int argc, char **argv)
 	int prc = parse_opts(argc, argv, &o);
 	if (prc >= 0)
 		return prc;
-	struct shape shapes[MAX_SHAPES];
+	struct ctq_gemm_shape shapes[MAX_SHAPES];
 	size_t n_shapes = 0;
 	struct ctq_error err = {0};
 	char source[1100];
 	if ((prc = load_shapes(&o, shapes, &n_shapes, source, sizeof source)) >= 0)
 		return prc;
-	struct session S;
+	struct ctq_gemm_session S;
 	memset(&S, 0, sizeof S);
-	S.o = &o;
+	S.o.warmup = o.warmup, S.o.samples = o.samples, S.o.check_rows = o.check_rows;
+	S.o.n_paths = o.n_paths;
+	memcpy(S.o.paths, o.paths, sizeof o.paths);
+	S.say = say;
 	S.n_points = n_shapes * (size_t)o.n_m;
-	if ((prc = open_device(&S)) >= 0)
+	if ((prc = open_device(&S, &o)) >= 0)
 		return prc;
 
 	struct ctq_run run;
-	struct host_inputs h;
+	struct ctq_gemm_host h;
 	memset(&run, 0, sizeof run);
 	memset(&h, 0, sizeof h);
 	int rc = CTQ_EXIT_USAGE;
@@ -952,12 +495,12 @@ int ctq_cmd_bench_gemm(int argc, char **argv)
 	for (int i = 0; i < o.n_m; i++)
 		m_max = o.m[i] > m_max ? o.m[i] : m_max;
 	for (size_t s = 0; s < n_shapes; s++) {
-		if (inputs_make(&h, m_max, shapes[s].N, shapes[s].K, (uint64_t)o.seed * 1000003u + s, &err))
+		if (ctq_gemm_host_make(&h, m_max, shapes[s].N, shapes[s].K, (uint64_t)o.seed * 1000003u + s, &err))
 			goto fail;
 		for (int i = 0; i < o.n_m; i++)
-			if (point(&S, &shapes[s], &h, o.m[i], &err))
+			if (ctq_gemm_session_point(&S, &shapes[s], &h, o.m[i], &err))
 				goto fail;
-		inputs_free(&h);
+		ctq_gemm_host_free(&h);
 	}
 	ctq_gemm_bench_close(S.b);
 	S.b = NULL;
@@ -966,13 +509,13 @@ int ctq_cmd_bench_gemm(int argc, char **argv)
 	struct ctq_gemm_run_info info = {
 		.device = desc, .device_name = S.dev.name, .device_index = (int)o.device,
 		.l2_bytes = S.dev.l2_bytes, .peaks = S.peaks, .samples = (int)o.samples,
-		.warmup = (int)o.warmup, .check_rows = (int)o.check_rows, .min_graph_us = MIN_GRAPH_US,
+		.warmup = (int)o.warmup, .check_rows = (int)o.check_rows, .min_graph_us = CTQ_GEMM_MIN_GRAPH_US,
 		.seed = o.seed, .shapes_from = source, .m = o.m, .n_m = o.n_m, .points = S.points,
 		.ctq_failures = S.failures, .i8_failures = S.i8_failures,
 		.first_failure = S.failures ? S.first_failure : NULL};
 	if (ctq_gemm_write(run.tmp_dir, run.manifest, &info, S.rows, S.n_rows, S.samples, (size_t)o.samples,
 			   plot_note, sizeof plot_note, &err) ||
-	    (S.lib.t && plugin_write(&S, run.tmp_dir, run.manifest, &err)))
+	    (S.lib.t && ctq_gemm_session_plugin_write(&S, run.tmp_dir, run.manifest, &err)))
 		goto fail;
 	print_summary(&S);
 	if (print_targets(&S, &err))
@@ -991,7 +534,7 @@ fail:
 	rc = ctq_print_error_exit("bench gemm", &err);
 	ctq_run_abort(&run);
 done:
-	inputs_free(&h);
+	ctq_gemm_host_free(&h);
 	ctq_gemm_bench_close(S.b);
 	ctq_kernel_lib_close(&S.lib);
 	free(S.rows);
