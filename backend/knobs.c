@@ -161,3 +161,8 @@ void ctq_knobs_to_json(cJSON *obj)
 		cJSON_AddStringToObject(k, "invalid", msg);
 	}
 }
+
+bool ctq_knobs_omp_wait_chosen(void)
+{
+	return getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT");
+}

@@ -74,6 +74,11 @@ enum ctq_status ctq_knobs_check(struct ctq_error *err);
  * was rejected. */
 void ctq_knobs_to_json(cJSON *obj);
 
+/* Whether the user chose how OpenMP threads wait (OMP_WAIT_POLICY or
+ * GOMP_SPINCOUNT set): the program makes them wait passively otherwise
+ * (harness/main.c; docs/architecture.md, "The reference backend's threads"). */
+bool ctq_knobs_omp_wait_chosen(void);
+
 #ifdef __cplusplus
 }
 #endif

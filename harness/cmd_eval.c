@@ -235,7 +235,8 @@ static bool opt_subjects(const char *cmd, const char *name, const char *v, void 
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	if (argc < 2) {
-		fprintf(stderr, "ctq eval: name a benchmark: mmlu, ceval or cmmlu (see --help)\n");
+		fprintf(stderr, "ctq eval: name a benchmark: mmlu, ceval or cmmlu, or kld (token KL against a\n"
+				"reference model); see --help\n");
 		return CTQ_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -244,7 +245,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	}
 	o->bench = ctq_bench_parse(argv[1]);
 	if (o->bench == CTQ_BENCH_COUNT) {
-		fprintf(stderr, "ctq eval: unknown benchmark \"%s\"; expected mmlu, ceval or cmmlu\n", argv[1]);
+		fprintf(stderr, "ctq eval: unknown benchmark \"%s\"; expected mmlu, ceval, cmmlu or kld\n", argv[1]);
 		return CTQ_EXIT_USAGE;
 	}
 	o->shots = 5;

@@ -215,6 +215,30 @@ static cJSON *json_row(const struct ctq_probe_result *r)
 	return o;
 }
 
+static void print_header(struct ctq_backend *backends, int n_backends,
+			 enum ctq_act_numerics numerics, const struct ctq_probe_policy *policy)
+{
+	for (int i = 0; i < n_backends; i++) {
+		char desc[256];
+		backends[i].ops->describe(&backends[i], desc, sizeof desc);
+		printf("backend %s: %s\n", backends[i].ops->name, desc);
+	}
+	if (numerics != CTQ_ACT_NUMERICS_CTQ)
+		printf("numerics: %s (KERNEL-L2 is the distance to ctq's exact-quantized reference, not judged)\n",
+		       ctq_act_numerics_name(numerics));
+	else
+		printf("policy: kernel rel-L2 <= %g; ", policy->kernel_rel_l2_max);
+	printf("%squantization rel-L2 <= %g gaussian, %g outliers, %g zero-rows (%s)\n\n",
+	       numerics != CTQ_ACT_NUMERICS_CTQ ? "policy: " : "", policy->quant_rel_l2_max[CTQ_PA_GAUSSIAN],
+	       policy->quant_rel_l2_max[CTQ_PA_OUTLIERS], policy->quant_rel_l2_max[CTQ_PA_ZERO_ROWS],
+	       policy->source);
+	printf("%-14s %6s %6s %5s %-10s %-10s %-9s %5s %5s %11s %11s  %s\n", "LAYER", "K", "N", "M",
+	       "WEIGHTS", "ACTS", "BACKEND", "NaN", "Inf", "KERNEL-L2", "QUANT-L2", "VERDICT");
+}
+
+/* One probe session: the backends, the policy, the outputs, the tallies.
+ * The header goes out with the first row, so that an error before any
+ * row (a checkpoint that does not open) prints no table. */
 struct session {
 	struct ctq_backend *backends;
 	int n_backends;
@@ -225,6 +249,8 @@ struct session {
 	struct ctq_csv *csv;
 	cJSON *rows;
 	size_t passed, failed;
+	enum ctq_act_numerics numerics;
+	bool header_printed;
 };
 
 /* Every selected (weights, acts, M, backend) combination of one layer. */
@@ -250,6 +276,9 @@ static enum ctq_status run_layer(struct session *S, const struct ctq_probe_layer
 				for (int bi = 0; bi < S->n_backends; bi++) {
 					const struct ctq_probe_result *r = &res[bi];
 					r->passed ? S->passed++ : S->failed++;
+					if (!S->header_printed)
+						print_header(S->backends, S->n_backends, S->numerics, S->policy);
+					S->header_printed = true;
 					printf("%-14s %6lld %6lld %5lld %-10s %-10s %-9s %5lld %5lld %11.3e %11.3e  %s\n",
 					       r->layer, (long long)r->K, (long long)r->N, (long long)r->M,
 					       ctq_probe_weights_name(r->weights), ctq_probe_acts_name(r->acts),
@@ -478,27 +507,6 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
 	return check_opts(o);
 }
 
-static void print_header(struct ctq_backend *backends, int n_backends,
-			 enum ctq_act_numerics numerics, const struct ctq_probe_policy *policy)
-{
-	for (int i = 0; i < n_backends; i++) {
-		char desc[256];
-		backends[i].ops->describe(&backends[i], desc, sizeof desc);
-		printf("backend %s: %s\n", backends[i].ops->name, desc);
-	}
-	if (numerics != CTQ_ACT_NUMERICS_CTQ)
-		printf("numerics: %s (KERNEL-L2 is the distance to ctq's exact-quantized reference, not judged)\n",
-		       ctq_act_numerics_name(numerics));
-	else
-		printf("policy: kernel rel-L2 <= %g; ", policy->kernel_rel_l2_max);
-	printf("%squantization rel-L2 <= %g gaussian, %g outliers, %g zero-rows (%s)\n\n",
-	       numerics != CTQ_ACT_NUMERICS_CTQ ? "policy: " : "", policy->quant_rel_l2_max[CTQ_PA_GAUSSIAN],
-	       policy->quant_rel_l2_max[CTQ_PA_OUTLIERS], policy->quant_rel_l2_max[CTQ_PA_ZERO_ROWS],
-	       policy->source);
-	printf("%-14s %6s %6s %5s %-10s %-10s %-9s %5s %5s %11s %11s  %s\n", "LAYER", "K", "N", "M",
-	       "WEIGHTS", "ACTS", "BACKEND", "NaN", "Inf", "KERNEL-L2", "QUANT-L2", "VERDICT");
-}
-
 /* probe.json and the manifest's "probe" object. */
 static enum ctq_status write_results(struct ctq_run *run, const struct probe_opts *o,
 				     const struct session *S, const char *plugin_name,
@@ -575,8 +583,7 @@ int ctq_cmd_probe(int argc, char **argv)
 	    ctq_csv_open(&csv, ctq_run_path(&run, "probe.csv", path, sizeof path), csv_header,
 			 sizeof csv_header / sizeof *csv_header, &err))
 		goto fail;
-	print_header(backends, n_backends, numerics, &policy);
-	struct session S = {backends, n_backends, o.ms, o.n_m, o.seed, &policy, &csv, rows, 0, 0};
+	struct session S = {backends, n_backends, o.ms, o.n_m, o.seed, &policy, &csv, rows, 0, 0, numerics, false};
 	enum ctq_status rst = CTQ_OK;
 	if (model)
 		rst = run_model(&S, model, o.wsel, o.asel, o.real_asel, &err);

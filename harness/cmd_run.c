@@ -358,7 +358,10 @@ static bool skip_reason(struct plan *p, struct step *x, const struct ctq_run *ru
 		if (!ok) {
 			char shown[1300];
 			final_path(shown, sizeof shown, path, run);
-			snprintf(x->reason, sizeof x->reason, "missing %s", shown);
+			/* fixtures/ holds what `make fixtures` downloads and makes
+			 * (the SmolLM2 checkpoints): say how to get it */
+			snprintf(x->reason, sizeof x->reason, "missing %s%s", shown,
+				 !strncmp(r->valuestring, "fixtures/", 9) ? " (run `make fixtures`)" : "");
 		}
 		free(path);
 		if (!ok)

@@ -2,8 +2,11 @@
  * The program: one subcommand per file under harness/, listed in
  * harness/registry.c. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "backend/knobs.h"
 #include "core/fileio.h"
 #include "core/version.h"
 #include "harness/commands.h"
@@ -88,8 +91,30 @@ static void print_gpu_code(FILE *f)
 		   "          the operands\n");
 }
 
+/* OpenMP threads of the CPU backend wait passively (on a futex) unless the
+ * user said otherwise: libgomp's default spins up to 300,000 times at every
+ * barrier, and on shared cores the spinning thread takes the time slice of
+ * the one it waits for; decoding a 35M-parameter model with two busy loops
+ * beside it ran 1.5-3x slower (docs/architecture.md, "The reference
+ * backend's threads"). libgomp reads OMP_WAIT_POLICY once, as it loads,
+ * before main (and glibc resets the environment after .preinit_array), so
+ * the variable takes effect only through one exec of this program with it
+ * set; without /proc the program runs on with libgomp's default. */
+static void omp_wait_passive(char **argv)
+{
+#ifdef _OPENMP
+	if (ctq_knobs_omp_wait_chosen() || setenv("OMP_WAIT_POLICY", "passive", 0))
+		return;
+	execv("/proc/self/exe", argv);
+	unsetenv("OMP_WAIT_POLICY");
+#else
+	(void)argv;
+#endif
+}
+
 int main(int argc, char **argv)
 {
+	omp_wait_passive(argv);
 	if (argc < 2) {
 		usage(stderr);
 		return CTQ_EXIT_USAGE;

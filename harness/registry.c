@@ -27,7 +27,8 @@ const struct ctq_command ctq_commands[] = {
 	 "convert a llama GGUF (F32/F16/Q8_0/Q4_0/Q4_1) into a Hugging Face BF16 checkpoint", true,
 	 CTQ_CMD_OUT_NONE},
 	{"eval", ctq_cmd_eval,
-	 "MMLU / C-Eval / CMMLU accuracy by answer log-probabilities; paired verdict vs a baseline", true,
+	 "MMLU / C-Eval / CMMLU accuracy by answer log-probabilities; paired verdict vs a baseline;\n"
+	 "               `eval kld` (token KL divergence and top-1 agreement vs a reference model)", true,
 	 CTQ_CMD_OUT_OPTION},
 	{"run", ctq_cmd_run,
 	 "run a plan of steps (plans/default.json) into one run directory with a report", false,

@@ -63,6 +63,39 @@ extern "C" int ctq_cuda_dispatch_cc(void)
 	return c;
 }
 
+extern "C" enum ctq_status ctq_cuda_device_count(const char *path, int *n, struct ctq_error *err)
+{
+	*n = 0;
+	const cudaError_t e = cudaGetDeviceCount(n);
+	if (e == cudaSuccess && *n > 0)
+		return CTQ_OK;
+	(void)cudaGetLastError();
+	/* Which of: no driver (libcuda absent: the runtime says
+	 * cudaErrorInsufficientDriver and the driver version reads 0), a driver
+	 * older than this build's runtime, or a driver that sees no device;
+	 * said once, as one sentence. */
+	int drv = 0, rt = 0;
+	cudaDriverGetVersion(&drv);
+	cudaRuntimeGetVersion(&rt);
+	*n = 0;
+	if (drv == 0)
+		return ctq_error_set(err, CTQ_ERR_ENV, path,
+				     "no CUDA device: no NVIDIA driver is installed (libcuda not found), "
+				     "so no GPU can be used");
+	if (e == cudaErrorInsufficientDriver || drv < rt)
+		return ctq_error_set(err, CTQ_ERR_ENV, path,
+				     "no CUDA device: the NVIDIA driver supports CUDA %d.%d, older than "
+				     "this build's CUDA runtime %d.%d; update the driver",
+				     drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+	if (e == cudaSuccess || e == cudaErrorNoDevice)
+		return ctq_error_set(err, CTQ_ERR_ENV, path,
+				     "no CUDA device: the NVIDIA driver (CUDA %d.%d) sees no GPU (check "
+				     "CUDA_VISIBLE_DEVICES)",
+				     drv / 1000, drv % 1000 / 10);
+	return ctq_error_set(err, CTQ_ERR_ENV, path, "no CUDA device: cudaGetDeviceCount failed: %s",
+			     cudaGetErrorString(e));
+}
+
 extern "C" enum ctq_status ctq_cuda_arch_check(int device, struct ctq_error *err)
 {
 	cudaDeviceProp p;

@@ -19,6 +19,14 @@
 extern "C" {
 #endif
 
+/* The number of CUDA devices visible, at least 1, into *n; else an
+ * env-error at `path` saying why there is none, as one sentence: no NVIDIA
+ * driver installed (libcuda absent: the runtime then reports
+ * cudaErrorInsufficientDriver, and the driver version reads 0), a driver
+ * older than this build's CUDA runtime, or a driver that sees no GPU.
+ * Every command that asks for a GPU asks here. */
+enum ctq_status ctq_cuda_device_count(const char *path, int *n, struct ctq_error *err);
+
 /* The compute capability of the current device x 10 (86 for 8.6) that
  * dispatch decides by: CTQ_ARCH's where set, else the device's own; 0 when
  * no device can be queried. Cached per device. */

@@ -538,30 +538,9 @@ extern "C" enum ctq_status ctq_backend_cuda(struct ctq_backend *b, int device,
 {
 	memset(b, 0, sizeof *b);
 	int n = 0;
-	cudaError_t e = cudaGetDeviceCount(&n);
-	if (e != cudaSuccess || n == 0) {
-		/* Which of: no driver (libcuda absent: the driver version reads
-		 * 0), a driver older than this build's runtime, or a driver that
-		 * sees no device; said once, as one sentence. */
-		int drv = 0, rt = 0;
-		cudaDriverGetVersion(&drv);
-		cudaRuntimeGetVersion(&rt);
-		if (drv == 0)
-			return ctq_error_set(err, CTQ_ERR_ENV, "--backend cuda",
-					     "no CUDA device: no NVIDIA driver is installed (libcuda not found)");
-		if (e == cudaErrorInsufficientDriver || drv < rt)
-			return ctq_error_set(err, CTQ_ERR_ENV, "--backend cuda",
-					     "no CUDA device: the NVIDIA driver supports CUDA %d.%d, older "
-					     "than this build's CUDA runtime %d.%d; update the driver",
-					     drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
-		if (e == cudaSuccess || e == cudaErrorNoDevice)
-			return ctq_error_set(err, CTQ_ERR_ENV, "--backend cuda",
-					     "no CUDA device: the NVIDIA driver (CUDA %d.%d) sees no GPU "
-					     "(check CUDA_VISIBLE_DEVICES)",
-					     drv / 1000, drv % 1000 / 10);
-		return ctq_error_set(err, CTQ_ERR_ENV, "--backend cuda",
-				     "no CUDA device: cudaGetDeviceCount failed: %s", cudaGetErrorString(e));
-	}
+	enum ctq_status st = ctq_cuda_device_count("--backend cuda", &n, err);
+	if (st)
+		return st;
 	if (device < 0 || device >= n)
 		return ctq_error_set(err, CTQ_ERR_ENV, "--device", "is %d; %d device(s) visible",
 				     device, n);
@@ -573,7 +552,6 @@ extern "C" enum ctq_status ctq_backend_cuda(struct ctq_backend *b, int device,
 	c->device = device;
 	c->no_gemv_bf16 = ctq_knobs()->no_gemv_bf16;
 	c->sanitize_memset_cublas = ctq_knobs()->sanitize_memset_cublas;
-	enum ctq_status st;
 	if ((st = ctq_knobs_check(err)) || (st = CTQ_CUDA(cudaSetDevice(device), err)) ||
 	    (st = CTQ_CUDA(cudaGetDeviceProperties(&c->prop, device), err)) ||
 	    (st = ctq_cublas_stream_open(&c->stream, &c->cublas, &c->cublas_ws, CUBLAS_WS_BYTES, err)) ||

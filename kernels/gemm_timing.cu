@@ -183,10 +183,9 @@ extern "C" enum ctq_status ctq_gemm_bench_open(struct ctq_gemm_bench **out, int 
 	*out = NULL;
 	memset(info, 0, sizeof *info);
 	int n = 0;
-	cudaError_t e = cudaGetDeviceCount(&n);
-	if (e != cudaSuccess || n == 0)
-		return ctq_error_set(err, CTQ_ERR_ENV, "--device", "no CUDA device is visible (%s)",
-				     e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+	enum ctq_status st = ctq_cuda_device_count("--device", &n, err);
+	if (st)
+		return st;
 	if (device < 0 || device >= n)
 		return ctq_error_set(err, CTQ_ERR_ENV, "--device", "is %d; %d device(s) visible", device, n);
 	struct ctq_gemm_bench *b = (struct ctq_gemm_bench *)calloc(1, sizeof *b);
@@ -195,7 +194,6 @@ extern "C" enum ctq_status ctq_gemm_bench_open(struct ctq_gemm_bench **out, int 
 	b->device = device;
 	b->path = -1;
 	cudaDeviceProp p;
-	enum ctq_status st;
 	if ((st = CTQ_CUDA(cudaSetDevice(device), err)) ||
 	    (st = CTQ_CUDA(cudaGetDeviceProperties(&p, device), err)) ||
 	    (st = ctq_cublas_stream_open(&b->stream, &b->cublas, &b->ws, WS_BYTES, err)) ||

@@ -26,6 +26,7 @@
  * below 2^31 in magnitude, so the residue is the exact value. */
 #include "reference/ref_ops.h"
 #include "core/numerics.h"
+#include "reference/ref_threads.h"
 
 #include <stdlib.h>
 
@@ -164,7 +165,7 @@ VNNI_TILE(1, 1)
 static void i8_vnni(const int8_t *q, const int8_t *w, int64_t M, int64_t N, int64_t K, int32_t *acc)
 {
 	const int64_t K64 = K - K % 64;
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(ctq_ref_threads(M * N * K))
 	for (int64_t n0 = 0; n0 < N; n0 += NB) {
 		const int64_t n1 = n0 + NB < N ? n0 + NB : N;
 		uint32_t wsum[NB];
@@ -190,7 +191,7 @@ static void i8_vnni(const int8_t *q, const int8_t *w, int64_t M, int64_t N, int6
 
 static void i8_avx2(const int8_t *q, const int8_t *w, int64_t M, int64_t N, int64_t K, int32_t *acc)
 {
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(ctq_ref_threads(M * N * K))
 	for (int64_t n0 = 0; n0 < N; n0 += NB) {
 		const int64_t n1 = n0 + NB < N ? n0 + NB : N;
 		int64_t m = 0;
@@ -262,7 +263,7 @@ static void f64_cell(const float *x, const float *w, const float *bias, int64_t 
 static void f64_avx2(const float *x, const float *w, const float *bias, int64_t M, int64_t N,
 		     int64_t K, double *y)
 {
-#pragma omp parallel
+#pragma omp parallel num_threads(ctq_ref_threads(M * N * K))
 	{
 		/* one panel of 8 weight rows, (K, 8) f64, per thread; without it
 		 * (out of memory) the block runs the scalar cells */

@@ -5,6 +5,7 @@
 #include "core/arena.h"
 #include "core/dtype.h"
 #include "reference/ref_ops.h"
+#include "reference/ref_threads.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -49,7 +50,7 @@ enum ctq_status ctq_refm_rmsnorm(struct ctq_backend *b, const void *x, const flo
 {
 	(void)b;
 	(void)err;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(ctq_ref_threads(2 * M * H))
 	for (int64_t m = 0; m < M; m++)
 		rms_row((const float *)x + m * H, w, H, eps, (float *)y + m * H);
 	return CTQ_OK;

@@ -2,6 +2,7 @@
 #include "reference/ref_ops.h"
 #include "core/dtype.h"
 #include "core/numerics.h"
+#include "reference/ref_threads.h"
 
 #include <string.h>
 
@@ -44,7 +45,7 @@ static inline float dot_lanes(const void *a, const void *b, bool bf16, int64_t K
 static void quantize_rows(const void *x, bool bf16, bool ct, int64_t M, int64_t K, int8_t *q, float *s)
 {
 	const size_t esz = bf16 ? sizeof(uint16_t) : sizeof(float);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(ctq_ref_threads(2 * M * K))
 	for (int64_t m = 0; m < M; m++) {
 		const void *xr = (const char *)x + (size_t)(m * K) * esz;
 		float amax = 0.0f;
@@ -82,7 +83,7 @@ void ctq_ref_quantize_ct_bf16(const uint16_t *x, int64_t M, int64_t K, int8_t *q
 void ctq_ref_dequantize_ct(const int8_t *q, const float *s, int64_t R, int64_t K, bool bf16,
 			   float *y)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(ctq_ref_threads(R * K))
 	for (int64_t r = 0; r < R; r++)
 		for (int64_t k = 0; k < K; k++)
 			y[r * K + k] = ctq_ct_dequantize(q[r * K + k], s[r], bf16);
@@ -91,7 +92,7 @@ void ctq_ref_dequantize_ct(const int8_t *q, const float *s, int64_t R, int64_t K
 void ctq_ref_quantize_weight_rows(const float *w, int64_t N, int64_t K, int8_t *q,
 				  uint16_t *s_bf16)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(ctq_ref_threads(2 * N * K))
 	for (int64_t n = 0; n < N; n++) {
 		const float *wr = w + n * K;
 		float amax = 0.0f;
@@ -121,7 +122,7 @@ typedef void (*gemm_cell_fn)(const struct gemm_args *a, int64_t m, int64_t n);
 static void gemm_tiles(const struct gemm_args *a, int64_t M, gemm_cell_fn cell)
 {
 	const int64_t N = a->N;
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(ctq_ref_threads(M * N * a->K))
 	for (int64_t n0 = 0; n0 < N; n0 += NB) {
 		int64_t n1 = n0 + NB < N ? n0 + NB : N;
 		for (int64_t m = 0; m < M; m++)
@@ -177,7 +178,7 @@ enum ctq_status ctq_ref_gemm_i8_scalar(const int8_t *q, const int8_t *w, int64_t
 static void epilogue(const int32_t *acc, const float *s_a, const float *s_w, const float *bias,
 		     int64_t M, int64_t N, uint16_t *y_bf16, float *y_f32)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(ctq_ref_threads(M * N))
 	for (int64_t m = 0; m < M; m++)
 		for (int64_t n = 0; n < N; n++) {
 			const float b = bias ? bias[n] : 0.0f;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/fileio.h"
@@ -548,4 +549,37 @@ Test(eval_run, command_refusals)
 	const char *help[] = {"eval", "--help", NULL};
 	cr_expect_eq(run_cmd(help), 0);
 	drop_models(&f);
+}
+
+/* Every place that lists eval's forms names kld beside mmlu, ceval and
+ * cmmlu: the error without a benchmark, the error for an unknown one,
+ * `ctq --help` and `ctq eval --help` (the ctq under test: CTQ_BIN, else
+ * build/ctq). */
+Test(eval_run, messages_that_list_the_forms_name_kld)
+{
+	const char *bin = getenv("CTQ_BIN");
+	if (!bin || !*bin)
+		bin = "build/ctq";
+	static const struct {
+		const char *args;
+		int rc;
+		const char *want;
+	} cases[] = {
+		{"eval", 2, "mmlu, ceval or cmmlu, or kld"},
+		{"eval gsm8k", 2, "expected mmlu, ceval, cmmlu or kld"},
+		{"--help", 0, "`eval kld` (token KL divergence"},
+		{"eval --help", 0, "ctq eval kld --model DIR --ref-model DIR"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char cmd[512];
+		snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin, cases[i].args);
+		FILE *p = popen(cmd, "r");
+		cr_assert(p, "%s", cmd);
+		char out[8192] = "";
+		size_t n = fread(out, 1, sizeof out - 1, p);
+		out[n] = '\0';
+		int st = pclose(p);
+		cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == cases[i].rc, "%s: status %d: %s", cmd, st, out);
+		cr_expect(strstr(out, cases[i].want), "%s: no \"%s\" in: %s", cmd, cases[i].want, out);
+	}
 }

@@ -2,7 +2,11 @@
  * clean kernels pass every pattern; each planted defect fails and the
  * failure names the layer. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "conform/probe.h"
 #include "backend/backend.h"
@@ -101,4 +105,38 @@ Test(probe, many_backends_share_the_oracle)
 	cr_expect(!many[0].passed && many[1].passed);
 	ctq_backend_close(&clean);
 	ctq_backend_close(&bad);
+}
+
+/* `ctq probe` on a checkpoint that does not open: the error on stderr,
+ * exit 2, and on stdout no table header (nor the backend and policy lines
+ * above it), since no row follows (the ctq under test: CTQ_BIN, else
+ * build/ctq). */
+Test(probe, a_fatal_error_prints_no_table_header)
+{
+	const char *bin = getenv("CTQ_BIN");
+	if (!bin || !*bin)
+		bin = "build/ctq";
+	char dir[] = "/tmp/ctq-probe-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "%s probe --model %s/no-such-model --backend reference --out %s/run 2>%s/stderr",
+		 bin, dir, dir, dir);
+	FILE *p = popen(cmd, "r");
+	cr_assert(p, "%s", cmd);
+	char out[8192] = "";
+	size_t n = fread(out, 1, sizeof out - 1, p);
+	out[n] = '\0';
+	int st = pclose(p);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 2, "%s: status %d", cmd, st);
+	cr_expect(!strstr(out, "LAYER") && !strstr(out, "policy:") && !strstr(out, "backend "),
+		  "stdout after a fatal error: %s", out);
+	char path[128], err[1024] = "";
+	snprintf(path, sizeof path, "%s/stderr", dir);
+	FILE *f = fopen(path, "r");
+	cr_assert(f);
+	err[fread(err, 1, sizeof err - 1, f)] = '\0';
+	fclose(f);
+	cr_expect(strstr(err, "ctq probe: io-error at ") && strstr(err, "no-such-model"), "stderr: %s", err);
+	remove(path);
+	rmdir(dir);
 }

@@ -9,6 +9,7 @@
 #include "core/numerics.h"
 #include "core/rng.h"
 #include "reference/ref_ops.h"
+#include "reference/ref_threads.h"
 
 Test(numerics, quantize_rounds_ties_to_even)
 {
@@ -335,4 +336,24 @@ Test(ref_ops, fast_gemms_equal_their_definitions_bit_for_bit)
 		}
 		free(q), free(w), free(xf), free(wf), free(b), free(a1), free(a2), free(y1), free(y2);
 	}
+}
+
+/* One thread per CTQ_REF_GRAIN operations, at least one, at most OpenMP's
+ * limit: a decode step of the tiny synthetic model (M = 1, vocab 512,
+ * hidden 64, its largest GEMM) runs on the calling thread alone, a large
+ * prefill GEMM on every thread allowed. */
+Test(ref_ops, threads_one_per_grain_within_the_openmp_limit)
+{
+	cr_assert_eq(ctq_ref_threads(0), 1);
+	cr_assert_eq(ctq_ref_threads(1 * 512 * 64), 1);
+	cr_assert_eq(ctq_ref_threads(CTQ_REF_GRAIN - 1), 1);
+#ifdef _OPENMP
+	const int max = omp_get_max_threads();
+	cr_assert_eq(ctq_ref_threads(2 * CTQ_REF_GRAIN), max < 2 ? max : 2);
+	cr_assert_eq(ctq_ref_threads(512 * 4096 * INT64_C(4096)), max);
+	omp_set_num_threads(3);
+	cr_assert_eq(ctq_ref_threads(3 * CTQ_REF_GRAIN + 1), 3);
+	cr_assert_eq(ctq_ref_threads(100 * CTQ_REF_GRAIN), 3, "capped at omp_set_num_threads");
+	omp_set_num_threads(max);
+#endif
 }

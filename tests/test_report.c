@@ -245,7 +245,8 @@ Test(report, failed_steps_and_their_dependents)
 		  " \"--acts\", \"gaussian\", \"--inject-defect\", \"scale-shift\"]},"
 		  "{\"id\": \"bad-usage\", \"command\": \"inspect\", \"args\": [\"--no-such-option\"]},"
 		  "{\"id\": \"after-defect\", \"command\": \"inspect\", \"after\": \"probe-defect\", \"args\": [\"examples/precedence.json\"]},"
-		  "{\"id\": \"needs-file\", \"command\": \"inspect\", \"requires\": [\"${run}/nothing-here\"], \"args\": [\"examples/precedence.json\"]}"
+		  "{\"id\": \"needs-file\", \"command\": \"inspect\", \"requires\": [\"${run}/nothing-here\"], \"args\": [\"examples/precedence.json\"]},"
+		  "{\"id\": \"needs-fixture\", \"command\": \"inspect\", \"requires\": [\"fixtures/ctq-no-such-fixture\"], \"args\": [\"examples/precedence.json\"]}"
 		  "]}");
 	cr_expect_eq(run_plan(plan, out, "--gpu"), 1);
 	cJSON *m = manifest(out);
@@ -256,6 +257,8 @@ Test(report, failed_steps_and_their_dependents)
 	char want[256];
 	snprintf(want, sizeof want, "missing %s/nothing-here", out);
 	cr_expect_str_eq(str(step(m, "needs-file"), "reason"), want);
+	cr_expect_str_eq(str(step(m, "needs-fixture"), "reason"),
+			 "missing fixtures/ctq-no-such-fixture (run `make fixtures`)");
 	snprintf(path, sizeof path, "%s/junit.xml", out);
 	char *junit = slurp(path);
 	cr_expect(strstr(junit, "<failure message=\"a check failed"));
