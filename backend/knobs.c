@@ -162,6 +162,22 @@ void ctq_knobs_to_json(cJSON *obj)
 	}
 }
 
+static const char *const env_names[CTQ_ENV_COUNT] = {
+	[CTQ_ENV_REVISION] = "CTQ_REVISION",       [CTQ_ENV_GNUPLOT] = "CTQ_GNUPLOT",
+	[CTQ_ENV_DEPS_PREFIX] = "DEPS_PREFIX",     [CTQ_ENV_LD_LIBRARY_PATH] = "LD_LIBRARY_PATH",
+	[CTQ_ENV_TMPDIR] = "TMPDIR",
+};
+
+const char *ctq_env_name(enum ctq_env_var v)
+{
+	return (unsigned)v < CTQ_ENV_COUNT ? env_names[v] : "?";
+}
+
+const char *ctq_env(enum ctq_env_var v)
+{
+	return (unsigned)v < CTQ_ENV_COUNT ? getenv(env_names[v]) : NULL;
+}
+
 bool ctq_knobs_omp_wait_chosen(void)
 {
 	return getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT");

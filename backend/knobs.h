@@ -79,6 +79,23 @@ void ctq_knobs_to_json(cJSON *obj);
  * (harness/main.c; docs/architecture.md, "The reference backend's threads"). */
 bool ctq_knobs_omp_wait_chosen(void);
 
+/* The rest of the environment ctq reads, which steers where things are,
+ * not what a kernel does (docs/knobs.md, "Other environment variables").
+ * Read at each call (tests and the plotter's child set them at run time),
+ * never cached. */
+enum ctq_env_var {
+	CTQ_ENV_REVISION,        /* CTQ_REVISION: the git revision of a copied tree */
+	CTQ_ENV_GNUPLOT,         /* CTQ_GNUPLOT: the gnuplot program, or "none" */
+	CTQ_ENV_DEPS_PREFIX,     /* DEPS_PREFIX: packages unpacked for an offline host */
+	CTQ_ENV_LD_LIBRARY_PATH, /* LD_LIBRARY_PATH: extended for that gnuplot's child */
+	CTQ_ENV_TMPDIR,          /* TMPDIR: where conformance cases get scratch folders */
+	CTQ_ENV_COUNT
+};
+/* The variable's value, NULL when unset. */
+const char *ctq_env(enum ctq_env_var v);
+/* Its name ("CTQ_REVISION", ...). */
+const char *ctq_env_name(enum ctq_env_var v);
+
 #ifdef __cplusplus
 }
 #endif

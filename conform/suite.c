@@ -1,6 +1,7 @@
 /* ctq conformance suites (see suite.h). */
 #define _GNU_SOURCE
 #include "conform/suite.h"
+#include "backend/knobs.h"
 #include "core/cleanup.h"
 #include "core/arena.h"
 #include "core/fileio.h"
@@ -1014,7 +1015,7 @@ static enum ctq_status run_numeric(const struct ctq_case *c, const char *scratch
 	struct ctq_synth_spec spec;
 	char base[1200], qdir[1208]; /* scratch_dir may be a run's tmp_dir (results/run.h) */
 	const char *parent = scratch_dir;
-	if (!parent && (!(parent = getenv("TMPDIR")) || !*parent))
+	if (!parent && (!(parent = ctq_env(CTQ_ENV_TMPDIR)) || !*parent))
 		parent = "/tmp";
 	if (snprintf(base, sizeof base, "%s/ctq-conform-XXXXXX", parent) >= (int)sizeof base)
 		return ctq_error_set(err, CTQ_ERR_IO, parent, "path too long for a scratch folder");

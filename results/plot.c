@@ -1,5 +1,6 @@
 /* ctq plots (see plot.h). */
 #include "results/plot.h"
+#include "backend/knobs.h"
 #include "core/arena.h"
 #include "core/fileio.h"
 
@@ -31,10 +32,10 @@ static int run_in(const char *dir, const char *log, char *const argv[])
 		}
 		/* A gnuplot unpacked under DEPS_PREFIX (tools/offline-deps.sh)
 		 * finds its libraries there. */
-		const char *dp = getenv("DEPS_PREFIX");
+		const char *dp = ctq_env(CTQ_ENV_DEPS_PREFIX);
 		if (dp && *dp && !strncmp(argv[0], dp, strlen(dp))) {
 			char lib[1200];
-			const char *old = getenv("LD_LIBRARY_PATH");
+			const char *old = ctq_env(CTQ_ENV_LD_LIBRARY_PATH);
 			snprintf(lib, sizeof lib, "%s/usr/lib/x86_64-linux-gnu:%s/lib/x86_64-linux-gnu%s%s", dp,
 				 dp, old && *old ? ":" : "", old && *old ? old : "");
 			setenv("LD_LIBRARY_PATH", lib, 1);
@@ -56,14 +57,14 @@ static int run_in(const char *dir, const char *log, char *const argv[])
 void ctq_plot_init(struct ctq_plotter *p)
 {
 	memset(p, 0, sizeof *p);
-	const char *env = getenv("CTQ_GNUPLOT");
+	const char *env = ctq_env(CTQ_ENV_GNUPLOT);
 	if (env && !strcmp(env, "none")) {
 		snprintf(p->why, sizeof p->why, "plots turned off (CTQ_GNUPLOT=none)");
 		return;
 	}
 	/* CTQ_GNUPLOT, else the gnuplot of packages unpacked under DEPS_PREFIX
 	 * (an offline host: tools/offline-deps.sh), else gnuplot on the PATH. */
-	const char *dp = getenv("DEPS_PREFIX");
+	const char *dp = ctq_env(CTQ_ENV_DEPS_PREFIX);
 	char unpacked[sizeof p->program];
 	snprintf(unpacked, sizeof unpacked, "%s/usr/bin/gnuplot-nox", dp ? dp : "");
 	if (env && *env)

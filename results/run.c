@@ -30,7 +30,7 @@ static void utc_now(char *buf, size_t cap, const char *fmt)
  * receive a working tree); otherwise git is asked. */
 void ctq_git_revision(char *buf, size_t cap, bool *dirty)
 {
-	const char *env = getenv("CTQ_REVISION");
+	const char *env = ctq_env(CTQ_ENV_REVISION);
 	if (env && *env) {
 		size_t n = strlen(env);
 		*dirty = n > 6 && !strcmp(env + n - 6, "-dirty");

@@ -172,6 +172,8 @@ Test(knobs, the_docs_table_and_the_readme_count_match_the_code)
 	int n_rows = 0, stated = -1;
 	const cJSON *k = knobs->child;
 	while (fgets(line, sizeof line, f)) {
+		if (!strncmp(line, "## Other environment variables", 30))
+			break; /* not knobs */
 		const char *b = strstr(line, "**");
 		if (b && sscanf(b, "**%d knobs**", &stated) == 1)
 			continue;
@@ -212,4 +214,18 @@ Test(knobs, the_docs_table_and_the_readme_count_match_the_code)
 	cr_expect_eq(readme, n_code, "README.md says \"%d dispatch knobs (docs/knobs.md)\", the code has %d", readme,
 		     n_code);
 	cJSON_Delete(o);
+}
+
+/* The other variables are read live, by name, through ctq_env. */
+Test(knobs, env_reads_the_variable_at_each_call)
+{
+	unsetenv("CTQ_GNUPLOT");
+	cr_expect_null(ctq_env(CTQ_ENV_GNUPLOT));
+	setenv("CTQ_GNUPLOT", "none", 1);
+	cr_expect_str_eq(ctq_env(CTQ_ENV_GNUPLOT), "none");
+	setenv("CTQ_GNUPLOT", "/usr/bin/gnuplot", 1);
+	cr_expect_str_eq(ctq_env(CTQ_ENV_GNUPLOT), "/usr/bin/gnuplot");
+	cr_expect_str_eq(ctq_env_name(CTQ_ENV_REVISION), "CTQ_REVISION");
+	cr_expect_str_eq(ctq_env_name(CTQ_ENV_TMPDIR), "TMPDIR");
+	cr_expect_null(ctq_env(CTQ_ENV_COUNT));
 }
