@@ -70,16 +70,13 @@ static enum ctq_status policy_apply(struct ctq_probe_policy *p, const cJSON *roo
 /* The built-in policy is policies/probe.json itself, embedded by the build
  * (core/embedded.h): why each number is what it is lives there. A broken
  * embedded file leaves every threshold 0 (nothing passes) and says so in
- * source; tests/test_probe.c checks it parses. */
+ * source; tests/test_policies.c checks it parses and equals the file. */
 void ctq_probe_policy_default(struct ctq_probe_policy *p)
 {
 	memset(p, 0, sizeof *p);
-	size_t len = 0;
-	const char *text = ctq_embedded(CTQ_PROBE_POLICY_FILE, &len);
 	cJSON *root = NULL;
 	struct ctq_error err = {0};
-	if (text && !ctq_json_parse(text, len, CTQ_PROBE_POLICY_FILE, NULL, &root, &err) &&
-	    !policy_apply(p, root, CTQ_PROBE_POLICY_FILE, &err))
+	if (!ctq_embedded_json(CTQ_PROBE_POLICY_FILE, &root, &err) && !policy_apply(p, root, CTQ_PROBE_POLICY_FILE, &err))
 		p->source = CTQ_PROBE_POLICY_FILE " (built in)";
 	else
 		p->source = "the built-in " CTQ_PROBE_POLICY_FILE " does not parse: a broken build";

@@ -72,16 +72,13 @@ static enum ctq_status policy_apply(struct ctq_kld_policy *p, const cJSON *root,
 
 /* The built-in policy is policies/kld.json itself, embedded by the build
  * (core/embedded.h). A broken embedded file leaves the thresholds 0 and
- * says so in source; tests/test_eval_kld.c checks it parses. */
+ * says so in source; tests/test_policies.c checks it parses and equals the file. */
 void ctq_kld_policy_default(struct ctq_kld_policy *p)
 {
 	memset(p, 0, sizeof *p);
-	size_t len = 0;
-	const char *text = ctq_embedded(CTQ_KLD_POLICY_FILE, &len);
 	cJSON *root = NULL;
 	struct ctq_error err = {0};
-	if (text && !ctq_json_parse(text, len, CTQ_KLD_POLICY_FILE, NULL, &root, &err) &&
-	    !policy_apply(p, root, CTQ_KLD_POLICY_FILE, &err))
+	if (!ctq_embedded_json(CTQ_KLD_POLICY_FILE, &root, &err) && !policy_apply(p, root, CTQ_KLD_POLICY_FILE, &err))
 		snprintf(p->source, sizeof p->source, "%s (built in)", CTQ_KLD_POLICY_FILE);
 	else
 		snprintf(p->source, sizeof p->source, "the built-in %s does not parse: a broken build (%s)",

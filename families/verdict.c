@@ -154,16 +154,13 @@ static enum ctq_status policy_apply(struct ctq_compare_policy *p, const cJSON *r
 
 /* The built-in policy is policies/compare.json itself, embedded by the
  * build (core/embedded.h). A broken embedded file leaves the thresholds 0
- * and says so in source; tests/test_compare.c checks it parses. */
+ * and says so in source; tests/test_policies.c checks it parses and equals the file. */
 void ctq_compare_policy_default(struct ctq_compare_policy *p)
 {
 	memset(p, 0, sizeof *p);
-	size_t len = 0;
-	const char *text = ctq_embedded(CTQ_COMPARE_POLICY_FILE, &len);
 	cJSON *root = NULL;
 	struct ctq_error err = {0};
-	if (text && !ctq_json_parse(text, len, CTQ_COMPARE_POLICY_FILE, NULL, &root, &err) &&
-	    !policy_apply(p, root, CTQ_COMPARE_POLICY_FILE, &err))
+	if (!ctq_embedded_json(CTQ_COMPARE_POLICY_FILE, &root, &err) && !policy_apply(p, root, CTQ_COMPARE_POLICY_FILE, &err))
 		snprintf(p->source, sizeof p->source, "%s (built in)", CTQ_COMPARE_POLICY_FILE);
 	else
 		snprintf(p->source, sizeof p->source, "the built-in %s does not parse: a broken build (%s)",

@@ -20,6 +20,14 @@ Test(policies, the_build_embeds_every_policy_file)
 		cr_expect_eq(strlen(t), len, "%s: NUL-terminated, no NUL inside", files[i]);
 	}
 	cr_expect_null(ctq_embedded("policies/none.json", NULL));
+	cJSON *root = (cJSON *)1;
+	struct ctq_error err = {0};
+	cr_expect_eq(ctq_embedded_json("policies/none.json", &root, &err), CTQ_ERR_IO);
+	cr_expect_null(root);
+	cr_expect_str_eq(err.path, "policies/none.json");
+	cr_assert_eq(ctq_embedded_json(CTQ_KLD_POLICY_FILE, &root, &err), CTQ_OK, "%s", err.message);
+	cr_expect(cJSON_IsObject(root));
+	cJSON_Delete(root);
 }
 
 Test(policies, probe_default_is_its_file)
