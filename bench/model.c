@@ -71,23 +71,6 @@ static double page_cache_fraction(const char *dir)
 	return pages ? (double)resident / (double)pages : NAN;
 }
 
-/* One forward pass on one runner or on the tp ranks r[0..tp-1], giving the
- * greedy pick of each output row (next, n_rows): a serving engine's step
- * ends with its sampling, so the pick is part of what a step costs. One
- * runner picks on the device where its backend can (ctq_runner_forward_next);
- * tp ranks bring the rows back into logits (n_rows x vocab) and pick there. */
-static enum ctq_status fwd(struct ctq_runner *r, int tp, const int32_t *ids, const int32_t *slot,
-			   const int32_t *pos, int64_t T, const int64_t *rows, int64_t n_rows,
-			   float *logits, int32_t *next, struct ctq_error *err)
-{
-	if (tp <= 1)
-		return ctq_runner_forward_next(r, ids, slot, pos, T, rows, n_rows, next, err);
-	enum ctq_status st = ctq_runner_tp_forward(r, tp, ids, slot, pos, T, rows, n_rows, logits, err);
-	for (int64_t i = 0; !st && i < n_rows; i++)
-		next[i] = ctq_argmax(logits + i * r->cfg.vocab, r->cfg.vocab);
-	return st;
-}
-
 /* One timed run: prefill batch x len tokens, then out_len - 1 decode steps. */
 /* 64-bit FNV-1a over n token ids, continuing from h. */
 static uint64_t fnv_ids(uint64_t h, const int32_t *ids, long n)
@@ -100,17 +83,20 @@ static uint64_t fnv_ids(uint64_t h, const int32_t *ids, long n)
 	return h;
 }
 
-static enum ctq_status run_once(struct ctq_runner *r, int tp, long batch, long len, long out_len,
+/* One timed run: prefill batch x len tokens, then out_len - 1 decode steps.
+ * Each call ends with the greedy pick of its rows (ctq_model_forward_next):
+ * a serving engine's step ends with its sampling, so the pick is part of
+ * what a step costs. */
+static enum ctq_status run_once(struct ctq_model *mdl, long batch, long len, long out_len,
 				struct ctq_rng *rng, double *ttft, double *steps, uint64_t *digest,
 				struct ctq_error *err)
 {
-	const int64_t V = r->cfg.vocab, T = batch * len;
+	const int64_t V = ctq_model_cfg(mdl)->vocab, T = batch * len;
 	int32_t *ids = ctq_malloc((size_t)T * 4), *slot = ctq_malloc((size_t)T * 4), *pos = ctq_malloc((size_t)T * 4);
 	int64_t *rows = ctq_malloc((size_t)batch * 8), *local = ctq_malloc((size_t)batch * 8);
-	float *logits = tp > 1 ? ctq_malloc((size_t)(batch * V) * 4) : NULL;
 	int32_t *next = ctq_malloc((size_t)batch * 4);
 	enum ctq_status st = CTQ_OK;
-	if (!ids || !slot || !pos || !rows || !local || (tp > 1 && !logits) || !next) {
+	if (!ids || !slot || !pos || !rows || !local || !next) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench", "out of memory");
 		goto done;
 	}
@@ -123,18 +109,18 @@ static enum ctq_status run_once(struct ctq_runner *r, int tp, long batch, long l
 	double t0 = ctq_now_s();
 	for (int64_t off = 0; off < T && !st;) {
 		/* Whole sequences per call, as many as fit in max_tokens. */
-		int64_t per = r->opt.max_tokens / len;
+		int64_t per = mdl->limits.max_tokens / len;
 		if (per < 1) {
 			st = ctq_error_set(err, CTQ_ERR_USAGE, "--input-len",
 					   "%ld exceeds the runner's %lld tokens per call", len,
-					   (long long)r->opt.max_tokens);
+					   (long long)mdl->limits.max_tokens);
 			break;
 		}
 		int64_t nseq = (T - off) / len < per ? (T - off) / len : per;
 		for (int64_t s = 0; s < nseq; s++)
 			local[s] = s * len + len - 1;
-		st = fwd(r, tp, ids + off, slot + off, pos + off, nseq * len, local, nseq, logits,
-			 next + off / len, err);
+		st = ctq_model_forward_next(mdl, ids + off, slot + off, pos + off, nseq * len, local, nseq,
+					    next + off / len, err);
 		off += nseq * len;
 	}
 	*ttft = ctq_now_s() - t0;
@@ -147,12 +133,12 @@ static enum ctq_status run_once(struct ctq_runner *r, int tp, long batch, long l
 			rows[s] = s;
 		}
 		double t1 = ctq_now_s();
-		st = fwd(r, tp, ids, slot, pos, batch, rows, batch, logits, next, err);
+		st = ctq_model_forward_next(mdl, ids, slot, pos, batch, rows, batch, next, err);
 		steps[step - 1] = ctq_now_s() - t1;
 		*digest = fnv_ids(*digest, next, batch);
 	}
 done:
-	free(ids), free(slot), free(pos), free(rows), free(local), free(logits), free(next);
+	free(ids), free(slot), free(pos), free(rows), free(local), free(next);
 	return st;
 }
 
@@ -169,32 +155,25 @@ enum ctq_status ctq_bench_model_open(struct ctq_bench_model *m, const struct ctq
 		max_l = o->lens[i] > max_l ? o->lens[i] : max_l;
 	m->max_b = max_b;
 	const int tp = (int)o->tp;
-	struct ctq_backend *const b0 = &m->bk[0];
-	struct ctq_runner *const r0 = &m->rk[0];
+	struct ctq_model *const mdl = &m->mdl;
 	enum ctq_status st;
 	m->steps = ctq_malloc((size_t)o->out_len * sizeof *m->steps);
 	m->samples = ctq_malloc((size_t)o->reps * 3 * sizeof *m->samples);
 	if (!m->steps || !m->samples)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "bench", "out of memory");
-	if ((st = ctq_backend_open_tp(m->bk, o->backend, tp, CTQ_ACT_NUMERICS_CTQ, &m->group, err)))
+	if ((st = ctq_model_open_ranks(mdl, o->backend, tp, CTQ_ACT_NUMERICS_CTQ, err)))
 		return st;
-	struct ctq_runner_options *opt = &m->opt;
-	*opt = (struct ctq_runner_options){
+	struct ctq_backend *const b0 = &mdl->b[0];
+	struct ctq_model_limits shape = {
 		.max_slots = max_b, .max_len = max_l + o->out_len,
-		.max_tokens = max_l > 8192 ? max_l : (max_b * max_l < 8192 ? max_b * max_l : 8192),
-		.tp = tp, .group = m->group};
-	if (opt->max_tokens < max_b)
-		opt->max_tokens = max_b;
+		.max_tokens = max_l > 8192 ? max_l : (max_b * max_l < 8192 ? max_b * max_l : 8192)};
+	if (shape.max_tokens < max_b)
+		shape.max_tokens = max_b;
 	m->mem = b0->ops->mem_info && !b0->ops->mem_info(b0, &m->free0, &m->total, err);
 	m->cached = page_cache_fraction(model);
-	double tl = ctq_now_s();
-	for (int k = 0; k < tp; k++) {
-		opt->rank = k;
-		if ((st = ctq_runner_load(&m->rk[k], &m->bk[k], model, opt, err)))
-			return st;
-	}
-	opt->rank = 0;
-	m->load_s = ctq_now_s() - tl;
+	if ((st = ctq_model_load(mdl, model, &shape, err)))
+		return st;
+	struct ctq_runner *const r0 = &mdl->r[0];
 	if (m->mem && (st = b0->ops->mem_info(b0, &m->free1, &m->total, err)))
 		return st;
 	m->min_free = m->free1;
@@ -203,9 +182,6 @@ enum ctq_status ctq_bench_model_open(struct ctq_bench_model *m, const struct ctq
 	/* Rank 0 holds its share of the KV heads. */
 	m->kv_tok_rank = tp > 1 ? (uint64_t)(2 * c->layers * r0->kv_local * c->head_dim) * b0->ops->act_bytes
 				: m->kv_tok;
-	for (int k = 0; k < tp; k++)
-		m->weight_bytes += m->rk[k].weight_bytes;
-	ctq_backend_describe_tp(b0, o->backend, tp, m->device, sizeof m->device);
 	return CTQ_OK;
 }
 
@@ -225,7 +201,7 @@ static void csv_row(const struct ctq_bench_model *m, const char *role, const str
 	ctq_csv_fieldf(w, "%.3f", x->decode_tps);
 	ctq_csv_fieldf(w, "%.6f", x->p50_s * 1e3);
 	ctq_csv_fieldf(w, "%.6f", x->p99_s * 1e3);
-	ctq_csv_fieldf(w, "%llu", (unsigned long long)m->weight_bytes);
+	ctq_csv_fieldf(w, "%llu", (unsigned long long)m->mdl.weight_bytes);
 	ctq_csv_fieldf(w, "%llu", (unsigned long long)m->kv_tok);
 	if (m->mem) {
 		ctq_csv_fieldf(w, "%llu", (unsigned long long)(m->total - m->free1));
@@ -244,7 +220,7 @@ static enum ctq_status measure_cell(struct ctq_bench_model *m, const char *role,
 				    ctq_bench_model_sample_fn on_sample, void *ctx, struct ctq_error *err)
 {
 	const struct ctq_bench_model_options *o = m->o;
-	struct ctq_backend *const b0 = &m->bk[0];
+	struct ctq_backend *const b0 = &m->mdl.b[0];
 	double *steps = m->steps, *samples = m->samples;
 	enum ctq_status st = CTQ_OK;
 	struct ctq_rng rng;
@@ -253,7 +229,7 @@ static enum ctq_status measure_cell(struct ctq_bench_model *m, const char *role,
 	for (long rep = -o->warmup; rep < o->reps && !st; rep++) {
 		double ttft = 0;
 		uint64_t digest = 0;
-		if ((st = run_once(m->rk, (int)o->tp, batch, len, o->out_len, &rng, &ttft, steps, &digest, err)))
+		if ((st = run_once(&m->mdl, batch, len, o->out_len, &rng, &ttft, steps, &digest, err)))
 			break;
 		size_t fr = 0, tot = 0;
 		if (m->mem && !b0->ops->mem_info(b0, &fr, &tot, err) && fr < m->min_free)
@@ -306,6 +282,6 @@ void ctq_bench_model_close(struct ctq_bench_model *m)
 		return;
 	ctq_free(m->steps);
 	ctq_free(m->samples);
-	ctq_runner_close_tp(m->rk, m->bk, m->o ? (int)m->o->tp : 0, m->group);
+	ctq_model_close(&m->mdl);
 	memset(m, 0, sizeof *m);
 }

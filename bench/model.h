@@ -15,8 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend/tp.h"
-#include "model/runner.h"
+#include "model/model.h"
 #include "results/csv_out.h"
 
 #define CTQ_BENCH_MODEL_MAX_LIST 16
@@ -50,20 +49,14 @@ typedef void (*ctq_bench_model_sample_fn)(void *ctx, const struct ctq_bench_mode
 struct ctq_bench_model {
 	const struct ctq_bench_model_options *o; /* borrowed */
 	const char *model;                        /* borrowed */
-	struct ctq_backend bk[CTQ_TP_MAX];
-	struct ctq_runner rk[CTQ_TP_MAX];
-	struct ctq_tp_group *group;
-	struct ctq_runner_options opt; /* rank 0's */
+	struct ctq_model mdl;          /* the ranks, runners, device line, load time, weight bytes */
 	double *steps;                 /* (out_len) decode step times of a run */
 	double *samples;               /* (3, reps) ttft ms, prefill t/s, decode t/s */
 	long max_b;                    /* the largest batch */
 	bool mem;
 	size_t free0, free1, total, min_free;
 	double cached;                 /* page-cache fraction before the load; NAN unknown */
-	double load_s;
 	uint64_t kv_tok, kv_tok_rank;  /* KV bytes per token: the model's, rank 0's */
-	uint64_t weight_bytes;         /* all ranks */
-	char device[256];              /* the backend's description, with the ranks */
 };
 
 /* Opens the backend ranks and loads model on each, sized for the largest

@@ -1,16 +1,19 @@
-/* ctq bench serve, the engine (bench/serve.h): the workload from the seed,
- * the scheduler run, and the per-request and summary measurements. Time is
- * wall clock on CLOCK_MONOTONIC; the queue wait counts in a request's
- * latency and TTFT. */
+/* ctq bench serve in process (bench/serve.h): the workload from the seed,
+ * client threads over the batching engine, and the per-request and summary
+ * measurements. Time is wall clock on CLOCK_MONOTONIC; the queue wait counts
+ * in a request's latency and TTFT. */
 #include "bench/serve.h"
 #include "core/arena.h"
 #include "core/rng.h"
 #include "core/time.h"
 
+#include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -62,20 +65,6 @@ void ctq_bench_serve_workload(int32_t *prompts, double *arrivals, long requests,
 	}
 }
 
-/* Prompts and arrival times, from the seed alone. */
-static void workload(struct ctq_bench_serve *s, int64_t V)
-{
-	const struct ctq_bench_serve_options *o = &s->o;
-	ctq_bench_serve_workload(s->prompts, s->tmp, o->requests, o->input_len, o->rate, o->seed, V);
-	for (long i = 0; i < o->requests; i++) {
-		struct ctq_sched_req *x = &s->q[i];
-		x->prompt = s->prompts + i * o->input_len;
-		x->out = s->outs + i * o->output_len;
-		x->arrival = s->tmp[i];
-		x->slot = -1;
-	}
-}
-
 void ctq_bench_serve_dist_of(struct ctq_bench_serve_dist *d, const char *name, double *v, size_t n)
 {
 	qsort(v, n, sizeof *v, cmp_double);
@@ -109,34 +98,147 @@ enum ctq_status ctq_bench_serve_open(struct ctq_bench_serve *s, const struct ctq
 	memset(s, 0, sizeof *s);
 	s->o = *o;
 	const long n_req = o->requests;
-	const int tp = (int)o->tp;
 	enum ctq_status st;
 	s->q = ctq_calloc((size_t)n_req, sizeof *s->q);
 	s->prompts = ctq_malloc((size_t)(n_req * o->input_len) * 4);
-	s->outs = ctq_malloc((size_t)(n_req * o->output_len) * 4);
+	s->outs = ctq_calloc((size_t)(n_req * o->output_len), 4);
+	s->arrival = ctq_calloc((size_t)n_req, sizeof *s->arrival);
 	s->tmp = ctq_malloc((size_t)n_req * sizeof *s->tmp);
-	if (!s->q || !s->prompts || !s->outs || !s->tmp)
+	if (!s->q || !s->prompts || !s->outs || !s->arrival || !s->tmp)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "bench serve", "out of memory");
-	if ((st = ctq_backend_open_tp(s->bk, o->backend, tp, CTQ_ACT_NUMERICS_CTQ, &s->group, err)))
+	const struct ctq_model_options mo = {
+		.dir = o->model, .backend = o->backend, .tp = (int)o->tp, .numerics = CTQ_ACT_NUMERICS_CTQ,
+		.limits = {.max_slots = o->max_batch, .max_len = o->cache_len, .max_tokens = o->max_tokens}};
+	if ((st = ctq_model_open(&s->model, &mo, err)))
 		return st;
-	double t_load = ctq_now_s();
-	for (int k = 0; k < tp; k++) {
-		struct ctq_runner_options opt = {.max_slots = o->max_batch, .max_len = o->cache_len,
-						 .max_tokens = o->max_tokens, .tp = tp, .rank = k,
-						 .group = s->group};
-		if ((st = ctq_runner_load(&s->rk[k], &s->bk[k], o->model, &opt, err)))
-			return st;
-	}
-	s->load_s = ctq_now_s() - t_load;
-	const int64_t V = s->rk[0].cfg.vocab;
-	struct ctq_sched_options so = {.max_batch = o->max_batch, .input_len = o->input_len,
-				       .output_len = o->output_len, .max_tokens = o->max_tokens,
-				       .concurrency = o->concurrency, .rate = o->rate};
-	if ((st = ctq_sched_init(&s->sched, &so, V, tp, err)))
+	const struct ctq_engine_options eo = {.max_batch = o->max_batch, .max_len = o->cache_len,
+					      .max_tokens = o->max_tokens, .echo_rows = 1, .log_calls = true};
+	if ((st = ctq_engine_start(&s->engine, &s->model, &eo, err)))
 		return st;
-	workload(s, V);
-	ctq_backend_describe_tp(&s->bk[0], o->backend, tp, s->device, sizeof s->device);
+	ctq_bench_serve_workload(s->prompts, s->arrival, n_req, o->input_len, o->rate, o->seed,
+				 ctq_model_cfg(&s->model)->vocab);
 	return CTQ_OK;
+}
+
+/* ---- the clients ------------------------------------------------------------------- */
+
+struct clients {
+	struct ctq_bench_serve *s;
+	pthread_mutex_t mu;
+	long next; /* the next request a free client takes */
+};
+
+static void sleep_until(double t)
+{
+	const double d = t - ctq_now_s();
+	if (d <= 0)
+		return;
+	struct timespec ts = {(time_t)d, (long)((d - floor(d)) * 1e9)};
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+/* One request, from its (scheduled or actual) arrival to its end. */
+static void serve_one(struct ctq_bench_serve *s, long i)
+{
+	const struct ctq_bench_serve_options *o = &s->o;
+	struct ctq_bench_serve_req *x = &s->q[i];
+	if (o->rate > 0) {
+		x->arrival = s->arrival[i];
+		sleep_until(s->t0 + x->arrival);
+	}
+	const double sent = ctq_now_s();
+	if (o->rate <= 0)
+		x->arrival = sent - s->t0;
+	const struct ctq_engine_params p = {.max_new = o->output_len, .ignore_eos = true, .top_p = 1,
+					    .logprobs = -1};
+	struct ctq_engine_req *req = NULL;
+	struct ctq_error err = {0};
+	if (ctq_engine_submit(s->engine, s->prompts + i * o->input_len, o->input_len, &p, &req, &err)) {
+		x->state = CTQ_ENGINE_FAILED;
+		snprintf(x->why, sizeof x->why, "%s", err.message);
+		return;
+	}
+	struct ctq_engine_view v;
+	ctq_engine_wait(s->engine, req, INT64_MAX, -1, &v);
+	const double base = sent - s->t0;
+	x->state = v.finish;
+	x->generated = v.n_tokens;
+	x->admitted = base + v.queued_s;
+	x->first = base + v.first_s;
+	x->finish = base + v.finish_s;
+	for (int64_t t = 0; t < v.n_tokens && t < o->output_len; t++)
+		s->outs[i * o->output_len + t] = v.tokens[t].id;
+	if (v.finish == CTQ_ENGINE_FAILED) {
+		ctq_engine_error(s->engine, req, &err);
+		snprintf(x->why, sizeof x->why, "%s", err.message);
+	}
+	ctq_engine_release(s->engine, req);
+}
+
+static void *client(void *arg)
+{
+	struct clients *c = arg;
+	for (;;) {
+		pthread_mutex_lock(&c->mu);
+		const long i = c->next < c->s->o.requests ? c->next++ : -1;
+		pthread_mutex_unlock(&c->mu);
+		if (i < 0)
+			return NULL;
+		serve_one(c->s, i);
+	}
+}
+
+static void summarize(struct ctq_bench_serve *s);
+
+enum ctq_status ctq_bench_serve_run(struct ctq_bench_serve *s, struct ctq_error *err)
+{
+	const struct ctq_bench_serve_options *o = &s->o;
+	const long n_clients = o->concurrency < o->requests ? o->concurrency : o->requests;
+	pthread_t *th = ctq_calloc((size_t)n_clients, sizeof *th);
+	struct clients c = {.s = s};
+	enum ctq_status st = CTQ_OK;
+	if (!th)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "bench serve", "out of memory");
+	pthread_mutex_init(&c.mu, NULL);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 << 10); /* a client needs little stack */
+	long started = 0;
+	s->t0 = ctq_now_s();
+	for (; started < n_clients; started++)
+		if (pthread_create(&th[started], &attr, client, &c)) {
+			st = ctq_error_set(err, CTQ_ERR_ENV, "bench serve", "cannot start client thread %ld of %ld",
+					   started + 1, n_clients);
+			break;
+		}
+	/* With a client missing the others still serve every request. */
+	if (!started)
+		c.next = o->requests;
+	for (long k = 0; k < started; k++)
+		pthread_join(th[k], NULL);
+	s->stats.wall_s = ctq_now_s() - s->t0;
+	pthread_attr_destroy(&attr);
+	pthread_mutex_destroy(&c.mu);
+	ctq_free(th);
+	ctq_engine_stop(s->engine);
+	struct ctq_engine_stats es;
+	ctq_engine_get_stats(s->engine, &es);
+	s->stats.calls = es.calls;
+	s->stats.fed_tokens = es.fed_tokens;
+	s->stats.decode_tokens = es.decode_tokens;
+	s->calls = ctq_engine_calls(s->engine, &s->n_calls);
+	for (long i = 0; i < o->requests; i++) {
+		s->stats.finished += s->q[i].state == CTQ_ENGINE_LENGTH || s->q[i].state == CTQ_ENGINE_STOP;
+		s->stats.failed += s->q[i].state == CTQ_ENGINE_FAILED;
+	}
+	summarize(s);
+	return st;
+}
+
+static bool req_ok(const struct ctq_bench_serve_req *x)
+{
+	return x->state == CTQ_ENGINE_LENGTH || x->state == CTQ_ENGINE_STOP;
 }
 
 static void summarize(struct ctq_bench_serve *s)
@@ -146,8 +248,8 @@ static void summarize(struct ctq_bench_serve *s)
 	for (int d = 0; d < CTQ_SERVE_N_DIST; d++) {
 		size_t n = 0;
 		for (long i = 0; i < s->o.requests; i++) {
-			const struct ctq_sched_req *x = &s->q[i];
-			if (x->state != CTQ_REQ_DONE || (d == CTQ_SERVE_TPOT && out_len < 2))
+			const struct ctq_bench_serve_req *x = &s->q[i];
+			if (!req_ok(x) || (d == CTQ_SERVE_TPOT && out_len < 2))
 				continue;
 			double v = d == CTQ_SERVE_TTFT	  ? x->first - x->arrival
 				   : d == CTQ_SERVE_LATENCY ? x->finish - x->arrival
@@ -157,14 +259,6 @@ static void summarize(struct ctq_bench_serve *s)
 		}
 		ctq_bench_serve_dist_of(&s->dist[d], names[d], s->tmp, n);
 	}
-}
-
-enum ctq_status ctq_bench_serve_run(struct ctq_bench_serve *s, struct ctq_error *err)
-{
-	enum ctq_status st = ctq_sched_run(&s->sched, s->rk, (int)s->o.tp, s->q, s->o.requests,
-					   &s->stats, err);
-	summarize(s);
-	return st;
 }
 
 void ctq_bench_serve_row_csv(struct ctq_csv *csv, const struct ctq_bench_serve_row *r)
@@ -190,19 +284,21 @@ void ctq_bench_serve_rows(const struct ctq_bench_serve *s, struct ctq_csv *csv)
 {
 	const struct ctq_bench_serve_options *o = &s->o;
 	for (long i = 0; i < o->requests; i++) {
-		const struct ctq_sched_req *x = &s->q[i];
-		bool ok = x->state == CTQ_REQ_DONE;
+		const struct ctq_bench_serve_req *x = &s->q[i];
+		const bool ok = req_ok(x);
+		const bool failed = x->state == CTQ_ENGINE_FAILED || x->state == CTQ_ENGINE_CANCELLED;
 		/* The greedy tokens, space-separated: scheduling must not change them. */
 		char tok[24 * 64];
 		size_t len = 0;
 		tok[0] = '\0';
-		for (int64_t t = 0; t < x->generated && len + 24 < sizeof tok; t++)
-			len += (size_t)snprintf(tok + len, sizeof tok - len, t ? " %d" : "%d", x->out[t]);
+		for (int64_t t = 0; t < x->generated && t < o->output_len && len + 24 < sizeof tok; t++)
+			len += (size_t)snprintf(tok + len, sizeof tok - len, t ? " %d" : "%d",
+						s->outs[i * o->output_len + t]);
 		struct ctq_bench_serve_row row = {
 			.request = i, .input_len = o->input_len, .output_tokens = (long long)x->generated,
 			.arrival_s = x->arrival, .queue_ms = NAN, .ttft_ms = NAN, .latency_ms = NAN, .tpot_ms = NAN,
-			.status = ok ? "ok" : x->state == CTQ_REQ_FAILED ? "error" : "not run", .tokens = tok,
-			.reason = ok ? "" : x->state == CTQ_REQ_FAILED ? "the scheduler failed" : ""};
+			.status = ok ? "ok" : failed ? "error" : "not run", .tokens = tok,
+			.reason = ok ? "" : failed ? (x->why[0] ? x->why : "cancelled") : ""};
 		if (ok) {
 			row.queue_ms = (x->admitted - x->arrival) * 1e3;
 			row.ttft_ms = (x->first - x->arrival) * 1e3;
@@ -221,19 +317,18 @@ void ctq_bench_serve_rows(const struct ctq_bench_serve *s, struct ctq_csv *csv)
  * what it carries, for the Step 13 breakdown. */
 static void steps_json(const struct ctq_bench_serve *s, cJSON *m)
 {
-	const struct ctq_sched *c = &s->sched;
 	cJSON *o = cJSON_AddObjectToObject(m, "forward_call_kinds");
-	if (!o || !c->n_steps)
+	if (!o || !s->n_calls)
 		return;
-	double *v = ctq_malloc(c->n_steps * sizeof *v);
+	double *v = ctq_malloc(s->n_calls * sizeof *v);
 	if (!v)
 		return;
 	static const char *const kinds[2] = {"decode_only", "with_prefill"};
 	for (int k = 0; k < 2; k++) {
 		size_t n = 0;
 		double sum = 0;
-		for (size_t i = 0; i < c->n_steps; i++) {
-			const struct ctq_sched_step *x = &c->steps[i];
+		for (size_t i = 0; i < s->n_calls; i++) {
+			const struct ctq_engine_call *x = &s->calls[i];
 			if ((x->tokens > x->decode) != (k == 1))
 				continue;
 			v[n++] = x->dur_s * 1e3;
@@ -250,8 +345,8 @@ static void steps_json(const struct ctq_bench_serve *s, cJSON *m)
 		cJSON_AddNumberToObject(e, "median_ms", pct(v, n, 0.5));
 		cJSON_AddNumberToObject(e, "p90_ms", pct(v, n, 0.9));
 		n = 0;
-		for (size_t i = 0; i < c->n_steps; i++) {
-			const struct ctq_sched_step *x = &c->steps[i];
+		for (size_t i = 0; i < s->n_calls; i++) {
+			const struct ctq_engine_call *x = &s->calls[i];
 			if ((x->tokens > x->decode) == (k == 1))
 				v[n++] = (double)x->decode;
 		}
@@ -259,9 +354,9 @@ static void steps_json(const struct ctq_bench_serve *s, cJSON *m)
 		cJSON_AddNumberToObject(e, "median_decode_tokens", pct(v, n, 0.5));
 		if (k == 1) {
 			n = 0;
-			for (size_t i = 0; i < c->n_steps; i++)
-				if (c->steps[i].tokens > c->steps[i].decode)
-					v[n++] = (double)(c->steps[i].tokens - c->steps[i].decode);
+			for (size_t i = 0; i < s->n_calls; i++)
+				if (s->calls[i].tokens > s->calls[i].decode)
+					v[n++] = (double)(s->calls[i].tokens - s->calls[i].decode);
 			qsort(v, n, sizeof *v, cmp_double);
 			cJSON_AddNumberToObject(e, "median_prompt_tokens", pct(v, n, 0.5));
 		}
@@ -272,11 +367,11 @@ static void steps_json(const struct ctq_bench_serve *s, cJSON *m)
 void ctq_bench_serve_manifest(const struct ctq_bench_serve *s, cJSON *m)
 {
 	const struct ctq_bench_serve_options *o = &s->o;
-	const struct ctq_sched_stats *x = &s->stats;
+	const struct ctq_bench_serve_stats *x = &s->stats;
 	const double wall = x->wall_s, out_tokens = (double)x->finished * (double)o->output_len;
 	cJSON_AddStringToObject(m, "engine", "in-process");
 	cJSON_AddStringToObject(m, "model", o->model);
-	cJSON_AddStringToObject(m, "device", s->device);
+	cJSON_AddStringToObject(m, "device", s->model.device);
 	ctq_bench_serve_workload_json(m, o->requests, o->concurrency, o->input_len, o->output_len,
 				      o->rate, o->seed);
 	cJSON_AddNumberToObject(m, "completed", (double)x->finished);
@@ -284,14 +379,14 @@ void ctq_bench_serve_manifest(const struct ctq_bench_serve *s, cJSON *m)
 	cJSON_AddNumberToObject(m, "max_batch", (double)o->max_batch);
 	cJSON_AddNumberToObject(m, "cache_len", (double)o->cache_len);
 	cJSON_AddNumberToObject(m, "max_tokens", (double)o->max_tokens);
-	cJSON_AddNumberToObject(m, "load_s", s->load_s);
+	cJSON_AddNumberToObject(m, "load_s", s->model.load_s);
 	cJSON_AddNumberToObject(m, "total_s", wall);
 	cJSON_AddNumberToObject(m, "requests_per_s", (double)x->finished / wall);
 	cJSON_AddNumberToObject(m, "output_tokens_per_s", out_tokens / wall);
 	cJSON_AddNumberToObject(m, "tokens_per_s", (double)x->fed_tokens / wall);
 	cJSON_AddNumberToObject(m, "forward_calls", (double)x->calls);
 	cJSON_AddNumberToObject(m, "decode_tokens", (double)x->decode_tokens);
-	cJSON_AddNumberToObject(m, "graph_replays", (double)s->rk[0].graph_replays);
+	cJSON_AddNumberToObject(m, "graph_replays", (double)s->model.r[0].graph_replays);
 	cJSON_AddNumberToObject(m, "tp", (double)o->tp);
 	for (int d = 0; d < CTQ_SERVE_N_DIST; d++)
 		ctq_bench_serve_dist_json(&s->dist[d], m);
@@ -302,8 +397,8 @@ void ctq_bench_serve_free(struct ctq_bench_serve *s)
 {
 	if (!s)
 		return;
-	ctq_sched_free(&s->sched);
-	ctq_free(s->q), ctq_free(s->prompts), ctq_free(s->outs), ctq_free(s->tmp);
-	ctq_runner_close_tp(s->rk, s->bk, (int)s->o.tp, s->group);
+	ctq_engine_free(s->engine);
+	ctq_model_close(&s->model);
+	ctq_free(s->q), ctq_free(s->prompts), ctq_free(s->outs), ctq_free(s->arrival), ctq_free(s->tmp);
 	memset(s, 0, sizeof *s);
 }

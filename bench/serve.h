@@ -1,8 +1,10 @@
-/* ctq bench serve, the engine: a seeded serving workload (random prompts,
- * a fixed number of new tokens, closed-loop or Poisson arrivals) run
- * through the continuous-batching scheduler (model/scheduler.h) on one
- * backend, and its measurement: per-request rows of bench_serve.csv, the
- * latency / TTFT / TPOT / queue distributions and the manifest summary.
+/* ctq bench serve, in process: a seeded serving workload (random prompts,
+ * a fixed number of new tokens, closed-loop or Poisson arrivals) served by
+ * the batching engine ctq serve runs (model/engine.h), minus HTTP: one
+ * client thread per concurrent request submits and waits, as an HTTP
+ * client of ctq serve would. And its measurement: per-request rows of
+ * bench_serve.csv, the latency / TTFT / TPOT / queue distributions and the
+ * manifest summary.
  * Not the option parsing or the printing (harness/cmd_bench_serve.c), not
  * the CSV header (families/bench_serve.h). */
 #ifndef CTQ_BENCH_SERVE_H
@@ -10,9 +12,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "backend/tp.h"
-#include "model/runner.h"
-#include "model/scheduler.h"
+#include "model/engine.h"
+#include "model/model.h"
 #include "results/csv_out.h"
 
 struct ctq_bench_serve_options {
@@ -62,30 +63,51 @@ void ctq_bench_serve_dist_json(const struct ctq_bench_serve_dist *d, cJSON *m);
 
 enum { CTQ_SERVE_TTFT, CTQ_SERVE_LATENCY, CTQ_SERVE_TPOT, CTQ_SERVE_QUEUE, CTQ_SERVE_N_DIST };
 
+/* What became of one request: seconds from the start of the run. */
+struct ctq_bench_serve_req {
+	double arrival, admitted, first, finish;
+	enum ctq_engine_finish state; /* RUNNING: never sent */
+	int64_t generated;
+	char why[160]; /* a failed request's error */
+};
+
+/* The run's totals. */
+struct ctq_bench_serve_stats {
+	long finished, failed, calls;
+	int64_t fed_tokens;    /* every token through the model */
+	int64_t decode_tokens; /* of which decode steps */
+	double wall_s;
+};
+
 struct ctq_bench_serve {
 	struct ctq_bench_serve_options o;
-	struct ctq_backend bk[CTQ_TP_MAX];
-	struct ctq_runner rk[CTQ_TP_MAX];
-	struct ctq_tp_group *group;
-	struct ctq_sched sched;
-	struct ctq_sched_req *q; /* (requests) */
-	int32_t *prompts;        /* (requests, input_len) */
-	int32_t *outs;           /* (requests, output_len) */
-	double *tmp;             /* (requests) sorting space */
-	double load_s;
-	char device[256]; /* the backend's description, with the ranks */
-	struct ctq_sched_stats stats;
+	struct ctq_model model;
+	struct ctq_engine *engine;
+	struct ctq_bench_serve_req *q; /* (requests) */
+	int32_t *prompts;              /* (requests, input_len) */
+	int32_t *outs;                 /* (requests, output_len) */
+	double *arrival;               /* (requests) the schedule (rate > 0) */
+	double *tmp;                   /* (requests) sorting space */
+	double t0;                     /* the run's start (ctq_now_s) */
+	const struct ctq_engine_call *calls; /* (n_calls) the run's forward calls */
+	size_t n_calls;
+	struct ctq_bench_serve_stats stats;
 	struct ctq_bench_serve_dist dist[CTQ_SERVE_N_DIST];
 };
 
-/* Opens the backend ranks, loads the model on each, sizes the scheduler
- * and draws the workload from the seed. s is zeroed first; on error it is
- * safe to free. Errors: nomem, the backend's (usage, env), the loader's. */
+/* Opens the model (model/model.h), starts the engine and draws the
+ * workload from the seed. s is zeroed first; on error it is safe to free.
+ * Errors: nomem, the backend's (usage, env), the loader's. */
 enum ctq_status ctq_bench_serve_open(struct ctq_bench_serve *s, const struct ctq_bench_serve_options *o,
 				     struct ctq_error *err);
 
-/* Serves every request (ctq_sched_run: its errors; the requests and stats
- * say what was served either way) and summarises the distributions. */
+/* Serves every request through the engine from min(concurrency, requests)
+ * client threads: closed loop, a client sends its next request when its
+ * last one ends; on a schedule, a client takes the next request and sends
+ * it at its arrival time (or when it is free, if later: the wait counts).
+ * Then stops the engine and summarises. A failed forward call fails the
+ * requests in it, which the rows say; the run goes on. Errors: env (no
+ * thread), nomem. */
 enum ctq_status ctq_bench_serve_run(struct ctq_bench_serve *s, struct ctq_error *err);
 
 /* Writes one bench_serve.csv row per request into csv (opened with the

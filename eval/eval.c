@@ -687,16 +687,16 @@ static size_t score_rows(struct sched *S, long n_rows, double (*logprob)[4])
 	return done;
 }
 
-enum ctq_status ctq_eval_score(struct ctq_runner *r, int tp, const struct ctq_eval_set *s,
+enum ctq_status ctq_eval_score(struct ctq_model *m, const struct ctq_eval_set *s,
 			       double (*logprob)[4], ctq_eval_progress_fn progress, void *pctx,
 			       struct ctq_eval_counters *counters, struct ctq_error *err)
 {
-	const int64_t V = r->cfg.vocab, T_max = r->opt.max_tokens;
-	const long n_slots = (long)r->opt.max_slots;
-	if (s->max_len > r->opt.max_len || n_slots < 1 || T_max < 1)
+	const int64_t V = ctq_model_cfg(m)->vocab, T_max = m->limits.max_tokens;
+	const long n_slots = (long)m->limits.max_slots;
+	if (s->max_len > m->limits.max_len || n_slots < 1 || T_max < 1)
 		return ctq_error_set(err, CTQ_ERR_USAGE, "eval",
-				     "the runner holds %lld positions in %ld slots; the longest question needs %lld",
-				     (long long)r->opt.max_len, n_slots, (long long)s->max_len);
+				     "the model holds %lld positions in %ld slots; the longest question needs %lld",
+				     (long long)m->limits.max_len, n_slots, (long long)s->max_len);
 	enum ctq_status st = check_vocab(s, V, err);
 	if (st)
 		return st;
@@ -736,10 +736,7 @@ enum ctq_status ctq_eval_score(struct ctq_runner *r, int tp, const struct ctq_ev
 					   s->n - done);
 			break;
 		}
-		if ((st = tp > 1 ? ctq_runner_tp_forward(r, tp, S.ids, S.sl_of, S.pos, T, S.rows, n_rows,
-							 S.logits, err)
-				 : ctq_runner_forward(r, S.ids, S.sl_of, S.pos, T, S.rows, n_rows, S.logits,
-						      err)))
+		if ((st = ctq_model_forward(m, S.ids, S.sl_of, S.pos, T, S.rows, n_rows, S.logits, err)))
 			break;
 		c.tokens_fed += T;
 		c.calls++;

@@ -43,7 +43,7 @@
 #include "core/status.h"
 #include "eval/datasets.h"
 #include "eval/prompts.h"
-#include "model/runner.h"
+#include "model/model.h"
 #include "text/tokenizer.h"
 
 struct ctq_eval_options {
@@ -117,13 +117,12 @@ struct ctq_eval_counters {
 /* Called after each forward call: questions done of total. */
 typedef void (*ctq_eval_progress_fn)(void *ctx, size_t done, size_t total);
 
-/* Scores every item of s on r, one runner or (tp > 1) the tp ranks
- * r[0..tp-1] of one model (ctq_runner_tp_forward): logprob[i][k] = sum of
- * the log-probabilities of choice k's continuation tokens after item i's
- * context. r's max_len must be at least s->max_len. progress may be NULL; counters may
- * be NULL. Errors: usage (the runner's limits too small), and those of
- * ctq_runner_forward. */
-enum ctq_status ctq_eval_score(struct ctq_runner *r, int tp, const struct ctq_eval_set *s,
+/* Scores every item of s on the loaded model m (ctq_model_forward):
+ * logprob[i][k] = sum of the log-probabilities of choice k's continuation
+ * tokens after item i's context. m's max_len must be at least s->max_len.
+ * progress may be NULL; counters may be NULL. Errors: usage (the model's
+ * limits too small), and those of ctq_model_forward. */
+enum ctq_status ctq_eval_score(struct ctq_model *m, const struct ctq_eval_set *s,
 			       double (*logprob)[4], ctq_eval_progress_fn progress, void *ctx,
 			       struct ctq_eval_counters *counters, struct ctq_error *err);
 

@@ -360,13 +360,9 @@ enum ctq_status ctq_kld_open(struct ctq_kld_run *r, const struct ctq_kld_options
 					     (long long)m->context, o->ctx);
 	}
 	if ((st = open_tokenizer(r, err)) || (st = read_sources(r, err)) || (st = lay_windows(r, err)) ||
-	    (st = ctq_backend_open_tp(r->b, o->backend, (int)o->tp, CTQ_ACT_NUMERICS_CTQ, &r->group, err)))
+	    (st = ctq_model_open_ranks(&r->ranks, o->backend, (int)o->tp, CTQ_ACT_NUMERICS_CTQ, err)))
 		return st;
-	r->b[0].ops->describe(&r->b[0], r->device, sizeof r->device);
-	if (o->tp > 1) {
-		size_t dl = strlen(r->device);
-		snprintf(r->device + dl, sizeof r->device - dl, " x %ld ranks (tp %ld)", o->tp, o->tp);
-	}
+	snprintf(r->device, sizeof r->device, "%s", r->ranks.device);
 	return CTQ_OK;
 }
 
@@ -375,20 +371,15 @@ enum ctq_status ctq_kld_open(struct ctq_kld_run *r, const struct ctq_kld_options
 static enum ctq_status model_load(struct ctq_kld_run *r, struct ctq_kld_model *m,
 				  struct ctq_error *err)
 {
-	const int tp = (int)r->o.tp;
-	double t = ctq_now_s();
-	enum ctq_status st = CTQ_OK;
-	for (int k = 0; k < tp && !st; k++) {
-		struct ctq_runner_options opt = {.max_slots = 1, .max_len = r->o.ctx,
-						 .max_tokens = r->o.ctx, .tp = tp, .rank = k,
-						 .group = r->group};
-		st = ctq_runner_load(&m->rk[k], &r->b[k], m->dir, &opt, err);
-	}
-	m->loaded = true;
-	m->load_s = ctq_now_s() - t;
-	m->n_quantized = m->rk[0].n_quantized;
-	m->n_dense = m->rk[0].n_dense;
-	return st;
+	const struct ctq_model_limits shape = {.max_slots = 1, .max_len = r->o.ctx, .max_tokens = r->o.ctx};
+	ctq_model_share_ranks(&m->mdl, &r->ranks);
+	enum ctq_status st = ctq_model_load(&m->mdl, m->dir, &shape, err);
+	if (st)
+		return st;
+	m->load_s = m->mdl.load_s;
+	m->n_quantized = m->mdl.n_quantized;
+	m->n_dense = m->mdl.n_dense;
+	return CTQ_OK;
 }
 
 static enum ctq_status forward(struct ctq_kld_run *r, struct ctq_kld_model *m, const int32_t *ids,
@@ -396,11 +387,7 @@ static enum ctq_status forward(struct ctq_kld_run *r, struct ctq_kld_model *m, c
 			       int64_t n_rows, float *logits, struct ctq_error *err)
 {
 	double t = ctq_now_s();
-	enum ctq_status st =
-		r->o.tp > 1 ? ctq_runner_tp_forward(m->rk, (int)r->o.tp, ids, slot, pos, r->o.ctx, rows,
-						    n_rows, logits, err)
-			    : ctq_runner_forward(&m->rk[0], ids, slot, pos, r->o.ctx, rows, n_rows,
-						 logits, err);
+	enum ctq_status st = ctq_model_forward(&m->mdl, ids, slot, pos, r->o.ctx, rows, n_rows, logits, err);
 	m->score_s += ctq_now_s() - t;
 	return st;
 }
@@ -688,10 +675,8 @@ void ctq_kld_free(struct ctq_kld_run *r)
 {
 	if (!r)
 		return;
-	struct ctq_kld_model *ms[2] = {&r->cand, &r->base};
-	for (int i = 0; i < 2; i++)
-		for (int k = 0; ms[i]->loaded && k < (int)r->o.tp; k++)
-			ctq_runner_free(&ms[i]->rk[k]);
+	ctq_model_close(&r->cand.mdl);
+	ctq_model_close(&r->base.mdl);
 	for (size_t i = 0; r->src && i < r->n_src; i++)
 		free(r->src[i].ids);
 	ctq_free(r->src);
@@ -702,6 +687,6 @@ void ctq_kld_free(struct ctq_kld_run *r)
 	ctq_free(r->agg);
 	ctq_strbuf_free(&r->table);
 	ctq_tokenizer_free(&r->tok);
-	ctq_backend_close_tp(r->b, (int)r->o.tp, r->group);
+	ctq_model_close(&r->ranks);
 	memset(r, 0, sizeof *r);
 }

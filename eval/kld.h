@@ -25,10 +25,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend/tp.h"
 #include "core/strbuf.h"
 #include "families/eval_kld.h"
-#include "model/runner.h"
+#include "model/model.h"
 #include "results/run.h"
 #include "text/tokenizer.h"
 
@@ -95,8 +94,7 @@ struct ctq_kld_model {
 	int weight_bits;            /* 0 unquantized, 8 W8A8, 2..7 ctq_simulated_weight_bits */
 	int64_t n_quantized, n_dense;
 	double load_s, score_s;
-	struct ctq_runner rk[CTQ_TP_MAX];
-	bool loaded;
+	struct ctq_model mdl; /* on the run's ranks */
 };
 
 /* Progress: after each window, done of total. */
@@ -107,8 +105,7 @@ struct ctq_kld_run {
 	struct ctq_kld_policy pol;
 	struct ctq_tokenizer tok;
 	struct ctq_kld_model cand, base;
-	struct ctq_backend b[CTQ_TP_MAX];
-	struct ctq_tp_group *group;
+	struct ctq_model ranks; /* the backend ranks both models run on (nothing loaded) */
 	char device[256];
 	struct ctq_kld_source *src;  /* (n_src) */
 	size_t n_src;

@@ -305,7 +305,7 @@ enum ctq_status ctq_eval_run_open(struct ctq_eval_run *r, const struct ctq_eval_
 	const bool local = r->cand.dir || r->base.dir;
 	if ((st = model_open(&r->cand, o->tokenizer, o, err)) ||
 	    (r->have_ref && (st = model_open(&r->base, o->tokenizer, o, err))) ||
-	    (local && (st = ctq_backend_open_tp(r->b, o->backend, (int)o->tp, o->numerics, &r->group, err))) ||
+	    (local && (st = ctq_model_open_ranks(&r->mdl, o->backend, (int)o->tp, o->numerics, err))) ||
 	    (st = prepare(r, err)))
 		return st;
 	char *desc = r->device;
@@ -319,16 +319,11 @@ enum ctq_status ctq_eval_run_open(struct ctq_eval_run *r, const struct ctq_eval_
 		r->macro_head = ctq_protocol_macro(o->bench, o->protocol);
 		return CTQ_OK;
 	}
-	r->b[0].ops->describe(&r->b[0], desc, sizeof r->device);
+	snprintf(desc, sizeof r->device, "%s", r->mdl.device);
 	if (o->url || o->ref_url) {
 		size_t dl = strlen(desc);
 		snprintf(desc + dl, sizeof r->device - dl, "; %s at %s", o->url ? "candidate" : "reference",
 			 o->url ? o->url : o->ref_url);
-	}
-	if (o->tp > 1) {
-		size_t dl = strlen(desc);
-		snprintf(desc + dl, sizeof r->device - dl, " x %ld ranks (tp %ld%s)", o->tp, o->tp,
-			 !strcmp(o->backend, "cuda") ? ", NCCL" : ", in-process");
 	}
 	if (o->numerics != CTQ_ACT_NUMERICS_CTQ) {
 		size_t dl = strlen(desc);
@@ -347,7 +342,6 @@ static enum ctq_status model_score(struct ctq_eval_run *r, struct ctq_eval_model
 {
 	const struct ctq_eval_run_options *o = &r->o;
 	const struct ctq_eval_set *s = m->set;
-	const int tp = (int)o->tp;
 	m->lp = ctq_calloc(s->n ? s->n : 1, sizeof *m->lp);
 	if (!m->lp)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval", "out of memory");
@@ -360,32 +354,22 @@ static enum ctq_status model_score(struct ctq_eval_run *r, struct ctq_eval_model
 		return ctq_eval_remote_score(&ro, s, m->lp, p ? p->step : NULL, p ? p->ctx : NULL,
 					     &m->counters, err);
 	}
-	int64_t longest = s->max_len;
-	struct ctq_runner rk[CTQ_TP_MAX];
-	memset(rk, 0, sizeof rk);
-	double t = ctq_now_s();
-	enum ctq_status st = CTQ_OK;
-	for (int k = 0; k < tp && !st; k++) {
-		struct ctq_runner_options opt = {
-			.max_slots = o->slots < (long)s->n ? o->slots : (long)(s->n ? s->n : 1),
-			.max_len = longest,
-			.max_tokens = o->max_tokens,
-			.tp = tp, .rank = k, .group = r->group};
-		st = ctq_runner_load(&rk[k], &r->b[k], m->dir, &opt, err);
-	}
-	m->load_s = ctq_now_s() - t;
+	const struct ctq_model_limits shape = {
+		.max_slots = o->slots < (long)s->n ? o->slots : (long)(s->n ? s->n : 1),
+		.max_len = s->max_len,
+		.max_tokens = o->max_tokens};
+	enum ctq_status st = ctq_model_load(&r->mdl, m->dir, &shape, err);
 	if (!st) {
-		m->n_quantized = rk[0].n_quantized;
-		m->n_dense = rk[0].n_dense;
-		for (int k = 0; k < tp; k++)
-			m->weight_bytes += rk[k].weight_bytes;
+		m->load_s = r->mdl.load_s;
+		m->n_quantized = r->mdl.n_quantized;
+		m->n_dense = r->mdl.n_dense;
+		m->weight_bytes = r->mdl.weight_bytes;
 		if (p && p->begin)
 			p->begin(p->ctx, label);
-		st = ctq_eval_score(rk, tp, s, m->lp, p ? p->step : NULL, p ? p->ctx : NULL, &m->counters,
+		st = ctq_eval_score(&r->mdl, s, m->lp, p ? p->step : NULL, p ? p->ctx : NULL, &m->counters,
 				    err);
 	}
-	for (int k = 0; k < tp; k++)
-		ctq_runner_free(&rk[k]);
+	ctq_model_unload(&r->mdl);
 	return st;
 }
 
@@ -770,6 +754,6 @@ void ctq_eval_run_free(struct ctq_eval_run *r)
 	model_free(&r->base);
 	ctq_eval_set_free(&r->shared);
 	ctq_eval_data_free(&r->data);
-	ctq_backend_close_tp(r->b, (int)r->o.tp, r->group);
+	ctq_model_close(&r->mdl);
 	memset(r, 0, sizeof *r);
 }

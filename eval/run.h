@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend/tp.h"
+#include "model/model.h"
 #include "core/strbuf.h"
 #include "eval/datasets.h"
 #include "eval/eval.h"
@@ -103,8 +103,7 @@ struct ctq_eval_run {
 	struct ctq_eval_data data;
 	struct ctq_eval_model cand, base;
 	struct ctq_eval_set shared;
-	struct ctq_backend b[CTQ_TP_MAX];
-	struct ctq_tp_group *group;
+	struct ctq_model mdl; /* the backend ranks; each local model in turn while it scores */
 	struct ctq_eval_options eo;
 	double prep_s;
 	char device[256];

@@ -100,41 +100,41 @@ static void print_sample(void *ctx, const struct ctq_bench_model_sample *x)
  * memory; and the memory part of the manifest. */
 static void print_loaded(struct ctx *C, const char *role, const struct ctq_bench_model *m)
 {
-	const struct ctq_runner *r0 = &m->rk[0];
+	const struct ctq_runner *r0 = &m->mdl.r[0];
 	const struct ctq_model_config *c = &r0->cfg;
-	const size_t act_bytes = m->bk[0].ops->act_bytes;
+	const size_t act_bytes = m->mdl.b[0].ops->act_bytes;
 	const int tp = (int)C->o.tp;
 	const double cached = m->cached;
 	if (!cJSON_GetObjectItemCaseSensitive(C->manifest, "device"))
-		cJSON_AddStringToObject(C->manifest, "device", m->device);
-	printf("\n[%s] %s on %s: %lld linear modules W8A8, %lld BF16\n", role, m->model, m->device,
+		cJSON_AddStringToObject(C->manifest, "device", m->mdl.device);
+	printf("\n[%s] %s on %s: %lld linear modules W8A8, %lld BF16\n", role, m->model, m->mdl.device,
 	       (long long)r0->n_quantized, (long long)r0->n_dense);
 	printf("  weights %.3f GB; KV cache %llu bytes per token (%lld layers x %lld kv heads x %lld x 2 x %zu B)\n",
-	       (double)m->weight_bytes / 1e9, (unsigned long long)m->kv_tok, (long long)c->layers,
+	       (double)m->mdl.weight_bytes / 1e9, (unsigned long long)m->kv_tok, (long long)c->layers,
 	       (long long)c->kv_heads, (long long)c->head_dim, act_bytes);
 	if (tp > 1)
 		printf("  rank 0 of %d: weights %.3f GB, KV cache %llu bytes per token\n", tp,
 		       (double)r0->weight_bytes / 1e9, (unsigned long long)m->kv_tok_rank);
-	printf("  load %.2f s with %.0f%% of the tensor files in the page cache (%s)\n", m->load_s,
+	printf("  load %.2f s with %.0f%% of the tensor files in the page cache (%s)\n", m->mdl.load_s,
 	       100.0 * (isnan(cached) ? 0 : cached),
 	       isnan(cached) ? "unknown" : cached > 0.9 ? "warm" : cached < 0.1 ? "cold" : "partly warm");
 	if (!m->mem)
 		return;
 	const uint64_t loaded = (uint64_t)(m->free0 - m->free1);
-	const uint64_t kv_alloc = (uint64_t)(m->opt.max_slots * m->opt.max_len) * m->kv_tok_rank;
+	const uint64_t kv_alloc = (uint64_t)(m->mdl.limits.max_slots * m->mdl.limits.max_len) * m->kv_tok_rank;
 	const uint64_t room = (uint64_t)m->free1 + kv_alloc;
 	printf("  device%s: %.2f GB taken by the load (weights, KV cache for %lld x %lld, scratch); %.2f GB free of %.2f\n",
-	       tp > 1 ? " (rank 0)" : "", (double)loaded / 1e9, (long long)m->opt.max_slots,
-	       (long long)m->opt.max_len, (double)m->free1 / 1e9, (double)m->total / 1e9);
+	       tp > 1 ? " (rank 0)" : "", (double)loaded / 1e9, (long long)m->mdl.limits.max_slots,
+	       (long long)m->mdl.limits.max_len, (double)m->free1 / 1e9, (double)m->total / 1e9);
 	printf("  largest KV cache that fits beside the weights: %.0f tokens (e.g. batch %ld x context %.0f)\n",
 	       (double)room / (double)m->kv_tok_rank, m->max_b,
 	       (double)room / (double)m->kv_tok_rank / (double)m->max_b);
 	cJSON *mj = cJSON_AddObjectToObject(C->manifest, role);
 	cJSON_AddStringToObject(mj, "model", m->model);
-	cJSON_AddNumberToObject(mj, "weight_bytes", (double)m->weight_bytes);
+	cJSON_AddNumberToObject(mj, "weight_bytes", (double)m->mdl.weight_bytes);
 	cJSON_AddNumberToObject(mj, "tp", tp);
 	cJSON_AddNumberToObject(mj, "kv_bytes_per_token", (double)m->kv_tok);
-	cJSON_AddNumberToObject(mj, "load_s", m->load_s);
+	cJSON_AddNumberToObject(mj, "load_s", m->mdl.load_s);
 	cJSON_AddNumberToObject(mj, "page_cache_fraction", isnan(cached) ? -1 : cached);
 	cJSON_AddNumberToObject(mj, "device_total_bytes", (double)m->total);
 	cJSON_AddNumberToObject(mj, "kv_tokens_that_fit", (double)room / (double)m->kv_tok_rank);
@@ -155,7 +155,7 @@ static enum ctq_status bench_one(struct ctx *C, const char *role, const char *mo
 	if (m.mem)
 		printf("  device memory: resident %.2f GB after load, peak %.2f GB during the runs\n",
 		       (double)(m.total - m.free1) / 1e9, (double)(m.total - m.min_free) / 1e9);
-	printf("  forward passes replayed as device graphs: %lld\n", (long long)m.rk[0].graph_replays);
+	printf("  forward passes replayed as device graphs: %lld\n", (long long)m.mdl.r[0].graph_replays);
 done:
 	ctq_bench_model_close(&m);
 	return st;

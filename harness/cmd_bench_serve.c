@@ -1,14 +1,14 @@
-/* ctq bench serve: serving load on one backend. An in-process scheduler
- * runs N requests (seeded random prompts, a fixed number of new tokens,
- * EOS ignored) with continuous batching over a static KV cache of
- * --max-batch slots: each forward call carries one decode token for every
- * request past its prompt plus chunks of the prompts of newly admitted
- * ones, up to --max-tokens tokens. Arrivals are closed-loop (C clients,
- * each sends its next request when the last one ends) or Poisson at a
- * rate (at most C in flight; the rest wait in a queue, and the wait counts
- * in their latency and TTFT). This file parses the options and prints;
- * the workload and its measurement are bench/serve.h, the scheduler
- * model/scheduler.h. */
+/* ctq bench serve: serving load on one backend, in process. The batching
+ * engine ctq serve runs (model/engine.h) serves N requests (seeded random
+ * prompts, a fixed number of new tokens, EOS ignored) with continuous
+ * batching over a static KV cache of --max-batch slots: each forward call
+ * carries one decode token for every request past its prompt plus chunks
+ * of the prompts of admitted ones, oldest first, up to --max-tokens
+ * tokens. Arrivals are closed-loop (C clients, each sends its next request
+ * when the last one ends) or Poisson at a rate (at most C in flight; the
+ * rest wait, and the wait counts in their latency and TTFT). This file
+ * parses the options and prints; the workload and its measurement are
+ * bench/serve.h. */
 #include "harness/commands.h"
 #include "bench/serve.h"
 #include "results/csv_out.h"
@@ -23,9 +23,10 @@ static void help(void)
 {
 	printf("usage: ctq bench serve --model DIR [options]\n"
 	       "\n"
-	       "Serves N requests through an in-process scheduler with continuous batching\n"
-	       "over a static KV cache and reports total time, request rate, output tokens/s,\n"
-	       "per-request latency and TTFT percentiles, and errors (which must be 0).\n"
+	       "Serves N requests in process through ctq serve's batching engine (continuous\n"
+	       "batching over a static KV cache; what the server runs, minus HTTP) and reports\n"
+	       "total time, request rate, output tokens/s, per-request latency and TTFT\n"
+	       "percentiles, and errors (which must be 0).\n"
 	       "\n"
 	       "options:\n"
 	       "  --requests N         requests to serve (default 64)\n"
@@ -172,7 +173,7 @@ static void fill(const void *s, struct ctq_csv *csv, struct cJSON *manifest)
 static void print_summary(const void *p)
 {
 	const struct ctq_bench_serve *s = p;
-	const struct ctq_sched_stats *x = &s->stats;
+	const struct ctq_bench_serve_stats *x = &s->stats;
 	const double wall = x->wall_s, out_tokens = (double)x->finished * (double)s->o.output_len;
 	printf("  %ld requests in %.3f s: %.2f requests/s, %.1f output tokens/s, %.1f tokens/s through "
 	       "the model; %ld forward calls (%.1f tokens each)\n",
@@ -202,13 +203,13 @@ int ctq_cmd_bench_serve(int argc, char **argv)
 	if (!st) {
 		printf("ctq bench serve: %s on %s; %ld requests of %ld + %ld tokens, concurrency %ld, "
 		       "%ld slots of %ld positions, %ld tokens per call, arrival %s",
-		       so->model, s.device, so->requests, so->input_len, so->output_len, so->concurrency,
+		       so->model, s.model.device, so->requests, so->input_len, so->output_len, so->concurrency,
 		       so->max_batch, so->cache_len, so->max_tokens, so->rate > 0 ? "poisson" : "closed");
 		if (so->rate > 0)
 			printf(" at %g requests/s", so->rate);
-		printf("; load %.2f s\n", s.load_s);
+		printf("; load %.2f s\n", s.model.load_s);
 		fflush(stdout);
-		/* A stalled schedule or a failed call still writes what was served. */
+		/* A run that could not start every client still writes what was served. */
 		if (ctq_bench_serve_run(&s, &err))
 			ctq_print_error("bench serve", &err);
 		st = ctq_bench_serve_results(&(struct ctq_serve_results){&s, fill, print_summary},

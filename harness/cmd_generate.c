@@ -1,6 +1,8 @@
 /* ctq generate: greedy text from a checkpoint for a human check — the
  * prompt through the checkpoint's tokenizer.json (or token ids as given),
- * the runner on a backend, the new tokens decoded and printed with timings;
+ * one request through the batching engine (model/engine.h, the engine ctq
+ * serve runs) on the model (model/model.h), the new tokens decoded and
+ * printed with timings;
  * optionally the logits of every prompt position into a JSON file, the
  * layout of tests/oracle/hf_logits.py's goldens, for comparisons with
  * transformers. */
@@ -8,8 +10,8 @@
 #include "core/arena.h"
 #include "core/fileio.h"
 #include "core/strbuf.h"
-#include "model/runner.h"
-#include "backend/tp.h"
+#include "model/engine.h"
+#include "model/model.h"
 #include "serve/chat.h"
 #include "text/tokenizer.h"
 #include "core/time.h"
@@ -85,11 +87,12 @@ static bool parse_ids(const char *s, int32_t **out, size_t *n)
 
 /* The logits of every prompt position (forward passes of at most
  * max_tokens positions in slot 0, every row kept) into path. */
-static enum ctq_status write_logits(struct ctq_runner *r, int tp, const char *path, const char *model,
+static enum ctq_status write_logits(struct ctq_model *mo, const char *path, const char *model,
 				    const char *backend, const int32_t *ids, int64_t n,
 				    struct ctq_error *err)
 {
-	const int64_t V = r[0].cfg.vocab, chunk = r[0].opt.max_tokens;
+	const struct ctq_model_config *cfg = ctq_model_cfg(mo);
+	const int64_t V = cfg->vocab, chunk = mo->limits.max_tokens;
 	float *lg = ctq_malloc((size_t)(n * V) * sizeof *lg);
 	int32_t *slot = ctq_calloc((size_t)chunk, sizeof *slot), *pos = ctq_malloc((size_t)chunk * sizeof *pos);
 	int64_t *rows = ctq_malloc((size_t)chunk * sizeof *rows);
@@ -106,18 +109,17 @@ static enum ctq_status write_logits(struct ctq_runner *r, int tp, const char *pa
 		int64_t m = n - p0 < chunk ? n - p0 : chunk;
 		for (int64_t i = 0; i < m; i++)
 			pos[i] = (int32_t)(p0 + i), rows[i] = i;
-		st = tp > 1 ? ctq_runner_tp_forward(r, tp, ids + p0, slot, pos, m, rows, m, lg + p0 * V, err)
-			    : ctq_runner_forward(r, ids + p0, slot, pos, m, rows, m, lg + p0 * V, err);
+		st = ctq_model_forward(mo, ids + p0, slot, pos, m, rows, m, lg + p0 * V, err);
 	}
 	if (st)
 		goto done;
 	/* The small members through cJSON (escaping), the logits appended as
 	 * %.9g (which reads back to the same float); a non-finite one as null. */
 	cJSON_AddStringToObject(head, "model", model);
-	cJSON_AddStringToObject(head, "arch", r[0].cfg.arch);
+	cJSON_AddStringToObject(head, "arch", cfg->arch);
 	cJSON_AddStringToObject(head, "backend", backend);
-	cJSON_AddStringToObject(head, "act_numerics", ctq_act_numerics_name(r[0].b->act_numerics));
-	cJSON_AddNumberToObject(head, "tp", tp);
+	cJSON_AddStringToObject(head, "act_numerics", ctq_act_numerics_name(mo->b[0].act_numerics));
+	cJSON_AddNumberToObject(head, "tp", mo->tp);
 	cJSON *ja = cJSON_AddArrayToObject(head, "ids");
 	for (int64_t i = 0; ja && i < n; i++)
 		cJSON_AddItemToArray(ja, cJSON_CreateNumber(ids[i]));
@@ -189,12 +191,10 @@ int ctq_cmd_generate(int argc, char **argv)
 		return CTQ_EXIT_USAGE;
 	struct ctq_error err = {0};
 	struct ctq_tokenizer tok;
-	struct ctq_backend b[CTQ_TP_MAX];
-	struct ctq_runner r[CTQ_TP_MAX];
-	struct ctq_tp_group *group = NULL;
+	struct ctq_model mo;
+	struct ctq_engine *engine = NULL;
 	memset(&tok, 0, sizeof tok);
-	memset(b, 0, sizeof b);
-	memset(r, 0, sizeof r);
+	memset(&mo, 0, sizeof mo);
 	int32_t *ids = NULL, *out = NULL;
 	char *text = NULL;
 	int rc = CTQ_EXIT_USAGE;
@@ -239,26 +239,27 @@ int ctq_cmd_generate(int argc, char **argv)
 		if (est)
 			goto fail;
 	}
-	if (ctq_backend_open_tp(b, backend, (int)tp, numerics, &group, &err))
+	/* One slot; whole prompts per call up to 1024 tokens. */
+	const struct ctq_model_options mopt = {
+		.dir = model, .backend = backend, .tp = (int)tp, .numerics = numerics,
+		.limits = {.max_slots = 1, .max_len = (int64_t)n_ids + max_new + 1,
+			  .max_tokens = n_ids > 1024 ? 1024 : n_ids > 1 ? (int64_t)n_ids : 1}};
+	if (ctq_model_open(&mo, &mopt, &err))
 		goto fail;
-	double t0 = ctq_now_s();
-	for (long k = 0; k < tp; k++) {
-		struct ctq_runner_options opt = {.max_slots = 1,
-						 .max_len = (int64_t)n_ids + max_new + 1,
-						 .max_tokens = (int64_t)n_ids > 1024 ? 1024 : (int64_t)n_ids,
-						 .tp = (int)tp, .rank = (int)k, .group = group};
-		if (ctq_runner_load(&r[k], &b[k], model, &opt, &err))
-			goto fail;
-	}
-	double t1 = ctq_now_s(), t_load = t1 - t0;
-	if (logits_out &&
-	    write_logits(r, (int)tp, logits_out, model, backend, ids, (int64_t)n_ids, &err))
+	const double t_load = mo.load_s;
+	if (logits_out && write_logits(&mo, logits_out, model, backend, ids, (int64_t)n_ids, &err))
 		goto fail;
-	t1 = ctq_now_s();
+	const struct ctq_engine_options eo = {.max_batch = 1, .max_len = mopt.limits.max_len,
+					      .max_tokens = mopt.limits.max_tokens, .echo_rows = 1};
+	const struct ctq_engine_params gp = {.max_new = max_new, .ignore_eos = ignore_eos, .top_p = 1,
+					     .logprobs = -1};
+	if (ctq_engine_start(&engine, &mo, &eo, &err))
+		goto fail;
+	const double t1 = ctq_now_s();
 	int64_t n_out = 0;
-	if (ctq_runner_generate(r, (int)tp, ids, (int64_t)n_ids, max_new, ignore_eos, &out, &n_out, &err))
+	if (ctq_engine_complete(engine, ids, (int64_t)n_ids, &gp, &out, &n_out, NULL, &err))
 		goto fail;
-	double t2 = ctq_now_s();
+	const double t2 = ctq_now_s();
 	if (have_tok) {
 		size_t len = 0;
 		if (ctq_tokenizer_decode(&tok, out, (size_t)n_out, true, &text, &len, &err))
@@ -271,8 +272,8 @@ int ctq_cmd_generate(int argc, char **argv)
 	printf("\n");
 	fprintf(stderr,
 		"ctq generate: %zu prompt + %lld new tokens on %s (tp %ld, %s numerics); %lld W8A8 and %lld BF16 linear modules; load %.2f s, generate %.2f s (%.1f tokens/s)%s%s\n",
-		n_ids, (long long)n_out, backend, tp, ctq_act_numerics_name(numerics), (long long)r[0].n_quantized,
-		(long long)r[0].n_dense, t_load, t2 - t1, (double)n_out / (t2 - t1),
+		n_ids, (long long)n_out, backend, tp, ctq_act_numerics_name(numerics), (long long)mo.n_quantized,
+		(long long)mo.n_dense, t_load, t2 - t1, (double)n_out / (t2 - t1),
 		logits_out ? "; logits in " : "", logits_out ? logits_out : "");
 	rc = CTQ_EXIT_OK;
 	goto done;
@@ -280,9 +281,8 @@ fail:
 	rc = ctq_print_error_exit("generate", &err);
 done:
 	free(ids), free(out), free(text);
-	for (long k = 0; k < tp; k++)
-		ctq_runner_free(&r[k]);
-	ctq_backend_close_tp(b, (int)tp, group);
+	ctq_engine_free(engine);
+	ctq_model_close(&mo);
 	ctq_tokenizer_free(&tok);
 	return rc;
 }

@@ -6,9 +6,8 @@
 #include "harness/commands.h"
 #include "core/arena.h"
 #include "core/hf_config.h"
-#include "backend/tp.h"
 #include "model/engine.h"
-#include "model/runner.h"
+#include "model/model.h"
 #include "serve/chat.h"
 #include "serve/server.h"
 #include "text/tokenizer.h"
@@ -119,9 +118,7 @@ static void base_name(const char *dir, char *out, size_t cap)
 struct serve_state {
 	struct ctq_tokenizer tok;
 	struct ctq_chat_template chat;
-	struct ctq_backend b[CTQ_TP_MAX];
-	struct ctq_runner r[CTQ_TP_MAX];
-	struct ctq_tp_group *group;
+	struct ctq_model model;
 	struct ctq_engine *engine;
 	struct ctq_server *server;
 };
@@ -140,19 +137,14 @@ static enum ctq_status serve_open(struct serve_state *st, const struct serve_arg
 				 " (a model folder without a tokenizer: --tokenizer PATH)");
 		return s;
 	}
-	if ((s = ctq_chat_template_load(&st->chat, tok, err)) ||
-	    (s = ctq_backend_open_tp(st->b, a->backend, (int)a->tp, CTQ_ACT_NUMERICS_CTQ, &st->group, err)))
+	const struct ctq_model_options mo = {
+		.dir = a->model, .backend = a->backend, .tp = (int)a->tp, .numerics = CTQ_ACT_NUMERICS_CTQ,
+		.limits = {.max_slots = a->max_batch, .max_len = a->max_len, .max_tokens = a->max_tokens}};
+	if ((s = ctq_chat_template_load(&st->chat, tok, err)) || (s = ctq_model_open(&st->model, &mo, err)))
 		return s;
-	for (long k = 0; k < a->tp; k++) {
-		struct ctq_runner_options opt = {.max_slots = a->max_batch, .max_len = a->max_len,
-						 .max_tokens = a->max_tokens, .tp = (int)a->tp,
-						 .rank = (int)k, .group = st->group};
-		if ((s = ctq_runner_load(&st->r[k], &st->b[k], a->model, &opt, err)))
-			return s;
-	}
 	struct ctq_engine_options eo = {.max_batch = a->max_batch, .max_len = a->max_len,
 					.max_tokens = a->max_tokens, .echo_rows = 64};
-	if ((s = ctq_engine_start(&st->engine, st->r, (int)a->tp, &eo, err)))
+	if ((s = ctq_engine_start(&st->engine, &st->model, &eo, err)))
 		return s;
 	struct ctq_serve_options so = {.host = a->host, .port = (int)a->port, .model_name = name,
 				       .max_len = a->max_len, .max_body = (size_t)a->max_body,
@@ -160,7 +152,7 @@ static enum ctq_status serve_open(struct serve_state *st, const struct serve_arg
 	return ctq_serve_start(&st->server, &so, st->engine, &st->tok, &st->chat, err);
 }
 
-static void serve_close(struct serve_state *st, int tp, struct ctq_serve_stats *stats,
+static void serve_close(struct serve_state *st, struct ctq_serve_stats *stats,
 			struct ctq_engine_stats *es)
 {
 	ctq_serve_stop(st->server, stats);
@@ -170,9 +162,7 @@ static void serve_close(struct serve_state *st, int tp, struct ctq_serve_stats *
 			ctq_engine_get_stats(st->engine, es);
 	}
 	ctq_engine_free(st->engine);
-	for (int k = 0; k < tp; k++)
-		ctq_runner_free(&st->r[k]);
-	ctq_backend_close_tp(st->b, tp, st->group);
+	ctq_model_close(&st->model);
 	ctq_tokenizer_free(&st->tok);
 }
 
@@ -226,7 +216,7 @@ int ctq_cmd_serve(int argc, char **argv)
 	}
 	if (serve_open(st, &a, name, &err)) {
 		rc = ctq_print_error_exit("serve", &err);
-		serve_close(st, (int)a.tp, NULL, NULL);
+		serve_close(st, NULL, NULL);
 		goto restore;
 	}
 	const bool v6 = strchr(a.host, ':') != NULL;
@@ -235,7 +225,7 @@ int ctq_cmd_serve(int argc, char **argv)
 	fflush(stdout);
 	fprintf(stderr,
 		"serve: %s on %s (tp %ld): %lld W8A8 and %lld BF16 linear modules; max-batch %ld, max-len %ld, max-tokens %ld; chat template %s%s%s\n",
-		a.model, a.backend, a.tp, (long long)st->r[0].n_quantized, (long long)st->r[0].n_dense,
+		a.model, a.backend, a.tp, (long long)st->model.n_quantized, (long long)st->model.n_dense,
 		a.max_batch, a.max_len, a.max_tokens, ctq_chat_family_name(st->chat.family),
 		st->chat.family == CTQ_CHAT_NONE ? ": " : "", st->chat.family == CTQ_CHAT_NONE ? st->chat.why : "");
 	int sig = 0;
@@ -244,7 +234,7 @@ int ctq_cmd_serve(int argc, char **argv)
 		ctq_engine_active(st->engine));
 	ctq_serve_drain(st->server);
 	struct ctq_engine_stats es = {0};
-	serve_close(st, (int)a.tp, &stats, &es);
+	serve_close(st, &stats, &es);
 	fprintf(stderr,
 		"serve: stopped: %ld request(s) answered, %ld failed; %ld generation(s) (%ld cancelled), %lld prompt + %lld completion tokens in %ld forward calls\n",
 		stats.requests, stats.failed, stats.generations, es.cancelled, (long long)stats.prompt_tokens,

@@ -1,5 +1,5 @@
-/* ctq online engine (model/engine.h): a request queue, the slots of the
- * runner's KV cache and one worker thread driving the runner call by call.
+/* ctq batching engine (model/engine.h): a request queue, the slots of the
+ * model's KV cache and one worker thread driving the model call by call.
  *
  * Locking: one mutex guards the queue, the slots, the published part of
  * every request (n_tokens, prompt_done, finish, the cancel / release flags)
@@ -34,14 +34,14 @@ struct ctq_engine_req {
 	bool prompt_done;               /* published */
 	enum ctq_engine_finish finish;  /* published */
 	bool cancel, released, engine_done;
+	int64_t wake_above;             /* the waiter's `have`: no wake-up for fewer tokens */
 	pthread_cond_t cond;
-	double t_submit, t_admit, t_first;
+	double t_submit, t_admit, t_first, t_finish;
 	struct ctq_error err;
 };
 
 struct ctq_engine {
-	struct ctq_runner *r;
-	int tp;
+	struct ctq_model *m;
 	struct ctq_engine_options o;
 	int64_t V, rows_cap;
 	pthread_t thread;
@@ -51,6 +51,8 @@ struct ctq_engine {
 	struct ctq_engine_req *q_head, *q_tail;
 	long n_waiting, n_running;
 	struct ctq_engine_req **slot_req; /* (max_batch) */
+	struct ctq_engine_req **order;    /* (n_order) the running requests, oldest admitted first */
+	int64_t n_order;
 	int32_t *ids, *slot, *pos;        /* (max_tokens) one call's tokens */
 	int64_t *rows;                    /* (rows_cap) token rows whose logits come back */
 	struct ctq_engine_req **row_req;  /* (rows_cap) their requests */
@@ -59,6 +61,8 @@ struct ctq_engine {
 	struct ctq_engine_cand *cand;     /* (V) sampling scratch */
 	uint64_t seed_counter;
 	struct ctq_engine_stats stats;
+	struct ctq_engine_call *calls; /* (n_calls) with log_calls */
+	size_t n_calls, cap_calls;
 };
 
 static void req_free(struct ctq_engine_req *x)
@@ -147,8 +151,16 @@ static void finish_req(struct ctq_engine *e, struct ctq_engine_req *x, enum ctq_
 		e->slot_req[x->slot] = NULL;
 		x->slot = -1;
 		e->n_running--;
+		int64_t i = 0;
+		while (i < e->n_order && e->order[i] != x)
+			i++;
+		if (i < e->n_order) {
+			memmove(&e->order[i], &e->order[i + 1], (size_t)(e->n_order - i - 1) * sizeof *e->order);
+			e->n_order--;
+		}
 	}
 	x->finish = f;
+	x->t_finish = ctq_now_s();
 	x->engine_done = true;
 	e->stats.finished += f == CTQ_ENGINE_LENGTH || f == CTQ_ENGINE_STOP;
 	e->stats.cancelled += f == CTQ_ENGINE_CANCELLED;
@@ -189,32 +201,36 @@ static void admit(struct ctq_engine *e)
 		}
 		x->slot = (int32_t)s;
 		e->slot_req[s] = x;
+		e->order[e->n_order++] = x;
 		e->n_running++;
 	}
 	if (!e->q_head)
 		e->q_tail = NULL;
 }
 
-/* Under the lock: lays out one call, decode tokens first, then prompt chunks
- * in slot order. Returns the token count; *n_rows the logit rows. */
-static int64_t plan_call(struct ctq_engine *e, int64_t *n_rows)
+/* Under the lock: lays out one call, decode tokens first, then prompt chunks,
+ * both in admission order (the oldest request's prompt goes first: first
+ * come, first served). Returns the token count; *n_rows the logit rows and
+ * *n_decode the decode tokens. */
+static int64_t plan_call(struct ctq_engine *e, int64_t *n_rows, int64_t *n_decode)
 {
 	int64_t T = 0, n = 0, echo_budget = e->o.echo_rows;
-	for (int64_t s = 0; s < e->o.max_batch; s++) {
-		struct ctq_engine_req *x = e->slot_req[s];
-		if (!x || x->fed < x->n_prompt)
+	for (int64_t i = 0; i < e->n_order; i++) {
+		struct ctq_engine_req *x = e->order[i];
+		if (x->fed < x->n_prompt)
 			continue;
 		e->ids[T] = x->next;
-		e->slot[T] = (int32_t)s;
+		e->slot[T] = x->slot;
 		e->pos[T] = (int32_t)(x->n_prompt + x->n_toks - 1);
 		e->rows[n] = T;
 		e->row_req[n] = x;
 		e->row_at[n++] = -1;
 		T++;
 	}
-	for (int64_t s = 0; s < e->o.max_batch && T < e->o.max_tokens; s++) {
-		struct ctq_engine_req *x = e->slot_req[s];
-		if (!x || x->fed >= x->n_prompt)
+	*n_decode = T;
+	for (int64_t i = 0; i < e->n_order && T < e->o.max_tokens; i++) {
+		struct ctq_engine_req *x = e->order[i];
+		if (x->fed >= x->n_prompt)
 			continue;
 		const bool echo = x->p.echo_logprobs;
 		int64_t m = x->n_prompt - x->fed;
@@ -229,7 +245,7 @@ static int64_t plan_call(struct ctq_engine *e, int64_t *n_rows)
 		for (int64_t j = 0; j < m; j++) {
 			int64_t at = x->fed + j;
 			e->ids[T] = x->prompt[at];
-			e->slot[T] = (int32_t)s;
+			e->slot[T] = x->slot;
 			e->pos[T] = (int32_t)at;
 			bool last = at == x->n_prompt - 1;
 			if ((echo && !last) || (last && x->p.max_new > 0)) {
@@ -282,13 +298,13 @@ static bool picks_only(const struct ctq_engine *e, int64_t n_rows)
 	return true;
 }
 
-/* The call through ctq_runner_forward_next: each row's greedy token, as
+/* The call through ctq_model_forward_next: each row's greedy token, as
  * use_row would give it from the logits. */
 static enum ctq_status use_picks(struct ctq_engine *e, int64_t T, int64_t n_rows, int32_t *toks,
 				 struct ctq_error *err)
 {
 	enum ctq_status st =
-		ctq_runner_forward_next(e->r, e->ids, e->slot, e->pos, T, e->rows, n_rows, toks, err);
+		ctq_model_forward_next(e->m, e->ids, e->slot, e->pos, T, e->rows, n_rows, toks, err);
 	for (int64_t k = 0; !st && k < n_rows; k++) {
 		struct ctq_engine_req *x = e->row_req[k];
 		x->toks[x->n_toks] = (struct ctq_engine_token){.id = toks[k], .logprob = NAN};
@@ -298,7 +314,7 @@ static enum ctq_status use_picks(struct ctq_engine *e, int64_t T, int64_t n_rows
 
 static bool is_stop(const struct ctq_engine *e, const struct ctq_engine_req *x, int32_t tok)
 {
-	if (!x->p.ignore_eos && tok == e->r[0].cfg.eos_id)
+	if (!x->p.ignore_eos && tok == ctq_model_cfg(e->m)->eos_id)
 		return true;
 	for (int i = 0; i < x->p.n_stop_ids; i++)
 		if (tok == x->p.stop_ids[i])
@@ -334,7 +350,7 @@ static void publish(struct ctq_engine *e, int64_t n_rows, const int32_t *toks)
 			finish_req(e, x, CTQ_ENGINE_STOP);
 		else if (x->n_toks == x->p.max_new)
 			finish_req(e, x, CTQ_ENGINE_LENGTH);
-		else
+		else if (x->n_toks > x->wake_above)
 			pthread_cond_broadcast(&x->cond);
 	}
 }
@@ -352,26 +368,28 @@ static void *worker(void *arg)
 			pthread_cond_wait(&e->work, &e->mu);
 			continue;
 		}
-		int64_t n_rows = 0, T = plan_call(e, &n_rows);
+		int64_t n_rows = 0, n_decode = 0, T = plan_call(e, &n_rows, &n_decode);
 		pthread_mutex_unlock(&e->mu);
 		struct ctq_error err = {0};
 		enum ctq_status st = CTQ_OK;
-		bool picked = false; /* the tokens came from the device pick (use_picks) */
+		bool picked = false; /* the tokens came from the greedy picks (use_picks) */
+		const double t_call = ctq_now_s();
 		if (!toks)
-			st = ctq_error_set(&err, CTQ_ERR_NOMEM, "serve", "out of memory");
-		else if (e->tp > 1)
-			st = ctq_runner_tp_forward(e->r, e->tp, e->ids, e->slot, e->pos, T, e->rows, n_rows,
-						   e->logits, &err);
+			st = ctq_error_set(&err, CTQ_ERR_NOMEM, "engine", "out of memory");
 		else if ((picked = picks_only(e, n_rows)))
 			st = use_picks(e, T, n_rows, toks, &err);
 		else
-			st = ctq_runner_forward(e->r, e->ids, e->slot, e->pos, T, e->rows, n_rows,
-						e->logits, &err);
+			st = ctq_model_forward(e->m, e->ids, e->slot, e->pos, T, e->rows, n_rows, e->logits, &err);
 		for (int64_t k = 0; !st && !picked && k < n_rows; k++)
 			toks[k] = use_row(e, k);
+		const double t_done = ctq_now_s();
 		pthread_mutex_lock(&e->mu);
 		e->stats.calls++;
 		e->stats.fed_tokens += T;
+		e->stats.decode_tokens += n_decode;
+		if (e->o.log_calls && ctq_grow((void **)&e->calls, &e->cap_calls, e->n_calls + 1, sizeof *e->calls))
+			e->calls[e->n_calls++] = (struct ctq_engine_call){
+				.start_s = t_call, .dur_s = t_done - t_call, .tokens = T, .decode = n_decode};
 		if (st) {
 			/* The call fails every request in it; the engine keeps serving. */
 			for (int64_t s = 0; s < e->o.max_batch; s++) {
@@ -394,32 +412,34 @@ static void *worker(void *arg)
 
 static void engine_buffers_free(struct ctq_engine *e)
 {
+	ctq_free(e->order), ctq_free(e->calls);
 	ctq_free(e->slot_req), ctq_free(e->ids), ctq_free(e->slot), ctq_free(e->pos);
 	ctq_free(e->rows), ctq_free(e->row_req), ctq_free(e->row_at), ctq_free(e->logits);
 	ctq_free(e->cand);
 }
 
-enum ctq_status ctq_engine_start(struct ctq_engine **out, struct ctq_runner *r, int tp,
+enum ctq_status ctq_engine_start(struct ctq_engine **out, struct ctq_model *m,
 				 const struct ctq_engine_options *o, struct ctq_error *err)
 {
 	*out = NULL;
-	if (o->max_batch < 1 || o->max_batch > r[0].opt.max_slots || o->max_len < 2 ||
-	    o->max_len > r[0].opt.max_len || o->max_tokens < o->max_batch ||
-	    o->max_tokens > r[0].opt.max_tokens || o->echo_rows < 1)
-		return ctq_error_set(err, CTQ_ERR_USAGE, "serve",
-				     "engine options out of range: max_batch %lld (slots %lld), max_len %lld (runner %lld), max_tokens %lld (runner %lld, >= max_batch), echo_rows %lld",
-				     (long long)o->max_batch, (long long)r[0].opt.max_slots, (long long)o->max_len,
-				     (long long)r[0].opt.max_len, (long long)o->max_tokens,
-				     (long long)r[0].opt.max_tokens, (long long)o->echo_rows);
+	const struct ctq_model_limits *sh = &m->limits;
+	if (!m->loaded || o->max_batch < 1 || o->max_batch > sh->max_slots || o->max_len < 2 ||
+	    o->max_len > sh->max_len || o->max_tokens < o->max_batch || o->max_tokens > sh->max_tokens ||
+	    o->echo_rows < 1)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "engine",
+				     "engine options out of range: max_batch %lld (slots %lld), max_len %lld (model %lld), max_tokens %lld (model %lld, >= max_batch), echo_rows %lld",
+				     (long long)o->max_batch, (long long)sh->max_slots, (long long)o->max_len,
+				     (long long)sh->max_len, (long long)o->max_tokens,
+				     (long long)sh->max_tokens, (long long)o->echo_rows);
 	struct ctq_engine *e = ctq_calloc(1, sizeof *e);
 	if (!e)
-		return ctq_error_set(err, CTQ_ERR_NOMEM, "serve", "out of memory");
-	e->r = r;
-	e->tp = tp;
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "engine", "out of memory");
+	e->m = m;
 	e->o = *o;
-	e->V = r[0].cfg.vocab;
+	e->V = ctq_model_cfg(m)->vocab;
 	e->rows_cap = o->max_batch + o->echo_rows;
 	e->slot_req = ctq_calloc((size_t)o->max_batch, sizeof *e->slot_req);
+	e->order = ctq_calloc((size_t)o->max_batch, sizeof *e->order);
 	e->ids = ctq_malloc((size_t)o->max_tokens * 4);
 	e->slot = ctq_malloc((size_t)o->max_tokens * 4);
 	e->pos = ctq_malloc((size_t)o->max_tokens * 4);
@@ -428,11 +448,11 @@ enum ctq_status ctq_engine_start(struct ctq_engine **out, struct ctq_runner *r, 
 	e->row_at = ctq_malloc((size_t)e->rows_cap * sizeof *e->row_at);
 	e->logits = ctq_malloc((size_t)(e->rows_cap * e->V) * sizeof *e->logits);
 	e->cand = ctq_malloc((size_t)e->V * sizeof *e->cand);
-	if (!e->slot_req || !e->ids || !e->slot || !e->pos || !e->rows || !e->row_req ||
+	if (!e->slot_req || !e->order || !e->ids || !e->slot || !e->pos || !e->rows || !e->row_req ||
 	    !e->row_at || !e->logits || !e->cand) {
 		engine_buffers_free(e);
 		ctq_free(e);
-		return ctq_error_set(err, CTQ_ERR_NOMEM, "serve", "out of memory");
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "engine", "out of memory");
 	}
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_cond_init(&e->work, NULL);
@@ -442,7 +462,7 @@ enum ctq_status ctq_engine_start(struct ctq_engine **out, struct ctq_runner *r, 
 		pthread_cond_destroy(&e->work);
 		engine_buffers_free(e);
 		ctq_free(e);
-		return ctq_error_set(err, CTQ_ERR_ENV, "serve", "cannot start the engine thread");
+		return ctq_error_set(err, CTQ_ERR_ENV, "engine", "cannot start the engine thread");
 	}
 	e->started = true;
 	*out = e;
@@ -504,13 +524,13 @@ enum ctq_status ctq_engine_submit(struct ctq_engine *e, const int32_t *prompt, i
 		return st;
 	struct ctq_engine_req *x = ctq_calloc(1, sizeof *x);
 	if (!x)
-		return ctq_error_set(err, CTQ_ERR_NOMEM, "serve", "out of memory");
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "engine", "out of memory");
 	x->prompt = ctq_malloc((size_t)n * sizeof *x->prompt);
 	x->toks = ctq_calloc((size_t)(p->max_new > 0 ? p->max_new : 1), sizeof *x->toks);
 	x->ptoks = p->echo_logprobs ? ctq_calloc((size_t)n, sizeof *x->ptoks) : NULL;
 	if (!x->prompt || !x->toks || (p->echo_logprobs && !x->ptoks)) {
 		ctq_free(x->prompt), ctq_free(x->toks), ctq_free(x->ptoks), ctq_free(x);
-		return ctq_error_set(err, CTQ_ERR_NOMEM, "serve", "out of memory");
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "engine", "out of memory");
 	}
 	memcpy(x->prompt, prompt, (size_t)n * sizeof *prompt);
 	for (int64_t i = 0; x->ptoks && i < n; i++)
@@ -518,13 +538,14 @@ enum ctq_status ctq_engine_submit(struct ctq_engine *e, const int32_t *prompt, i
 	x->n_prompt = n;
 	x->p = *p;
 	x->slot = -1;
+	x->wake_above = -1;
 	pthread_cond_init(&x->cond, NULL);
 	x->t_submit = ctq_now_s();
 	pthread_mutex_lock(&e->mu);
 	if (e->stopping) {
 		pthread_mutex_unlock(&e->mu);
 		req_free(x);
-		return ctq_error_set(err, CTQ_ERR_ENV, "serve", "the engine is stopping");
+		return ctq_error_set(err, CTQ_ERR_ENV, "engine", "the engine is stopping");
 	}
 	uint64_t seed = p->seeded ? p->seed : e->seed_counter++;
 	ctq_rng_seed(&x->rng, seed);
@@ -548,7 +569,8 @@ static void view(const struct ctq_engine_req *x, struct ctq_engine_view *v)
 		.prompt = x->prompt_done ? x->ptoks : NULL, .n_prompt = x->n_prompt,
 		.prompt_done = x->prompt_done, .finish = x->finish,
 		.queued_s = x->t_admit > 0 ? x->t_admit - x->t_submit : 0,
-		.first_s = x->n_toks ? x->t_first - x->t_submit : 0};
+		.first_s = x->n_toks ? x->t_first - x->t_submit : 0,
+		.finish_s = x->engine_done ? x->t_finish - x->t_submit : 0};
 }
 
 bool ctq_engine_wait(struct ctq_engine *e, struct ctq_engine_req *x, int64_t have, double timeout_s,
@@ -564,11 +586,13 @@ bool ctq_engine_wait(struct ctq_engine *e, struct ctq_engine_req *x, int64_t hav
 	}
 	bool changed;
 	while (!(changed = x->n_toks > have || x->finish != CTQ_ENGINE_RUNNING)) {
+		x->wake_above = have;
 		if (timeout_s < 0)
 			pthread_cond_wait(&x->cond, &e->mu);
 		else if (pthread_cond_timedwait(&x->cond, &e->mu, &until))
 			break;
 	}
+	x->wake_above = -1;
 	view(x, v);
 	pthread_mutex_unlock(&e->mu);
 	return changed;
@@ -620,4 +644,44 @@ void ctq_engine_get_stats(struct ctq_engine *e, struct ctq_engine_stats *s)
 	pthread_mutex_lock(&e->mu);
 	*s = e->stats;
 	pthread_mutex_unlock(&e->mu);
+}
+
+const struct ctq_engine_call *ctq_engine_calls(struct ctq_engine *e, size_t *n)
+{
+	pthread_mutex_lock(&e->mu);
+	const struct ctq_engine_call *c = e->calls;
+	*n = e->n_calls;
+	pthread_mutex_unlock(&e->mu);
+	return c;
+}
+
+enum ctq_status ctq_engine_complete(struct ctq_engine *e, const int32_t *prompt, int64_t n_prompt,
+				    const struct ctq_engine_params *p, int32_t **out, int64_t *n_out,
+				    enum ctq_engine_finish *finish, struct ctq_error *err)
+{
+	*out = NULL;
+	*n_out = 0;
+	struct ctq_engine_req *x = NULL;
+	enum ctq_status st = ctq_engine_submit(e, prompt, n_prompt, p, &x, err);
+	if (st)
+		return st;
+	struct ctq_engine_view v;
+	ctq_engine_wait(e, x, INT64_MAX, -1, &v);
+	if (finish)
+		*finish = v.finish;
+	if (v.finish == CTQ_ENGINE_FAILED) {
+		struct ctq_error why = {0};
+		ctq_engine_error(e, x, &why);
+		st = ctq_error_set(err, why.status ? why.status : CTQ_ERR_ENV, why.path, "%s", why.message);
+	} else if (v.finish == CTQ_ENGINE_CANCELLED) {
+		st = ctq_error_set(err, CTQ_ERR_ENV, "engine", "the request was cancelled: the engine stopped");
+	} else if (!(*out = ctq_malloc((size_t)(v.n_tokens ? v.n_tokens : 1) * sizeof **out))) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, "engine", "out of memory");
+	} else {
+		for (int64_t i = 0; i < v.n_tokens; i++)
+			(*out)[i] = v.tokens[i].id;
+		*n_out = v.n_tokens;
+	}
+	ctq_engine_release(e, x);
+	return st;
 }

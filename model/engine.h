@@ -1,10 +1,13 @@
-/* ctq online engine: continuous batching of requests that arrive while it
- * runs (ctq serve), over the static KV cache of a runner (model/runner.h).
- * A worker thread drives the runner one forward call at a time: a decode
- * token for every request past its prompt, then chunks of the prompts of
- * admitted requests (oldest first), up to max_tokens tokens a call. A request
- * takes a free slot when it is admitted (the rest queue, first come first
- * served) and gives it back when it finishes or is cancelled.
+/* ctq batching engine: continuous batching of requests that arrive while it
+ * runs, over the static KV cache of a model (model/model.h). It is the one
+ * engine every command that generates runs: ctq serve (over HTTP), the
+ * in-process ctq bench serve (the server's engine minus HTTP) and ctq
+ * generate (one request). A worker thread drives the model one forward call
+ * at a time: a decode token for every request past its prompt, then chunks
+ * of the prompts of admitted requests, oldest admitted first, up to
+ * max_tokens tokens a call. A request takes a free slot when it is admitted
+ * (the rest queue, first come first served) and gives it back when it
+ * finishes or is cancelled.
  *
  * Per request: greedy (ctq_argmax, the tie rule of ctq generate) or
  * temperature / top-k / top-p sampling from a per-request PRNG (seeded:
@@ -13,10 +16,9 @@
  * float32 logits (in double) of each generated token with its top
  * alternatives, and, for echo, of every prompt token after the first.
  *
- * Not the batch benchmark scheduler (model/scheduler.h, fixed lengths, in
- * the caller's thread), not text (stop strings and detokenization are the
- * caller's: it cancels a request when its text hits a stop string), not
- * HTTP. Thread safety: every function may be called from any thread, except
+ * Not text (stop strings and detokenization are the caller's: it cancels a
+ * request when its text hits a stop string), not HTTP, not the workload or
+ * the measurement of a benchmark (bench/serve.h). Thread safety: every function may be called from any thread, except
  * ctq_engine_start / ctq_engine_free. */
 #ifndef CTQ_MODEL_ENGINE_H
 #define CTQ_MODEL_ENGINE_H
@@ -25,7 +27,7 @@
 #include <stdint.h>
 
 #include "core/status.h"
-#include "model/runner.h"
+#include "model/model.h"
 
 /* Top alternatives a token's log-probabilities may carry (OpenAI's limit). */
 #define CTQ_ENGINE_MAX_TOP 5
@@ -37,6 +39,7 @@ struct ctq_engine_options {
 	int64_t max_len;    /* positions per slot (runner max_len) */
 	int64_t max_tokens; /* tokens per forward call (runner max_tokens) */
 	int64_t echo_rows;  /* prompt rows with logits per call for echo requests, >= 1 */
+	bool log_calls;     /* keep a record of every forward call (ctq_engine_calls) */
 };
 
 struct ctq_engine_params {
@@ -84,17 +87,28 @@ struct ctq_engine_view {
 	bool prompt_done;
 	enum ctq_engine_finish finish;
 	double queued_s, first_s; /* seconds from submit to admission / first token */
+	double finish_s;          /* seconds from submit to the end (0 while running) */
 };
 
 struct ctq_engine_stats {
 	long submitted, finished, cancelled, failed, calls;
 	int64_t fed_tokens, generated_tokens;
+	int64_t decode_tokens; /* of fed_tokens, those of decode steps (the rest: prompts) */
 };
 
-/* Starts the worker over one runner (tp <= 1) or the tp ranks r[0..tp-1]
- * (borrowed, loaded with max_slots >= max_batch, max_len and max_tokens as
- * in o). Errors: usage (options out of range), nomem, env (no thread). */
-enum ctq_status ctq_engine_start(struct ctq_engine **e, struct ctq_runner *r, int tp,
+/* One forward call (log_calls): when it started (ctq_now_s), its wall time
+ * (the model's call and the sampling; synchronised), the tokens it carried
+ * and how many of them were decode tokens. */
+struct ctq_engine_call {
+	double start_s, dur_s;
+	int64_t tokens, decode;
+};
+
+/* Starts the worker over the loaded model m (borrowed until
+ * ctq_engine_free; its shape holds max_slots >= max_batch, max_len and
+ * max_tokens at least as in o). Errors: usage (options out of range), nomem,
+ * env (no thread). */
+enum ctq_status ctq_engine_start(struct ctq_engine **e, struct ctq_model *m,
 				 const struct ctq_engine_options *o, struct ctq_error *err);
 
 /* Stops accepting, cancels what is queued or running and joins the worker
@@ -128,6 +142,18 @@ void ctq_engine_release(struct ctq_engine *e, struct ctq_engine_req *req);
 
 /* Why the request failed (a copy of the forward call's error). */
 void ctq_engine_error(struct ctq_engine *e, struct ctq_engine_req *req, struct ctq_error *err);
+
+/* Submits, waits for the end and releases: *out (n_out tokens, malloc'ed)
+ * receives the generated ids, *finish (may be NULL) why it ended. A failed
+ * forward call is the call's error; a request cancelled by a stopping engine
+ * is env-error. */
+enum ctq_status ctq_engine_complete(struct ctq_engine *e, const int32_t *prompt, int64_t n_prompt,
+				    const struct ctq_engine_params *p, int32_t **out, int64_t *n_out,
+				    enum ctq_engine_finish *finish, struct ctq_error *err);
+
+/* The forward calls so far (log_calls; none otherwise), valid until the next
+ * call or ctq_engine_free: read them after ctq_engine_stop. */
+const struct ctq_engine_call *ctq_engine_calls(struct ctq_engine *e, size_t *n);
 
 /* Requests queued or running. */
 long ctq_engine_active(struct ctq_engine *e);

@@ -467,14 +467,6 @@ void ctq_runner_free(struct ctq_runner *r)
 	memset(r, 0, sizeof *r);
 }
 
-void ctq_runner_close_tp(struct ctq_runner *rk, struct ctq_backend *bk, int tp,
-			 struct ctq_tp_group *group)
-{
-	for (int k = 0; k < tp && k < CTQ_TP_MAX; k++)
-		ctq_runner_free(&rk[k]);
-	ctq_backend_close_tp(bk, tp, group);
-}
-
 static void inv_freq_host(const struct ctq_model_config *c, float *f)
 {
 	const int64_t half = c->head_dim / 2;
@@ -1004,67 +996,4 @@ int32_t ctq_argmax(const float *v, int64_t n)
 		if (v[i] > v[best])
 			best = i;
 	return (int32_t)best;
-}
-
-/* One forward on a single runner or on tp ranks. */
-static enum ctq_status step(struct ctq_runner *r, int tp, const int32_t *ids, const int32_t *slot,
-			    const int32_t *pos, int64_t T, const int64_t *rows, int64_t n_rows,
-			    float *logits, struct ctq_error *err)
-{
-	if (tp > 1)
-		return ctq_runner_tp_forward(r, tp, ids, slot, pos, T, rows, n_rows, logits, err);
-	return ctq_runner_forward(r, ids, slot, pos, T, rows, n_rows, logits, err);
-}
-
-enum ctq_status ctq_runner_generate(struct ctq_runner *r, int tp, const int32_t *prompt,
-				    int64_t n_prompt, int64_t max_new, bool ignore_eos, int32_t **out,
-				    int64_t *n_out, struct ctq_error *err)
-{
-	*out = NULL;
-	*n_out = 0;
-	const int64_t V = r->cfg.vocab;
-	if (n_prompt < 1 || n_prompt + max_new > r->opt.max_len)
-		return ctq_error_set(err, CTQ_ERR_USAGE, "generate",
-				     "prompt %lld + %lld new tokens exceed the context of %lld",
-				     (long long)n_prompt, (long long)max_new, (long long)r->opt.max_len);
-	int32_t *toks = ctq_malloc((size_t)(max_new + 1) * 4);
-	float *logits = ctq_malloc((size_t)V * 4);
-	int32_t *slot = ctq_calloc((size_t)r->opt.max_tokens, 4);
-	int32_t *pos = ctq_malloc((size_t)r->opt.max_tokens * 4);
-	enum ctq_status st = CTQ_OK;
-	if (!toks || !logits || !slot || !pos) {
-		st = ctq_error_set(err, CTQ_ERR_NOMEM, "generate", "out of memory");
-		goto done;
-	}
-	/* Prefill in chunks of max_tokens. */
-	for (int64_t p0 = 0; p0 < n_prompt && !st; p0 += r->opt.max_tokens) {
-		int64_t n = n_prompt - p0 < r->opt.max_tokens ? n_prompt - p0 : r->opt.max_tokens;
-		for (int64_t i = 0; i < n; i++)
-			pos[i] = (int32_t)(p0 + i);
-		int64_t last = n - 1;
-		st = step(r, tp, prompt + p0, slot, pos, n, &last, 1, logits, err);
-	}
-	int64_t count = 0;
-	while (!st && count < max_new) {
-		int32_t next = ctq_argmax(logits, V);
-		toks[count++] = next;
-		if (!ignore_eos && next == r->cfg.eos_id)
-			break;
-		if (count == max_new)
-			break;
-		int32_t p = (int32_t)(n_prompt + count - 1);
-		int64_t zero = 0;
-		st = step(r, tp, &next, slot, &p, 1, &zero, 1, logits, err);
-	}
-	if (!st) {
-		*out = toks;
-		*n_out = count;
-		toks = NULL;
-	}
-done:
-	ctq_free(toks);
-	ctq_free(logits);
-	ctq_free(slot);
-	ctq_free(pos);
-	return st;
 }

@@ -88,15 +88,6 @@ enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, con
 				const struct ctq_runner_options *opt, struct ctq_error *err);
 void ctq_runner_free(struct ctq_runner *r);
 
-struct ctq_tp_group;
-
-/* Frees the runners rk[0..tp-1] (loaded, partly loaded or zeroed), then
- * closes the backend ranks bk[0..tp-1] and group under them
- * (ctq_backend_close_tp): the teardown of ctq_backend_open_tp and one
- * ctq_runner_load per rank. */
-void ctq_runner_close_tp(struct ctq_runner *rk, struct ctq_backend *bk, int tp,
-			 struct ctq_tp_group *group);
-
 /* One forward pass. ids, slot, pos: host (T). out_rows: host (n_out) indices
  * into the T tokens; logits: host f32 (n_out, vocab). */
 enum ctq_status ctq_runner_forward(struct ctq_runner *r, const int32_t *ids, const int32_t *slot,
@@ -111,16 +102,6 @@ enum ctq_status ctq_runner_forward_next(struct ctq_runner *r, const int32_t *ids
 					const int32_t *slot, const int32_t *pos, int64_t T,
 					const int64_t *out_rows, int64_t n_out, int32_t *next,
 					struct ctq_error *err);
-
-/* Greedy decoding of one sequence in slot 0: prompt (n_prompt) then up to
- * max_new tokens (stopping at eos unless ignore_eos), on one runner (tp <= 1)
- * or on the tp ranks r[0..tp-1]. out receives the new tokens (malloc'ed),
- * n_out their count. */
-enum ctq_status ctq_runner_generate(struct ctq_runner *r, int tp, const int32_t *prompt,
-				    int64_t n_prompt,
-				    int64_t max_new, bool ignore_eos, int32_t **out,
-				    int64_t *n_out, struct ctq_error *err);
-
 
 /* Runs ctq_runner_forward on every rank concurrently with the same inputs;
  * logits come from rank 0 (every rank computes the same ones). */

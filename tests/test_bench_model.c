@@ -1,5 +1,5 @@
 /* Criterion tests for `ctq bench model` and `ctq bench serve` on the CPU
- * reference (bench/model.c, bench/serve.c and model/scheduler.c behind their
+ * reference (bench/model.c, bench/serve.c and model/engine.c behind their
  * thin commands in harness/): the run directory each writes (one CSV row per
  * timed run, gains with --ref-model;
  * one row per request), the tensor-parallel topology in the manifest with
@@ -22,6 +22,7 @@
 #include "checkpoint/synth.h"
 #include "reports/report.h"
 #include "results/table.h"
+#include "tests/greedy.h"
 #include "tests/model_fixture.h"
 
 static void one_thread(void)
@@ -212,8 +213,7 @@ Test(bench_model, serve_tokens_do_not_depend_on_scheduling)
 			prompt[t] = (int32_t)ctq_rng_below(&rng, (uint64_t)r.cfg.vocab);
 		int32_t *gen = NULL;
 		int64_t n_gen = 0;
-		cr_assert_eq(ctq_runner_generate(&r, 1, prompt, IN, OUT, true, &gen, &n_gen, &err), CTQ_OK,
-			     "%s", err.message);
+		test_greedy(&r, prompt, IN, OUT, true, &gen, &n_gen);
 		cr_assert_eq(n_gen, OUT);
 		char want[512], got[512];
 		size_t len = 0;

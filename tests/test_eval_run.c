@@ -21,7 +21,7 @@
 #include "core/json.h"
 #include "eval/eval.h"
 #include "harness/commands.h"
-#include "model/runner.h"
+#include "model/model.h"
 #include "text/tokenizer.h"
 #include "checkpoint/quantize.h"
 #include "checkpoint/synth.h"
@@ -124,12 +124,15 @@ static void check_scorer(const char *model, struct ctq_eval_set *s, size_t *n_ca
 	struct ctq_backend b;
 	struct ctq_error err = {0};
 	cr_assert_eq(ctq_backend_open(&b, "reference", &err), CTQ_OK, "%s", err.message);
-	struct ctq_runner batched, plain;
-	load_runner(&batched, &b, model, 3, s->max_len, 64);
+	struct ctq_runner plain;
+	struct ctq_model batched;
+	const struct ctq_model_options mo = {.dir = model, .backend = "reference", .tp = 1,
+					     .limits = {.max_slots = 3, .max_len = s->max_len, .max_tokens = 64}};
+	cr_assert_eq(ctq_model_open(&batched, &mo, &err), CTQ_OK, "%s", err.message);
 	load_runner(&plain, &b, model, 1, s->max_len, s->max_len);
 	double (*lp)[4] = calloc(s->n, sizeof *lp);
 	struct ctq_eval_counters c;
-	cr_assert_eq(ctq_eval_score(&batched, 1, s, lp, NULL, NULL, &c, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(ctq_eval_score(&batched, s, lp, NULL, NULL, &c, &err), CTQ_OK, "%s", err.message);
 	cr_expect(c.tokens_fed < c.prompt_tokens, "prefix sharing: %lld fed of %lld",
 		  (long long)c.tokens_fed, (long long)c.prompt_tokens);
 	*n_calls = (size_t)c.calls;
@@ -150,7 +153,7 @@ static void check_scorer(const char *model, struct ctq_eval_set *s, size_t *n_ca
 	 * logits (tolerance for the log-sum-exp order). */
 	cr_expect(worst <= 1e-6, "largest |batched - plain| = %.3g at item %zu", worst, worst_i);
 	free(lp);
-	ctq_runner_free(&batched);
+	ctq_model_close(&batched);
 	ctq_runner_free(&plain);
 	ctq_backend_close(&b);
 }

@@ -4,7 +4,8 @@
  * ChatML template) is served from a forked child on a free port (the port
  * read from its first stdout line), and requests go through libcurl.
  * Completions and chat, streamed and not, must give the greedy tokens of
- * ctq_runner_generate (what `ctq generate` runs); echo log-probabilities
+ * the tests' own decoder (tests/greedy.h: one token per forward call, no
+ * batching); echo log-probabilities
  * must be the log-softmax of the runner's prompt logits; bad requests get
  * 400 / 404 / 405 / 413 and the server keeps serving; requests beyond
  * --max-batch queue and complete; SIGTERM during a stream lets it finish
@@ -33,6 +34,7 @@
 #include "harness/commands.h"
 #include "model/runner.h"
 #include "text/tokenizer.h"
+#include "tests/greedy.h"
 
 struct server {
 	char dir[64], model[96], log[96];
@@ -282,8 +284,7 @@ static char *greedy_text(struct model *m, const int32_t *ids, size_t n, int64_t 
 {
 	int32_t *out = NULL;
 	struct ctq_error err = {0};
-	cr_assert_eq(ctq_runner_generate(&m->r, 1, ids, (int64_t)n, max_new, ignore_eos, &out, n_out, &err),
-		     CTQ_OK, "%s", err.message);
+	test_greedy(&m->r, ids, (int64_t)n, max_new, ignore_eos, &out, n_out);
 	char *text = NULL;
 	size_t len = 0;
 	cr_assert_eq(ctq_tokenizer_decode(&m->tok, out, (size_t)*n_out, true, &text, &len, &err), CTQ_OK);

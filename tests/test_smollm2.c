@@ -12,6 +12,7 @@
 #include "core/fileio.h"
 #include "model/runner.h"
 #include "text/tokenizer.h"
+#include "tests/greedy.h"
 
 #define BF16_DIR "fixtures/smollm2-135m-bf16"
 #define W8A8_DIR "fixtures/smollm2-135m-w8a8"
@@ -39,7 +40,7 @@ static char *greedy(const char *dir, const char *prompt, int max_new)
 	ctq_backend_reference(&b, &err);
 	cr_assert_eq(ctq_runner_load(&r, &b, dir, &opts, &err), CTQ_OK, "%s", err.message);
 	int64_t n_out = 0;
-	cr_assert_eq(ctq_runner_generate(&r, 1, ids, (int64_t)n, max_new, false, &out, &n_out, &err), CTQ_OK);
+	test_greedy(&r, ids, (int64_t)n, max_new, false, &out, &n_out);
 	char *text = NULL;
 	size_t len = 0;
 	cr_assert_eq(ctq_tokenizer_decode(&tok, out, (size_t)n_out, true, &text, &len, &err), CTQ_OK);
