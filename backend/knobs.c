@@ -40,12 +40,7 @@ static const struct knob_def {
 	FLAG("CTQ_ATTENTION_SIMPLE", attention_simple),
 	FLAG("CTQ_ATTENTION_NO_MMA", attention_no_mma),
 	FLAG("CTQ_ATTENTION_NO_GQA", attention_no_gqa),
-	FLAG("CTQ_ATTENTION_NO_SPLIT", attention_no_split),
-	FLAG("CTQ_KV_STORE_UNFUSED", kv_store_unfused),
 	FLAG("CTQ_NO_PDL", no_pdl),
-	FLAG("CTQ_PDL_LINEARS_ONLY", pdl_linears_only),
-	FLAG("CTQ_PDL_LINEAR_TRIGGER", pdl_linear_trigger),
-	INT("CTQ_PDL_PRESTAGES", KNOB_INT, pdl_prestages, 0, 1024),
 	FLAG("CTQ_NO_GEMV_BF16", no_gemv_bf16),
 	FLAG("CTQ_SANITIZE_MEMSET_CUBLAS", sanitize_memset_cublas),
 #undef FLAG
@@ -81,7 +76,7 @@ static bool allowed(const struct knob_def *d, int64_t x)
 
 static void load(void)
 {
-	knobs = (struct ctq_knobs){.sm90_tile = -1, .gemv_max_m = 1, .pdl_prestages = -1};
+	knobs = (struct ctq_knobs){.sm90_tile = -1, .gemv_max_m = 1};
 	for (size_t i = 0; i < N_KNOBS; i++) {
 		const struct knob_def *d = &knob_defs[i];
 		const char *v = getenv(d->name);

@@ -40,20 +40,8 @@ struct ctq_knobs {
 	bool attention_simple;       /* CTQ_ATTENTION_SIMPLE: per-token attention kernel only */
 	bool attention_no_mma;       /* CTQ_ATTENTION_NO_MMA: no tensor-core prefill */
 	bool attention_no_gqa;       /* CTQ_ATTENTION_NO_GQA: no chunked GQA decode kernel */
-	bool attention_no_split;     /* CTQ_ATTENTION_NO_SPLIT: a call of mixed runs is one
-				      * launch (no split into runs, kernels/attention.cu) */
-	bool kv_store_unfused;       /* CTQ_KV_STORE_UNFUSED: qk_norm_rope_store as two
-				      * kernels (the KV store apart, as before) */
 	bool no_pdl;                 /* CTQ_NO_PDL: no programmatic dependent launch
 				      * (kernels/pdl.cuh) */
-	bool pdl_linears_only;       /* CTQ_PDL_LINEARS_ONLY: only the linears take the
-				      * attribute (the small kernels of a step launch
-				      * after their predecessor, as before) */
-	bool pdl_linear_trigger;     /* CTQ_PDL_LINEAR_TRIGGER: the linears call
-				      * launch_dependents first (by default they do not:
-				      * their successor starts as their last blocks exit) */
-	int pdl_prestages;           /* CTQ_PDL_PRESTAGES: weight stages the sm90 GEMM
-				      * loads before pdl_wait (-1: its default) */
 	bool no_gemv_bf16;           /* CTQ_NO_GEMV_BF16: BF16 linears through cuBLAS only */
 	bool sanitize_memset_cublas; /* CTQ_SANITIZE_MEMSET_CUBLAS: zero cuBLAS outputs
 				      * first (compute-sanitizer initcheck) */

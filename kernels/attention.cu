@@ -382,15 +382,8 @@ extern "C" enum ctq_status ctq_qk_norm_rope_store_launch(uint16_t *x, int64_t ld
 	enum ctq_status st = ctq_knobs_check(err);
 	if (st)
 		return st;
-	if (!ctq_knobs()->kv_store_unfused)
-		return qk_norm_rope(x, ld, T, nq, nk, d, wq, wk, eps, pos, inv_freq, kc, vc, slot,
-				    max_len, stream, err);
-	/* CTQ_KV_STORE_UNFUSED (A/B runs): the two kernels of before */
-	if ((st = qk_norm_rope(x, ld, T, nq, nk, d, wq, wk, eps, pos, inv_freq, nullptr, nullptr,
-			       nullptr, 0, stream, err)))
-		return st;
-	return kv_store(x + nq * d, x + (nq + nk) * d, ld, kc, vc, slot, pos, T, nk * d, max_len, stream,
-			err);
+	return qk_norm_rope(x, ld, T, nq, nk, d, wq, wk, eps, pos, inv_freq, kc, vc, slot, max_len, stream,
+			    err);
 }
 
 /* ---- prefill: flash-attention on BF16 tensor cores ----
@@ -1051,9 +1044,7 @@ extern "C" enum ctq_status ctq_attention_launch(const uint16_t *q, const uint16_
 	/* k = v = NULL: stored already (ctq_qk_norm_rope_store_launch) */
 	if (k && v && (st = kv_store(k, v, ld, kc, vc, slot, pos, T, kv_heads * d, max_len, stream, err)))
 		return st;
-	const int64_t BT = host_slot && host_pos && !ctq_knobs()->attention_no_split
-				   ? am_tile_tokens(T, heads, kv_heads, d)
-				   : 0;
+	const int64_t BT = host_slot && host_pos ? am_tile_tokens(T, heads, kv_heads, d) : 0;
 	if (!BT || whole_tiles(host_slot, host_pos, 0, T, BT))
 		return attention_run(q, ld, kc, vc, slot, pos, T, heads, kv_heads, d, max_len, out,
 				     scratch, scratch_bytes, sms, stream, err);

@@ -37,7 +37,7 @@
 #endif
 
 #define KBYTES 128 /* K bytes per pipeline stage: one 128-byte swizzle atom */
-#define SM90_PRESTAGES 4 /* weight stages issued before pdl_wait (CTQ_PDL_PRESTAGES) */
+#define SM90_PRESTAGES 4   /* weight stages issued before pdl_wait (with PDL) */
 
 #ifdef CTQ_SM90_DEVICE
 __device__ __forceinline__ uint32_t smem_addr(const void *p)
@@ -404,12 +404,10 @@ gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_co
 		      const float *__restrict__ s_a, const float *__restrict__ s_w,
 		      const float *__restrict__ bias, int M, int N, int K,
 		      int32_t *__restrict__ acc_out, uint16_t *__restrict__ y,
-		      const __grid_constant__ CUtensorMap map_y, int tma_y, int prestages, bool trigger)
+		      const __grid_constant__ CUtensorMap map_y, int tma_y, int prestages)
 {
 #ifdef CTQ_SM90_DEVICE
 	using C = Sm90Config<CONSUMERS, BN, STAGES, PP, A_ROWS>;
-	if (trigger)
-		pdl_trigger(); /* the next kernel's blocks may become resident (kernels/pdl.cuh) */
 	extern __shared__ __align__(1024) uint8_t smem[];
 	if (smem_addr(smem) & 1023)
 		__trap();
@@ -653,13 +651,12 @@ static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a
 	const int64_t tiles = ((M + C::TILE_M - 1) / C::TILE_M) * ((N + BN - 1) / BN);
 	const int64_t sms = sm_count();
 	const unsigned grid = (unsigned)(tiles < sms ? tiles : sms);
-	/* weight stages loaded before pdl_wait (CTQ_PDL_PRESTAGES, default
-	 * SM90_PRESTAGES), none without PDL */
-	const int pk = ctq_knobs()->pdl_prestages;
-	const int prestages = ctq_pdl_on() ? (pk >= 0 ? pk : SM90_PRESTAGES) : 0;
+	/* weight stages loaded before pdl_wait: SM90_PRESTAGES with PDL, none
+	 * without (0 / 4 / 24 measured, docs/kernels.md) */
+	const int prestages = ctq_pdl_on() ? SM90_PRESTAGES : 0;
 	return CTQ_CUDA(ctq_launch_pdl(kernel, dim3(grid), dim3(C::THREADS), (size_t)C::SMEM,
-				       (cudaStream_t)stream, mq, mw, s_a, s_w, bias, (int)M, (int)N, (int)K, acc,
-				       y, my, tma_y, prestages, ctq_pdl_linear_trigger()),
+				       (cudaStream_t)stream, mq, mw, s_a, s_w, bias, (int)M, (int)N, (int)K,
+				       acc, y, my, tma_y, prestages),
 			err);
 }
 

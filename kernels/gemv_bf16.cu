@@ -42,10 +42,8 @@ __device__ __forceinline__ float dot8(uint4 w, uint4 x, float a)
 template <int MT>
 __global__ void __launch_bounds__(GEMVB_WARPS * 32)
 gemv_bf16_kernel(const uint16_t *__restrict__ x, const uint16_t *__restrict__ w, int64_t N, int64_t K,
-		 uint16_t *__restrict__ y, bool trigger)
+		 uint16_t *__restrict__ y)
 {
-	if (trigger)
-		pdl_trigger(); /* the next kernel's blocks may become resident (kernels/pdl.cuh) */
 	const int lane = threadIdx.x & 31;
 	const int64_t n = (int64_t)blockIdx.x * GEMVB_WARPS + (threadIdx.x >> 5);
 	if (n >= N)
@@ -111,7 +109,5 @@ extern "C" enum ctq_status ctq_gemv_bf16_launch(const uint16_t *x, const uint16_
 	cudaStream_t s = (cudaStream_t)stream;
 	auto k = M == 1 ? gemv_bf16_kernel<1> : M == 2 ? gemv_bf16_kernel<2> : M == 3 ? gemv_bf16_kernel<3>
 										       : gemv_bf16_kernel<4>;
-	return CTQ_CUDA(ctq_launch_pdl(k, dim3(blocks), dim3(GEMVB_WARPS * 32), 0, s, x, w, N, K, y,
-				       ctq_pdl_linear_trigger()),
-			err);
+	return CTQ_CUDA(ctq_launch_pdl(k, dim3(blocks), dim3(GEMVB_WARPS * 32), 0, s, x, w, N, K, y), err);
 }

@@ -30,11 +30,8 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
 gemv_w8a8_kernel(const int8_t *__restrict__ q, const int8_t *__restrict__ w,
 		 const float *__restrict__ s_a, const float *__restrict__ s_w,
 		 const float *__restrict__ bias, int M, int64_t N, int64_t K,
-		 int32_t *__restrict__ acc_out, uint16_t *__restrict__ y, unsigned defects, bool vec,
-		 bool trigger)
+		 int32_t *__restrict__ acc_out, uint16_t *__restrict__ y, unsigned defects, bool vec)
 {
-	if (trigger)
-		pdl_trigger(); /* the next kernel's blocks may become resident (kernels/pdl.cuh) */
 	const int lane = threadIdx.x & 31;
 	const int64_t n = (int64_t)blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
 	if (n >= N)
@@ -133,6 +130,6 @@ extern "C" enum ctq_status ctq_gemv_w8a8_launch(const int8_t *q, const int8_t *w
 	auto k = M <= 1 ? gemv_w8a8_kernel<1> : M <= 4 ? gemv_w8a8_kernel<4> : M <= 8 ? gemv_w8a8_kernel<8>
 										   : gemv_w8a8_kernel<16>;
 	return CTQ_CUDA(ctq_launch_pdl(k, dim3(blocks), dim3(GEMV_WARPS * 32), 0, s, q, w, s_a, s_w, bias, m,
-				       N, K, acc, y, defects, vec, ctq_pdl_linear_trigger()),
+				       N, K, acc, y, defects, vec),
 			err);
 }

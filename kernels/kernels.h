@@ -108,8 +108,7 @@ enum ctq_status ctq_qk_norm_rope_launch(uint16_t *x, int64_t ld, int64_t T, int6
 /* ctq_qk_norm_rope_launch, and the rotated k heads and the v heads (which
  * follow the k heads in x) stored into the caches kc, vc (slot, max_len,
  * kv heads nk, d) at each token's (slot, pos), as ctq_attention_launch's own
- * store does: same bits in x and in the caches, one kernel instead of two
- * (CTQ_KV_STORE_UNFUSED launches the two). */
+ * store does: same bits in x and in the caches, one kernel instead of two. */
 enum ctq_status ctq_qk_norm_rope_store_launch(uint16_t *x, int64_t ld, int64_t T, int64_t nq,
 					      int64_t nk, int64_t d, const float *wq, const float *wk,
 					      float eps, const int32_t *pos, const float *inv_freq,

@@ -19,14 +19,13 @@
  * global memory, so all it overlaps is its launch and its blocks' start.
  * Each of them calls pdl_trigger first: its successor's blocks become
  * resident while it runs and start the moment it completes. The linears
- * do not (ctq_pdl_linear_trigger): the kernel after one launches as its
- * last blocks exit. griddepcontrol.wait waits for the whole predecessor
- * grid, which itself passed its own wait, so the order of every earlier
- * kernel holds too. CTQ_NO_PDL turns the attribute off (A/B runs); in CUDA
- * graphs a captured attribute becomes a programmatic edge;
- * CTQ_PDL_LINEARS_ONLY (the small kernels without the attribute) and
- * CTQ_PDL_LINEAR_TRIGGER (the linears trigger first) are the variants
- * measured against the default. */
+ * do not: the kernel after one launches as its last blocks exit (an early
+ * trigger in the linears cost W8A8 decode on the H200 1.5% at batch 1 and
+ * 6.5% at batch 8; docs/kernels.md). griddepcontrol.wait waits for the
+ * whole predecessor grid, which itself passed its own wait, so the order
+ * of every earlier kernel holds too. CTQ_NO_PDL turns the attribute off
+ * (A/B runs); in CUDA graphs a captured attribute becomes a programmatic
+ * edge. */
 #ifndef CTQ_KERNELS_PDL_CUH
 #define CTQ_KERNELS_PDL_CUH
 
@@ -74,8 +73,8 @@ static inline bool ctq_pdl_on(void)
  * error (and clears it from cudaGetLastError, so that a later CTQ_LAUNCH
  * does not report it twice): wrap in CTQ_CUDA. */
 template <typename... P, typename... A>
-static inline cudaError_t ctq_launch_pdl_if(bool on, void (*kernel)(P...), dim3 grid, dim3 block,
-					    size_t smem, cudaStream_t stream, A &&...args)
+static inline cudaError_t ctq_launch_pdl(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem,
+					 cudaStream_t stream, A &&...args)
 {
 	cudaLaunchAttribute at[1];
 	at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -86,7 +85,7 @@ static inline cudaError_t ctq_launch_pdl_if(bool on, void (*kernel)(P...), dim3 
 	cfg.dynamicSmemBytes = smem;
 	cfg.stream = stream;
 	cfg.attrs = at;
-	cfg.numAttrs = on && ctq_pdl_on() ? 1 : 0;
+	cfg.numAttrs = ctq_pdl_on() ? 1 : 0;
 	ctq_kpath_note(CTQ_KOP_LAUNCH, cfg.numAttrs ? CTQ_LAUNCH_PDL : CTQ_LAUNCH_PLAIN);
 	const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, static_cast<P>(args)...);
 	if (e != cudaSuccess)
@@ -94,30 +93,11 @@ static inline cudaError_t ctq_launch_pdl_if(bool on, void (*kernel)(P...), dim3 
 	return e;
 }
 
-template <typename... P, typename... A>
-static inline cudaError_t ctq_launch_pdl(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem,
-					 cudaStream_t stream, A &&...args)
-{
-	return ctq_launch_pdl_if(true, kernel, grid, block, smem, stream, static_cast<A &&>(args)...);
-}
-
-/* Whether the linears call launch_dependents (their kernel argument
- * `trigger`): only with CTQ_PDL_LINEAR_TRIGGER. On the H200 an early
- * trigger cost W8A8 decode 1.5% at batch 1 and 6.5% at batch 8 (A/B in
- * docs/kernels.md; not yet explained by a profile: with it, the chain of
- * small kernels and the next linear become resident, and the next linear
- * pre-loads weights, while this one still streams). */
-static inline bool ctq_pdl_linear_trigger(void)
-{
-	return ctq_knobs()->pdl_linear_trigger;
-}
-
 /* The dependent launch of a kernel whose first global access follows its
  * pdl_wait: CTQ_PDL_LAUNCH((kernel<A, B>), grid, block, smem, stream, args...)
  * returns its cudaError_t (wrap in CTQ_CUDA). Pass nullptr, not NULL, for
  * a pointer argument. */
-#define CTQ_PDL_LAUNCH(kernel, grid, block, smem, stream, ...)                                     \
-	ctq_launch_pdl_if(!ctq_knobs()->pdl_linears_only, kernel, dim3(grid), dim3(block),           \
-			  (size_t)(smem), (cudaStream_t)(stream), __VA_ARGS__)
+#define CTQ_PDL_LAUNCH(kernel, grid, block, smem, stream, ...)                                               \
+	ctq_launch_pdl(kernel, dim3(grid), dim3(block), (size_t)(smem), (cudaStream_t)(stream), __VA_ARGS__)
 
 #endif

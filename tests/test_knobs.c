@@ -16,9 +16,8 @@
 
 static const char *const all[] = {
 	"CTQ_ARCH", "CTQ_SM90_TILE", "CTQ_SM90_SMALL_BN", "CTQ_GEMV_MAX_M",
-	"CTQ_ATTENTION_SIMPLE", "CTQ_ATTENTION_NO_MMA", "CTQ_ATTENTION_NO_GQA", "CTQ_ATTENTION_NO_SPLIT",
-	"CTQ_KV_STORE_UNFUSED", "CTQ_NO_PDL", "CTQ_PDL_LINEARS_ONLY", "CTQ_PDL_LINEAR_TRIGGER",
-	"CTQ_PDL_PRESTAGES", "CTQ_NO_GEMV_BF16", "CTQ_SANITIZE_MEMSET_CUBLAS",
+	"CTQ_ATTENTION_SIMPLE", "CTQ_ATTENTION_NO_MMA", "CTQ_ATTENTION_NO_GQA", "CTQ_NO_PDL",
+	"CTQ_NO_GEMV_BF16", "CTQ_SANITIZE_MEMSET_CUBLAS",
 };
 
 static void clear_env(void)
@@ -31,13 +30,12 @@ Test(knobs, defaults_when_nothing_is_set)
 {
 	clear_env();
 	const struct ctq_knobs *k = ctq_knobs();
-	cr_expect(!k->no_pdl && !k->pdl_linears_only && !k->pdl_linear_trigger);
-	cr_expect(!k->attention_simple && !k->kv_store_unfused && !k->no_gemv_bf16);
+	cr_expect(!k->no_pdl && !k->no_gemv_bf16 && !k->sanitize_memset_cublas);
+	cr_expect(!k->attention_simple && !k->attention_no_mma && !k->attention_no_gqa);
 	cr_expect_eq(k->sm90_tile, -1);
 	cr_expect_eq(k->sm90_small_bn, 0, "0: the N tile picked by N");
 	cr_expect_eq(k->gemv_max_m, 1);
 	cr_expect_eq(k->arch, 0, "0: dispatch by the GPU's own capability");
-	cr_expect_eq(k->pdl_prestages, -1);
 	struct ctq_error err = {0};
 	cr_expect_eq(ctq_knobs_check(&err), CTQ_OK);
 }
@@ -46,11 +44,11 @@ Test(knobs, flags_are_on_when_set_even_empty)
 {
 	clear_env();
 	setenv("CTQ_NO_PDL", "", 1);
-	setenv("CTQ_PDL_LINEAR_TRIGGER", "1", 1);
-	setenv("CTQ_PDL_LINEARS_ONLY", "0", 1); /* any value, "0" included */
+	setenv("CTQ_ATTENTION_NO_MMA", "1", 1);
+	setenv("CTQ_ATTENTION_NO_GQA", "0", 1); /* any value, "0" included */
 	const struct ctq_knobs *k = ctq_knobs();
-	cr_expect(k->no_pdl && k->pdl_linear_trigger && k->pdl_linears_only);
-	cr_expect(!k->kv_store_unfused);
+	cr_expect(k->no_pdl && k->attention_no_mma && k->attention_no_gqa);
+	cr_expect(!k->attention_simple);
 }
 
 Test(knobs, small_bn_takes_32_or_64)
@@ -58,11 +56,11 @@ Test(knobs, small_bn_takes_32_or_64)
 	clear_env();
 	setenv("CTQ_SM90_SMALL_BN", "64", 1);
 	setenv("CTQ_SM90_TILE", "3", 1);
-	setenv("CTQ_PDL_PRESTAGES", "0", 1);
+	setenv("CTQ_GEMV_MAX_M", "0", 1); /* 0 is in range: not the default */
 	const struct ctq_knobs *k = ctq_knobs();
 	cr_expect_eq(k->sm90_small_bn, 64);
 	cr_expect_eq(k->sm90_tile, 3);
-	cr_expect_eq(k->pdl_prestages, 0);
+	cr_expect_eq(k->gemv_max_m, 0);
 	struct ctq_error err = {0};
 	cr_expect_eq(ctq_knobs_check(&err), CTQ_OK, "%s", err.message);
 }
@@ -82,14 +80,14 @@ Test(knobs, small_bn_refuses_other_widths)
 Test(knobs, integers_out_of_range_or_malformed_are_usage_errors)
 {
 	clear_env();
-	setenv("CTQ_GEMV_MAX_M", "abc", 1);
-	setenv("CTQ_PDL_PRESTAGES", "2000", 1); /* second: the first bad one is named */
+	setenv("CTQ_GEMV_MAX_M", "4611686018427387905", 1); /* 2^62 + 1: one past the range */
+	setenv("CTQ_SM90_TILE", "abc", 1); /* first in the table: the first bad one is named */
 	const struct ctq_knobs *k = ctq_knobs();
 	cr_expect_eq(k->gemv_max_m, 1);
-	cr_expect_eq(k->pdl_prestages, -1);
+	cr_expect_eq(k->sm90_tile, -1);
 	struct ctq_error err = {0};
 	cr_assert_eq(ctq_knobs_check(&err), CTQ_ERR_USAGE);
-	cr_expect_str_eq(err.path, "CTQ_GEMV_MAX_M");
+	cr_expect_str_eq(err.path, "CTQ_SM90_TILE");
 	cr_expect(strstr(err.message, "expected an integer"), "%s", err.message);
 }
 
@@ -133,7 +131,7 @@ Test(knobs, arch_refuses_other_names)
 Test(knobs, the_manifest_records_every_variable)
 {
 	clear_env();
-	setenv("CTQ_PDL_LINEARS_ONLY", "1", 1);
+	setenv("CTQ_NO_GEMV_BF16", "1", 1);
 	setenv("CTQ_SM90_SMALL_BN", "7", 1);
 	cJSON *o = cJSON_CreateObject();
 	ctq_knobs_to_json(o);
@@ -143,7 +141,7 @@ Test(knobs, the_manifest_records_every_variable)
 		cr_expect(cJSON_GetObjectItemCaseSensitive(k, all[i]), "%s is recorded", all[i]);
 	/* every variable of knobs.c is in `all` (and "invalid" besides) */
 	cr_expect_eq(cJSON_GetArraySize(k), (int)(sizeof all / sizeof *all) + 1);
-	cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(k, "CTQ_PDL_LINEARS_ONLY")), "1");
+	cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(k, "CTQ_NO_GEMV_BF16")), "1");
 	cr_expect(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(k, "CTQ_NO_PDL")));
 	const char *bad = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(k, "invalid"));
 	cr_expect(bad && strstr(bad, "CTQ_SM90_SMALL_BN"), "%s", bad ? bad : "(none)");

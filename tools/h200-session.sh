@@ -23,7 +23,7 @@
 # variants separated by ';', each a space-separated list of VAR=value (or
 # '-' for the defaults), run CTQ_AB_ROUNDS times (2) in turn at batches
 # CTQ_AB_BATCH (1,8), e.g.
-#   CTQ_AB_VARIANTS='-;CTQ_NO_PDL=1;CTQ_PDL_LINEARS_ONLY=1' tools/h200-session.sh OUT build knobab
+#   CTQ_AB_VARIANTS='-;CTQ_NO_PDL=1;CTQ_GEMV_MAX_M=0' tools/h200-session.sh OUT build knobab
 # into OUT/knobab/vN-rR/ with a table of decode tok/s and TTFT in the log.
 # peers: the gpt-fast PyTorch peer (bf16, batch 1 and 8) and the Triton
 # W8A8 GEMM peer, from gpu-carry/ (copy them there from ../shared/anchors:
