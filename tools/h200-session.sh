@@ -5,7 +5,7 @@
 # benchmarks the qwen3-4b-shape synthetic model in BF16 and W8A8.
 # Usage: tools/h200-session.sh OUT_DIR [stage...]
 #   stages: build tests oracle probe bench smollm2 (and, by name: tp tpeval
-#   gputests benchref quick gemm serve decodeprof
+#   gputests benchref quick gemm serve servecmp decodeprof
 #   prefillprof ops plugin knobab peers archs tiles tilesprof)
 # CTQ_BUILD_ARCH: the build's CUDA_ARCH (default: the Makefile's fat list).
 # archs: the GPU code of every architecture (Step 17): cuobjdump's listing
@@ -184,6 +184,46 @@ if has serve; then
 		step bench serve $v
 		timeout 200 ./build/ctq bench serve --model "$models/$v" --backend cuda --requests 64 --concurrency 16 \
 			--input-len 512 --output-len 64 --out "$out/serve-$v" 2>&1 | tail -9 | tee -a "$log"
+	done
+fi
+if has servecmp; then
+	# Step 18: the one batching engine, in process (ctq bench serve) against
+	# ctq serve over HTTP (ctq bench serve --url), the same workload: 512 + 64
+	# tokens, concurrency 16 (64 requests) and 64 (256 requests), BF16 and
+	# W8A8. The HTTP client needs a tokenizer of the model's vocabulary:
+	# CTQ_SERVE_TOKENIZER (default gpu-carry/tok: fixtures/tokenizers/qwen2's
+	# tokenizer.json and tokenizer_config.json, copied into each model folder).
+	tok=${CTQ_SERVE_TOKENIZER:-gpu-carry/tok}
+	if [ ! -d "$models/q4b" ]; then
+		./build/ctq make-model --arch qwen3 --preset qwen3-4b-shape --outliers --seed 1 "$models/q4b" 2>&1 | tail -1 | tee -a "$log"
+		./build/ctq quantize "$models/q4b" "$models/q4b-w8a8" 2>&1 | tail -1 | tee -a "$log"
+	fi
+	for v in q4b q4b-w8a8; do
+		cp "$tok/tokenizer.json" "$tok/tokenizer_config.json" "$models/$v/" 2>>"$log"
+		for cn in ${CTQ_SERVECMP:-16:64 64:256}; do
+			c=${cn%:*} n=${cn#*:}
+			for round in 1 2; do
+				step "servecmp: in process $v concurrency $c ($n requests), round $round"
+				timeout 200 ./build/ctq bench serve --model "$models/$v" --backend cuda --requests "$n" \
+					--concurrency "$c" --input-len 512 --output-len 64 --out "$out/sc-inproc-$v-c$c-r$round" \
+					>"$out/sc-inproc-$v-c$c-r$round.txt" 2>&1
+				grep -E "requests/s|errors" "$out/sc-inproc-$v-c$c-r$round.txt" | tee -a "$log"
+			done
+			step "servecmp: ctq serve over HTTP $v concurrency $c ($n requests)"
+			./build/ctq serve --model "$models/$v" --backend cuda --port 8011 --max-batch "$c" --max-len 576 \
+				--quiet >"$out/sc-server-$v-c$c.log" 2>&1 &
+			sp=$!
+			for i in $(seq 1 120); do
+				LD_LIBRARY_PATH= curl -s -o /dev/null http://127.0.0.1:8011/v1/models && break
+				sleep 1
+			done
+			timeout 200 ./build/ctq bench serve --url http://127.0.0.1:8011/v1 --tokenizer "$models/$v" \
+				--requests "$n" --concurrency "$c" --input-len 512 --output-len 64 \
+				--out "$out/sc-http-$v-c$c" >"$out/sc-http-$v-c$c.txt" 2>&1
+			grep -iE "requests/s|errors" "$out/sc-http-$v-c$c.txt" | head -3 | tee -a "$log"
+			kill "$sp"
+			wait "$sp" 2>/dev/null
+		done
 	done
 fi
 if has decodeprof; then
