@@ -1,5 +1,5 @@
 /* ctq bench serve in process (bench/serve.h): the workload from the seed,
- * client threads over the batching engine, and the per-request and summary
+ * its clients over the batching engine, and the per-request and summary
  * measurements. Time is wall clock on CLOCK_MONOTONIC; the queue wait counts
  * in a request's latency and TTFT. */
 #include "bench/serve.h"
@@ -120,73 +120,90 @@ enum ctq_status ctq_bench_serve_open(struct ctq_bench_serve *s, const struct ctq
 	return CTQ_OK;
 }
 
-/* ---- the clients ------------------------------------------------------------------- */
+/* ---- the clients --------------------------------------------------------------------- */
 
-struct clients {
+/* The clients of a run: requests are sent from the engine's on_done (a
+ * client's next request as its last one ends, with no latency of its own:
+ * the old scheduler's closed loop) and, on a schedule, from the caller's
+ * thread when an arrival time comes while fewer than C are in flight. */
+struct driver {
 	struct ctq_bench_serve *s;
 	pthread_mutex_t mu;
-	long next; /* the next request a free client takes */
+	pthread_cond_t cond;
+	long next, in_flight, ended;
+	double t_end; /* when the last request ended (ctq_now_s) */
+	struct ticket *tk; /* (requests) each request's on_done context */
 };
 
-static void sleep_until(double t)
+struct ticket {
+	struct driver *d;
+	long i;
+};
+
+static void on_done(void *ctx, struct ctq_engine *e, struct ctq_engine_req *req);
+
+/* Under d->mu: sends every request that is due. */
+static void send_due(struct driver *d)
 {
-	const double d = t - ctq_now_s();
-	if (d <= 0)
-		return;
-	struct timespec ts = {(time_t)d, (long)((d - floor(d)) * 1e9)};
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
+	struct ticket *tk = d->tk;
+	struct ctq_bench_serve *s = d->s;
+	const struct ctq_bench_serve_options *o = &s->o;
+	for (;;) {
+		const double now = ctq_now_s() - s->t0;
+		if (d->next >= o->requests || d->in_flight >= o->concurrency ||
+		    (o->rate > 0 && s->arrival[d->next] > now))
+			return;
+		const long i = d->next++;
+		struct ctq_bench_serve_req *x = &s->q[i];
+		x->arrival = o->rate > 0 ? s->arrival[i] : now;
+		x->sent = now;
+		tk[i] = (struct ticket){d, i};
+		const struct ctq_engine_params p = {.max_new = o->output_len, .ignore_eos = true, .top_p = 1,
+						    .logprobs = -1, .on_done = on_done, .on_done_ctx = &tk[i]};
+		struct ctq_engine_req *req = NULL;
+		struct ctq_error err = {0};
+		if (ctq_engine_submit(s->engine, s->prompts + i * o->input_len, o->input_len, &p, &req, &err)) {
+			x->state = CTQ_ENGINE_FAILED;
+			snprintf(x->why, sizeof x->why, "%s", err.message);
+			if (++d->ended == o->requests)
+				d->t_end = ctq_now_s();
+			continue;
+		}
+		d->in_flight++;
+	}
 }
 
-/* One request, from its (scheduled or actual) arrival to its end. */
-static void serve_one(struct ctq_bench_serve *s, long i)
+/* On the engine's worker: what became of request tk->i, then the requests
+ * now due. */
+static void on_done(void *ctx, struct ctq_engine *e, struct ctq_engine_req *req)
 {
+	const struct ticket *tk = ctx;
+	struct driver *d = tk->d;
+	struct ctq_bench_serve *s = d->s;
 	const struct ctq_bench_serve_options *o = &s->o;
-	struct ctq_bench_serve_req *x = &s->q[i];
-	if (o->rate > 0) {
-		x->arrival = s->arrival[i];
-		sleep_until(s->t0 + x->arrival);
-	}
-	const double sent = ctq_now_s();
-	if (o->rate <= 0)
-		x->arrival = sent - s->t0;
-	const struct ctq_engine_params p = {.max_new = o->output_len, .ignore_eos = true, .top_p = 1,
-					    .logprobs = -1};
-	struct ctq_engine_req *req = NULL;
-	struct ctq_error err = {0};
-	if (ctq_engine_submit(s->engine, s->prompts + i * o->input_len, o->input_len, &p, &req, &err)) {
-		x->state = CTQ_ENGINE_FAILED;
-		snprintf(x->why, sizeof x->why, "%s", err.message);
-		return;
-	}
+	struct ctq_bench_serve_req *x = &s->q[tk->i];
 	struct ctq_engine_view v;
-	ctq_engine_wait(s->engine, req, INT64_MAX, -1, &v);
-	const double base = sent - s->t0;
+	ctq_engine_wait(e, req, INT64_MAX, 0, &v);
 	x->state = v.finish;
 	x->generated = v.n_tokens;
-	x->admitted = base + v.queued_s;
-	x->first = base + v.first_s;
-	x->finish = base + v.finish_s;
+	x->admitted = x->sent + v.queued_s;
+	x->first = x->sent + v.first_s;
+	x->finish = x->sent + v.finish_s;
 	for (int64_t t = 0; t < v.n_tokens && t < o->output_len; t++)
-		s->outs[i * o->output_len + t] = v.tokens[t].id;
+		s->outs[tk->i * o->output_len + t] = v.tokens[t].id;
 	if (v.finish == CTQ_ENGINE_FAILED) {
-		ctq_engine_error(s->engine, req, &err);
+		struct ctq_error err = {0};
+		ctq_engine_error(e, req, &err);
 		snprintf(x->why, sizeof x->why, "%s", err.message);
 	}
-	ctq_engine_release(s->engine, req);
-}
-
-static void *client(void *arg)
-{
-	struct clients *c = arg;
-	for (;;) {
-		pthread_mutex_lock(&c->mu);
-		const long i = c->next < c->s->o.requests ? c->next++ : -1;
-		pthread_mutex_unlock(&c->mu);
-		if (i < 0)
-			return NULL;
-		serve_one(c->s, i);
-	}
+	ctq_engine_release(e, req);
+	pthread_mutex_lock(&d->mu);
+	d->in_flight--;
+	if (++d->ended == o->requests)
+		d->t_end = ctq_now_s();
+	send_due(d);
+	pthread_cond_signal(&d->cond);
+	pthread_mutex_unlock(&d->mu);
 }
 
 static void summarize(struct ctq_bench_serve *s);
@@ -194,34 +211,36 @@ static void summarize(struct ctq_bench_serve *s);
 enum ctq_status ctq_bench_serve_run(struct ctq_bench_serve *s, struct ctq_error *err)
 {
 	const struct ctq_bench_serve_options *o = &s->o;
-	const long n_clients = o->concurrency < o->requests ? o->concurrency : o->requests;
-	pthread_t *th = ctq_calloc((size_t)n_clients, sizeof *th);
-	struct clients c = {.s = s};
-	enum ctq_status st = CTQ_OK;
-	if (!th)
+	struct ticket *tk = ctq_calloc((size_t)o->requests, sizeof *tk);
+	if (!tk)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "bench serve", "out of memory");
-	pthread_mutex_init(&c.mu, NULL);
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, 256 << 10); /* a client needs little stack */
-	long started = 0;
+	struct driver d = {.s = s, .tk = tk};
+	pthread_mutex_init(&d.mu, NULL);
+	pthread_cond_init(&d.cond, NULL);
+	pthread_mutex_lock(&d.mu);
 	s->t0 = ctq_now_s();
-	for (; started < n_clients; started++)
-		if (pthread_create(&th[started], &attr, client, &c)) {
-			st = ctq_error_set(err, CTQ_ERR_ENV, "bench serve", "cannot start client thread %ld of %ld",
-					   started + 1, n_clients);
-			break;
+	send_due(&d);
+	while (d.ended < o->requests) {
+		if (o->rate <= 0 || d.next >= o->requests || d.in_flight >= o->concurrency) {
+			pthread_cond_wait(&d.cond, &d.mu);
+		} else {
+			/* until the next arrival, or an end that frees a client */
+			const double t = s->t0 + s->arrival[d.next];
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			const double at = (double)until.tv_sec + until.tv_nsec * 1e-9 + (t - ctq_now_s());
+			until.tv_sec = (time_t)at;
+			until.tv_nsec = (long)((at - floor(at)) * 1e9);
+			pthread_cond_timedwait(&d.cond, &d.mu, &until);
 		}
-	/* With a client missing the others still serve every request. */
-	if (!started)
-		c.next = o->requests;
-	for (long k = 0; k < started; k++)
-		pthread_join(th[k], NULL);
-	s->stats.wall_s = ctq_now_s() - s->t0;
-	pthread_attr_destroy(&attr);
-	pthread_mutex_destroy(&c.mu);
-	ctq_free(th);
+		send_due(&d);
+	}
+	pthread_mutex_unlock(&d.mu);
+	s->stats.wall_s = d.t_end - s->t0;
 	ctq_engine_stop(s->engine);
+	pthread_cond_destroy(&d.cond);
+	pthread_mutex_destroy(&d.mu);
+	ctq_free(tk);
 	struct ctq_engine_stats es;
 	ctq_engine_get_stats(s->engine, &es);
 	s->stats.calls = es.calls;
@@ -233,7 +252,7 @@ enum ctq_status ctq_bench_serve_run(struct ctq_bench_serve *s, struct ctq_error 
 		s->stats.failed += s->q[i].state == CTQ_ENGINE_FAILED;
 	}
 	summarize(s);
-	return st;
+	return CTQ_OK;
 }
 
 static bool req_ok(const struct ctq_bench_serve_req *x)

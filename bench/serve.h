@@ -1,8 +1,9 @@
 /* ctq bench serve, in process: a seeded serving workload (random prompts,
  * a fixed number of new tokens, closed-loop or Poisson arrivals) served by
- * the batching engine ctq serve runs (model/engine.h), minus HTTP: one
- * client thread per concurrent request submits and waits, as an HTTP
- * client of ctq serve would. And its measurement: per-request rows of
+ * the batching engine ctq serve runs (model/engine.h), minus HTTP and
+ * minus a client's latency: a closed-loop client sends its next request
+ * from the engine's on_done, so that it joins the next forward call. And
+ * its measurement: per-request rows of
  * bench_serve.csv, the latency / TTFT / TPOT / queue distributions and the
  * manifest summary.
  * Not the option parsing or the printing (harness/cmd_bench_serve.c), not
@@ -65,7 +66,7 @@ enum { CTQ_SERVE_TTFT, CTQ_SERVE_LATENCY, CTQ_SERVE_TPOT, CTQ_SERVE_QUEUE, CTQ_S
 
 /* What became of one request: seconds from the start of the run. */
 struct ctq_bench_serve_req {
-	double arrival, admitted, first, finish;
+	double arrival, sent, admitted, first, finish;
 	enum ctq_engine_finish state; /* RUNNING: never sent */
 	int64_t generated;
 	char why[160]; /* a failed request's error */
@@ -101,13 +102,12 @@ struct ctq_bench_serve {
 enum ctq_status ctq_bench_serve_open(struct ctq_bench_serve *s, const struct ctq_bench_serve_options *o,
 				     struct ctq_error *err);
 
-/* Serves every request through the engine from min(concurrency, requests)
- * client threads: closed loop, a client sends its next request when its
- * last one ends; on a schedule, a client takes the next request and sends
- * it at its arrival time (or when it is free, if later: the wait counts).
+/* Serves every request through the engine, at most concurrency in flight:
+ * closed loop, a client sends its next request when its last one ends (from
+ * the engine's on_done); on a schedule, a request is sent at its arrival
+ * time, or when a client frees up if later (the wait counts in its latency).
  * Then stops the engine and summarises. A failed forward call fails the
- * requests in it, which the rows say; the run goes on. Errors: env (no
- * thread), nomem. */
+ * requests in it, which the rows say; the run goes on. Errors: nomem. */
 enum ctq_status ctq_bench_serve_run(struct ctq_bench_serve *s, struct ctq_error *err);
 
 /* Writes one bench_serve.csv row per request into csv (opened with the

@@ -22,6 +22,7 @@
 
 struct ctq_engine_req {
 	struct ctq_engine_req *next_q; /* the waiting queue */
+	struct ctq_engine_req *next_done; /* ended, its on_done not yet called */
 	int32_t *prompt;               /* (n_prompt) owned */
 	int64_t n_prompt;
 	struct ctq_engine_params p;
@@ -34,6 +35,7 @@ struct ctq_engine_req {
 	bool prompt_done;               /* published */
 	enum ctq_engine_finish finish;  /* published */
 	bool cancel, released, engine_done;
+	bool done_pending;              /* on the done list: its on_done is due */
 	int64_t wake_above;             /* the waiter's `have`: no wake-up for fewer tokens */
 	pthread_cond_t cond;
 	double t_submit, t_admit, t_first, t_finish;
@@ -49,6 +51,7 @@ struct ctq_engine {
 	pthread_mutex_t mu;
 	pthread_cond_t work;
 	struct ctq_engine_req *q_head, *q_tail;
+	struct ctq_engine_req *done_head; /* ended requests whose on_done is due (LIFO) */
 	long n_waiting, n_running;
 	struct ctq_engine_req **slot_req; /* (max_batch) */
 	struct ctq_engine_req **order;    /* (n_order) the running requests, oldest admitted first */
@@ -166,8 +169,38 @@ static void finish_req(struct ctq_engine *e, struct ctq_engine_req *x, enum ctq_
 	e->stats.cancelled += f == CTQ_ENGINE_CANCELLED;
 	e->stats.failed += f == CTQ_ENGINE_FAILED;
 	pthread_cond_broadcast(&x->cond);
-	if (x->released)
+	if (x->released) {
 		req_free(x);
+	} else if (x->p.on_done) {
+		x->done_pending = true;
+		x->next_done = e->done_head;
+		e->done_head = x;
+	}
+}
+
+/* Under the lock, which it drops while they run: the on_done calls due, in
+ * the order the requests ended. */
+static void run_done(struct ctq_engine *e)
+{
+	struct ctq_engine_req *rev = NULL;
+	while (e->done_head) {
+		struct ctq_engine_req *x = e->done_head;
+		e->done_head = x->next_done;
+		x->done_pending = false;
+		if (x->released) { /* released since it ended: no call */
+			req_free(x);
+			continue;
+		}
+		x->next_done = rev;
+		rev = x;
+	}
+	pthread_mutex_unlock(&e->mu);
+	while (rev) {
+		struct ctq_engine_req *x = rev;
+		rev = x->next_done; /* read first: on_done may release x */
+		x->p.on_done(x->p.on_done_ctx, e, x);
+	}
+	pthread_mutex_lock(&e->mu);
 }
 
 /* Under the lock: drops cancelled requests, then fills free slots from the
@@ -362,6 +395,10 @@ static void *worker(void *arg)
 	pthread_mutex_lock(&e->mu);
 	for (;;) {
 		admit(e);
+		if (e->done_head) {
+			run_done(e); /* their clients' next requests join the next call */
+			continue;
+		}
 		if (e->stopping && !e->n_running && !e->q_head)
 			break;
 		if (!e->n_running) {
@@ -614,7 +651,7 @@ void ctq_engine_release(struct ctq_engine *e, struct ctq_engine_req *x)
 		return;
 	pthread_mutex_lock(&e->mu);
 	x->released = true;
-	if (x->engine_done) {
+	if (x->engine_done && !x->done_pending) {
 		req_free(x);
 	} else {
 		x->cancel = true;

@@ -42,6 +42,17 @@ struct ctq_engine_options {
 	bool log_calls;     /* keep a record of every forward call (ctq_engine_calls) */
 };
 
+struct ctq_engine;
+struct ctq_engine_req;
+
+/* Called once when a request ends (any finish), on the worker thread,
+ * without the engine's lock, before the worker plans its next call: a
+ * client that sends its next request from here has it in that call, as an
+ * ideal client with no latency would (ctq bench serve's closed loop). It may
+ * call any engine function but ctq_engine_stop and ctq_engine_free, and
+ * must not block. Not called for a request released before its end. */
+typedef void (*ctq_engine_done_fn)(void *ctx, struct ctq_engine *e, struct ctq_engine_req *req);
+
 struct ctq_engine_params {
 	int64_t max_new;     /* new tokens at most, >= 0 (0: prompt log-probabilities only) */
 	bool ignore_eos;
@@ -54,6 +65,8 @@ struct ctq_engine_params {
 	bool echo_logprobs;  /* log-probabilities of the prompt tokens too */
 	int n_stop_ids;
 	int32_t stop_ids[CTQ_ENGINE_MAX_STOP_IDS];
+	ctq_engine_done_fn on_done; /* NULL: none */
+	void *on_done_ctx;
 };
 
 /* One token with its log-probabilities (when asked for). */
@@ -72,9 +85,6 @@ enum ctq_engine_finish {
 	CTQ_ENGINE_CANCELLED, /* ctq_engine_cancel, or the engine stopped */
 	CTQ_ENGINE_FAILED     /* a forward call failed (ctq_engine_error says why) */
 };
-
-struct ctq_engine;
-struct ctq_engine_req;
 
 /* What a request has so far (ctq_engine_wait). tokens and prompt stay valid
  * until ctq_engine_release; entries below n_tokens never change. */

@@ -8,7 +8,9 @@
  *   - requests submitted at once, more than there are slots, with prompts
  *     cut into chunks across calls, give the tokens of the tests' own
  *     one-token-a-call decoder (tests/greedy.h), and the call log adds up;
- *   - ctq_engine_complete refuses what does not fit, and says why. */
+ *   - ctq_engine_complete refuses what does not fit, and says why;
+ *   - on_done runs on the worker, once a request, and a request sent from it
+ *     is served (a closed loop with no client latency). */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -206,5 +208,92 @@ Test(engine, complete_refuses_what_does_not_fit, .timeout = 120)
 	free(out);
 	ctq_engine_free(e);
 	ctq_model_close(&m);
+	fixture_drop(&f);
+}
+
+/* A closed loop through on_done: each request's end sends the next. */
+struct chain {
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	const int32_t (*prompts)[8];
+	int sent, ended, n;
+	int32_t out[4][6];
+	int64_t n_out[4];
+	bool worker_thread_ok;
+	pthread_t main_thread;
+};
+
+static void chain_done(void *ctx, struct ctq_engine *e, struct ctq_engine_req *req);
+
+static void chain_send(struct chain *c, struct ctq_engine *e)
+{
+	const struct ctq_engine_params p = {.max_new = 6, .ignore_eos = true, .top_p = 1, .logprobs = -1,
+					    .on_done = chain_done, .on_done_ctx = c};
+	struct ctq_engine_req *req = NULL;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_engine_submit(e, c->prompts[c->sent++], 8, &p, &req, &err), CTQ_OK, "%s", err.message);
+}
+
+static void chain_done(void *ctx, struct ctq_engine *e, struct ctq_engine_req *req)
+{
+	struct chain *c = ctx;
+	struct ctq_engine_view v;
+	ctq_engine_wait(e, req, INT64_MAX, 0, &v);
+	pthread_mutex_lock(&c->mu);
+	const int i = c->ended++;
+	c->worker_thread_ok &= !pthread_equal(pthread_self(), c->main_thread);
+	c->n_out[i] = v.n_tokens;
+	for (int64_t t = 0; t < v.n_tokens && t < 6; t++)
+		c->out[i][t] = v.tokens[t].id;
+	ctq_engine_release(e, req);
+	if (c->sent < c->n)
+		chain_send(c, e);
+	pthread_cond_signal(&c->cond);
+	pthread_mutex_unlock(&c->mu);
+}
+
+Test(engine, on_done_sends_the_next_request_from_the_worker, .timeout = 120)
+{
+	struct fixture f;
+	fixture_make(&f, "engine", 0, 15);
+	struct ctq_model m, plain;
+	open_model(&m, f.w8a8, 1, 1, 16, 16);
+	open_model(&plain, f.w8a8, 1, 1, 16, 16);
+	struct ctq_engine *e = NULL;
+	struct ctq_error err = {0};
+	const struct ctq_engine_options eo = {.max_batch = 1, .max_len = 16, .max_tokens = 16, .echo_rows = 1};
+	cr_assert_eq(ctq_engine_start(&e, &m, &eo, &err), CTQ_OK, "%s", err.message);
+	static const int32_t prompts[4][8] = {{1, 2, 3, 4, 5, 6, 7, 8}, {9, 10, 11, 12, 13, 14, 15, 16},
+					     {3, 1, 4, 1, 5, 9, 2, 6}, {2, 7, 1, 8, 2, 8, 1, 8}};
+	struct chain c = {.prompts = prompts, .n = 4, .worker_thread_ok = true, .main_thread = pthread_self()};
+	pthread_mutex_init(&c.mu, NULL);
+	pthread_cond_init(&c.cond, NULL);
+	pthread_mutex_lock(&c.mu);
+	chain_send(&c, e);
+	while (c.ended < c.n)
+		pthread_cond_wait(&c.cond, &c.mu);
+	pthread_mutex_unlock(&c.mu);
+	cr_expect(c.worker_thread_ok, "on_done runs on the engine's worker");
+	for (int i = 0; i < 4; i++) {
+		int32_t *want = NULL;
+		int64_t n_want = 0;
+		test_greedy(&plain.r[0], prompts[i], 8, 6, true, &want, &n_want);
+		cr_assert_eq(c.n_out[i], n_want, "request %d", i);
+		for (int64_t t = 0; t < n_want; t++)
+			cr_expect_eq(c.out[i][t], want[t], "request %d token %lld", i, (long long)t);
+		free(want);
+	}
+	struct ctq_engine_stats st;
+	ctq_engine_stop(e);
+	ctq_engine_get_stats(e, &st);
+	/* one slot, each prompt in one call, then 5 decode calls: no call is lost
+	 * or shared between two requests of the chain */
+	cr_expect_eq(st.calls, 4 * 6);
+	cr_expect_eq(st.finished, 4);
+	ctq_engine_free(e);
+	ctq_model_close(&plain);
+	ctq_model_close(&m);
+	pthread_cond_destroy(&c.cond);
+	pthread_mutex_destroy(&c.mu);
 	fixture_drop(&f);
 }
