@@ -86,7 +86,7 @@ endif
 # The floors, ground first (docs/architecture.md): each folder's sources go
 # into libctq.a; harness/ (the commands) links above it.
 LIB_DIRS    := core net quant checkpoint text backend reference model serve stats results families \
-               eval conform bench reports
+               eval conform bench reports plan
 HARNESS_SRC := $(wildcard harness/*.c)
 LIB_SRC     := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/embedded.o

@@ -53,6 +53,14 @@ enum ctq_status ctq_target_open(struct ctq_target *t, const char *dir, enum ctq_
 	return CTQ_OK;
 }
 
+enum ctq_status ctq_target_open_plan(struct ctq_target *t, const char *dir,
+				     struct ctq_error *err)
+{
+	ctq_target_init(t);
+	enum ctq_status st = ctq_target_load_config(dir, NULL, NULL, 0, NULL, &t->cfg, &t->mods, err);
+	return st ? st : ctq_plan_resolve(&t->plan, &t->cfg, &t->mods, CTQ_SEM_STRICT, NULL, err);
+}
+
 void ctq_target_close(struct ctq_target *t)
 {
 	ctq_checkpoint_close(&t->ck);

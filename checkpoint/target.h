@@ -50,6 +50,14 @@ enum ctq_status ctq_target_load_config(const char *path, const struct ctq_parse_
 enum ctq_status ctq_target_open(struct ctq_target *t, const char *dir, enum ctq_semantics sem,
 				unsigned flags, struct ctq_error *err);
 
+/* Initialises t and reads model folder dir's quantization config, modules
+ * and strict plan into it, not yet its tensors (probe and bench gemm, which
+ * look at the plan first). The config goes through ctq_target_load_config,
+ * so a folder without num_hidden_layers is told to name --arch. On error t
+ * holds what was read; ctq_target_close frees it. */
+enum ctq_status ctq_target_open_plan(struct ctq_target *t, const char *dir,
+				     struct ctq_error *err);
+
 void ctq_target_close(struct ctq_target *t);
 
 #endif

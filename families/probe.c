@@ -1,13 +1,41 @@
 /* The probe family (see probe.h). */
 #include "families/probe.h"
+#include "conform/probe.h"
 #include "core/arena.h"
 #include "families/verdict.h"
+#include "results/csv_out.h"
 #include "results/table.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+void ctq_fam_probe_csv_row(struct ctq_csv *w, const struct ctq_probe_result *r)
+{
+	ctq_csv_field(w, r->layer);
+	ctq_csv_fieldf(w, "%lld", (long long)r->K);
+	ctq_csv_fieldf(w, "%lld", (long long)r->N);
+	ctq_csv_fieldf(w, "%lld", (long long)r->M);
+	ctq_csv_field(w, ctq_probe_weights_name(r->weights));
+	ctq_csv_field(w, ctq_probe_acts_name(r->acts));
+	ctq_csv_field(w, r->backend);
+	ctq_csv_field(w, r->kernel_path);
+	ctq_csv_fieldf(w, "%lld", (long long)r->nan_count);
+	ctq_csv_fieldf(w, "%lld", (long long)r->inf_count);
+	ctq_csv_fieldf(w, "%lld", (long long)r->nonfinite_mismatch);
+	ctq_csv_field(w, r->all_zero ? "true" : "false");
+	ctq_csv_fieldf(w, "%.17g", r->max_abs_err);
+	ctq_csv_fieldf(w, "%lld", (long long)r->max_m);
+	ctq_csv_fieldf(w, "%lld", (long long)r->max_n);
+	ctq_csv_fieldf(w, "%.9g", r->ref_at_max);
+	ctq_csv_fieldf(w, "%.9g", r->got_at_max);
+	ctq_csv_fieldf(w, "%.17g", r->kernel_rel_l2);
+	ctq_csv_fieldf(w, "%.17g", r->quant_rel_l2);
+	ctq_csv_field(w, r->passed ? "pass" : "fail");
+	ctq_csv_field(w, r->reason);
+	ctq_csv_end_row(w);
+}
 
 /* ---- comparison -------------------------------------------------------------- */
 

@@ -1,5 +1,5 @@
 /* The kernel probe family: probe.csv, one row per probe of ctq probe
- * (harness/cmd_probe.c writes it); kernel_path names the code that ran
+ * (conform/probe_session.h runs them; ctq_fam_probe_csv_row writes a row); kernel_path names the code that ran
  * (backend/paths.h: "sm80-mma", "gemv", ...; the backend's name where it
  * has one implementation). Compared by (layer, K, N, M, weights,
  * acts, backend): rel-L2 grown beyond the policy factor (above its floor),
@@ -19,6 +19,11 @@
 	"inf_count",                                                                             \
 	"nonfinite_mismatch", "all_zero", "max_abs_err", "max_at_m", "max_at_n", "ref_at_max",   \
 	"got_at_max", "kernel_rel_l2", "quant_rel_l2", "outcome", "reason"
+
+struct ctq_csv;
+struct ctq_probe_result;
+/* One probe result (conform/probe.h) as probe.csv's row. */
+void ctq_fam_probe_csv_row(struct ctq_csv *w, const struct ctq_probe_result *r);
 
 enum ctq_status ctq_fam_probe_compare(struct ctq_cmp_pair *x, struct ctq_error *err);
 enum ctq_status ctq_fam_probe_trend(struct ctq_trend *t, size_t run, const struct ctq_table *tb,

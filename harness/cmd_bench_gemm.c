@@ -214,7 +214,7 @@ static enum ctq_status shapes_from_model(const char *dir, struct ctq_gemm_shape 
 	const struct ctq_plan *plan = &tg.plan;
 	const struct ctq_modules *mods = &tg.mods;
 	*n = 0;
-	enum ctq_status st = ctq_harness_plan_open(&tg, dir, err);
+	enum ctq_status st = ctq_target_open_plan(&tg, dir, err);
 	if (st || (st = ctq_checkpoint_open(&tg.ck, dir, err)))
 		goto done;
 	bool any_w8a8 = false;

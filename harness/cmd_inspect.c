@@ -1,11 +1,12 @@
 /* ctq inspect: the plan per module — name, type, scheme, group, matched
  * target, rule — as a table or JSON, under one semantics profile or all
- * three side by side with their disagreements marked. */
+ * three side by side with their disagreements marked. What is shown is
+ * computed by quant/inspect.h (profiles, cells, disagreements, shards, the
+ * JSON document); this file parses the options, prints and gives the exit
+ * code. */
 #include "checkpoint/target.h"
 #include "harness/commands.h"
-#include "quant/regex.h"
-#include "quant/resolve.h"
-#include "quant/shard.h"
+#include "quant/inspect.h"
 #include "core/strbuf.h"
 
 #include <stdlib.h>
@@ -43,71 +44,6 @@ static void help(void)
 	       "\n"
 	       "exit: 0 shown; 1 --check and the strict plan has module errors;\n"
 	       "      2 bad usage or a config error under the selected profile.\n");
-}
-
-/* inspect matches every `re:` target and ignore entry against every module
- * name under each profile it resolves (names and class targets are cheap):
- * the cost is regex entries x modules x profiles, about 100 ns per target
- * and 200 ns per ignore entry for each (entry, module, profile), the JIT
- * and the match cache (quant/regex.h) included. Configs above this many
- * (regex entry, module) pairs are refused: 200 entries at the largest model
- * (4096 layers, 32770 modules) pass, and the worst case at the bound, all
- * ignore entries, took 4.1 s with --semantics all (docs/semantics.md
- * "Cost of inspect"). */
-#define INSPECT_MAX_REGEX_PAIRS ((size_t)200 * 32770)
-
-static size_t count_regex_entries(const struct ctq_qconfig *cfg)
-{
-	size_t n = 0;
-	for (size_t g = 0; g < cfg->n_groups; g++)
-		for (size_t t = 0; t < cfg->groups[g].scheme.n_targets; t++)
-			n += !strncmp(cfg->groups[g].scheme.targets[t], "re:", 3);
-	for (size_t i = 0; i < cfg->n_ignore; i++)
-		n += !strncmp(cfg->ignore[i], "re:", 3);
-	return n;
-}
-
-struct view {
-	struct ctq_plan plans[CTQ_SEM_COUNT];
-	bool have[CTQ_SEM_COUNT];
-	struct ctq_error errs[CTQ_SEM_COUNT];
-};
-
-static void cell(const struct ctq_qconfig *cfg, const struct ctq_plan_entry *e,
-		 char *buf, size_t cap)
-{
-	if (e->error) {
-		snprintf(buf, cap, "!%s", ctq_status_name(e->error));
-		return;
-	}
-	snprintf(buf, cap, "%s %s/%s", e->scheme,
-		 e->group >= 0 ? cfg->groups[e->group].name : "-",
-		 ctq_match_by_name(e->by));
-}
-
-static bool disagree(const struct view *v, const struct ctq_qconfig *cfg,
-		     size_t i)
-{
-	const char *key0 = NULL;
-	char buf[3][160];
-	int k = 0;
-	for (int s = 0; s < CTQ_SEM_COUNT; s++) {
-		const struct ctq_plan_entry *e;
-		if (!v->have[s]) {
-			snprintf(buf[k], sizeof buf[k], "config-error");
-		} else {
-			e = &v->plans[s].entries[i];
-			snprintf(buf[k], sizeof buf[k], "%s|%s",
-				 e->error ? ctq_status_name(e->error) : e->scheme,
-				 e->group >= 0 ? cfg->groups[e->group].name : "-");
-		}
-		if (!key0)
-			key0 = buf[k];
-		else if (strcmp(key0, buf[k]))
-			return true;
-		k++;
-	}
-	return false;
 }
 
 static size_t width(size_t w, const char *s)
@@ -166,19 +102,16 @@ static void print_single(const struct ctq_plan *p, const struct ctq_qconfig *cfg
 	}
 }
 
-static void print_all(const struct view *v, const struct ctq_qconfig *cfg,
-		      const struct ctq_modules *mods)
+static void print_all(const struct ctq_inspection *v)
 {
+	const struct ctq_modules *mods = v->mods;
 	size_t w[5] = {6, 4, 6, 6, 6};
 	char buf[160];
 	for (size_t i = 0; i < mods->n; i++) {
 		w[0] = width(w[0], mods->v[i].name);
 		w[1] = width(w[1], mods->v[i].types[0]);
 		for (int s = 0; s < CTQ_SEM_COUNT; s++) {
-			if (v->have[s])
-				cell(cfg, &v->plans[s].entries[i], buf, sizeof buf);
-			else
-				snprintf(buf, sizeof buf, "!config-error");
+			ctq_inspect_cell(v, (enum ctq_semantics)s, i, buf, sizeof buf);
 			w[2 + s] = width(w[2 + s], buf);
 		}
 	}
@@ -186,15 +119,12 @@ static void print_all(const struct view *v, const struct ctq_qconfig *cfg,
 	       (int)w[2], "STRICT", (int)w[3], "CT", "VLLM");
 	size_t n_diff = 0;
 	for (size_t i = 0; i < mods->n; i++) {
-		bool d = disagree(v, cfg, i);
+		bool d = ctq_inspect_disagree(v, i);
 		n_diff += d;
 		printf("%s  %-*s  %-*s", d ? "!" : " ", (int)w[0], mods->v[i].name,
 		       (int)w[1], mods->v[i].types[0]);
 		for (int s = 0; s < CTQ_SEM_COUNT; s++) {
-			if (v->have[s])
-				cell(cfg, &v->plans[s].entries[i], buf, sizeof buf);
-			else
-				snprintf(buf, sizeof buf, "!config-error");
+			ctq_inspect_cell(v, (enum ctq_semantics)s, i, buf, sizeof buf);
 			if (s < CTQ_SEM_COUNT - 1)
 				printf("  %-*s", (int)w[2 + s], buf);
 			else
@@ -205,7 +135,7 @@ static void print_all(const struct view *v, const struct ctq_qconfig *cfg,
 	       "(cells: scheme group/rule; '!' = error)\n", n_diff, mods->n);
 }
 
-static void print_errors(const struct view *v, const struct ctq_modules *mods)
+static void print_errors(const struct ctq_inspection *v, const struct ctq_modules *mods)
 {
 	for (int s = 0; s < CTQ_SEM_COUNT; s++) {
 		if (!v->have[s] && v->errs[s].status) {
@@ -284,119 +214,6 @@ static void print_shards(const struct ctq_shard_plan *sp, const struct ctq_modul
 	ctq_strbuf_free(&sb);
 }
 
-static cJSON *entry_json(const struct ctq_qconfig *cfg,
-			 const struct ctq_plan_entry *e)
-{
-	cJSON *o = cJSON_CreateObject();
-	if (e->error) {
-		cJSON_AddStringToObject(o, "error", ctq_status_name(e->error));
-		cJSON_AddStringToObject(o, "message", e->message);
-		return o;
-	}
-	cJSON_AddStringToObject(o, "scheme", e->scheme);
-	if (e->group >= 0)
-		cJSON_AddStringToObject(o, "group", cfg->groups[e->group].name);
-	else
-		cJSON_AddNullToObject(o, "group");
-	if (e->target)
-		cJSON_AddStringToObject(o, "target", e->target);
-	else
-		cJSON_AddNullToObject(o, "target");
-	cJSON_AddStringToObject(o, "by", ctq_match_by_name(e->by));
-	if (e->format)
-		cJSON_AddStringToObject(o, "format", e->format);
-	if (e->vllm_class)
-		cJSON_AddStringToObject(o, "vllm_class", e->vllm_class);
-	return o;
-}
-
-static cJSON *range_json(const int64_t r[2])
-{
-	double d[2] = {(double)r[0], (double)r[1]};
-	return cJSON_CreateDoubleArray(d, 2);
-}
-
-static cJSON *shards_json(const struct ctq_shard_plan *sp, size_t m)
-{
-	static const char *const scale_names[] = {"none", "sliced", "replicated"};
-	static const char *const bias_names[] = {"none", "sliced", "rank0", "replicated"};
-	cJSON *a = cJSON_CreateArray();
-	for (int r = 0; r < sp->tp; r++) {
-		const struct ctq_shard *sh = ctq_shard_at(sp, m, r);
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddNumberToObject(o, "rank", r);
-		cJSON_AddStringToObject(o, "kind", ctq_shard_kind_name(sh->kind));
-		cJSON_AddItemToObject(o, "weight_rows", range_json(sh->rows));
-		cJSON_AddItemToObject(o, "weight_cols", range_json(sh->cols));
-		cJSON_AddStringToObject(o, "scale", scale_names[sh->scale]);
-		if (sh->scale == CTQ_SCALE_SLICED)
-			cJSON_AddItemToObject(o, "scale_rows", range_json(sh->scale_rows));
-		cJSON_AddStringToObject(o, "bias", bias_names[sh->bias]);
-		if (sh->bias == CTQ_BIAS_SLICED)
-			cJSON_AddItemToObject(o, "bias_rows", range_json(sh->bias_rows));
-		cJSON_AddItemToArray(a, o);
-	}
-	return a;
-}
-
-static int print_json(const char *path, const struct view *v, bool all, int only,
-		      const struct ctq_qconfig *cfg, const struct ctq_modules *mods,
-		      const struct ctq_shard_plan *sp)
-{
-	cJSON *root = cJSON_CreateObject();
-	cJSON_AddStringToObject(root, "path", path);
-	cJSON *c = cJSON_AddObjectToObject(root, "config");
-	cJSON_AddStringToObject(c, "location", ctq_qlocation_name(cfg->location));
-	cJSON_AddStringToObject(c, "block_path", cfg->block_path ? cfg->block_path : "");
-	if (cfg->quant_method)
-		cJSON_AddStringToObject(c, "quant_method", cfg->quant_method);
-	cJSON *groups = cJSON_AddArrayToObject(c, "groups");
-	for (size_t g = 0; g < cfg->n_groups; g++) {
-		cJSON *go = cJSON_CreateObject();
-		cJSON_AddStringToObject(go, "name", cfg->groups[g].name);
-		cJSON_AddItemToArray(groups, go);
-	}
-	cJSON *errs = cJSON_AddObjectToObject(root, "config_errors");
-	cJSON *ms = cJSON_AddArrayToObject(root, "modules");
-	for (size_t i = 0; i < mods->n; i++) {
-		cJSON *mo = cJSON_CreateObject();
-		cJSON_AddStringToObject(mo, "name", mods->v[i].name);
-		cJSON *types = cJSON_AddArrayToObject(mo, "types");
-		for (size_t t = 0; t < mods->v[i].n_types; t++)
-			cJSON_AddItemToArray(types, cJSON_CreateString(mods->v[i].types[t]));
-		cJSON_AddStringToObject(mo, "vllm_type", mods->v[i].vllm_type);
-		for (int s = 0; s < CTQ_SEM_COUNT; s++) {
-			if ((!all && s != only) || !v->have[s])
-				continue;
-			cJSON_AddItemToObject(mo, ctq_semantics_name((enum ctq_semantics)s),
-					      entry_json(cfg, &v->plans[s].entries[i]));
-		}
-		if (all)
-			cJSON_AddBoolToObject(mo, "profiles_disagree", disagree(v, cfg, i));
-		if (sp && ctq_shard_at(sp, i, 0)->kind != CTQ_SHARD_NONE)
-			cJSON_AddItemToObject(mo, "shards", shards_json(sp, i));
-		cJSON_AddItemToArray(ms, mo);
-	}
-	for (int s = 0; s < CTQ_SEM_COUNT; s++) {
-		if ((!all && s != only) || v->have[s] || !v->errs[s].status)
-			continue;
-		cJSON *eo = cJSON_CreateObject();
-		cJSON_AddStringToObject(eo, "class", ctq_status_name(v->errs[s].status));
-		cJSON_AddStringToObject(eo, "path", v->errs[s].path);
-		cJSON_AddStringToObject(eo, "message", v->errs[s].message);
-		cJSON_AddItemToObject(errs, ctq_semantics_name((enum ctq_semantics)s), eo);
-	}
-	char *text = cJSON_Print(root);
-	cJSON_Delete(root);
-	if (!text) {
-		fprintf(stderr, "ctq inspect: out of memory\n");
-		return CTQ_EXIT_USAGE;
-	}
-	puts(text);
-	free(text);
-	return CTQ_EXIT_OK;
-}
-
 int ctq_cmd_inspect(int argc, char **argv)
 {
 	const char *path = NULL, *arch = NULL, *prefix = NULL, *sem_name = "strict";
@@ -430,7 +247,7 @@ int ctq_cmd_inspect(int argc, char **argv)
 	struct ctq_qconfig cfg;
 	struct ctq_modules mods;
 	struct ctq_error err = {0};
-	struct view v;
+	struct ctq_inspection v;
 	memset(&v, 0, sizeof v);
 	int rc = CTQ_EXIT_OK;
 	enum ctq_status st = ctq_target_load_config(path, &opt, arch, layers, prefix, &cfg,
@@ -440,56 +257,46 @@ int ctq_cmd_inspect(int argc, char **argv)
 		rc = ctq_status_exit_code(st);
 		goto out;
 	}
-	size_t n_regex = count_regex_entries(&cfg);
-	if (n_regex && mods.n > INSPECT_MAX_REGEX_PAIRS / n_regex) {
-		ctq_error_set(&err, CTQ_ERR_INVALID_CONFIG, path,
-			      "%zu re: targets and ignore entries x %zu modules = %zu regex matches per profile; inspect takes at most %zu (about 4 s with --semantics all; see docs/semantics.md \"Cost of inspect\")",
-			      n_regex, mods.n, n_regex * mods.n, INSPECT_MAX_REGEX_PAIRS);
+	if (ctq_inspect_resolve(&v, path, &cfg, &mods, all, only, &err)) {
 		rc = ctq_print_error_exit("inspect", &err);
 		goto out;
 	}
-	struct ctq_regex_cache rcache;
-	ctq_regex_cache_init(&rcache);
-	for (int s = 0; s < CTQ_SEM_COUNT; s++) {
-		if (!all && s != (int)only)
-			continue;
-		if (!ctq_plan_resolve(&v.plans[s], &cfg, &mods, (enum ctq_semantics)s,
-				      &rcache, &v.errs[s]))
-			v.have[s] = true;
-	}
-	ctq_regex_cache_free(&rcache);
-	enum ctq_semantics primary = all ? CTQ_SEM_STRICT : only;
+	enum ctq_semantics primary = ctq_inspect_primary(&v);
 	if (!v.have[primary] && !all) {
 		ctq_print_error("inspect", &v.errs[primary]);
 		rc = ctq_status_exit_code(v.errs[primary].status);
 		goto out;
 	}
-	struct ctq_shard_plan sp;
-	memset(&sp, 0, sizeof sp);
-	if (tp && ctq_shard_plan_build(&sp, &v.plans[primary], (int)tp, &err)) {
+	if (tp && ctq_inspect_shards(&v, (int)tp, &err)) {
 		rc = ctq_print_error_exit("inspect", &err);
 		goto out;
 	}
 	if (json) {
-		rc = print_json(path, &v, all, (int)only, &cfg, &mods, tp ? &sp : NULL);
+		cJSON *root = ctq_inspect_json(&v, path);
+		char *text = cJSON_Print(root);
+		cJSON_Delete(root);
+		if (text)
+			puts(text);
+		else
+			fprintf(stderr, "ctq inspect: out of memory\n");
+		rc = text ? CTQ_EXIT_OK : CTQ_EXIT_USAGE;
+		free(text);
 	} else {
 		print_header(path, &cfg, &mods);
 		if (all)
-			print_all(&v, &cfg, &mods);
+			print_all(&v);
 		else
 			print_single(&v.plans[only], &cfg, &mods);
 		print_errors(&v, &mods);
 		if (tp)
-			print_shards(&sp, &mods);
+			print_shards(&v.sp, &mods);
 	}
-	ctq_shard_plan_free(&sp);
 	if (!v.have[primary])
 		rc = ctq_status_exit_code(v.errs[primary].status);
 	else if (check && v.have[CTQ_SEM_STRICT] && v.plans[CTQ_SEM_STRICT].n_errors)
 		rc = CTQ_EXIT_FAIL;
 out:
-	for (int s = 0; s < CTQ_SEM_COUNT; s++)
-		ctq_plan_free(&v.plans[s]);
+	ctq_inspect_free(&v);
 	ctq_modules_free(&mods);
 	ctq_qconfig_free(&cfg);
 	return rc;

@@ -1,19 +1,15 @@
-/* ctq probe: kernel isolation per linear geometry (conform/probe.h), on the
- * reference backend, the CUDA backend, or both; CSV + JSON into a run
- * directory and exit 1 on any failure. */
-#include "checkpoint/target.h"
+/* ctq probe: kernel isolation per linear geometry, on the reference
+ * backend, the CUDA backend, a kernel plug-in, or several: the options, the
+ * table printed as the probes run, probe.csv / probe.json / the manifest
+ * into a run directory, and exit 1 on any failure. The probes, their
+ * session and its tallies are conform/'s (conform/probe_session.h); the
+ * CSV row is the probe family's (families/probe.h). */
 #include "harness/commands.h"
-#include "core/arena.h"
-#include "conform/probe.h"
-#include "core/dtype.h"
-#include "checkpoint/loader.h"
-#include "quant/regex.h"
-#include "quant/resolve.h"
-#include "core/fileio.h"
+#include "conform/probe_session.h"
+#include "core/json.h"
+#include "families/probe.h"
 #include "results/csv_out.h"
 #include "results/run.h"
-#include "families/probe.h"
-#include "backend/plugin.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -60,66 +56,6 @@ static void help(void)
 	       "      3 no GPU for cuda (or a CUDA plug-in), or a plug-in call failed.\n");
 }
 
-struct shape {
-	const char *name;
-	int64_t K, N;
-};
-
-static const struct shape qwen3_4b[] = {
-	{"qkv_proj", 2560, 6144}, {"o_proj", 4096, 2560}, {"gate_up_proj", 2560, 19456},
-	{"down_proj", 9728, 2560}};
-static const struct shape qwen3_06b[] = {
-	{"qkv_proj", 1024, 4096}, {"o_proj", 2048, 1024}, {"gate_up_proj", 1024, 6144},
-	{"down_proj", 3072, 1024}};
-static const struct shape tiny[] = {
-	{"qkv_proj", 64, 128}, {"o_proj", 64, 64}, {"gate_up_proj", 64, 352}, {"down_proj", 176, 64}};
-
-static int parse_shapes(const char *s, struct ctq_probe_layer **out, size_t *n)
-{
-	const struct shape *preset = NULL;
-	size_t np = 0;
-	if (!strcmp(s, "qwen3-4b"))
-		preset = qwen3_4b, np = 4;
-	else if (!strcmp(s, "qwen3-0.6b"))
-		preset = qwen3_06b, np = 4;
-	else if (!strcmp(s, "tiny"))
-		preset = tiny, np = 4;
-	if (preset) {
-		*out = ctq_calloc(np, sizeof **out);
-		if (!*out)
-			return -1;
-		for (size_t i = 0; i < np; i++)
-			(*out)[i] = (struct ctq_probe_layer){.name = preset[i].name, .K = preset[i].K, .N = preset[i].N};
-		*n = np;
-		return 0;
-	}
-	size_t cap = 1;
-	for (const char *c = s; *c; c++)
-		cap += *c == ',';
-	*out = ctq_calloc(cap, sizeof **out);
-	if (!*out)
-		return -1;
-	*n = 0;
-	const char *c = s;
-	while (*c) {
-		char *end;
-		long long K = strtoll(c, &end, 10);
-		if (end == c || *end != ':')
-			return 1;
-		c = end + 1;
-		long long N = strtoll(c, &end, 10);
-		if (end == c || (*end && *end != ',') || K < 1 || N < 1 || K > (1LL << 20) || N > (1LL << 20))
-			return 1;
-		char *name = ctq_malloc(48);
-		if (!name)
-			return -1;
-		snprintf(name, 48, "%lld:%lld", K, N);
-		(*out)[(*n)++] = (struct ctq_probe_layer){.name = name, .K = K, .N = N};
-		c = *end ? end + 1 : end;
-	}
-	return *n ? 0 : 1;
-}
-
 static bool parse_list(const char *s, bool *sel, int count,
 		       bool (*parse)(const char *, int *))
 {
@@ -156,65 +92,6 @@ static bool parse_a(const char *s, int *v)
 
 static const char *const csv_header[] = {CTQ_PROBE_CSV_COLUMNS};
 
-static void csv_row(struct ctq_csv *w, const struct ctq_probe_result *r)
-{
-	ctq_csv_field(w, r->layer);
-	ctq_csv_fieldf(w, "%lld", (long long)r->K);
-	ctq_csv_fieldf(w, "%lld", (long long)r->N);
-	ctq_csv_fieldf(w, "%lld", (long long)r->M);
-	ctq_csv_field(w, ctq_probe_weights_name(r->weights));
-	ctq_csv_field(w, ctq_probe_acts_name(r->acts));
-	ctq_csv_field(w, r->backend);
-	ctq_csv_field(w, r->kernel_path);
-	ctq_csv_fieldf(w, "%lld", (long long)r->nan_count);
-	ctq_csv_fieldf(w, "%lld", (long long)r->inf_count);
-	ctq_csv_fieldf(w, "%lld", (long long)r->nonfinite_mismatch);
-	ctq_csv_field(w, r->all_zero ? "true" : "false");
-	ctq_csv_fieldf(w, "%.17g", r->max_abs_err);
-	ctq_csv_fieldf(w, "%lld", (long long)r->max_m);
-	ctq_csv_fieldf(w, "%lld", (long long)r->max_n);
-	ctq_csv_fieldf(w, "%.9g", r->ref_at_max);
-	ctq_csv_fieldf(w, "%.9g", r->got_at_max);
-	ctq_csv_fieldf(w, "%.17g", r->kernel_rel_l2);
-	ctq_csv_fieldf(w, "%.17g", r->quant_rel_l2);
-	ctq_csv_field(w, r->passed ? "pass" : "fail");
-	ctq_csv_field(w, r->reason);
-	ctq_csv_end_row(w);
-}
-
-static cJSON *json_row(const struct ctq_probe_result *r)
-{
-	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "layer", r->layer);
-	cJSON_AddNumberToObject(o, "K", (double)r->K);
-	cJSON_AddNumberToObject(o, "N", (double)r->N);
-	cJSON_AddNumberToObject(o, "M", (double)r->M);
-	cJSON_AddStringToObject(o, "weights", ctq_probe_weights_name(r->weights));
-	cJSON_AddStringToObject(o, "acts", ctq_probe_acts_name(r->acts));
-	cJSON_AddStringToObject(o, "backend", r->backend);
-	cJSON_AddStringToObject(o, "kernel_path", r->kernel_path);
-	cJSON_AddNumberToObject(o, "nan_count", (double)r->nan_count);
-	cJSON_AddNumberToObject(o, "inf_count", (double)r->inf_count);
-	cJSON_AddNumberToObject(o, "nonfinite_mismatch", (double)r->nonfinite_mismatch);
-	cJSON_AddBoolToObject(o, "all_zero", r->all_zero);
-	cJSON_AddNumberToObject(o, "max_abs_err", r->max_abs_err);
-	cJSON_AddNumberToObject(o, "kernel_rel_l2", r->kernel_rel_l2);
-	if (r->quant_rel_l2 == r->quant_rel_l2)
-		cJSON_AddNumberToObject(o, "quant_rel_l2", r->quant_rel_l2);
-	else
-		cJSON_AddNullToObject(o, "quant_rel_l2");
-	if (r->q_mismatch >= 0) {
-		cJSON_AddNumberToObject(o, "q_mismatch", (double)r->q_mismatch);
-		cJSON_AddNumberToObject(o, "s_mismatch", (double)r->s_mismatch);
-	}
-	if (r->y_mismatch >= 0)
-		cJSON_AddNumberToObject(o, "y_mismatch", (double)r->y_mismatch);
-	cJSON_AddBoolToObject(o, "passed", r->passed);
-	if (!r->passed)
-		cJSON_AddStringToObject(o, "reason", r->reason);
-	return o;
-}
-
 static void print_header(struct ctq_backend *backends, int n_backends,
 			 enum ctq_act_numerics numerics, const struct ctq_probe_policy *policy)
 {
@@ -236,160 +113,29 @@ static void print_header(struct ctq_backend *backends, int n_backends,
 	       "WEIGHTS", "ACTS", "BACKEND", "NaN", "Inf", "KERNEL-L2", "QUANT-L2", "VERDICT");
 }
 
-/* One probe session: the backends, the policy, the outputs, the tallies.
- * The header goes out with the first row, so that an error before any
- * row (a checkpoint that does not open) prints no table. */
-struct session {
-	struct ctq_backend *backends;
-	int n_backends;
-	const int64_t *ms;
-	size_t n_m;
-	long seed;
-	const struct ctq_probe_policy *policy;
-	struct ctq_csv *csv;
-	cJSON *rows;
-	size_t passed, failed;
+/* What each result does as it comes: the table's row (its header with
+ * the first), probe.csv's row. */
+struct printer {
+	const struct ctq_probe_session *S;
 	enum ctq_act_numerics numerics;
+	struct ctq_csv *csv;
 	bool header_printed;
 };
 
-/* Every selected (weights, acts, M, backend) combination of one layer. */
-static enum ctq_status run_layer(struct session *S, const struct ctq_probe_layer *L,
-				 const bool *wsel, const bool *asel, struct ctq_error *err)
+static void on_result(void *ctx, const struct ctq_probe_result *r)
 {
-	struct ctq_backend *bes[3];
-	for (int bi = 0; bi < S->n_backends && bi < 3; bi++)
-		bes[bi] = &S->backends[bi];
-	for (int w = 0; w < CTQ_PW_COUNT; w++)
-		for (int a = 0; a < CTQ_PA_COUNT; a++)
-			for (size_t mi = 0; mi < S->n_m; mi++) {
-				if (!wsel[w] || !asel[a])
-					continue;
-				/* the oracle once, every backend held to it */
-				struct ctq_probe_result res[3];
-				enum ctq_status st = ctq_probe_run_many(bes, S->n_backends, L,
-									(enum ctq_probe_weights)w,
-									(enum ctq_probe_acts)a, S->ms[mi],
-									(uint64_t)S->seed, S->policy, res, err);
-				if (st)
-					return st;
-				for (int bi = 0; bi < S->n_backends; bi++) {
-					const struct ctq_probe_result *r = &res[bi];
-					r->passed ? S->passed++ : S->failed++;
-					if (!S->header_printed)
-						print_header(S->backends, S->n_backends, S->numerics, S->policy);
-					S->header_printed = true;
-					printf("%-14s %6lld %6lld %5lld %-10s %-10s %-9s %5lld %5lld %11.3e %11.3e  %s\n",
-					       r->layer, (long long)r->K, (long long)r->N, (long long)r->M,
-					       ctq_probe_weights_name(r->weights), ctq_probe_acts_name(r->acts),
-					       r->backend, (long long)r->nan_count, (long long)r->inf_count,
-					       r->kernel_rel_l2, r->quant_rel_l2, r->passed ? "pass" : "FAIL");
-					if (!r->passed)
-						printf("    %s\n", r->reason);
-					fflush(stdout);
-					csv_row(S->csv, r);
-					cJSON_AddItemToArray(S->rows, json_row(r));
-				}
-			}
-	return CTQ_OK;
-}
-
-/* The checkpoint's linear modules with their real weights, then the
- * synthetic patterns on each distinct (K, N). */
-static enum ctq_status run_model(struct session *S, const char *dir, const bool *wsel,
-				 const bool *asel, const bool *real_asel, struct ctq_error *err)
-{
-	struct ctq_target tg;
-	const struct ctq_plan *plan = &tg.plan;
-	const struct ctq_modules *mods = &tg.mods;
-	struct ctq_shard_plan sp;
-	memset(&sp, 0, sizeof sp);
-	enum ctq_status st = ctq_harness_plan_open(&tg, dir, err);
-	int64_t (*geo)[2] = NULL;
-	size_t n_geo = 0;
-	if (st)
-		goto done;
-	if (plan->n_errors) {
-		for (size_t i = 0; i < plan->n; i++)
-			if (plan->entries[i].error) {
-				st = ctq_error_set(err, plan->entries[i].error, mods->v[i].name, "%s",
-						   plan->entries[i].message);
-				goto done;
-			}
-	}
-	if ((st = ctq_checkpoint_open(&tg.ck, dir, err)) || (st = ctq_shard_plan_build(&sp, plan, 1, err)))
-		goto done;
-	geo = ctq_calloc(mods->n + 1, sizeof *geo);
-	if (!geo) {
-		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
-		goto done;
-	}
-	bool real_w[CTQ_PW_COUNT] = {true, false, false, false, false};
-	for (size_t i = 0; i < mods->n && !st; i++) {
-		if (mods->v[i].kind != CTQ_MODULE_LINEAR)
-			continue;
-		struct ctq_linear l;
-		if ((st = ctq_load_linear(&tg.ck, plan, &sp, i, 0, &l, err)))
-			break;
-		float *wf = NULL;
-		struct ctq_probe_layer L = {.name = l.name, .K = l.K, .N = l.N, .bias = l.bias};
-		if (l.quantized) {
-			L.wq = l.w_i8;
-			L.sw = l.scale;
-		} else {
-			wf = ctq_malloc((size_t)(l.N * l.K) * sizeof *wf);
-			if (!wf) {
-				ctq_linear_free(&l);
-				st = ctq_error_set(err, CTQ_ERR_NOMEM, l.name, "out of memory");
-				break;
-			}
-			ctq_convert_to_f32(l.w_bf16, CTQ_DTYPE_BF16, (size_t)(l.N * l.K), wf);
-			L.w = wf;
-		}
-		st = run_layer(S, &L, real_w, real_asel, err);
-		size_t g;
-		for (g = 0; g < n_geo; g++)
-			if (geo[g][0] == l.K && geo[g][1] == l.N)
-				break;
-		if (g == n_geo) {
-			geo[n_geo][0] = l.K;
-			geo[n_geo][1] = l.N;
-			n_geo++;
-		}
-		free(wf);
-		ctq_linear_free(&l);
-	}
-	for (size_t g = 0; g < n_geo && !st; g++) {
-		char name[48];
-		snprintf(name, sizeof name, "%lld:%lld", (long long)geo[g][0], (long long)geo[g][1]);
-		struct ctq_probe_layer L = {.name = name, .K = geo[g][0], .N = geo[g][1]};
-		st = run_layer(S, &L, wsel, asel, err);
-	}
-done:
-	free(geo);
-	ctq_shard_plan_free(&sp);
-	ctq_target_close(&tg);
-	return st;
-}
-
-/* The backends probed, in order: reference, cuda, the plug-in; *n counts
- * those opened (closed by the caller, also on error). */
-static enum ctq_status open_backends(struct ctq_backend *b, int *n, bool use_ref, bool use_cuda,
-				     const char *kernel_lib, unsigned defects,
-				     enum ctq_act_numerics numerics, struct ctq_error *err)
-{
-	enum ctq_status st = CTQ_OK;
-	if (use_ref && !(st = ctq_backend_reference(&b[*n], err)))
-		(*n)++;
-	if (!st && use_cuda && !(st = ctq_backend_cuda(&b[*n], 0, err)))
-		(*n)++;
-	for (int i = 0; i < *n && !st; i++) {
-		b[i].defects = defects;
-		st = ctq_backend_set_act_numerics(&b[i], numerics, err);
-	}
-	if (!st && kernel_lib && !(st = ctq_backend_plugin(&b[*n], kernel_lib, err)))
-		(*n)++;
-	return st;
+	struct printer *P = ctx;
+	if (!P->header_printed)
+		print_header(P->S->backends, P->S->n_backends, P->numerics, P->S->policy);
+	P->header_printed = true;
+	printf("%-14s %6lld %6lld %5lld %-10s %-10s %-9s %5lld %5lld %11.3e %11.3e  %s\n", r->layer,
+	       (long long)r->K, (long long)r->N, (long long)r->M, ctq_probe_weights_name(r->weights),
+	       ctq_probe_acts_name(r->acts), r->backend, (long long)r->nan_count,
+	       (long long)r->inf_count, r->kernel_rel_l2, r->quant_rel_l2, r->passed ? "pass" : "FAIL");
+	if (!r->passed)
+		printf("    %s\n", r->reason);
+	fflush(stdout);
+	ctq_fam_probe_csv_row(P->csv, r);
 }
 
 struct probe_opts {
@@ -509,33 +255,28 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
 
 /* probe.json and the manifest's "probe" object. */
 static enum ctq_status write_results(struct ctq_run *run, const struct probe_opts *o,
-				     const struct session *S, const char *plugin_name,
-				     const struct ctq_probe_policy *policy, struct ctq_error *err)
+				     const struct ctq_probe_session *S, const char *plugin_name,
+				     struct ctq_error *err)
 {
-	char path[1200];
 	char *text = cJSON_Print(S->rows);
-	if (!text || ctq_file_write_atomic(ctq_run_path(run, "probe.json", path, sizeof path), text,
-					   strlen(text), err)) {
-		free(text);
-		if (!err->status)
-			ctq_error_set(err, CTQ_ERR_NOMEM, "probe.json", "out of memory");
-		return err->status;
-	}
+	enum ctq_status st = text ? ctq_run_write_file(run, "probe.json", text, strlen(text), err)
+				  : ctq_error_set(err, CTQ_ERR_NOMEM, "probe.json", "out of memory");
 	free(text);
-	cJSON *summary = cJSON_AddObjectToObject(run->manifest, "probe");
-	cJSON_AddStringToObject(summary, "backend",
-				o->kernel_lib && !o->backend_given ? "none" : o->backend);
-	if (o->kernel_lib) {
-		cJSON_AddStringToObject(summary, "kernel_lib", o->kernel_lib);
-		cJSON_AddStringToObject(summary, "kernel_plugin", plugin_name);
-	}
-	cJSON_AddStringToObject(summary, "act_numerics", ctq_act_numerics_name(o->numerics));
-	if (o->model)
-		cJSON_AddStringToObject(summary, "model", o->model);
-	cJSON_AddNumberToObject(summary, "passed", (double)S->passed);
-	cJSON_AddNumberToObject(summary, "failed", (double)S->failed);
-	cJSON_AddNumberToObject(summary, "seed", (double)o->seed);
-	cJSON_AddStringToObject(summary, "policy", policy->source);
+	if (st)
+		return st;
+	const struct ctq_probe_summary sum = {
+		.backend = o->kernel_lib && !o->backend_given ? "none" : o->backend,
+		.kernel_lib = o->kernel_lib,
+		.kernel_plugin = plugin_name,
+		.numerics = o->numerics,
+		.model = o->model,
+		.seed = o->seed,
+		.policy = S->policy->source,
+	};
+	cJSON *summary = ctq_probe_summary_json(&sum, S);
+	if (!summary)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "manifest", "out of memory");
+	cJSON_AddItemToObject(run->manifest, "probe", summary);
 	return CTQ_OK;
 }
 
@@ -545,8 +286,6 @@ int ctq_cmd_probe(int argc, char **argv)
 	int prc = parse_opts(argc, argv, &o);
 	if (prc >= 0)
 		return prc;
-	const char *shapes = o.shapes, *model = o.model, *kernel_lib = o.kernel_lib;
-	enum ctq_act_numerics numerics = o.numerics;
 	struct ctq_probe_policy policy;
 	ctq_probe_policy_default(&policy);
 	struct ctq_error err = {0};
@@ -554,68 +293,66 @@ int ctq_cmd_probe(int argc, char **argv)
 		ctq_print_error("probe", &err);
 		return CTQ_EXIT_USAGE;
 	}
-	struct ctq_probe_layer *layers = NULL;
-	size_t n_layers = 0;
-	int pr = parse_shapes(shapes, &layers, &n_layers);
-	if (pr) {
-		fprintf(stderr, pr < 0 ? "ctq probe: out of memory\n"
+	struct ctq_probe_shapes shapes;
+	enum ctq_status st = ctq_probe_shapes_parse(o.shapes, &shapes, &err);
+	if (st) {
+		fprintf(stderr, st == CTQ_ERR_NOMEM ? "ctq probe: out of memory\n"
 				       : "ctq probe: --shapes is \"%s\"; expected qwen3-4b, qwen3-0.6b, tiny or K:N[,K:N...]\n",
-			shapes);
-		free(layers);
+			o.shapes);
+		ctq_probe_shapes_free(&shapes);
 		return CTQ_EXIT_USAGE;
 	}
-	struct ctq_backend backends[3];
-	int n_backends = 0, rc = CTQ_EXIT_USAGE;
+	struct ctq_backend backends[CTQ_PROBE_MAX_BACKENDS];
+	int rc = CTQ_EXIT_USAGE;
 	memset(backends, 0, sizeof backends);
 	struct ctq_run run;
 	memset(&run, 0, sizeof run);
 	struct ctq_csv csv;
 	memset(&csv, 0, sizeof csv);
-	cJSON *rows = cJSON_CreateArray();
-	if (open_backends(backends, &n_backends, o.use_ref, o.use_cuda, kernel_lib, o.defects, numerics,
-			  &err))
+	struct ctq_probe_session S = {.backends = backends, .ms = o.ms, .n_m = o.n_m,
+				      .seed = (uint64_t)o.seed, .policy = &policy};
+	memcpy(S.wsel, o.wsel, sizeof S.wsel);
+	memcpy(S.asel, o.asel, sizeof S.asel);
+	memcpy(S.real_asel, o.real_asel, sizeof S.real_asel);
+	struct printer P = {&S, o.numerics, &csv, false};
+	S.on_result = on_result;
+	S.ctx = &P;
+	if (ctq_probe_session_init(&S, &err) ||
+	    ctq_probe_backends_open(backends, &S.n_backends, o.use_ref, o.use_cuda, o.kernel_lib,
+				    o.defects, o.numerics, &err))
 		goto fail;
 	/* The kernel threshold is for kernels of ctq's formula. */
-	if (numerics != CTQ_ACT_NUMERICS_CTQ)
+	if (o.numerics != CTQ_ACT_NUMERICS_CTQ)
 		policy.kernel_rel_l2_max = -1.0;
-	char path[1200];
 	if (ctq_run_begin(&run, o.out.dir, o.out.force, "probe", argc, argv, &err) ||
-	    ctq_csv_open(&csv, ctq_run_path(&run, "probe.csv", path, sizeof path), csv_header,
-			 sizeof csv_header / sizeof *csv_header, &err))
+	    ctq_run_csv_open(&run, "probe.csv", &csv, csv_header, sizeof csv_header / sizeof *csv_header,
+			     &err))
 		goto fail;
-	struct session S = {backends, n_backends, o.ms, o.n_m, o.seed, &policy, &csv, rows, 0, 0, numerics, false};
-	enum ctq_status rst = CTQ_OK;
-	if (model)
-		rst = run_model(&S, model, o.wsel, o.asel, o.real_asel, &err);
-	for (size_t l = 0; l < n_layers && !model && !rst; l++)
-		rst = run_layer(&S, &layers[l], o.wsel, o.asel, &err);
-	if (rst)
+	if (o.model)
+		st = ctq_probe_session_model(&S, o.model, &err);
+	for (size_t l = 0; l < shapes.n && !o.model && !st; l++)
+		st = ctq_probe_session_layer(&S, &shapes.v[l], S.wsel, S.asel, &err);
+	if (st)
 		goto fail;
-	size_t passed = S.passed, failed = S.failed;
 	if (ctq_csv_close(&csv, &err) ||
-	    write_results(&run, &o, &S, kernel_lib ? backends[n_backends - 1].ops->name : NULL, &policy,
-			  &err))
+	    write_results(&run, &o, &S, o.kernel_lib ? backends[S.n_backends - 1].ops->name : NULL, &err))
 		goto fail;
 	char final_dir[sizeof run.final_dir];
 	snprintf(final_dir, sizeof final_dir, "%s", run.final_dir);
 	if (ctq_run_commit(&run, &err))
 		goto fail;
 	printf("\nprobe: results in %s/ (probe.csv, probe.json)\n", final_dir);
-	printf("probe: %zu passed, %zu failed\n", passed, failed);
-	rc = failed ? CTQ_EXIT_FAIL : CTQ_EXIT_OK;
+	printf("probe: %zu passed, %zu failed\n", S.passed, S.failed);
+	rc = S.failed ? CTQ_EXIT_FAIL : CTQ_EXIT_OK;
 	goto done;
 fail:
 	rc = ctq_print_error_exit("probe", &err);
 	ctq_csv_close(&csv, NULL);
 	ctq_run_abort(&run);
 done:
-	ctq_probe_release();
-	cJSON_Delete(rows);
-	for (int i = 0; i < n_backends; i++)
+	ctq_probe_session_free(&S);
+	for (int i = 0; i < S.n_backends; i++)
 		ctq_backend_close(&backends[i]);
-	if (layers && strchr(shapes, ':'))
-		for (size_t i = 0; i < n_layers; i++)
-			free((char *)layers[i].name);
-	free(layers);
+	ctq_probe_shapes_free(&shapes);
 	return rc;
 }

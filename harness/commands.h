@@ -151,10 +151,10 @@ bool ctq_opt_fn_act_numerics(const char *cmd, const char *name, const char *v, v
 bool ctq_opt_act_numerics_backend(const char *cmd, enum ctq_act_numerics n, const char *backend);
 
 
-/* Run directories and model folders, as the commands open them
- * (harness/common.c over results/run.h and checkpoint/target.h). */
+/* Run directories, as the commands open them (harness/common.c over
+ * results/run.h; a model folder's plan: ctq_target_open_plan,
+ * checkpoint/target.h). */
 struct ctq_run;
-struct ctq_target;
 
 /* The run directory of results that are complete before it begins (eval,
  * eval kld, bench serve): begins it in run, write(ctx, run, err) fills it,
@@ -164,14 +164,6 @@ enum ctq_status ctq_harness_run_write(struct ctq_run *run, const struct ctq_opt_
 				      enum ctq_status (*write)(void *ctx, struct ctq_run *run,
 							       struct ctq_error *err),
 				      void *ctx, struct ctq_error *err);
-
-/* Initialises t and reads model folder dir's quantization config, modules
- * and strict plan into it, not yet its tensors (probe and bench gemm, which
- * look at the plan first). The config goes through ctq_target_load_config,
- * so a folder without num_hidden_layers is told to name --arch. On error t
- * holds what was read; ctq_target_close frees it. */
-enum ctq_status ctq_harness_plan_open(struct ctq_target *t, const char *dir,
-				      struct ctq_error *err);
 
 /* bench serve's run directory, one for both engines (the in-process one
  * and --url; harness/cmd_bench_serve.c): bench_serve.csv of fill's rows,

@@ -5,7 +5,6 @@
 #include "backend/backend.h"
 #include "core/json.h"
 #include "results/run.h"
-#include "checkpoint/target.h"
 #include "checkpoint/hf_folder.h"
 #include "core/time.h"
 
@@ -199,14 +198,6 @@ enum ctq_status ctq_harness_run_write(struct ctq_run *run, const struct ctq_opt_
 	if (st || (st = write(ctx, run, err)) || (st = ctq_run_commit(run, err)))
 		ctq_run_abort(run);
 	return st;
-}
-
-enum ctq_status ctq_harness_plan_open(struct ctq_target *t, const char *dir,
-				      struct ctq_error *err)
-{
-	ctq_target_init(t);
-	enum ctq_status st = ctq_target_load_config(dir, NULL, NULL, 0, NULL, &t->cfg, &t->mods, err);
-	return st ? st : ctq_plan_resolve(&t->plan, &t->cfg, &t->mods, CTQ_SEM_STRICT, NULL, err);
 }
 
 /* ---- the progress line of eval and eval kld -------------------------------- */

@@ -1,5 +1,5 @@
 /* Criterion tests for `ctq run`, `ctq report` and the run manifest
- * (harness/cmd_run.c, reports/report.h, results/env.h,
+ * (harness/cmd_run.c over plan/plan.h, reports/report.h, results/env.h,
  * results/junit_merge.h):
  *   - a plan with a GPU step reports it skipped ("no CUDA device") on a
  *     host without one, and with --gpu off everywhere;

@@ -44,7 +44,8 @@ bench 6
 serve 6
 reports 7
 eval 7
-harness 8'
+plan 8
+harness 9'
 size_limit=1200
 size_except='text/nfc_data.h'
 # FILE:VARIABLE pairs read outside knobs.c before the check existed (see

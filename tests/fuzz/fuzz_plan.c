@@ -1,6 +1,7 @@
 /* Fuzz target: a run plan (ctq run PLAN) through the plan loader and
- * validator of harness/cmd_run.c, reached through ctq_run_plan_check
- * (harness/commands.h). The plan is only validated, never run. */
+ * validator (plan/plan.c ctq_runplan_load), reached through
+ * ctq_run_plan_check (harness/commands.h), which checks it against the
+ * registry's commands as ctq run does. The plan is only validated, never run. */
 #include "tests/fuzz/fuzz.h"
 
 #include "harness/commands.h"

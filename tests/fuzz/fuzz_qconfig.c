@@ -1,7 +1,8 @@
 /* Fuzz target: a config.json (or standalone quantization config) through
  * the parser, module enumeration, the resolver under the three profiles
  * (strict, ct, vllm) and the tensor-parallel shard plan — the path of
- * `ctq inspect --semantics all --tp N` (harness/cmd_inspect.c), from memory.
+ * `ctq inspect --semantics all --tp N` (quant/inspect.c, harness/cmd_inspect.c),
+ * from memory.
  * The last byte of the input picks the parser options and the tp size. */
 #include "tests/fuzz/fuzz.h"
 
