@@ -57,6 +57,7 @@ struct serve_args {
 	const char *model, *backend, *host, *name, *tokenizer;
 	long port, max_batch, max_len, max_tokens, tp, max_body;
 	bool quiet;
+	cJSON *config; /* the model's config.json, read once (owned) */
 };
 
 static bool parse_args(int argc, char **argv, struct serve_args *a, int *rc)
@@ -89,7 +90,7 @@ static bool parse_args(int argc, char **argv, struct serve_args *a, int *rc)
 	/* As bench serve's: a whole prompt per call where it fits. A 512-token
 	 * prompt cut into 256-token chunks ran at 3.3 requests/s on the H200
 	 * (64 x 512 + 64, concurrency 16, W8A8) where 1024 ran 10.7. */
-	if (!ctq_opt_model_dir("serve", "--model", a->model, rc))
+	if (!ctq_opt_model_config("serve", "--model", a->model, &a->config, rc))
 		return false;
 	if (!a->backend)
 		a->backend = ctq_opt_backend_default("serve");
@@ -98,6 +99,8 @@ static bool parse_args(int argc, char **argv, struct serve_args *a, int *rc)
 	if (a->max_tokens < a->max_batch) {
 		fprintf(stderr, "ctq serve: --max-tokens %ld is below --max-batch %ld; a call carries a decode token for every request\n",
 			a->max_tokens, a->max_batch);
+		cJSON_Delete(a->config);
+		a->config = NULL;
 		return false;
 	}
 	return true;
@@ -173,19 +176,17 @@ int ctq_cmd_serve(int argc, char **argv)
 	if (!parse_args(argc, argv, &a, &rc))
 		return rc;
 	if (!a.max_len) {
-		/* the one context rule (core/hf_config.h); a config.json that
-		 * cannot be read is reported here, before anything opens */
-		cJSON *cfg = NULL;
+		/* the one context rule (core/hf_config.h), before anything opens */
 		struct ctq_error cerr = {0};
-		if (ctq_hf_config_load(a.model, &cfg, NULL, NULL, 0, &cerr))
-			return ctq_print_error_exit("serve", &cerr);
 		int64_t ctx = 0;
-		const enum ctq_status cst = ctq_hf_config_context(cfg, &ctx, &cerr);
-		cJSON_Delete(cfg);
-		if (cst)
+		if (ctq_hf_config_context(a.config, &ctx, &cerr)) {
+			cJSON_Delete(a.config);
 			return ctq_print_error_exit("serve", &cerr);
+		}
 		a.max_len = ctx > 0 && ctx < 4096 ? (long)ctx : 4096;
 	}
+	cJSON_Delete(a.config);
+	a.config = NULL;
 	char name[256];
 	if (a.name)
 		snprintf(name, sizeof name, "%s", a.name);

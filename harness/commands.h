@@ -127,6 +127,10 @@ bool ctq_opt_out_ok(const char *cmd, const struct ctq_opt_out *out);
  * a tokenizer loads, so that a mistyped or broken checkpoint is what is
  * said, the same way in every command. */
 bool ctq_opt_model_dir(const char *cmd, const char *opt, const char *path, int *rc);
+/* ctq_opt_model_dir that also hands back the parsed config.json (*cfg,
+ * owned: cJSON_Delete; NULL when path is NULL or on error), for a command
+ * that reads it (ctq serve's context length), so that it is read once. */
+bool ctq_opt_model_config(const char *cmd, const char *opt, const char *path, cJSON **cfg, int *rc);
 
 /* --backend's default, one rule for every command that runs a model: cuda
  * when a CUDA device opens, else reference. Says which, and why, in one

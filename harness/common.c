@@ -149,8 +149,10 @@ bool ctq_opt_act_numerics_backend(const char *cmd, enum ctq_act_numerics n, cons
 	return false;
 }
 
-bool ctq_opt_model_dir(const char *cmd, const char *opt, const char *path, int *rc)
+bool ctq_opt_model_config(const char *cmd, const char *opt, const char *path, cJSON **out, int *rc)
 {
+	if (out)
+		*out = NULL;
 	if (!path)
 		return true;
 	struct ctq_error err = {0};
@@ -161,12 +163,20 @@ bool ctq_opt_model_dir(const char *cmd, const char *opt, const char *path, int *
 	} else {
 		cJSON *cfg = NULL;
 		if (ctq_hf_config_load(path, &cfg, NULL, NULL, 0, &err) == CTQ_OK) {
-			cJSON_Delete(cfg);
+			if (out)
+				*out = cfg;
+			else
+				cJSON_Delete(cfg);
 			return true;
 		}
 	}
 	*rc = ctq_print_error_exit(cmd, &err);
 	return false;
+}
+
+bool ctq_opt_model_dir(const char *cmd, const char *opt, const char *path, int *rc)
+{
+	return ctq_opt_model_config(cmd, opt, path, NULL, rc);
 }
 
 const char *ctq_opt_backend_default(const char *cmd)

@@ -10,14 +10,9 @@
 #include <unistd.h>
 
 #include "serve/chat.h"
+#include "tests/command.h"
 
 #define QWEN2_FIXTURE "tests/fixtures/tokenizers/qwen2"
-
-static const char *ctq_bin(void)
-{
-	const char *b = getenv("CTQ_BIN");
-	return b && *b ? b : "build/ctq";
-}
 
 /* The committed config tools/fixtures-tokenizers.sh puts beside the Qwen2
  * tokenizer: Qwen2-Instruct's ChatML template, recognized and rendered as
@@ -82,11 +77,11 @@ Test(chat, generate_chat_uses_the_models_template, .timeout = 120)
 	char dir[] = "/tmp/ctq-test-chat-XXXXXX", cmd[1600], err[4096];
 	cr_assert(mkdtemp(dir));
 	snprintf(cmd, sizeof cmd, "%s make-model --arch qwen3 --preset tiny --vocab 2000 --seed 3 --quiet %s/m",
-		 ctq_bin(), dir);
+		 test_ctq_bin(), dir);
 	cr_assert_eq(run(cmd, err, sizeof err), 0, "%s", err);
 	/* no template beside gpt2-small's tokenizer */
 	snprintf(cmd, sizeof cmd, "%s generate --model %s/m --tokenizer tests/fixtures/tokenizers/gpt2-small "
-		 "--prompt Hi --chat --backend reference --max-new-tokens 2", ctq_bin(), dir);
+		 "--prompt Hi --chat --backend reference --max-new-tokens 2", test_ctq_bin(), dir);
 	cr_expect_eq(run(cmd, err, sizeof err), 2, "%s", err);
 	cr_expect(strstr(err, "--chat") && strstr(err, "chat template"), "%s", err);
 	/* the same tokenizer with a ChatML template beside it */
@@ -97,10 +92,10 @@ Test(chat, generate_chat_uses_the_models_template, .timeout = 120)
 	cr_assert_eq(system(cmd), 0);
 	char plain[4096];
 	snprintf(cmd, sizeof cmd, "%s generate --model %s/m --tokenizer %s/tok --prompt Hi --backend reference "
-		 "--max-new-tokens 2", ctq_bin(), dir, dir);
+		 "--max-new-tokens 2", test_ctq_bin(), dir, dir);
 	cr_assert_eq(run(cmd, plain, sizeof plain), 0, "%s", plain);
 	snprintf(cmd, sizeof cmd, "%s generate --model %s/m --tokenizer %s/tok --prompt Hi --chat "
-		 "--backend reference --max-new-tokens 2", ctq_bin(), dir, dir);
+		 "--backend reference --max-new-tokens 2", test_ctq_bin(), dir, dir);
 	cr_assert_eq(run(cmd, err, sizeof err), 0, "%s", err);
 	int n_plain = 0, n_chat = 0;
 	const char *p = strstr(plain, ": "), *c = strstr(err, ": ");

@@ -28,6 +28,7 @@
 #include "tests/model_fixture.h"
 #include "reports/report.h"
 #include "results/table.h"
+#include "tests/command.h"
 
 #define TOKENIZER "tests/fixtures/tokenizers/gpt2-small"
 #define VOCAB 2048
@@ -560,9 +561,7 @@ Test(eval_run, command_refusals)
  * build/ctq). */
 Test(eval_run, messages_that_list_the_forms_name_kld)
 {
-	const char *bin = getenv("CTQ_BIN");
-	if (!bin || !*bin)
-		bin = "build/ctq";
+	const char *bin = test_ctq_bin();
 	static const struct {
 		const char *args;
 		int rc;
@@ -576,13 +575,9 @@ Test(eval_run, messages_that_list_the_forms_name_kld)
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		char cmd[512];
 		snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin, cases[i].args);
-		FILE *p = popen(cmd, "r");
-		cr_assert(p, "%s", cmd);
-		char out[8192] = "";
-		size_t n = fread(out, 1, sizeof out - 1, p);
-		out[n] = '\0';
-		int st = pclose(p);
-		cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == cases[i].rc, "%s: status %d: %s", cmd, st, out);
+		char out[8192];
+		const int rc = test_command(cmd, out, sizeof out);
+		cr_expect(rc == cases[i].rc, "%s: exit %d: %s", cmd, rc, out);
 		cr_expect(strstr(out, cases[i].want), "%s: no \"%s\" in: %s", cmd, cases[i].want, out);
 	}
 }

@@ -26,17 +26,13 @@
 #include "results/table.h"
 #include "tests/mock_openai.h"
 #include "tests/model_fixture.h"
+#include "tests/command.h"
 
 /* The ctq under test: CTQ_BIN (tools/run-tests.sh sets it to its BUILD's
  * binary), else build/ctq. */
-static const char *ctq_bin(void)
-{
-	const char *b = getenv("CTQ_BIN");
-	return b && *b ? b : "build/ctq";
-}
 #define TOKENIZER "tests/fixtures/tokenizers/gpt2-small"
 /* ctq serve's command line: model folder, loopback port. */
-#define SERVE_ARGS(model, port) ctq_bin(), "serve", "--model", model, "--port", port, "--backend", "reference"
+#define SERVE_ARGS(model, port) test_ctq_bin(), "serve", "--model", model, "--port", port, "--backend", "reference"
 
 static struct fixture fx;
 static pid_t server = -1;
@@ -45,10 +41,10 @@ static char base_url[96];
 static void need_serve(void)
 {
 	char cmd[600];
-	snprintf(cmd, sizeof cmd, "%s serve --help >/dev/null 2>&1", ctq_bin());
+	snprintf(cmd, sizeof cmd, "%s serve --help >/dev/null 2>&1", test_ctq_bin());
 	if (system(cmd) != 0)
 		cr_skip_test("%s has no serve command (`ctq serve --help` fails): build it first (make)",
-			     ctq_bin());
+			     test_ctq_bin());
 }
 
 /* The tiny model with the tokenizer fixture beside its weights. */
@@ -74,7 +70,7 @@ static void start_server(const char *model)
 	server = fork();
 	cr_assert(server >= 0);
 	if (server == 0) {
-		execl(ctq_bin(), SERVE_ARGS(model, port_s), (char *)NULL);
+		execl(test_ctq_bin(), SERVE_ARGS(model, port_s), (char *)NULL);
 		_exit(127);
 	}
 	char health[96];

@@ -16,6 +16,7 @@
 #include "core/version.h"
 #include "reports/report.h"
 #include "results/run.h"
+#include "tests/command.h"
 
 #define FAT "sm_80 sm_86 sm_89 sm_90a sm_100 sm_120 compute_120"
 
@@ -163,17 +164,11 @@ Test(paths, manifest_and_report_say_which_code_ran)
  * of the build under test, tools/run-tests.sh). */
 Test(paths, version_lists_the_gpu_code)
 {
-	const char *bin = getenv("CTQ_BIN");
-	if (!bin || !*bin)
-		bin = "build/ctq";
+	const char *bin = test_ctq_bin();
 	char cmd[512];
 	snprintf(cmd, sizeof cmd, "%s --version", bin);
-	FILE *p = popen(cmd, "r");
-	cr_assert(p, "%s", cmd);
-	char out[2048] = "";
-	size_t n = fread(out, 1, sizeof out - 1, p);
-	out[n] = '\0';
-	cr_assert_eq(pclose(p), 0, "%s: %s", cmd, out);
+	char out[2048];
+	cr_assert_eq(test_command(cmd, out, sizeof out), 0, "%s: %s", cmd, out);
 	cr_expect(strstr(out, "GPU code: "), "%s", out);
 	if (ctq_build_cuda_archs()[0]) {
 		/* every sm_ entry of the build is named, in order */

@@ -10,6 +10,7 @@
 
 #include "conform/probe.h"
 #include "backend/backend.h"
+#include "tests/command.h"
 
 static const struct ctq_probe_layer layer = {.name = "model.layers.5.self_attn.o_proj", .K = 96, .N = 48};
 
@@ -113,21 +114,15 @@ Test(probe, many_backends_share_the_oracle)
  * build/ctq). */
 Test(probe, a_fatal_error_prints_no_table_header)
 {
-	const char *bin = getenv("CTQ_BIN");
-	if (!bin || !*bin)
-		bin = "build/ctq";
+	const char *bin = test_ctq_bin();
 	char dir[] = "/tmp/ctq-probe-XXXXXX";
 	cr_assert(mkdtemp(dir));
 	char cmd[512];
 	snprintf(cmd, sizeof cmd, "%s probe --model %s/no-such-model --backend reference --out %s/run 2>%s/stderr",
 		 bin, dir, dir, dir);
-	FILE *p = popen(cmd, "r");
-	cr_assert(p, "%s", cmd);
-	char out[8192] = "";
-	size_t n = fread(out, 1, sizeof out - 1, p);
-	out[n] = '\0';
-	int st = pclose(p);
-	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 2, "%s: status %d", cmd, st);
+	char out[8192];
+	const int rc = test_command(cmd, out, sizeof out);
+	cr_expect(rc == 2, "%s: exit %d", cmd, rc);
 	cr_expect(!strstr(out, "LAYER") && !strstr(out, "policy:") && !strstr(out, "backend "),
 		  "stdout after a fatal error: %s", out);
 	char path[128], err[1024] = "";

@@ -28,6 +28,7 @@
 #include "results/plot.h"
 #include "families/bench_model.h"
 #include "reports/report.h"
+#include "tests/command.h"
 
 struct tmp {
 	char root[64];
@@ -509,12 +510,9 @@ Test(report, cpu_only_run_says_so_and_names_only_final_paths)
 	cr_expect(file_has(out, "bench/bench_model.csv", want), "bench_model.csv lacks %s", want);
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "grep -rlI -e '.tmp-' '%s'", out);
-	FILE *g = popen(cmd, "r");
-	cr_assert(g);
-	char line[512] = "";
-	bool any = fgets(line, sizeof line, g) != NULL;
-	pclose(g);
-	cr_expect(!any, "%s names the temporary folder", line);
+	char line[512];
+	test_command(cmd, line, sizeof line);
+	cr_expect(!line[0], "%s names the temporary folder", line);
 	ctq_remove_tree(t.root);
 }
 
