@@ -14,6 +14,9 @@
 
 #include <math.h>
 #include <pthread.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -939,6 +942,7 @@ struct tp_job {
 	int64_t T, n_out;
 	const int64_t *out_rows;
 	float *logits;
+	int threads; /* OpenMP threads of this rank's parallel regions */
 	struct ctq_error err;
 	enum ctq_status st;
 };
@@ -946,6 +950,9 @@ struct tp_job {
 static void *tp_thread(void *arg)
 {
 	struct tp_job *j = arg;
+#ifdef _OPENMP
+	omp_set_num_threads(j->threads); /* this thread's regions only */
+#endif
 	j->st = ctq_runner_forward(j->r, j->ids, j->slot, j->pos, j->T, j->out_rows, j->n_out,
 				   j->logits, &j->err);
 	return NULL;
@@ -964,10 +971,18 @@ enum ctq_status ctq_runner_tp_forward(struct ctq_runner *ranks, int tp, const in
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, "tp", "out of memory");
 		goto done;
 	}
+	/* The ranks share the cores: each rank's parallel regions (the
+	 * reference backend's) get its share, not every core each. */
+	int threads = 1;
+#ifdef _OPENMP
+	threads = omp_get_max_threads() / tp;
+	if (threads < 1)
+		threads = 1;
+#endif
 	for (int k = 0; k < tp; k++) {
 		jobs[k] = (struct tp_job){&ranks[k], ids, slot, pos, T, n_out, out_rows,
 					  k ? scratch + (size_t)(k - 1) * (size_t)(n_out * ranks[0].cfg.vocab) : logits,
-					  {0}, CTQ_OK};
+					  threads, {0}, CTQ_OK};
 		if (pthread_create(&th[k], NULL, tp_thread, &jobs[k])) {
 			/* A rank that never starts would leave the others at a barrier. */
 			st = ctq_error_set(err, CTQ_ERR_ENV, "tp", "cannot start a rank thread");
