@@ -3,7 +3,7 @@
  * quantization, an int32 GEMM and the float epilogue, each in the order the
  * ABI documents, so it declares QUANT_EXACT and GEMM_EXACT. It is the
  * plug-in of the tests (`make` builds it into build/plugins/cpu_w8a8.so)
- * and the example of the README.
+ * and the example of docs/probing.md.
  *
  * Test switch: CTQ_PLUGIN_PLANT_NAN=K:N[,K:N...] makes gemm_w8a8 write a
  * quiet NaN at output element (M / 2, N / 2) of every call whose geometry

@@ -1,7 +1,7 @@
 /* ctq serve's OpenAI layer: the request bodies of POST /v1/completions and
  * /v1/chat/completions parsed and validated into engine parameters, and the
  * response bodies (whole and streamed chunks) built, as vLLM's
- * OpenAI-compatible server writes them (docs in README "ctq serve").
+ * OpenAI-compatible server writes them (docs in docs/serving.md, "ctq serve").
  *
  * Greedy by default (temperature 0); a field ctq cannot honour (n > 1,
  * best_of > 1, penalties, logit_bias, suffix, tools, several prompts) is a

@@ -237,7 +237,7 @@ Test(plugin, probe_kernel_lib_refuses_defect_injection)
  * timing path), so on a CPU host the option's validation is what can be
  * tested: a CPU plug-in is refused pointing at the probe, a broken one is
  * refused as the probe refuses it, each exit 2 before any device or run
- * directory. Timing a CUDA plug-in: tests/gpu and the README's commands. */
+ * directory. Timing a CUDA plug-in: tests/gpu and the commands of docs/probing.md. */
 Test(plugin, bench_gemm_impl_validates_the_plugin)
 {
 	static const struct {

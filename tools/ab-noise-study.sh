@@ -11,7 +11,7 @@
 # family) and the drift statistics (sd, lag-1 autocorrelation, stalls) of
 # the same runs: tests/oracle/ab_noise_study.py OUT/runs (Python with scipy).
 # Measured 2026-12-02 on the 2-core CI-sized VM, 400 runs of
-# plans/default.json: 0 of 49 sets regressed; README "Regression verdicts".
+# plans/default.json: 0 of 49 sets regressed; docs/nightly.md "What a timing gate can see" (figures in reports/baselines/README.md).
 set -eu
 if [ $# -lt 3 ] || [ $# -gt 5 ]; then
 	echo "usage: tools/ab-noise-study.sh CTQ PLAN OUT [N [PAIRS]]" >&2

@@ -1,5 +1,5 @@
 #!/bin/sh
-# One batched GPU session on an offline H200 host (see README "GPU hosts"):
+# One batched GPU session on an offline H200 host (see docs/gpu.md "GPU hosts (offline)"):
 # builds against the carried .deb files, runs the GPU tests, produces the
 # transformers goldens for the tiny synthetic models, then probes and
 # benchmarks the qwen3-4b-shape synthetic model in BF16 and W8A8.
