@@ -89,10 +89,13 @@ static int on_event(void *ctx, const char *data, size_t len)
 		ctq_http_req_fail(&x->http, "the server sent an error in the stream: %s", c.error);
 		return 1;
 	}
+	if (c.empty)
+		return 0;
 	if (c.done) {
 		x->got_done = true;
 		return 0;
 	}
+	x->finished |= c.finished;
 	if (c.has_choice) {
 		const double t = ctq_now_s() - x->owner->t0;
 		if (isnan(x->first)) {
@@ -137,9 +140,15 @@ static void judge(struct ctq_bench_http *s, struct ctq_bench_http_req *x)
 	if (r->failed) {
 		ctq_openai_error_reason(r);
 		snprintf(x->reason, sizeof x->reason, "%s", r->reason);
-	} else if (!x->got_done) {
+		x->refused = r->status == 0 || r->status >= 400;
+	} else if (!x->finished && x->usage_tokens != s->o.output_len) {
 		snprintf(x->reason, sizeof x->reason,
-			 "the stream ended without data: [DONE] after %ld token chunks", x->chunks);
+			 "cut short: the stream ended %s after %ld token chunks, with no finish_reason",
+			 x->got_done ? "with data: [DONE]" : "(the server closed it)", x->chunks);
+		if (x->usage_tokens >= 0)
+			snprintf(x->reason + strlen(x->reason), sizeof x->reason - strlen(x->reason),
+				 " and usage saying %ld tokens of the %ld asked", x->usage_tokens,
+				 s->o.output_len);
 	} else if (!x->chunks) {
 		snprintf(x->reason, sizeof x->reason, "the stream carried no token");
 	} else if (x->usage_tokens >= 0 && x->usage_tokens != s->o.output_len) {
@@ -162,6 +171,7 @@ static void judge(struct ctq_bench_http *s, struct ctq_bench_http_req *x)
 		s->output_tokens += x->output_tokens > 0 ? x->output_tokens : 0;
 	} else {
 		s->failed++;
+		s->refused += x->refused;
 	}
 	ctq_http_req_free(r);
 	ctq_sse_free(&x->sse);
@@ -326,6 +336,7 @@ void ctq_bench_http_manifest(const struct ctq_bench_http *s, cJSON *m)
 	cJSON_AddNumberToObject(m, "completed", (double)s->completed);
 	cJSON_AddNumberToObject(m, "errors", (double)(o->requests - s->completed));
 	cJSON_AddNumberToObject(m, "not_run", (double)s->not_run);
+	cJSON_AddNumberToObject(m, "refused", (double)s->refused);
 	cJSON_AddNumberToObject(m, "request_timeout_s", o->request_timeout_s);
 	cJSON_AddNumberToObject(m, "total_timeout_s", s->total_limit_s);
 	cJSON_AddNumberToObject(m, "total_s", s->wall_s);

@@ -14,12 +14,21 @@
  *           else the generated text re-encoded with the tokenizer
  *   throughput: completed requests, output tokens, input + output tokens
  *           over the duration, first send to last completion.
- * A request is served ("ok") when its stream ends with data: [DONE], at
- * least one token came and, when the server reported usage, exactly
- * output_len tokens were generated (ignore_eos); an HTTP error, an error
- * event, a refused connection, a dropped stream or its time limit is a
- * failed request ("error", with the reason); requests the overall limit
- * leaves unsent are "not run". Not the option parsing or printing
+ * A request is served ("ok") only when the server says it finished: a
+ * choice with a finish_reason came, or usage said exactly output_len
+ * completion tokens; then at least one token event must have come and,
+ * when the server reported usage, exactly output_len tokens were generated
+ * (ignore_eos). data: [DONE] is not needed when the stream closes cleanly
+ * (transformers serve never sends it), and is no proof of an end: a stream
+ * that stops without a finish_reason is cut short, with or without [DONE]
+ * (llama-cpp-python's server ends a running stream with [DONE] alone when
+ * another request waits). An HTTP error, an error event, a refused
+ * connection, a stream cut short or dropped, or its time limit is a failed
+ * request ("error", with the reason); a failed request that never got a
+ * 2xx answer (HTTP >= 400, no connection, no answer) is also "refused"
+ * (the run's refused count: every request refused is the server's or the
+ * network's failure, not a measurement); requests the overall limit leaves
+ * unsent are "not run". Not the option parsing or printing
  * (harness/cmd_bench_serve_url.c), not the CSV header
  * (families/bench_serve.h). */
 #ifndef CTQ_BENCH_SERVE_HTTP_H
@@ -58,6 +67,8 @@ struct ctq_bench_http_req {
 	long usage_tokens;    /* usage.completion_tokens, -1 none */
 	int64_t output_tokens;
 	bool got_done;        /* data: [DONE] came */
+	bool finished;        /* a choice with a finish_reason came */
+	bool refused;         /* failed without a 2xx answer (see above) */
 	double *itl;          /* (n_itl) gaps, seconds */
 	size_t n_itl, cap_itl;
 	char reason[512];
@@ -83,6 +94,7 @@ struct ctq_bench_http {
 	struct ctq_bench_http_req *q;   /* (requests) */
 	double t0, wall_s, total_limit_s;
 	long completed, failed, not_run;
+	long refused;                   /* of the failed: no 2xx answer */
 	int64_t output_tokens;          /* of the completed requests */
 	struct ctq_bench_serve_dist dist[CTQ_HSERVE_N_DIST];
 	ctq_bench_http_progress_fn progress;

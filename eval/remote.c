@@ -67,7 +67,10 @@ static void job_done(void *ctx, struct ctq_http_req *r)
 		 j->item, it->subject, it->index, 'A' + j->choice);
 	if (r->failed) {
 		ctq_openai_error_reason(r);
-		sc->st = ctq_error_set(sc->err, CTQ_ERR_IO, where, "%s", r->reason);
+		sc->st = ctq_error_set(sc->err, CTQ_ERR_ENV, where, "%s: %s",
+				       r->status >= 400 || !r->status ? "the server refused the request"
+								      : "the request failed",
+				       r->reason);
 		return;
 	}
 	double sum = 0;

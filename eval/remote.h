@@ -12,10 +12,15 @@
  * summed), whatever the number of continuation tokens; top_logprobs would
  * not do, since a letter need not be among a server's top 5. Four requests
  * per question, concurrency in flight on one thread (net/http.h). Any
- * failed request (HTTP error, refused connection, time limit, an answer
- * without the echoed log-probabilities) stops the scoring with an io-error
- * or parse-error naming the question, the choice and the reason: an
- * evaluation has no partial result. What it is not: the prompts, the
+ * failed request stops the scoring with an error naming the question
+ * (index, subject, row), the choice and the reason: an evaluation has no
+ * partial result. A request the server refused or did not finish (HTTP
+ * error, refused connection, time limit, an answer over net/http.h's
+ * CTQ_HTTP_MAX_KEPT) is an env error (exit 3: the remote side cannot do
+ * what was asked); an answer without the echoed log-probabilities, or with
+ * one that is no log-probability (outside [CTQ_OPENAI_LOGPROB_MIN,
+ * CTQ_OPENAI_LOGPROB_MAX], not finite), is a parse-error (bad input, exit
+ * 2). What it is not: the prompts, the
  * tallies or the verdicts (eval/run.h). */
 #ifndef CTQ_EVAL_REMOTE_H
 #define CTQ_EVAL_REMOTE_H
@@ -35,8 +40,8 @@ struct ctq_eval_remote_options {
 /* Scores every item of s: logprob[i][k] as above; progress (may be NULL)
  * after each answer with the questions whose four choices are in; counters
  * (may be NULL): tokens_fed = prompt_tokens = the tokens sent, calls = the
- * requests, seconds. Errors: io-error (a failed request), parse-error (an
- * answer without the log-probabilities), env (libcurl), out-of-memory. */
+ * requests, seconds. Errors: env (a failed request, libcurl), parse-error
+ * (an answer without plausible log-probabilities), out-of-memory. */
 enum ctq_status ctq_eval_remote_score(const struct ctq_eval_remote_options *o, const struct ctq_eval_set *s,
 				      double (*logprob)[4], ctq_eval_progress_fn progress, void *ctx,
 				      struct ctq_eval_counters *counters, struct ctq_error *err);

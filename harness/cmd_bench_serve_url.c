@@ -58,15 +58,21 @@ static void help(void)
 	       "sending to the last; TPOT = (E2EL - TTFT) / (output tokens - 1); output tokens\n"
 	       "from usage.completion_tokens, else the text re-encoded; queue_ms the wait for a\n"
 	       "free client (Poisson). Throughput over first send to last completion.\n"
-	       "A request fails (status error, with the reason in the error column) on an HTTP\n"
-	       "error, an error event, a refused connection, a stream that ends without\n"
-	       "data: [DONE], its time limit, or fewer tokens than asked when usage says so.\n"
+	       "A request is served only when the server says it finished: a finish_reason,\n"
+	       "or usage with the asked number of tokens (data: [DONE] is optional after a\n"
+	       "finish_reason, and is no end without one). A request fails (status error,\n"
+	       "with the reason in the error column) on an HTTP error, an error event, a\n"
+	       "refused connection, a stream cut short (no finish_reason, with or without\n"
+	       "[DONE]) or dropped, its time limit, or fewer tokens than asked when usage\n"
+	       "says so.\n"
 	       "The prompts equal the in-process bench serve's for the same seed when the\n"
 	       "model's vocabulary size equals the tokenizer's.\n"
 	       "Writes bench_serve.csv (one row per request; the tokens column is empty) and\n"
 	       "the summary in manifest.json (engine \"http\", url).\n"
 	       "exit: 0 every request served; 1 a request failed; 2 bad usage or input, or\n"
-	       "the server named no model; 3 libcurl could not start.\n",
+	       "the server named no model; 3 the server refused (every request answered\n"
+	       "HTTP >= 400 or not at all: a refused connection, no answer; or GET\n"
+	       "URL/models refused), with a one-line reason, or libcurl could not start.\n",
 	       DEFAULT_REQUEST_TIMEOUT_S);
 }
 
@@ -222,6 +228,16 @@ int ctq_cmd_bench_serve_url(int argc, char **argv)
 				    argv, &err))
 		goto fail;
 	rc = s.completed == o.h.requests ? CTQ_EXIT_OK : CTQ_EXIT_FAIL;
+	if (s.refused && s.refused == o.h.requests - s.not_run) {
+		/* Nothing was served: the server (or the network) refused, which is
+		 * no measurement of it. */
+		const struct ctq_bench_http_req *x = s.q;
+		while (!x->refused)
+			x++;
+		fprintf(stderr, "ctq bench serve: %s refused every request (%ld of %ld): %s\n", s.endpoint,
+			s.refused, o.h.requests - s.not_run, x->reason);
+		rc = CTQ_EXIT_ENV;
+	}
 	goto done;
 fail:
 	rc = ctq_print_error_exit("bench serve", &err);

@@ -76,12 +76,15 @@ static void help(void)
 	       "Newcombe's hybrid score 95%% interval, exact McNemar p, right->wrong and\n"
 	       "wrong->right counts, top-1 agreement, mean KL(ref || new) of the A-D\n"
 	       "distributions. Non-inferior when the interval's lower bound is above -margin,\n"
-	       "inferior when its upper bound is below, inconclusive otherwise.\n"
-	       "\n"
+	       "inferior when its upper bound is below, inconclusive otherwise.\n",
+	       CTQ_EVAL_DEFAULT_CONTEXT);
+	printf("\n"
 	       "exit: 0 done (and non-inferior); 1 non-inferiority not shown (inferior or\n"
 	       "inconclusive) overall or in a subject with at least --min-subject-n\n"
-	       "questions; 2 bad usage or input; 3 no GPU for cuda.\n",
-	       CTQ_EVAL_DEFAULT_CONTEXT);
+	       "questions; 2 bad usage or input (with --url: an answer without plausible\n"
+	       "log-probabilities, each in [-1e4, 1e-4]); 3 no GPU for cuda, or with --url\n"
+	       "the server refused or failed a request (HTTP error, refused connection, time\n"
+	       "limit, an answer over 64 MiB), named with its question.\n");
 	printf("\n"
 	       "a model behind an OpenAI-compatible server (ctq serve, vLLM, llama-server):\n"
 	       "  --url URL            the candidate behind an OpenAI-compatible server instead\n"

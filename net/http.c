@@ -34,6 +34,10 @@ void ctq_http_req_fail(struct ctq_http_req *r, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(r->reason, sizeof r->reason, fmt, ap);
 	va_end(ap);
+	/* One line: an HTML error page's line ends become spaces. */
+	for (char *c = r->reason; *c; c++)
+		if ((unsigned char)*c < 0x20)
+			*c = ' ';
 }
 
 void ctq_http_req_free(struct ctq_http_req *r)
@@ -67,9 +71,28 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud)
 	const size_t len = size * n;
 	if (!r->status)
 		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
-	if (r->status >= 400 || !r->on_body) {
+	if (r->status >= 400) {
+		/* An error answer is kept for its reason: its start is enough. */
 		if (r->resp.len + len <= CTQ_HTTP_MAX_KEPT)
 			ctq_strbuf_appendn(&r->resp, p, len);
+		return len;
+	}
+	if (!r->on_body) {
+		/* A whole answer is kept: past the limit the request fails (an
+		 * answer cut short would be parsed as a broken one). */
+		if (r->resp.len + len > CTQ_HTTP_MAX_KEPT) {
+			ctq_http_req_fail(r,
+					  "the answer is too large: more than the client's limit of %zu MiB "
+					  "(%zu bytes) for a non-streamed answer",
+					  CTQ_HTTP_MAX_KEPT >> 20, CTQ_HTTP_MAX_KEPT);
+			return 0;
+		}
+		ctq_strbuf_appendn(&r->resp, p, len);
+		if (r->resp.oom) {
+			ctq_http_req_fail(r, "out of memory keeping an answer of %zu bytes",
+					  r->resp.len + len);
+			return 0;
+		}
 		return len;
 	}
 	return r->on_body(r->ctx, r, p, len) ? 0 : len;
@@ -180,6 +203,8 @@ void ctq_http_cancel(struct ctq_http *h, struct ctq_http_req *r, const char *rea
 {
 	if (r->done || !r->easy)
 		return;
+	if (!r->status)
+		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
 	ctq_http_req_fail(r, "%s", reason);
 	finish(h, r);
 }

@@ -17,7 +17,9 @@
 #include "core/status.h"
 #include "core/strbuf.h"
 
-/* Bytes of an error response (or of a body without a callback) kept. */
+/* Bytes of a body without a callback kept: a longer 2xx answer fails the
+ * request ("the answer is too large", naming the limit); an error answer
+ * (>= 400) is kept up to this many bytes, the rest dropped. */
 #define CTQ_HTTP_MAX_KEPT ((size_t)64 << 20)
 
 struct ctq_http_req;
@@ -76,7 +78,8 @@ enum ctq_status ctq_http_poll(struct ctq_http *h, int wait_ms, ctq_http_done_fn 
  * done, reported to no callback. */
 void ctq_http_cancel(struct ctq_http *h, struct ctq_http_req *r, const char *reason);
 
-/* Marks r failed with a reason (first one wins); for body callbacks. */
+/* Marks r failed with a reason (first one wins; control bytes become
+ * spaces, so it prints on one line); for body callbacks. */
 void ctq_http_req_fail(struct ctq_http_req *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Frees what a request holds (its kept body). */

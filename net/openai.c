@@ -80,8 +80,13 @@ enum ctq_status ctq_openai_chunk_parse(const char *data, size_t len, struct ctq_
 {
 	memset(c, 0, sizeof *c);
 	c->usage_completion = c->usage_prompt = -1;
-	while (len && (data[len - 1] == ' ' || data[len - 1] == '\n'))
+	while (len && (data[len - 1] == ' ' || data[len - 1] == '\n' || data[len - 1] == '\r' ||
+		       data[len - 1] == '\t'))
 		len--;
+	if (!len) {
+		c->empty = true;
+		return CTQ_OK;
+	}
 	if (len == 6 && !memcmp(data, "[DONE]", 6)) {
 		c->done = true;
 		return CTQ_OK;
@@ -149,9 +154,17 @@ enum ctq_status ctq_openai_echo_logprobs(const char *body, size_t len, size_t pr
 	for (size_t i = from; i < from + n && !st; i++) {
 		const cJSON *v = cJSON_GetArrayItem(tl, (int)i);
 		if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-			st = ctq_error_set(err, CTQ_ERR_PARSE, path,
-					   "choices[0].logprobs.token_logprobs[%zu] is %s; expected a finite number",
-					   i, ctq_json_type_name(v));
+			st = ctq_error_set(
+				err, CTQ_ERR_PARSE, path,
+				"choices[0].logprobs.token_logprobs[%zu] is %s; expected a finite number", i,
+				cJSON_IsNumber(v) ? "not finite" : ctq_json_type_name(v));
+		else if (v->valuedouble > CTQ_OPENAI_LOGPROB_MAX || v->valuedouble < CTQ_OPENAI_LOGPROB_MIN)
+			st = ctq_error_set(
+				err, CTQ_ERR_PARSE, path,
+				"choices[0].logprobs.token_logprobs[%zu] is %.17g: not a "
+				"log-probability (expected one in [%g, %g]: <= 0 but for rounding, "
+				"and no lower than vLLM's -9999 for -inf)",
+				i, v->valuedouble, CTQ_OPENAI_LOGPROB_MIN, CTQ_OPENAI_LOGPROB_MAX);
 		else
 			s += v->valuedouble;
 	}
@@ -172,6 +185,9 @@ void ctq_openai_error_reason(struct ctq_http_req *r)
 	const cJSON *m = cJSON_IsObject(e) ? ctq_json_get(e, "message") : e;
 	if (cJSON_IsString(m))
 		snprintf(r->reason, sizeof r->reason, "HTTP %ld: %s", r->status, m->valuestring);
+	for (char *c = r->reason; *c; c++) /* one line, as ctq_http_req_fail's */
+		if ((unsigned char)*c < 0x20)
+			*c = ' ';
 	cJSON_Delete(root);
 }
 
@@ -184,7 +200,7 @@ enum ctq_status ctq_openai_models(const char *base, long timeout_ms, char *name,
 	enum ctq_status st = ctq_http_fetch(&r, err);
 	if (!st && r.failed) {
 		ctq_openai_error_reason(&r);
-		st = ctq_error_set(err, CTQ_ERR_IO, url, "%s", r.reason);
+		st = ctq_error_set(err, CTQ_ERR_ENV, url, "the server gave no model list: %s", r.reason);
 	}
 	cJSON *root = NULL;
 	if (!st)

@@ -34,6 +34,7 @@ void ctq_openai_echo_body(struct ctq_strbuf *out, const char *model, const int32
 
 /* One event of a completions stream. */
 struct ctq_openai_chunk {
+	bool empty;         /* data empty or blank: a keep-alive, carries nothing */
 	bool done;          /* the "[DONE]" sentinel */
 	bool has_choice;    /* a choices entry: a token-bearing chunk (vLLM's rule) */
 	bool finished;      /* its finish_reason is set */
@@ -44,14 +45,27 @@ struct ctq_openai_chunk {
 };
 
 /* Parses one event's data; the choice's text (choices[0].text, or a chat
- * chunk's delta.content) is appended to text (may be NULL). Errors:
- * parse-error (not JSON, or choices / usage of the wrong type). */
+ * chunk's delta.content) is appended to text (may be NULL). Empty or blank
+ * data is no error (c->empty). Errors: parse-error (not JSON, or choices /
+ * usage of the wrong type). */
 enum ctq_status ctq_openai_chunk_parse(const char *data, size_t len, struct ctq_openai_chunk *c,
 				       struct ctq_strbuf *text, struct ctq_error *err);
 
+/* The range a log-probability from a server must lie in. Above: a
+ * log-probability is <= 0; a server computing log-softmax in float32 may
+ * round one of a near-certain token a little above 0 (a few ulps of logits
+ * up to ~100: ulp(64) = 7.6e-6), so 1e-4 is allowed and changes no
+ * choice. Below: vLLM sends -9999.0 for a log-probability of -inf
+ * (serving_completion clamps it), and the log-softmax of a real model's
+ * logits (bf16 / fp16, spanning a few hundred at most) is far above that;
+ * -1e4 keeps vLLM's clamp and refuses sentinels and garbage (-1e308). */
+#define CTQ_OPENAI_LOGPROB_MAX 1e-4
+#define CTQ_OPENAI_LOGPROB_MIN -1e4
+
 /* From a non-stream answer with echo + logprobs: *sum = the sum of
  * choices[0].logprobs.token_logprobs[from .. from + n), each a finite
- * number (a null or a missing entry is an error). prompt_n, when > 0, is
+ * number in [CTQ_OPENAI_LOGPROB_MIN, CTQ_OPENAI_LOGPROB_MAX] (a null, a
+ * missing entry or a number outside is an error). prompt_n, when > 0, is
  * the number of prompt tokens sent: an answer whose token_logprobs are
  * fewer is an error (the server did not echo the prompt). Errors:
  * parse-error naming what is missing, with path as the file. */
@@ -63,8 +77,9 @@ enum ctq_status ctq_openai_echo_logprobs(const char *body, size_t len, size_t pr
 void ctq_openai_error_reason(struct ctq_http_req *r);
 
 /* GET BASE/models: the first model's id into name (truncated at cap) and
- * its max_model_len (0 when not given). Errors: io-error (no answer, HTTP
- * error, no model listed; with the reason), parse-error. */
+ * its max_model_len (0 when not given). Errors: env (the server refused or
+ * gave no answer: a refused connection, an HTTP error, a time-out; with the
+ * reason), io-error (no model listed), parse-error. */
 enum ctq_status ctq_openai_models(const char *base, long timeout_ms, char *name, size_t cap,
 				  long *max_model_len, struct ctq_error *err);
 

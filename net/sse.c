@@ -57,6 +57,18 @@ enum ctq_status ctq_sse_feed(struct ctq_sse *p, const char *bytes, size_t n, ctq
 	if (stopped)
 		*stopped = false;
 	size_t i = 0;
+	/* A byte order mark (EF BB BF) at the very start is not part of the
+	 * first line; the bytes of a partial match that fails are. */
+	static const char bom[3] = {'\xef', '\xbb', '\xbf'};
+	while (!p->started && i < n) {
+		if (bytes[i] == bom[p->bom]) {
+			i++;
+			p->started = ++p->bom == 3;
+			continue;
+		}
+		ctq_strbuf_appendn(&p->line, bom, p->bom);
+		p->started = true;
+	}
 	while (i < n) {
 		if (p->after_cr && bytes[i] == '\n') {
 			p->after_cr = false;

@@ -5,7 +5,14 @@
  * character); each complete event's data (its data: lines joined by LF) is
  * handed to a callback once its blank line arrives. Lines end in LF, CRLF or
  * CR; a line starting with ':' is a comment; a field's value loses one
- * leading space; fields other than data (event, id, retry) are ignored.
+ * leading space; fields other than data (event, id, retry) are ignored; a
+ * UTF-8 byte order mark at the start of the stream is dropped. As the
+ * WHATWG rules say, a blank line ends an event, an event with no data
+ * field is not dispatched, and one whose data fields are all empty
+ * ("data:" or "data") is dispatched with empty data (len 0: the spec's
+ * own example; what an empty event means is the caller's, net/openai.h
+ * takes it as a keep-alive); a stream that ends before an event's blank
+ * line never dispatches that event.
  * What it is not: an HTTP client (net/http.h) or a JSON parser of the data
  * (net/openai.h). */
 #ifndef CTQ_NET_SSE_H
@@ -26,6 +33,8 @@ struct ctq_sse {
 	struct ctq_strbuf data; /* the event's data so far */
 	bool has_data;          /* a data field was seen in this event */
 	bool after_cr;          /* the last byte was CR: a LF next ends no new line */
+	bool started;           /* past the stream's first bytes (its BOM, if any) */
+	unsigned char bom;      /* bytes of a UTF-8 BOM matched at the start */
 	size_t events;          /* events dispatched */
 };
 

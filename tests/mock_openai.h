@@ -13,6 +13,19 @@
  *   stall     one token, then nothing for up to 5 s, then a close
  *   echo      non-stream echo + logprobs of a token-id prompt: token i > 0
  *             gets mock_logprob(ids[i-1], ids[i]), token 0 null (as vLLM)
+ *   earlydone one token without a finish_reason, then data: [DONE] and a
+ *             clean close (llama-cpp-python's server when a request waits)
+ *   cut       three tokens without a finish_reason, then a clean close (the
+ *             chunked body ends properly; no usage, no [DONE])
+ *   nodone    as normal (finish_reason on the last token, usage) but the
+ *             stream closes cleanly without [DONE] (transformers serve)
+ *   keepalive as normal, each token event preceded by an empty event
+ *             (data: and a blank line), a comment, event: / id: / retry:
+ *             fields, and its JSON split over two data: lines, with CRLF,
+ *             CR and LF line ends mixed
+ *   badlp     as echo, the prompt's last token's log-probability replaced
+ *             by the text in bad_logprob (a JSON number)
+ *   big       a 200 JSON answer of big_bytes bytes (Content-Length given)
  * GET .../v1/models lists one model, "mock-model". Every completions body
  * is checked for the fields the client must send (an echo body: echo,
  * logprobs, max_tokens 0, token ids; any other: stream, include_usage,
@@ -41,6 +54,8 @@ struct mock_openai {
 	pthread_mutex_t mu;
 	int bad_bodies, requests;
 	char first_body[8192]; /* the first completions body received */
+	char bad_logprob[40];  /* badlp's value, as JSON */
+	size_t big_bytes;      /* big's answer size */
 };
 
 /* The fixed table of the echo mode: a log-probability from the previous
@@ -56,13 +71,29 @@ static inline void mock_sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-enum mock_mode { MOCK_NORMAL, MOCK_NOUSAGE, MOCK_SHORT, MOCK_HTTP500, MOCK_ERREVENT, MOCK_DROP,
-		 MOCK_STALL, MOCK_ECHO, MOCK_UNKNOWN };
+enum mock_mode {
+	MOCK_NORMAL,
+	MOCK_NOUSAGE,
+	MOCK_SHORT,
+	MOCK_HTTP500,
+	MOCK_ERREVENT,
+	MOCK_DROP,
+	MOCK_STALL,
+	MOCK_ECHO,
+	MOCK_EARLYDONE,
+	MOCK_CUT,
+	MOCK_NODONE,
+	MOCK_KEEPALIVE,
+	MOCK_BADLP,
+	MOCK_BIG,
+	MOCK_UNKNOWN
+};
 
 static inline enum mock_mode mock_mode_of(const char *url)
 {
-	static const char *const names[] = {"normal", "nousage", "short", "http500", "errevent",
-					    "drop", "stall", "echo"};
+	static const char *const names[] = {"normal", "nousage",   "short", "http500",   "errevent",
+					    "drop",   "stall",     "echo",  "earlydone", "cut",
+					    "nodone", "keepalive", "badlp", "big"};
 	for (int i = 0; i < MOCK_UNKNOWN; i++) {
 		size_t n = strlen(names[i]);
 		if (url[0] == '/' && !strncmp(url + 1, names[i], n) && url[n + 1] == '/')
@@ -76,7 +107,7 @@ struct mock_stream {
 	enum mock_mode mode;
 	long n, i; /* tokens to send, sent */
 	int stage; /* 0 tokens, 1 usage, 2 done, 3 end */
-	char buf[512];
+	char buf[1024];
 	size_t len, off;
 	bool split; /* the second half of an event is pending */
 };
@@ -98,7 +129,12 @@ static ssize_t mock_reader(void *cls, uint64_t pos, char *out, size_t max)
 		return (ssize_t)n;
 	}
 	s->off = s->len = 0;
-	long limit = s->mode == MOCK_SHORT ? s->n - 2 : s->mode == MOCK_DROP ? 3 : s->n;
+	long limit = s->mode == MOCK_SHORT                         ? s->n - 2
+		     : s->mode == MOCK_DROP || s->mode == MOCK_CUT ? 3
+		     : s->mode == MOCK_EARLYDONE                   ? 1
+								   : s->n;
+	/* Whether the last token carries its finish_reason. */
+	const bool finish = s->mode != MOCK_EARLYDONE && s->mode != MOCK_CUT;
 	if (s->stage == 0 && (s->mode == MOCK_STALL || s->mode == MOCK_ERREVENT) &&
 	    (s->i == 1 || s->n == 0)) {
 		if (s->mode == MOCK_ERREVENT) {
@@ -113,11 +149,23 @@ static ssize_t mock_reader(void *cls, uint64_t pos, char *out, size_t max)
 	}
 	if (s->stage == 0 && s->i < limit) {
 		mock_sleep_ms(s->i == 0 ? s->m->first_ms : s->m->gap_ms);
-		s->len = (size_t)snprintf(s->buf, sizeof s->buf,
-					  "data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\","
-					  "\"created\":1,\"model\":\"mock-model\",\"choices\":[{\"index\":0,"
-					  "\"text\":\" a\",\"logprobs\":null,\"finish_reason\":%s}]}\n\n",
-					  s->i + 1 == limit ? "\"length\"" : "null");
+		const char *fr = s->i + 1 == limit && finish ? "\"length\"" : "null";
+		if (s->mode == MOCK_KEEPALIVE)
+			s->len = (size_t)snprintf(
+				s->buf, sizeof s->buf,
+				"data:\r\n\r\n: keep-alive\r"
+				"event: completion\nid: %ld\r\nretry: 1000\n"
+				"data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\",\r"
+				"data: \"created\":1,\"model\":\"mock-model\",\"choices\":[{\"index\":0,"
+				"\"text\":\" a\",\"logprobs\":null,\"finish_reason\":%s}]}\r\n\n",
+				s->i, fr);
+		else
+			s->len = (size_t)snprintf(
+				s->buf, sizeof s->buf,
+				"data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\","
+				"\"created\":1,\"model\":\"mock-model\",\"choices\":[{\"index\":0,"
+				"\"text\":\" a\",\"logprobs\":null,\"finish_reason\":%s}]}\n\n",
+				fr);
 		s->i++;
 		s->split = true;
 		return mock_reader(cls, pos, out, max);
@@ -126,7 +174,9 @@ static ssize_t mock_reader(void *cls, uint64_t pos, char *out, size_t max)
 	if (s->stage == 0) {
 		if (s->mode == MOCK_DROP)
 			return MHD_CONTENT_READER_END_WITH_ERROR;
-		s->stage = s->mode == MOCK_NOUSAGE ? 2 : 1;
+		if (s->mode == MOCK_CUT)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		s->stage = s->mode == MOCK_NOUSAGE || s->mode == MOCK_EARLYDONE ? 2 : 1;
 	}
 	if (s->stage == 1) {
 		s->len = (size_t)snprintf(s->buf, sizeof s->buf,
@@ -134,7 +184,7 @@ static ssize_t mock_reader(void *cls, uint64_t pos, char *out, size_t max)
 					  "\"model\":\"mock-model\",\"choices\":[],\"usage\":{\"prompt_tokens\":1,"
 					  "\"completion_tokens\":%ld,\"total_tokens\":%ld}}\n\n",
 					  limit, limit + 1);
-		s->stage = 2;
+		s->stage = s->mode == MOCK_NODONE ? 3 : 2;
 		return mock_reader(cls, pos, out, max);
 	}
 	if (s->stage == 2) {
@@ -156,8 +206,9 @@ static enum MHD_Result mock_send(struct MHD_Connection *c, unsigned code, const 
 	return ret;
 }
 
-/* The echo answer: the prompt's ids back with their table log-probs. */
-static enum MHD_Result mock_echo(struct MHD_Connection *c, const cJSON *prompt)
+/* The echo answer: the prompt's ids back with their table log-probs (the
+ * last one replaced by bad when bad is non-NULL). */
+static enum MHD_Result mock_echo(struct MHD_Connection *c, const cJSON *prompt, const char *bad)
 {
 	int n = cJSON_GetArraySize(prompt);
 	size_t cap = 256 + (size_t)n * 48;
@@ -169,6 +220,8 @@ static enum MHD_Result mock_echo(struct MHD_Connection *c, const cJSON *prompt)
 		int cur = cJSON_GetArrayItem(prompt, i)->valueint;
 		if (i == 0)
 			len += (size_t)snprintf(b + len, cap - len, "null");
+		else if (bad && i == n - 1)
+			len += (size_t)snprintf(b + len, cap - len, ",%s", bad);
 		else
 			len += (size_t)snprintf(b + len, cap - len, ",%.17g",
 						mock_logprob(cJSON_GetArrayItem(prompt, i - 1)->valueint, cur));
@@ -190,7 +243,7 @@ static bool mock_body_ok(const cJSON *j, enum mock_mode mode)
 	    !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(j, "temperature")))
 		return false;
 	const bool echo = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "echo"));
-	if (mode == MOCK_ECHO && !echo)
+	if ((mode == MOCK_ECHO || mode == MOCK_BADLP) && !echo)
 		return false;
 	if (echo)
 		return cJSON_IsArray(p) &&
@@ -200,6 +253,14 @@ static bool mock_body_ok(const cJSON *j, enum mock_mode mode)
 	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "stream")) &&
 	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "ignore_eos")) &&
 	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(so, "include_usage"));
+}
+
+/* big's body: spaces (the client must refuse it before parsing). */
+static ssize_t mock_big_reader(void *cls, uint64_t pos, char *out, size_t max)
+{
+	(void)cls, (void)pos;
+	memset(out, ' ', max);
+	return (ssize_t)max;
 }
 
 static void mock_free_stream(void *cls)
@@ -254,9 +315,16 @@ static enum MHD_Result mock_handler(void *cls, struct MHD_Connection *c, const c
 	else if (mode == MOCK_HTTP500)
 		ret = mock_send(c, 500, "application/json",
 				"{\"error\":{\"message\":\"mock failure\",\"type\":\"InternalServerError\",\"param\":null,\"code\":500}}");
-	else if (mode == MOCK_ECHO)
-		ret = mock_echo(c, cJSON_GetObjectItemCaseSensitive(j, "prompt"));
-	else {
+	else if (mode == MOCK_ECHO || mode == MOCK_BADLP)
+		ret = mock_echo(c, cJSON_GetObjectItemCaseSensitive(j, "prompt"),
+				mode == MOCK_BADLP ? m->bad_logprob : NULL);
+	else if (mode == MOCK_BIG) {
+		struct MHD_Response *r =
+			MHD_create_response_from_callback(m->big_bytes, 1 << 16, mock_big_reader, NULL, NULL);
+		MHD_add_response_header(r, "Content-Type", "application/json");
+		ret = MHD_queue_response(c, 200, r);
+		MHD_destroy_response(r);
+	} else {
 		struct mock_stream *s = calloc(1, sizeof *s);
 		s->m = m;
 		s->mode = mode;

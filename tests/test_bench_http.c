@@ -19,6 +19,7 @@
 #include "harness/commands.h"
 #include "results/files.h"
 #include "results/table.h"
+#include "tests/command.h"
 #include "tests/mock_openai.h"
 
 #define TOKENIZER "tests/fixtures/tokenizers/gpt2-small"
@@ -164,6 +165,55 @@ Test(bench_http, failures_are_rows_not_hangs, .init = start, .fini = stop, .time
 	ctq_bench_http_free(&s);
 }
 
+/* A request is served only when the server says it finished. Cut short
+ * with [DONE] and no finish_reason (llama-cpp-python's server when another
+ * request waits: 15 of 16 such were once counted served), or closed cleanly
+ * without one, it fails with its reason; closed cleanly after a
+ * finish_reason without [DONE] (transformers serve) it is served; empty
+ * events, comments, other fields and mixed line ends change nothing. */
+struct finish_case {
+	const char *mode;
+	bool served;
+	const char *reason[2]; /* pieces of a failed request's reason */
+	long chunks;
+};
+
+Test(bench_http, served_only_when_finished, .init = start, .fini = stop, .timeout = 60)
+{
+	const long N = 4, OUT = 6;
+	const struct finish_case cases[] = {
+		{"earlydone", false, {"data: [DONE]", "no finish_reason"}, 1},
+		{"cut", false, {"closed", "no finish_reason"}, 3},
+		{"nodone", true, {0}, OUT},
+		{"keepalive", true, {0}, OUT},
+		{"normal", true, {0}, OUT},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		const struct finish_case *k = &cases[c];
+		struct ctq_bench_http s;
+		run_mode(&s, k->mode, N, N, OUT, 10, 0, 0);
+		cr_expect_eq(s.completed, k->served ? N : 0, "%s: %ld of %ld served; request 0: %s", k->mode,
+			     s.completed, N, s.q[0].reason);
+		cr_expect_eq(s.failed, k->served ? 0 : N, "%s: %ld failed", k->mode, s.failed);
+		cr_expect_eq(s.refused, 0, "%s: a 200 answer cut short is no refusal", k->mode);
+		for (long i = 0; i < N; i++) {
+			const struct ctq_bench_http_req *x = &s.q[i];
+			cr_expect_eq(x->chunks, k->chunks, "%s request %ld: %ld chunks", k->mode, i,
+				     x->chunks);
+			if (k->served) {
+				cr_expect_eq(x->output_tokens, OUT, "%s request %ld: %lld tokens", k->mode, i,
+					     (long long)x->output_tokens);
+				continue;
+			}
+			for (int r = 0; r < 2; r++)
+				cr_expect(strstr(x->reason, k->reason[r]),
+					  "%s request %ld: reason \"%s\" lacks \"%s\"", k->mode, i, x->reason,
+					  k->reason[r]);
+		}
+		ctq_bench_http_free(&s);
+	}
+}
+
 Test(bench_http, refused_connection, .timeout = 30)
 {
 	int port = mock_closed_port();
@@ -180,12 +230,13 @@ Test(bench_http, refused_connection, .timeout = 30)
 	cr_assert_eq(ctq_bench_http_run(&s, &err), CTQ_OK, "%s", err.message);
 	cr_expect(ctq_now_s() - t < 5);
 	cr_expect_eq(s.failed, 5);
+	cr_expect_eq(s.refused, 5, "a refused connection is a refusal");
 	cr_expect(strstr(s.q[4].reason, "onnect"), "reason: %s", s.q[4].reason);
 	ctq_bench_http_free(&s);
 	/* Without --model the name comes from GET /v1/models: a refused
-	 * connection there is an io-error naming the URL. */
+	 * connection there is an env error (exit 3) naming the URL. */
 	o.model = NULL;
-	cr_expect_eq(ctq_bench_http_open(&s, &o, &err), CTQ_ERR_IO);
+	cr_expect_eq(ctq_bench_http_open(&s, &o, &err), CTQ_ERR_ENV);
 	cr_expect(strstr(err.path, "/v1/models"), "path %s", err.path);
 	ctq_bench_http_free(&s);
 }
@@ -286,10 +337,19 @@ Test(bench_http, command_writes_the_family, .init = start, .fini = stop, .timeou
 	cr_expect(cJSON_IsObject(ctq_json_get(sv, "itl_ms")));
 	cr_expect(ctq_json_get(sv, "output_tokens_per_s")->valuedouble > 0);
 	cJSON_Delete(m);
+	/* Every request refused: the server's failure (exit 3), the rows still written. */
 	url_of(url, sizeof url, "http500");
-	cr_expect_eq(bench_serve(url, dir, "--model mock-model --progress"), 1);
+	cr_expect_eq(bench_serve(url, dir, "--model mock-model --progress"), 3);
 	cr_expect_eq(csv_count(dir, "status", "error", reason, sizeof reason), 3);
 	cr_expect(strstr(reason, "HTTP 500: mock failure"), "error column: %s", reason);
+	/* Streams cut short: failed requests (exit 1), each reason in the error column. */
+	url_of(url, sizeof url, "earlydone");
+	cr_expect_eq(bench_serve(url, dir, "--model mock-model"), 1);
+	cr_expect_eq(csv_count(dir, "status", "error", reason, sizeof reason), 3);
+	cr_expect(strstr(reason, "no finish_reason"), "error column: %s", reason);
+	url_of(url, sizeof url, "nodone");
+	cr_expect_eq(bench_serve(url, dir, "--model mock-model"), 0);
+	cr_expect_eq(csv_count(dir, "status", "ok", NULL, 0), 3);
 	/* Options of the in-process engine are refused with --url. */
 	cr_expect_eq(bench_serve(url, dir, "--backend reference"), 2);
 	char cmd[300];
@@ -399,4 +459,38 @@ Test(bench_http, text_prompts, .init = start, .fini = stop, .timeout = 30)
 	free(text);
 	cJSON_Delete(j);
 	ctq_bench_http_free(&s);
+}
+
+/* A server that refuses (HTTP errors on every request, a refused
+ * connection, a refused GET /v1/models) ends the command with exit 3 and
+ * one line saying why, whatever the number of requests; the ctq binary
+ * runs as a child against the mock of this process. */
+Test(bench_http, refusal_is_one_line_exit_3, .init = start, .fini = stop, .timeout = 120)
+{
+	char url[128], dir[64], cmd[1024], out[8192];
+	snprintf(dir, sizeof dir, "/tmp/ctq-test-bench-refuse-%d", (int)getpid());
+	const int closed = mock_closed_port();
+	cr_assert(closed > 0);
+	for (int c = 0; c < 3; c++) {
+		if (c == 0)
+			url_of(url, sizeof url, "http500");
+		else
+			snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", closed);
+		snprintf(
+			cmd, sizeof cmd,
+			"%s bench serve --url %s --tokenizer " TOKENIZER " --requests 40 --concurrency 4 "
+			"--input-len 4 --output-len 2 --request-timeout 5 --out %s --force %s 2>&1 >/dev/null",
+			test_ctq_bin(), url, dir, c == 2 ? "" : "--model mock-model");
+		int rc = test_command(cmd, out, sizeof out);
+		cr_expect_eq(rc, 3, "%s: exit %d: %s", url, rc, out);
+		int lines = 0;
+		for (const char *p = out; *p; p++)
+			lines += *p == '\n';
+		cr_expect_eq(lines, 1, "%s: %d lines on stderr: %s", url, lines, out);
+		cr_expect(strstr(out, c == 0 ? "mock failure" : "onnect"), "%s: %s", url, out);
+		cr_expect(strstr(out, c == 2 ? "/v1/models" : "refused every request (40 of 40)"), "%s: %s",
+			  url, out);
+	}
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
 }

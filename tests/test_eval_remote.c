@@ -6,8 +6,11 @@
  *     in-process scorer computes — for the items ctq_eval_prepare makes,
  *     with 5 shots (long prompts) and 0; the chosen answers follow;
  *   - a server error, a refused connection, a stall past the request limit
- *     and an answer without echoed log-probabilities stop the scoring with
- *     an error naming the question and the reason, in bounded time;
+ *     (env errors, exit 3), an answer over the 64 MiB limit (env, naming
+ *     the limit), an answer without echoed log-probabilities and one with
+ *     a log-probability that is none (> 1e-4, < -1e4, not finite: parse
+ *     errors, exit 2) stop the scoring with an error naming the question
+ *     and the reason, in bounded time;
  *   - the command writes eval_questions.csv with those scores, and with
  *     --ref-url the paired verdict of two identical servers. */
 #include <criterion/criterion.h>
@@ -15,6 +18,7 @@
 
 #include "core/time.h"
 #include "eval/remote.h"
+#include "net/http.h"
 #include "harness/commands.h"
 #include "results/table.h"
 #include "tests/mock_openai.h"
@@ -137,15 +141,27 @@ struct fail_case {
 Test(eval_remote, failures_stop_with_the_reason, .init = start, .fini = stop, .timeout = 60)
 {
 	const struct fail_case cases[] = {
-		{"http500", 10, CTQ_ERR_IO, "mock failure"},
-		{"stall", 0.5, CTQ_ERR_IO, "imeout"},
+		{"http500", 10, CTQ_ERR_ENV, "mock failure"},
+		{"stall", 0.5, CTQ_ERR_ENV, "imeout"},
 		{"normal", 10, CTQ_ERR_PARSE, ""}, /* an event stream where JSON was due */
-		{NULL, 10, CTQ_ERR_IO, "onnect"},
+		{NULL, 10, CTQ_ERR_ENV, "onnect"},
+		/* an answer over the client's limit: an explicit error naming it */
+		{"big", 30, CTQ_ERR_ENV, "too large: more than the client's limit of 64 MiB"},
+		/* log-probabilities that are none, on the last continuation token */
+		{"badlp", 10, CTQ_ERR_PARSE, "0.5: not a log-probability"},
+		{"badlp", 10, CTQ_ERR_PARSE, "1e+308: not a log-probability"},
+		{"badlp", 10, CTQ_ERR_PARSE, "not finite"},
+		{"badlp", 10, CTQ_ERR_PARSE, "-100000: not a log-probability"},
 	};
+	const char *const bad[] = {"0.5", "1e308", "1e999", "-1e5"};
+	int n_bad = 0;
+	mock.big_bytes = CTQ_HTTP_MAX_KEPT + 1;
 	struct prepared p;
 	prepare(&p, 0, 2);
 	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
 		char url[128];
+		if (cases[c].mode && !strcmp(cases[c].mode, "badlp"))
+			snprintf(mock.bad_logprob, sizeof mock.bad_logprob, "%s", bad[n_bad++]);
 		if (cases[c].mode)
 			url_of(url, sizeof url, cases[c].mode);
 		else
@@ -161,7 +177,8 @@ Test(eval_remote, failures_stop_with_the_reason, .init = start, .fini = stop, .t
 		cr_expect(strstr(err.message, cases[c].want), "%s: \"%s\" lacks \"%s\"", url, err.message,
 			  cases[c].want);
 		cr_expect(strstr(err.path, "question"), "%s: path %s names no question", url, err.path);
-		cr_expect(t < 5, "%s: %.2f s", url, t);
+		cr_expect(strstr(err.path, "subject"), "%s: path %s names no subject", url, err.path);
+		cr_expect(t < 10, "%s: %.2f s", url, t);
 		free(lp);
 	}
 	prepared_free(&p);
@@ -219,6 +236,26 @@ Test(eval_remote, command_writes_the_eval_family, .init = start, .fini = stop, .
 	cr_expect_eq(eval_cmd(args), 2);
 	snprintf(args, sizeof args, "eval mmlu --url %s --model %s --tokenizer " TOKENIZER " --out %s --force", url,
 		 dir, dir);
+	cr_expect_eq(eval_cmd(args), 2);
+	/* A server that refuses is the remote side's failure (exit 3), not bad
+	 * usage: on every request, and on GET /v1/models. */
+	url_of(url, sizeof url, "http500");
+	snprintf(args, sizeof args,
+		 "eval mmlu --url %s --served-name mock-model --tokenizer " TOKENIZER
+		 " --limit 2 --shots 0 --out %s --force",
+		 url, dir);
+	cr_expect_eq(eval_cmd(args), 3);
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", mock_closed_port());
+	snprintf(args, sizeof args,
+		 "eval mmlu --url %s --tokenizer " TOKENIZER " --limit 2 --shots 0 --out %s --force", url,
+		 dir);
+	cr_expect_eq(eval_cmd(args), 3);
+	/* A log-probability that is none: bad input (exit 2). */
+	url_of(url, sizeof url, "badlp");
+	snprintf(mock.bad_logprob, sizeof mock.bad_logprob, "0.25");
+	snprintf(args, sizeof args,
+		 "eval mmlu --url %s --tokenizer " TOKENIZER " --limit 2 --shots 0 --out %s --force", url,
+		 dir);
 	cr_expect_eq(eval_cmd(args), 2);
 	char cmd[200];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

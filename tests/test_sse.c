@@ -117,6 +117,77 @@ Test(sse, event_size_bound)
 	ctq_sse_free(&p);
 }
 
+/* The WHATWG event-stream rules one at a time (html.spec.whatwg.org,
+ * "Interpreting an event stream"): each stream, fed whole and byte by
+ * byte, dispatches exactly these data. */
+struct rule_case {
+	const char *rule, *stream;
+	size_t len; /* 0: strlen */
+	const char *want[4];
+	int n;
+};
+
+Test(sse, whatwg_rules)
+{
+	const struct rule_case cases[] = {
+		/* the spec's own example: "data" alone and "data:" dispatch the empty
+		 * string; two data lines join with one LF; the last block has no
+		 * blank line, so it is never dispatched */
+		{"spec example", "data\n\ndata\ndata\n\ndata:", 0, {"", "\n"}, 2},
+		{"comments only", ": one\n:two\n\n: three\n\n", 0, {0}, 0},
+		{"comment inside an event", "data: a\n: not data\ndata: b\n\n", 0, {"a\nb"}, 1},
+		{"event, id, retry ignored", "event: x\nid: 1\nretry: 5\ndata: y\n\n", 0, {"y"}, 1},
+		{"fields alone dispatch nothing", "event: x\nid: 2\n\nretry: 1\n\n", 0, {0}, 0},
+		{"unknown fields ignored", "foo: bar\ndatax: no\ndata: z\n\n", 0, {"z"}, 1},
+		{"CRLF", "data: a\r\ndata: b\r\n\r\n", 0, {"a\nb"}, 1},
+		{"CR", "data: a\rdata: b\r\r", 0, {"a\nb"}, 1},
+		{"LF", "data: a\ndata: b\n\n", 0, {"a\nb"}, 1},
+		{"mixed ends", "data: a\rdata: b\r\n\ndata: c\n\r", 0, {"a\nb", "c"}, 2},
+		{"one leading space dropped", "data:  x \n\ndata:y\n\n", 0, {" x ", "y"}, 2},
+		{"a colon in the value", "data: {\"a\":1}\n\n", 0, {"{\"a\":1}"}, 1},
+		{"BOM at the start",
+		 "\xef\xbb\xbf"
+		 "data: a\n\n",
+		 0,
+		 {"a"},
+		 1},
+		{"BOM only at the start",
+		 "data: a\n\n\xef\xbb\xbf"
+		 "data: b\n\n",
+		 0,
+		 {"a"},
+		 1},
+		{"partial BOM is text",
+		 "\xef\xbb"
+		 "data: a\n\ndata: b\n\n",
+		 0,
+		 {"b"},
+		 1},
+		{"end without blank line", "data: a\n\ndata: b\n", 0, {"a"}, 1},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		const struct rule_case *k = &cases[c];
+		const size_t n = k->len ? k->len : strlen(k->stream);
+		for (int bytewise = 0; bytewise < 2; bytewise++) {
+			struct ctq_sse p;
+			struct events e = {0};
+			ctq_sse_init(&p);
+			if (bytewise)
+				for (size_t i = 0; i < n; i++)
+					cr_assert_eq(
+						ctq_sse_feed(&p, k->stream + i, 1, collect, &e, NULL, NULL),
+						CTQ_OK);
+			else
+				cr_assert_eq(ctq_sse_feed(&p, k->stream, n, collect, &e, NULL, NULL), CTQ_OK);
+			cr_expect_eq(e.n, k->n, "%s%s: %d events, want %d", k->rule,
+				     bytewise ? " (bytewise)" : "", e.n, k->n);
+			for (int i = 0; i < k->n && i < e.n; i++)
+				cr_expect_str_eq(e.v[i], k->want[i], "%s: event %d", k->rule, i);
+			ctq_sse_free(&p);
+		}
+	}
+}
+
 /* ---- OpenAI pieces ---- */
 
 Test(openai, chunks)
@@ -144,6 +215,13 @@ Test(openai, chunks)
 	cr_assert_eq(ctq_openai_chunk_parse(e, strlen(e), &c, NULL, NULL), CTQ_OK);
 	cr_expect(c.is_error);
 	cr_expect_str_eq(c.error, "too long");
+	/* An empty event (data: and a blank line) is a keep-alive, not an error. */
+	const char *const blanks[] = {"", " ", "\n", "\r\n\t "};
+	for (size_t i = 0; i < sizeof blanks / sizeof *blanks; i++) {
+		cr_expect_eq(ctq_openai_chunk_parse(blanks[i], strlen(blanks[i]), &c, &text, NULL), CTQ_OK,
+			     "blank event %zu", i);
+		cr_expect(c.empty && !c.done && !c.has_choice && !c.finished && c.usage_completion == -1);
+	}
 	struct ctq_error err = {0};
 	cr_expect_eq(ctq_openai_chunk_parse("{\"choices\":", 11, &c, NULL, &err), CTQ_ERR_PARSE);
 	cr_expect_eq(ctq_openai_chunk_parse("{\"choices\":3}", 13, &c, NULL, &err), CTQ_ERR_PARSE);
@@ -168,6 +246,27 @@ Test(openai, echo_logprobs)
 	err = (struct ctq_error){0};
 	cr_expect_eq(ctq_openai_echo_logprobs(none, strlen(none), 1, 0, 1, &s, "x", &err), CTQ_ERR_PARSE);
 	cr_expect(strstr(err.message, "echo"), "%s", err.message);
+	/* Implausible values are refused, naming the entry; rounding above 0
+	 * and vLLM's -9999 for -inf are not. */
+	static const struct {
+		const char *v;
+		bool ok;
+	} lp[] = {{"-0.5", true},  {"0", true},      {"5e-5", true},    {"-9999.0", true},
+		  {"0.5", false},  {"1e308", false}, {"1e999", false},  {"-1e999", false},
+		  {"-1e5", false}, {"2e-4", false},  {"-1e308", false}, {"\"-1\"", false}};
+	for (size_t i = 0; i < sizeof lp / sizeof *lp; i++) {
+		char body[200];
+		snprintf(body, sizeof body,
+			 "{\"choices\":[{\"logprobs\":{\"token_logprobs\":[null,-1,%s]}}]}", lp[i].v);
+		err = (struct ctq_error){0};
+		enum ctq_status st =
+			ctq_openai_echo_logprobs(body, strlen(body), 3, 1, 2, &s, "question 7", &err);
+		cr_expect_eq(st, lp[i].ok ? CTQ_OK : CTQ_ERR_PARSE, "%s: %s", lp[i].v, err.message);
+		if (!lp[i].ok) {
+			cr_expect(strstr(err.message, "token_logprobs[2]"), "%s: %s", lp[i].v, err.message);
+			cr_expect_str_eq(err.path, "question 7");
+		}
+	}
 }
 
 Test(openai, bodies_and_endpoints)
