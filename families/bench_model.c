@@ -94,9 +94,10 @@ static void model_kind(const char *dir, char *buf, size_t cap)
 	cJSON_Delete(c);
 }
 
-enum ctq_status ctq_fam_bench_model_report(struct ctq_rep *r, const struct ctq_result_file *f,
-				  struct ctq_perf_case **cases, size_t *n_cases, size_t *cap)
+enum ctq_status ctq_fam_bench_model_report(struct ctq_rep *r, const struct ctq_result_file *f)
 {
+	struct ctq_perf_case **cases = &r->perf;
+	size_t *n_cases = &r->n_perf, *cap = &r->cap_perf;
 	/* With --ref-model one file holds both roles: a case is (role, backend,
 	 * batch, input, output). */
 	static const char *const names[] = {"backend", "batch", "input_tokens", "output_tokens",
@@ -432,14 +433,17 @@ static void scaling_plots(struct ctq_rep *r, const struct ctq_perf_case *pc, siz
 }
 
 
-void ctq_fam_bench_model_report_end(struct ctq_rep *r, const struct ctq_perf_case *pc, size_t n)
+enum ctq_status ctq_fam_bench_model_report_end(struct ctq_rep *r)
 {
+	const struct ctq_perf_case *pc = r->perf;
+	size_t n = r->n_perf;
 	if (!n)
-		return;
+		return CTQ_OK;
 	ctq_rep_para(r, "Timings are wall clock after a backend synchronisation (ctq bench model); "
 			"TTFT is the prefill of the whole batch. A TTFT cv above 0.2 (amber) makes "
 			"`ctq compare` call that case ambiguous.");
 	ratio_table(r, pc, n);
 	perf_plots(r, pc, n);
 	scaling_plots(r, pc, n);
+	return CTQ_OK;
 }

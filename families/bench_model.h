@@ -38,12 +38,12 @@ struct ctq_perf_case {
 	double prefill, decode_ms, decode_tps; /* medians */
 };
 
-/* Appends the section of file f to r and its timing cases to *pc (*n of
- * *cap, grown; owned by the caller, free()d), which
- * ctq_fam_bench_model_report_end tabulates and plots once every file is in. */
-enum ctq_status ctq_fam_bench_model_report(struct ctq_rep *r, const struct ctq_result_file *f,
-					   struct ctq_perf_case **pc, size_t *n, size_t *cap);
-void ctq_fam_bench_model_report_end(struct ctq_rep *r, const struct ctq_perf_case *pc, size_t n);
+/* Appends the section of file f to r and its timing cases to r->perf
+ * (r->n_perf of r->cap_perf, grown; free()d with the report), which
+ * ctq_fam_bench_model_report_end tabulates and plots once every file is in
+ * (nothing without a case). */
+enum ctq_status ctq_fam_bench_model_report(struct ctq_rep *r, const struct ctq_result_file *f);
+enum ctq_status ctq_fam_bench_model_report_end(struct ctq_rep *r);
 
 /* The TTFT axis stops at this many times the largest TTFT median when some
  * case's maximum lies above that (one stalled repetition must not hide the
