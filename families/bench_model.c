@@ -5,12 +5,58 @@
 #include "families/verdict.h"
 #include "core/json.h"
 #include "core/fileio.h"
+#include "results/csv_out.h"
 #include "results/table.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+void ctq_fam_bench_model_csv_row(struct ctq_csv *w, const struct ctq_bench_model_row *r)
+{
+	ctq_csv_field(w, r->role);
+	ctq_csv_field(w, r->model);
+	ctq_csv_field(w, r->backend);
+	ctq_csv_fieldf(w, "%ld", r->batch);
+	ctq_csv_fieldf(w, "%ld", r->input_tokens);
+	ctq_csv_fieldf(w, "%ld", r->output_tokens);
+	ctq_csv_fieldf(w, "%ld", r->rep);
+	ctq_csv_fieldf(w, "%.6f", r->ttft_s * 1e3);
+	ctq_csv_fieldf(w, "%.3f", r->prefill_tps);
+	ctq_csv_fieldf(w, "%.6f", r->decode_mean_s * 1e3);
+	ctq_csv_fieldf(w, "%.3f", r->decode_tps);
+	ctq_csv_fieldf(w, "%.6f", r->tpot_p50_s * 1e3);
+	ctq_csv_fieldf(w, "%.6f", r->tpot_p99_s * 1e3);
+	ctq_csv_fieldf(w, "%llu", (unsigned long long)r->weight_bytes);
+	ctq_csv_fieldf(w, "%llu", (unsigned long long)r->kv_bytes_per_token);
+	if (r->has_device_bytes) {
+		ctq_csv_fieldf(w, "%llu", (unsigned long long)r->device_resident_bytes);
+		ctq_csv_fieldf(w, "%llu", (unsigned long long)r->device_peak_bytes);
+	} else {
+		ctq_csv_field(w, "");
+		ctq_csv_field(w, "");
+	}
+	ctq_csv_fieldf(w, "%016llx", (unsigned long long)r->output_digest);
+	ctq_csv_end_row(w);
+}
+
+void ctq_fam_bench_model_gains_csv_row(struct ctq_csv *w, const struct ctq_bench_model_gain_row *r)
+{
+	ctq_csv_fieldf(w, "%ld", r->batch);
+	ctq_csv_fieldf(w, "%ld", r->input_tokens);
+	ctq_csv_fieldf(w, "%ld", r->output_tokens);
+	ctq_csv_fieldf(w, "%.6f", r->ttft_ref_ms);
+	ctq_csv_fieldf(w, "%.6f", r->ttft_new_ms);
+	ctq_csv_fieldf(w, "%.6f", r->ttft_reduction);
+	ctq_csv_fieldf(w, "%.3f", r->prefill_ref_tps);
+	ctq_csv_fieldf(w, "%.3f", r->prefill_new_tps);
+	ctq_csv_fieldf(w, "%.6f", r->prefill_gain);
+	ctq_csv_fieldf(w, "%.3f", r->decode_ref_tps);
+	ctq_csv_fieldf(w, "%.3f", r->decode_new_tps);
+	ctq_csv_fieldf(w, "%.6f", r->decode_gain);
+	ctq_csv_end_row(w);
+}
 
 /* ---- comparison -------------------------------------------------------------- */
 
