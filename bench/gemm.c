@@ -182,16 +182,8 @@ static enum ctq_status write_csvs(const char *dir, const struct ctq_gemm_row *ro
 	if ((st = ctq_csv_open(&sw, path, samples_header, sizeof samples_header / sizeof *samples_header, err)))
 		return st;
 	for (size_t i = 0; i < n; i++)
-		for (int k = 0; samples && k < rows[i].samples && (size_t)k < stride; k++) {
-			ctq_csv_field(&sw, rows[i].shape);
-			ctq_csv_fieldf(&sw, "%lld", (long long)rows[i].K);
-			ctq_csv_fieldf(&sw, "%lld", (long long)rows[i].N);
-			ctq_csv_fieldf(&sw, "%lld", (long long)rows[i].M);
-			ctq_csv_field(&sw, ctq_gemm_impl_name(rows[i].impl));
-			ctq_csv_fieldf(&sw, "%d", k);
-			ctq_csv_fieldf(&sw, "%.9g", samples[i * stride + (size_t)k]);
-			ctq_csv_end_row(&sw);
-		}
+		for (int k = 0; samples && k < rows[i].samples && (size_t)k < stride; k++)
+			ctq_fam_bench_gemm_samples_csv_row(&sw, &rows[i], k, samples[i * stride + (size_t)k]);
 	return ctq_csv_close(&sw, err);
 }
 

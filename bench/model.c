@@ -5,6 +5,7 @@
 #include "core/fileio.h"
 #include "core/rng.h"
 #include "core/time.h"
+#include "families/bench_model.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -185,33 +186,31 @@ enum ctq_status ctq_bench_model_open(struct ctq_bench_model *m, const struct ctq
 	return CTQ_OK;
 }
 
+/* One repetition as bench_model.csv's row (the family writes it). */
 static void csv_row(const struct ctq_bench_model *m, const char *role, const struct ctq_bench_model_sample *x,
 		    struct ctq_csv *w)
 {
-	ctq_csv_field(w, role);
-	ctq_csv_field(w, m->model);
-	ctq_csv_field(w, m->o->backend);
-	ctq_csv_fieldf(w, "%ld", x->batch);
-	ctq_csv_fieldf(w, "%ld", x->len);
-	ctq_csv_fieldf(w, "%ld", m->o->out_len);
-	ctq_csv_fieldf(w, "%ld", x->rep);
-	ctq_csv_fieldf(w, "%.6f", x->ttft_s * 1e3);
-	ctq_csv_fieldf(w, "%.3f", x->prefill_tps);
-	ctq_csv_fieldf(w, "%.6f", x->mean_s * 1e3);
-	ctq_csv_fieldf(w, "%.3f", x->decode_tps);
-	ctq_csv_fieldf(w, "%.6f", x->p50_s * 1e3);
-	ctq_csv_fieldf(w, "%.6f", x->p99_s * 1e3);
-	ctq_csv_fieldf(w, "%llu", (unsigned long long)m->mdl.weight_bytes);
-	ctq_csv_fieldf(w, "%llu", (unsigned long long)m->kv_tok);
-	if (m->mem) {
-		ctq_csv_fieldf(w, "%llu", (unsigned long long)(m->total - m->free1));
-		ctq_csv_fieldf(w, "%llu", (unsigned long long)(m->total - m->min_free));
-	} else {
-		ctq_csv_field(w, "");
-		ctq_csv_field(w, "");
-	}
-	ctq_csv_fieldf(w, "%016llx", (unsigned long long)x->output_digest);
-	ctq_csv_end_row(w);
+	const struct ctq_bench_model_row r = {
+		.role = role,
+		.model = m->model,
+		.backend = m->o->backend,
+		.batch = x->batch,
+		.input_tokens = x->len,
+		.output_tokens = m->o->out_len,
+		.rep = x->rep,
+		.ttft_s = x->ttft_s,
+		.prefill_tps = x->prefill_tps,
+		.decode_mean_s = x->mean_s,
+		.decode_tps = x->decode_tps,
+		.tpot_p50_s = x->p50_s,
+		.tpot_p99_s = x->p99_s,
+		.weight_bytes = m->mdl.weight_bytes,
+		.kv_bytes_per_token = m->kv_tok,
+		.has_device_bytes = m->mem,
+		.device_resident_bytes = m->mem ? (uint64_t)(m->total - m->free1) : 0,
+		.device_peak_bytes = m->mem ? (uint64_t)(m->total - m->min_free) : 0,
+		.output_digest = x->output_digest};
+	ctq_fam_bench_model_csv_row(w, &r);
 }
 
 /* The warmup and timed runs of one (batch, len); the medians into cl. */

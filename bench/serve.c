@@ -280,25 +280,6 @@ static void summarize(struct ctq_bench_serve *s)
 	}
 }
 
-void ctq_bench_serve_row_csv(struct ctq_csv *csv, const struct ctq_bench_serve_row *r)
-{
-	ctq_csv_fieldf(csv, "%ld", r->request);
-	ctq_csv_fieldf(csv, "%ld", r->input_len);
-	ctq_csv_fieldf(csv, "%lld", r->output_tokens);
-	ctq_csv_fieldf(csv, "%.6f", r->arrival_s);
-	const double ms[4] = {r->queue_ms, r->ttft_ms, r->latency_ms, r->tpot_ms};
-	for (int k = 0; k < 4; k++) {
-		if (isnan(ms[k]))
-			ctq_csv_field(csv, "");
-		else
-			ctq_csv_fieldf(csv, "%.6f", ms[k]);
-	}
-	ctq_csv_field(csv, r->status);
-	ctq_csv_field(csv, r->tokens);
-	ctq_csv_field(csv, r->reason);
-	ctq_csv_end_row(csv);
-}
-
 void ctq_bench_serve_rows(const struct ctq_bench_serve *s, struct ctq_csv *csv)
 {
 	const struct ctq_bench_serve_options *o = &s->o;
@@ -325,7 +306,7 @@ void ctq_bench_serve_rows(const struct ctq_bench_serve *s, struct ctq_csv *csv)
 			if (o->output_len > 1)
 				row.tpot_ms = (x->finish - x->first) * 1e3 / (double)(o->output_len - 1);
 		}
-		ctq_bench_serve_row_csv(csv, &row);
+		ctq_fam_bench_serve_csv_row(csv, &row);
 	}
 }
 

@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "families/bench_serve.h"
 #include "model/engine.h"
 #include "model/model.h"
 #include "results/csv_out.h"
@@ -43,16 +44,6 @@ void ctq_bench_serve_workload(int32_t *prompts, double *arrivals, long requests,
  * one on them. */
 void ctq_bench_serve_workload_json(cJSON *m, long requests, long concurrency, long input_len,
 				   long output_len, double rate, long seed);
-
-/* One request's bench_serve.csv row, as every engine writes it; a NAN
- * time (ms) is an empty field, the request having not reached it. */
-struct ctq_bench_serve_row {
-	long request, input_len;
-	long long output_tokens;
-	double arrival_s, queue_ms, ttft_ms, latency_ms, tpot_ms;
-	const char *status, *tokens, *reason; /* borrowed */
-};
-void ctq_bench_serve_row_csv(struct ctq_csv *csv, const struct ctq_bench_serve_row *r);
 
 /* Fills d (name borrowed) from the n samples v, sorted in place: mean,
  * population std and linearly interpolated percentiles; NAN when n is 0. */

@@ -313,7 +313,7 @@ void ctq_bench_http_rows(const struct ctq_bench_http *s, struct ctq_csv *csv)
 			if (x->output_tokens > 1)
 				row.tpot_ms = (x->last - x->first) * 1e3 / (double)(x->output_tokens - 1);
 		}
-		ctq_bench_serve_row_csv(csv, &row);
+		ctq_fam_bench_serve_csv_row(csv, &row);
 	}
 }
 

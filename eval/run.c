@@ -136,48 +136,37 @@ static const char *const g_header[] = {CTQ_EVAL_GROUPS_CSV_COLUMNS};
 
 static const char *const p_header[] = {CTQ_EVAL_PAIRED_CSV_COLUMNS};
 
+/* A group's eval_groups.csv row for one model (k of its questions right)
+ * and its eval_paired.csv row; the family writes them. */
 static void g_row(struct ctq_csv *w, const struct ctq_eval_group *g, const char *model, size_t k,
 		  double macro, double macro_se)
 {
-	ctq_csv_field(w, g->level);
-	ctq_csv_field(w, g->name);
-	ctq_csv_field(w, model);
-	ctq_csv_fieldf(w, "%zu", g->n_subjects);
-	ctq_csv_fieldf(w, "%zu", g->t.n);
-	ctq_csv_fieldf(w, "%zu", k);
-	ctq_csv_fieldf(w, "%.17g", g->t.n ? (double)k / (double)g->t.n : NAN);
-	ctq_csv_fieldf(w, "%.17g", ctq_stats_binom_se(k, g->t.n));
-	ctq_csv_fieldf(w, "%.17g", macro);
-	ctq_csv_fieldf(w, "%.17g", macro_se);
-	ctq_csv_end_row(w);
+	const struct ctq_eval_group_row row = {.level = g->level,
+					       .name = g->name,
+					       .model = model,
+					       .n_subjects = g->n_subjects,
+					       .n = g->t.n,
+					       .correct = k,
+					       .acc_micro = g->t.n ? (double)k / (double)g->t.n : NAN,
+					       .se_micro = ctq_stats_binom_se(k, g->t.n),
+					       .acc_macro = macro,
+					       .se_macro = macro_se};
+	ctq_fam_eval_group_csv_row(w, &row);
 }
 
 static void p_row(struct ctq_csv *w, const struct ctq_eval_group *g)
 {
-	const struct ctq_paired *p = &g->paired;
-	ctq_csv_field(w, g->level);
-	ctq_csv_field(w, g->name);
-	ctq_csv_fieldf(w, "%zu", p->n);
-	ctq_csv_fieldf(w, "%zu", g->t.k_ref);
-	ctq_csv_fieldf(w, "%zu", g->t.k_new);
-	ctq_csv_fieldf(w, "%zu", p->a);
-	ctq_csv_fieldf(w, "%zu", p->b);
-	ctq_csv_fieldf(w, "%zu", p->c);
-	ctq_csv_fieldf(w, "%zu", p->d);
-	ctq_csv_fieldf(w, "%.17g", p->acc_ref);
-	ctq_csv_fieldf(w, "%.17g", p->acc_new);
-	ctq_csv_fieldf(w, "%.17g", p->diff);
-	ctq_csv_fieldf(w, "%.17g", p->lo);
-	ctq_csv_fieldf(w, "%.17g", p->hi);
-	ctq_csv_field(w, "newcombe-hybrid-score");
-	ctq_csv_fieldf(w, "%.17g", p->wald_lo);
-	ctq_csv_fieldf(w, "%.17g", p->wald_hi);
-	ctq_csv_fieldf(w, "%.17g", p->p_mcnemar);
-	ctq_csv_fieldf(w, "%.17g", g->t.n ? (double)g->t.agree / (double)g->t.n : NAN);
-	ctq_csv_fieldf(w, "%.17g", g->t.n ? g->t.kl / (double)g->t.n : NAN);
-	ctq_csv_fieldf(w, "%g", g->margin);
-	ctq_csv_field(w, verdict_name(g, true));
-	ctq_csv_end_row(w);
+	const struct ctq_eval_paired_row row = {.level = g->level,
+						.name = g->name,
+						.paired = &g->paired,
+						.ref_correct = g->t.k_ref,
+						.new_correct = g->t.k_new,
+						.agreement =
+							g->t.n ? (double)g->t.agree / (double)g->t.n : NAN,
+						.kl_mean_nats = g->t.n ? g->t.kl / (double)g->t.n : NAN,
+						.margin = g->margin,
+						.verdict = verdict_name(g, true)};
+	ctq_fam_eval_paired_csv_row(w, &row);
 }
 
 /* One line of the summary table. The macro row compares the macro
@@ -548,35 +537,30 @@ static enum ctq_status write_questions(const struct ctq_eval_run *r, struct ctq_
 		const struct ctq_eval_subject *s = &r->data.subjects[it->subject];
 		const struct ctq_question *q = &s->items.q[it->index];
 		int cn = ctq_eval_argmax4(cand->lp[i]);
-		ctq_csv_field(&csv, ctq_bench_name(o->bench));
-		ctq_csv_field(&csv, r->protocol_id);
-		ctq_csv_field(&csv, o->split);
-		ctq_csv_field(&csv, s->meta->name);
-		ctq_csv_field(&csv, category_of(o, s->meta));
-		ctq_csv_field(&csv, q->id);
-		ctq_csv_fieldf(&csv, "%ld", q->line);
-		ctq_csv_fieldf(&csv, "%d", it->shots);
-		ctq_csv_fieldf(&csv, "%lld", (long long)it->n_prompt);
-		ctq_csv_fieldf(&csv, "%lld", (long long)it->n_ctx);
-		ctq_csv_field(&csv, it->truncated ? "true" : "false");
-		ctq_csv_field(&csv, it->sha256);
-		ctq_csv_fieldf(&csv, "%c", q->answer);
-		ctq_csv_fieldf(&csv, "%c", 'A' + cn);
-		ctq_csv_field(&csv, cn == q->answer - 'A' ? "true" : "false");
-		for (int k = 0; k < 4; k++)
-			ctq_csv_fieldf(&csv, "%.9g", cand->lp[i][k]);
+		struct ctq_eval_question_row row = {.benchmark = ctq_bench_name(o->bench),
+						    .protocol = r->protocol_id,
+						    .split = o->split,
+						    .subject = s->meta->name,
+						    .category = category_of(o, s->meta),
+						    .id = q->id,
+						    .line = q->line,
+						    .shots = it->shots,
+						    .prompt_tokens = (long long)it->n_prompt,
+						    .context_tokens = (long long)it->n_ctx,
+						    .truncated = it->truncated,
+						    .prompt_sha256 = it->sha256,
+						    .answer = q->answer,
+						    .chosen = (char)('A' + cn),
+						    .correct = cn == q->answer - 'A',
+						    .lp = cand->lp[i]};
 		if (r->have_ref) {
 			int cr = ctq_eval_argmax4(base->lp[i]);
-			ctq_csv_fieldf(&csv, "%c", 'A' + cr);
-			ctq_csv_field(&csv, cr == q->answer - 'A' ? "true" : "false");
-			for (int k = 0; k < 4; k++)
-				ctq_csv_fieldf(&csv, "%.9g", base->lp[i][k]);
-			ctq_csv_fieldf(&csv, "%.9g", ctq_stats_kl(base->lp[i], cand->lp[i], 4));
-		} else {
-			for (int k = 0; k < 7; k++)
-				ctq_csv_field(&csv, "");
+			row.ref_lp = base->lp[i];
+			row.ref_chosen = (char)('A' + cr);
+			row.ref_correct = cr == q->answer - 'A';
+			row.kl_ref_new = ctq_stats_kl(base->lp[i], cand->lp[i], 4);
 		}
-		ctq_csv_end_row(&csv);
+		ctq_fam_eval_question_csv_row(&csv, &row);
 	}
 	return ctq_csv_close(&csv, err);
 }

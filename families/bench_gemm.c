@@ -56,6 +56,19 @@ static void num(struct ctq_csv *w, double v)
 		ctq_csv_fieldf(w, "%.9g", v);
 }
 
+void ctq_fam_bench_gemm_samples_csv_row(struct ctq_csv *w, const struct ctq_gemm_row *r, int k,
+					double time_us)
+{
+	ctq_csv_field(w, r->shape);
+	ctq_csv_fieldf(w, "%lld", (long long)r->K);
+	ctq_csv_fieldf(w, "%lld", (long long)r->N);
+	ctq_csv_fieldf(w, "%lld", (long long)r->M);
+	ctq_csv_field(w, ctq_gemm_impl_name(r->impl));
+	ctq_csv_fieldf(w, "%d", k);
+	ctq_csv_fieldf(w, "%.9g", time_us);
+	ctq_csv_end_row(w);
+}
+
 void ctq_gemm_csv_row(struct ctq_csv *w, const struct ctq_gemm_row *r)
 {
 	ctq_csv_field(w, r->shape);

@@ -77,6 +77,9 @@ struct ctq_gemm_row {
 extern const char *const ctq_gemm_csv_header[];
 extern const size_t ctq_gemm_csv_cols;
 void ctq_gemm_csv_row(struct ctq_csv *w, const struct ctq_gemm_row *r);
+/* One bench_gemm_samples.csv row: sample k of row r, time_us per call. */
+void ctq_fam_bench_gemm_samples_csv_row(struct ctq_csv *w, const struct ctq_gemm_row *r, int k,
+					double time_us);
 /* Reads a bench_gemm.csv. Errors: io-error, parse-error (a missing column,
  * an unknown impl, a bad number), out-of-memory. *rows owned (free()). */
 enum ctq_status ctq_gemm_rows_load(const char *path, struct ctq_gemm_row **rows, size_t *n,

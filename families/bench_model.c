@@ -5,12 +5,58 @@
 #include "families/verdict.h"
 #include "core/json.h"
 #include "core/fileio.h"
+#include "results/csv_out.h"
 #include "results/table.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+void ctq_fam_bench_model_csv_row(struct ctq_csv *w, const struct ctq_bench_model_row *r)
+{
+	ctq_csv_field(w, r->role);
+	ctq_csv_field(w, r->model);
+	ctq_csv_field(w, r->backend);
+	ctq_csv_fieldf(w, "%ld", r->batch);
+	ctq_csv_fieldf(w, "%ld", r->input_tokens);
+	ctq_csv_fieldf(w, "%ld", r->output_tokens);
+	ctq_csv_fieldf(w, "%ld", r->rep);
+	ctq_csv_fieldf(w, "%.6f", r->ttft_s * 1e3);
+	ctq_csv_fieldf(w, "%.3f", r->prefill_tps);
+	ctq_csv_fieldf(w, "%.6f", r->decode_mean_s * 1e3);
+	ctq_csv_fieldf(w, "%.3f", r->decode_tps);
+	ctq_csv_fieldf(w, "%.6f", r->tpot_p50_s * 1e3);
+	ctq_csv_fieldf(w, "%.6f", r->tpot_p99_s * 1e3);
+	ctq_csv_fieldf(w, "%llu", (unsigned long long)r->weight_bytes);
+	ctq_csv_fieldf(w, "%llu", (unsigned long long)r->kv_bytes_per_token);
+	if (r->has_device_bytes) {
+		ctq_csv_fieldf(w, "%llu", (unsigned long long)r->device_resident_bytes);
+		ctq_csv_fieldf(w, "%llu", (unsigned long long)r->device_peak_bytes);
+	} else {
+		ctq_csv_field(w, "");
+		ctq_csv_field(w, "");
+	}
+	ctq_csv_fieldf(w, "%016llx", (unsigned long long)r->output_digest);
+	ctq_csv_end_row(w);
+}
+
+void ctq_fam_bench_model_gains_csv_row(struct ctq_csv *w, const struct ctq_bench_model_gain_row *r)
+{
+	ctq_csv_fieldf(w, "%ld", r->batch);
+	ctq_csv_fieldf(w, "%ld", r->input_tokens);
+	ctq_csv_fieldf(w, "%ld", r->output_tokens);
+	ctq_csv_fieldf(w, "%.6f", r->ttft_ref_ms);
+	ctq_csv_fieldf(w, "%.6f", r->ttft_new_ms);
+	ctq_csv_fieldf(w, "%.6f", r->ttft_reduction);
+	ctq_csv_fieldf(w, "%.3f", r->prefill_ref_tps);
+	ctq_csv_fieldf(w, "%.3f", r->prefill_new_tps);
+	ctq_csv_fieldf(w, "%.6f", r->prefill_gain);
+	ctq_csv_fieldf(w, "%.3f", r->decode_ref_tps);
+	ctq_csv_fieldf(w, "%.3f", r->decode_new_tps);
+	ctq_csv_fieldf(w, "%.6f", r->decode_gain);
+	ctq_csv_end_row(w);
+}
 
 /* ---- comparison -------------------------------------------------------------- */
 
@@ -94,9 +140,10 @@ static void model_kind(const char *dir, char *buf, size_t cap)
 	cJSON_Delete(c);
 }
 
-enum ctq_status ctq_fam_bench_model_report(struct ctq_rep *r, const struct ctq_result_file *f,
-				  struct ctq_perf_case **cases, size_t *n_cases, size_t *cap)
+enum ctq_status ctq_fam_bench_model_report(struct ctq_rep *r, const struct ctq_result_file *f)
 {
+	struct ctq_perf_case **cases = &r->perf;
+	size_t *n_cases = &r->n_perf, *cap = &r->cap_perf;
 	/* With --ref-model one file holds both roles: a case is (role, backend,
 	 * batch, input, output). */
 	static const char *const names[] = {"backend", "batch", "input_tokens", "output_tokens",
@@ -432,14 +479,17 @@ static void scaling_plots(struct ctq_rep *r, const struct ctq_perf_case *pc, siz
 }
 
 
-void ctq_fam_bench_model_report_end(struct ctq_rep *r, const struct ctq_perf_case *pc, size_t n)
+enum ctq_status ctq_fam_bench_model_report_end(struct ctq_rep *r)
 {
+	const struct ctq_perf_case *pc = r->perf;
+	size_t n = r->n_perf;
 	if (!n)
-		return;
+		return CTQ_OK;
 	ctq_rep_para(r, "Timings are wall clock after a backend synchronisation (ctq bench model); "
 			"TTFT is the prefill of the whole batch. A TTFT cv above 0.2 (amber) makes "
 			"`ctq compare` call that case ambiguous.");
 	ratio_table(r, pc, n);
 	perf_plots(r, pc, n);
 	scaling_plots(r, pc, n);
+	return CTQ_OK;
 }

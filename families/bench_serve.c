@@ -2,6 +2,7 @@
 #include "families/bench_serve.h"
 #include "families/verdict.h"
 #include "core/json.h"
+#include "results/csv_out.h"
 #include "results/files.h"
 #include "results/table.h"
 
@@ -9,6 +10,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+void ctq_fam_bench_serve_csv_row(struct ctq_csv *w, const struct ctq_bench_serve_row *r)
+{
+	ctq_csv_fieldf(w, "%ld", r->request);
+	ctq_csv_fieldf(w, "%ld", r->input_len);
+	ctq_csv_fieldf(w, "%lld", r->output_tokens);
+	ctq_csv_fieldf(w, "%.6f", r->arrival_s);
+	const double ms[4] = {r->queue_ms, r->ttft_ms, r->latency_ms, r->tpot_ms};
+	for (int k = 0; k < 4; k++) {
+		if (isnan(ms[k]))
+			ctq_csv_field(w, "");
+		else
+			ctq_csv_fieldf(w, "%.6f", ms[k]);
+	}
+	ctq_csv_field(w, r->status);
+	ctq_csv_field(w, r->tokens);
+	ctq_csv_field(w, r->reason);
+	ctq_csv_end_row(w);
+}
 
 /* ---- comparison -------------------------------------------------------------- */
 

@@ -22,6 +22,19 @@
 	"request", "input_tokens", "output_tokens", "arrival_s", "queue_ms", "ttft_ms",          \
 	"latency_ms", "tpot_ms", "status", "tokens", "error"
 
+struct ctq_csv;
+
+/* One request's bench_serve.csv row, as every engine (bench/serve.c,
+ * bench/serve_http.c) writes it; a NAN time (ms) is an empty field, the
+ * request having not reached it. */
+struct ctq_bench_serve_row {
+	long request, input_len;
+	long long output_tokens;
+	double arrival_s, queue_ms, ttft_ms, latency_ms, tpot_ms;
+	const char *status, *tokens, *reason; /* borrowed */
+};
+void ctq_fam_bench_serve_csv_row(struct ctq_csv *w, const struct ctq_bench_serve_row *r);
+
 enum ctq_status ctq_fam_bench_serve_compare(struct ctq_cmp_pair *x, struct ctq_error *err);
 enum ctq_status ctq_fam_bench_serve_trend(struct ctq_trend *t, size_t run, const struct ctq_table *tb,
 					  const char *path, const char *file, struct ctq_error *err);

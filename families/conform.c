@@ -1,13 +1,28 @@
 /* The conform family (see conform.h). */
 #include "families/conform.h"
+#include "conform/suite.h"
 #include "core/arena.h"
 #include "families/verdict.h"
+#include "results/csv_out.h"
 #include "results/table.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+void ctq_fam_conform_csv_row(struct ctq_csv *w, const struct ctq_check *k)
+{
+	ctq_csv_field(w, k->case_id);
+	ctq_csv_field(w, k->file);
+	ctq_csv_field(w, ctq_semantics_name(k->sem));
+	ctq_csv_field(w, k->name);
+	ctq_csv_field(w, k->expected);
+	ctq_csv_field(w, k->actual);
+	ctq_csv_field(w, k->passed ? "pass" : "fail");
+	ctq_csv_field(w, k->detail);
+	ctq_csv_end_row(w);
+}
 
 /* ---- comparison -------------------------------------------------------------- */
 

@@ -4,12 +4,88 @@
 #include "families/verdict.h"
 #include "stats/accuracy.h"
 #include "core/json.h"
+#include "results/csv_out.h"
 #include "results/table.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+void ctq_fam_eval_question_csv_row(struct ctq_csv *w, const struct ctq_eval_question_row *r)
+{
+	ctq_csv_field(w, r->benchmark);
+	ctq_csv_field(w, r->protocol);
+	ctq_csv_field(w, r->split);
+	ctq_csv_field(w, r->subject);
+	ctq_csv_field(w, r->category);
+	ctq_csv_field(w, r->id);
+	ctq_csv_fieldf(w, "%ld", r->line);
+	ctq_csv_fieldf(w, "%d", r->shots);
+	ctq_csv_fieldf(w, "%lld", r->prompt_tokens);
+	ctq_csv_fieldf(w, "%lld", r->context_tokens);
+	ctq_csv_field(w, r->truncated ? "true" : "false");
+	ctq_csv_field(w, r->prompt_sha256);
+	ctq_csv_fieldf(w, "%c", r->answer);
+	ctq_csv_fieldf(w, "%c", r->chosen);
+	ctq_csv_field(w, r->correct ? "true" : "false");
+	for (int k = 0; k < 4; k++)
+		ctq_csv_fieldf(w, "%.9g", r->lp[k]);
+	if (r->ref_lp) {
+		ctq_csv_fieldf(w, "%c", r->ref_chosen);
+		ctq_csv_field(w, r->ref_correct ? "true" : "false");
+		for (int k = 0; k < 4; k++)
+			ctq_csv_fieldf(w, "%.9g", r->ref_lp[k]);
+		ctq_csv_fieldf(w, "%.9g", r->kl_ref_new);
+	} else {
+		for (int k = 0; k < 7; k++)
+			ctq_csv_field(w, "");
+	}
+	ctq_csv_end_row(w);
+}
+
+void ctq_fam_eval_group_csv_row(struct ctq_csv *w, const struct ctq_eval_group_row *r)
+{
+	ctq_csv_field(w, r->level);
+	ctq_csv_field(w, r->name);
+	ctq_csv_field(w, r->model);
+	ctq_csv_fieldf(w, "%zu", r->n_subjects);
+	ctq_csv_fieldf(w, "%zu", r->n);
+	ctq_csv_fieldf(w, "%zu", r->correct);
+	ctq_csv_fieldf(w, "%.17g", r->acc_micro);
+	ctq_csv_fieldf(w, "%.17g", r->se_micro);
+	ctq_csv_fieldf(w, "%.17g", r->acc_macro);
+	ctq_csv_fieldf(w, "%.17g", r->se_macro);
+	ctq_csv_end_row(w);
+}
+
+void ctq_fam_eval_paired_csv_row(struct ctq_csv *w, const struct ctq_eval_paired_row *r)
+{
+	const struct ctq_paired *p = r->paired;
+	ctq_csv_field(w, r->level);
+	ctq_csv_field(w, r->name);
+	ctq_csv_fieldf(w, "%zu", p->n);
+	ctq_csv_fieldf(w, "%zu", r->ref_correct);
+	ctq_csv_fieldf(w, "%zu", r->new_correct);
+	ctq_csv_fieldf(w, "%zu", p->a);
+	ctq_csv_fieldf(w, "%zu", p->b);
+	ctq_csv_fieldf(w, "%zu", p->c);
+	ctq_csv_fieldf(w, "%zu", p->d);
+	ctq_csv_fieldf(w, "%.17g", p->acc_ref);
+	ctq_csv_fieldf(w, "%.17g", p->acc_new);
+	ctq_csv_fieldf(w, "%.17g", p->diff);
+	ctq_csv_fieldf(w, "%.17g", p->lo);
+	ctq_csv_fieldf(w, "%.17g", p->hi);
+	ctq_csv_field(w, "newcombe-hybrid-score");
+	ctq_csv_fieldf(w, "%.17g", p->wald_lo);
+	ctq_csv_fieldf(w, "%.17g", p->wald_hi);
+	ctq_csv_fieldf(w, "%.17g", p->p_mcnemar);
+	ctq_csv_fieldf(w, "%.17g", r->agreement);
+	ctq_csv_fieldf(w, "%.17g", r->kl_mean_nats);
+	ctq_csv_fieldf(w, "%g", r->margin);
+	ctq_csv_field(w, r->verdict);
+	ctq_csv_end_row(w);
+}
 
 /* ---- comparison -------------------------------------------------------------- */
 

@@ -2,8 +2,8 @@
  * kind of result CSV: its column header (declared once, in its .h, for the
  * writer and the readers), its comparison of two runs' files, its part of a
  * trend over N runs, and its section of the run report. reports/compare.c
- * and reports/report.c dispatch to the families by enum ctq_family
- * (results/files.h); the comparison machinery they use is
+ * and reports/report.c reach the families through their one registration,
+ * ctq_families[] (families/registry.h); the comparison machinery they use is
  * families/verdict.h, the report's (struct ctq_rep and its
  * rendering helpers, defined in family.c) is here.
  *
@@ -14,8 +14,10 @@
  *                                      its series of one run's table tb
  *                                      (borrowed; path names it in errors)
  *   ctq_fam_<family>_report(r, f)      its report section for file f
+ *   ctq_fam_<family>_csv_row(w, ...)   one row of its CSV (the engines call it)
+ * and registers them in its row of ctq_families[] (families/registry.c).
  *
- * What it is not: a registry; adding a family means a case in each driver.
+ * What it is not: the registry (families/registry.h).
  */
 #ifndef CTQ_FAMILIES_FAMILY_H
 #define CTQ_FAMILIES_FAMILY_H
@@ -27,6 +29,7 @@
 
 #include "core/status.h"
 #include "core/strbuf.h"
+#include "families/registry.h"
 #include "results/files.h"
 #include "results/plot.h"
 #include "results/table.h"
@@ -34,6 +37,7 @@
 struct ctq_cmp_pair;
 struct ctq_trend;
 struct ctq_result_file;
+struct ctq_perf_case;
 
 /* The one reading of a boolean CSV cell: "true" or "1" (the writers write
  * "true"; "1" is accepted from other tools). Anything else is false. */
@@ -62,6 +66,10 @@ struct ctq_rep {
 	size_t gates, gates_failed; /* accuracy gates that ctq eval recorded */
 	size_t serve_errors;        /* failed requests of ctq bench serve */
 	size_t gemm_failed;         /* ctq bench gemm rows whose ctq output differs from the reference */
+	/* The timing cases of the bench_model sections (families/bench_model.h),
+	 * tabulated after the last of them; owned, free()d with the report. */
+	struct ctq_perf_case *perf;
+	size_t n_perf, cap_perf;
 	struct ctq_error *err;
 };
 

@@ -17,11 +17,13 @@
 
 /* The entries and their ranges; the values, and why each is what it is,
  * live in policies/compare.json, the built-in policy the build embeds. */
-static const struct {
+struct pol_entry {
 	const char *section, *key;
 	double min, max;
 	bool integral;
-} pol_def[CTQ_POL_COUNT] = {
+};
+
+static const struct pol_entry pol_fixed[CTQ_POL_MISSING_FAMILY] = {
 	[CTQ_POL_TIMING_THRESHOLD] = {"timing", "threshold", 0, 10, false},
 	[CTQ_POL_TIMING_ALPHA] = {"timing", "alpha", 1e-12, 1, false},
 	[CTQ_POL_TIMING_MIN_SAMPLES] = {"timing", "min_samples", 1, 1e6, true},
@@ -40,16 +42,17 @@ static const struct {
 	[CTQ_POL_KLD_TOP1_DROP] = {"kld", "top1_min_drop", 0, 1, false},
 	[CTQ_POL_KLD_TOP1_ALPHA] = {"kld", "top1_alpha", 1e-12, 1, false},
 	[CTQ_POL_MISSING_IS_REGRESSION] = {"missing", "is_regression", 0, 1, true},
-#define MISSING_FAMILY(fam, name) [CTQ_POL_MISSING_FAMILY + (fam)] = {"missing_family", name, 0, 1, true}
-	MISSING_FAMILY(CTQ_FAM_CONFORM, "conformance"),
-	MISSING_FAMILY(CTQ_FAM_PROBE, "probe"),
-	MISSING_FAMILY(CTQ_FAM_BENCH_MODEL, "timing"),
-	MISSING_FAMILY(CTQ_FAM_BENCH_GEMM, "gemm"),
-	MISSING_FAMILY(CTQ_FAM_EVAL, "accuracy"),
-	MISSING_FAMILY(CTQ_FAM_BENCH_SERVE, "serving"),
-	MISSING_FAMILY(CTQ_FAM_EVAL_KLD, "kld"),
-#undef MISSING_FAMILY
 };
+
+/* Entry k: a fixed one, or missing_family.<name> of family k -
+ * CTQ_POL_MISSING_FAMILY (families/registry.h). */
+static struct pol_entry pol_def(int k)
+{
+	if (k < CTQ_POL_MISSING_FAMILY)
+		return pol_fixed[k];
+	return (struct pol_entry){"missing_family",
+				  ctq_family_name((enum ctq_family)(k - CTQ_POL_MISSING_FAMILY)), 0, 1, true};
+}
 
 const char *ctq_compare_policy_name(enum ctq_policy_key k)
 {
@@ -57,7 +60,7 @@ const char *ctq_compare_policy_name(enum ctq_policy_key k)
 	if (k >= CTQ_POL_COUNT)
 		return "unknown";
 	if (!names[k][0])
-		snprintf(names[k], sizeof names[k], "%s.%s", pol_def[k].section, pol_def[k].key);
+		snprintf(names[k], sizeof names[k], "%s.%s", pol_def(k).section, pol_def(k).key);
 	return names[k];
 }
 
@@ -74,7 +77,7 @@ static enum ctq_status policy_apply(struct ctq_compare_policy *p, const cJSON *r
 			continue;
 		int known;
 		for (known = 0; known < CTQ_POL_COUNT; known++)
-			if (!strcmp(pol_def[known].section, sec->string))
+			if (!strcmp(pol_def(known).section, sec->string))
 				break;
 		if (known == CTQ_POL_COUNT) {
 			st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, sec->string,
@@ -94,7 +97,8 @@ static enum ctq_status policy_apply(struct ctq_compare_policy *p, const cJSON *r
 				continue;
 			int k;
 			for (k = 0; k < CTQ_POL_COUNT; k++)
-				if (!strcmp(pol_def[k].section, sec->string) && !strcmp(pol_def[k].key, it->string))
+				if (!strcmp(pol_def(k).section, sec->string) &&
+				    !strcmp(pol_def(k).key, it->string))
 					break;
 			if (k == CTQ_POL_COUNT) {
 				st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, jp, "unknown policy entry");
@@ -126,12 +130,11 @@ static enum ctq_status policy_apply(struct ctq_compare_policy *p, const cJSON *r
 						   ctq_json_type_name(val));
 				break;
 			}
-			if (!(x >= pol_def[k].min && x <= pol_def[k].max) ||
-			    (pol_def[k].integral && x != floor(x))) {
+			const struct pol_entry e = pol_def(k);
+			if (!(x >= e.min && x <= e.max) || (e.integral && x != floor(x))) {
 				st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, jp,
 						   "is %g; expected %s in [%g, %g]", x,
-						   pol_def[k].integral ? "an integer" : "a number",
-						   pol_def[k].min, pol_def[k].max);
+						   e.integral ? "an integer" : "a number", e.min, e.max);
 				break;
 			}
 			p->v[k] = x;

@@ -18,6 +18,7 @@
 
 #include "core/status.h"
 #include "core/strbuf.h"
+#include "families/registry.h"
 #include "results/files.h"
 #include "stats/sample.h"
 #include "results/table.h"
@@ -45,7 +46,8 @@ enum ctq_policy_key {
 				       * from NEW gates (0/1) */
 	/* A whole result family (every file of it) in BASE and none in NEW
 	 * gates (0/1; default 1): one key per enum ctq_family, in its order,
-	 * named missing_family.<family name>. An exemption (0) needs a reason. */
+	 * named missing_family.<name of its row in ctq_families[]>
+	 * (families/registry.h). An exemption (0) needs a reason. */
 	CTQ_POL_MISSING_FAMILY,
 	CTQ_POL_COUNT = CTQ_POL_MISSING_FAMILY + CTQ_FAM_COUNT
 };

@@ -76,11 +76,7 @@ static bool opt_input_len(const char *cmd, const char *name, const char *v, void
 
 static const char *const header[] = {CTQ_BENCH_MODEL_CSV_COLUMNS};
 
-static const char *const gain_header[] = {
-	"batch", "input_tokens", "output_tokens", "ttft_ref_ms", "ttft_new_ms", "ttft_reduction",
-	"prefill_ref_tokens_per_s", "prefill_new_tokens_per_s", "prefill_gain",
-	"decode_ref_tokens_per_s", "decode_new_tokens_per_s", "decode_gain",
-};
+static const char *const gain_header[] = {CTQ_BENCH_MODEL_GAINS_CSV_COLUMNS};
 
 struct ctx {
 	struct ctq_bench_model_options o;
@@ -234,19 +230,19 @@ int ctq_cmd_bench_model(int argc, char **argv)
 				printf("%-6ld %6ld  %8.2fms %8.2fms %7.1f%%  %12.0f %12.0f %6.2fx  %12.1f %12.1f %6.2fx\n",
 				       C.o.batches[bi], C.o.lens[li], a->ttft_ms, n->ttft_ms, 100 * red, a->prefill_tps,
 				       n->prefill_tps, pg, a->decode_tps, n->decode_tps, dg);
-				ctq_csv_fieldf(&gcsv, "%ld", C.o.batches[bi]);
-				ctq_csv_fieldf(&gcsv, "%ld", C.o.lens[li]);
-				ctq_csv_fieldf(&gcsv, "%ld", C.o.out_len);
-				ctq_csv_fieldf(&gcsv, "%.6f", a->ttft_ms);
-				ctq_csv_fieldf(&gcsv, "%.6f", n->ttft_ms);
-				ctq_csv_fieldf(&gcsv, "%.6f", red);
-				ctq_csv_fieldf(&gcsv, "%.3f", a->prefill_tps);
-				ctq_csv_fieldf(&gcsv, "%.3f", n->prefill_tps);
-				ctq_csv_fieldf(&gcsv, "%.6f", pg);
-				ctq_csv_fieldf(&gcsv, "%.3f", a->decode_tps);
-				ctq_csv_fieldf(&gcsv, "%.3f", n->decode_tps);
-				ctq_csv_fieldf(&gcsv, "%.6f", dg);
-				ctq_csv_end_row(&gcsv);
+				const struct ctq_bench_model_gain_row g = {.batch = C.o.batches[bi],
+									   .input_tokens = C.o.lens[li],
+									   .output_tokens = C.o.out_len,
+									   .ttft_ref_ms = a->ttft_ms,
+									   .ttft_new_ms = n->ttft_ms,
+									   .ttft_reduction = red,
+									   .prefill_ref_tps = a->prefill_tps,
+									   .prefill_new_tps = n->prefill_tps,
+									   .prefill_gain = pg,
+									   .decode_ref_tps = a->decode_tps,
+									   .decode_new_tps = n->decode_tps,
+									   .decode_gain = dg};
+				ctq_fam_bench_model_gains_csv_row(&gcsv, &g);
 			}
 		if (ctq_csv_close(&gcsv, &err))
 			goto fail;

@@ -46,18 +46,8 @@ static enum ctq_status write_outputs(struct ctq_run *run, const struct ctq_check
 					  err);
 	if (st)
 		return st;
-	for (size_t i = 0; i < ck->n; i++) {
-		const struct ctq_check *k = &ck->v[i];
-		ctq_csv_field(&w, k->case_id);
-		ctq_csv_field(&w, k->file);
-		ctq_csv_field(&w, ctq_semantics_name(k->sem));
-		ctq_csv_field(&w, k->name);
-		ctq_csv_field(&w, k->expected);
-		ctq_csv_field(&w, k->actual);
-		ctq_csv_field(&w, k->passed ? "pass" : "fail");
-		ctq_csv_field(&w, k->detail);
-		ctq_csv_end_row(&w);
-	}
+	for (size_t i = 0; i < ck->n; i++)
+		ctq_fam_conform_csv_row(&w, &ck->v[i]);
 	if ((st = ctq_csv_close(&w, err)))
 		return st;
 	struct ctq_junit_case *jc = ctq_calloc(ck->n + 1, sizeof *jc);

@@ -1,20 +1,15 @@
 /* ctq regression comparison (see compare.h): the driver. It pairs the
  * result files of two runs (or N for a trend) and hands each pair to its
- * family (families/<family>.c), which keys, compares and tabulates its own
- * CSV with the machinery of families/verdict.c; the plan steps, the
- * interleaved run sets (--ab) and the outputs are here. */
+ * family (families/<family>.c, reached through its row of ctq_families[],
+ * families/registry.h), which keys, compares and tabulates its own CSV with
+ * the machinery of families/verdict.c; the plan steps, the interleaved run
+ * sets (--ab) and the outputs are here. */
 #include "reports/compare.h"
 #include "core/arena.h"
 #include "families/verdict.h"
 #include "core/json.h"
 #include "core/fileio.h"
-#include "families/bench_gemm.h"
-#include "families/bench_model.h"
-#include "families/bench_serve.h"
-#include "families/conform.h"
-#include "families/eval.h"
-#include "families/eval_kld.h"
-#include "families/probe.h"
+#include "families/registry.h"
 #include "results/csv_out.h"
 #include "results/run.h"
 #include "stats/sample.h"
@@ -157,9 +152,9 @@ enum ctq_status ctq_compare_runs(struct ctq_comparison *c, const char *base_dir,
 	struct pairing pg = {0};
 	cJSON *mb = NULL, *mn = NULL;
 	enum ctq_status st;
-	if ((st = ctq_results_find(&rb, base_dir, err)) || (st = ctq_results_find(&rn, new_dir, err)) ||
-	    (st = ctq_results_manifest(base_dir, &mb, err)) ||
-	    (st = ctq_results_manifest(new_dir, &mn, err)))
+	if ((st = ctq_results_find(&rb, base_dir, ctq_family_by_file, err)) ||
+	    (st = ctq_results_find(&rn, new_dir, ctq_family_by_file, err)) ||
+	    (st = ctq_results_manifest(base_dir, &mb, err)) || (st = ctq_results_manifest(new_dir, &mn, err)))
 		goto done;
 	if (!rb.n && !rn.n && !(cJSON_IsArray(ctq_json_get(mb, "steps")) &&
 				cJSON_IsArray(ctq_json_get(mn, "steps")))) {
@@ -196,16 +191,10 @@ enum ctq_status ctq_compare_runs(struct ctq_comparison *c, const char *base_dir,
 		else
 			snprintf(disp, sizeof disp, "%s", fn->rel);
 		struct ctq_cmp_pair x = {.c = c, .p = p, .file = disp, .base_path = pb, .new_path = pn};
-		c->n_files++;
-		switch (fb->fam) {
-		case CTQ_FAM_CONFORM: st = ctq_fam_conform_compare(&x, err); break;
-		case CTQ_FAM_PROBE: st = ctq_fam_probe_compare(&x, err); break;
-		case CTQ_FAM_BENCH_MODEL: st = ctq_fam_bench_model_compare(&x, err); break;
-		case CTQ_FAM_EVAL: st = ctq_fam_eval_compare(&x, err); break;
-		case CTQ_FAM_BENCH_GEMM: st = ctq_fam_bench_gemm_compare(&x, err); break;
-		case CTQ_FAM_BENCH_SERVE: st = ctq_fam_bench_serve_compare(&x, err); break;
-		case CTQ_FAM_EVAL_KLD: st = ctq_fam_eval_kld_compare(&x, err); break;
-		default: c->n_files--; break;
+		const struct ctq_family_def *d = ctq_family(fb->fam);
+		if (d) {
+			c->n_files++;
+			st = d->compare(&x, err);
 		}
 		ctq_cmp_pair_free(&x);
 	}
@@ -388,13 +377,10 @@ done:
 
 static bool timing_metric(int fam, const char *metric)
 {
-	if (fam == CTQ_FAM_BENCH_MODEL)
-		return !strcmp(metric, "ttft_ms") || !strcmp(metric, "decode_ms_per_step");
-	if (fam == CTQ_FAM_BENCH_GEMM)
-		return !strcmp(metric, "time_us") || !strcmp(metric, "time_us_median");
-	if (fam == CTQ_FAM_BENCH_SERVE)
-		return !strcmp(metric, "ttft_ms") || !strcmp(metric, "tpot_ms") ||
-		       !strcmp(metric, "latency_ms");
+	const struct ctq_family_def *d = ctq_family(fam);
+	for (const char *const *m = d ? d->timing_metrics : NULL; m && *m; m++)
+		if (!strcmp(metric, *m))
+			return true;
 	return false;
 }
 
@@ -580,14 +566,21 @@ static void fmt_num(char *buf, size_t cap, double v)
 		snprintf(buf, cap, "%.4g", v);
 }
 
+/* How a row's family shows its values (the plan steps: as factors). */
+static enum ctq_fam_scale row_scale(const struct ctq_cmp_row *r)
+{
+	const struct ctq_family_def *d = ctq_family(r->fam);
+	return d ? d->scale : CTQ_FAM_SCALE_FACTOR;
+}
+
 static void fmt_change(char *buf, size_t cap, const struct ctq_cmp_row *r)
 {
+	enum ctq_fam_scale sc = row_scale(r);
 	if (isnan(r->change))
 		snprintf(buf, cap, "-");
-	else if (r->fam == CTQ_FAM_BENCH_MODEL || r->fam == CTQ_FAM_BENCH_GEMM ||
-		 r->fam == CTQ_FAM_BENCH_SERVE)
+	else if (sc == CTQ_FAM_SCALE_RELATIVE)
 		snprintf(buf, cap, "%+.1f%%", 100 * r->change);
-	else if (r->fam == CTQ_FAM_EVAL)
+	else if (sc == CTQ_FAM_SCALE_PROPORTION)
 		snprintf(buf, cap, "%+.2f pt", 100 * r->change);
 	else
 		snprintf(buf, cap, "x%.3g", r->change);
@@ -595,7 +588,7 @@ static void fmt_change(char *buf, size_t cap, const struct ctq_cmp_row *r)
 
 static void fmt_value(char *buf, size_t cap, const struct ctq_cmp_row *r, double v)
 {
-	if (r->fam == CTQ_FAM_EVAL && !isnan(v))
+	if (row_scale(r) == CTQ_FAM_SCALE_PROPORTION && !isnan(v))
 		snprintf(buf, cap, "%.2f%%", 100 * v);
 	else
 		fmt_num(buf, cap, v);
@@ -650,8 +643,8 @@ enum ctq_status ctq_comparison_write_csv(const struct ctq_comparison *c, const c
  * (unchanged accuracy subjects, GEMM points: hundreds) what changed. */
 static bool shown(const struct ctq_cmp_row *r)
 {
-	return r->summary || r->fam == CTQ_FAM_BENCH_MODEL || r->fam == CTQ_FAM_BENCH_SERVE ||
-	       strcmp(r->verdict, "same") != 0;
+	const struct ctq_family_def *d = ctq_family(r->fam);
+	return r->summary || (d && d->show_all) || strcmp(r->verdict, "same") != 0;
 }
 
 /* A row's base, new, change and p-value as the console and compare.md show them. */
@@ -722,15 +715,18 @@ void ctq_comparison_markdown(const struct ctq_comparison *c, const char *base_di
 	run_line(out, "base", base_dir);
 	run_line(out, "new", new_dir);
 	ctq_strbuf_append(out, "\n");
-	static const int order[] = {CTQ_FAM_STEPS, CTQ_FAM_CONFORM, CTQ_FAM_PROBE,
-				    CTQ_FAM_BENCH_MODEL, CTQ_FAM_BENCH_GEMM, CTQ_FAM_BENCH_SERVE,
-				    CTQ_FAM_EVAL, CTQ_FAM_EVAL_KLD};
-	static const char *const titles[] = {"Plan steps", "Conformance", "Kernel probes",
-					     "Timings", "GEMM points (unchanged ones in compare.csv)",
-					     "Serving load (per request)",
-					     "Accuracy (paired by question)",
-					     "Token distributions (paired by window)"};
-	for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
+	/* The plan steps, then the families in compare order. */
+	const struct ctq_family_def *fams[CTQ_FAM_COUNT];
+	size_t nf = ctq_families_ordered(fams, CTQ_FAM_ORDER_COMPARE);
+	int order[CTQ_FAM_COUNT + 1];
+	const char *titles[CTQ_FAM_COUNT + 1];
+	order[0] = CTQ_FAM_STEPS;
+	titles[0] = "Plan steps";
+	for (size_t k = 0; k < nf; k++) {
+		order[k + 1] = (int)fams[k]->id;
+		titles[k + 1] = fams[k]->compare_title;
+	}
+	for (size_t k = 0; k < nf + 1; k++) {
 		size_t shown_n = 0;
 		for (size_t i = 0; i < c->n; i++)
 			shown_n += c->rows[i].fam == order[k] && shown(&c->rows[i]);
@@ -796,16 +792,9 @@ static enum ctq_status trend_file(struct ctq_trend *t, size_t run, const char *p
 	enum ctq_status st = ctq_table_load(&tb, path, err);
 	if (st)
 		return st;
-	switch (fam) {
-	case CTQ_FAM_CONFORM: st = ctq_fam_conform_trend(t, run, &tb, path, file, err); break;
-	case CTQ_FAM_PROBE: st = ctq_fam_probe_trend(t, run, &tb, path, file, err); break;
-	case CTQ_FAM_BENCH_MODEL: st = ctq_fam_bench_model_trend(t, run, &tb, path, file, err); break;
-	case CTQ_FAM_BENCH_GEMM: st = ctq_fam_bench_gemm_trend(t, run, &tb, path, file, err); break;
-	case CTQ_FAM_BENCH_SERVE: st = ctq_fam_bench_serve_trend(t, run, &tb, path, file, err); break;
-	case CTQ_FAM_EVAL: st = ctq_fam_eval_trend(t, run, &tb, path, file, err); break;
-	case CTQ_FAM_EVAL_KLD: st = ctq_fam_eval_kld_trend(t, run, &tb, path, file, err); break;
-	default: break;
-	}
+	const struct ctq_family_def *d = ctq_family(fam);
+	if (d)
+		st = d->trend(t, run, &tb, path, file, err);
 	ctq_table_free(&tb);
 	return st;
 }
@@ -823,7 +812,7 @@ enum ctq_status ctq_trend_collect(struct ctq_trend *t, char *const *dirs, size_t
 		goto done;
 	}
 	for (size_t i = 0; i < n_runs && !st; i++) {
-		if ((st = ctq_results_find(&rs[i], dirs[i], err)))
+		if ((st = ctq_results_find(&rs[i], dirs[i], ctq_family_by_file, err)))
 			break;
 		cJSON *m = NULL;
 		if ((st = ctq_results_manifest(dirs[i], &m, err)))

@@ -1,15 +1,10 @@
 /* ctq run report (see report.h): the driver. Environment, steps,
  * provenance and the verdict are here; each family's section is its own
- * (families/<family>.c, ctq_fam_<family>_report), called in report order. */
+ * (families/<family>.c, ctq_fam_<family>_report), called in report order
+ * through the families' registration (families/registry.h). */
 #include "reports/report.h"
-#include "families/bench_gemm.h"
-#include "families/bench_model.h"
-#include "families/bench_serve.h"
-#include "families/conform.h"
-#include "families/eval.h"
-#include "families/eval_kld.h"
 #include "families/family.h"
-#include "families/probe.h"
+#include "families/registry.h"
 #include "core/fileio.h"
 #include "core/json.h"
 #include "stats/accuracy.h"
@@ -409,46 +404,23 @@ static const char css[] =
 static enum ctq_status sections(struct ctq_rep *r)
 {
 	enum ctq_status st = CTQ_OK;
-	static const struct {
-		enum ctq_family fam;
-		const char *title;
-	} order[] = {
-		{CTQ_FAM_CONFORM, "Conformance"},
-		{CTQ_FAM_PROBE, "Kernel probes"},
-		{CTQ_FAM_EVAL, "Accuracy"},
-		{CTQ_FAM_EVAL_KLD, "Token distributions (KL divergence)"},
-		{CTQ_FAM_BENCH_MODEL, "Performance"},
-		{CTQ_FAM_BENCH_GEMM, "GEMM throughput"},
-		{CTQ_FAM_BENCH_SERVE, "Serving load"},
-	};
-	struct ctq_perf_case *pc = NULL;
-	size_t npc = 0, cap = 0;
-	for (size_t k = 0; k < sizeof order / sizeof *order && !st; k++) {
+	const struct ctq_family_def *order[CTQ_FAM_COUNT];
+	size_t n = ctq_families_ordered(order, CTQ_FAM_ORDER_REPORT);
+	for (size_t k = 0; k < n && !st; k++) {
+		const struct ctq_family_def *d = order[k];
 		bool any = false;
 		for (size_t i = 0; i < r->res.n && !st; i++) {
 			const struct ctq_result_file *f = &r->res.v[i];
-			if (f->fam != order[k].fam)
+			if (f->fam != (int)d->id)
 				continue;
 			if (!any)
-				ctq_rep_heading(r, 2, order[k].title);
+				ctq_rep_heading(r, 2, d->report_title);
 			any = true;
-			switch (f->fam) {
-			case CTQ_FAM_CONFORM: st = ctq_fam_conform_report(r, f); break;
-			case CTQ_FAM_PROBE: st = ctq_fam_probe_report(r, f); break;
-			case CTQ_FAM_EVAL: st = ctq_fam_eval_report(r, f); break;
-			case CTQ_FAM_BENCH_MODEL: st = ctq_fam_bench_model_report(r, f, &pc, &npc, &cap); break;
-			case CTQ_FAM_BENCH_GEMM: st = ctq_fam_bench_gemm_report(r, f); break;
-			case CTQ_FAM_BENCH_SERVE: st = ctq_fam_bench_serve_report(r, f); break;
-			case CTQ_FAM_EVAL_KLD: st = ctq_fam_eval_kld_report(r, f); break;
-			default: break;
-			}
+			st = d->report(r, f);
 		}
-		if (!st && order[k].fam == CTQ_FAM_BENCH_MODEL)
-			ctq_fam_bench_model_report_end(r, pc, npc);
-		if (!st && any && order[k].fam == CTQ_FAM_EVAL_KLD)
-			st = ctq_fam_eval_kld_report_end(r);
+		if (!st && any && d->report_end)
+			st = d->report_end(r);
 	}
-	free(pc);
 	return st;
 }
 
@@ -470,7 +442,7 @@ enum ctq_status ctq_report_write(const char *run_dir, const char *display,
 	char final_plots[1200];
 	snprintf(final_plots, sizeof final_plots, "%s/plots", run_dir);
 	enum ctq_status st;
-	if ((st = ctq_results_find(&r.res, run_dir, err)) ||
+	if ((st = ctq_results_find(&r.res, run_dir, ctq_family_by_file, err)) ||
 	    (st = ctq_results_manifest(run_dir, &r.m, err)))
 		goto done;
 	ctq_plot_init(&r.plot);
@@ -608,6 +580,7 @@ done:
 	ctq_strbuf_free(&top_html);
 	ctq_strbuf_free(&top_html_skips);
 	ctq_results_free(&r.res);
+	free(r.perf);
 	cJSON_Delete(r.m);
 	return st;
 }
@@ -623,42 +596,36 @@ enum ctq_status ctq_report_trend_plots(const struct ctq_trend *t, const char *pl
 	if (!p.available)
 		return CTQ_OK;
 	enum ctq_status st = ctq_mkdirs(plots_dir, err);
-	static const struct {
-		int fam;
-		const char *name, *title, *ylabel;
-		bool logy;
-	} fams[] = {
-		{CTQ_FAM_BENCH_MODEL, "trend_timing", "timing medians per run", "ms", true},
-		{CTQ_FAM_EVAL, "trend_accuracy", "accuracy per run", "accuracy", false},
-		{CTQ_FAM_PROBE, "trend_probe", "worst rel-L2 per run", "rel-L2 (0 drawn at 1e-9)", true},
-		{CTQ_FAM_CONFORM, "trend_conformance", "failed conformance checks per run", "checks", false},
-	};
-	for (size_t k = 0; k < sizeof fams / sizeof *fams && !st; k++) {
+	const struct ctq_family_def *fams[CTQ_FAM_COUNT];
+	size_t nf = ctq_families_ordered(fams, CTQ_FAM_ORDER_TREND_PLOT);
+	for (size_t k = 0; k < nf && !st; k++) {
+		const struct ctq_fam_trend_plot *tp = fams[k]->trend_plot;
 		struct ctq_strbuf data, body;
 		ctq_strbuf_init(&data);
 		ctq_strbuf_init(&body);
 		size_t ns = 0;
-		ctq_strbuf_printf(&body, "set title \"%s\"\nset ylabel \"%s\"\n"
-					 "set key outside bottom center horizontal font \",8\"\n"
-					 "set xtics (",
-				  fams[k].title, fams[k].ylabel);
+		ctq_strbuf_printf(&body,
+				  "set title \"%s\"\nset ylabel \"%s\"\n"
+				  "set key outside bottom center horizontal font \",8\"\n"
+				  "set xtics (",
+				  tp->title, tp->ylabel);
 		for (size_t r = 0; r < t->n_runs; r++) {
 			ctq_strbuf_printf(&body, "%s", r ? ", " : "");
 			ctq_plot_quoted(&body, t->labels[r]);
 			ctq_strbuf_printf(&body, " %zu", r + 1);
 		}
 		ctq_strbuf_printf(&body, ") rotate by -20 font \",8\"\nset xrange [0.5:%zu.5]\n%s", t->n_runs,
-				  fams[k].logy ? "set logscale y\n" : "");
+				  tp->logy ? "set logscale y\n" : "");
 		ctq_strbuf_append(&body, "plot ");
 		for (size_t i = 0; i < t->n; i++) {
 			const struct ctq_trend_series *s = &t->s[i];
-			if (s->fam != fams[k].fam || !strcmp(s->metric, "checks") ||
-			    !strcmp(s->metric, "failed probes"))
+			if (s->fam != (int)fams[k]->id ||
+			    (tp->unplotted && !strcmp(s->metric, tp->unplotted)))
 				continue;
 			ctq_strbuf_printf(&data, "# %s | %s | %s\n", s->file, s->key, s->metric);
 			for (size_t r = 0; r < t->n_runs; r++) {
 				double v = s->v[r];
-				if (fams[k].logy && v <= 0)
+				if (tp->logy && v <= 0)
 					v = CTQ_REP_LOG_FLOOR;
 				ctq_strbuf_printf(&data, "%zu %.9g\n", r + 1, v);
 			}
@@ -668,13 +635,14 @@ enum ctq_status ctq_report_trend_plots(const struct ctq_trend *t, const char *pl
 			for (char *c = title; *c; c++)
 				if (*c == '"')
 					*c = '\'';
-			ctq_strbuf_printf(&body, "%s\"%s.dat\" index %zu using 1:2 with linespoints pt 7 title \"%s\"",
-					  ns ? ", " : "", fams[k].name, ns, title);
+			ctq_strbuf_printf(
+				&body, "%s\"%s.dat\" index %zu using 1:2 with linespoints pt 7 title \"%s\"",
+				ns ? ", " : "", tp->name, ns, title);
 			ns++;
 		}
 		ctq_strbuf_append(&body, "\n");
 		if (ns && !data.oom && !body.oom) {
-			st = ctq_plot_render(&p, plots_dir, fams[k].name, 1000, 560, body.data, data.data, err);
+			st = ctq_plot_render(&p, plots_dir, tp->name, 1000, 560, body.data, data.data, err);
 			if (!st)
 				(*n)++;
 		}

@@ -1,4 +1,4 @@
-/* ctq result files of a run directory (see results.h). */
+/* ctq result files of a run directory (see files.h). */
 #include "results/files.h"
 #include "core/arena.h"
 #include "core/fileio.h"
@@ -10,26 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *const fam_names[CTQ_FAM_COUNT] = {
-	"conformance", "probe", "timing", "gemm", "accuracy", "serving", "kld",
-};
-static const char *const fam_files[CTQ_FAM_COUNT] = {
-	"conform.csv", "probe.csv", "bench_model.csv", "bench_gemm.csv", "eval_questions.csv",
-	"bench_serve.csv", "eval_kld.csv",
-};
-
-const char *ctq_family_name(enum ctq_family f)
-{
-	return f < CTQ_FAM_COUNT ? fam_names[f] : "unknown";
-}
-
-const char *ctq_family_file(enum ctq_family f)
-{
-	return f < CTQ_FAM_COUNT ? fam_files[f] : "";
-}
-
-static enum ctq_status add(struct ctq_results *r, size_t *cap, enum ctq_family f,
-			   const char *rel_dir, const char *name, struct ctq_error *err)
+static enum ctq_status add(struct ctq_results *r, size_t *cap, int f, const char *rel_dir, const char *name,
+			   struct ctq_error *err)
 {
 	if (r->n == *cap) {
 		size_t c = *cap ? 2 * *cap : 16;
@@ -46,8 +28,8 @@ static enum ctq_status add(struct ctq_results *r, size_t *cap, enum ctq_family f
 	return CTQ_OK;
 }
 
-static enum ctq_status walk(struct ctq_results *r, size_t *cap, const char *root,
-			    const char *rel_dir, int depth, struct ctq_error *err)
+static enum ctq_status walk(struct ctq_results *r, size_t *cap, const char *root, const char *rel_dir,
+			    int depth, int (*family_of)(const char *), struct ctq_error *err)
 {
 	char path[1200];
 	snprintf(path, sizeof path, "%s%s%s", root, *rel_dir ? "/" : "", rel_dir);
@@ -70,15 +52,15 @@ static enum ctq_status walk(struct ctq_results *r, size_t *cap, const char *root
 			if (depth < 8 && strcmp(n, "plots") != 0) {
 				char sub[600];
 				snprintf(sub, sizeof sub, "%s%s%s", rel_dir, *rel_dir ? "/" : "", n);
-				st = walk(r, cap, root, sub, depth + 1, err);
+				st = walk(r, cap, root, sub, depth + 1, family_of, err);
 			}
 			continue;
 		}
 		if (!S_ISREG(sb.st_mode))
 			continue;
-		for (int f = 0; f < CTQ_FAM_COUNT; f++)
-			if (!strcmp(n, fam_files[f]))
-				st = add(r, cap, (enum ctq_family)f, rel_dir, n, err);
+		int f = family_of(n);
+		if (f >= 0)
+			st = add(r, cap, f, rel_dir, n, err);
 	}
 	closedir(d);
 	return st;
@@ -91,13 +73,13 @@ static int cmp_file(const void *a, const void *b)
 }
 
 enum ctq_status ctq_results_find(struct ctq_results *r, const char *run_dir,
-				 struct ctq_error *err)
+				 int (*family_of)(const char *file_name), struct ctq_error *err)
 {
 	memset(r, 0, sizeof *r);
 	size_t cap = 0;
 	if (!ctq_path_is_dir(run_dir))
 		return ctq_error_set(err, CTQ_ERR_IO, run_dir, "not a folder");
-	enum ctq_status st = walk(r, &cap, run_dir, "", 0, err);
+	enum ctq_status st = walk(r, &cap, run_dir, "", 0, family_of, err);
 	if (st) {
 		ctq_results_free(r);
 		return st;

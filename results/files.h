@@ -1,11 +1,12 @@
 /* ctq result files of a run directory: finds the CSVs ctq commands write
- * (conform.csv, probe.csv, bench_model.csv, bench_gemm.csv,
- * eval_questions.csv, bench_serve.csv) anywhere below a run directory (a plan run keeps one
- * folder per step) and reads its manifest. Report and compare both start
- * here.
+ * anywhere below a run directory (a plan run keeps one folder per step) and
+ * reads its manifest. Report and compare both start here.
  *
  * What it is not: a schema validator; each reader checks the columns it
- * needs when it loads a file.
+ * needs when it loads a file. Nor does it know the result families: which
+ * file names are results, and of which family, the caller says
+ * (ctq_family_by_file, families/registry.h, the families' one
+ * registration).
  */
 #ifndef CTQ_RESULTS_FILES_H
 #define CTQ_RESULTS_FILES_H
@@ -16,24 +17,8 @@
 
 #include "core/status.h"
 
-enum ctq_family {
-	CTQ_FAM_CONFORM,     /* conform.csv: one row per conformance check */
-	CTQ_FAM_PROBE,       /* probe.csv: one row per kernel probe */
-	CTQ_FAM_BENCH_MODEL, /* bench_model.csv: one row per timed repetition */
-	CTQ_FAM_BENCH_GEMM,  /* bench_gemm.csv: kernel throughput against M */
-	CTQ_FAM_EVAL,        /* eval_questions.csv: one row per question */
-	CTQ_FAM_BENCH_SERVE, /* bench_serve.csv: one row per served request */
-	CTQ_FAM_EVAL_KLD,    /* eval_kld.csv: one row per window of text (ctq eval kld) */
-	CTQ_FAM_COUNT
-};
-
-/* "conformance", "probe", "timing", "gemm", "accuracy", "serving". */
-const char *ctq_family_name(enum ctq_family f);
-/* The file name the family is written as. */
-const char *ctq_family_file(enum ctq_family f);
-
 struct ctq_result_file {
-	enum ctq_family fam;
+	int fam;       /* what family_of said: an enum ctq_family (families/registry.h) */
 	char rel[512]; /* path relative to the run directory */
 	char dir[512]; /* its folder relative to the run directory; "" at the top */
 };
@@ -44,10 +29,12 @@ struct ctq_results {
 };
 
 /* Walks run_dir (at most 8 levels; hidden entries, symbolic links, plots/
- * and unfinished *.tmp-* or replaced *.old-* folders skipped). io-error when run_dir is not a
- * readable folder; no result files is not an error. */
+ * and unfinished *.tmp-* or replaced *.old-* folders skipped) for the
+ * regular files whose name family_of maps to a family (>= 0; -1: not a
+ * result file). io-error when run_dir is not a readable folder; no result
+ * files is not an error. */
 enum ctq_status ctq_results_find(struct ctq_results *r, const char *run_dir,
-				 struct ctq_error *err);
+				 int (*family_of)(const char *file_name), struct ctq_error *err);
 void ctq_results_free(struct ctq_results *r);
 
 /* run_dir/manifest.json parsed into *out (owned; NULL without one). A

@@ -10,6 +10,7 @@
 
 #include "bench/gemm.h"
 #include "reports/compare.h"
+#include "families/registry.h"
 #include "reports/report.h"
 #include "results/files.h"
 #include "results/table.h"
