@@ -13,6 +13,7 @@
 #include "kernels/arch.h"
 #include "kernels/cublas_stream.h"
 #include "kernels/kernels.h"
+#include "backend/plugin.h"
 #include "include/ctq_kernel_plugin.h"
 
 /* cuBLAS and cuBLASLt share one workspace: they run on one stream, in turn,
@@ -283,9 +284,11 @@ extern "C" enum ctq_status ctq_gemm_bench_load(struct ctq_gemm_bench *b,
 	}
 	if (st || (st = CTQ_CUDA(cudaStreamSynchronize(b->stream), err)))
 		goto fail;
-	if (b->plugin && b->plugin->gemm_workspace_bytes &&
-	    (b->pws_bytes = b->plugin->gemm_workspace_bytes(M, N, K)) > 0 &&
-	    (st = CTQ_CUDA(cudaMalloc(&b->pws, b->pws_bytes), err))) {
+	/* The plug-in's answer checked first: a size near SIZE_MAX is a broken
+	 * plug-in, refused naming it and the field. */
+	if (b->plugin &&
+	    ((st = ctq_kernel_plugin_workspace(b->plugin, "--impl", M, N, K, &b->pws_bytes, err)) ||
+	     (b->pws_bytes > 0 && (st = CTQ_CUDA(cudaMalloc(&b->pws, b->pws_bytes), err))))) {
 		b->pws = NULL;
 		goto fail;
 	}
