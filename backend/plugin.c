@@ -166,6 +166,83 @@ enum ctq_status ctq_kernel_plugin_workspace(const struct ctq_kernel_plugin *t, c
 	return CTQ_OK;
 }
 
+/* ---- the last word of a plug-in that runs in ctq's process ---------------- */
+
+/* The lines the handlers write, formatted before the call (a handler may
+ * only write(2) them), and the actions they replaced. */
+static char crash_note[1024], hang_note[1024];
+static volatile sig_atomic_t crash_len, hang_len;
+static const int note_sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGALRM};
+#define N_NOTE_SIGS (sizeof note_sigs / sizeof *note_sigs)
+static struct sigaction note_old[N_NOTE_SIGS];
+static bool note_installed;
+
+static void note_on_signal(int sig)
+{
+	size_t i = 0;
+	while (i < N_NOTE_SIGS && note_sigs[i] != sig)
+		i++;
+	if (sig == SIGALRM && hang_len > 0) {
+		ssize_t w = write(STDERR_FILENO, hang_note, (size_t)hang_len);
+		(void)w;
+		/* SIGTERM: core/cleanup.c's handler removes the run's temporary
+		 * folders, then the process ends by the signal. */
+		raise(SIGTERM);
+		return;
+	}
+	if (sig != SIGALRM && crash_len > 0) {
+		ssize_t w = write(STDERR_FILENO, crash_note, (size_t)crash_len);
+		(void)w;
+	}
+	/* The action that was there before (the default, or a sanitizer's)
+	 * takes the signal: raised again, or met again on return. */
+	if (i < N_NOTE_SIGS)
+		sigaction(sig, &note_old[i], NULL);
+	raise(sig);
+}
+
+void ctq_kernel_plugin_call_begin(const struct ctq_kernel_plugin *t, const char *path,
+				  const char *fn, int64_t M, int64_t N, int64_t K, double timeout_s)
+{
+	if (!note_installed) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = note_on_signal;
+		sigemptyset(&sa.sa_mask);
+		for (size_t i = 0; i < N_NOTE_SIGS; i++)
+			sigaction(note_sigs[i], &sa, &note_old[i]);
+		note_installed = true;
+	}
+	char geo[96];
+	if (N < 0)
+		snprintf(geo, sizeof geo, "M=%lld K=%lld", (long long)M, (long long)K);
+	else
+		snprintf(geo, sizeof geo, "M=%lld N=%lld K=%lld", (long long)M, (long long)N, (long long)K);
+	crash_len = 0;
+	hang_len = 0;
+	int n = snprintf(crash_note, sizeof crash_note,
+			 "ctq: kernel plug-in %s (%s): %s at %s crashed ctq's process (the signal "
+			 "follows); a CUDA plug-in runs in ctq's process, so ctq ends here\n",
+			 t->name, path, fn, geo);
+	crash_len = n < 0 ? 0 : n >= (int)sizeof crash_note ? (int)sizeof crash_note - 1 : n;
+	if (timeout_s > 0) {
+		n = snprintf(hang_note, sizeof hang_note,
+			     "ctq: kernel plug-in %s (%s): %s at %s did not finish within %g s (hung); "
+			     "a CUDA plug-in runs in ctq's process, so ctq ends here\n",
+			     t->name, path, fn, geo, timeout_s);
+		hang_len = n < 0 ? 0 : n >= (int)sizeof hang_note ? (int)sizeof hang_note - 1 : n;
+		alarm(timeout_s >= 4e9 ? 0u : (unsigned)timeout_s + (timeout_s > (unsigned)timeout_s));
+	}
+}
+
+void ctq_kernel_plugin_call_end(void)
+{
+	if (hang_len > 0)
+		alarm(0);
+	crash_len = 0;
+	hang_len = 0;
+}
+
 /* ---- the backend adapter ------------------------------------------------ */
 
 struct plugin_impl {
@@ -456,20 +533,23 @@ static enum ctq_status pl_isolated(struct plugin_impl *p, const struct pl_call *
 }
 
 /* One call, isolated where the plug-in is (CPU), else in process. */
+/* One call, isolated where the plug-in is (CPU), else in process under
+ * the last word (ctq_kernel_plugin_call_begin). */
 static enum ctq_status pl_call(struct ctq_backend *b, const struct pl_call *c, struct ctq_error *err)
 {
 	struct plugin_impl *p = pimpl(b);
-	enum ctq_status st;
 	if (p->isolate) {
-		if ((st = pl_isolated(p, c, err)))
-			return st;
-	} else {
-		char msg[512] = "";
-		int rc = pl_invoke(p, c, msg, sizeof msg);
-		if (rc)
-			return pl_failed(p, c->fn, rc, msg, sizeof msg, err);
+		enum ctq_status st = pl_isolated(p, c, err);
+		return st ? st : pl_sync(b, err);
 	}
-	return pl_sync(b, err);
+	char msg[512] = "";
+	ctq_kernel_plugin_call_begin(p->lib.t, p->lib.path, c->fn, c->M,
+				     c->op == OP_QUANTIZE ? -1 : c->N, c->K, p->timeout_s);
+	int rc = pl_invoke(p, c, msg, sizeof msg);
+	/* A CUDA plug-in's kernels end (or hang, or fault) in the sync. */
+	enum ctq_status st = rc ? pl_failed(p, c->fn, rc, msg, sizeof msg, err) : pl_sync(b, err);
+	ctq_kernel_plugin_call_end();
+	return st;
 }
 
 static enum ctq_status pl_quantize(struct ctq_backend *b, const void *x, int64_t M, int64_t K,
@@ -558,6 +638,15 @@ void ctq_backend_plugin_set_timeout(struct ctq_backend *b, double seconds)
 bool ctq_backend_plugin_isolated(const struct ctq_backend *b)
 {
 	return ((const struct plugin_impl *)b->impl)->isolate;
+}
+
+void ctq_backend_plugin_set_isolated(struct ctq_backend *b, bool isolated)
+{
+	struct plugin_impl *p = pimpl(b);
+	/* Shared mappings and ctq_malloc blocks are freed differently: only
+	 * before the workspace exists, and a CUDA plug-in never. */
+	if (!p->cuda && !p->gws)
+		p->isolate = isolated;
 }
 
 enum ctq_status ctq_backend_plugin(struct ctq_backend *b, const char *path, struct ctq_error *err)

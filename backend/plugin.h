@@ -83,6 +83,24 @@ enum ctq_status ctq_backend_plugin(struct ctq_backend *b, const char *path, stru
 void ctq_backend_plugin_set_timeout(struct ctq_backend *b, double seconds);
 /* Whether b's calls run in a child process (a CPU plug-in). */
 bool ctq_backend_plugin_isolated(const struct ctq_backend *b);
+/* Runs a CPU plug-in's calls in ctq's process (false) or in a child
+ * (true, the default): in process is for a debugger, and for the tests of
+ * the last word below. Call it before any buffer is allocated; a CUDA
+ * plug-in always runs in process. */
+void ctq_backend_plugin_set_isolated(struct ctq_backend *b, bool isolated);
+
+/* The last word of a plug-in that runs in ctq's process (a CUDA plug-in in
+ * the probe and in bench gemm --impl): between begin and end, a fatal
+ * signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) first writes one line
+ * to stderr naming the plug-in (name, path), the function fn and the
+ * geometry (N < 0: quantize's M, K), then takes its former action (the
+ * process ends by it, as before); timeout_s > 0 arms alarm(2), whose
+ * expiry writes that the call hung and ends ctq by SIGTERM (the run's
+ * temporary folders removed, core/cleanup.h). Not reentrant: one call at
+ * a time (the ABI's rule too). */
+void ctq_kernel_plugin_call_begin(const struct ctq_kernel_plugin *t, const char *path,
+				  const char *fn, int64_t M, int64_t N, int64_t K, double timeout_s);
+void ctq_kernel_plugin_call_end(void);
 
 #ifdef __cplusplus
 }

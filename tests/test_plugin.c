@@ -7,9 +7,12 @@
  * bench gemm --impl` validates its plug-in before wanting a GPU. The .so
  * files come from the Makefile ($(BUILD)/plugins, $(BUILD)/tests/plugins). */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "backend/plugin.h"
 #include "conform/probe.h"
@@ -383,5 +386,62 @@ Test(plugin, crashing_plugin_fails_its_plan_step, .timeout = 60)
 	free(log);
 	free(o);
 	free(e);
+	ctq_remove_tree(dir);
+}
+
+/* A plug-in in ctq's process (a CUDA plug-in always; here a CPU one with
+ * its isolation off) that crashes or hangs still ends ctq, but its last
+ * word names the plug-in, the call and the geometry first. Run in a child
+ * of this test, whose stderr goes to a file. */
+static void in_process_probe(const char *plugin, double timeout_s, const char *errfile)
+{
+	cr_assert(freopen(errfile, "w", stderr));
+	struct ctq_backend b;
+	struct ctq_error err = {0};
+	if (ctq_backend_plugin(&b, plugin, &err))
+		_exit(100);
+	ctq_backend_plugin_set_isolated(&b, false);
+	ctq_backend_plugin_set_timeout(&b, timeout_s);
+	if (ctq_backend_plugin_isolated(&b))
+		_exit(101);
+	struct ctq_probe_policy pol;
+	ctq_probe_policy_default(&pol);
+	const struct ctq_probe_layer L = {.name = "x", .K = 64, .N = 32};
+	struct ctq_probe_result r;
+	ctq_probe_run(&b, &L, CTQ_PW_RANDOM, CTQ_PA_GAUSSIAN, 3, 1, &pol, &r, &err);
+	_exit(102); /* the plug-in returned */
+}
+
+Test(plugin, in_process_crash_and_hang_leave_a_last_word, .timeout = 60)
+{
+	static const struct {
+		const char *path;
+		double timeout_s;
+		int sig;
+		const char *says;
+	} cases[] = {
+		{SEGV_GEMM, 600, SIGSEGV,
+		 "ctq: kernel plug-in segv_gemm (" SEGV_GEMM "): gemm_w8a8 at M=3 N=32 K=64 crashed ctq's process"},
+		{HANG_GEMM, 1, SIGTERM,
+		 "ctq: kernel plug-in hang_gemm (" HANG_GEMM "): gemm_w8a8 at M=3 N=32 K=64 did not finish within 1 s"},
+	};
+	char dir[] = "/tmp/ctq-plugin-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	char errfile[64];
+	snprintf(errfile, sizeof errfile, "%s/stderr", dir);
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		fflush(NULL);
+		pid_t pid = fork();
+		cr_assert_geq(pid, 0);
+		if (pid == 0)
+			in_process_probe(cases[i].path, cases[i].timeout_s, errfile);
+		int status = 0;
+		cr_assert_eq(waitpid(pid, &status, 0), pid);
+		cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == cases[i].sig, "%s: status 0x%x",
+			  cases[i].path, status);
+		char *e = slurp(dir, "stderr");
+		cr_expect(strstr(e, cases[i].says), "%s: %s", cases[i].path, e);
+		free(e);
+	}
 	ctq_remove_tree(dir);
 }
