@@ -1,13 +1,25 @@
 /* Kernel plug-ins: the loader and the backend adapter (see plugin.h). */
+#define _GNU_SOURCE
 #include "backend/plugin.h"
 #include "core/arena.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 /* The ABI promises 256-byte aligned buffers; ctq_malloc gives 16. */
 #define PLUGIN_ALIGN 256
+/* A shared mapping's header: its length, kept one page below the block. */
+#define PLUGIN_PAGE 4096
 
 static bool name_ok(const char *s)
 {
@@ -136,6 +148,101 @@ const char *ctq_kernel_lib_device_name(const struct ctq_kernel_lib *l)
 	return l->t && l->t->device == CTQ_KERNEL_PLUGIN_DEVICE_CUDA ? "cuda" : "cpu";
 }
 
+enum ctq_status ctq_kernel_plugin_workspace(const struct ctq_kernel_plugin *t, const char *path,
+					    int64_t M, int64_t N, int64_t K, size_t *out,
+					    struct ctq_error *err)
+{
+	*out = 0;
+	if (!t->gemm_workspace_bytes)
+		return CTQ_OK;
+	size_t n = t->gemm_workspace_bytes(M, N, K);
+	if (n > CTQ_PLUGIN_WORKSPACE_MAX)
+		return ctq_error_set(err, CTQ_ERR_ENV, path,
+				     "plug-in %s: gemm_workspace_bytes(M=%lld, N=%lld, K=%lld) returned "
+				     "%zu bytes, more than the %llu (1 TiB) ctq allocates for a "
+				     "workspace; refused", t->name, (long long)M, (long long)N,
+				     (long long)K, n, (unsigned long long)CTQ_PLUGIN_WORKSPACE_MAX);
+	*out = n;
+	return CTQ_OK;
+}
+
+/* ---- the last word of a plug-in that runs in ctq's process ---------------- */
+
+/* The lines the handlers write, formatted before the call (a handler may
+ * only write(2) them), and the actions they replaced. */
+static char crash_note[1024], hang_note[1024];
+static volatile sig_atomic_t crash_len, hang_len;
+static const int note_sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGALRM};
+#define N_NOTE_SIGS (sizeof note_sigs / sizeof *note_sigs)
+static struct sigaction note_old[N_NOTE_SIGS];
+static bool note_installed;
+
+static void note_on_signal(int sig)
+{
+	size_t i = 0;
+	while (i < N_NOTE_SIGS && note_sigs[i] != sig)
+		i++;
+	if (sig == SIGALRM && hang_len > 0) {
+		ssize_t w = write(STDERR_FILENO, hang_note, (size_t)hang_len);
+		(void)w;
+		/* SIGTERM: core/cleanup.c's handler removes the run's temporary
+		 * folders, then the process ends by the signal. */
+		raise(SIGTERM);
+		return;
+	}
+	if (sig != SIGALRM && crash_len > 0) {
+		ssize_t w = write(STDERR_FILENO, crash_note, (size_t)crash_len);
+		(void)w;
+	}
+	/* The action that was there before (the default, or a sanitizer's)
+	 * takes the signal: raised again, or met again on return. */
+	if (i < N_NOTE_SIGS)
+		sigaction(sig, &note_old[i], NULL);
+	raise(sig);
+}
+
+void ctq_kernel_plugin_call_begin(const struct ctq_kernel_plugin *t, const char *path,
+				  const char *fn, int64_t M, int64_t N, int64_t K, double timeout_s)
+{
+	if (!note_installed) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = note_on_signal;
+		sigemptyset(&sa.sa_mask);
+		for (size_t i = 0; i < N_NOTE_SIGS; i++)
+			sigaction(note_sigs[i], &sa, &note_old[i]);
+		note_installed = true;
+	}
+	char geo[96];
+	if (N < 0)
+		snprintf(geo, sizeof geo, "M=%lld K=%lld", (long long)M, (long long)K);
+	else
+		snprintf(geo, sizeof geo, "M=%lld N=%lld K=%lld", (long long)M, (long long)N, (long long)K);
+	crash_len = 0;
+	hang_len = 0;
+	int n = snprintf(crash_note, sizeof crash_note,
+			 "ctq: kernel plug-in %s (%s): %s at %s crashed ctq's process (the signal "
+			 "follows); a CUDA plug-in runs in ctq's process, so ctq ends here\n",
+			 t->name, path, fn, geo);
+	crash_len = n < 0 ? 0 : n >= (int)sizeof crash_note ? (int)sizeof crash_note - 1 : n;
+	if (timeout_s > 0) {
+		n = snprintf(hang_note, sizeof hang_note,
+			     "ctq: kernel plug-in %s (%s): %s at %s did not finish within %g s (hung); "
+			     "a CUDA plug-in runs in ctq's process, so ctq ends here\n",
+			     t->name, path, fn, geo, timeout_s);
+		hang_len = n < 0 ? 0 : n >= (int)sizeof hang_note ? (int)sizeof hang_note - 1 : n;
+		alarm(timeout_s >= 4e9 ? 0u : (unsigned)timeout_s + (timeout_s > (unsigned)timeout_s));
+	}
+}
+
+void ctq_kernel_plugin_call_end(void)
+{
+	if (hang_len > 0)
+		alarm(0);
+	crash_len = 0;
+	hang_len = 0;
+}
+
 /* ---- the backend adapter ------------------------------------------------ */
 
 struct plugin_impl {
@@ -145,6 +252,11 @@ struct plugin_impl {
 	bool cuda;
 	void *gws;                   /* gemm_w8a8's workspace, grown on demand */
 	size_t gws_bytes;
+	/* A CPU plug-in's calls run in a child process (fork per call) over
+	 * memory shared with it, so a crash or a hang ends the child, not
+	 * ctq; timeout_s bounds each call (<= 0: no bound). */
+	bool isolate;
+	double timeout_s;
 };
 
 static struct plugin_impl *pimpl(struct ctq_backend *b) { return (struct plugin_impl *)b->impl; }
@@ -157,10 +269,31 @@ static void *pl_stream(struct plugin_impl *p)
 static enum ctq_status pl_alloc(struct ctq_backend *b, size_t n, void **out, struct ctq_error *err)
 {
 	struct plugin_impl *p = pimpl(b);
+	*out = NULL;
 	if (p->cuda)
 		return p->mem.ops->alloc(&p->mem, n, out, err);
+	if (p->isolate) {
+		/* Shared with the child each call runs in: a page of header
+		 * (the mapping's length), then the block, page-aligned. */
+		if (n > SIZE_MAX - 2 * PLUGIN_PAGE)
+			return ctq_error_set(err, CTQ_ERR_NOMEM, p->lib.path,
+					     "plug-in %s: %zu bytes is more than can be allocated",
+					     p->ops.name, n);
+		size_t len = (n + 2 * PLUGIN_PAGE - 1) & ~(size_t)(PLUGIN_PAGE - 1);
+		void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			return ctq_error_set(err, CTQ_ERR_NOMEM, p->lib.path,
+					     "plug-in %s: out of memory (%zu bytes of shared memory)",
+					     p->ops.name, n);
+		memcpy(m, &len, sizeof len);
+		*out = (char *)m + PLUGIN_PAGE;
+		return CTQ_OK;
+	}
 	/* Host: over-allocate, keep the block's start just below the aligned
 	 * pointer. */
+	if (n > SIZE_MAX - PLUGIN_ALIGN - sizeof(void *))
+		return ctq_error_set(err, CTQ_ERR_NOMEM, p->lib.path,
+				     "plug-in %s: %zu bytes is more than can be allocated", p->ops.name, n);
 	char *raw = ctq_malloc(n + PLUGIN_ALIGN + sizeof(void *));
 	if (!raw)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, p->ops.name, "out of memory (%zu bytes)", n);
@@ -177,6 +310,13 @@ static void pl_free(struct ctq_backend *b, void *ptr)
 		return;
 	if (p->cuda) {
 		p->mem.ops->free(&p->mem, ptr);
+		return;
+	}
+	if (p->isolate) {
+		char *m = (char *)ptr - PLUGIN_PAGE;
+		size_t len;
+		memcpy(&len, m, sizeof len);
+		munmap(m, len);
 		return;
 	}
 	void *raw;
@@ -219,15 +359,205 @@ static enum ctq_status pl_failed(struct plugin_impl *p, const char *fn, int rc, 
 			     p->ops.name, fn, rc, msg[0] ? msg : "(no message)");
 }
 
+/* One call of the plug-in: which function, its geometry and arguments. */
+enum pl_op { OP_QUANTIZE, OP_GEMM_W8A8, OP_GEMM_BF16 };
+struct pl_call {
+	enum pl_op op;
+	const char *fn;
+	int64_t M, N, K; /* N unused by quantize */
+	const void *x, *w, *s_w, *bias, *s;
+	void *q, *y, *ws;
+	size_t ws_bytes;
+};
+
+static int pl_invoke(struct plugin_impl *p, const struct pl_call *c, char *msg, size_t cap)
+{
+	const struct ctq_kernel_plugin *t = p->lib.t;
+	void *stream = pl_stream(p);
+	switch (c->op) {
+	case OP_QUANTIZE:
+		return t->quantize(c->x, c->M, c->K, c->q, c->y, stream, msg, cap);
+	case OP_GEMM_W8A8:
+		return t->gemm_w8a8(c->q, c->s, c->w, c->s_w, c->bias, c->M, c->N, c->K, c->y, c->ws,
+				    c->ws_bytes, stream, msg, cap);
+	default:
+		return t->gemm_bf16(c->x, c->w, c->bias, c->M, c->N, c->K, c->y, stream, msg, cap);
+	}
+}
+
+/* "M=64 N=128 K=64" (quantize: no N). */
+static void pl_geometry(const struct pl_call *c, char *buf, size_t cap)
+{
+	if (c->op == OP_QUANTIZE)
+		snprintf(buf, cap, "M=%lld K=%lld", (long long)c->M, (long long)c->K);
+	else
+		snprintf(buf, cap, "M=%lld N=%lld K=%lld", (long long)c->M, (long long)c->N,
+			 (long long)c->K);
+}
+
+/* What the child sends back: the function's return code and message. */
+struct pl_answer {
+	int rc;
+	char msg[512];
+};
+
+/* The child: the call, its answer down fd, and _exit (no atexit handler,
+ * no stdio buffer of ctq's flushed twice: the parent flushed before
+ * fork). */
+static void pl_child(struct plugin_impl *p, const struct pl_call *c, int fd)
+{
+	/* The run's temporary folders are the parent's to remove; a crash
+	 * leaves no core file behind. */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	struct rlimit no_core = {0, 0};
+	setrlimit(RLIMIT_CORE, &no_core);
+	struct pl_answer a;
+	memset(&a, 0, sizeof a);
+	a.rc = pl_invoke(p, c, a.msg, sizeof a.msg);
+	a.msg[sizeof a.msg - 1] = '\0';
+	fflush(NULL); /* what the plug-in printed */
+	const char *at = (const char *)&a;
+	size_t left = sizeof a;
+	while (left) {
+		ssize_t w = write(fd, at, left);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			_exit(126);
+		at += w;
+		left -= (size_t)w;
+	}
+	_exit(0);
+}
+
+static double pl_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Reads the child's answer until EOF or the deadline (<= 0: none).
+ * Returns the bytes read, or -1 when the deadline passed first. */
+static ssize_t pl_read_answer(int fd, struct pl_answer *a, double timeout_s)
+{
+	double deadline = timeout_s > 0 ? pl_now() + timeout_s : 0;
+	size_t got = 0;
+	for (;;) {
+		int wait_ms = -1;
+		if (timeout_s > 0) {
+			double left = deadline - pl_now();
+			if (left <= 0)
+				return -1;
+			wait_ms = left > 1e6 ? 1000000000 : (int)(left * 1000.0) + 1;
+		}
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		int pr = poll(&pfd, 1, wait_ms);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr < 0)
+			return (ssize_t)got;
+		if (pr == 0)
+			continue; /* the deadline is checked above */
+		char buf[256];
+		ssize_t r = read(fd, buf, sizeof buf);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return (ssize_t)got;
+		size_t take = (size_t)r;
+		if (take > sizeof *a - got)
+			take = sizeof *a - got;
+		memcpy((char *)a + got, buf, take);
+		got += take;
+	}
+}
+
+/* The call in a child process: its answer, or an error naming the
+ * plug-in (path and name), the function, the geometry and what ended it. */
+static enum ctq_status pl_isolated(struct plugin_impl *p, const struct pl_call *c,
+				   struct ctq_error *err)
+{
+	char geo[96];
+	pl_geometry(c, geo, sizeof geo);
+	int fds[2];
+	if (pipe(fds))
+		return ctq_error_set(err, CTQ_ERR_ENV, p->lib.path,
+				     "plug-in %s: %s at %s: cannot create a pipe to its child process: %s",
+				     p->ops.name, c->fn, geo, strerror(errno));
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(fds[0]);
+		close(fds[1]);
+		return ctq_error_set(err, CTQ_ERR_ENV, p->lib.path,
+				     "plug-in %s: %s at %s: cannot fork the child process it runs in: %s",
+				     p->ops.name, c->fn, geo, strerror(e));
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		pl_child(p, c, fds[1]);
+	}
+	close(fds[1]);
+	struct pl_answer a;
+	memset(&a, 0, sizeof a);
+	ssize_t got = pl_read_answer(fds[0], &a, p->timeout_s);
+	close(fds[0]);
+	if (got < 0)
+		kill(pid, SIGKILL);
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (got < 0)
+		return ctq_error_set(err, CTQ_ERR_ENV, p->lib.path,
+				     "plug-in %s: %s at %s did not return within %g s (hung; its child "
+				     "process was killed; the limit is --kernel-timeout)",
+				     p->ops.name, c->fn, geo, p->timeout_s);
+	if ((size_t)got == sizeof a && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		if (a.rc)
+			return pl_failed(p, c->fn, a.rc, a.msg, sizeof a.msg, err);
+		return CTQ_OK;
+	}
+	if (WIFSIGNALED(status))
+		return ctq_error_set(err, CTQ_ERR_ENV, p->lib.path,
+				     "plug-in %s: %s at %s crashed: killed by signal %d (%s); its outputs "
+				     "are not used", p->ops.name, c->fn, geo, WTERMSIG(status),
+				     strsignal(WTERMSIG(status)));
+	return ctq_error_set(err, CTQ_ERR_ENV, p->lib.path,
+			     "plug-in %s: %s at %s ended its process (exit status %d) instead of "
+			     "returning; its outputs are not used", p->ops.name, c->fn, geo,
+			     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+/* One call, isolated where the plug-in is (CPU), else in process. */
+/* One call, isolated where the plug-in is (CPU), else in process under
+ * the last word (ctq_kernel_plugin_call_begin). */
+static enum ctq_status pl_call(struct ctq_backend *b, const struct pl_call *c, struct ctq_error *err)
+{
+	struct plugin_impl *p = pimpl(b);
+	if (p->isolate) {
+		enum ctq_status st = pl_isolated(p, c, err);
+		return st ? st : pl_sync(b, err);
+	}
+	char msg[512] = "";
+	ctq_kernel_plugin_call_begin(p->lib.t, p->lib.path, c->fn, c->M,
+				     c->op == OP_QUANTIZE ? -1 : c->N, c->K, p->timeout_s);
+	int rc = pl_invoke(p, c, msg, sizeof msg);
+	/* A CUDA plug-in's kernels end (or hang, or fault) in the sync. */
+	enum ctq_status st = rc ? pl_failed(p, c->fn, rc, msg, sizeof msg, err) : pl_sync(b, err);
+	ctq_kernel_plugin_call_end();
+	return st;
+}
+
 static enum ctq_status pl_quantize(struct ctq_backend *b, const void *x, int64_t M, int64_t K,
 				   void *q, void *s, struct ctq_error *err)
 {
-	struct plugin_impl *p = pimpl(b);
-	char msg[512] = "";
-	int rc = p->lib.t->quantize(x, M, K, q, s, pl_stream(p), msg, sizeof msg);
-	if (rc)
-		return pl_failed(p, "quantize", rc, msg, sizeof msg, err);
-	return pl_sync(b, err);
+	const struct pl_call c = {.op = OP_QUANTIZE, .fn = "quantize", .M = M, .K = K, .x = x, .q = q,
+				  .y = s};
+	return pl_call(b, &c, err);
 }
 
 static enum ctq_status pl_linear(struct ctq_backend *b, const void *x, const void *w,
@@ -235,40 +565,41 @@ static enum ctq_status pl_linear(struct ctq_backend *b, const void *x, const voi
 				 void *y, void *ws, struct ctq_error *err)
 {
 	struct plugin_impl *p = pimpl(b);
-	const struct ctq_kernel_plugin *t = p->lib.t;
-	size_t need = t->gemm_workspace_bytes ? t->gemm_workspace_bytes(M, N, K) : 0;
-	enum ctq_status st;
+	size_t need;
+	enum ctq_status st = ctq_kernel_plugin_workspace(p->lib.t, p->lib.path, M, N, K, &need, err);
+	if (st)
+		return st;
 	if (need > p->gws_bytes) {
 		pl_free(b, p->gws);
 		p->gws = NULL;
 		p->gws_bytes = 0;
-		if ((st = pl_alloc(b, need, &p->gws, err)))
-			return st;
+		struct ctq_error e = {0};
+		if (pl_alloc(b, need, &p->gws, &e))
+			return ctq_error_set(err, e.status, p->lib.path,
+					     "plug-in %s: gemm_workspace_bytes(M=%lld, N=%lld, K=%lld) "
+					     "asks for %zu bytes: %s", p->ops.name, (long long)M,
+					     (long long)N, (long long)K, need, e.message);
 		p->gws_bytes = need;
 	}
-	char msg[512] = "";
 	int8_t *q = ws;
 	float *s = ctq_w8a8_workspace_scales(ws, M, K);
-	int rc = t->quantize(x, M, K, q, s, pl_stream(p), msg, sizeof msg);
-	if (rc)
-		return pl_failed(p, "quantize", rc, msg, sizeof msg, err);
-	rc = t->gemm_w8a8(q, s, w, s_w, bias, M, N, K, y, need ? p->gws : NULL, need, pl_stream(p), msg,
-			  sizeof msg);
-	if (rc)
-		return pl_failed(p, "gemm_w8a8", rc, msg, sizeof msg, err);
-	return pl_sync(b, err);
+	const struct pl_call cq = {.op = OP_QUANTIZE, .fn = "quantize", .M = M, .K = K, .x = x, .q = q,
+				   .y = s};
+	if ((st = pl_call(b, &cq, err)))
+		return st;
+	const struct pl_call cg = {.op = OP_GEMM_W8A8, .fn = "gemm_w8a8", .M = M, .N = N, .K = K,
+				   .q = q, .s = s, .w = w, .s_w = s_w, .bias = bias, .y = y,
+				   .ws = need ? p->gws : NULL, .ws_bytes = need};
+	return pl_call(b, &cg, err);
 }
 
 static enum ctq_status pl_gemm_bf16(struct ctq_backend *b, const void *x, const void *w,
 				    const void *bias, int64_t M, int64_t N, int64_t K, void *y,
 				    struct ctq_error *err)
 {
-	struct plugin_impl *p = pimpl(b);
-	char msg[512] = "";
-	int rc = p->lib.t->gemm_bf16(x, w, bias, M, N, K, y, pl_stream(p), msg, sizeof msg);
-	if (rc)
-		return pl_failed(p, "gemm_bf16", rc, msg, sizeof msg, err);
-	return pl_sync(b, err);
+	const struct pl_call c = {.op = OP_GEMM_BF16, .fn = "gemm_bf16", .M = M, .N = N, .K = K,
+				  .x = x, .w = w, .bias = bias, .y = y};
+	return pl_call(b, &c, err);
 }
 
 static void pl_describe(struct ctq_backend *b, char *buf, size_t cap)
@@ -299,6 +630,25 @@ static void pl_destroy(struct ctq_backend *b)
 	b->impl = NULL;
 }
 
+void ctq_backend_plugin_set_timeout(struct ctq_backend *b, double seconds)
+{
+	pimpl(b)->timeout_s = seconds;
+}
+
+bool ctq_backend_plugin_isolated(const struct ctq_backend *b)
+{
+	return ((const struct plugin_impl *)b->impl)->isolate;
+}
+
+void ctq_backend_plugin_set_isolated(struct ctq_backend *b, bool isolated)
+{
+	struct plugin_impl *p = pimpl(b);
+	/* Shared mappings and ctq_malloc blocks are freed differently: only
+	 * before the workspace exists, and a CUDA plug-in never. */
+	if (!p->cuda && !p->gws)
+		p->isolate = isolated;
+}
+
 enum ctq_status ctq_backend_plugin(struct ctq_backend *b, const char *path, struct ctq_error *err)
 {
 	memset(b, 0, sizeof *b);
@@ -310,6 +660,8 @@ enum ctq_status ctq_backend_plugin(struct ctq_backend *b, const char *path, stru
 		goto fail;
 	const struct ctq_kernel_plugin *t = p->lib.t;
 	p->cuda = t->device == CTQ_KERNEL_PLUGIN_DEVICE_CUDA;
+	p->isolate = !p->cuda;
+	p->timeout_s = CTQ_PLUGIN_TIMEOUT_DEFAULT_S;
 	if (p->cuda && (st = ctq_backend_cuda(&p->mem, 0, err))) {
 		/* The reason stays ctq's (no GPU, no CUDA build); the path is the plug-in's. */
 		if (err)

@@ -17,6 +17,10 @@
 #include "backend/backend.h"
 #include "include/ctq_kernel_plugin.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct ctq_kernel_lib {
 	void *handle;                        /* dlopen's, or NULL */
 	const struct ctq_kernel_plugin *t;   /* the plug-in's table (owned by it) */
@@ -42,11 +46,64 @@ void ctq_kernel_lib_close(struct ctq_kernel_lib *l);
 /* "cpu" or "cuda" for a plug-in's device. */
 const char *ctq_kernel_lib_device_name(const struct ctq_kernel_lib *l);
 
+/* The most workspace ctq allocates for a plug-in's gemm_w8a8 (1 TiB): a
+ * larger answer of gemm_workspace_bytes is a broken plug-in, not a size. */
+#define CTQ_PLUGIN_WORKSPACE_MAX ((size_t)1 << 40)
+/* gemm_workspace_bytes(M, N, K) of table t (0 when it has none), checked:
+ * more than CTQ_PLUGIN_WORKSPACE_MAX is an env-error naming the plug-in
+ * (path, name), the field and the geometry. */
+enum ctq_status ctq_kernel_plugin_workspace(const struct ctq_kernel_plugin *t, const char *path,
+					    int64_t M, int64_t N, int64_t K, size_t *out,
+					    struct ctq_error *err);
+
+/* How long one call of a plug-in may take by default (seconds). */
+#define CTQ_PLUGIN_TIMEOUT_DEFAULT_S 600.0
+
 /* Opens the plug-in at path as a backend: memory is host memory for a CPU
  * plug-in and ctq's CUDA backend's (device 0) for a CUDA one; b->exact
  * takes the plug-in's capability bits; ops->name is the plug-in's name.
+ *
+ * Isolation: every call of a CPU plug-in (quantize, gemm_w8a8, gemm_bf16)
+ * runs in a child process forked for it, over buffers ctq maps shared
+ * (MAP_SHARED | MAP_ANONYMOUS, page-aligned), its return code and message
+ * coming back over a pipe. A call that crashes (a signal), ends its
+ * process (exit, _exit) or does not return within the timeout (the child
+ * is then killed) is an env-error naming the plug-in's path and name, the
+ * function and the geometry (M, N, K); ctq goes on. What a call changes in
+ * the plug-in's own globals does not outlive it (init ran in ctq's
+ * process, before any fork). A CUDA plug-in runs in ctq's process: a CUDA
+ * context does not survive fork, and ctq's own is made before the
+ * plug-in's init; its crash still ends ctq.
+ *
  * Errors: as ctq_kernel_lib_open, env-error (a CUDA plug-in without CUDA),
  * out-of-memory. Close with ctq_backend_close. */
 enum ctq_status ctq_backend_plugin(struct ctq_backend *b, const char *path, struct ctq_error *err);
+/* The bound on one isolated call, in seconds (<= 0: none); default
+ * CTQ_PLUGIN_TIMEOUT_DEFAULT_S. b is a plug-in backend. */
+void ctq_backend_plugin_set_timeout(struct ctq_backend *b, double seconds);
+/* Whether b's calls run in a child process (a CPU plug-in). */
+bool ctq_backend_plugin_isolated(const struct ctq_backend *b);
+/* Runs a CPU plug-in's calls in ctq's process (false) or in a child
+ * (true, the default): in process is for a debugger, and for the tests of
+ * the last word below. Call it before any buffer is allocated; a CUDA
+ * plug-in always runs in process. */
+void ctq_backend_plugin_set_isolated(struct ctq_backend *b, bool isolated);
+
+/* The last word of a plug-in that runs in ctq's process (a CUDA plug-in in
+ * the probe and in bench gemm --impl): between begin and end, a fatal
+ * signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) first writes one line
+ * to stderr naming the plug-in (name, path), the function fn and the
+ * geometry (N < 0: quantize's M, K), then takes its former action (the
+ * process ends by it, as before); timeout_s > 0 arms alarm(2), whose
+ * expiry writes that the call hung and ends ctq by SIGTERM (the run's
+ * temporary folders removed, core/cleanup.h). Not reentrant: one call at
+ * a time (the ABI's rule too). */
+void ctq_kernel_plugin_call_begin(const struct ctq_kernel_plugin *t, const char *path,
+				  const char *fn, int64_t M, int64_t N, int64_t K, double timeout_s);
+void ctq_kernel_plugin_call_end(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -463,9 +463,10 @@ enum ctq_status ctq_gemm_bench_time(struct ctq_gemm_bench *b, enum ctq_gemm_impl
 	return ctq_error_set(err, CTQ_ERR_ENV, "bench gemm", "this ctq was built without CUDA");
 }
 
-void ctq_gemm_bench_set_plugin(struct ctq_gemm_bench *b, const struct ctq_kernel_plugin *p)
+void ctq_gemm_bench_set_plugin(struct ctq_gemm_bench *b, const struct ctq_kernel_plugin *p,
+			       const char *path)
 {
-	(void)b, (void)p;
+	(void)b, (void)p, (void)path;
 }
 
 void ctq_gemm_bench_set_path(struct ctq_gemm_bench *b, int path)

@@ -355,13 +355,18 @@ static enum ctq_status check_layout(const struct ctq_st_file *f,
 				     prev ? prev->file_offset - d : 0, at - d);
 			goto done;
 		}
+		if (t->file_offset > at && prev) {
+			st = st_fail(err, f->path, at,
+				     "tensor \"%s\" begins at data offset %" PRIu64 ", but tensor \"%s\" before it ends at %" PRIu64
+				     ": a hole of %" PRIu64 " bytes; the safetensors library refuses it (InvalidOffset): tensors must be packed back to back from offset 0",
+				     t->name, t->file_offset - d, prev->name, at - d, t->file_offset - at);
+			goto done;
+		}
 		if (t->file_offset > at) {
 			st = st_fail(err, f->path, at,
-				     "tensor \"%s\" begins at data offset %" PRIu64 " but %s ends at %" PRIu64
+				     "tensor \"%s\" begins at data offset %" PRIu64 ", but it is the first tensor and the data area begins at 0"
 				     ": a hole of %" PRIu64 " bytes; the safetensors library refuses it (InvalidOffset): tensors must be packed back to back from offset 0",
-				     t->name, t->file_offset - d,
-				     prev ? "the tensor before it" : "nothing precedes it; the data area begins",
-				     at - d, t->file_offset - at);
+				     t->name, t->file_offset - d, t->file_offset - at);
 			goto done;
 		}
 		prev = t;

@@ -418,7 +418,7 @@ static int open_device(struct ctq_gemm_session *S, const struct opts *o)
 		return ctq_status_exit_code(err.status);
 	}
 	if (S->lib.t) {
-		ctq_gemm_bench_set_plugin(S->b, S->lib.t);
+		ctq_gemm_bench_set_plugin(S->b, S->lib.t, S->lib.path);
 		printf("bench gemm: kernel plug-in %s (%s)\n", S->lib.t->name, S->lib.path);
 	}
 	ctq_gemm_peaks_for(S->dev.name, o->peak_tops, o->hbm_gbps, &S->peaks);

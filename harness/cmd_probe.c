@@ -5,6 +5,7 @@
  * session and its tallies are conform/'s (conform/probe_session.h); the
  * CSV row is the probe family's (families/probe.h). */
 #include "harness/commands.h"
+#include "backend/plugin.h"
 #include "conform/probe_session.h"
 #include "core/json.h"
 #include "families/probe.h"
@@ -37,7 +38,13 @@ static void help(void)
 	       "                    probe.csv; plus bit-exact q, scale and output checks when it\n"
 	       "                    declares them. Alone it replaces the default backend; with\n"
 	       "                    --backend both are probed. An unloadable file, a missing\n"
-	       "                    entry symbol or another ABI version: exit 2\n"
+	       "                    entry symbol or another ABI version: exit 2. A CPU\n"
+	       "                    plug-in's calls each run in a child process: one that\n"
+	       "                    crashes, exits or outlasts --kernel-timeout is exit 3,\n"
+	       "                    naming the plug-in, the function and M, N, K (a CUDA\n"
+	       "                    plug-in runs in ctq's process; docs/probing.md)\n"
+	       "  --kernel-timeout S  seconds one call of the plug-in may take (default 600;\n"
+	       "                    1 to 86400); a CUDA plug-in past it ends ctq, saying so\n"
 	       "  --act-numerics N  ctq (default) or transformers: the reference backend runs\n"
 	       "                    compressed-tensors' fake quantization (amax / 127.5, BF16\n"
 	       "                    dequantization, a float GEMM; docs/semantics.md); KERNEL-L2\n"
@@ -53,7 +60,8 @@ static void help(void)
 	       "  --inject-defect D test only: scale-shift, epilogue-nan or transposed-w\n"
 	       "\n"
 	       "exit: 0 every probe passed; 1 a probe failed; 2 bad usage or a bad plug-in;\n"
-	       "      3 no GPU for cuda (or a CUDA plug-in), or a plug-in call failed.\n");
+	       "      3 no GPU for cuda (or a CUDA plug-in), or a plug-in call failed, crashed\n"
+	       "        or hung.\n");
 }
 
 static bool parse_list(const char *s, bool *sel, int count,
@@ -143,7 +151,7 @@ struct probe_opts {
 	bool backend_given;
 	struct ctq_opt_out out;
 	bool real_asel[CTQ_PA_COUNT], wsel[CTQ_PW_COUNT], asel[CTQ_PA_COUNT];
-	long seed;
+	long seed, kernel_timeout;
 	unsigned defects;
 	enum ctq_act_numerics numerics;
 	int64_t ms[16];
@@ -224,6 +232,7 @@ static int check_opts(struct probe_opts *o)
 static int parse_opts(int argc, char **argv, struct probe_opts *o)
 {
 	*o = (struct probe_opts){.shapes = "qwen3-4b", .m_list = "64", .seed = 1,
+				 .kernel_timeout = (long)CTQ_PLUGIN_TIMEOUT_DEFAULT_S,
 				 .numerics = CTQ_ACT_NUMERICS_CTQ,
 				 .real_asel = {true, true, false, false},
 				 .wsel = {false, true, true, true, true},
@@ -234,6 +243,7 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
 		CTQ_OPT_FN("--real-acts", o->real_asel, opt_acts),
 		CTQ_OPT_STR("--backend", &o->backend),
 		CTQ_OPT_STR("--kernel-lib", &o->kernel_lib),
+		CTQ_OPT_INT("--kernel-timeout", &o->kernel_timeout, 1, 86400),
 		CTQ_OPT_FN("--act-numerics", &o->numerics, ctq_opt_fn_act_numerics),
 		CTQ_OPT_STR("--policy", &o->policy_path),
 		CTQ_OPT_OUT(&o->out),
@@ -321,6 +331,8 @@ int ctq_cmd_probe(int argc, char **argv)
 	    ctq_probe_backends_open(backends, &S.n_backends, o.use_ref, o.use_cuda, o.kernel_lib,
 				    o.defects, o.numerics, &err))
 		goto fail;
+	if (o.kernel_lib)
+		ctq_backend_plugin_set_timeout(&backends[S.n_backends - 1], (double)o.kernel_timeout);
 	/* The kernel threshold is for kernels of ctq's formula. */
 	if (o.numerics != CTQ_ACT_NUMERICS_CTQ)
 		policy.kernel_rel_l2_max = -1.0;

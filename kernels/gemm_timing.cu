@@ -13,6 +13,7 @@
 #include "kernels/arch.h"
 #include "kernels/cublas_stream.h"
 #include "kernels/kernels.h"
+#include "backend/plugin.h"
 #include "include/ctq_kernel_plugin.h"
 
 /* cuBLAS and cuBLASLt share one workspace: they run on one stream, in turn,
@@ -54,6 +55,7 @@ struct ctq_gemm_bench {
 	char lt_note[200];
 	int path; /* the W8A8 GEMM path forced (enum ctq_gemm_path), -1: dispatch's */
 	const struct ctq_kernel_plugin *plugin; /* or NULL (--impl) */
+	const char *plugin_path;                /* the file it came from */
 	void *pws;                              /* its gemm_w8a8 workspace */
 	size_t pws_bytes;
 };
@@ -283,9 +285,11 @@ extern "C" enum ctq_status ctq_gemm_bench_load(struct ctq_gemm_bench *b,
 	}
 	if (st || (st = CTQ_CUDA(cudaStreamSynchronize(b->stream), err)))
 		goto fail;
-	if (b->plugin && b->plugin->gemm_workspace_bytes &&
-	    (b->pws_bytes = b->plugin->gemm_workspace_bytes(M, N, K)) > 0 &&
-	    (st = CTQ_CUDA(cudaMalloc(&b->pws, b->pws_bytes), err))) {
+	/* The plug-in's answer checked first: a size near SIZE_MAX is a broken
+	 * plug-in, refused naming it and the field. */
+	if (b->plugin &&
+	    ((st = ctq_kernel_plugin_workspace(b->plugin, b->plugin_path, M, N, K, &b->pws_bytes, err)) ||
+	     (b->pws_bytes > 0 && (st = CTQ_CUDA(cudaMalloc(&b->pws, b->pws_bytes), err))))) {
 		b->pws = NULL;
 		goto fail;
 	}
@@ -313,14 +317,21 @@ static enum ctq_status plugin_call(struct ctq_gemm_bench *b, int k, bool quantiz
 	int8_t *q = (int8_t *)at(&b->q, k);
 	float *s = (float *)at(&b->s, k);
 	char msg[512] = "";
+	/* In ctq's process (a CUDA context does not survive fork): a crash
+	 * inside the call at least names the plug-in, the call and the
+	 * geometry before ctq ends (backend/plugin.h). */
+	ctq_kernel_plugin_call_begin(p, b->plugin_path, "quantize", b->M, -1, b->K, 0);
 	int rc = p->quantize((const uint16_t *)at(&b->x, k), b->M, b->K, q, s, b->stream, msg, sizeof msg);
+	ctq_kernel_plugin_call_end();
 	if (rc)
 		return plugin_failed(p, "quantize", rc, msg, sizeof msg, err);
 	if (quantize_only)
 		return CTQ_OK;
+	ctq_kernel_plugin_call_begin(p, b->plugin_path, "gemm_w8a8", b->M, b->N, b->K, 0);
 	rc = p->gemm_w8a8(q, s, (const int8_t *)at(&b->w, k), (const float *)at(&b->sw, k),
 			  (const float *)at(&b->bias, k), b->M, b->N, b->K, (uint16_t *)at(&b->y, k),
 			  b->pws, b->pws_bytes, b->stream, msg, sizeof msg);
+	ctq_kernel_plugin_call_end();
 	return rc ? plugin_failed(p, "gemm_w8a8", rc, msg, sizeof msg, err) : CTQ_OK;
 }
 
@@ -498,9 +509,11 @@ extern "C" enum ctq_status ctq_gemm_bench_time(struct ctq_gemm_bench *b, enum ct
 	return time_impl(b, impl, b->copies[impl], t, err);
 }
 
-extern "C" void ctq_gemm_bench_set_plugin(struct ctq_gemm_bench *b, const struct ctq_kernel_plugin *p)
+extern "C" void ctq_gemm_bench_set_plugin(struct ctq_gemm_bench *b, const struct ctq_kernel_plugin *p,
+					  const char *path)
 {
 	b->plugin = p;
+	b->plugin_path = path && path[0] ? path : "--impl";
 }
 
 extern "C" enum ctq_status ctq_gemm_bench_plugin_time(struct ctq_gemm_bench *b, struct ctq_gemm_timing *t,

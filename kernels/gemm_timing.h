@@ -121,9 +121,10 @@ enum ctq_status ctq_gemm_bench_time(struct ctq_gemm_bench *b, enum ctq_gemm_impl
  * implementations above; its workspace is allocated at load. */
 struct ctq_kernel_plugin;
 
-/* Times p (borrowed, a CUDA plug-in whose init ran) from the next load on;
- * NULL stops. */
-void ctq_gemm_bench_set_plugin(struct ctq_gemm_bench *b, const struct ctq_kernel_plugin *p);
+/* Times p (borrowed, a CUDA plug-in whose init ran, loaded from path, also
+ * borrowed) from the next load on; NULL stops. */
+void ctq_gemm_bench_set_plugin(struct ctq_gemm_bench *b, const struct ctq_kernel_plugin *p,
+			       const char *path);
 
 /* One untimed run of the plug-in on copy 0: its quantize alone (q
  * (n_rows, K), s (n_rows)), then quantize + gemm_w8a8 end to end (y

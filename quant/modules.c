@@ -166,10 +166,11 @@ enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
 		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, "model_type",
 				     "is \"%s\"; ctq enumerates qwen3, qwen2 and llama",
 				     arch ? arch : "(missing)");
-	if (layers < 1 || layers > 4096)
+	if (layers < 1 || layers > CTQ_MODULES_MAX_LAYERS)
 		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG,
 				     "num_hidden_layers",
-				     "is %d; expected 1..4096", layers);
+				     "is %d; expected an integer in [1, %d]", layers,
+				     CTQ_MODULES_MAX_LAYERS);
 	if (!prefix)
 		prefix = "model.";
 	const char *attn_class = !strcmp(a, "qwen3")   ? "Qwen3Attention"
@@ -216,7 +217,7 @@ enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
 }
 
 static enum ctq_status shape_field(const cJSON *cfg, const char *base,
-				   const char *key, long *out, bool required,
+				   const char *key, long *out, bool required, long max,
 				   struct ctq_error *err)
 {
 	const cJSON *it = ctq_json_get(cfg, key);
@@ -231,7 +232,7 @@ static enum ctq_status shape_field(const cJSON *cfg, const char *base,
 	}
 	char p[CTQ_PATH_MAX];
 	ctq_json_path_key(p, sizeof p, base, key);
-	return ctq_json_int(it, p, 1, INT_MAX, out, err);
+	return ctq_json_int(it, p, 1, max, out, err);
 }
 
 enum ctq_status ctq_modules_from_config(struct ctq_modules *m,
@@ -269,13 +270,15 @@ enum ctq_status ctq_modules_from_config(struct ctq_modules *m,
 	long layers = 0;
 	struct ctq_model_shape *s = &m->shape;
 	enum ctq_status st;
-	if ((st = shape_field(c, base, "num_hidden_layers", &layers, true, err)) ||
-	    (st = shape_field(c, base, "hidden_size", &s->hidden_size, false, err)) ||
-	    (st = shape_field(c, base, "intermediate_size", &s->intermediate_size, false, err)) ||
-	    (st = shape_field(c, base, "vocab_size", &s->vocab_size, false, err)) ||
-	    (st = shape_field(c, base, "num_attention_heads", &s->num_attention_heads, false, err)) ||
-	    (st = shape_field(c, base, "num_key_value_heads", &s->num_key_value_heads, false, err)) ||
-	    (st = shape_field(c, base, "head_dim", &s->head_dim, false, err)))
+	/* The layer count's limit is checked here, on the value as written
+	 * (1e9 once read "is 4097", the clamp's value). */
+	if ((st = shape_field(c, base, "num_hidden_layers", &layers, true, CTQ_MODULES_MAX_LAYERS, err)) ||
+	    (st = shape_field(c, base, "hidden_size", &s->hidden_size, false, INT_MAX, err)) ||
+	    (st = shape_field(c, base, "intermediate_size", &s->intermediate_size, false, INT_MAX, err)) ||
+	    (st = shape_field(c, base, "vocab_size", &s->vocab_size, false, INT_MAX, err)) ||
+	    (st = shape_field(c, base, "num_attention_heads", &s->num_attention_heads, false, INT_MAX, err)) ||
+	    (st = shape_field(c, base, "num_key_value_heads", &s->num_key_value_heads, false, INT_MAX, err)) ||
+	    (st = shape_field(c, base, "head_dim", &s->head_dim, false, INT_MAX, err)))
 		return st;
 	if (!s->num_key_value_heads)
 		s->num_key_value_heads = s->num_attention_heads;
@@ -290,8 +293,7 @@ enum ctq_status ctq_modules_from_config(struct ctq_modules *m,
 	if (cJSON_IsBool(ab))
 		s->attention_bias = cJSON_IsTrue(ab);
 	struct ctq_model_shape keep = *s;
-	st = ctq_modules_from_arch(m, arch, (int)(layers > 4096 ? 4097 : layers),
-				   prefix, err);
+	st = ctq_modules_from_arch(m, arch, (int)layers, prefix, err);
 	keep.arch = m->shape.arch;
 	keep.layers = m->shape.layers;
 	m->shape = keep;

@@ -115,8 +115,12 @@ enum ctq_status ctq_modules_add_aux(struct ctq_modules *m, const char *name,
 const struct ctq_module *ctq_modules_lookup(const struct ctq_modules *m,
 					    const char *name);
 
+/* The most decoder layers ctq enumerates. */
+#define CTQ_MODULES_MAX_LAYERS 4096
+
 /* Enumerates an architecture (qwen3, qwen2, llama) with `layers` decoder
- * layers. prefix replaces the leading "model." (NULL: "model."). */
+ * layers (1 to CTQ_MODULES_MAX_LAYERS). prefix replaces the leading
+ * "model." (NULL: "model."). */
 enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
 				      int layers, const char *prefix,
 				      struct ctq_error *err);

@@ -10,6 +10,8 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +79,12 @@ static enum ctq_run_dir_kind dir_kind(const char *path, char *why, size_t cap)
 		snprintf(why, cap, "does not exist");
 		return CTQ_RUN_DIR_ABSENT;
 	}
-	if (!S_ISDIR(sb.st_mode) && !(S_ISLNK(sb.st_mode) && ctq_path_is_dir(path))) {
+	if (S_ISLNK(sb.st_mode) && !ctq_path_is_dir(path)) {
+		snprintf(why, cap, "is a symbolic link that does not lead to a folder (a link is "
+			 "followed only to a folder)");
+		return CTQ_RUN_DIR_OTHER;
+	}
+	if (!S_ISDIR(sb.st_mode) && !S_ISLNK(sb.st_mode)) {
 		snprintf(why, cap, "is not a folder");
 		return CTQ_RUN_DIR_OTHER;
 	}
@@ -169,6 +176,24 @@ enum ctq_status ctq_run_begin(struct ctq_run *run, const char *out_dir, bool for
 		size_t n = strlen(run->final_dir);
 		while (n > 1 && run->final_dir[n - 1] == '/')
 			run->final_dir[--n] = '\0';
+		/* --out LINK, a symbolic link to a folder: the run goes into the
+		 * folder it leads to (the temporary folder beside that one, the
+		 * commit onto it, on its filesystem) and the link stays as it
+		 * is. Replacing the link by the run was the old behaviour. A link
+		 * to anything else is refused by ctq_run_out_check. */
+		struct stat sb;
+		if (lstat(run->final_dir, &sb) == 0 && S_ISLNK(sb.st_mode) &&
+		    ctq_path_is_dir(run->final_dir)) {
+			char real[PATH_MAX];
+			if (!realpath(run->final_dir, real))
+				return ctq_error_set(err, CTQ_ERR_IO, out_dir,
+						     "cannot follow the symbolic link: %s", strerror(errno));
+			if (strlen(real) >= sizeof run->final_dir)
+				return ctq_error_set(err, CTQ_ERR_USAGE, out_dir,
+						     "leads to %s, a path of more than %zu bytes", real,
+						     sizeof run->final_dir - 1);
+			snprintf(run->final_dir, sizeof run->final_dir, "%s", real);
+		}
 	} else {
 		char stamp[32];
 		utc_now(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ");

@@ -29,8 +29,11 @@ struct ctq_run {
 /* out_dir NULL: runs/<UTC time>-<revision>, with -2, -3, ... appended
  * when that folder exists (a default folder is never replaced). command: the subcommand name;
  * argv is recorded as the command line. force: an existing ctq run
- * directory at out_dir is replaced at commit (--force). Errors: usage-error
- * naming out_dir when it may not be written (ctq_run_out_check), io-error. */
+ * directory at out_dir is replaced at commit (--force). out_dir a symbolic
+ * link to a folder: the link is followed, the run written into the folder
+ * it leads to (final_dir is that folder's real path) and the link kept; a
+ * link to anything else is refused. Errors: usage-error naming out_dir
+ * when it may not be written (ctq_run_out_check), io-error. */
 enum ctq_status ctq_run_begin(struct ctq_run *run, const char *out_dir, bool force,
 			      const char *command, int argc, char **argv,
 			      struct ctq_error *err);

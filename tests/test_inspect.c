@@ -242,3 +242,44 @@ Test(inspect, shards_over_the_primary_profile)
 	ctq_inspect_free(&v);
 	fixture_free(&f);
 }
+
+/* A layer count out of range is named with the value as written and the
+ * limit: 1e9 once read "is 4097" (the clamp's value, not the config's). */
+Test(inspect, layer_count_out_of_range_says_the_value_and_the_limit)
+{
+	static const struct {
+		const char *layers, *says;
+	} cases[] = {
+		{"1e9", "is 1000000000; expected an integer in [1, 4096]"},
+		{"4097", "is 4097; expected an integer in [1, 4096]"},
+		{"3e10", "is 30000000000; expected an integer in [1, 4096]"},
+		{"0", "is 0; expected an integer in [1, 4096]"},
+		{"2.5", "is 2.5; expected an integer"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char text[256];
+		snprintf(text, sizeof text, "{\"model_type\": \"qwen3\", \"num_hidden_layers\": %s}",
+			 cases[i].layers);
+		cJSON *cfg = cJSON_Parse(text);
+		cr_assert(cfg);
+		struct ctq_modules mods;
+		ctq_modules_init(&mods);
+		struct ctq_error err = {0};
+		cr_expect_eq(ctq_modules_from_config(&mods, cfg, "config.json", NULL, &err),
+			     CTQ_ERR_INVALID_CONFIG, "%s", cases[i].layers);
+		cr_expect(strstr(err.path, "num_hidden_layers"), "%s: path %s", cases[i].layers, err.path);
+		cr_expect_str_eq(err.message, cases[i].says, "%s", cases[i].layers);
+		ctq_modules_free(&mods);
+		cJSON_Delete(cfg);
+	}
+	/* the limit itself is accepted */
+	cJSON *cfg = cJSON_Parse("{\"model_type\": \"llama\", \"num_hidden_layers\": 4096}");
+	struct ctq_modules mods;
+	ctq_modules_init(&mods);
+	struct ctq_error err = {0};
+	cr_expect_eq(ctq_modules_from_config(&mods, cfg, "config.json", NULL, &err), CTQ_OK, "%s",
+		     err.message);
+	cr_expect_eq(mods.shape.layers, 4096);
+	ctq_modules_free(&mods);
+	cJSON_Delete(cfg);
+}

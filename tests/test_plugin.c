@@ -7,13 +7,17 @@
  * bench gemm --impl` validates its plug-in before wanting a GPU. The .so
  * files come from the Makefile ($(BUILD)/plugins, $(BUILD)/tests/plugins). */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "backend/plugin.h"
 #include "conform/probe.h"
 #include "core/fileio.h"
+#include "core/time.h"
 #include "harness/commands.h"
 
 #ifndef CTQ_TEST_BUILD_DIR
@@ -268,5 +272,176 @@ Test(plugin, bench_gemm_impl_validates_the_plugin)
 	cr_expect(strstr(o, "--impl LIB") && strstr(o, "bench_gemm_plugin.csv"), "%s", o);
 	free(o);
 	free(e);
+	ctq_remove_tree(dir);
+}
+
+#define SEGV_GEMM CTQ_TEST_BUILD_DIR "/tests/plugins/segv_gemm.so"
+#define HANG_GEMM CTQ_TEST_BUILD_DIR "/tests/plugins/hang_gemm.so"
+#define HUGE_WS CTQ_TEST_BUILD_DIR "/tests/plugins/huge_ws.so"
+
+/* Hostile plug-ins: each call of a CPU plug-in runs in a child process,
+ * so one that crashes or hangs in gemm_w8a8, or asks for a workspace no
+ * allocation can hold, ends the probe with exit 3 and one message naming
+ * the file, the plug-in, the function and the geometry; no run directory
+ * is left. Without the isolation the segfault kills this test process and
+ * the hang runs into the test's timeout. */
+Test(plugin, hostile_plugins_exit_3_naming_plugin_op_and_geometry, .timeout = 60)
+{
+	static const struct {
+		const char *path, *timeout;
+		const char *says[3];
+	} cases[] = {
+		{SEGV_GEMM, "600",
+		 {"plug-in segv_gemm: gemm_w8a8 at M=3 N=32 K=64 crashed", "signal 11", NULL}},
+		{HANG_GEMM, "1",
+		 {"plug-in hang_gemm: gemm_w8a8 at M=3 N=32 K=64 did not return within 1 s",
+		  "--kernel-timeout", NULL}},
+		{HUGE_WS, "600",
+		 {"plug-in huge_ws: gemm_workspace_bytes(M=3, N=32, K=64) returned "
+		  "18446744073709551607 bytes",
+		  "more than the 1099511627776 (1 TiB)", NULL}},
+	};
+	char dir[] = "/tmp/ctq-plugin-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	char out[64];
+	snprintf(out, sizeof out, "%s/run", dir);
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		const char *args[] = {"probe", "--kernel-lib", cases[i].path, "--kernel-timeout",
+				      cases[i].timeout, "--shapes", "64:32", "--weights", "random",
+				      "--acts", "gaussian", "--m", "3", "--out", out, NULL};
+		char *o, *e;
+		double t0 = ctq_now_s();
+		int rc = run_cli(ctq_cmd_probe, dir, args, &o, &e);
+		double took = ctq_now_s() - t0;
+		cr_expect_eq(rc, CTQ_EXIT_ENV, "%s: exit %d: %s", cases[i].path, rc, e);
+		char at[128];
+		snprintf(at, sizeof at, "ctq probe: environment at %s: plug-in ", cases[i].path);
+		cr_expect(strstr(e, at), "%s: wants \"%s\": %s", cases[i].path, at, e);
+		for (int k = 0; cases[i].says[k]; k++)
+			cr_expect(strstr(e, cases[i].says[k]), "%s: wants \"%s\": %s", cases[i].path,
+				  cases[i].says[k], e);
+		cr_expect(strstr(e, cases[i].path), "%s: %s", cases[i].path, e);
+		cr_expect(took < 20, "%s took %.1f s", cases[i].path, took);
+		cr_expect(!ctq_path_exists(out), "%s: a run directory was left", cases[i].path);
+		free(o);
+		free(e);
+	}
+	ctq_remove_tree(dir);
+}
+
+/* The workspace size check alone, on the adapter (no child process
+ * involved): the answer is refused before anything is allocated. */
+Test(plugin, huge_workspace_is_refused_before_allocation)
+{
+	struct ctq_kernel_lib l;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_kernel_lib_open(&l, HUGE_WS, &err), CTQ_OK, "%s", err.message);
+	size_t n = 1;
+	cr_expect_eq(ctq_kernel_plugin_workspace(l.t, l.path, 1, 2, 3, &n, &err), CTQ_ERR_ENV);
+	cr_expect_eq(n, 0);
+	cr_expect(strstr(err.message, "gemm_workspace_bytes(M=1, N=2, K=3)"), "%s", err.message);
+	cr_expect_str_eq(err.path, HUGE_WS);
+	ctq_kernel_lib_close(&l);
+	/* a plug-in without the member: no workspace, no error */
+	cr_assert_eq(ctq_kernel_lib_open(&l, CPU_PLUGIN, &err), CTQ_OK);
+	struct ctq_error e2 = {0};
+	cr_expect_eq(ctq_kernel_plugin_workspace(l.t, l.path, 1, 2, 3, &n, &e2), CTQ_OK, "%s", e2.message);
+	ctq_kernel_lib_close(&l);
+}
+
+/* Under `ctq run` the probe runs in ctq's process: a crashing plug-in
+ * once took the whole run down. Now the step is an error with exit 3, its
+ * reason in the manifest, the plug-in's message in logs/<id>.txt, and the
+ * run goes on to the next step. */
+Test(plugin, crashing_plugin_fails_its_plan_step, .timeout = 60)
+{
+	char dir[] = "/tmp/ctq-plugin-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	char plan[128], out[128], text[1024];
+	snprintf(plan, sizeof plan, "%s/plan.json", dir);
+	snprintf(out, sizeof out, "%s/run", dir);
+	snprintf(text, sizeof text,
+		 "{\"name\": \"hostile\", \"about\": \"a crashing plug-in, then a step that passes\",\n"
+		 " \"steps\": [\n"
+		 "  {\"id\": \"probe-segv\", \"command\": \"probe\", \"about\": \"crashes\",\n"
+		 "   \"args\": [\"--kernel-lib\", \"%s\", \"--shapes\", \"64:32\", \"--weights\", \"random\",\n"
+		 "            \"--acts\", \"gaussian\", \"--m\", \"3\"]},\n"
+		 "  {\"id\": \"probe-ref\", \"command\": \"probe\", \"about\": \"passes\",\n"
+		 "   \"args\": [\"--shapes\", \"64:32\", \"--weights\", \"random\", \"--acts\", \"gaussian\",\n"
+		 "            \"--m\", \"3\"]}]}\n",
+		 SEGV_GEMM);
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_file_write_atomic(plan, text, strlen(text), &err), CTQ_OK, "%s", err.message);
+	const char *args[] = {"run", plan, "--out", out, "--gpu", "off", NULL};
+	char *o, *e;
+	int rc = run_cli(ctq_cmd_run, dir, args, &o, &e);
+	cr_expect_neq(rc, CTQ_EXIT_OK, "the run passed: %s%s", o, e);
+	char *man = slurp(out, "manifest.json");
+	cr_expect(strstr(man, "\"status\":\t\"error\"") && strstr(man, "exit 3; see logs/probe-segv.txt"),
+		  "%s", man);
+	cr_expect(strstr(man, "\"status\":\t\"passed\""), "the next step did not run: %s", man);
+	free(man);
+	char *log = slurp(out, "logs/probe-segv.txt");
+	cr_expect(strstr(log, SEGV_GEMM) && strstr(log, "gemm_w8a8 at M=3 N=32 K=64 crashed"), "%s", log);
+	free(log);
+	free(o);
+	free(e);
+	ctq_remove_tree(dir);
+}
+
+/* A plug-in in ctq's process (a CUDA plug-in always; here a CPU one with
+ * its isolation off) that crashes or hangs still ends ctq, but its last
+ * word names the plug-in, the call and the geometry first. Run in a child
+ * of this test, whose stderr goes to a file. */
+static void in_process_probe(const char *plugin, double timeout_s, const char *errfile)
+{
+	cr_assert(freopen(errfile, "w", stderr));
+	struct ctq_backend b;
+	struct ctq_error err = {0};
+	if (ctq_backend_plugin(&b, plugin, &err))
+		_exit(100);
+	ctq_backend_plugin_set_isolated(&b, false);
+	ctq_backend_plugin_set_timeout(&b, timeout_s);
+	if (ctq_backend_plugin_isolated(&b))
+		_exit(101);
+	struct ctq_probe_policy pol;
+	ctq_probe_policy_default(&pol);
+	const struct ctq_probe_layer L = {.name = "x", .K = 64, .N = 32};
+	struct ctq_probe_result r;
+	ctq_probe_run(&b, &L, CTQ_PW_RANDOM, CTQ_PA_GAUSSIAN, 3, 1, &pol, &r, &err);
+	_exit(102); /* the plug-in returned */
+}
+
+Test(plugin, in_process_crash_and_hang_leave_a_last_word, .timeout = 60)
+{
+	static const struct {
+		const char *path;
+		double timeout_s;
+		int sig;
+		const char *says;
+	} cases[] = {
+		{SEGV_GEMM, 600, SIGSEGV,
+		 "ctq: kernel plug-in segv_gemm (" SEGV_GEMM "): gemm_w8a8 at M=3 N=32 K=64 crashed ctq's process"},
+		{HANG_GEMM, 1, SIGTERM,
+		 "ctq: kernel plug-in hang_gemm (" HANG_GEMM "): gemm_w8a8 at M=3 N=32 K=64 did not finish within 1 s"},
+	};
+	char dir[] = "/tmp/ctq-plugin-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	char errfile[64];
+	snprintf(errfile, sizeof errfile, "%s/stderr", dir);
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		fflush(NULL);
+		pid_t pid = fork();
+		cr_assert_geq(pid, 0);
+		if (pid == 0)
+			in_process_probe(cases[i].path, cases[i].timeout_s, errfile);
+		int status = 0;
+		cr_assert_eq(waitpid(pid, &status, 0), pid);
+		cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == cases[i].sig, "%s: status 0x%x",
+			  cases[i].path, status);
+		char *e = slurp(dir, "stderr");
+		cr_expect(strstr(e, cases[i].says), "%s: %s", cases[i].path, e);
+		free(e);
+	}
 	ctq_remove_tree(dir);
 }

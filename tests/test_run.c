@@ -221,3 +221,56 @@ Test(run, default_folders_of_one_second_are_distinct)
 	cr_expect_eq(ctq_run_dir_kind(b.final_dir), CTQ_RUN_DIR_FINISHED, "%s", b.final_dir);
 	ctq_remove_tree(root);
 }
+
+/* --out LINK: a symbolic link to a folder is followed. The run is written
+ * into the folder it leads to, empty or (with --force) a run directory,
+ * and the link stays a link (it was once replaced by the run). A link to
+ * nothing, or to a file, is refused naming it. */
+Test(run, out_through_a_link_writes_into_the_folder_it_leads_to)
+{
+	char root[64], target[128], link[128], path[1300];
+	make_root(root, sizeof root);
+	snprintf(target, sizeof target, "%s/real", root);
+	snprintf(link, sizeof link, "%s/latest", root);
+	cr_assert_eq(ctq_mkdirs(target, NULL), CTQ_OK);
+	cr_assert_eq(symlink("real", link), 0); /* relative, as ln -s makes it */
+	char *argv[] = {"test", NULL};
+	struct ctq_error err = {0};
+	struct ctq_run run;
+	for (int pass = 0; pass < 2; pass++) {
+		/* first an empty folder, then the run directory it now holds (--force) */
+		cr_assert_eq(ctq_run_begin(&run, link, pass == 1, "test", 1, argv, &err), CTQ_OK, "%s",
+			     err.message);
+		cr_expect(!strncmp(run.tmp_dir, root, strlen(root)) && strstr(run.tmp_dir, "/real.tmp-"),
+			  "the temporary folder is not beside the target: %s", run.tmp_dir);
+		put(run.tmp_dir, pass ? "second.txt" : "first.txt", "x\n");
+		cr_assert_eq(ctq_run_commit(&run, &err), CTQ_OK, "%s", err.message);
+		struct stat sb;
+		cr_assert_eq(lstat(link, &sb), 0);
+		cr_expect(S_ISLNK(sb.st_mode), "pass %d: the link was replaced", pass);
+		snprintf(path, sizeof path, "%s/%s", target, pass ? "second.txt" : "first.txt");
+		cr_expect(ctq_path_exists(path), "pass %d: %s missing", pass, path);
+		snprintf(path, sizeof path, "%s/manifest.json", target);
+		cr_expect(ctq_path_exists(path), "pass %d: no manifest in the target", pass);
+		cr_expect_eq(ctq_run_dir_kind(link), CTQ_RUN_DIR_FINISHED);
+	}
+	/* without --force the run directory behind the link is kept */
+	memset(&err, 0, sizeof err);
+	cr_expect_eq(ctq_run_begin(&run, link, false, "test", 1, argv, &err), CTQ_ERR_USAGE);
+	cr_expect(strstr(err.message, "--force"), "%s", err.message);
+	/* a dangling link and a link to a file: refused, left alone */
+	static const char *const to[] = {"nowhere", "afile"};
+	put(root, "afile", "a file\n");
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(link, sizeof link, "%s/link%zu", root, i);
+		cr_assert_eq(symlink(to[i], link), 0);
+		memset(&err, 0, sizeof err);
+		cr_expect_eq(ctq_run_begin(&run, link, true, "test", 1, argv, &err), CTQ_ERR_USAGE, "%s", to[i]);
+		cr_expect_str_eq(err.path, link);
+		cr_expect(strstr(err.message, "symbolic link that does not lead to a folder"), "%s: %s", to[i],
+			  err.message);
+		struct stat sb;
+		cr_expect(lstat(link, &sb) == 0 && S_ISLNK(sb.st_mode), "%s: the link is gone", to[i]);
+	}
+	ctq_remove_tree(root);
+}

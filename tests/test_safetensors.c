@@ -521,13 +521,18 @@ Test(safetensors, empty_tensors_at_boundaries)
  * covered"), an empty tensor inside another's bytes ("invalid offset"). */
 Test(safetensors, refuses_holes_and_uncovered_bytes)
 {
+	/* The whole sentence of each hole: the first tensor's once read
+	 * "nothing precedes it; the data area begins ends at 0". */
 	static const struct {
 		const char *id, *header;
 		size_t data;
 		const char *needle;
 	} cases[] = {
-		{"hole_before_first", "{" T("a", "U8", "[2]", 64, 66) "}", 66, "a hole of 64 bytes"},
-		{"hole_between", "{" T("a", "U8", "[2]", 0, 2) "," T("b", "U8", "[2]", 6, 8) "}", 8, "a hole of 4 bytes"},
+		{"hole_before_first", "{" T("a", "U8", "[2]", 64, 66) "}", 66,
+		 "tensor \"a\" begins at data offset 64, but it is the first tensor and the data area "
+		 "begins at 0: a hole of 64 bytes"},
+		{"hole_between", "{" T("a", "U8", "[2]", 0, 2) "," T("b", "U8", "[2]", 6, 8) "}", 8,
+		 "tensor \"b\" begins at data offset 6, but tensor \"a\" before it ends at 2: a hole of 4 bytes"},
 		{"trailing_bytes", "{" T("a", "U8", "[2]", 0, 2) "}", 10, "8 bytes belong to no tensor"},
 		{"empty_inside_another", "{" T("a", "U8", "[2]", 0, 2) "," T("e", "F32", "[0,5]", 1, 1) "}", 2, "overlaps"},
 	};
