@@ -33,9 +33,20 @@ struct ctq_serve_options {
 	const char *model_name; /* the served name requests must give */
 	int64_t max_len;        /* positions per request (prompt + max_tokens) */
 	size_t max_body;        /* request body bytes; larger: 413 */
+	size_t body_budget;     /* request bodies held at once, all connections; over: 503
+				 * (0: CTQ_SERVE_BODY_BUDGET_BODIES x max_body) */
+	unsigned max_connections; /* open connections (0: CTQ_SERVE_MAX_CONNECTIONS); one
+				   * client address may hold a quarter */
 	bool quiet;             /* no per-request log line */
 	FILE *log;              /* where request lines go (stderr) */
 };
+
+/* Bounded by design (docs/serving.md): bodies held at once, connections
+ * (threads), seconds a socket may stay silent, a connection thread's stack. */
+#define CTQ_SERVE_BODY_BUDGET_BODIES 8
+#define CTQ_SERVE_MAX_CONNECTIONS 4096u
+#define CTQ_SERVE_IDLE_S 30
+#define CTQ_SERVE_THREAD_STACK (1u << 20)
 
 struct ctq_serve_stats {
 	long requests; /* answered, any status */

@@ -597,7 +597,7 @@ Test(serve, bad_requests_get_errors_and_the_server_keeps_serving, .timeout = 120
 		{"temperature -1", "POST", "/v1/completions", "{\"prompt\":\"a\",\"temperature\":-1}", "temperature", 400},
 		{"max_tokens string", "POST", "/v1/completions", "{\"prompt\":\"a\",\"max_tokens\":\"5\"}", "max_tokens", 400},
 		{"token id past the vocab", "POST", "/v1/completions", "{\"prompt\":[1,99999]}", "prompt", 400},
-		{"two prompts", "POST", "/v1/completions", "{\"prompt\":[\"a\",\"b\"]}", "prompt", 400},
+		{"a prompt list of strings and ids", "POST", "/v1/completions", "{\"prompt\":[\"a\",[1]]}", "prompt", 400},
 		{"penalty", "POST", "/v1/completions", "{\"prompt\":\"a\",\"presence_penalty\":0.5}", "presence_penalty", 400},
 		{"prompt + max_tokens over the cache", "POST", "/v1/completions",
 		 "{\"prompt\":[1,2,3],\"max_tokens\":254}", "max_tokens", 413},
