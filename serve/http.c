@@ -571,6 +571,20 @@ static void body_release(struct ctq_server *s, struct conn *cx)
 	ctq_strbuf_init(&cx->body);
 }
 
+/* A refusal before any generation: answered, not counted as a generation. */
+static enum MHD_Result generate_refused(struct ctq_server *s, struct MHD_Connection *c,
+					const char *path, struct batch *b, const struct ctq_oai_error *e,
+					double t0)
+{
+	enum MHD_Result r = send_error(s, c, "POST", path, e, t0);
+	pthread_mutex_lock(&s->mu);
+	if (--s->in_flight == 0)
+		pthread_cond_broadcast(&s->idle);
+	pthread_mutex_unlock(&s->mu);
+	batch_free(b);
+	return r;
+}
+
 static enum MHD_Result generate(struct ctq_server *s, struct MHD_Connection *c, const char *path,
 				enum ctq_oai_kind kind, struct conn *cx, double t0)
 {
@@ -602,18 +616,37 @@ static enum MHD_Result generate(struct ctq_server *s, struct MHD_Connection *c, 
 		 (unsigned long long)(id ^ ((uint64_t)s->created << 24)));
 	b->head = (struct ctq_oai_head){kind, b->id, s->o.model_name, (long long)time(NULL)};
 	ctq_strbuf_init(&b->out);
-	bool ok = batch_prepare(b, cx, &e);
-	body_release(s, cx);
-	if (!ok) {
-		enum MHD_Result r = send_error(s, c, "POST", path, &e, t0);
-		/* Counted as answered by send_error, not as a generation. */
+	/* What parsing and tokenizing will take joins the budget while they
+	 * run: ~128 bytes a JSON value (cJSON's node and the allocator's
+	 * overhead), the strings copied and at most one 4-byte id a byte of
+	 * text. A body the scan refuses costs nothing more (the parse says
+	 * why). */
+	int64_t values = 0;
+	bool ok = true;
+	if (ctq_oai_scan_values(ctq_strbuf_str(&cx->body), cx->body.len, s->o.max_len,
+				CTQ_OAI_VALUES_PER_LEN * s->o.max_len + CTQ_OAI_VALUES_SLACK, &values, NULL)) {
+		size_t cost = (size_t)values * CTQ_SERVE_VALUE_BYTES + 4 * cx->body.len;
+		if (cost + cx->reserved > s->o.body_budget) {
+			body_release(s, cx);
+			ctq_oai_fail(&e, 413, NULL, "parsing this body would take %zu bytes, over the server's budget of %zu (--body-budget)",
+				     cost + cx->reserved, s->o.body_budget);
+			return generate_refused(s, c, path, b, &e, t0);
+		}
 		pthread_mutex_lock(&s->mu);
-		if (--s->in_flight == 0)
-			pthread_cond_broadcast(&s->idle);
+		ok = s->body_bytes + cost <= s->o.body_budget;
+		if (ok)
+			s->body_bytes += cost;
 		pthread_mutex_unlock(&s->mu);
-		batch_free(b);
-		return r;
+		if (ok)
+			cx->reserved += cost;
+		else
+			ctq_oai_fail(&e, 503, NULL, "parsing this body (%zu bytes of the server's budget of %zu) must wait; retry later",
+				     cost, s->o.body_budget);
 	}
+	ok = ok && batch_prepare(b, cx, &e);
+	body_release(s, cx);
+	if (!ok)
+		return generate_refused(s, c, path, b, &e, t0);
 	if (!b->rq.stream)
 		return batch_whole(c, b);
 	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read,

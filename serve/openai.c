@@ -374,6 +374,8 @@ bool ctq_oai_scan_values(const char *body, size_t len, int64_t max_elems, int64_
 			pending = false;
 		}
 	}
+	if (n)
+		*n = values;
 	return true;
 over_values:
 	if (n)

@@ -75,9 +75,10 @@ bool ctq_oai_request_parse(struct ctq_oai_request *r, enum ctq_oai_kind kind, co
 			   size_t len, const char *model, int64_t max_len, struct ctq_oai_error *e);
 
 /* The body scan alone: true when no array holds more than max_elems
- * elements and the body no more than max_values values; else false with
- * *n (if non-NULL) the count that broke the rule and *array whether it was
- * one array's. Strings are skipped (escapes included); allocates nothing. */
+ * elements and the body no more than max_values values (*n, if non-NULL:
+ * the values); else false with *n the count that broke the rule and
+ * *array whether it was one array's. Strings are skipped (escapes
+ * included); allocates nothing. */
 bool ctq_oai_scan_values(const char *body, size_t len, int64_t max_elems, int64_t max_values,
 			 int64_t *n, bool *array);
 

@@ -47,6 +47,8 @@ struct ctq_serve_options {
 #define CTQ_SERVE_MAX_CONNECTIONS 4096u
 #define CTQ_SERVE_IDLE_S 30
 #define CTQ_SERVE_THREAD_STACK (1u << 20)
+/* What one JSON value of a body costs while it is parsed (the budget's estimate). */
+#define CTQ_SERVE_VALUE_BYTES 128
 
 struct ctq_serve_stats {
 	long requests; /* answered, any status */
