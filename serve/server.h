@@ -8,9 +8,13 @@
  * (chat: serve/chat.h first), generated text through serve/detok.h. A
  * streamed response writes one `data: {chunk}` event per generated token
  * from a content-reader callback that blocks on the engine until the next
- * token is out, then `data: [DONE]`; a client that goes away mid-stream
- * has its request cancelled, which frees its slot. Errors are OpenAI error
- * JSON (400, 404, 405, 413, 500, 503), and the server keeps serving.
+ * token is out, then `data: [DONE]`; a client that goes away mid-stream,
+ * or closes its connection while a non-streamed request runs, has its
+ * request cancelled, which frees its slot. A completions request may carry
+ * several prompts (one choice each). Errors are OpenAI error JSON (400,
+ * 404, 405, 413, 500, 503) in UTF-8, and the server keeps serving. Memory,
+ * connections and silence are bounded (docs/serving.md, "Bounded by
+ * design"): bodies under a server-wide budget, scanned before parsed.
  * Draining answers 503 to new requests and waits for those in flight.
  *
  * Not the command (harness/cmd_serve.c: options, loading, signals). */
