@@ -627,9 +627,9 @@ static enum MHD_Result generate(struct ctq_server *s, struct MHD_Connection *c, 
 				CTQ_OAI_VALUES_PER_LEN * s->o.max_len + CTQ_OAI_VALUES_SLACK, &values, NULL)) {
 		size_t cost = (size_t)values * CTQ_SERVE_VALUE_BYTES + 4 * cx->body.len;
 		if (cost + cx->reserved > s->o.body_budget) {
-			body_release(s, cx);
 			ctq_oai_fail(&e, 413, NULL, "parsing this body would take %zu bytes, over the server's budget of %zu (--body-budget)",
 				     cost + cx->reserved, s->o.body_budget);
+			body_release(s, cx);
 			return generate_refused(s, c, path, b, &e, t0);
 		}
 		pthread_mutex_lock(&s->mu);
