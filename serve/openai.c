@@ -644,7 +644,7 @@ cJSON *ctq_oai_response(const struct ctq_oai_head *h, cJSON *choices, int64_t pr
 char *ctq_oai_utf8_fix(const char *text, size_t len)
 {
 	/* each bad byte becomes at most 3 */
-	char *out = malloc(3 * len + 1), *w = out;
+	char *out = len < SIZE_MAX / 3 ? ctq_malloc(3 * len + 1) : NULL, *w = out;
 	if (!out)
 		return NULL;
 	for (size_t i = 0; i < len;) {

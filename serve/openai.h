@@ -85,7 +85,8 @@ bool ctq_oai_scan_values(const char *body, size_t len, int64_t max_elems, int64_
 /* text (NUL-terminated) with every ill-formed UTF-8 sequence replaced by
  * U+FFFD (maximal subparts, as the Unicode standard counts them): what
  * every response goes through, so each is valid UTF-8 (and JSON stays
- * JSON: bytes >= 0x80 only occur inside strings). malloc'ed; NULL when out
+ * JSON: bytes >= 0x80 only occur inside strings). From ctq_malloc (free()
+ * takes it, as libmicrohttpd's MHD_RESPMEM_MUST_FREE does); NULL when out
  * of memory. */
 char *ctq_oai_utf8_fix(const char *text, size_t len);
 void ctq_oai_request_free(struct ctq_oai_request *r);
