@@ -998,7 +998,7 @@ Test(serve, a_client_leaving_a_non_streamed_request_frees_its_slot, .timeout = 3
 	const char *body = "{\"prompt\":[5,6,7],\"max_tokens\":65000,\"ignore_eos\":true}";
 	struct reply r = {0};
 	CURL *h = request(&s, "POST", "/v1/completions", body, strlen(body), &r);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 1500L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 3000L);
 	CURLcode rc = curl_easy_perform(h);
 	cr_assert_eq(rc, CURLE_OPERATION_TIMEDOUT, "the client gave up: %s", curl_easy_strerror(rc));
 	curl_easy_cleanup(h);
