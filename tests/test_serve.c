@@ -781,6 +781,8 @@ Test(serve, a_client_leaving_mid_stream_frees_its_slot, .timeout = 120)
 #include "core/utf8.h"
 #include "serve/openai.h"
 
+#include <microhttpd.h>
+
 /* A field of /proc/PID/status in kB (VmRSS, VmHWM, Threads). */
 static long proc_status(pid_t pid, const char *field)
 {
@@ -1087,6 +1089,30 @@ Test(serve, every_answer_is_json_in_utf8, .timeout = 120)
 	size_t len = 0;
 	char *ans = raw_exchange(&s, "GET /v1/models HTTP/1.0\r\n\r\n", 27, &len);
 	expect_json_answer("HTTP/1.0 without Host", ans, len, 200, false);
+	free(ans);
+	cr_assert_eq(stop(&s), 0);
+	ctq_remove_tree(s.dir);
+}
+
+/* An invalid Content-Length never reaches ctq's handler: libmicrohttpd
+ * answers it. 0.9.75 (Debian / Ubuntu's) sends its status line and headers
+ * twice, a library bug (docs/serving.md); skipped there, checked on any
+ * other version so an upgrade shows whether it is gone. */
+Test(serve, an_invalid_content_length_gets_one_status_line, .timeout = 120)
+{
+	const char *v = MHD_get_version();
+	if (!strcmp(v, "0.9.75"))
+		cr_skip_test("libmicrohttpd %s doubles its own 400's status line (docs/serving.md)", v);
+	struct server s;
+	import_model(&s);
+	start(&s, NULL);
+	const char *req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}";
+	size_t len = 0;
+	char *ans = raw_exchange(&s, req, strlen(req), &len);
+	long status = 0;
+	cr_expect(sscanf(ans, "HTTP/1.%*d %ld", &status) == 1 && status == 400, "%s", ans);
+	const char *body = strstr(ans, "\r\n\r\n");
+	cr_expect(body && strncmp(body + 4, "HTTP/", 5), "one status line: %s", ans);
 	free(ans);
 	cr_assert_eq(stop(&s), 0);
 	ctq_remove_tree(s.dir);
