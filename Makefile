@@ -10,6 +10,7 @@
 #   make gpu-progs  compile the GPU tests and tools without running them
 #   make test-oracle   the PyTorch / transformers / compressed-tensors oracles (PyPI)
 #   make fuzz       libFuzzer targets for FUZZ_SECONDS each (clang)
+#   make serve-soak ctq serve under connection floods, big bodies, abandoned requests
 #   make offline-deps  download the .deb files for an offline GPU host
 #   make DEPS_PREFIX=DIR  build against packages unpacked with dpkg -x into DIR
 #   make SAN=1      address + undefined sanitizers;  V=1  show commands
@@ -221,6 +222,18 @@ $(BUILD)/tools/%: tools/%.c $(BUILD)/libctq.a
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(GPU_TEST_CPPFLAGS) $(CFLAGS) $(WARN) -Wno-missing-prototypes $(LDFLAGS) -o $@ $< $(BUILD)/libctq.a $(LDLIBS)
+
+# ctq serve under attack on loopback (tools/serve_soak.c; docs/serving.md,
+# "Bounded by design"): the tiny synthetic model, W8A8, the gpt2-small
+# tokenizer fixture; exit 1 when /health goes unanswered or the peak RSS
+# passes SOAK_RSS_MB. Not part of make test (about a minute).
+SOAK_RSS_MB ?= 1024
+.PHONY: serve-soak
+serve-soak: all $(BUILD)/tools/serve_soak
+	$(Q)rm -rf $(BUILD)/serve-soak && mkdir -p $(BUILD)/serve-soak
+	$(Q)$(BUILD)/ctq make-model --arch qwen3 --preset tiny --vocab 2048 $(BUILD)/serve-soak/bf16 > /dev/null 2>&1
+	$(Q)$(BUILD)/ctq quantize $(BUILD)/serve-soak/bf16 $(BUILD)/serve-soak/w8a8 > /dev/null 2>&1
+	$(Q)$(BUILD)/tools/serve_soak $(BUILD)/ctq $(BUILD)/serve-soak/w8a8 tests/fixtures/tokenizers/gpt2-small $(SOAK_RSS_MB)
 
 # ---- set-up ----------------------------------------------------------------
 DEB_PKGS := libcjson-dev libcsv-dev libcriterion-dev libpcre2-dev gnuplot-nox libmicrohttpd-dev libcurl4-openssl-dev

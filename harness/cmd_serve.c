@@ -14,6 +14,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +48,10 @@ static void help(void)
 	       "                      template of the tokenizer_config.json beside it\n"
 	       "                      (default: the model folder's)\n"
 	       "  --max-body BYTES    largest request body; larger is 413 (default 8388608)\n"
+	       "  --body-budget BYTES request bodies held at once over all connections;\n"
+	       "                      beyond it 503 (default 8 x --max-body)\n"
+	       "  --max-connections N open connections, one thread each (default 4096, at most\n"
+	       "                      the open-file limit less 128); one address may hold N/4\n"
 	       "  --quiet             no line per request on stderr\n"
 	       "\n"
 	       "exit: 0 stopped by a signal after draining; 2 bad usage or input; 3 no GPU for\n"
@@ -55,7 +60,7 @@ static void help(void)
 
 struct serve_args {
 	const char *model, *backend, *host, *name, *tokenizer;
-	long port, max_batch, max_len, max_tokens, tp, max_body;
+	long port, max_batch, max_len, max_tokens, tp, max_body, body_budget, max_conns;
 	bool quiet;
 	cJSON *config; /* the model's config.json, read once (owned) */
 };
@@ -76,6 +81,8 @@ static bool parse_args(int argc, char **argv, struct serve_args *a, int *rc)
 		CTQ_OPT_INT("--max-tokens", &a->max_tokens, 1, 1L << 16),
 		CTQ_OPT_INT("--tp", &a->tp, 1, CTQ_TP_MAX),
 		CTQ_OPT_INT("--max-body", &a->max_body, 1024, 1L << 30),
+		CTQ_OPT_INT("--body-budget", &a->body_budget, 1024, 1L << 40),
+		CTQ_OPT_INT("--max-connections", &a->max_conns, 4, 1L << 20),
 		CTQ_OPT_FLAG("--quiet", &a->quiet),
 		CTQ_OPT_END,
 	};
@@ -151,7 +158,9 @@ static enum ctq_status serve_open(struct serve_state *st, const struct serve_arg
 		return s;
 	struct ctq_serve_options so = {.host = a->host, .port = (int)a->port, .model_name = name,
 				       .max_len = a->max_len, .max_body = (size_t)a->max_body,
-				       .quiet = a->quiet, .log = stderr};
+				       .body_budget = (size_t)a->body_budget,
+				       .max_connections = (unsigned)a->max_conns, .quiet = a->quiet,
+				       .log = stderr};
 	return ctq_serve_start(&st->server, &so, st->engine, &st->tok, &st->chat, err);
 }
 
@@ -187,6 +196,22 @@ int ctq_cmd_serve(int argc, char **argv)
 	}
 	cJSON_Delete(a.config);
 	a.config = NULL;
+	/* A connection is a socket: take the open-file limit up to its hard
+	 * limit, and keep the connections 128 files under it. */
+	struct rlimit nofile;
+	if (!getrlimit(RLIMIT_NOFILE, &nofile)) {
+		if (nofile.rlim_cur < nofile.rlim_max) {
+			nofile.rlim_cur = nofile.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &nofile);
+			getrlimit(RLIMIT_NOFILE, &nofile);
+		}
+		long room = nofile.rlim_cur == RLIM_INFINITY || nofile.rlim_cur > (1UL << 20)
+				    ? 1L << 20 : (long)nofile.rlim_cur - 128;
+		if (room < 4)
+			room = 4;
+		if (!a.max_conns)
+			a.max_conns = room < (long)CTQ_SERVE_MAX_CONNECTIONS ? room : (long)CTQ_SERVE_MAX_CONNECTIONS;
+	}
 	char name[256];
 	if (a.name)
 		snprintf(name, sizeof name, "%s", a.name);

@@ -2,6 +2,7 @@
 #include "serve/openai.h"
 #include "core/arena.h"
 #include "core/json.h"
+#include "core/utf8.h"
 #include "serve/detok.h"
 
 #include <math.h>
@@ -141,47 +142,69 @@ static bool stop_ids_field(struct ctq_oai_request *r, struct ctq_oai_error *e)
 	return true;
 }
 
-/* A token-id array into the arena. */
-static bool id_array(struct ctq_oai_request *r, const cJSON *a, struct ctq_oai_error *e)
+/* A token-id array into prompt p (ids from the arena). */
+static bool id_array(struct ctq_oai_request *r, struct ctq_oai_prompt *p, const cJSON *a,
+		     struct ctq_oai_error *e)
 {
 	int n = cJSON_GetArraySize(a);
-	r->prompt_ids = ctq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *r->prompt_ids);
-	if (!r->prompt_ids)
+	p->ids = ctq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *p->ids);
+	if (!p->ids)
 		return ctq_oai_fail(e, 500, NULL, "out of memory");
 	for (const cJSON *x = a->child; x; x = x->next) {
 		if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble) || x->valuedouble < 0 ||
 		    x->valuedouble > 0x7fffffff)
 			return ctq_oai_fail(e, 400, "prompt", "prompt must be a string or an array of token ids (integers >= 0)");
-		r->prompt_ids[r->n_prompt_ids++] = (int32_t)x->valuedouble;
+		p->ids[p->n_ids++] = (int32_t)x->valuedouble;
 	}
 	if (!n)
 		return ctq_oai_fail(e, 400, "prompt", "prompt is empty");
 	return true;
 }
 
+/* One prompt: a non-empty string or an id array. */
+static bool one_prompt(struct ctq_oai_request *r, struct ctq_oai_prompt *p, const cJSON *v,
+		       struct ctq_oai_error *e)
+{
+	if (cJSON_IsString(v)) {
+		if (!v->valuestring[0])
+			return ctq_oai_fail(e, 400, "prompt", "prompt is empty");
+		p->text = v->valuestring;
+		return true;
+	}
+	if (cJSON_IsArray(v))
+		return id_array(r, p, v, e);
+	return ctq_oai_fail(e, 400, "prompt", "prompt must be a string or an array of token ids; got %s",
+			    ctq_json_type_name(v));
+}
+
+/* A string, an id array, or (as vLLM) a list of strings or of id lists:
+ * one choice each, in order. */
 static bool prompt_field(struct ctq_oai_request *r, struct ctq_oai_error *e)
 {
 	const cJSON *v = ctq_json_get(r->root, "prompt");
 	if (!present(v))
 		return ctq_oai_fail(e, 400, "prompt", "prompt is required");
-	/* [x] with one string or one id list is that one prompt (batch of one). */
-	if (cJSON_IsArray(v) && cJSON_GetArraySize(v) >= 1 &&
-	    (cJSON_IsString(v->child) || cJSON_IsArray(v->child))) {
-		if (cJSON_GetArraySize(v) > 1)
-			return ctq_oai_fail(e, 400, "prompt", "ctq serve takes one prompt a request; got %d",
-					    cJSON_GetArraySize(v));
-		v = v->child;
+	const bool list = cJSON_IsArray(v) && v->child &&
+			  (cJSON_IsString(v->child) || cJSON_IsArray(v->child));
+	int n = list ? cJSON_GetArraySize(v) : 1;
+	if (n > CTQ_OAI_MAX_PROMPTS)
+		return ctq_oai_fail(e, 400, "prompt", "ctq serve takes at most %d prompts a request; got %d",
+				    CTQ_OAI_MAX_PROMPTS, n);
+	r->prompts = ctq_arena_calloc(&r->arena, (size_t)n, sizeof *r->prompts);
+	if (!r->prompts)
+		return ctq_oai_fail(e, 500, NULL, "out of memory");
+	if (!list) {
+		r->n_prompts = 1;
+		return one_prompt(r, &r->prompts[0], v, e);
 	}
-	if (cJSON_IsString(v)) {
-		if (!v->valuestring[0])
-			return ctq_oai_fail(e, 400, "prompt", "prompt is empty");
-		r->prompt_text = v->valuestring;
-		return true;
+	for (const cJSON *x = v->child; x; x = x->next) {
+		if (cJSON_IsString(x) != cJSON_IsString(v->child) || !(cJSON_IsString(x) || cJSON_IsArray(x)))
+			return ctq_oai_fail(e, 400, "prompt", "a list of prompts holds strings or token-id lists, not both (prompt %d)",
+					    r->n_prompts);
+		if (!one_prompt(r, &r->prompts[r->n_prompts++], x, e))
+			return false;
 	}
-	if (cJSON_IsArray(v))
-		return id_array(r, v, e);
-	return ctq_oai_fail(e, 400, "prompt", "prompt must be a string or an array of token ids; got %s",
-			    ctq_json_type_name(v));
+	return true;
 }
 
 /* A message's content: a string, or text parts concatenated. */
@@ -298,14 +321,92 @@ static bool stream_fields(struct ctq_oai_request *r, struct ctq_oai_error *e)
 	return bool_field(so, "include_usage", &r->include_usage, e);
 }
 
+bool ctq_oai_scan_values(const char *body, size_t len, int64_t max_elems, int64_t max_values,
+			 int64_t *n, bool *array)
+{
+	/* Element counts of the open arrays (-1: an object); deeper than the
+	 * stack, arrays go uncounted here and the parser's depth limit refuses. */
+	int64_t stack[128];
+	int depth = 0;
+	int64_t values = 0;
+	bool in_string = false, pending = false; /* a value begun in the innermost container */
+	for (size_t i = 0; i < len; i++) {
+		const char c = body[i];
+		if (in_string) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_string = false;
+			continue;
+		}
+		if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ':')
+			continue;
+		if (c == ']' || c == '}') {
+			if (depth > 0)
+				depth--;
+			pending = true; /* the container is a value of its parent */
+			continue;
+		}
+		if (c == ',') {
+			pending = false;
+			continue;
+		}
+		/* c begins a value (or is junk the parser will refuse) */
+		if (!pending) {
+			pending = true;
+			if (++values > max_values)
+				goto over_values;
+			if (depth > 0 && depth <= (int)(sizeof stack / sizeof *stack) && stack[depth - 1] >= 0 &&
+			    ++stack[depth - 1] > max_elems) {
+				if (n)
+					*n = stack[depth - 1];
+				if (array)
+					*array = true;
+				return false;
+			}
+		}
+		if (c == '"') {
+			in_string = true;
+		} else if (c == '[' || c == '{') {
+			if (depth < (int)(sizeof stack / sizeof *stack))
+				stack[depth] = c == '[' ? 0 : -1;
+			depth++;
+			pending = false;
+		}
+	}
+	if (n)
+		*n = values;
+	return true;
+over_values:
+	if (n)
+		*n = values;
+	if (array)
+		*array = false;
+	return false;
+}
+
 bool ctq_oai_request_parse(struct ctq_oai_request *r, enum ctq_oai_kind kind, const char *body,
-			   size_t len, const char *model, struct ctq_oai_error *e)
+			   size_t len, const char *model, int64_t max_len, struct ctq_oai_error *e)
 {
 	memset(r, 0, sizeof *r);
 	r->kind = kind;
 	r->p.logprobs = -1;
 	ctq_arena_init(&r->arena);
 	struct ctq_error err = {0};
+	size_t bad = 0;
+	if (!ctq_utf8_valid(body, len, &bad))
+		return ctq_oai_fail(e, 400, NULL, "the body is not valid UTF-8 (byte %zu)", bad);
+	/* Bounded before materialised: cJSON spends ~100 bytes a value. */
+	int64_t count = 0;
+	bool array = false;
+	const int64_t max_values = CTQ_OAI_VALUES_PER_LEN * max_len + CTQ_OAI_VALUES_SLACK;
+	if (!ctq_oai_scan_values(body, len, max_len, max_values, &count, &array))
+		return array ? ctq_oai_fail(e, 413, kind == CTQ_OAI_CHAT ? "messages" : "prompt",
+					    "an array of more than %lld elements: a prompt holds at most %lld tokens (--max-len)",
+					    (long long)max_len, (long long)max_len)
+			     : ctq_oai_fail(e, 413, NULL,
+					    "the body holds more than %lld JSON values (%d per --max-len position, plus %d)",
+					    (long long)max_values, CTQ_OAI_VALUES_PER_LEN, CTQ_OAI_VALUES_SLACK);
 	/* A prompt string may be as long as the body. */
 	struct ctq_json_limits lim = ctq_json_default_limits;
 	lim.max_string = len > lim.max_string ? len : lim.max_string;
@@ -464,13 +565,13 @@ static void add_choice(cJSON *o, cJSON *c, cJSON *logprobs, const char *finish)
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), c);
 }
 
-cJSON *ctq_oai_chunk(const struct ctq_oai_head *h, const char *text, cJSON *logprobs,
+cJSON *ctq_oai_chunk(const struct ctq_oai_head *h, int index, const char *text, cJSON *logprobs,
 		     const char *finish, bool role)
 {
 	const bool chat = h->kind == CTQ_OAI_CHAT;
 	cJSON *o = head_obj(h, chat ? "chat.completion.chunk" : "text_completion");
 	cJSON *c = cJSON_CreateObject();
-	cJSON_AddNumberToObject(c, "index", 0);
+	cJSON_AddNumberToObject(c, "index", index);
 	if (chat) {
 		cJSON *d = cJSON_AddObjectToObject(c, "delta");
 		if (role)
@@ -500,13 +601,11 @@ cJSON *ctq_oai_usage_chunk(const struct ctq_oai_head *h, int64_t prompt, int64_t
 	return o;
 }
 
-cJSON *ctq_oai_response(const struct ctq_oai_head *h, const char *text, size_t text_len,
-			cJSON *logprobs, const char *finish, int64_t prompt, int64_t completion)
+cJSON *ctq_oai_choice(enum ctq_oai_kind kind, int index, const char *text, size_t text_len,
+		      cJSON *logprobs, const char *finish)
 {
-	const bool chat = h->kind == CTQ_OAI_CHAT;
-	cJSON *o = head_obj(h, chat ? "chat.completion" : "text_completion");
 	cJSON *c = cJSON_CreateObject();
-	cJSON_AddNumberToObject(c, "index", 0);
+	cJSON_AddNumberToObject(c, "index", index);
 	/* text may hold NUL bytes (a token of byte 0): cJSON strings end at
 	 * the first, as vLLM's JSON would carry \u0000; cut there. */
 	char *t = ctq_malloc(text_len + 1);
@@ -514,7 +613,7 @@ cJSON *ctq_oai_response(const struct ctq_oai_head *h, const char *text, size_t t
 		memcpy(t, text, text_len);
 		t[text_len] = '\0';
 	}
-	if (chat) {
+	if (kind == CTQ_OAI_CHAT) {
 		cJSON *m = cJSON_AddObjectToObject(c, "message");
 		cJSON_AddStringToObject(m, "role", "assistant");
 		cJSON_AddStringToObject(m, "content", t ? t : "");
@@ -522,9 +621,47 @@ cJSON *ctq_oai_response(const struct ctq_oai_head *h, const char *text, size_t t
 		cJSON_AddStringToObject(c, "text", t ? t : "");
 	}
 	ctq_free(t);
-	add_choice(o, c, logprobs, finish);
+	if (logprobs)
+		cJSON_AddItemToObject(c, "logprobs", logprobs);
+	else
+		cJSON_AddNullToObject(c, "logprobs");
+	if (finish)
+		cJSON_AddStringToObject(c, "finish_reason", finish);
+	else
+		cJSON_AddNullToObject(c, "finish_reason");
+	return c;
+}
+
+cJSON *ctq_oai_response(const struct ctq_oai_head *h, cJSON *choices, int64_t prompt,
+			int64_t completion)
+{
+	cJSON *o = head_obj(h, h->kind == CTQ_OAI_CHAT ? "chat.completion" : "text_completion");
+	cJSON_AddItemToObject(o, "choices", choices ? choices : cJSON_CreateArray());
 	cJSON_AddItemToObject(o, "usage", ctq_oai_usage(prompt, completion));
 	return o;
+}
+
+char *ctq_oai_utf8_fix(const char *text, size_t len)
+{
+	/* each bad byte becomes at most 3 */
+	char *out = len < SIZE_MAX / 3 ? ctq_malloc(3 * len + 1) : NULL, *w = out;
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < len;) {
+		bool complete = false;
+		size_t k = ctq_utf8_valid_prefix(text + i, len - i, &complete);
+		if (k && complete) {
+			memcpy(w, text + i, k);
+			w += k;
+			i += k;
+			continue;
+		}
+		memcpy(w, "\xEF\xBF\xBD", 3);
+		w += 3;
+		i += k ? k : 1;
+	}
+	*w = '\0';
+	return out;
 }
 
 cJSON *ctq_oai_models(const char *model, long long created, int64_t max_model_len)

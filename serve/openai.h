@@ -4,7 +4,7 @@
  * OpenAI-compatible server writes them (docs in docs/serving.md, "ctq serve").
  *
  * Greedy by default (temperature 0); a field ctq cannot honour (n > 1,
- * best_of > 1, penalties, logit_bias, suffix, tools, several prompts) is a
+ * best_of > 1, penalties, logit_bias, suffix, tools) is a
  * 400 that names it, never silently ignored. Fields of no effect on the
  * output (user, ...) are accepted. Not HTTP (serve/http.c) and not text
  * (serve/detok.h, serve/chat.h). */
@@ -24,6 +24,13 @@
 #include "text/tokenizer.h"
 
 #define CTQ_OAI_MAX_STOP 16
+/* Prompts in one completions request (a list of strings or of id lists). */
+#define CTQ_OAI_MAX_PROMPTS 64
+/* JSON values in one request body, counted before it is parsed: a token
+ * id is one, so ids over all prompts stay under this many times --max-len
+ * (plus CTQ_OAI_VALUES_SLACK for the other fields). */
+#define CTQ_OAI_VALUES_PER_LEN 8
+#define CTQ_OAI_VALUES_SLACK 4096
 
 enum ctq_oai_kind { CTQ_OAI_COMPLETION, CTQ_OAI_CHAT };
 
@@ -34,13 +41,19 @@ struct ctq_oai_error {
 	char message[768];
 };
 
+/* One completions prompt: text (borrowed from root) or token ids (arena). */
+struct ctq_oai_prompt {
+	const char *text;
+	int32_t *ids;
+	int64_t n_ids;
+};
+
 struct ctq_oai_request {
 	enum ctq_oai_kind kind;
 	cJSON *root;                    /* owned: the body */
 	struct ctq_arena arena;         /* what the request owns besides root */
-	const char *prompt_text;        /* completions: the prompt string, or NULL */
-	int32_t *prompt_ids;            /* completions: (n_prompt_ids) from the arena, or NULL */
-	int64_t n_prompt_ids;
+	struct ctq_oai_prompt *prompts; /* completions: (n_prompts) from the arena, in order */
+	int n_prompts;                  /* completions: 1..CTQ_OAI_MAX_PROMPTS; chat: 0 */
 	struct ctq_chat_message *msgs;  /* chat: (n_msgs) from the arena */
 	size_t n_msgs;
 	struct ctq_engine_params p;     /* logprobs -1 unless asked for */
@@ -50,11 +63,32 @@ struct ctq_oai_request {
 	int n_stop;
 };
 
-/* Parses body (len bytes) for kind; model is the served name. false with e
- * filled (400, 404) when the request is refused. r is freed either way by
- * ctq_oai_request_free. */
+/* Parses body (len bytes) for kind; model is the served name, max_len the
+ * positions of one request. The body must be UTF-8 (else 400, before
+ * anything is parsed); before a JSON value is materialised the body is
+ * scanned, and an array of more than max_len elements, or more than
+ * CTQ_OAI_VALUES_PER_LEN * max_len + CTQ_OAI_VALUES_SLACK values in all, is
+ * refused (413), so a request's parse costs O(max_len) nodes whatever its
+ * body. false with e filled (400, 404, 413) when the request is refused. r
+ * is freed either way by ctq_oai_request_free. */
 bool ctq_oai_request_parse(struct ctq_oai_request *r, enum ctq_oai_kind kind, const char *body,
-			   size_t len, const char *model, struct ctq_oai_error *e);
+			   size_t len, const char *model, int64_t max_len, struct ctq_oai_error *e);
+
+/* The body scan alone: true when no array holds more than max_elems
+ * elements and the body no more than max_values values (*n, if non-NULL:
+ * the values); else false with *n the count that broke the rule and
+ * *array whether it was one array's. Strings are skipped (escapes
+ * included); allocates nothing. */
+bool ctq_oai_scan_values(const char *body, size_t len, int64_t max_elems, int64_t max_values,
+			 int64_t *n, bool *array);
+
+/* text (NUL-terminated) with every ill-formed UTF-8 sequence replaced by
+ * U+FFFD (maximal subparts, as the Unicode standard counts them): what
+ * every response goes through, so each is valid UTF-8 (and JSON stays
+ * JSON: bytes >= 0x80 only occur inside strings). From ctq_malloc (free()
+ * takes it, as libmicrohttpd's MHD_RESPMEM_MUST_FREE does); NULL when out
+ * of memory. */
+char *ctq_oai_utf8_fix(const char *text, size_t len);
 void ctq_oai_request_free(struct ctq_oai_request *r);
 
 /* Fills e and returns false (for one-line refusals). */
@@ -87,16 +121,20 @@ struct ctq_oai_head {
 	long long created;
 };
 
-/* A streamed chunk: text (NUL-terminated), logprobs (taken, may be NULL),
- * finish NULL while running; role: chat's first chunk. Owned cJSON. */
-cJSON *ctq_oai_chunk(const struct ctq_oai_head *h, const char *text, cJSON *logprobs,
+/* A streamed chunk of choice index: text (NUL-terminated), logprobs
+ * (taken, may be NULL), finish NULL while running; role: chat's first
+ * chunk. Owned cJSON. */
+cJSON *ctq_oai_chunk(const struct ctq_oai_head *h, int index, const char *text, cJSON *logprobs,
 		     const char *finish, bool role);
 /* The usage object; a chunk with "choices":[] and usage (include_usage). */
 cJSON *ctq_oai_usage(int64_t prompt, int64_t completion);
 cJSON *ctq_oai_usage_chunk(const struct ctq_oai_head *h, int64_t prompt, int64_t completion);
-/* The whole response. */
-cJSON *ctq_oai_response(const struct ctq_oai_head *h, const char *text, size_t text_len,
-			cJSON *logprobs, const char *finish, int64_t prompt, int64_t completion);
+/* One choice of a whole response (text_len bytes, cut at a NUL). */
+cJSON *ctq_oai_choice(enum ctq_oai_kind kind, int index, const char *text, size_t text_len,
+		      cJSON *logprobs, const char *finish);
+/* The whole response over choices (an array, taken). */
+cJSON *ctq_oai_response(const struct ctq_oai_head *h, cJSON *choices, int64_t prompt,
+			int64_t completion);
 /* GET /v1/models. */
 cJSON *ctq_oai_models(const char *model, long long created, int64_t max_model_len);
 

@@ -8,9 +8,13 @@
  * (chat: serve/chat.h first), generated text through serve/detok.h. A
  * streamed response writes one `data: {chunk}` event per generated token
  * from a content-reader callback that blocks on the engine until the next
- * token is out, then `data: [DONE]`; a client that goes away mid-stream
- * has its request cancelled, which frees its slot. Errors are OpenAI error
- * JSON (400, 404, 405, 413, 500, 503), and the server keeps serving.
+ * token is out, then `data: [DONE]`; a client that goes away mid-stream,
+ * or closes its connection while a non-streamed request runs, has its
+ * request cancelled, which frees its slot. A completions request may carry
+ * several prompts (one choice each). Errors are OpenAI error JSON (400,
+ * 404, 405, 413, 500, 503) in UTF-8, and the server keeps serving. Memory,
+ * connections and silence are bounded (docs/serving.md, "Bounded by
+ * design"): bodies under a server-wide budget, scanned before parsed.
  * Draining answers 503 to new requests and waits for those in flight.
  *
  * Not the command (harness/cmd_serve.c: options, loading, signals). */
@@ -33,9 +37,22 @@ struct ctq_serve_options {
 	const char *model_name; /* the served name requests must give */
 	int64_t max_len;        /* positions per request (prompt + max_tokens) */
 	size_t max_body;        /* request body bytes; larger: 413 */
+	size_t body_budget;     /* request bodies held at once, all connections; over: 503
+				 * (0: CTQ_SERVE_BODY_BUDGET_BODIES x max_body) */
+	unsigned max_connections; /* open connections (0: CTQ_SERVE_MAX_CONNECTIONS); one
+				   * client address may hold a quarter */
 	bool quiet;             /* no per-request log line */
 	FILE *log;              /* where request lines go (stderr) */
 };
+
+/* Bounded by design (docs/serving.md): bodies held at once, connections
+ * (threads), seconds a socket may stay silent, a connection thread's stack. */
+#define CTQ_SERVE_BODY_BUDGET_BODIES 8
+#define CTQ_SERVE_MAX_CONNECTIONS 4096u
+#define CTQ_SERVE_IDLE_S 30
+#define CTQ_SERVE_THREAD_STACK (1u << 20)
+/* What one JSON value of a body costs while it is parsed (the budget's estimate). */
+#define CTQ_SERVE_VALUE_BYTES 128
 
 struct ctq_serve_stats {
 	long requests; /* answered, any status */

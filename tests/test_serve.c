@@ -597,7 +597,7 @@ Test(serve, bad_requests_get_errors_and_the_server_keeps_serving, .timeout = 120
 		{"temperature -1", "POST", "/v1/completions", "{\"prompt\":\"a\",\"temperature\":-1}", "temperature", 400},
 		{"max_tokens string", "POST", "/v1/completions", "{\"prompt\":\"a\",\"max_tokens\":\"5\"}", "max_tokens", 400},
 		{"token id past the vocab", "POST", "/v1/completions", "{\"prompt\":[1,99999]}", "prompt", 400},
-		{"two prompts", "POST", "/v1/completions", "{\"prompt\":[\"a\",\"b\"]}", "prompt", 400},
+		{"a prompt list of strings and ids", "POST", "/v1/completions", "{\"prompt\":[\"a\",[1]]}", "prompt", 400},
 		{"penalty", "POST", "/v1/completions", "{\"prompt\":\"a\",\"presence_penalty\":0.5}", "presence_penalty", 400},
 		{"prompt + max_tokens over the cache", "POST", "/v1/completions",
 		 "{\"prompt\":[1,2,3],\"max_tokens\":254}", "max_tokens", 413},
@@ -767,6 +767,445 @@ Test(serve, a_client_leaving_mid_stream_frees_its_slot, .timeout = 120)
 	cr_expect(strstr(log, "went away mid-stream"), "%s", log);
 	cr_expect(strstr(log, "1 cancelled"), "the engine cancelled the request: %s", log);
 	free(log), free(r.body), free(next.body);
+	ctq_remove_tree(s.dir);
+}
+
+/* ---- bounded by design (Step 20) ---------------------------------------------------- */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include "core/utf8.h"
+#include "serve/openai.h"
+
+#include <microhttpd.h>
+
+/* A field of /proc/PID/status in kB (VmRSS, VmHWM, Threads). */
+static long proc_status(pid_t pid, const char *field)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "r");
+	cr_assert(f, "%s", path);
+	long v = -1;
+	size_t n = strlen(field);
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, field, n) && line[n] == ':')
+			v = atol(line + n + 1);
+	fclose(f);
+	return v;
+}
+
+static int connect_to(const struct server *s)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert(fd >= 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0, "connect: %s", strerror(errno));
+	return fd;
+}
+
+/* Sends req (n bytes) on a fresh connection and reads until the server
+ * closes it or 30 s pass without a byte; the answer NUL-terminated. */
+static char *raw_exchange(const struct server *s, const char *req, size_t n, size_t *len)
+{
+	int fd = connect_to(s);
+	cr_assert_eq(send(fd, req, n, MSG_NOSIGNAL), (ssize_t)n);
+	shutdown(fd, SHUT_WR);
+	size_t cap = 1 << 16, k = 0;
+	char *buf = malloc(cap + 1);
+	for (;;) {
+		struct pollfd p = {fd, POLLIN, 0};
+		if (poll(&p, 1, 30000) <= 0)
+			break;
+		ssize_t r = recv(fd, buf + k, cap - k, 0);
+		if (r <= 0)
+			break;
+		k += (size_t)r;
+		if (k == cap)
+			break;
+	}
+	close(fd);
+	buf[k] = '\0';
+	*len = k;
+	return buf;
+}
+
+/* A raw answer: one status line, a body of valid UTF-8 that is OpenAI
+ * error JSON (or any JSON when want_error is false) with that code. */
+static void expect_json_answer(const char *id, const char *ans, size_t len, long want, bool want_error)
+{
+	long status = 0;
+	cr_assert(sscanf(ans, "HTTP/1.%*d %ld", &status) == 1, "%s: no status line: %s", id, ans);
+	cr_expect_eq(status, want, "%s: status %ld, want %ld: %s", id, status, want, ans);
+	const char *body = strstr(ans, "\r\n\r\n");
+	cr_assert(body, "%s: no end of headers: %s", id, ans);
+	body += 4;
+	cr_expect(strncmp(body, "HTTP/", 5), "%s: a second status line: %s", id, ans);
+	size_t bad = 0, n = len - (size_t)(body - ans);
+	cr_expect(ctq_utf8_valid(body, n, &bad), "%s: the body is not UTF-8 at byte %zu", id, bad);
+	cJSON *o = NULL;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_json_parse(body, n, "answer", NULL, &o, &err), CTQ_OK, "%s: not JSON (%s): %s", id,
+		     err.message, body);
+	if (want_error) {
+		const cJSON *e = ctq_json_get(o, "error");
+		cr_expect(cJSON_IsString(ctq_json_get(e, "message")), "%s: error.message: %s", id, body);
+		const cJSON *code = ctq_json_get(e, "code");
+		cr_expect(cJSON_IsNumber(code) && code->valuedouble == (double)want, "%s: error.code: %s", id, body);
+	}
+	cJSON_Delete(o);
+}
+
+/* The body scan counts values and array elements without allocating. */
+Test(serve_bounds, the_body_scan_counts_values_before_parsing)
+{
+	static const struct {
+		const char *body;
+		int64_t max_elems, max_values;
+		bool ok, array;
+	} cases[] = {
+		{"{\"prompt\":[1,2,3]}", 3, 100, true, false},
+		{"{\"prompt\":[1,2,3,4]}", 3, 100, false, true},
+		{"{\"prompt\":[[1,2],[3,4,5]]}", 3, 100, true, false},
+		{"{\"prompt\":[[1,2],[3,4,5,6]]}", 3, 100, false, true},
+		{"{\"prompt\":\"[1,2,3,4,5,6,\\\"]\",\"x\":[]}", 3, 100, true, false},
+		/* the object, its keys (a member is one node) and the elements */
+		{"{\"a\":1,\"b\":2,\"c\":[1,2]}", 9, 6, true, false},
+		{"{\"a\":1,\"b\":2,\"c\":[1,2],\"d\":0}", 9, 6, false, false},
+		{"{\"a\":[{},{},{},{}]}", 3, 100, false, true},
+		{"[ 1 , 2 ,3 ]", 3, 100, true, false},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		int64_t n = 0;
+		bool array = false;
+		bool ok = ctq_oai_scan_values(cases[i].body, strlen(cases[i].body), cases[i].max_elems,
+					      cases[i].max_values, &n, &array);
+		cr_expect_eq(ok, cases[i].ok, "%s: %d (n %lld)", cases[i].body, ok, (long long)n);
+		if (!ok)
+			cr_expect_eq(array, cases[i].array, "%s: which rule", cases[i].body);
+	}
+	/* Every ill-formed sequence becomes U+FFFD; valid text is kept. */
+	char *f = ctq_oai_utf8_fix("a\xff" "b\xe4\xb8" "c\xe4\xb8\xad", 10);
+	cr_expect_str_eq(f, "a\xef\xbf\xbd" "b\xef\xbf\xbd" "c\xe4\xb8\xad");
+	free(f);
+}
+
+/* Eight bodies of 4 million token ids at once (8 MiB each, under
+ * --max-body): refused (413) before their ids are materialised, so the
+ * server's peak resident memory grows by the bodies, not by cJSON trees
+ * of 4e6 nodes (354 MB each before). */
+Test(serve, id_bodies_are_refused_before_they_are_parsed, .timeout = 300)
+{
+	struct server s;
+	import_model(&s);
+	start(&s, NULL);
+	struct reply warm = http(&s, "POST", "/v1/completions", "{" IDS_BODY "}");
+	cr_assert_eq(warm.status, 200, "%s", warm.body);
+	free(warm.body);
+	long base = proc_status(s.pid, "VmRSS");
+	enum { N = 8 };
+	const size_t len = (8u << 20) - 64;
+	char *body = malloc(len + 1);
+	size_t k = (size_t)sprintf(body, "{\"prompt\":[");
+	while (k + 3 < len) {
+		body[k++] = '1';
+		body[k++] = ',';
+	}
+	body[k++] = '1';
+	body[k++] = ']';
+	body[k++] = '}';
+	CURLM *multi = curl_multi_init();
+	CURL *h[N];
+	struct reply r[N];
+	for (int i = 0; i < N; i++) {
+		memset(&r[i], 0, sizeof r[i]);
+		h[i] = request(&s, "POST", "/v1/completions", body, k, &r[i]);
+		curl_easy_setopt(h[i], CURLOPT_TIMEOUT, 240L);
+		curl_multi_add_handle(multi, h[i]);
+	}
+	int running = N;
+	while (running) {
+		cr_assert_eq(curl_multi_perform(multi, &running), CURLM_OK);
+		if (running)
+			curl_multi_poll(multi, NULL, 0, 1000, NULL);
+	}
+	long peak = proc_status(s.pid, "VmHWM");
+	for (int i = 0; i < N; i++) {
+		curl_easy_getinfo(h[i], CURLINFO_RESPONSE_CODE, &r[i].status);
+		cr_expect_eq(r[i].status, 413, "body %d: %ld %s", i, r[i].status, r[i].body ? r[i].body : "");
+		cr_expect(r[i].body && strstr(r[i].body, "--max-len"), "body %d names the limit: %s", i,
+			  r[i].body ? r[i].body : "");
+		curl_multi_remove_handle(multi, h[i]);
+		curl_easy_cleanup(h[i]);
+		free(r[i].body);
+	}
+	curl_multi_cleanup(multi);
+	free(body);
+	struct reply after = http(&s, "POST", "/v1/completions", "{" IDS_BODY "}");
+	cr_expect_eq(after.status, 200, "still serving: %s", after.body);
+	free(after.body);
+	cr_assert_eq(stop(&s), 0);
+	/* The stated budget (docs/serving.md): bodies 8 x 8 MiB, their scan
+	 * allocates nothing; 256 MiB leaves room for allocator slack and
+	 * sanitizer builds, and is a tenth of what cJSON trees took. */
+	cr_expect_lt(peak - base, 256L << 10, "peak RSS grew by %ld kB over %ld kB", peak - base, base);
+	ctq_remove_tree(s.dir);
+}
+
+/* The server's body budget: bodies held at once and what parsing them
+ * takes. A body that alone would pass it is 413; the budget is whole
+ * again once a request is parsed. */
+Test(serve, the_body_budget_refuses_what_it_cannot_hold, .timeout = 120)
+{
+	struct server s;
+	import_model(&s);
+	start(&s, (const char *const[]){"--body-budget", "8192", "--max-body", "65536", NULL});
+	char body[16384];
+	size_t k = (size_t)sprintf(body, "{\"prompt\":\"");
+	memset(body + k, 'a', 10000);
+	k += 10000;
+	strcpy(body + k, "\",\"max_tokens\":1}");
+	struct reply over = http(&s, "POST", "/v1/completions", body);
+	cr_expect_eq(over.status, 503, "a body over the budget: %ld %s", over.status, over.body);
+	/* 1,700 bytes of text: 6,800 bytes of parse estimate, plus the body */
+	k = (size_t)sprintf(body, "{\"prompt\":\"");
+	memset(body + k, 'a', 1700);
+	k += 1700;
+	strcpy(body + k, "\",\"max_tokens\":1}");
+	struct reply costly = http(&s, "POST", "/v1/completions", body);
+	cr_expect_eq(costly.status, 413, "a body whose parse passes the budget: %ld %s", costly.status, costly.body);
+	cr_expect(strstr(costly.body, "--body-budget"), "%s", costly.body);
+	for (int i = 0; i < 3; i++) {
+		struct reply ok = http(&s, "POST", "/v1/completions", "{" IDS_BODY "}");
+		cr_expect_eq(ok.status, 200, "a small body, again and again (%d): %s", i, ok.body);
+		free(ok.body);
+	}
+	cr_assert_eq(stop(&s), 0);
+	free(over.body), free(costly.body);
+	ctq_remove_tree(s.dir);
+}
+
+/* A client that gives up on a long non-streamed request: the request is
+ * cancelled (its slot freed), as a stream's is. */
+Test(serve, a_client_leaving_a_non_streamed_request_frees_its_slot, .timeout = 300)
+{
+	struct server s;
+	import_model(&s);
+	start(&s, (const char *const[]){"--max-batch", "1", "--max-len", "65536", NULL});
+	const char *body = "{\"prompt\":[5,6,7],\"max_tokens\":65000,\"ignore_eos\":true}";
+	struct reply r = {0};
+	CURL *h = request(&s, "POST", "/v1/completions", body, strlen(body), &r);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 3000L);
+	CURLcode rc = curl_easy_perform(h);
+	cr_assert_eq(rc, CURLE_OPERATION_TIMEDOUT, "the client gave up: %s", curl_easy_strerror(rc));
+	curl_easy_cleanup(h);
+	struct reply next = http(&s, "POST", "/v1/completions", "{" IDS_BODY "}");
+	cr_expect_eq(next.status, 200, "%s", next.body);
+	cr_assert_eq(stop(&s), 0);
+	char *log = read_log(&s);
+	cr_expect(strstr(log, "went away before the answer"), "%s", log);
+	cr_expect(strstr(log, "1 cancelled"), "the engine cancelled the request: %s", log);
+	free(log), free(r.body), free(next.body);
+	ctq_remove_tree(s.dir);
+}
+
+/* 600 idle sockets (more than the 512 connections the server used to
+ * take), a few sending a header byte now and then: /health still answers. */
+Test(serve, idle_and_slow_sockets_do_not_starve_health, .timeout = 300)
+{
+	struct rlimit nofile;
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &nofile), 0);
+	if (nofile.rlim_cur < 2048 && nofile.rlim_max >= 2048) {
+		nofile.rlim_cur = 2048;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
+	if (nofile.rlim_cur < 1024)
+		cr_skip_test("the open-file limit (%ld) is under 1024", (long)nofile.rlim_cur);
+	struct server s;
+	import_model(&s);
+	start(&s, NULL);
+	enum { N = 600, SLOW = 20 };
+	int *fd = malloc(N * sizeof *fd);
+	for (int i = 0; i < N; i++)
+		fd[i] = connect_to(&s);
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < SLOW; i++)
+			send(fd[i], round == 0 ? "P" : round == 1 ? "O" : "S", 1, MSG_NOSIGNAL);
+		nanosleep(&(struct timespec){0, 300000000}, NULL);
+	}
+	for (int i = 0; i < 3; i++) {
+		struct reply h = {0};
+		CURL *c = request(&s, "GET", "/health", NULL, 0, &h);
+		curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+		CURLcode rc = curl_easy_perform(c);
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &h.status);
+		curl_easy_cleanup(c);
+		cr_expect_eq(rc, CURLE_OK, "/health with %d sockets open: %s", N, curl_easy_strerror(rc));
+		cr_expect_eq(h.status, 200, "/health with %d sockets open", N);
+		free(h.body);
+	}
+	struct reply g = http(&s, "POST", "/v1/completions", "{" IDS_BODY "}");
+	cr_expect_eq(g.status, 200, "a generation with %d sockets open: %s", N, g.body);
+	free(g.body);
+	for (int i = 0; i < N; i++)
+		close(fd[i]);
+	free(fd);
+	cr_assert_eq(stop(&s), 0);
+	ctq_remove_tree(s.dir);
+}
+
+/* Every answer, refusals at the protocol level included, is one status
+ * line and JSON in UTF-8: bytes that are not UTF-8 in a body are refused,
+ * in a path replaced (U+FFFD). */
+Test(serve, every_answer_is_json_in_utf8, .timeout = 120)
+{
+	struct server s;
+	import_model(&s);
+	start(&s, NULL);
+	static const struct {
+		const char *id, *req;
+		long status;
+	} cases[] = {
+		{"a prompt not UTF-8", "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 17\r\n\r\n{\"prompt\":\"a\xff\xfe" "b\"}", 400},
+		{"a model name not UTF-8", "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 26\r\n\r\n{\"model\":\"\xc3\",\"prompt\":\"ab\"}", 400},
+		{"a path not UTF-8", "GET /he\xff\xc3lth HTTP/1.1\r\nHost: x\r\n\r\n", 404},
+		{"HTTP/1.1 without Host", "GET /health HTTP/1.1\r\n\r\n", 400},
+		{"Content-Length twice", "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}", 400},
+		{"Content-Length twice, differing", "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}", 400},
+		{"Content-Length and Transfer-Encoding", "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}", 400},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		size_t len = 0;
+		char *ans = raw_exchange(&s, cases[i].req, strlen(cases[i].req), &len);
+		expect_json_answer(cases[i].id, ans, len, cases[i].status, true);
+		free(ans);
+	}
+	/* HTTP/1.0 needs no Host. */
+	size_t len = 0;
+	char *ans = raw_exchange(&s, "GET /v1/models HTTP/1.0\r\n\r\n", 27, &len);
+	expect_json_answer("HTTP/1.0 without Host", ans, len, 200, false);
+	free(ans);
+	cr_assert_eq(stop(&s), 0);
+	ctq_remove_tree(s.dir);
+}
+
+/* An invalid Content-Length never reaches ctq's handler: libmicrohttpd
+ * answers it. 0.9.75 (Debian / Ubuntu's) sends its status line and headers
+ * twice, a library bug (docs/serving.md); skipped there, checked on any
+ * other version so an upgrade shows whether it is gone. */
+Test(serve, an_invalid_content_length_gets_one_status_line, .timeout = 120)
+{
+	const char *v = MHD_get_version();
+	if (!strcmp(v, "0.9.75"))
+		cr_skip_test("libmicrohttpd %s doubles its own 400's status line (docs/serving.md)", v);
+	struct server s;
+	import_model(&s);
+	start(&s, NULL);
+	const char *req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}";
+	size_t len = 0;
+	char *ans = raw_exchange(&s, req, strlen(req), &len);
+	long status = 0;
+	cr_expect(sscanf(ans, "HTTP/1.%*d %ld", &status) == 1 && status == 400, "%s", ans);
+	const char *body = strstr(ans, "\r\n\r\n");
+	cr_expect(body && strncmp(body + 4, "HTTP/", 5), "one status line: %s", ans);
+	free(ans);
+	cr_assert_eq(stop(&s), 0);
+	ctq_remove_tree(s.dir);
+}
+
+/* A list of prompts (strings, or token-id lists) as vLLM takes it: one
+ * choice per prompt, index in order, each the greedy text of its prompt;
+ * streamed, each chunk names its choice. */
+Test(serve, several_prompts_one_choice_each, .timeout = 120)
+{
+	struct server s;
+	import_model(&s);
+	start(&s, (const char *const[]){"--max-batch", "2", NULL});
+	const char *ids_body = "{\"prompt\":[[20,6,7],[21,6,7,8],[22,9]],\"max_tokens\":6,\"ignore_eos\":true}";
+	const char *text_body = "{\"prompt\":[\"Hello\",\"The sky\"],\"max_tokens\":5,\"ignore_eos\":true}";
+	struct reply r1 = http(&s, "POST", "/v1/completions", ids_body);
+	struct reply r2 = http(&s, "POST", "/v1/completions", text_body);
+	char sbody[256];
+	snprintf(sbody, sizeof sbody, "%.*s,\"stream\":true,\"stream_options\":{\"include_usage\":true}}",
+		 (int)strlen(ids_body) - 1, ids_body);
+	struct reply r3 = http(&s, "POST", "/v1/completions", sbody);
+	struct reply big = http(&s, "POST", "/v1/completions",
+				"{\"prompt\":[\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\","
+				"\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\","
+				"\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\","
+				"\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\"]}");
+	struct reply one_long = http(&s, "POST", "/v1/completions", "{\"prompt\":[[1,2],[3,4]],\"max_tokens\":255}");
+	cr_assert_eq(stop(&s), 0);
+	cr_expect_eq(big.status, 400, "65 prompts: %s", big.body);
+	cr_expect_eq(one_long.status, 413, "a prompt over --max-len: %s", one_long.body);
+	cr_expect(strstr(one_long.body, "prompt 0"), "names the prompt: %s", one_long.body);
+	struct model m;
+	model_open(&m, s.model);
+	static const int32_t p0[] = {20, 6, 7}, p1[] = {21, 6, 7, 8}, p2[] = {22, 9};
+	const struct {
+		const int32_t *ids;
+		size_t n;
+	} want_ids[] = {{p0, 3}, {p1, 4}, {p2, 2}};
+	cr_assert_eq(r1.status, 200, "%s", r1.body);
+	cr_assert_eq(r3.status, 200, "%s", r3.body);
+	cJSON *o = json_of(&r1);
+	cr_expect_eq(cJSON_GetArraySize(ctq_json_get(o, "choices")), 3);
+	char streamed[3][512] = {{0}};
+	char finish[3][16] = {{0}};
+	long usage = -1;
+	for (const char *p = strstr(r3.body, "data: "); p; p = strstr(p, "data: ")) {
+		p += 6;
+		const char *e = strstr(p, "\n\n");
+		cr_assert(e);
+		if (!strncmp(p, "[DONE]", 6))
+			break;
+		cJSON *ev = NULL;
+		cr_assert_eq(ctq_json_parse(p, (size_t)(e - p), "event", NULL, &ev, NULL), CTQ_OK);
+		const cJSON *ch = cJSON_GetArrayItem(ctq_json_get(ev, "choices"), 0);
+		if (ch) {
+			int idx = (int)ctq_json_get(ch, "index")->valuedouble;
+			cr_assert(idx >= 0 && idx < 3, "index %d", idx);
+			strncat(streamed[idx], str_at(ch, "text", NULL), 500 - strlen(streamed[idx]));
+			if (cJSON_IsString(ctq_json_get(ch, "finish_reason")))
+				snprintf(finish[idx], sizeof finish[idx], "%s", str_at(ch, "finish_reason", NULL));
+		} else {
+			usage = (long)ctq_json_get(ctq_json_get(ev, "usage"), "completion_tokens")->valuedouble;
+		}
+		cJSON_Delete(ev);
+		p = e;
+	}
+	for (int i = 0; i < 3; i++) {
+		int64_t n = 0;
+		char *want = greedy_text(&m, want_ids[i].ids, want_ids[i].n, 6, true, &n);
+		const cJSON *c = cJSON_GetArrayItem(ctq_json_get(o, "choices"), i);
+		cr_expect_eq(ctq_json_get(c, "index")->valuedouble, (double)i);
+		cr_expect_str_eq(str_at(c, "text", NULL), want, "choice %d", i);
+		cr_expect_str_eq(streamed[i], want, "streamed choice %d", i);
+		cr_expect_str_eq(finish[i], "length", "streamed choice %d finish", i);
+		free(want);
+	}
+	cr_expect_eq(ctq_json_get(ctq_json_get(o, "usage"), "completion_tokens")->valuedouble, 18.0);
+	cr_expect_eq(ctq_json_get(ctq_json_get(o, "usage"), "prompt_tokens")->valuedouble, 9.0);
+	cr_expect_eq(usage, 18, "streamed usage");
+	cJSON_Delete(o);
+	cr_assert_eq(r2.status, 200, "%s", r2.body);
+	o = json_of(&r2);
+	const char *texts[] = {"Hello", "The sky"};
+	for (int i = 0; i < 2; i++) {
+		int64_t n = 0;
+		char *want = greedy_of_text(&m, texts[i], true, 5, true, &n);
+		const cJSON *c = cJSON_GetArrayItem(ctq_json_get(o, "choices"), i);
+		cr_expect_str_eq(str_at(c, "text", NULL), want, "text choice %d", i);
+		free(want);
+	}
+	cJSON_Delete(o);
+	model_close(&m);
+	free(r1.body), free(r2.body), free(r3.body), free(big.body), free(one_long.body);
 	ctq_remove_tree(s.dir);
 }
 
