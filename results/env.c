@@ -11,10 +11,14 @@
 #include "reference/ref_ops.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef CTQ_BUILD_FLAGS
@@ -378,6 +382,102 @@ void ctq_env_capture(cJSON *manifest, const struct ctq_env_options *opt)
 	capture_cuda(manifest);
 	capture_gpus(manifest, opt);
 	ctq_knobs_to_json(manifest);
+}
+
+/* ---- the host's load around a run ------------------------------------------- */
+
+bool ctq_proc_stat_parse(const char *text, struct ctq_cpu_ticks *out)
+{
+	memset(out, 0, sizeof *out);
+	for (const char *line = text; line && *line;) {
+		if (!strncmp(line, "cpu ", 4)) {
+			/* user nice system idle iowait irq softirq steal guest guest_nice */
+			unsigned long long v[8] = {0};
+			int n = sscanf(line + 4, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+				       &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+			if (n < 4)
+				return false;
+			out->busy = v[0] + v[1] + v[2] + v[5] + v[6];
+			out->steal = v[7];
+			out->total = out->busy + v[3] + v[4] + v[7];
+			return true;
+		}
+		line = strchr(line, '\n');
+		if (line)
+			line++;
+	}
+	return false;
+}
+
+void ctq_host_load_between(const struct ctq_host_load_mark *a, const struct ctq_host_load_mark *b,
+			   double hz, struct ctq_host_load *out)
+{
+	out->other_cpu = out->steal = NAN;
+	if (!a->ok_cpu || !b->ok_cpu || !(hz > 0) || b->cpu.total <= a->cpu.total ||
+	    b->cpu.busy < a->cpu.busy || b->cpu.steal < a->cpu.steal)
+		return;
+	double total = (double)(b->cpu.total - a->cpu.total);
+	double busy_s = (double)(b->cpu.busy - a->cpu.busy) / hz;
+	double other = busy_s - (b->self_cpu_s - a->self_cpu_s);
+	out->other_cpu = (other > 0 ? other : 0) / (total / hz);
+	out->steal = (double)(b->cpu.steal - a->cpu.steal) / total;
+}
+
+void ctq_host_load_mark(struct ctq_host_load_mark *m)
+{
+	memset(m, 0, sizeof *m);
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	m->wall_s = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+	FILE *f = fopen("/proc/loadavg", "r");
+	if (f) {
+		m->ok_load = fscanf(f, "%lf", &m->load_1m) == 1;
+		fclose(f);
+	}
+	char buf[512]; /* the "cpu " line comes first */
+	f = fopen("/proc/stat", "r");
+	if (f) {
+		size_t n = fread(buf, 1, sizeof buf - 1, f);
+		buf[n] = '\0';
+		fclose(f);
+		m->ok_cpu = ctq_proc_stat_parse(buf, &m->cpu);
+	}
+	struct rusage self, kids;
+	if (getrusage(RUSAGE_SELF, &self) == 0 && getrusage(RUSAGE_CHILDREN, &kids) == 0) {
+		const struct timeval tv[4] = {self.ru_utime, self.ru_stime, kids.ru_utime, kids.ru_stime};
+		for (int i = 0; i < 4; i++)
+			m->self_cpu_s += (double)tv[i].tv_sec + 1e-6 * (double)tv[i].tv_usec;
+	} else {
+		m->ok_cpu = false;
+	}
+}
+
+static void add_num(cJSON *o, const char *key, double v)
+{
+	if (isfinite(v))
+		cJSON_AddNumberToObject(o, key, v);
+	else
+		cJSON_AddStringToObject(o, key, "unknown");
+}
+
+void ctq_host_load_to_json(cJSON *manifest, const struct ctq_host_load_mark *a,
+			   const struct ctq_host_load_mark *b)
+{
+	if (!manifest)
+		return;
+	cJSON_DeleteItemFromObjectCaseSensitive(manifest, "host_load");
+	cJSON *o = cJSON_AddObjectToObject(manifest, "host_load");
+	if (!o)
+		return;
+	struct ctq_host_load l;
+	ctq_host_load_between(a, b, (double)sysconf(_SC_CLK_TCK), &l);
+	add_num(o, "load_avg_1m_start", a->ok_load ? a->load_1m : NAN);
+	add_num(o, "load_avg_1m_end", b->ok_load ? b->load_1m : NAN);
+	add_num(o, "wall_s", b->wall_s - a->wall_s);
+	add_num(o, "cpus", (double)sysconf(_SC_NPROCESSORS_ONLN));
+	add_num(o, "self_cpu_s", a->ok_cpu && b->ok_cpu ? b->self_cpu_s - a->self_cpu_s : NAN);
+	add_num(o, "other_cpu_fraction", l.other_cpu);
+	add_num(o, "steal_fraction", l.steal);
 }
 
 /* ---- checkpoint provenance ------------------------------------------------ */

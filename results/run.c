@@ -166,6 +166,7 @@ enum ctq_status ctq_run_begin(struct ctq_run *run, const char *out_dir, bool for
 	memset(run, 0, sizeof *run);
 	run->force = force;
 	clock_gettime(CLOCK_REALTIME, &run->t0);
+	ctq_host_load_mark(&run->load0);
 	utc_now(run->started_utc, sizeof run->started_utc, "%Y-%m-%dT%H:%M:%SZ");
 	char rev[64];
 	bool dirty;
@@ -370,6 +371,10 @@ enum ctq_status ctq_run_commit(struct ctq_run *run, struct ctq_error *err)
 	/* which kernel each op ran during this run (backend/paths.h) */
 	cJSON_DeleteItemFromObjectCaseSensitive(run->manifest, "kernel_paths");
 	ctq_kpaths_to_json(run->manifest, &run->paths0);
+	/* what the run shared its host with (docs/nightly.md, host_load) */
+	struct ctq_host_load_mark load1;
+	ctq_host_load_mark(&load1);
+	ctq_host_load_to_json(run->manifest, &run->load0, &load1);
 	cJSON_AddNumberToObject(run->manifest, "wall_time_s",
 				(double)(t1.tv_sec - run->t0.tv_sec) +
 					1e-9 * (double)(t1.tv_nsec - run->t0.tv_nsec));

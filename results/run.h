@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "backend/paths.h"
+#include "results/env.h"
 #include "core/status.h"
 
 #define CTQ_RUN_SCHEMA_VERSION 1
@@ -24,6 +25,7 @@ struct ctq_run {
 	bool open;
 	bool force;       /* an existing run directory at final_dir may be replaced */
 	struct ctq_kpath_counts paths0; /* kernel paths taken before the run began */
+	struct ctq_host_load_mark load0; /* the host's load when the run began (host_load) */
 };
 
 /* out_dir NULL: runs/<UTC time>-<revision>, with -2, -3, ... appended

@@ -9,6 +9,7 @@
  *   - replacing moves the old one aside first: when the new one cannot move
  *     in, the old one is still there. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/fileio.h"
+#include "core/json.h"
 #include "harness/commands.h"
 #include "results/run.h"
 
@@ -272,5 +274,76 @@ Test(run, out_through_a_link_writes_into_the_folder_it_leads_to)
 		struct stat sb;
 		cr_expect(lstat(link, &sb) == 0 && S_ISLNK(sb.st_mode), "%s: the link is gone", to[i]);
 	}
+	ctq_remove_tree(root);
+}
+
+/* ---- the host's load around a run (issue 33, "The gate on a busy host") ------------- */
+
+/* /proc/stat's "cpu " line, parsed into busy / steal / total ticks, and the
+ * fractions of two marks: fixed inputs, so a slip of a field shows. */
+Test(run, proc_stat_deltas_give_the_load_of_others)
+{
+	static const char stat_a[] =
+		"cpu  1000 20 300 5000 40 5 6 7 0 0\n"
+		"cpu0 500 10 150 2500 20 2 3 3 0 0\n"
+		"intr 1 2 3\n";
+	/* over the run: user +150, nice +0, system +30, idle +100, iowait +10,
+	 * irq +5, softirq +5, steal +100: total 400 ticks */
+	static const char stat_b[] =
+		"cpu  1150 20 330 5100 50 10 11 107 0 0\n"
+		"cpu0 575 10 165 2550 25 5 5 53 0 0\n";
+	struct ctq_host_load_mark a = {.ok_cpu = true, .self_cpu_s = 10.0};
+	struct ctq_host_load_mark b = {.ok_cpu = true, .self_cpu_s = 10.9};
+	cr_assert(ctq_proc_stat_parse(stat_a, &a.cpu));
+	cr_assert(ctq_proc_stat_parse(stat_b, &b.cpu));
+	cr_expect_eq(a.cpu.busy, 1000 + 20 + 300 + 5 + 6);
+	cr_expect_eq(a.cpu.steal, 7);
+	cr_expect_eq(a.cpu.total, 1331 + 5000 + 40 + 7);
+	struct ctq_host_load l;
+	/* busy +190 ticks = 1.9 s at 100 Hz, this process 0.9 s: others 1.0 s of 4.0 s */
+	ctq_host_load_between(&a, &b, 100, &l);
+	cr_expect_float_eq(l.other_cpu, 0.25, 1e-12);
+	cr_expect_float_eq(l.steal, 0.25, 1e-12);
+	/* this process alone used more than the busy ticks (rounding): none for others */
+	b.self_cpu_s = 13.0;
+	ctq_host_load_between(&a, &b, 100, &l);
+	cr_expect_float_eq(l.other_cpu, 0.0, 1e-12);
+	/* an unreadable mark or no tick passed: unknown */
+	b.ok_cpu = false;
+	ctq_host_load_between(&a, &b, 100, &l);
+	cr_expect(isnan(l.other_cpu) && isnan(l.steal));
+	ctq_host_load_between(&a, &a, 100, &l);
+	cr_expect(isnan(l.other_cpu));
+	/* an old kernel's four fields; no cpu line */
+	struct ctq_cpu_ticks t;
+	cr_expect(ctq_proc_stat_parse("cpu  1 2 3 4\n", &t) && t.busy == 6 && t.total == 10 && !t.steal);
+	cr_expect(!ctq_proc_stat_parse("cpu0 1 2 3 4\nintr 5\n", &t));
+	cr_expect(!ctq_proc_stat_parse("cpu  1 2\n", &t));
+}
+
+/* Every committed manifest records host_load, from marks around the run. */
+Test(run, manifest_records_the_host_load)
+{
+	char root[64], out[128], path[256];
+	make_root(root, sizeof root);
+	snprintf(out, sizeof out, "%s/r", root);
+	char *argv[] = {"test", NULL};
+	struct ctq_error err = {0};
+	struct ctq_run run;
+	cr_assert_eq(ctq_run_begin(&run, out, false, "test", 1, argv, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(ctq_run_commit(&run, &err), CTQ_OK, "%s", err.message);
+	snprintf(path, sizeof path, "%s/manifest.json", out);
+	cJSON *m = NULL;
+	cr_assert_eq(ctq_json_load_file(path, 1 << 20, NULL, &m, NULL), CTQ_OK);
+	const cJSON *h = ctq_json_get(m, "host_load");
+	cr_assert(cJSON_IsObject(h), "no host_load");
+	static const char *const keys[] = {"load_avg_1m_start", "load_avg_1m_end", "wall_s", "cpus",
+					   "self_cpu_s", "other_cpu_fraction", "steal_fraction"};
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+		cr_expect(ctq_json_get(h, keys[i]), "host_load.%s missing", keys[i]);
+	/* this host has /proc: numbers, not "unknown" */
+	cr_expect(cJSON_IsNumber(ctq_json_get(h, "load_avg_1m_start")));
+	cr_expect(cJSON_IsNumber(ctq_json_get(h, "self_cpu_s")));
+	cJSON_Delete(m);
 	ctq_remove_tree(root);
 }
