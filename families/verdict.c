@@ -31,6 +31,8 @@ static const struct pol_entry pol_fixed[CTQ_POL_MISSING_FAMILY] = {
 	[CTQ_POL_TIMING_RUN_NOISE] = {"timing", "run_noise", 0, 1e6, false},
 	[CTQ_POL_TIMING_AB_ALPHA] = {"timing", "ab_alpha", 1e-12, 1, false},
 	[CTQ_POL_TIMING_AB_MIN_PAIRS] = {"timing", "ab_min_pairs", 2, 1e6, true},
+	[CTQ_POL_TIMING_BUSY_OTHER_CPU] = {"timing", "busy_other_cpu", 0, 1, false},
+	[CTQ_POL_TIMING_BUSY_STEAL] = {"timing", "busy_steal", 0, 1, false},
 	[CTQ_POL_SERVE_MAX_CV] = {"serving", "max_cv", 0, 1e9, false},
 	[CTQ_POL_ACC_ALPHA] = {"accuracy", "alpha", 1e-12, 1, false},
 	[CTQ_POL_ACC_MIN_DROP] = {"accuracy", "min_drop", 0, 1, false},
@@ -312,6 +314,29 @@ enum ctq_status ctq_compare_timing_run(const double *base, size_t nb, const doub
 	return CTQ_OK;
 }
 
+bool ctq_compare_busy_host(const cJSON *m, const struct ctq_compare_policy *p, char *why,
+			   size_t cap)
+{
+	const cJSON *h = ctq_json_get(m, "host_load");
+	const cJSON *o = ctq_json_get(h, "other_cpu_fraction"), *s = ctq_json_get(h, "steal_fraction");
+	const cJSON *w = ctq_json_get(h, "wall_s"), *n = ctq_json_get(h, "cpus");
+	if (!cJSON_IsNumber(w) || !cJSON_IsNumber(n) || w->valuedouble * n->valuedouble < 1)
+		return false;
+	double mo = p->v[CTQ_POL_TIMING_BUSY_OTHER_CPU], ms = p->v[CTQ_POL_TIMING_BUSY_STEAL];
+	if (cJSON_IsNumber(o) && o->valuedouble > mo) {
+		snprintf(why, cap, "other processes took %.0f%% of its %.0f CPUs (%s %.3g)",
+			 100 * o->valuedouble, n->valuedouble,
+			 ctq_compare_policy_name(CTQ_POL_TIMING_BUSY_OTHER_CPU), mo);
+		return true;
+	}
+	if (cJSON_IsNumber(s) && s->valuedouble > ms) {
+		snprintf(why, cap, "the hypervisor stole %.0f%% of its CPU time (%s %.3g)",
+			 100 * s->valuedouble, ctq_compare_policy_name(CTQ_POL_TIMING_BUSY_STEAL), ms);
+		return true;
+	}
+	return false;
+}
+
 /* ---- rows ------------------------------------------------------------------ */
 
 struct ctq_cmp_row *ctq_cmp_new_row(struct ctq_comparison *c, int fam, const char *file,
@@ -567,13 +592,20 @@ enum ctq_status ctq_cmp_timing_row(struct ctq_cmp_pair *x, int fam, const char *
 	r->cand = tr.cand.median;
 	r->change = tr.change;
 	r->p = tr.mwu.p;
-	if (refuse)
+	/* A slower median on a busy host is the load as likely as the build
+	 * (issue 33: 4-5 of 15 same-build pairs beside another job). */
+	bool busy = !refuse && tr.regression && x->busy;
+	if (refuse || busy)
 		ctq_cmp_set_verdict(x->c, r, "ambiguous", false);
 	else
 		ctq_cmp_set_verdict(x->c, r, tr.verdict, tr.regression);
-	snprintf(r->detail, sizeof r->detail, "%s%sn %zu/%zu, cv %.3g/%.3g; %s",
-		 note && !refuse ? note : "", note && !refuse ? "; " : "", nb, nn, tr.base.cv,
-		 tr.cand.cv, refuse ? note : tr.why);
+	if (busy)
+		x->c->n_busy++;
+	snprintf(r->detail, sizeof r->detail, "%s%s%sn %zu/%zu, cv %.3g/%.3g; %s%s%s%s",
+		 busy ? "ambiguous (busy host), not slower: " : "", note && !refuse ? note : "",
+		 note && !refuse ? "; " : "", nb, nn, tr.base.cv, tr.cand.cv, refuse ? note : tr.why,
+		 busy ? "; " : "", busy ? x->busy : "",
+		 busy ? "; show the regression with ctq compare --ab" : "");
 	if (out)
 		*out = r;
 	return CTQ_OK;

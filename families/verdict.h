@@ -32,6 +32,9 @@ enum ctq_policy_key {
 				       * faster only beyond it (fraction) */
 	CTQ_POL_TIMING_AB_ALPHA,      /* paired t level of interleaved run sets (--ab) */
 	CTQ_POL_TIMING_AB_MIN_PAIRS,  /* fewer interleaved pairs: ambiguous */
+	CTQ_POL_TIMING_BUSY_OTHER_CPU,/* a side whose other processes took more of the
+				       * host's CPU (fraction): busy host */
+	CTQ_POL_TIMING_BUSY_STEAL,    /* a side with more stolen CPU (fraction): busy host */
 	CTQ_POL_SERVE_MAX_CV,         /* the same for per-request serving latencies */
 	CTQ_POL_ACC_ALPHA,            /* McNemar significance level */
 	CTQ_POL_ACC_MIN_DROP,         /* smallest accuracy drop that gates (fraction) */
@@ -103,6 +106,14 @@ enum ctq_status ctq_compare_timing_run(const double *base, size_t nb, const doub
 				       const struct ctq_compare_policy *p,
 				       struct ctq_timing_result *out, struct ctq_error *err);
 
+/* Whether the run whose manifest is m ran on a busy host: its host_load
+ * (results/env.h) says other processes took more than timing.busy_other_cpu
+ * of the host's CPU time, or steal more than timing.busy_steal, over at
+ * least one CPU-second (fewer ticks of /proc/stat cannot tell). why (cap
+ * bytes) then says so. A manifest without host_load is not busy. */
+bool ctq_compare_busy_host(const cJSON *m, const struct ctq_compare_policy *p, char *why,
+			   size_t cap);
+
 #define CTQ_FAM_STEPS CTQ_FAM_COUNT /* pseudo-family of plan steps */
 
 struct ctq_cmp_row {
@@ -125,6 +136,8 @@ struct ctq_comparison {
 	size_t n, cap;
 	size_t n_regressions, n_improvements, n_ambiguous, n_files;
 	size_t ab_pairs;          /* run pairs of ctq_compare_ab; 0: one run a side */
+	char busy_host[512];      /* which side ran on a busy host and why; "" when neither */
+	size_t n_busy;            /* slower timings called ambiguous for it */
 };
 
 void ctq_comparison_free(struct ctq_comparison *c);
@@ -195,6 +208,7 @@ struct ctq_cmp_pair {
 	const char *base_path, *new_path;
 	struct ctq_table tb, tn;
 	struct ctq_cmp_index ib, in;
+	const char *busy;       /* either side ran on a busy host: why; NULL when neither */
 };
 
 void ctq_cmp_pair_free(struct ctq_cmp_pair *x);
@@ -221,7 +235,10 @@ struct ctq_cmp_row *ctq_cmp_summary_row(struct ctq_cmp_pair *x, int fam, const c
 /* One timing row of family fam: the verdict of the samples sb (nb) against
  * sn (nn), both borrowed, under x->p. note, when not NULL, opens the
  * detail; refuse makes the row ambiguous whatever the statistics say (the
- * note says why). *out (may be NULL) gets the row. NOMEM only. */
+ * note says why). A slower verdict with x->busy set is ambiguous (busy
+ * host) instead, counted in c->n_busy: one run a side on a loaded host
+ * cannot show a regression; --ab can. *out (may be NULL) gets the row.
+ * NOMEM only. */
 enum ctq_status ctq_cmp_timing_row(struct ctq_cmp_pair *x, int fam, const char *key,
 				   const char *metric, const double *sb, size_t nb,
 				   const double *sn, size_t nn, const char *note, bool refuse,

@@ -213,6 +213,7 @@ int ctq_cmd_compare(int argc, char **argv)
 	cJSON_AddNumberToObject(cm, "regressions", (double)c.n_regressions);
 	cJSON_AddNumberToObject(cm, "improvements", (double)c.n_improvements);
 	cJSON_AddNumberToObject(cm, "ambiguous", (double)c.n_ambiguous);
+	cJSON_AddNumberToObject(cm, "ambiguous_busy_host", (double)c.n_busy);
 	if (md.oom)
 		st = ctq_error_set(&err, CTQ_ERR_NOMEM, "compare.md", "out of memory");
 	if (st || (st = ctq_comparison_write_csv(&c, ctq_run_path(&run, "compare.csv", path, sizeof path), &err)) ||
@@ -230,6 +231,9 @@ int ctq_cmd_compare(int argc, char **argv)
 			       "%zu file(s) paired; details in %s/compare.md\n",
 			       quiet ? "" : "\n", c.n_regressions ? "REGRESSION" : "no regression",
 			       c.n_regressions, c.n_improvements, c.n_ambiguous, c.n_files, run.final_dir);
+			if (c.busy_host[0])
+				printf("compare: %s; %zu slower timing(s) called ambiguous (busy host): "
+				       "show a regression with --ab\n", c.busy_host, c.n_busy);
 			rc = c.n_regressions ? CTQ_EXIT_FAIL : CTQ_EXIT_OK;
 		}
 	}

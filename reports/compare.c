@@ -164,6 +164,11 @@ enum ctq_status ctq_compare_runs(struct ctq_comparison *c, const char *base_dir,
 				   "eval_questions.csv, or a plan's steps)");
 		goto done;
 	}
+	char wb[200], wn[200];
+	bool bb = ctq_compare_busy_host(mb, p, wb, sizeof wb), bn = ctq_compare_busy_host(mn, p, wn, sizeof wn);
+	if (bb || bn)
+		snprintf(c->busy_host, sizeof c->busy_host, "busy host, %s%s%s%s%s", bb ? "base: " : "",
+			 bb ? wb : "", bb && bn ? "; " : "", bn ? "new: " : "", bn ? wn : "");
 	if ((st = cmp_steps(c, mb, mn, err)) || (st = pair_files(&rb, &rn, &pg, err)) ||
 	    (st = missing_families(c, &rb, &rn, p, err)))
 		goto done;
@@ -190,7 +195,8 @@ enum ctq_status ctq_compare_runs(struct ctq_comparison *c, const char *base_dir,
 			snprintf(disp, sizeof disp, "%s (base %s)", fn->rel, fb->rel);
 		else
 			snprintf(disp, sizeof disp, "%s", fn->rel);
-		struct ctq_cmp_pair x = {.c = c, .p = p, .file = disp, .base_path = pb, .new_path = pn};
+		struct ctq_cmp_pair x = {.c = c, .p = p, .file = disp, .base_path = pb, .new_path = pn,
+					 .busy = c->busy_host[0] ? c->busy_host : NULL};
 		const struct ctq_family_def *d = ctq_family(fb->fam);
 		if (d) {
 			c->n_files++;
@@ -523,6 +529,10 @@ enum ctq_status ctq_compare_ab(struct ctq_comparison *c, const char *base_set,
 		goto done;
 	ab_drop_run_timings(c);
 	c->ab_pairs = R;
+	/* the pairs' own t test judges the timings: the busy-host refusal of
+	 * the one-run verdict does not apply */
+	c->busy_host[0] = '\0';
+	c->n_busy = 0;
 	if ((st = ctq_trend_collect(&tb, db, R, err)) || (st = ctq_trend_collect(&tn, dn, R, err)))
 		goto done;
 	for (size_t i = 0; i < tb.n && !st; i++) {
@@ -715,6 +725,13 @@ void ctq_comparison_markdown(const struct ctq_comparison *c, const char *base_di
 	run_line(out, "base", base_dir);
 	run_line(out, "new", new_dir);
 	ctq_strbuf_append(out, "\n");
+	if (c->busy_host[0]) {
+		ctq_strbuf_append(out, "**Ambiguous (busy host):** ");
+		md_escape(out, c->busy_host);
+		ctq_strbuf_printf(out, ". %zu slower timing(s) called *ambiguous (busy host)*: one run a side "
+				  "on a loaded host cannot show a regression; show it with `ctq compare "
+				  "--ab` over interleaved runs (tools/ab-run.sh).\n\n", c->n_busy);
+	}
 	/* The plan steps, then the families in compare order. */
 	const struct ctq_family_def *fams[CTQ_FAM_COUNT];
 	size_t nf = ctq_families_ordered(fams, CTQ_FAM_ORDER_COMPARE);

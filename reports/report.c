@@ -118,6 +118,25 @@ static void environment(struct ctq_rep *r, struct ctq_strbuf *mdb, struct ctq_st
 	double mem = ctq_rep_jnum(host, "memory_bytes");
 	snprintf(buf, sizeof buf, isnan(mem) ? "unknown" : "%.1f GiB", mem / 1073741824.0);
 	kv(r, mdb, hb, "memory", buf);
+	/* what the run shared the host with (results/env.h host_load): what ctq
+	 * compare's busy-host rule reads */
+	const cJSON *hl = ctq_json_get(m, "host_load");
+	if (hl) {
+		double other = ctq_rep_jnum(hl, "other_cpu_fraction"), steal = ctq_rep_jnum(hl, "steal_fraction");
+		double l0 = ctq_rep_jnum(hl, "load_avg_1m_start"), l1 = ctq_rep_jnum(hl, "load_avg_1m_end");
+		char o[32] = "unknown", s[32] = "unknown", a[32] = "unknown", z[32] = "unknown";
+		if (!isnan(other))
+			snprintf(o, sizeof o, "%.0f%%", 100 * other);
+		if (!isnan(steal))
+			snprintf(s, sizeof s, "%.1f%%", 100 * steal);
+		if (!isnan(l0))
+			snprintf(a, sizeof a, "%.2f", l0);
+		if (!isnan(l1))
+			snprintf(z, sizeof z, "%.2f", l1);
+		snprintf(buf, sizeof buf, "other processes %s of the CPU time, steal %s; load average %s to %s",
+			 o, s, a, z);
+		kv(r, mdb, hb, "host load", buf);
+	}
 	const cJSON *b = ctq_json_get(m, "build");
 	if (b)
 		snprintf(buf, sizeof buf, "%s; CUDA %s%s", ctq_rep_jstr(b, "compiler"),

@@ -772,6 +772,104 @@ Test(compare, faster_and_ambiguous_are_not_regressions)
 	ctq_remove_tree(d.root);
 }
 
+/* ---- the gate on a busy host (issue 33) --------------------------------------------------- */
+
+/* The host_load of a manifest (results/env.h): other processes' and stolen
+ * shares of the host's CPU over wall_s seconds on cpus CPUs. */
+static void host_load(const char *dir, double other, double steal, double wall_s, double cpus)
+{
+	char text[320];
+	snprintf(text, sizeof text,
+		 "{\"host_load\": {\"load_avg_1m_start\": 1.5, \"load_avg_1m_end\": 1.7, \"wall_s\": %g, "
+		 "\"cpus\": %g, \"self_cpu_s\": 1.0, \"other_cpu_fraction\": %g, \"steal_fraction\": %g}}",
+		 wall_s, cpus, other, steal);
+	put(dir, "manifest.json", text);
+}
+
+static char *slurp_out(const struct dirs *d, const char *name)
+{
+	char path[256], *text = NULL;
+	size_t n = 0;
+	snprintf(path, sizeof path, "%s/%s", d->out, name);
+	cr_assert_eq(ctq_file_read(path, 1 << 24, &text, &n, NULL), CTQ_OK, "%s", path);
+	return text;
+}
+
+/* A planted 2x slowdown, one run a side: slower on a quiet pair, ambiguous
+ * (busy host) when either side's host_load is beyond the policy, exit 0
+ * then, and said in compare.csv's detail and compare.md. */
+Test(compare, busy_host_turns_slower_into_ambiguous)
+{
+	static const struct {
+		const char *name;
+		double base_other, base_steal, new_other, new_steal, wall_s;
+		const char *verdict, *why; /* why: in the detail (NULL: not busy) */
+		int rc;
+	} cases[] = {
+		{"quiet pair", 0.02, 0, 0.03, 0.001, 60, "slower|true", NULL, 1},
+		{"quiet within the policy", 0.24, 0.04, 0.2, 0.05, 60, "slower|true", NULL, 1},
+		{"busy base", 0.47, 0, 0.02, 0, 60, "ambiguous|false", "base: other processes took 47%", 0},
+		{"busy new", 0.02, 0, 0.6, 0, 60, "ambiguous|false", "new: other processes took 60%", 0},
+		{"stolen new", 0.02, 0, 0.02, 0.12, 60, "ambiguous|false", "new: the hypervisor stole 12%", 0},
+		/* 0.3 s on 2 CPUs: too few ticks of /proc/stat to call the host busy */
+		{"too short to tell", 0.9, 0, 0.02, 0, 0.3, "slower|true", NULL, 1},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct dirs d;
+		make_dirs(&d);
+		host_load(d.base, cases[i].base_other, cases[i].base_steal, cases[i].wall_s, 2);
+		host_load(d.cand, cases[i].new_other, cases[i].new_steal, cases[i].wall_s, 2);
+		bench_csv(d.base, "bench/bench_model.csv", 10.0, 0.2, 10, 1);
+		bench_csv(d.cand, "bench/bench_model.csv", 20.0, 0.2, 10, 2);
+		cr_expect_eq(compare(&d), cases[i].rc, "%s", cases[i].name);
+		char v[64], detail[600];
+		find_row(&d, "cuda, 1, 128, 32", "ttft_ms", v, sizeof v);
+		cr_expect_str_eq(v, cases[i].verdict, "%s", cases[i].name);
+		find_cell(&d, "cuda, 1, 128, 32", "ttft_ms", "detail", detail, sizeof detail);
+		char *md = slurp_out(&d, "compare.md");
+		if (cases[i].why) {
+			cr_expect(strstr(detail, "ambiguous (busy host)") && strstr(detail, cases[i].why) &&
+					  strstr(detail, "--ab"),
+				  "%s: %s", cases[i].name, detail);
+			cr_expect(strstr(md, "**Verdict: no regression**") &&
+					  strstr(md, "**Ambiguous (busy host):**") && strstr(md, cases[i].why) &&
+					  strstr(md, "1 slower timing(s) called *ambiguous (busy host)*"),
+				  "%s: %.900s", cases[i].name, md);
+		} else {
+			cr_expect(!strstr(detail, "busy host"), "%s: %s", cases[i].name, detail);
+			cr_expect(!strstr(md, "Ambiguous (busy host)"), "%s: %.900s", cases[i].name, md);
+		}
+		free(md);
+		ctq_remove_tree(d.root);
+	}
+}
+
+/* A busy host refuses only slower: same and faster stand, and a policy
+ * that never calls a host busy (1) gates the 2x slowdown again. */
+Test(compare, busy_host_refuses_only_slower)
+{
+	struct dirs d;
+	make_dirs(&d);
+	host_load(d.base, 0.02, 0, 60, 2);
+	host_load(d.cand, 0.8, 0, 60, 2);
+	bench_csv(d.base, "a/bench_model.csv", 10.0, 0.2, 10, 1);
+	bench_csv(d.cand, "a/bench_model.csv", 5.0, 0.2, 10, 2);
+	bench_csv(d.base, "b/bench_model.csv", 10.0, 0.2, 10, 3);
+	bench_csv(d.cand, "b/bench_model.csv", 20.0, 0.2, 10, 4);
+	cr_expect_eq(compare(&d), 0);
+	char v[64];
+	find_row(&d, "cuda, 1, 128, 32", "decode_ms_per_step", v, sizeof v);
+	cr_expect_str_eq(v, "same|false");
+	char *csv = slurp_out(&d, "compare.csv");
+	cr_expect(strstr(csv, "faster"), "%s", csv);
+	free(csv);
+	char policy[128];
+	snprintf(policy, sizeof policy, "%s/policy.json", d.root);
+	put(d.root, "policy.json", "{\"timing\": {\"busy_other_cpu\": 1}}");
+	cr_expect_eq(compare_policy(&d, policy), 1);
+	ctq_remove_tree(d.root);
+}
+
 /* ---- pairing and bad input -------------------------------------------------------------- */
 
 Test(compare, single_files_pair_whatever_their_path)
