@@ -411,6 +411,12 @@ static void pl_child(struct plugin_impl *p, const struct pl_call *c, int fd)
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
+	/* A fault ends the child by its signal, which the parent names: not
+	 * a handler inherited from ctq (a sanitizer's would report and exit 1,
+	 * hiding which signal it was). */
+	static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+	for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++)
+		signal(fatal[i], SIG_DFL);
 	struct rlimit no_core = {0, 0};
 	setrlimit(RLIMIT_CORE, &no_core);
 	struct pl_answer a;

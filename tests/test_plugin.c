@@ -437,8 +437,17 @@ Test(plugin, in_process_crash_and_hang_leave_a_last_word, .timeout = 60)
 			in_process_probe(cases[i].path, cases[i].timeout_s, errfile);
 		int status = 0;
 		cr_assert_eq(waitpid(pid, &status, 0), pid);
-		cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == cases[i].sig, "%s: status 0x%x",
-			  cases[i].path, status);
+#if defined(__SANITIZE_ADDRESS__)
+		/* In ctq's process the action that was there before takes the
+		 * signal after the last word (backend/plugin.c): under the
+		 * sanitizer build that is the sanitizer's, which reports and exits. */
+		if (cases[i].sig == SIGSEGV)
+			cr_expect(WIFEXITED(status) && WEXITSTATUS(status) != 0, "%s: status 0x%x",
+				  cases[i].path, status);
+		else
+#endif
+			cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == cases[i].sig, "%s: status 0x%x",
+				  cases[i].path, status);
 		char *e = slurp(dir, "stderr");
 		cr_expect(strstr(e, cases[i].says), "%s: %s", cases[i].path, e);
 		free(e);
