@@ -63,7 +63,10 @@ void ctq_fam_bench_gemm_samples_csv_row(struct ctq_csv *w, const struct ctq_gemm
 	ctq_csv_fieldf(w, "%lld", (long long)r->K);
 	ctq_csv_fieldf(w, "%lld", (long long)r->N);
 	ctq_csv_fieldf(w, "%lld", (long long)r->M);
-	ctq_csv_field(w, ctq_gemm_impl_name(r->impl));
+	/* the row's own label, as in bench_gemm.csv: a forced path
+	 * (ctq_gemm@PATH) or a plug-in keeps its samples apart from the
+	 * dispatched ctq_gemm's, which compare pairs by this key */
+	ctq_csv_field(w, r->impl_label[0] ? r->impl_label : ctq_gemm_impl_name(r->impl));
 	ctq_csv_fieldf(w, "%d", k);
 	ctq_csv_fieldf(w, "%.9g", time_us);
 	ctq_csv_end_row(w);

@@ -818,3 +818,34 @@ Test(bench_gemm, cli_without_a_gpu_exits_3_before_writing)
 	free(e);
 	fixture_drop(&f);
 }
+
+/* bench_gemm_samples.csv names each sample's implementation as
+ * bench_gemm.csv names its row: a forced path (ctq_gemm@PATH) keeps its
+ * samples apart from the dispatched ctq_gemm's, which ctq compare pairs by
+ * that key. */
+Test(bench_gemm, samples_carry_the_row_label)
+{
+	char dir[] = "/tmp/ctq-gemm-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	static const char *const header[] = {CTQ_BENCH_GEMM_SAMPLES_CSV_COLUMNS};
+	char path[128];
+	snprintf(path, sizeof path, "%s/s.csv", dir);
+	struct ctq_csv w;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_csv_open(&w, path, header, sizeof header / sizeof *header, &err), CTQ_OK, "%s",
+		     err.message);
+	struct ctq_gemm_row r;
+	memset(&r, 0, sizeof r);
+	snprintf(r.shape, sizeof r.shape, "qkv_proj");
+	r.K = 2560, r.N = 6144, r.M = 64, r.impl = CTQ_GEMM_GEMM;
+	ctq_fam_bench_gemm_samples_csv_row(&w, &r, 0, 10.5);
+	snprintf(r.impl_label, sizeof r.impl_label, "ctq_gemm@sm80-mma");
+	ctq_fam_bench_gemm_samples_csv_row(&w, &r, 0, 15.25);
+	cr_assert_eq(ctq_csv_close(&w, &err), CTQ_OK, "%s", err.message);
+	char *csv = slurp(dir, "s.csv");
+	cr_expect(strstr(csv, "\"qkv_proj\",\"2560\",\"6144\",\"64\",\"ctq_gemm\",\"0\",\"10.5\""), "%s", csv);
+	cr_expect(strstr(csv, "\"qkv_proj\",\"2560\",\"6144\",\"64\",\"ctq_gemm@sm80-mma\",\"0\",\"15.25\""), "%s",
+		  csv);
+	free(csv);
+	ctq_remove_tree(dir);
+}
