@@ -7,7 +7,6 @@
 #include "core/rng.h"
 #include "core/time.h"
 
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
