@@ -339,7 +339,7 @@ fi
 if has tiles; then
 	step "tiles: sm80 tiles, pick, gemv"
 	./build/tools/mma_peak 2>&1 | tee -a "$out/tiles.txt" | tee -a "$log"
-	timeout 300 ./build/tools/bench_tiles ${CTQ_TILES_M:-} 2>&1 | tee "$out/tiles.txt" | tee -a "$log"
+	timeout 300 ./build/tools/bench_tiles ${CTQ_TILES_M:-} 2>&1 | tee -a "$out/tiles.txt" | tee -a "$log"
 fi
 if has tilesprof; then
 	for t in ${CTQ_PROF_TILES:-0 1}; do
