@@ -328,6 +328,60 @@ Test(resolve, config_level_errors_per_profile)
 	resolved_free(&r);
 }
 
+/* Resolves a whole config.json (model_type, num_hidden_layers,
+ * tie_word_embeddings) as `ctq inspect` does. */
+static void resolve_model(struct resolved *r, const char *config, enum ctq_semantics sem)
+{
+	memset(r, 0, sizeof *r);
+	ctq_modules_init(&r->mods);
+	r->st = parse_text(&r->cfg, config, NULL, &r->err);
+	cr_assert_eq(r->st, CTQ_OK, "%s", r->err.message);
+	r->st = ctq_modules_from_config(&r->mods, r->cfg.raw, "", NULL, &r->err);
+	cr_assert_eq(r->st, CTQ_OK, "%s", r->err.message);
+	r->st = ctq_plan_resolve(&r->plan, &r->cfg, &r->mods, sem, NULL, &r->err);
+}
+
+#define TIED_MODEL(type, tied) "{\"model_type\": \"" type "\", \"num_hidden_layers\": 1, \"tie_word_embeddings\": " tied ", "
+/* lm_head targeted by its exact name; the embedding untargeted. */
+#define HEAD_BY_NAME "\"quantization_config\": {\"format\": \"int-quantized\", \"config_groups\": {\"head\": " W8A8_SCHEME("[\"lm_head\"]") "}}}"
+
+Test(resolve, vllm_tied_lm_head_by_architecture)
+{
+	/* qwen2.py / qwen3.py: tied, lm_head = model.embed_tokens (the
+	 * untargeted embedding); llama.py: a ParallelLMHead named lm_head in
+	 * every case, its weight tied afterwards. */
+	static const struct {
+		const char *config;
+		bool head_is_embedding;
+	} cases[] = {
+		{TIED_MODEL("qwen3", "true") HEAD_BY_NAME, true},
+		{TIED_MODEL("qwen2", "true") HEAD_BY_NAME, true},
+		{TIED_MODEL("llama", "true") HEAD_BY_NAME, false},
+		{TIED_MODEL("qwen3", "false") HEAD_BY_NAME, false},
+		{TIED_MODEL("llama", "false") HEAD_BY_NAME, false},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct resolved r;
+		resolve_model(&r, cases[i].config, CTQ_SEM_VLLM);
+		cr_assert_eq(r.st, CTQ_OK, "case %zu: %s", i, r.err.message);
+		if (cases[i].head_is_embedding)
+			expect_entry(&r, "lm_head", "unquantized", "-", "default");
+		else
+			expect_entry(&r, "lm_head", "w8a8-int8", "head", "name");
+		resolved_free(&r);
+		/* compressed-tensors sees the nn.Linear lm_head in every case:
+		 * strict runs it where vLLM agrees and refuses it elsewhere. */
+		resolve_model(&r, cases[i].config, CTQ_SEM_STRICT);
+		cr_assert_eq(r.st, CTQ_OK, "case %zu: %s", i, r.err.message);
+		if (cases[i].head_is_embedding)
+			expect_error(&r, "lm_head", CTQ_ERR_ENGINE_DIVERGENT,
+				     "vLLM gives unquantized");
+		else
+			expect_entry(&r, "lm_head", "w8a8-int8", "head", "name");
+		resolved_free(&r);
+	}
+}
+
 Test(resolve, no_block_means_unquantized)
 {
 	struct resolved r;
