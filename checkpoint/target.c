@@ -42,6 +42,10 @@ enum ctq_status ctq_target_open(struct ctq_target *t, const char *dir, enum ctq_
 	    (st = ctq_modules_from_config(&t->mods, t->cfg.raw, "", NULL, err)) ||
 	    (st = ctq_plan_resolve(&t->plan, &t->cfg, &t->mods, sem, NULL, err)))
 		return st;
+	if ((flags & CTQ_TARGET_EXECUTABLE) && t->plan.refusal.status)
+		return ctq_error_set(err, t->plan.refusal.status, t->plan.refusal.path,
+				     "the %s plan cannot execute this checkpoint: %s",
+				     ctq_semantics_name(sem), t->plan.refusal.message);
 	if (flags & CTQ_TARGET_EXECUTABLE)
 		for (size_t i = 0; i < t->plan.n; i++)
 			if (t->plan.entries[i].error)

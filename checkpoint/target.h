@@ -25,7 +25,7 @@ struct ctq_target {
 /* What ctq_target_open does beyond the config, the modules and the plan. */
 enum {
 	CTQ_TARGET_TENSORS = 1u << 0,    /* open the safetensors shards into ck */
-	CTQ_TARGET_EXECUTABLE = 1u << 1, /* a plan entry with an error fails the open */
+	CTQ_TARGET_EXECUTABLE = 1u << 1, /* a plan that cannot execute fails the open */
 };
 
 /* Zeroes t: ctq_target_close is safe on it from then on. */
@@ -44,8 +44,9 @@ enum ctq_status ctq_target_load_config(const char *path, const struct ctq_parse_
 /* Initialises t and opens the model folder dir: config, the modules of its
  * config.json (a folder without model_type / num_hidden_layers fails there), the plan
  * under sem and, with CTQ_TARGET_TENSORS, the tensors. With
- * CTQ_TARGET_EXECUTABLE the first plan entry in error fails the open with
- * that entry's status, the module named. On error t holds what was opened
+ * CTQ_TARGET_EXECUTABLE a whole-config engine refusal (plan.refusal) or
+ * else the first plan entry in error fails the open with that status, at
+ * the refusal's config path or the module named. On error t holds what was opened
  * and ctq_target_close frees it. */
 enum ctq_status ctq_target_open(struct ctq_target *t, const char *dir, enum ctq_semantics sem,
 				unsigned flags, struct ctq_error *err);

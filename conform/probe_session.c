@@ -235,6 +235,11 @@ enum ctq_status ctq_probe_session_model(struct ctq_probe_session *S, const char 
 	size_t n_geo = 0;
 	if (st)
 		goto done;
+	if (plan->refusal.status) {
+		st = ctq_error_set(err, plan->refusal.status, plan->refusal.path, "%s",
+				   plan->refusal.message);
+		goto done;
+	}
 	if (plan->n_errors) {
 		for (size_t i = 0; i < plan->n; i++)
 			if (plan->entries[i].error) {

@@ -1140,7 +1140,11 @@ enum ctq_status ctq_case_run_opts(const struct ctq_case *c, enum ctq_semantics s
 	}
 	struct effective ef;
 	effective(c, sem, &ef);
-	if (ef.error && (st = check_error(c, sem, ef.error, &cerr, out, err)))
+	/* A whole-config engine refusal (strict) is the case's config error;
+	 * the plan still resolves, so its modules stay checkable. */
+	if (ef.error && (st = check_error(c, sem, ef.error,
+					  resolved && plan.refusal.status ? &plan.refusal : &cerr,
+					  out, err)))
 		goto done;
 	for (int layer = 0; layer < 2; layer++) {
 		for (const cJSON *m = ef.modules[layer] ? ef.modules[layer]->child : NULL; m;

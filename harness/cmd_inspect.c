@@ -32,7 +32,8 @@ static void help(void)
 	       "  --ct-version X.Y     compressed-tensors version for preset expansion\n"
 	       "  --tp N               plan N tensor-parallel ranks: per-rank shapes, source\n"
 	       "                       slices of weight, scale and bias (needs the model shape)\n"
-	       "  --check              exit 1 when the strict plan cannot execute\n"
+	       "  --check              exit 1 when the strict plan cannot execute: a module\n"
+	       "                       error, or an engine refuses the whole config\n"
 	       "\n"
 	       "cost: every re: target and ignore entry is matched against every module name\n"
 	       "      under each profile shown. A config with more than 6554000 (re: entry,\n"
@@ -42,7 +43,8 @@ static void help(void)
 	       "      1 target + 199 re: ignore entries (the worst case) 2.5 s, 4.1 s.\n"
 	       "      Names and class targets cost no regex match. See docs/semantics.md.\n"
 	       "\n"
-	       "exit: 0 shown; 1 --check and the strict plan has module errors;\n"
+	       "exit: 0 shown; 1 --check and the strict plan has module errors or an\n"
+	       "      engine refuses the config (engine-divergent);\n"
 	       "      2 bad usage or a config error under the selected profile.\n");
 }
 
@@ -145,6 +147,11 @@ static void print_errors(const struct ctq_inspection *v, const struct ctq_module
 			       v->errs[s].message);
 			continue;
 		}
+		if (v->have[s] && v->plans[s].refusal.status)
+			printf("\n[%s] config refused: %s at %s: %s\n",
+			       ctq_semantics_name((enum ctq_semantics)s),
+			       ctq_status_name(v->plans[s].refusal.status), v->plans[s].refusal.path,
+			       v->plans[s].refusal.message);
 		if (!v->have[s] || !v->plans[s].n_errors)
 			continue;
 		printf("\n[%s] %zu module error(s):\n",
@@ -293,7 +300,7 @@ int ctq_cmd_inspect(int argc, char **argv)
 	}
 	if (!v.have[primary])
 		rc = ctq_status_exit_code(v.errs[primary].status);
-	else if (check && v.have[CTQ_SEM_STRICT] && v.plans[CTQ_SEM_STRICT].n_errors)
+	else if (check && v.have[CTQ_SEM_STRICT] && !ctq_plan_executable(&v.plans[CTQ_SEM_STRICT]))
 		rc = CTQ_EXIT_FAIL;
 out:
 	ctq_inspect_free(&v);

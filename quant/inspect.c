@@ -207,10 +207,19 @@ cJSON *ctq_inspect_json(const struct ctq_inspection *v, const char *path)
 		cJSON_AddItemToArray(groups, go);
 	}
 	cJSON *errs = cJSON_AddObjectToObject(root, "config_errors");
+	cJSON *refused = cJSON_AddObjectToObject(root, "config_refusals");
 	cJSON *ms = cJSON_AddArrayToObject(root, "modules");
 	for (size_t i = 0; i < v->mods->n; i++)
 		cJSON_AddItemToArray(ms, module_json(v, i));
 	for (int s = 0; s < CTQ_SEM_COUNT; s++) {
+		const struct ctq_error *r = &v->plans[s].refusal;
+		if (shown(v, s) && v->have[s] && r->status) {
+			cJSON *ro = cJSON_CreateObject();
+			cJSON_AddStringToObject(ro, "class", ctq_status_name(r->status));
+			cJSON_AddStringToObject(ro, "path", r->path);
+			cJSON_AddStringToObject(ro, "message", r->message);
+			cJSON_AddItemToObject(refused, ctq_semantics_name((enum ctq_semantics)s), ro);
+		}
 		if (!shown(v, s) || v->have[s] || !v->errs[s].status)
 			continue;
 		cJSON *eo = cJSON_CreateObject();

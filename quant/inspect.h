@@ -74,7 +74,9 @@ void ctq_inspect_cell(const struct ctq_inspection *v, enum ctq_semantics s, size
 /* The document of `ctq inspect --json`: path, the config's location, block
  * path, quant_method and groups; per module its name, types, vLLM type, the
  * entry of each profile shown, profiles_disagree (all), its shards (with
- * ctq_inspect_shards); the config errors of the profiles shown. Owned
+ * ctq_inspect_shards); the config errors of the profiles shown
+ * (config_errors) and the whole-config engine refusals of their plans
+ * (config_refusals: strict's engine-divergent). Owned
  * (cJSON_Delete); NULL when out of memory. */
 struct cJSON *ctq_inspect_json(const struct ctq_inspection *v, const char *path);
 

@@ -777,28 +777,41 @@ static enum ctq_status vllm_config_checks(struct ctx *c)
 		if (!grp->scheme.weights) {
 			snprintf(p, sizeof p, "%s.weights", grp->path);
 			return ctq_error_set(c->err, CTQ_ERR_INVALID_CONFIG, p,
-					     "is null; vLLM requires weights in every non-attention group");
+					     "is null; vLLM's _quantization_scheme_map_from_config runs QuantizationArgs.model_validate(weights) for every target of a non-attention group and None fails it (pydantic ValidationError)");
 		}
 		const char *f = ctq_qconfig_group_format(cfg, grp);
 		if (ctq_format_is_activation(f) && !grp->scheme.input &&
 		    grp->scheme.weights->type == CTQ_QTYPE_INT) {
 			snprintf(p, sizeof p, "%s.input_activations", grp->path);
 			return ctq_error_set(c->err, CTQ_ERR_INVALID_CONFIG, p,
-					     "is missing with activation format %s and int weights; vLLM asserts at parse (weight-only int needs pack-quantized)",
+					     "is missing with activation format %s and int weights; vLLM's _quantization_scheme_map_from_config asserts weights.type == QuantizationType.FLOAT there (AssertionError; weight-only int needs pack-quantized)",
 					     f);
 		}
 	}
 	return CTQ_OK;
 }
 
-/* With tie_word_embeddings vLLM builds no ParallelLMHead: lm_head is the
- * embedding (`self.lm_head = self.model.embed_tokens`), so its entry is the
- * embedding's, resolved first. True when module i was handled so. */
+/* Whether vLLM's model class for arch builds no ParallelLMHead when the
+ * embeddings are tied. Qwen2ForCausalLM and Qwen3ForCausalLM (qwen2.py,
+ * qwen3.py) write `if config.tie_word_embeddings: self.lm_head =
+ * self.model.embed_tokens`; LlamaForCausalLM (llama.py) always builds
+ * `ParallelLMHead(..., quant_config=quant_config, prefix=...lm_head)`, whose
+ * quantization method is resolved then, and only afterwards ties its weight
+ * (`self.lm_head = self.lm_head.tie_weights(self.model.embed_tokens)`). */
+static bool vllm_head_is_embedding(const char *arch)
+{
+	return arch && (!strcmp(arch, "qwen3") || !strcmp(arch, "qwen2"));
+}
+
+/* Tied Qwen2 / Qwen3: lm_head is the embedding, so its entry is the
+ * embedding's, resolved first. True when module i was handled so. A tied
+ * Llama's lm_head resolves as any ParallelLMHead does. */
 static bool vllm_tied_head(struct ctx *c, size_t i, enum ctq_status *st)
 {
 	const struct ctq_module *m = &c->mods->v[i];
 	*st = CTQ_OK;
-	if (!c->mods->shape.tie_word_embeddings || m->kind != CTQ_MODULE_LINEAR ||
+	if (!c->mods->shape.tie_word_embeddings ||
+	    !vllm_head_is_embedding(c->mods->shape.arch) || m->kind != CTQ_MODULE_LINEAR ||
 	    !m->vllm_type || strcmp(m->vllm_type, "ParallelLMHead"))
 		return false;
 	for (size_t k = 0; k < i; k++) {
@@ -851,6 +864,30 @@ static void describe(const struct ctq_plan *p, const struct ctq_plan_entry *e,
 	}
 }
 
+/* A config an engine refuses as a whole (vLLM's from_config: a preset-list
+ * group, a group without weights, weight-only int under an activation
+ * format; compressed-tensors' validation of kv_cache_scheme) does not start
+ * there, so it does not run the same everywhere, whatever strict would
+ * quantize: the strict plan records the refusal and cannot execute. */
+static void record_refusal(struct ctx *c, const enum ctq_status sst[2],
+			   const struct ctq_error serr[2])
+{
+	struct ctq_error *r = &c->plan->refusal;
+	ctq_error_clear(r);
+	if (sst[0] && sst[1]) {
+		ctq_error_set(r, CTQ_ERR_ENGINE_DIVERGENT, serr[0].path,
+			      "compressed-tensors refuses the whole config (%s: %s %s) and so does vLLM (%s: %s %s); ctq's strict profile runs only what both engines run the same",
+			      ctq_status_name(sst[0]), serr[0].path, serr[0].message,
+			      ctq_status_name(sst[1]), serr[1].path, serr[1].message);
+	} else if (sst[0] || sst[1]) {
+		int bad = sst[0] ? 0 : 1;
+		ctq_error_set(r, CTQ_ERR_ENGINE_DIVERGENT, serr[bad].path,
+			      "%s refuses the whole config (%s: %s %s) while %s loads it; ctq's strict profile runs only what both engines run the same",
+			      bad ? "vLLM" : "compressed-tensors", ctq_status_name(sst[bad]),
+			      serr[bad].path, serr[bad].message, bad ? "compressed-tensors" : "vLLM");
+	}
+}
+
 /* Strict refuses a module where compressed-tensors and vLLM disagree on
  * whether it is quantized (or one of them fails on it) and ctq's own rules
  * do not settle it. Both engines quantizing with different groups is a
@@ -875,6 +912,7 @@ static enum ctq_status strict_divergence(struct ctx *c)
 			return nomem(c);
 		}
 	}
+	record_refusal(c, sst, serr);
 	enum ctq_status st = CTQ_OK;
 	for (size_t i = 0; i < c->plan->n && !st; i++) {
 		struct ctq_plan_entry *e = &c->plan->entries[i];
@@ -1058,6 +1096,7 @@ done:
 		plan->entries = NULL;
 		plan->n = 0;
 		plan->n_errors = 0;
+		ctq_error_clear(&plan->refusal);
 	}
 	ctq_regex_cache_free(&own);
 	return st;
@@ -1083,5 +1122,5 @@ const struct ctq_plan_entry *ctq_plan_find(const struct ctq_plan *plan,
 
 bool ctq_plan_executable(const struct ctq_plan *plan)
 {
-	return plan->n_errors == 0;
+	return plan->n_errors == 0 && plan->refusal.status == CTQ_OK;
 }

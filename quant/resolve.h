@@ -52,6 +52,10 @@ struct ctq_plan {
 	struct ctq_plan_entry *entries;  /* (n) one per module, module order */
 	size_t n;
 	size_t n_errors;                 /* entries with a module error */
+	/* strict: an engine refuses the whole config that ctq resolves
+	 * (engine-divergent, at the refusing engine's config path, naming the
+	 * engine and its reason); status CTQ_OK when both engines load it. */
+	struct ctq_error refusal;
 };
 
 const char *ctq_semantics_name(enum ctq_semantics s);
@@ -60,8 +64,9 @@ bool ctq_semantics_parse(const char *name, enum ctq_semantics *out);
 const char *ctq_match_by_name(enum ctq_match_by by);
 
 /* Resolves every module. Module errors (ambiguous-match, unsupported-scheme,
- * unsupported-format, fused-mismatch) are recorded in the entries and the
- * call returns CTQ_OK; errors of the whole config (invalid-config for a
+ * unsupported-format, fused-mismatch, engine-divergent) are recorded in the
+ * entries, a whole-config engine refusal under strict in plan->refusal, and
+ * the call returns CTQ_OK; errors of the whole config (invalid-config for a
  * failing regex or a profile's config check, unsupported-format for
  * sparsity/transforms) are returned with err filled and no entries.
  * cfg and mods are borrowed and must outlive the plan. rc may be NULL. */
@@ -77,7 +82,8 @@ void ctq_plan_free(struct ctq_plan *plan);
 const struct ctq_plan_entry *ctq_plan_find(const struct ctq_plan *plan,
 					   const char *module);
 
-/* True when every module resolved without error: the plan may execute. */
+/* True when every module resolved without error and no engine refuses the
+ * config (plan->refusal): the plan may execute. */
 bool ctq_plan_executable(const struct ctq_plan *plan);
 
 #endif

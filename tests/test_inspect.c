@@ -7,13 +7,18 @@
  *     a config error included;
  *   - the shard plan over the primary profile, and its refusal;
  *   - the --json document: the profiles shown, profiles_disagree only under
- *     all, shards only with a shard plan, config errors. */
+ *     all, shards only with a shard plan, config errors, engine refusals;
+ *   - `ctq inspect --check` (the binary): exit 1 on a config an engine
+ *     refuses as a whole, 0 without --check. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "helpers.h"
 #include "quant/inspect.h"
+#include "tests/command.h"
 
 /* examples/precedence.json's groups: Linear (G1, W8A8), re:.*down_proj
  * (G2, W4A16), layer 0's down_proj by name (G3, W8A8); lm_head ignored. */
@@ -282,4 +287,59 @@ Test(inspect, layer_count_out_of_range_says_the_value_and_the_limit)
 	cr_expect_eq(mods.shape.layers, 4096);
 	ctq_modules_free(&mods);
 	cJSON_Delete(cfg);
+}
+
+/* vLLM refuses a preset-list group as a whole (TypeError in from_config);
+ * compressed-tensors loads it and, its only target ignored, quantizes
+ * nothing: no module diverges, the refusal alone fails --check. */
+#define REFUSED_BY_VLLM                                                                            \
+	"{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"quantization_config\": {"         \
+	"\"format\": \"pack-quantized\", \"config_groups\": {\"W4A16\": [\"lm_head\"]}, "          \
+	"\"ignore\": [\"lm_head\"]}}"
+
+Test(inspect, json_shows_an_engine_refusal)
+{
+	struct fixture f;
+	fixture_load(&f, REFUSED_BY_VLLM, "llama", 1);
+	struct ctq_inspection v;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_inspect_resolve(&v, "p", &f.cfg, &f.mods, true, CTQ_SEM_STRICT, &err), CTQ_OK);
+	cJSON *doc = ctq_inspect_json(&v, "p.json");
+	cr_assert(doc);
+	const cJSON *r = ctq_json_get(ctq_json_get(doc, "config_refusals"), "strict");
+	cr_assert(r, "strict's refusal is in config_refusals");
+	cr_expect_str_eq(ctq_json_get(r, "class")->valuestring, "engine-divergent");
+	cr_expect_str_eq(ctq_json_get(r, "path")->valuestring, "quantization_config.config_groups.W4A16");
+	cr_expect(strstr(ctq_json_get(r, "message")->valuestring, "vLLM refuses the whole config"));
+	const cJSON *ve = ctq_json_get(ctq_json_get(doc, "config_errors"), "vllm");
+	cr_assert(ve, "vllm's own config error stays in config_errors");
+	cr_expect_str_eq(ctq_json_get(ve, "class")->valuestring, "invalid-config");
+	cr_expect_null(ctq_json_get(ctq_json_get(doc, "config_refusals"), "ct"));
+	cJSON_Delete(doc);
+	ctq_inspect_free(&v);
+	fixture_free(&f);
+}
+
+Test(inspect, check_exits_1_when_an_engine_refuses_the_config)
+{
+	char path[] = "/tmp/ctq-inspect-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	FILE *fp = fdopen(fd, "w");
+	cr_assert(fp);
+	fputs(REFUSED_BY_VLLM, fp);
+	fclose(fp);
+	char cmd[512], out[8192];
+	snprintf(cmd, sizeof cmd, "%s inspect %s --check 2>&1", test_ctq_bin(), path);
+	cr_expect_eq(test_command(cmd, out, sizeof out), 1, "%s", out);
+	cr_expect(strstr(out, "[strict] config refused: engine-divergent at quantization_config.config_groups.W4A16"),
+		  "%s", out);
+	snprintf(cmd, sizeof cmd, "%s inspect %s 2>&1", test_ctq_bin(), path);
+	cr_expect_eq(test_command(cmd, out, sizeof out), 0, "shown, not checked: %s", out);
+	snprintf(cmd, sizeof cmd, "%s inspect %s --semantics all --check 2>&1", test_ctq_bin(), path);
+	cr_expect_eq(test_command(cmd, out, sizeof out), 1, "%s", out);
+	cr_expect(strstr(out, "[strict] config refused: engine-divergent") &&
+		  strstr(out, "[vllm] config error: invalid-config at quantization_config.config_groups.W4A16"),
+		  "%s", out);
+	unlink(path);
 }

@@ -328,6 +328,109 @@ Test(resolve, config_level_errors_per_profile)
 	resolved_free(&r);
 }
 
+/* Resolves a whole config.json (model_type, num_hidden_layers,
+ * tie_word_embeddings) as `ctq inspect` does. */
+static void resolve_model(struct resolved *r, const char *config, enum ctq_semantics sem)
+{
+	memset(r, 0, sizeof *r);
+	ctq_modules_init(&r->mods);
+	r->st = parse_text(&r->cfg, config, NULL, &r->err);
+	cr_assert_eq(r->st, CTQ_OK, "%s", r->err.message);
+	r->st = ctq_modules_from_config(&r->mods, r->cfg.raw, "", NULL, &r->err);
+	cr_assert_eq(r->st, CTQ_OK, "%s", r->err.message);
+	r->st = ctq_plan_resolve(&r->plan, &r->cfg, &r->mods, sem, NULL, &r->err);
+}
+
+#define TIED_MODEL(type, tied) "{\"model_type\": \"" type "\", \"num_hidden_layers\": 1, \"tie_word_embeddings\": " tied ", "
+/* lm_head targeted by its exact name; the embedding untargeted. */
+#define HEAD_BY_NAME "\"quantization_config\": {\"format\": \"int-quantized\", \"config_groups\": {\"head\": " W8A8_SCHEME("[\"lm_head\"]") "}}}"
+
+Test(resolve, vllm_tied_lm_head_by_architecture)
+{
+	/* qwen2.py / qwen3.py: tied, lm_head = model.embed_tokens (the
+	 * untargeted embedding); llama.py: a ParallelLMHead named lm_head in
+	 * every case, its weight tied afterwards. */
+	static const struct {
+		const char *config;
+		bool head_is_embedding;
+	} cases[] = {
+		{TIED_MODEL("qwen3", "true") HEAD_BY_NAME, true},
+		{TIED_MODEL("qwen2", "true") HEAD_BY_NAME, true},
+		{TIED_MODEL("llama", "true") HEAD_BY_NAME, false},
+		{TIED_MODEL("qwen3", "false") HEAD_BY_NAME, false},
+		{TIED_MODEL("llama", "false") HEAD_BY_NAME, false},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct resolved r;
+		resolve_model(&r, cases[i].config, CTQ_SEM_VLLM);
+		cr_assert_eq(r.st, CTQ_OK, "case %zu: %s", i, r.err.message);
+		if (cases[i].head_is_embedding)
+			expect_entry(&r, "lm_head", "unquantized", "-", "default");
+		else
+			expect_entry(&r, "lm_head", "w8a8-int8", "head", "name");
+		resolved_free(&r);
+		/* compressed-tensors sees the nn.Linear lm_head in every case:
+		 * strict runs it where vLLM agrees and refuses it elsewhere. */
+		resolve_model(&r, cases[i].config, CTQ_SEM_STRICT);
+		cr_assert_eq(r.st, CTQ_OK, "case %zu: %s", i, r.err.message);
+		if (cases[i].head_is_embedding)
+			expect_error(&r, "lm_head", CTQ_ERR_ENGINE_DIVERGENT,
+				     "vLLM gives unquantized");
+		else
+			expect_entry(&r, "lm_head", "w8a8-int8", "head", "name");
+		resolved_free(&r);
+	}
+}
+
+/* Configs vLLM 0.26.0 refuses as a whole while compressed-tensors loads
+ * them, each with its only target ignored so that no module diverges: the
+ * strict plan resolves, records the refusal and cannot execute. */
+Test(resolve, strict_records_whole_config_refusals)
+{
+	static const struct {
+		const char *config, *path, *why;
+	} cases[] = {
+		{"{\"quantization_config\": {\"format\": \"pack-quantized\", \"config_groups\": {\"W4A16\": [\"lm_head\"]}, \"ignore\": [\"lm_head\"]}}",
+		 "quantization_config.config_groups.W4A16", "TypeError"},
+		{"{\"quantization_config\": {\"format\": \"int-quantized\", \"config_groups\": {\"g\": {\"targets\": [\"lm_head\"], \"weights\": " W8A8_WEIGHTS "}}, \"ignore\": [\"lm_head\"]}}",
+		 "quantization_config.config_groups.g.input_activations", "AssertionError"},
+		{"{\"quantization_config\": {\"format\": \"int-quantized\", \"config_groups\": {\"g\": {\"targets\": [\"lm_head\"], \"weights\": null, \"input_activations\": " W8A8_INPUTS "}}, \"ignore\": [\"lm_head\"]}}",
+		 "quantization_config.config_groups.g.weights", "ValidationError"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct resolved r;
+		resolve_text(&r, cases[i].config, "llama", 1, CTQ_SEM_VLLM);
+		cr_expect_eq(r.st, CTQ_ERR_INVALID_CONFIG, "case %zu", i);
+		cr_expect_str_eq(r.err.path, cases[i].path, "case %zu", i);
+		resolved_free(&r);
+		resolve_text(&r, cases[i].config, "llama", 1, CTQ_SEM_CT);
+		cr_assert_eq(r.st, CTQ_OK, "case %zu: %s", i, r.err.message);
+		cr_expect_eq(r.plan.refusal.status, CTQ_OK, "only strict records refusals");
+		cr_expect(ctq_plan_executable(&r.plan));
+		resolved_free(&r);
+		resolve_text(&r, cases[i].config, "llama", 1, CTQ_SEM_STRICT);
+		cr_assert_eq(r.st, CTQ_OK, "case %zu: %s", i, r.err.message);
+		cr_expect_eq(r.plan.n_errors, 0, "case %zu: no module diverges", i);
+		expect_entry(&r, "lm_head", "unquantized", "-", "ignore");
+		cr_expect_eq(r.plan.refusal.status, CTQ_ERR_ENGINE_DIVERGENT, "case %zu", i);
+		cr_expect_str_eq(r.plan.refusal.path, cases[i].path, "case %zu", i);
+		cr_expect(strstr(r.plan.refusal.message, "vLLM refuses the whole config") &&
+			  strstr(r.plan.refusal.message, cases[i].why) &&
+			  strstr(r.plan.refusal.message, "compressed-tensors loads it"),
+			  "case %zu: %s", i, r.plan.refusal.message);
+		cr_expect(!ctq_plan_executable(&r.plan), "case %zu", i);
+		resolved_free(&r);
+	}
+	/* Both engines load the producers' usual config: nothing recorded. */
+	struct resolved r;
+	resolve_text(&r, CFG("\"g\": " W8A8_SCHEME("[\"Linear\"]"), ", \"ignore\": [\"lm_head\"]"),
+		     "llama", 1, CTQ_SEM_STRICT);
+	cr_assert_eq(r.st, CTQ_OK, "%s", r.err.message);
+	cr_expect_eq(r.plan.refusal.status, CTQ_OK, "%s", r.plan.refusal.message);
+	cr_expect(ctq_plan_executable(&r.plan));
+	resolved_free(&r);
+}
+
 Test(resolve, no_block_means_unquantized)
 {
 	struct resolved r;

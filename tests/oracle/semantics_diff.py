@@ -8,7 +8,9 @@ real libraries, module by module, over seeded generated configs.
 
 Each generated case is a full config.json of a small transformers Qwen3
 (model_type qwen3, Qwen3ForCausalLM, 2-4 layers, hidden 64, 4 heads, 2 KV heads,
-head_dim 16, intermediate 128, vocab 256, tie_word_embeddings true or false)
+head_dim 16, intermediate 128, vocab 256, tie_word_embeddings true or false),
+or in one case of four the same shape as a Llama (model_type llama,
+LlamaForCausalLM; Qwen3 class names in targets and ignore read as Llama's),
 with a compressed-tensors `quantization_config`: class, exact-name, fused-name
 and `re:` targets, repeated and overlapping groups, ignore lists (names,
 regexes, class names, one fused shard), every preset of compressed-tensors
@@ -70,6 +72,10 @@ What runs on each side:
         (MergedColumnParallelLinear), self_attn.o_proj and mlp.down_proj
         (RowParallelLinear), self_attn.attn (Attention); lm_head
         (ParallelLMHead) only when not tied (tied: lm_head is embed_tokens).
+        vLLM's LlamaForCausalLM builds lm_head as a ParallelLMHead whether
+        tied or not (llama.py: ParallelLMHead(..., quant_config, prefix
+        "lm_head"), then tie_weights), so a Llama's lm_head always runs
+        through get_quant_method as a ParallelLMHead.
         A fused layer's result is given to each HF member; ctq's self_attn is
         vLLM's Attention (its KV-cache method).
 
@@ -410,13 +416,19 @@ def gen_config(r):
         q["global_compression_ratio"] = r.choice([None, 1.53])
     if r.random() < 0.04:
         q["sparsity_config"] = {}
-    return wrap(q, L, r.random() < 0.5)
+    tie = r.random() < 0.5
+    return wrap(q, L, tie, "llama" if r.random() < 0.25 else "qwen3")
 
 
-def wrap(block, L=2, tie=False):
+ARCHS = {"qwen3": "Qwen3ForCausalLM", "llama": "LlamaForCausalLM"}
+
+
+def wrap(block, L=2, tie=False, model_type="qwen3"):
     # every in_features (128, 128, 256) divisible by the group sizes of the
     # presets (16, 32, 128), as in real checkpoints
-    return {"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], "hidden_size": 128,
+    if model_type == "llama":  # the Qwen3 class names the generator writes, as Llama's
+        block = json.loads(json.dumps(block).replace('"Qwen3', '"Llama'))
+    return {"model_type": model_type, "architectures": [ARCHS[model_type]], "hidden_size": 128,
             "num_hidden_layers": L, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32,
             "intermediate_size": 256, "vocab_size": 256, "tie_word_embeddings": tie, "quantization_config": block}
 
@@ -433,13 +445,15 @@ def ct_side(cfg):
     None, compress error or None), or (None, None, error, None) when the
     library refuses the config."""
     import torch
-    from transformers import Qwen3Config, Qwen3ForCausalLM
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
     from transformers.utils.quantization_config import CompressedTensorsConfig
     from transformers.quantizers.quantizer_compressed_tensors import CompressedTensorsHfQuantizer
     from compressed_tensors.quantization import apply_quantization_config
-    c = Qwen3Config(**{k: v for k, v in cfg.items() if k not in ("quantization_config", "model_type")})
+    conf_cls, model_cls = ((LlamaConfig, LlamaForCausalLM) if cfg.get("model_type") == "llama"
+                           else (Qwen3Config, Qwen3ForCausalLM))
+    c = conf_cls(**{k: v for k, v in cfg.items() if k not in ("quantization_config", "model_type")})
     with torch.device("meta"):
-        model = Qwen3ForCausalLM(c)
+        model = model_cls(c)
     try:
         # from_pretrained with a compressed-tensors quantization_config: the
         # quantizer, then its _process_model_before_weight_loading (dequantize
@@ -564,7 +578,7 @@ def vllm_side(v, cfg):
         run(p + "self_attn.attn", v.Attention(), [p + "self_attn"])
         run(p + "mlp.gate_up_proj", v.MergedColumnParallelLinear(), [p + "mlp." + s for s in FUSED["gate_up_proj"]])
         run(p + "mlp.down_proj", v.RowParallelLinear(), [p + "mlp.down_proj"])
-    if cfg.get("tie_word_embeddings"):
+    if cfg.get("tie_word_embeddings") and cfg.get("model_type") != "llama":
         out["lm_head"] = out["model.embed_tokens"]
     else:
         run("lm_head", v.ParallelLMHead(), ["lm_head"])
