@@ -395,7 +395,17 @@ int ctq_cmd_eval(int argc, char **argv)
 
 	pg.line.on = o.progress || isatty(2);
 	const struct ctq_eval_run_progress rp = {.begin = progress_begin, .step = progress_cb, .ctx = &pg};
-	if ((st = ctq_eval_run_score(&r, &rp, &err)) || (st = ctq_eval_run_summarize(&r, &err)))
+	st = ctq_eval_run_score(&r, &rp, &err);
+	for (int m = 0; m < 2; m++) {
+		const struct ctq_eval_model *em = m ? &r.base : &r.cand;
+		if (em->url && em->remote.learned[0])
+			printf("  %s: %s\n", em->url, em->remote.learned);
+		if (em->url && em->remote.cont_differ)
+			printf("  %s: %zu continuations tokenized otherwise by the server than by ctq's "
+			       "tokenizer (scored by the server's tokens)\n",
+			       em->url, em->remote.cont_differ);
+	}
+	if (st || (st = ctq_eval_run_summarize(&r, &err)))
 		goto out;
 	fputs(ctq_strbuf_str(&r.table), stdout);
 	fflush(stdout);

@@ -41,7 +41,9 @@ static void url_of(char *buf, size_t cap, const char *mode)
 	snprintf(buf, cap, "http://127.0.0.1:%d/%s/v1", mock.port, mode);
 }
 
-/* Runs the engine against one mode; s is left for the test to read. */
+/* Runs the engine against one mode with profile vllm (token ids and
+ * ignore_eos, which the vLLM-like modes check); s is left for the test to
+ * read. */
 static void run_mode(struct ctq_bench_http *s, const char *mode, long requests, long conc, long out_len,
 		     double req_timeout, double total_timeout, double rate)
 {
@@ -50,7 +52,8 @@ static void run_mode(struct ctq_bench_http *s, const char *mode, long requests, 
 	struct ctq_bench_http_options o = {.url = url, .model = "mock-model", .tokenizer = TOKENIZER,
 					   .requests = requests, .concurrency = conc, .input_len = 16,
 					   .output_len = out_len, .seed = 7, .rate = rate,
-					   .request_timeout_s = req_timeout, .total_timeout_s = total_timeout};
+					   .profile = CTQ_PROFILE_VLLM, .request_timeout_s = req_timeout,
+					   .total_timeout_s = total_timeout};
 	struct ctq_error err = {0};
 	cr_assert_eq(ctq_bench_http_open(s, &o, &err), CTQ_OK, "%s", err.message);
 	cr_assert_eq(ctq_bench_http_run(s, &err), CTQ_OK, "%s", err.message);
@@ -222,7 +225,7 @@ Test(bench_http, refused_connection, .timeout = 30)
 	snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", port);
 	struct ctq_bench_http_options o = {.url = url, .model = "m", .tokenizer = TOKENIZER, .requests = 5,
 					   .concurrency = 2, .input_len = 4, .output_len = 4, .seed = 1,
-					   .request_timeout_s = 5};
+					   .profile = CTQ_PROFILE_VLLM, .request_timeout_s = 5};
 	struct ctq_bench_http s;
 	struct ctq_error err = {0};
 	double t = ctq_now_s();
@@ -339,12 +342,12 @@ Test(bench_http, command_writes_the_family, .init = start, .fini = stop, .timeou
 	cJSON_Delete(m);
 	/* Every request refused: the server's failure (exit 3), the rows still written. */
 	url_of(url, sizeof url, "http500");
-	cr_expect_eq(bench_serve(url, dir, "--model mock-model --progress"), 3);
+	cr_expect_eq(bench_serve(url, dir, "--model mock-model --progress --server-profile vllm"), 3);
 	cr_expect_eq(csv_count(dir, "status", "error", reason, sizeof reason), 3);
 	cr_expect(strstr(reason, "HTTP 500: mock failure"), "error column: %s", reason);
 	/* Streams cut short: failed requests (exit 1), each reason in the error column. */
 	url_of(url, sizeof url, "earlydone");
-	cr_expect_eq(bench_serve(url, dir, "--model mock-model"), 1);
+	cr_expect_eq(bench_serve(url, dir, "--model mock-model --server-profile vllm"), 1);
 	cr_expect_eq(csv_count(dir, "status", "error", reason, sizeof reason), 3);
 	cr_expect(strstr(reason, "no finish_reason"), "error column: %s", reason);
 	url_of(url, sizeof url, "nodone");
@@ -441,7 +444,7 @@ Test(bench_http, text_prompts, .init = start, .fini = stop, .timeout = 30)
 	url_of(url, sizeof url, "normal");
 	struct ctq_bench_http_options o = {.url = url, .model = "mock-model", .tokenizer = TOKENIZER,
 					   .requests = 2, .concurrency = 2, .input_len = 12, .output_len = 2,
-					   .seed = 5, .prompt_text = true, .request_timeout_s = 10};
+					   .seed = 5, .prompt_format = CTQ_PROMPT_TEXT, .request_timeout_s = 10};
 	struct ctq_bench_http s;
 	struct ctq_error err = {0};
 	cr_assert_eq(ctq_bench_http_open(&s, &o, &err), CTQ_OK, "%s", err.message);
@@ -462,34 +465,48 @@ Test(bench_http, text_prompts, .init = start, .fini = stop, .timeout = 30)
 }
 
 /* A server that refuses (HTTP errors on every request, a refused
- * connection, a refused GET /v1/models) ends the command with exit 3 and
- * one line saying why, whatever the number of requests; the ctq binary
- * runs as a child against the mock of this process. */
+ * connection, a refused GET /v1/models, the auto probe refused in every
+ * form or unanswered) ends the command with exit 3 and one line saying
+ * why, whatever the number of requests; the ctq binary runs as a child
+ * against the mock of this process. */
+struct refusal_case {
+	const char *mode; /* NULL: a closed port */
+	const char *extra;
+	const char *want[2];
+};
+
 Test(bench_http, refusal_is_one_line_exit_3, .init = start, .fini = stop, .timeout = 120)
 {
 	char url[128], dir[64], cmd[1024], out[8192];
 	snprintf(dir, sizeof dir, "/tmp/ctq-test-bench-refuse-%d", (int)getpid());
 	const int closed = mock_closed_port();
 	cr_assert(closed > 0);
-	for (int c = 0; c < 3; c++) {
-		if (c == 0)
-			url_of(url, sizeof url, "http500");
+	const struct refusal_case cases[] = {
+		{"http500", "--model mock-model --server-profile vllm", {"mock failure", "refused every request (40 of 40)"}},
+		{NULL, "--model mock-model --server-profile openai", {"onnect", "refused every request (40 of 40)"}},
+		{NULL, "", {"onnect", "/v1/models"}},
+		{"http500", "--model mock-model", {"mock failure", "refused the probe request in every form"}},
+		{NULL, "--model mock-model", {"onnect", "the probe request got no answer"}},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		if (cases[c].mode)
+			url_of(url, sizeof url, cases[c].mode);
 		else
 			snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", closed);
 		snprintf(
 			cmd, sizeof cmd,
 			"%s bench serve --url %s --tokenizer " TOKENIZER " --requests 40 --concurrency 4 "
 			"--input-len 4 --output-len 2 --request-timeout 5 --out %s --force %s 2>&1 >/dev/null",
-			test_ctq_bin(), url, dir, c == 2 ? "" : "--model mock-model");
+			test_ctq_bin(), url, dir, cases[c].extra);
 		int rc = test_command(cmd, out, sizeof out);
-		cr_expect_eq(rc, 3, "%s: exit %d: %s", url, rc, out);
+		cr_expect_eq(rc, 3, "%s %s: exit %d: %s", url, cases[c].extra, rc, out);
 		int lines = 0;
 		for (const char *p = out; *p; p++)
 			lines += *p == '\n';
 		cr_expect_eq(lines, 1, "%s: %d lines on stderr: %s", url, lines, out);
-		cr_expect(strstr(out, c == 0 ? "mock failure" : "onnect"), "%s: %s", url, out);
-		cr_expect(strstr(out, c == 2 ? "/v1/models" : "refused every request (40 of 40)"), "%s: %s",
-			  url, out);
+		for (int w = 0; w < 2; w++)
+			cr_expect(strstr(out, cases[c].want[w]), "%s %s: \"%s\" lacks \"%s\"", url, cases[c].extra, out,
+				  cases[c].want[w]);
 	}
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	cr_expect_eq(system(cmd), 0);

@@ -102,7 +102,7 @@ Test(eval_remote, scores_are_the_continuation_sums, .init = start, .fini = stop,
 		struct ctq_eval_counters k = {0};
 		struct ctq_error err = {0};
 		progress_calls = progress_last = 0;
-		cr_assert_eq(ctq_eval_remote_score(&o, &p.set, lp, progress, NULL, &k, &err), CTQ_OK, "%s: %s",
+		cr_assert_eq(ctq_eval_remote_score(&o, &p.set, lp, progress, NULL, &k, NULL, &err), CTQ_OK, "%s: %s",
 			     err.path, err.message);
 		cr_expect_eq(mock.bad_bodies, 0, "a body lacked echo / logprobs / max_tokens 0: %s",
 			     mock.first_body);
@@ -171,7 +171,7 @@ Test(eval_remote, failures_stop_with_the_reason, .init = start, .fini = stop, .t
 		double (*lp)[4] = calloc(p.set.n, sizeof *lp);
 		struct ctq_error err = {0};
 		double t = ctq_now_s();
-		enum ctq_status st = ctq_eval_remote_score(&o, &p.set, lp, NULL, NULL, NULL, &err);
+		enum ctq_status st = ctq_eval_remote_score(&o, &p.set, lp, NULL, NULL, NULL, NULL, &err);
 		t = ctq_now_s() - t;
 		cr_expect_eq(st, cases[c].st, "%s: status %d (%s)", url, st, err.message);
 		cr_expect(strstr(err.message, cases[c].want), "%s: \"%s\" lacks \"%s\"", url, err.message,
