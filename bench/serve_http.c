@@ -23,6 +23,10 @@ int ctq_server_profile_parse(const char *s)
 				      : -1;
 }
 
+/* Characters of the server's reason kept in the learned line (llama-cpp-python
+ * answers a token-id prompt with pydantic's error for each id). */
+#define LEARNED_REASON 200
+
 /* One probe: *answered says whether it got a 2xx answer; reason (cap
  * bytes) and *status say why not. */
 static enum ctq_status probe_once(struct ctq_bench_http *s, bool text, bool eos, bool *answered, char *reason,
@@ -87,14 +91,14 @@ enum ctq_status ctq_bench_http_probe(struct ctq_bench_http *s, struct ctq_error 
 		snprintf(s->learned, sizeof s->learned, "server takes %s prompts and ignore_eos: profile vllm", what);
 	else if (k == 1)
 		snprintf(s->learned, sizeof s->learned,
-			 "server refuses ignore_eos (%s); sending %s prompts without it (profile openai: output "
-			 "lengths may vary)",
-			 reason[0], what);
+			 "server refuses ignore_eos (%.*s%s); sending %s prompts without it (profile openai: "
+			 "output lengths may vary)",
+			 LEARNED_REASON, reason[0], strlen(reason[0]) > LEARNED_REASON ? "..." : "", what);
 	else
 		snprintf(s->learned, sizeof s->learned,
-			 "server refuses token-id prompts (%s); sending text without ignore_eos (profile openai: "
-			 "output lengths may vary)",
-			 reason[1]);
+			 "server refuses token-id prompts (%.*s%s); sending text without ignore_eos (profile "
+			 "openai: output lengths may vary)",
+			 LEARNED_REASON, reason[1], strlen(reason[1]) > LEARNED_REASON ? "..." : "");
 	return CTQ_OK;
 }
 

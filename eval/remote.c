@@ -134,9 +134,9 @@ static enum ctq_status probe(struct scoring *sc, struct ctq_eval_remote_info *in
 		}
 		if (!st)
 			snprintf(info->learned, sizeof info->learned,
-				 "server refuses token-id prompts (%s); sending context + continuation as "
+				 "server refuses token-id prompts (%.200s%s); sending context + continuation as "
 				 "text, the continuation split at the context's end by the echoed tokens",
-				 ids_reason);
+				 ids_reason, strlen(ids_reason) > 200 ? "..." : "");
 	}
 	info->text_prompts = sc->text;
 	ctq_http_req_free(&r);
