@@ -690,3 +690,32 @@ Test(bench_http, early_stops_are_said, .init = start, .fini = stop, .timeout = 1
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	cr_expect_eq(system(cmd), 0);
 }
+
+/* auto with an explicit prompt format probes that format only: with and
+ * without ignore_eos; a server that refuses it in both is exit 3's error. */
+Test(bench_http, auto_keeps_an_explicit_prompt_format, .init = start, .fini = stop, .timeout = 60)
+{
+	struct ctq_bench_http s;
+	run_profile(&s, "tfserve", CTQ_PROFILE_AUTO, CTQ_PROMPT_TEXT, 3, 4);
+	cr_expect_eq(s.profile, CTQ_PROFILE_OPENAI);
+	cr_expect(s.prompt_text && !s.ignore_eos);
+	cr_expect(strstr(s.learned, "refuses ignore_eos (HTTP 422: Unexpected fields in the request: {'ignore_eos'})"),
+		  "%s", s.learned);
+	cr_expect_eq(s.completed, 3, "%s", s.q[0].reason);
+	ctq_bench_http_free(&s);
+	run_profile(&s, "normal", CTQ_PROFILE_AUTO, CTQ_PROMPT_TEXT, 3, 4);
+	cr_expect(s.profile == CTQ_PROFILE_VLLM && s.prompt_text && s.ignore_eos, "%s", s.learned);
+	cr_expect_eq(s.completed, 3, "%s", s.q[0].reason);
+	ctq_bench_http_free(&s);
+	static char url[128];
+	url_of(url, sizeof url, "llamacpp");
+	const struct ctq_bench_http_options o = {.url = url, .model = "mock-model", .tokenizer = TOKENIZER,
+						 .requests = 2, .concurrency = 1, .input_len = 8, .output_len = 2,
+						 .seed = 1, .prompt_format = CTQ_PROMPT_IDS, .request_timeout_s = 10};
+	struct ctq_error err = {0};
+	cr_expect_eq(ctq_bench_http_open(&s, &o, &err), CTQ_ERR_ENV);
+	cr_expect(strstr(err.message, "refused the probe request in every form (token ids with and without "
+				      "ignore_eos)") && strstr(err.message, "valid string"),
+		  "%s", err.message);
+	ctq_bench_http_free(&s);
+}

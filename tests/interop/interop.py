@@ -158,7 +158,7 @@ def bench_serve(m, a, engine, base, tok, model=None):
     ctq_cell(m, engine, "ctq bench serve --url", rc, so, se, note)
 
 
-def eval_url(m, a, engine, base, tok, served, ref_dir):
+def eval_url(m, a, engine, base, tok, served, ref_dir, bos_ref_dir=None):
     out = os.path.join(a.out, f"eval-{engine.split()[0]}")
     cmd = [a.ctq, "eval", "mmlu", "--url", base, "--tokenizer", tok, "--served-name", served, "--data", a.mmlu,
            "--subjects", ",".join(SUBJECTS), "--limit", str(LIMIT), "--shots", "0", "--concurrency", "2",
@@ -168,18 +168,21 @@ def eval_url(m, a, engine, base, tok, served, ref_dir):
     if rc == 0:
         d = compare(read_scores(out), read_scores(ref_dir))
         learned = [l.strip() for l in so.splitlines() if "refuses" in l]
-        note = f"max |logprob - in process| {d:.3g} nats" + (f"; {learned[0]}" if learned else "")
+        note = f"max |logprob - in process| {d:.3g} nats"
+        if bos_ref_dir:
+            note += f" ({compare(read_scores(out), read_scores(bos_ref_dir)):.3g} against in process with --add-bos)"
+        note += f"; {learned[0]}" if learned else ""
         if engine.startswith("ctq") and not d <= TOL:
             m.add(engine, "ctq eval --url", "FAILED", f"scores disagree with the in-process eval: {note}")
             return
     ctq_cell(m, engine, "ctq eval --url", rc, so, se, note)
 
 
-def in_process_eval(a, model, tok, name, protocol="original"):
+def in_process_eval(a, model, tok, name, protocol="original", extra=()):
     out = os.path.join(a.out, f"eval-inprocess-{name}")
     rc, so, se = run([a.ctq, "eval", "mmlu", "--model", model, "--tokenizer", tok, "--backend", "reference",
                       "--data", a.mmlu, "--subjects", ",".join(SUBJECTS), "--limit", str(LIMIT), "--shots", "0",
-                      "--protocol", protocol, "--out", out, "--force"], 600)
+                      "--protocol", protocol, "--out", out, "--force", *extra], 600)
     if rc:
         sys.exit(f"interop: the in-process ctq eval of {model} failed (exit {rc}): {last_line(se)}")
     return out
@@ -352,6 +355,8 @@ def main():
     ref_w8a8 = in_process_eval(a, w8a8, w8a8, "w8a8")
     ref_w8a8_lm = in_process_eval(a, w8a8, w8a8, "w8a8-lm-eval", "lm-eval")
     ref_bf16 = in_process_eval(a, bf16, bf16, "bf16")
+    # llama.cpp prepends the tokenizer's BOS to a string prompt
+    ref_bf16_bos = in_process_eval(a, bf16, bf16, "bf16-bos", extra=("--add-bos",))
 
     # 2. ctq serve
     port = free_port()
@@ -415,7 +420,7 @@ def main():
                 m.add("llama-cpp-python", "start", "FAILED", "no answer in 120 s (llama-cpp-python.log)")
             else:
                 bench_serve(m, a, "llama-cpp-python", srv.base, bf16, model="tiny")
-                eval_url(m, a, "llama-cpp-python", srv.base, bf16, "tiny", ref_bf16)
+                eval_url(m, a, "llama-cpp-python", srv.base, bf16, "tiny", ref_bf16, ref_bf16_bos)
         finally:
             srv.stop()
 
