@@ -88,7 +88,7 @@ static void help(void)
 	       "the server refused or failed a request (HTTP error, refused connection, time\n"
 	       "limit, an answer over 64 MiB), named with its question.\n");
 	printf("\n"
-	       "a model behind an OpenAI-compatible server (ctq serve, vLLM, llama-server):\n"
+	       "a model behind an OpenAI-compatible server (ctq serve, vLLM, llama-cpp-python):\n"
 	       "  --url URL            the candidate behind an OpenAI-compatible server instead\n"
 	       "                       of --model (http://HOST:PORT/v1; needs --tokenizer): each\n"
 	       "                       choice scored by one POST URL/completions with the context\n"
