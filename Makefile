@@ -11,6 +11,7 @@
 #   make test-oracle   the PyTorch / transformers / compressed-tensors oracles (PyPI)
 #   make fuzz       libFuzzer targets for FUZZ_SECONDS each (clang)
 #   make serve-soak ctq serve under connection floods, big bodies, abandoned requests
+#   make test-interop  other engines and clients against ctq (PyPI; build/interop/matrix.md)
 #   make offline-deps  download the .deb files for an offline GPU host
 #   make DEPS_PREFIX=DIR  build against packages unpacked with dpkg -x into DIR
 #   make SAN=1      address + undefined sanitizers;  V=1  show commands
@@ -381,6 +382,32 @@ test-oracle: all
 		--vllm-wheel $$(ls $(VLLM_WHEEL_DIR)/vllm-$(VLLM_ORACLE)-*.whl | head -1) \
 		--n $(ORACLE_N) --seed $(ORACLE_SEED) --min $(ORACLE_MIN) --out $(BUILD)/oracle-out \
 		$(if $(wildcard ../shared/configs/*.json),--real-configs ../shared/configs)
+
+# ---- other engines and clients (not part of `make test`) ---------------------
+# tests/interop/interop.py: ctq serve against the openai Python client and
+# lm-eval's local-completions, and ctq bench serve / eval --url against
+# transformers serve and llama-cpp-python's server, on the tiny synthetic
+# model; the matrix goes to $(BUILD)/interop/matrix.md, exit 1 when a cell is
+# neither working nor refused with a clear reason. Installs into
+# build/interop-venv from PyPI (torch with its CUDA wheels, ~3 GB;
+# llama-cpp-python builds from its sdist with cmake, ~15 min on 2 cores);
+# INTEROP_TIMEOUT bounds the installs and the run, each.
+INTEROP_VENV := $(BUILD)/interop-venv
+INTEROP_PIP := torch==2.15.0 transformers[serving]==5.23.0 openai==3.51.0 lm-eval[api]==0.4.13
+INTEROP_LLAMA := llama-cpp-python[server]==0.3.36
+INTEROP_TIMEOUT ?= 2400
+.PHONY: test-interop
+test-interop: all
+	$(Q)if [ "$$(cat $(INTEROP_VENV)/.installed 2>/dev/null)" != "$(INTEROP_PIP) $(INTEROP_LLAMA)" ]; then \
+		echo "test-interop: installing $(INTEROP_PIP) $(INTEROP_LLAMA) into $(INTEROP_VENV)"; \
+		python3 -m venv $(INTEROP_VENV) && \
+		timeout $(INTEROP_TIMEOUT) $(INTEROP_VENV)/bin/pip install -q $(INTEROP_PIP) && \
+		CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) timeout $(INTEROP_TIMEOUT) $(INTEROP_VENV)/bin/pip install -q \
+			"$(INTEROP_LLAMA)" && \
+		echo "$(INTEROP_PIP) $(INTEROP_LLAMA)" > $(INTEROP_VENV)/.installed || exit 3; \
+	fi
+	$(Q)timeout $(INTEROP_TIMEOUT) $(INTEROP_VENV)/bin/python tests/interop/interop.py --ctq $(BUILD)/ctq \
+		--out $(BUILD)/interop
 
 # ---- fuzzing (tests/fuzz/, libFuzzer) ---------------------------------------
 # One libFuzzer target per parser, each run for FUZZ_SECONDS on a writable copy

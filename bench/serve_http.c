@@ -10,6 +10,98 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *ctq_server_profile_name(enum ctq_server_profile p)
+{
+	return p == CTQ_PROFILE_VLLM ? "vllm" : p == CTQ_PROFILE_OPENAI ? "openai" : "auto";
+}
+
+int ctq_server_profile_parse(const char *s)
+{
+	return !strcmp(s, "auto")	? CTQ_PROFILE_AUTO
+	       : !strcmp(s, "vllm")	? CTQ_PROFILE_VLLM
+	       : !strcmp(s, "openai") ? CTQ_PROFILE_OPENAI
+				      : -1;
+}
+
+/* Characters of the server's reason kept in the learned line (llama-cpp-python
+ * answers a token-id prompt with pydantic's error for each id). */
+#define LEARNED_REASON 200
+
+/* One probe: *answered says whether it got a 2xx answer; reason (cap
+ * bytes) and *status say why not. */
+static enum ctq_status probe_once(struct ctq_bench_http *s, bool text, bool eos, bool *answered, char *reason,
+				  size_t cap, long *status, struct ctq_error *err)
+{
+	struct ctq_strbuf b;
+	ctq_strbuf_init(&b);
+	ctq_openai_probe_body(&b, s->model, s->prompts, (size_t)s->o.input_len, text ? s->texts[0] : NULL, eos);
+	if (b.oom) {
+		ctq_strbuf_free(&b);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "bench serve", "out of memory");
+	}
+	struct ctq_http_req r = {.url = s->endpoint, .body = b.data, .body_len = b.len,
+				 .timeout_ms = (long)(s->o.request_timeout_s * 1e3)};
+	enum ctq_status st = ctq_http_fetch(&r, err);
+	if (!st) {
+		ctq_openai_error_reason(&r);
+		*answered = !r.failed;
+		*status = r.status;
+		snprintf(reason, cap, "%s", r.reason);
+	}
+	ctq_http_req_free(&r);
+	ctq_strbuf_free(&b);
+	return st;
+}
+
+enum ctq_status ctq_bench_http_probe(struct ctq_bench_http *s, struct ctq_error *err)
+{
+	const enum ctq_prompt_format pf = s->o.prompt_format;
+	const bool text0 = pf == CTQ_PROMPT_TEXT;
+	const struct {
+		bool text, eos;
+	} tries[3] = {{text0, true}, {text0, false}, {true, false}};
+	const int n_tries = pf == CTQ_PROMPT_DEFAULT ? 3 : 2;
+	char reason[3][400] = {{0}};
+	int k = 0;
+	for (; k < n_tries; k++) {
+		bool ok = false;
+		long status = 0;
+		enum ctq_status st = probe_once(s, tries[k].text, tries[k].eos, &ok, reason[k], sizeof reason[k],
+						&status, err);
+		if (st)
+			return st;
+		if (ok)
+			break;
+		if (status < 400) /* no answer at all: nothing to learn */
+			return ctq_error_set(err, CTQ_ERR_ENV, s->endpoint, "the probe request got no answer: %s",
+					     reason[k]);
+	}
+	if (k == n_tries)
+		return ctq_error_set(err, CTQ_ERR_ENV, s->endpoint,
+				     "the server refused the probe request in every form (%s): %s",
+				     pf == CTQ_PROMPT_DEFAULT ? "token ids with and without ignore_eos, text"
+				     : text0			? "text with and without ignore_eos"
+								: "token ids with and without ignore_eos",
+				     reason[0]);
+	s->prompt_text = tries[k].text;
+	s->ignore_eos = tries[k].eos;
+	s->profile = k == 0 ? CTQ_PROFILE_VLLM : CTQ_PROFILE_OPENAI;
+	const char *what = s->prompt_text ? "text" : "token-id";
+	if (k == 0)
+		snprintf(s->learned, sizeof s->learned, "server takes %s prompts and ignore_eos: profile vllm", what);
+	else if (k == 1)
+		snprintf(s->learned, sizeof s->learned,
+			 "server refuses ignore_eos (%.*s%s); sending %s prompts without it (profile openai: "
+			 "output lengths may vary)",
+			 LEARNED_REASON, reason[0], strlen(reason[0]) > LEARNED_REASON ? "..." : "", what);
+	else
+		snprintf(s->learned, sizeof s->learned,
+			 "server refuses token-id prompts (%.*s%s); sending text without ignore_eos (profile "
+			 "openai: output lengths may vary)",
+			 LEARNED_REASON, reason[1], strlen(reason[1]) > LEARNED_REASON ? "..." : "");
+	return CTQ_OK;
+}
+
 enum ctq_status ctq_bench_http_open(struct ctq_bench_http *s, const struct ctq_bench_http_options *o,
 				    struct ctq_error *err)
 {
@@ -39,16 +131,32 @@ enum ctq_status ctq_bench_http_open(struct ctq_bench_http *s, const struct ctq_b
 				   ? o->total_timeout_s
 				   : o->request_timeout_s * (double)((n + o->concurrency - 1) / o->concurrency) +
 					     (o->rate > 0 ? (double)n / o->rate : 0) + 10;
+	/* The prompts' text is needed whenever it may be sent. */
+	const bool need_text = o->prompt_format == CTQ_PROMPT_TEXT ||
+			       (o->profile != CTQ_PROFILE_VLLM && o->prompt_format != CTQ_PROMPT_IDS);
 	s->prompts = ctq_malloc((size_t)n * (size_t)o->input_len * sizeof *s->prompts);
 	s->q = ctq_calloc((size_t)n, sizeof *s->q);
 	double *arr = ctq_calloc((size_t)n, sizeof *arr);
-	if (o->prompt_text)
+	if (need_text)
 		s->texts = ctq_calloc((size_t)n, sizeof *s->texts);
-	if (!s->prompts || !s->q || !arr || (o->prompt_text && !s->texts)) {
+	if (!s->prompts || !s->q || !arr || (need_text && !s->texts)) {
 		ctq_free(arr);
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "bench serve", "out of memory");
 	}
 	ctq_bench_serve_workload(s->prompts, arr, n, o->input_len, o->rate, o->seed, s->vocab);
+	for (long i = 0; i < n && need_text && !st; i++) {
+		size_t tl = 0;
+		st = ctq_tokenizer_decode(&s->tok, s->prompts + i * o->input_len, (size_t)o->input_len, false,
+					  &s->texts[i], &tl, err);
+	}
+	if (!st && o->profile == CTQ_PROFILE_AUTO) {
+		st = ctq_bench_http_probe(s, err);
+	} else {
+		s->profile = o->profile;
+		s->ignore_eos = o->profile == CTQ_PROFILE_VLLM;
+		s->prompt_text = o->prompt_format == CTQ_PROMPT_TEXT ||
+				 (o->profile == CTQ_PROFILE_OPENAI && o->prompt_format != CTQ_PROMPT_IDS);
+	}
 	for (long i = 0; i < n && !st; i++) {
 		struct ctq_bench_http_req *x = &s->q[i];
 		x->arrival = arr[i];
@@ -58,13 +166,8 @@ enum ctq_status ctq_bench_http_open(struct ctq_bench_http *s, const struct ctq_b
 		ctq_strbuf_init(&x->body);
 		ctq_strbuf_init(&x->text);
 		ctq_sse_init(&x->sse);
-		const int32_t *p = s->prompts + i * o->input_len;
-		size_t tl = 0;
-		if (o->prompt_text &&
-		    (st = ctq_tokenizer_decode(&s->tok, p, (size_t)o->input_len, false, &s->texts[i], &tl, err)))
-			break;
-		ctq_openai_stream_body(&x->body, s->model, p, (size_t)o->input_len,
-				       o->prompt_text ? s->texts[i] : NULL, o->output_len);
+		ctq_openai_stream_body(&x->body, s->model, s->prompts + i * o->input_len, (size_t)o->input_len,
+				       s->prompt_text ? s->texts[i] : NULL, o->output_len, s->ignore_eos);
 		if (x->body.oom)
 			st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench serve", "out of memory");
 	}
@@ -96,6 +199,7 @@ static int on_event(void *ctx, const char *data, size_t len)
 		return 0;
 	}
 	x->finished |= c.finished;
+	x->stopped |= c.stopped;
 	if (c.has_choice) {
 		const double t = ctq_now_s() - x->owner->t0;
 		if (isnan(x->first)) {
@@ -151,10 +255,10 @@ static void judge(struct ctq_bench_http *s, struct ctq_bench_http_req *x)
 				 s->o.output_len);
 	} else if (!x->chunks) {
 		snprintf(x->reason, sizeof x->reason, "the stream carried no token");
-	} else if (x->usage_tokens >= 0 && x->usage_tokens != s->o.output_len) {
-		snprintf(x->reason, sizeof x->reason,
-			 "%ld tokens generated of the %ld asked (is ignore_eos honoured?)", x->usage_tokens,
-			 s->o.output_len);
+	} else if (x->usage_tokens >= 0 && x->usage_tokens != s->o.output_len &&
+		   (s->ignore_eos || x->usage_tokens > s->o.output_len)) {
+		snprintf(x->reason, sizeof x->reason, "%ld tokens generated of the %ld asked%s", x->usage_tokens,
+			 s->o.output_len, s->ignore_eos ? " (is ignore_eos honoured?)" : "");
 	} else {
 		x->state = CTQ_HREQ_OK;
 	}
@@ -166,7 +270,13 @@ static void judge(struct ctq_bench_http *s, struct ctq_bench_http_req *x)
 			if (!ctq_tokenizer_encode(&s->tok, x->text.data, x->text.len, false, &ids, &n, NULL))
 				x->output_tokens = (int64_t)n;
 			free(ids);
+		} else {
+			s->tokens_from_usage++;
 		}
+		/* Without ignore_eos a request may end at EOS: served, counted. */
+		x->early = !s->ignore_eos &&
+			   (x->usage_tokens >= 0 ? x->usage_tokens < s->o.output_len : x->stopped);
+		s->stopped_early += x->early;
 		s->completed++;
 		s->output_tokens += x->output_tokens > 0 ? x->output_tokens : 0;
 	} else {
@@ -317,6 +427,17 @@ void ctq_bench_http_rows(const struct ctq_bench_http *s, struct ctq_csv *csv)
 	}
 }
 
+void ctq_bench_http_tokens_from(const struct ctq_bench_http *s, char *out, size_t cap)
+{
+	const long text = s->completed - s->tokens_from_usage;
+	if (!text)
+		snprintf(out, cap, "usage");
+	else if (!s->tokens_from_usage)
+		snprintf(out, cap, "text re-encoded");
+	else
+		snprintf(out, cap, "usage (%ld requests), text re-encoded (%ld)", s->tokens_from_usage, text);
+}
+
 void ctq_bench_http_manifest(const struct ctq_bench_http *s, cJSON *m)
 {
 	const struct ctq_bench_http_options *o = &s->o;
@@ -329,7 +450,20 @@ void ctq_bench_http_manifest(const struct ctq_bench_http *s, cJSON *m)
 	cJSON_AddStringToObject(m, "model", s->model);
 	cJSON_AddStringToObject(m, "device", device);
 	cJSON_AddStringToObject(m, "tokenizer", s->tok_path);
-	cJSON_AddStringToObject(m, "prompt_format", o->prompt_text ? "text" : "token-ids");
+	cJSON_AddStringToObject(m, "prompt_format", s->prompt_text ? "text" : "token-ids");
+	cJSON_AddStringToObject(m, "server_profile", ctq_server_profile_name(s->profile));
+	cJSON_AddStringToObject(m, "server_profile_asked", ctq_server_profile_name(o->profile));
+	cJSON_AddStringToObject(m, "prompt_format_asked",
+				o->prompt_format == CTQ_PROMPT_IDS    ? "token-ids"
+				: o->prompt_format == CTQ_PROMPT_TEXT ? "text"
+								      : "the profile's");
+	cJSON_AddStringToObject(m, "probe", s->learned);
+	cJSON_AddBoolToObject(m, "ignore_eos", s->ignore_eos);
+	cJSON_AddStringToObject(m, "output_lengths", s->ignore_eos ? "exact (ignore_eos)" : "may vary (no ignore_eos)");
+	cJSON_AddNumberToObject(m, "stopped_early", (double)s->stopped_early);
+	char from[160];
+	ctq_bench_http_tokens_from(s, from, sizeof from);
+	cJSON_AddStringToObject(m, "output_tokens_from", from);
 	cJSON_AddNumberToObject(m, "vocab", (double)s->vocab);
 	ctq_bench_serve_workload_json(m, o->requests, o->concurrency, o->input_len, o->output_len,
 				      o->rate, o->seed);

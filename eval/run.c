@@ -337,11 +337,11 @@ static enum ctq_status model_score(struct ctq_eval_run *r, struct ctq_eval_model
 	if (m->url) {
 		const struct ctq_eval_remote_options ro = {.url = m->url, .model = m->served,
 							   .concurrency = o->concurrency,
-							   .request_timeout_s = o->request_timeout_s};
+							   .request_timeout_s = o->request_timeout_s, .tok = &m->tok};
 		if (p && p->begin)
 			p->begin(p->ctx, label);
 		return ctq_eval_remote_score(&ro, s, m->lp, p ? p->step : NULL, p ? p->ctx : NULL,
-					     &m->counters, err);
+					     &m->counters, &m->remote, err);
 	}
 	const struct ctq_model_limits shape = {
 		.max_slots = o->slots < (long)s->n ? o->slots : (long)(s->n ? s->n : 1),
@@ -634,9 +634,19 @@ static void manifest_models(const struct ctq_eval_run *r, cJSON *ev)
 		if (mr[m]->url) {
 			cJSON_AddStringToObject(j, "url", mr[m]->url);
 			cJSON_AddStringToObject(j, "served_name", mr[m]->served);
-			cJSON_AddStringToObject(j, "scoring",
-						"POST /v1/completions per choice: prompt = context + continuation ids, "
-						"max_tokens 0, echo, logprobs 1; sum of the continuation's token_logprobs");
+			cJSON_AddStringToObject(
+				j, "scoring",
+				mr[m]->remote.text_prompts
+					? "POST /v1/completions per choice: prompt = the text of the context + "
+					  "continuation ids, max_tokens 1, echo, logprobs 1; sum of the token_logprobs "
+					  "of the echoed tokens from the context's end to the prompt's"
+					: "POST /v1/completions per choice: prompt = context + continuation ids, "
+					  "max_tokens 0, echo, logprobs 1; sum of the continuation's token_logprobs");
+			cJSON_AddStringToObject(j, "prompt_format", mr[m]->remote.text_prompts ? "text" : "token-ids");
+			cJSON_AddStringToObject(j, "probe", mr[m]->remote.learned);
+			if (mr[m]->remote.text_prompts)
+				cJSON_AddNumberToObject(j, "continuations_tokenized_otherwise",
+							(double)mr[m]->remote.cont_differ);
 		}
 		cJSON_AddStringToObject(j, "config_sha256", mr[m]->config_sha);
 		cJSON_AddStringToObject(j, "tokenizer", mr[m]->tok_path);

@@ -21,6 +21,7 @@
 #include "eval/datasets.h"
 #include "eval/eval.h"
 #include "eval/prompts.h"
+#include "eval/remote.h"
 #include "results/run.h"
 #include "stats/accuracy.h"
 #include "text/tokenizer.h"
@@ -63,6 +64,7 @@ struct ctq_eval_model {
 	const struct ctq_eval_set *set;
 	double (*lp)[4];          /* (n items) */
 	struct ctq_eval_counters counters;
+	struct ctq_eval_remote_info remote; /* a server's: what its first request learned */
 	int64_t context;          /* max_position_embeddings, 0 when absent */
 	int64_t n_quantized, n_dense;
 	uint64_t weight_bytes;

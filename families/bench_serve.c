@@ -191,13 +191,17 @@ enum ctq_status ctq_fam_bench_serve_report(struct ctq_rep *r, const struct ctq_r
 		 ctq_json_str_at(sv, "device", "?"));
 	ctq_rep_heading(r, 3, line);
 	const bool http = !strcmp(ctq_json_str_at(sv, "engine", ""), "http");
+	/* Runs before the server profiles were vLLM's requests (ignore_eos). */
+	const cJSON *eos = ctq_json_get(sv, "ignore_eos");
+	const bool vary = http && cJSON_IsFalse(eos);
 	if (http)
 		snprintf(line, sizeof line,
-			 "%zu requests of %.0f + %.0f tokens (%s prompts), %s arrival, concurrency %.0f, "
-			 "streamed over HTTP (%s): %zu served, %zu failed%s.",
+			 "%zu requests of %.0f + %.0f tokens (%s prompts, profile %s), %s arrival, concurrency "
+			 "%.0f, streamed over HTTP (%s): %zu served, %zu failed%s.",
 			 n, ctq_rep_jnum(sv, "input_tokens"), ctq_rep_jnum(sv, "output_tokens"),
-			 ctq_json_str_at(sv, "prompt_format", "?"), ctq_json_str_at(sv, "arrival", "?"),
-			 ctq_rep_jnum(sv, "concurrency"), ctq_json_str_at(sv, "endpoint", "?"), ok, n - ok,
+			 ctq_json_str_at(sv, "prompt_format", "?"), ctq_json_str_at(sv, "server_profile", "vllm"),
+			 ctq_json_str_at(sv, "arrival", "?"), ctq_rep_jnum(sv, "concurrency"),
+			 ctq_json_str_at(sv, "endpoint", "?"), ok, n - ok,
 			 n - ok ? " (FAILED: every request must be served)" : "");
 	else
 		snprintf(line, sizeof line,
@@ -209,6 +213,14 @@ enum ctq_status ctq_fam_bench_serve_report(struct ctq_rep *r, const struct ctq_r
 			 ctq_rep_jnum(sv, "max_tokens"), ok, n - ok,
 			 n - ok ? " (FAILED: every request must be served)" : "");
 	ctq_rep_para(r, line);
+	if (vary) {
+		snprintf(line, sizeof line,
+			 "Output lengths may vary: no ignore_eos was sent (%s), so a request may end at EOS; "
+			 "%.0f stopped early. Output tokens from %s.",
+			 ctq_json_str_at(sv, "probe", "")[0] ? ctq_json_str_at(sv, "probe", "") : "profile openai",
+			 ctq_rep_jnum(sv, "stopped_early"), ctq_json_str_at(sv, "output_tokens_from", "?"));
+		ctq_rep_para(r, line);
+	}
 	static const char *const cols[] = {"total s", "requests/s", "output tokens/s",
 					   "tokens/s through the model", "forward calls", NULL};
 	static const char *const hcols[] = {"total s", "requests/s", "output tokens/s",

@@ -21,8 +21,9 @@ static void help(void)
 	       "Sends the workload of ctq bench serve (seeded random prompts of exactly\n"
 	       "--input-len token ids, --output-len new tokens, closed-loop or Poisson\n"
 	       "arrivals) to an OpenAI-compatible server as streamed completions\n"
-	       "(POST URL/completions: stream, stream_options.include_usage, ignore_eos,\n"
-	       "max_tokens = output length, temperature 0) from one client thread, and\n"
+	       "(POST URL/completions: stream, stream_options.include_usage, max_tokens =\n"
+	       "output length, temperature 0; ignore_eos and token-id prompts as the\n"
+	       "server profile says) from one client thread, and\n"
 	       "reports TTFT, TPOT, ITL and end-to-end latency percentiles, request and token\n"
 	       "throughput, and errors (which must be 0).\n"
 	       "\n"
@@ -34,13 +35,27 @@ static void help(void)
 	       "                       the prompt ids are drawn from, the text of\n"
 	       "                       --prompt-format text, and the output tokens counted when\n"
 	       "                       the server sends no usage\n"
-	       "  --prompt-format F    ids (default: the prompt as a token-id array, exactly\n"
+	       "  --server-profile P   what the server takes: vllm (token-id prompts and\n"
+	       "                       vLLM's ignore_eos: vLLM, SGLang, llama.cpp's\n"
+	       "                       llama-server, ctq serve), openai (the plain OpenAI API:\n"
+	       "                       text prompts, no ignore_eos, so a request may stop\n"
+	       "                       early: llama-cpp-python's server, transformers serve)\n"
+	       "                       or auto (default: one probe request of max_tokens 1\n"
+	       "                       first, token ids + ignore_eos, then token ids alone,\n"
+	       "                       then text alone; the first answered 2xx settles it,\n"
+	       "                       and one line says what the server refused; a server\n"
+	       "                       that refuses token ids gets no ignore_eos, as\n"
+	       "                       llama-cpp-python's takes it and ignores it)\n"
+	       "  --prompt-format F    ids (the prompt as a token-id array, exactly\n"
 	       "                       --input-len tokens) or text (the ids decoded; the server\n"
-	       "                       re-encodes it, so its length may differ)\n"
+	       "                       re-encodes it, so its length may differ); default: the\n"
+	       "                       profile's (ids for vllm, text for openai); given, it\n"
+	       "                       wins over the profile's (auto then probes with it)\n"
 	       "  --requests N         requests to send (default 64)\n"
 	       "  --concurrency C      requests in flight at most (default 8)\n"
 	       "  --input-len N        prompt tokens per request (default 128)\n"
-	       "  --output-len N       new tokens per request, EOS ignored (default 32)\n"
+	       "  --output-len N       new tokens per request (default 32): max_tokens, and\n"
+	       "                       with ignore_eos exactly that many\n"
 	       "  --arrival A          closed (default: C clients back to back) or\n"
 	       "                       poisson:RATE (requests per second, seeded)\n"
 	       "  --seed S             prompt and arrival seed (default 1)\n"
@@ -51,8 +66,9 @@ static void help(void)
 	       "                       sent by then are \"not run\"\n"
 	       "  --progress           progress on stderr even when it is not a terminal\n"
 	       "  --out DIR            run directory (default runs/<UTC time>-<revision>)\n"
-	       "  --force              replace DIR when it is an existing ctq run directory\n"
-	       "\n"
+	       "  --force              replace DIR when it is an existing ctq run directory\n",
+	       DEFAULT_REQUEST_TIMEOUT_S);
+	printf("\n"
 	       "Measured as vLLM's bench serve: TTFT from sending to the first streamed event\n"
 	       "with a choice; ITL every gap between such events (pooled); latency (E2EL) from\n"
 	       "sending to the last; TPOT = (E2EL - TTFT) / (output tokens - 1); output tokens\n"
@@ -64,16 +80,20 @@ static void help(void)
 	       "with the reason in the error column) on an HTTP error, an error event, a\n"
 	       "refused connection, a stream cut short (no finish_reason, with or without\n"
 	       "[DONE]) or dropped, its time limit, or fewer tokens than asked when usage\n"
-	       "says so.\n"
+	       "says so and ignore_eos was sent. Without ignore_eos (profile openai) a\n"
+	       "request with a finish_reason (length or stop) is served even with fewer\n"
+	       "tokens; those are counted as stopped early, and the summary and the manifest\n"
+	       "(server_profile, probe, ignore_eos, output_lengths, stopped_early,\n"
+	       "output_tokens_from) say that output lengths may vary.\n"
 	       "The prompts equal the in-process bench serve's for the same seed when the\n"
 	       "model's vocabulary size equals the tokenizer's.\n"
 	       "Writes bench_serve.csv (one row per request; the tokens column is empty) and\n"
 	       "the summary in manifest.json (engine \"http\", url).\n"
 	       "exit: 0 every request served; 1 a request failed; 2 bad usage or input, or\n"
 	       "the server named no model; 3 the server refused (every request answered\n"
-	       "HTTP >= 400 or not at all: a refused connection, no answer; or GET\n"
-	       "URL/models refused), with a one-line reason, or libcurl could not start.\n",
-	       DEFAULT_REQUEST_TIMEOUT_S);
+	       "HTTP >= 400 or not at all: a refused connection, no answer; GET URL/models\n"
+	       "refused; or the auto probe refused in every form or unanswered), with a\n"
+	       "one-line reason, or libcurl could not start.\n");
 }
 
 struct url_opts {
@@ -95,14 +115,26 @@ static bool opt_seconds(const char *cmd, const char *name, const char *v, void *
 	return true;
 }
 
-/* --prompt-format ids | text (dst: bool *, true for text). */
+/* --prompt-format ids | text (dst: enum ctq_prompt_format *). */
 static bool opt_prompt_format(const char *cmd, const char *name, const char *v, void *dst)
 {
 	if (strcmp(v, "ids") && strcmp(v, "text")) {
 		fprintf(stderr, "ctq %s: %s is \"%s\"; expected ids or text\n", cmd, name, v);
 		return false;
 	}
-	*(bool *)dst = !strcmp(v, "text");
+	*(enum ctq_prompt_format *)dst = !strcmp(v, "text") ? CTQ_PROMPT_TEXT : CTQ_PROMPT_IDS;
+	return true;
+}
+
+/* --server-profile auto | vllm | openai (dst: enum ctq_server_profile *). */
+static bool opt_profile(const char *cmd, const char *name, const char *v, void *dst)
+{
+	int p = ctq_server_profile_parse(v);
+	if (p < 0) {
+		fprintf(stderr, "ctq %s: %s is \"%s\"; expected auto, vllm or openai\n", cmd, name, v);
+		return false;
+	}
+	*(enum ctq_server_profile *)dst = (enum ctq_server_profile)p;
 	return true;
 }
 
@@ -143,7 +175,8 @@ static int parse(int argc, char **argv, struct url_opts *o)
 		CTQ_OPT_INT("--seed", &h->seed, 0, 0x7fffffffL),
 		CTQ_OPT_FN("--request-timeout", &h->request_timeout_s, opt_seconds),
 		CTQ_OPT_FN("--timeout", &h->total_timeout_s, opt_seconds),
-		CTQ_OPT_FN("--prompt-format", &h->prompt_text, opt_prompt_format),
+		CTQ_OPT_FN("--prompt-format", &h->prompt_format, opt_prompt_format),
+		CTQ_OPT_FN("--server-profile", &h->profile, opt_profile),
 		CTQ_OPT_FN("--arrival", &h->rate, opt_arrival),
 		CTQ_OPT_END,
 	};
@@ -193,6 +226,17 @@ static void print_summary(const void *p)
 	for (int d = 0; d < CTQ_HSERVE_N_DIST; d++)
 		printf("  %-12s %10.3f %10.3f %10.3f %10.3f %10.3f\n", s->dist[d].name, s->dist[d].mean,
 		       s->dist[d].std, s->dist[d].p50, s->dist[d].p90, s->dist[d].p99);
+	char from[160];
+	ctq_bench_http_tokens_from(s, from, sizeof from);
+	if (s->ignore_eos)
+		printf("  profile %s (%s prompts, ignore_eos): output tokens from %s\n",
+		       ctq_server_profile_name(s->profile), s->prompt_text ? "text" : "token-id", from);
+	else
+		printf("  profile %s (%s prompts, no ignore_eos): output lengths may vary; %ld of %ld served "
+		       "requests stopped early (fewer tokens than the %ld asked, or finish_reason stop); "
+		       "output tokens from %s\n",
+		       ctq_server_profile_name(s->profile), s->prompt_text ? "text" : "token-id", s->stopped_early,
+		       s->completed, s->o.output_len, from);
 	printf("  errors: %ld (%ld failed, %ld not run)\n", s->o.requests - s->completed, s->failed,
 	       s->not_run);
 	for (long i = 0, shown = 0; i < s->o.requests && shown < 3; i++)
@@ -215,10 +259,12 @@ int ctq_cmd_bench_serve_url(int argc, char **argv)
 		goto fail;
 	s.progress = progress;
 	s.progress_ctx = &show;
+	if (s.learned[0])
+		printf("ctq bench serve: %s\n", s.learned);
 	printf("ctq bench serve: %s at %s; %ld requests of %ld + %ld tokens (%s prompts), concurrency "
 	       "%ld, arrival %s",
 	       s.model, s.endpoint, o.h.requests, o.h.input_len, o.h.output_len,
-	       o.h.prompt_text ? "text" : "token-id", o.h.concurrency, o.h.rate > 0 ? "poisson" : "closed");
+	       s.prompt_text ? "text" : "token-id", o.h.concurrency, o.h.rate > 0 ? "poisson" : "closed");
 	if (o.h.rate > 0)
 		printf(" at %g requests/s", o.h.rate);
 	printf("; limits %.0f s per request, %.0f s in all\n", o.h.request_timeout_s, s.total_limit_s);

@@ -82,17 +82,25 @@ static void help(void)
 	       "exit: 0 done (and non-inferior); 1 non-inferiority not shown (inferior or\n"
 	       "inconclusive) overall or in a subject with at least --min-subject-n\n"
 	       "questions; 2 bad usage or input (with --url: an answer without plausible\n"
-	       "log-probabilities, each in [-1e4, 1e-4]); 3 no GPU for cuda, or with --url\n"
+	       "log-probabilities, each in [-1e4, 1e-4], without echoed prompt\n"
+	       "log-probabilities, or with string prompts a split at the context that cannot\n"
+	       "be checked); 3 no GPU for cuda, or with --url\n"
 	       "the server refused or failed a request (HTTP error, refused connection, time\n"
 	       "limit, an answer over 64 MiB), named with its question.\n");
 	printf("\n"
-	       "a model behind an OpenAI-compatible server (ctq serve, vLLM, llama-server):\n"
+	       "a model behind an OpenAI-compatible server (ctq serve, vLLM, llama-cpp-python):\n"
 	       "  --url URL            the candidate behind an OpenAI-compatible server instead\n"
 	       "                       of --model (http://HOST:PORT/v1; needs --tokenizer): each\n"
 	       "                       choice scored by one POST URL/completions with the context\n"
 	       "                       + continuation ids, max_tokens 0, echo, logprobs 1 (the sum\n"
 	       "                       of the continuation's token_logprobs: the same quantity\n"
-	       "                       as in process; lm-eval's local-completions)\n"
+	       "                       as in process; lm-eval's local-completions). A server\n"
+	       "                       that refuses token ids (answers the first request\n"
+	       "                       HTTP >= 400) gets string prompts instead: the text of\n"
+	       "                       the ids, max_tokens 1, the continuation split at the\n"
+	       "                       context's end by the echoed tokens' text_offset (else\n"
+	       "                       by count: the echoed prompt must be ctq's context +\n"
+	       "                       continuation tokens); one line says so\n"
 	       "  --ref-url URL        the baseline behind a server instead of --ref-model\n"
 	       "  --served-name NAME   the model name sent to --url (default: the first of\n"
 	       "                       GET URL/models); --ref-served-name for --ref-url\n"
@@ -395,7 +403,17 @@ int ctq_cmd_eval(int argc, char **argv)
 
 	pg.line.on = o.progress || isatty(2);
 	const struct ctq_eval_run_progress rp = {.begin = progress_begin, .step = progress_cb, .ctx = &pg};
-	if ((st = ctq_eval_run_score(&r, &rp, &err)) || (st = ctq_eval_run_summarize(&r, &err)))
+	st = ctq_eval_run_score(&r, &rp, &err);
+	for (int m = 0; m < 2; m++) {
+		const struct ctq_eval_model *em = m ? &r.base : &r.cand;
+		if (em->url && em->remote.learned[0])
+			printf("  %s: %s\n", em->url, em->remote.learned);
+		if (em->url && em->remote.cont_differ)
+			printf("  %s: %zu continuations tokenized otherwise by the server than by ctq's "
+			       "tokenizer (scored by the server's tokens)\n",
+			       em->url, em->remote.cont_differ);
+	}
+	if (st || (st = ctq_eval_run_summarize(&r, &err)))
 		goto out;
 	fputs(ctq_strbuf_str(&r.table), stdout);
 	fflush(stdout);

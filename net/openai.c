@@ -44,8 +44,8 @@ static void json_ids(struct ctq_strbuf *out, const int32_t *ids, size_t n)
 	ctq_strbuf_append(out, "]");
 }
 
-void ctq_openai_stream_body(struct ctq_strbuf *out, const char *model, const int32_t *ids, size_t n,
-			    const char *text, long max_tokens)
+static void completion_body(struct ctq_strbuf *out, const char *model, const int32_t *ids, size_t n,
+			    const char *text)
 {
 	ctq_strbuf_append(out, "{\"model\":");
 	json_str(out, model);
@@ -54,19 +54,32 @@ void ctq_openai_stream_body(struct ctq_strbuf *out, const char *model, const int
 		json_str(out, text);
 	else
 		json_ids(out, ids, n);
-	ctq_strbuf_printf(out,
-			  ",\"max_tokens\":%ld,\"temperature\":0,\"ignore_eos\":true,\"stream\":true,"
-			  "\"stream_options\":{\"include_usage\":true}}",
-			  max_tokens);
 }
 
-void ctq_openai_echo_body(struct ctq_strbuf *out, const char *model, const int32_t *ids, size_t n)
+void ctq_openai_stream_body(struct ctq_strbuf *out, const char *model, const int32_t *ids, size_t n,
+			    const char *text, long max_tokens, bool ignore_eos)
 {
-	ctq_strbuf_append(out, "{\"model\":");
-	json_str(out, model);
-	ctq_strbuf_append(out, ",\"prompt\":");
-	json_ids(out, ids, n);
-	ctq_strbuf_append(out, ",\"max_tokens\":0,\"echo\":true,\"logprobs\":1,\"temperature\":0}");
+	completion_body(out, model, ids, n, text);
+	ctq_strbuf_printf(out,
+			  ",\"max_tokens\":%ld,\"temperature\":0%s,\"stream\":true,"
+			  "\"stream_options\":{\"include_usage\":true}}",
+			  max_tokens, ignore_eos ? ",\"ignore_eos\":true" : "");
+}
+
+void ctq_openai_probe_body(struct ctq_strbuf *out, const char *model, const int32_t *ids, size_t n,
+			   const char *text, bool ignore_eos)
+{
+	completion_body(out, model, ids, n, text);
+	ctq_strbuf_printf(out, ",\"max_tokens\":1,\"temperature\":0%s}",
+			  ignore_eos ? ",\"ignore_eos\":true" : "");
+}
+
+void ctq_openai_echo_body(struct ctq_strbuf *out, const char *model, const int32_t *ids, size_t n,
+			  const char *text)
+{
+	completion_body(out, model, ids, n, text);
+	ctq_strbuf_printf(out, ",\"max_tokens\":%d,\"echo\":true,\"logprobs\":1,\"temperature\":0}",
+			  text ? 1 : 0);
 }
 
 static long count_of(const cJSON *v)
@@ -120,6 +133,7 @@ enum ctq_status ctq_openai_chunk_parse(const char *data, size_t len, struct ctq_
 			ctq_strbuf_append(text, t->valuestring);
 		const cJSON *fr = ctq_json_get(c0, "finish_reason");
 		c->finished = fr && !cJSON_IsNull(fr);
+		c->stopped = cJSON_IsString(fr) && !strcmp(fr->valuestring, "stop");
 	}
 	if (cJSON_IsObject(u)) {
 		c->usage_completion = count_of(ctq_json_get(u, "completion_tokens"));
@@ -129,6 +143,37 @@ enum ctq_status ctq_openai_chunk_parse(const char *data, size_t len, struct ctq_
 	return CTQ_OK;
 }
 
+/* *sum = tl[from .. end), each a plausible log-probability. */
+static enum ctq_status sum_logprobs(const cJSON *tl, size_t from, size_t end, double *sum, const char *path,
+				    struct ctq_error *err)
+{
+	double s = 0;
+	for (size_t i = from; i < end; i++) {
+		const cJSON *v = cJSON_GetArrayItem(tl, (int)i);
+		if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+			return ctq_error_set(
+				err, CTQ_ERR_PARSE, path,
+				"choices[0].logprobs.token_logprobs[%zu] is %s; expected a finite number", i,
+				cJSON_IsNumber(v) ? "not finite" : ctq_json_type_name(v));
+		if (v->valuedouble > CTQ_OPENAI_LOGPROB_MAX || v->valuedouble < CTQ_OPENAI_LOGPROB_MIN)
+			return ctq_error_set(
+				err, CTQ_ERR_PARSE, path,
+				"choices[0].logprobs.token_logprobs[%zu] is %.17g: not a "
+				"log-probability (expected one in [%g, %g]: <= 0 but for rounding, "
+				"and no lower than vLLM's -9999 for -inf)",
+				i, v->valuedouble, CTQ_OPENAI_LOGPROB_MIN, CTQ_OPENAI_LOGPROB_MAX);
+		s += v->valuedouble;
+	}
+	*sum = s;
+	return CTQ_OK;
+}
+
+static const cJSON *choice_logprobs(const cJSON *root)
+{
+	const cJSON *ch = ctq_json_get(root, "choices");
+	return ctq_json_get(cJSON_IsArray(ch) ? cJSON_GetArrayItem(ch, 0) : NULL, "logprobs");
+}
+
 enum ctq_status ctq_openai_echo_logprobs(const char *body, size_t len, size_t prompt_n, size_t from,
 					 size_t n, double *sum, const char *path, struct ctq_error *err)
 {
@@ -136,10 +181,7 @@ enum ctq_status ctq_openai_echo_logprobs(const char *body, size_t len, size_t pr
 	enum ctq_status st = ctq_json_parse(body, len, path, NULL, &root, err);
 	if (st)
 		return st;
-	const cJSON *ch = ctq_json_get(root, "choices");
-	const cJSON *tl = ctq_json_get(ctq_json_get(cJSON_IsArray(ch) ? cJSON_GetArrayItem(ch, 0) : NULL,
-						    "logprobs"),
-				       "token_logprobs");
+	const cJSON *tl = ctq_json_get(choice_logprobs(root), "token_logprobs");
 	size_t have = cJSON_IsArray(tl) ? (size_t)cJSON_GetArraySize(tl) : 0;
 	if (!cJSON_IsArray(tl))
 		st = ctq_error_set(err, CTQ_ERR_PARSE, path,
@@ -150,27 +192,92 @@ enum ctq_status ctq_openai_echo_logprobs(const char *body, size_t len, size_t pr
 				   "choices[0].logprobs.token_logprobs has %zu entries for a prompt of %zu "
 				   "tokens (the prompt was not echoed)",
 				   have, prompt_n);
-	double s = 0;
-	for (size_t i = from; i < from + n && !st; i++) {
-		const cJSON *v = cJSON_GetArrayItem(tl, (int)i);
-		if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-			st = ctq_error_set(
-				err, CTQ_ERR_PARSE, path,
-				"choices[0].logprobs.token_logprobs[%zu] is %s; expected a finite number", i,
-				cJSON_IsNumber(v) ? "not finite" : ctq_json_type_name(v));
-		else if (v->valuedouble > CTQ_OPENAI_LOGPROB_MAX || v->valuedouble < CTQ_OPENAI_LOGPROB_MIN)
-			st = ctq_error_set(
-				err, CTQ_ERR_PARSE, path,
-				"choices[0].logprobs.token_logprobs[%zu] is %.17g: not a "
-				"log-probability (expected one in [%g, %g]: <= 0 but for rounding, "
-				"and no lower than vLLM's -9999 for -inf)",
-				i, v->valuedouble, CTQ_OPENAI_LOGPROB_MIN, CTQ_OPENAI_LOGPROB_MAX);
-		else
-			s += v->valuedouble;
-	}
-	cJSON_Delete(root);
 	if (!st)
-		*sum = s;
+		st = sum_logprobs(tl, from, from + n, sum, path, err);
+	cJSON_Delete(root);
+	return st;
+}
+
+/* Whether offs (n offsets) is a non-decreasing array of counts. */
+static bool offsets_ok(const cJSON *offs, size_t n)
+{
+	double prev = 0;
+	for (size_t i = 0; i < n; i++) {
+		const cJSON *v = cJSON_GetArrayItem(offs, (int)i);
+		if (!cJSON_IsNumber(v) || v->valuedouble < prev || v->valuedouble > 1e15)
+			return false;
+		prev = v->valuedouble;
+	}
+	return true;
+}
+
+/* The echoed range [from, end) of tokens from the one at offset ctx to the
+ * last before offset prompt; false when no token starts at ctx. */
+static bool split_by_offset(const cJSON *offs, size_t n, size_t ctx, size_t prompt, size_t *from, size_t *end)
+{
+	size_t k = 0;
+	while (k < n && cJSON_GetArrayItem(offs, (int)k)->valuedouble < (double)ctx)
+		k++;
+	if (k == n || cJSON_GetArrayItem(offs, (int)k)->valuedouble != (double)ctx)
+		return false;
+	size_t e = k;
+	while (e < n && cJSON_GetArrayItem(offs, (int)e)->valuedouble < (double)prompt)
+		e++;
+	*from = k, *end = e;
+	return e > k;
+}
+
+enum ctq_status ctq_openai_echo_text_logprobs(const char *body, size_t len, const struct ctq_openai_text_split *sp,
+					      double *sum, size_t *n_scored, const char *path,
+					      struct ctq_error *err)
+{
+	cJSON *root = NULL;
+	enum ctq_status st = ctq_json_parse(body, len, path, NULL, &root, err);
+	if (st)
+		return st;
+	const cJSON *lp = choice_logprobs(root);
+	const cJSON *tl = ctq_json_get(lp, "token_logprobs"), *offs = ctq_json_get(lp, "text_offset");
+	const size_t have = cJSON_IsArray(tl) ? (size_t)cJSON_GetArraySize(tl) : 0;
+	const long gen = count_of(ctq_json_get(ctq_json_get(root, "usage"), "completion_tokens"));
+	size_t from = 0, end = 0;
+	if (!have) {
+		st = ctq_error_set(err, CTQ_ERR_PARSE, path,
+				   "the server does not echo prompt log-probabilities: the answer to echo with "
+				   "logprobs has no choices[0].logprobs.token_logprobs%s (lm-eval's "
+				   "local-completions needs them)",
+				   cJSON_IsArray(tl) ? " entries" : " array");
+	} else if (cJSON_IsArray(offs) && (size_t)cJSON_GetArraySize(offs) == have) {
+		if (!offsets_ok(offs, have))
+			st = ctq_error_set(err, CTQ_ERR_PARSE, path,
+					   "choices[0].logprobs.text_offset is not a non-decreasing list of offsets");
+		else if (!split_by_offset(offs, have, sp->ctx_chars, sp->prompt_chars, &from, &end) &&
+			 !split_by_offset(offs, have, sp->ctx_bytes, sp->prompt_bytes, &from, &end))
+			st = ctq_error_set(
+				err, CTQ_ERR_PARSE, path,
+				"no echoed token starts at the context's end (character %zu of %zu, by "
+				"choices[0].logprobs.text_offset): the server's tokens do not split at the "
+				"context, or it does not echo the prompt, so the continuation's "
+				"log-probabilities cannot be checked",
+				sp->ctx_chars, sp->prompt_chars);
+	} else if (gen < 0 || (size_t)gen > have) {
+		st = ctq_error_set(err, CTQ_ERR_PARSE, path,
+				   "the answer has neither choices[0].logprobs.text_offset nor a "
+				   "usage.completion_tokens that tells the echoed prompt from generated "
+				   "tokens: the split at the context cannot be checked");
+	} else if (have - (size_t)gen != sp->n_ctx + sp->n_cont) {
+		st = ctq_error_set(err, CTQ_ERR_PARSE, path,
+				   "the server echoed %zu prompt tokens where ctq's tokenizer makes %zu (context) "
+				   "+ %zu (continuation), and gave no text_offset: its tokenization differs, or "
+				   "it does not echo the prompt, so the split at the context cannot be checked",
+				   have - (size_t)gen, sp->n_ctx, sp->n_cont);
+	} else {
+		from = sp->n_ctx, end = sp->n_ctx + sp->n_cont;
+	}
+	if (!st)
+		st = sum_logprobs(tl, from, end, sum, path, err);
+	if (!st)
+		*n_scored = end - from;
+	cJSON_Delete(root);
 	return st;
 }
 
@@ -183,6 +290,8 @@ void ctq_openai_error_reason(struct ctq_http_req *r)
 		return;
 	const cJSON *e = ctq_json_get(root, "error");
 	const cJSON *m = cJSON_IsObject(e) ? ctq_json_get(e, "message") : e;
+	if (!e) /* FastAPI's own errors (transformers serve): {"detail": "..."} */
+		m = ctq_json_get(root, "detail");
 	if (cJSON_IsString(m))
 		snprintf(r->reason, sizeof r->reason, "HTTP %ld: %s", r->status, m->valuestring);
 	for (char *c = r->reason; *c; c++) /* one line, as ctq_http_req_fail's */

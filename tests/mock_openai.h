@@ -26,11 +26,31 @@
  *   badlp     as echo, the prompt's last token's log-probability replaced
  *             by the text in bad_logprob (a JSON number)
  *   big       a 200 JSON answer of big_bytes bytes (Content-Length given)
+ * Servers that are not vLLM (each refusal counted in refused):
+ *   llamacpp  llama-cpp-python's server: a token-id prompt is HTTP 500
+ *             (pydantic's "Input should be a valid string"); ignore_eos is
+ *             taken and ignored; streams have no usage, end on a
+ *             finish_reason and [DONE], and every second stream stops
+ *             early (two tokens fewer, finish_reason "stop", as at EOS);
+ *             echo of a string prompt: its tokens (the test's tokenizer,
+ *             tok), text_offset, the table's log-probabilities and one
+ *             generated token
+ *   tfserve   transformers serve: a field it does not know (ignore_eos)
+ *             is 422 {"detail": ...}, a prompt that is not a string 400
+ *             {"detail": "prompt must be a string."}; streams end with a
+ *             chunk holding the finish_reason and usage, no [DONE]; echo
+ *             and logprobs are ignored (no logprobs in the answer)
+ *   textecho  refuses token-id prompts (400, OpenAI's error JSON); echo of
+ *             a string prompt as llamacpp's without text_offset / tokens
+ *             (the client splits by count, with usage)
+ *   noeos     refuses ignore_eos (400), takes token ids; streams as normal
  * GET .../v1/models lists one model, "mock-model". Every completions body
  * is checked for the fields the client must send (an echo body: echo,
- * logprobs, max_tokens 0, token ids; any other: stream, include_usage,
- * ignore_eos); a body that lacks one is answered 400 and counted in
- * bad_bodies. An echo body sent to a stream mode gets that mode's answer. */
+ * logprobs, max_tokens 0 with token ids or 1 with a string; a stream body:
+ * stream, include_usage, and for the vLLM-like modes above ignore_eos); a
+ * body that lacks one is answered 400 and counted in bad_bodies. A probe
+ * (neither stream nor echo) gets a one-token answer. An echo body sent to
+ * a stream mode gets that mode's answer. */
 #ifndef CTQ_TESTS_MOCK_OPENAI_H
 #define CTQ_TESTS_MOCK_OPENAI_H
 
@@ -46,6 +66,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "text/tokenizer.h"
+
 struct mock_openai {
 	struct MHD_Daemon *d;
 	int port;
@@ -56,6 +78,10 @@ struct mock_openai {
 	char first_body[8192]; /* the first completions body received */
 	char bad_logprob[40];  /* badlp's value, as JSON */
 	size_t big_bytes;      /* big's answer size */
+	int refused;           /* requests a non-vLLM mode refused as that server does */
+	int streams;           /* stream requests of the non-vLLM modes */
+	int with_eos, with_ids; /* completions bodies carrying ignore_eos / a token-id prompt */
+	const struct ctq_tokenizer *tok; /* borrowed: tokenizes string prompts to echo */
 };
 
 /* The fixed table of the echo mode: a log-probability from the previous
@@ -86,6 +112,10 @@ enum mock_mode {
 	MOCK_KEEPALIVE,
 	MOCK_BADLP,
 	MOCK_BIG,
+	MOCK_LLAMACPP,
+	MOCK_TFSERVE,
+	MOCK_TEXTECHO,
+	MOCK_NOEOS,
 	MOCK_UNKNOWN
 };
 
@@ -93,7 +123,8 @@ static inline enum mock_mode mock_mode_of(const char *url)
 {
 	static const char *const names[] = {"normal", "nousage",   "short", "http500",   "errevent",
 					    "drop",   "stall",     "echo",  "earlydone", "cut",
-					    "nodone", "keepalive", "badlp", "big"};
+					    "nodone", "keepalive", "badlp", "big",       "llamacpp",
+					    "tfserve", "textecho", "noeos"};
 	for (int i = 0; i < MOCK_UNKNOWN; i++) {
 		size_t n = strlen(names[i]);
 		if (url[0] == '/' && !strncmp(url + 1, names[i], n) && url[n + 1] == '/')
@@ -110,6 +141,7 @@ struct mock_stream {
 	char buf[1024];
 	size_t len, off;
 	bool split; /* the second half of an event is pending */
+	bool early; /* llamacpp: this stream stops early at "EOS" */
 };
 
 static ssize_t mock_reader(void *cls, uint64_t pos, char *out, size_t max)
@@ -129,12 +161,13 @@ static ssize_t mock_reader(void *cls, uint64_t pos, char *out, size_t max)
 		return (ssize_t)n;
 	}
 	s->off = s->len = 0;
-	long limit = s->mode == MOCK_SHORT                         ? s->n - 2
+	long limit = s->mode == MOCK_SHORT || s->early             ? s->n - 2
 		     : s->mode == MOCK_DROP || s->mode == MOCK_CUT ? 3
 		     : s->mode == MOCK_EARLYDONE                   ? 1
 								   : s->n;
-	/* Whether the last token carries its finish_reason. */
-	const bool finish = s->mode != MOCK_EARLYDONE && s->mode != MOCK_CUT;
+	/* Whether the last token carries its finish_reason (transformers
+	 * serve sends it in a chunk of its own, with usage). */
+	const bool finish = s->mode != MOCK_EARLYDONE && s->mode != MOCK_CUT && s->mode != MOCK_TFSERVE;
 	if (s->stage == 0 && (s->mode == MOCK_STALL || s->mode == MOCK_ERREVENT) &&
 	    (s->i == 1 || s->n == 0)) {
 		if (s->mode == MOCK_ERREVENT) {
@@ -149,7 +182,7 @@ static ssize_t mock_reader(void *cls, uint64_t pos, char *out, size_t max)
 	}
 	if (s->stage == 0 && s->i < limit) {
 		mock_sleep_ms(s->i == 0 ? s->m->first_ms : s->m->gap_ms);
-		const char *fr = s->i + 1 == limit && finish ? "\"length\"" : "null";
+		const char *fr = s->i + 1 == limit && finish ? s->early ? "\"stop\"" : "\"length\"" : "null";
 		if (s->mode == MOCK_KEEPALIVE)
 			s->len = (size_t)snprintf(
 				s->buf, sizeof s->buf,
@@ -176,7 +209,18 @@ static ssize_t mock_reader(void *cls, uint64_t pos, char *out, size_t max)
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 		if (s->mode == MOCK_CUT)
 			return MHD_CONTENT_READER_END_OF_STREAM;
-		s->stage = s->mode == MOCK_NOUSAGE || s->mode == MOCK_EARLYDONE ? 2 : 1;
+		s->stage = s->mode == MOCK_NOUSAGE || s->mode == MOCK_EARLYDONE || s->mode == MOCK_LLAMACPP ? 2 : 1;
+		if (s->mode == MOCK_TFSERVE) {
+			s->len = (size_t)snprintf(
+				s->buf, sizeof s->buf,
+				"data: {\"id\":\"req-1\",\"object\":\"text_completion\",\"created\":1,"
+				"\"model\":\"mock-model\",\"choices\":[{\"text\":\"\",\"index\":0,"
+				"\"finish_reason\":\"length\"}],\"usage\":{\"completion_tokens\":%ld,"
+				"\"prompt_tokens\":1,\"total_tokens\":%ld}}\n\n",
+				limit, limit + 1);
+			s->stage = 3;
+			return mock_reader(cls, pos, out, max);
+		}
 	}
 	if (s->stage == 1) {
 		s->len = (size_t)snprintf(s->buf, sizeof s->buf,
@@ -233,6 +277,79 @@ static enum MHD_Result mock_echo(struct MHD_Connection *c, const cJSON *prompt, 
 	return r;
 }
 
+/* The echo of a string prompt (llamacpp, textecho): its tokens by m->tok,
+ * the table's log-probabilities (the first null), then one generated
+ * token; text_offset and tokens when offsets. */
+static enum MHD_Result mock_echo_text(struct MHD_Connection *c, const struct mock_openai *m, const char *prompt,
+				      bool offsets)
+{
+	int32_t *ids = NULL;
+	size_t n = 0;
+	if (!m->tok || ctq_tokenizer_encode(m->tok, prompt, strlen(prompt), false, &ids, &n, NULL) || !n) {
+		free(ids);
+		return mock_send(c, 500, "application/json", "{\"error\":{\"message\":\"mock: no tokenizer\"}}");
+	}
+	struct ctq_strbuf b, toks, offs;
+	ctq_strbuf_init(&b), ctq_strbuf_init(&toks), ctq_strbuf_init(&offs);
+	ctq_strbuf_append(&b, "{\"id\":\"cmpl-t\",\"object\":\"text_completion\",\"created\":1,\"model\":"
+			      "\"mock-model\",\"choices\":[{\"index\":0,\"text\":\"\",\"logprobs\":{"
+			      "\"token_logprobs\":[null");
+	size_t chars = 0;
+	for (size_t i = 0; i <= n; i++) {
+		/* token n is the generated one: the last prompt token again */
+		const int32_t tok = i < n ? ids[i] : ids[n - 1];
+		if (i)
+			ctq_strbuf_printf(&b, ",%.17g", mock_logprob(i < n ? ids[i - 1] : ids[n - 1], tok));
+		char *t = NULL;
+		size_t tl = 0;
+		ctq_tokenizer_decode(m->tok, &tok, 1, false, &t, &tl, NULL);
+		ctq_strbuf_printf(&offs, i ? ",%zu" : "%zu", chars);
+		ctq_strbuf_append(&toks, i ? ",\"" : "\"");
+		for (size_t k = 0; t && k < tl; k++) {
+			chars += ((unsigned char)t[k] & 0xC0) != 0x80;
+			if (t[k] == '"' || t[k] == '\\')
+				ctq_strbuf_appendn(&toks, "\\", 1);
+			if ((unsigned char)t[k] >= 0x20)
+				ctq_strbuf_appendn(&toks, t + k, 1);
+		}
+		ctq_strbuf_append(&toks, "\"");
+		free(t);
+	}
+	ctq_strbuf_append(&b, "]");
+	if (offsets)
+		ctq_strbuf_printf(&b, ",\"text_offset\":[%s],\"tokens\":[%s]", ctq_strbuf_str(&offs),
+				  ctq_strbuf_str(&toks));
+	ctq_strbuf_printf(&b, "},\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":%zu,"
+			      "\"completion_tokens\":1,\"total_tokens\":%zu}}", n, n + 1);
+	enum MHD_Result r = mock_send(c, 200, "application/json", ctq_strbuf_str(&b));
+	ctq_strbuf_free(&b), ctq_strbuf_free(&toks), ctq_strbuf_free(&offs);
+	free(ids);
+	return r;
+}
+
+/* The non-vLLM modes' refusals: NULL when the body is taken, else the
+ * answer (*code set). */
+static const char *mock_refusal(const cJSON *j, enum mock_mode mode, unsigned *code)
+{
+	const bool ids = cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "prompt"));
+	const bool eos = cJSON_GetObjectItemCaseSensitive(j, "ignore_eos") != NULL;
+	if (mode == MOCK_TFSERVE && eos)
+		return *code = 422, "{\"detail\":\"Unexpected fields in the request: {'ignore_eos'}\"}";
+	if (mode == MOCK_TFSERVE && ids)
+		return *code = 400, "{\"detail\":\"prompt must be a string.\"}";
+	if (mode == MOCK_LLAMACPP && ids)
+		return *code = 500, "{\"error\":{\"message\":\"[{'type': 'string_type', 'loc': ('body', "
+				    "'prompt', 'str'), 'msg': 'Input should be a valid string'}]\",\"type\":"
+				    "\"internal_server_error\",\"param\":null,\"code\":null}}";
+	if (mode == MOCK_TEXTECHO && ids)
+		return *code = 400, "{\"error\":{\"message\":\"token-id prompts are not supported\",\"type\":"
+				    "\"invalid_request_error\",\"code\":400}}";
+	if (mode == MOCK_NOEOS && eos)
+		return *code = 400, "{\"error\":{\"message\":\"unknown field ignore_eos\",\"type\":"
+				    "\"invalid_request_error\",\"code\":400}}";
+	return NULL;
+}
+
 /* Whether a completions body has what the client must send. */
 static bool mock_body_ok(const cJSON *j, enum mock_mode mode)
 {
@@ -243,15 +360,18 @@ static bool mock_body_ok(const cJSON *j, enum mock_mode mode)
 	    !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(j, "temperature")))
 		return false;
 	const bool echo = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "echo"));
+	const bool stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "stream"));
+	const double max_tokens = cJSON_GetObjectItemCaseSensitive(j, "max_tokens")->valuedouble;
 	if ((mode == MOCK_ECHO || mode == MOCK_BADLP) && !echo)
-		return false;
+		return !stream && max_tokens == 1; /* a probe */
 	if (echo)
-		return cJSON_IsArray(p) &&
-		       cJSON_GetObjectItemCaseSensitive(j, "logprobs") &&
-		       cJSON_GetObjectItemCaseSensitive(j, "max_tokens")->valuedouble == 0;
+		return cJSON_GetObjectItemCaseSensitive(j, "logprobs") &&
+		       (cJSON_IsArray(p) ? max_tokens == 0 : max_tokens == 1);
+	if (!stream)
+		return max_tokens == 1; /* a probe */
+	const bool vllm_like = mode < MOCK_LLAMACPP;
 	const cJSON *so = cJSON_GetObjectItemCaseSensitive(j, "stream_options");
-	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "stream")) &&
-	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "ignore_eos")) &&
+	return (!vllm_like || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "ignore_eos"))) &&
 	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(so, "include_usage"));
 }
 
@@ -307,14 +427,40 @@ static enum MHD_Result mock_handler(void *cls, struct MHD_Connection *c, const c
 		snprintf(m->first_body, sizeof m->first_body, "%s", mc->body);
 	bool ok = j && mock_body_ok(j, mode);
 	m->bad_bodies += !ok;
+	unsigned code = 0;
+	const char *refusal = ok ? mock_refusal(j, mode, &code) : NULL;
+	m->refused += refusal != NULL;
+	const bool stream = j && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "stream"));
+	const bool echo = j && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "echo"));
+	const bool early = ok && !refusal && stream && mode == MOCK_LLAMACPP && (m->streams % 2);
+	m->streams += ok && !refusal && stream && mode >= MOCK_LLAMACPP;
+	m->with_eos += j && cJSON_GetObjectItemCaseSensitive(j, "ignore_eos") != NULL;
+	m->with_ids += j && cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "prompt"));
 	pthread_mutex_unlock(&m->mu);
 	enum MHD_Result ret;
+	const cJSON *prompt = j ? cJSON_GetObjectItemCaseSensitive(j, "prompt") : NULL;
 	if (!ok)
 		ret = mock_send(c, 400, "application/json",
 				"{\"error\":{\"message\":\"a field is missing\",\"type\":\"invalid_request_error\",\"code\":400}}");
+	else if (refusal)
+		ret = mock_send(c, code, "application/json", refusal);
 	else if (mode == MOCK_HTTP500)
 		ret = mock_send(c, 500, "application/json",
 				"{\"error\":{\"message\":\"mock failure\",\"type\":\"InternalServerError\",\"param\":null,\"code\":500}}");
+	else if (echo && (mode == MOCK_LLAMACPP || mode == MOCK_TEXTECHO))
+		ret = mock_echo_text(c, m, prompt->valuestring, mode == MOCK_LLAMACPP);
+	else if (!stream && !echo) /* a probe: one token */
+		ret = mock_send(c, 200, "application/json",
+				"{\"id\":\"cmpl-p\",\"object\":\"text_completion\",\"created\":1,\"model\":"
+				"\"mock-model\",\"choices\":[{\"index\":0,\"text\":\" a\",\"logprobs\":null,"
+				"\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":1,"
+				"\"completion_tokens\":1,\"total_tokens\":2}}");
+	else if (echo && mode == MOCK_TFSERVE) /* echo and logprobs ignored */
+		ret = mock_send(c, 200, "application/json",
+				"{\"id\":\"req-1\",\"object\":\"text_completion\",\"created\":1,\"model\":"
+				"\"mock-model\",\"choices\":[{\"text\":\" a\",\"index\":0,\"finish_reason\":"
+				"\"length\"}],\"usage\":{\"completion_tokens\":1,\"prompt_tokens\":1,"
+				"\"total_tokens\":2}}");
 	else if (mode == MOCK_ECHO || mode == MOCK_BADLP)
 		ret = mock_echo(c, cJSON_GetObjectItemCaseSensitive(j, "prompt"),
 				mode == MOCK_BADLP ? m->bad_logprob : NULL);
@@ -328,6 +474,7 @@ static enum MHD_Result mock_handler(void *cls, struct MHD_Connection *c, const c
 		struct mock_stream *s = calloc(1, sizeof *s);
 		s->m = m;
 		s->mode = mode;
+		s->early = early;
 		s->n = (long)cJSON_GetObjectItemCaseSensitive(j, "max_tokens")->valuedouble;
 		struct MHD_Response *r =
 			MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 1024, mock_reader, s, mock_free_stream);

@@ -41,7 +41,9 @@ static void url_of(char *buf, size_t cap, const char *mode)
 	snprintf(buf, cap, "http://127.0.0.1:%d/%s/v1", mock.port, mode);
 }
 
-/* Runs the engine against one mode; s is left for the test to read. */
+/* Runs the engine against one mode with profile vllm (token ids and
+ * ignore_eos, which the vLLM-like modes check); s is left for the test to
+ * read. */
 static void run_mode(struct ctq_bench_http *s, const char *mode, long requests, long conc, long out_len,
 		     double req_timeout, double total_timeout, double rate)
 {
@@ -50,7 +52,8 @@ static void run_mode(struct ctq_bench_http *s, const char *mode, long requests, 
 	struct ctq_bench_http_options o = {.url = url, .model = "mock-model", .tokenizer = TOKENIZER,
 					   .requests = requests, .concurrency = conc, .input_len = 16,
 					   .output_len = out_len, .seed = 7, .rate = rate,
-					   .request_timeout_s = req_timeout, .total_timeout_s = total_timeout};
+					   .profile = CTQ_PROFILE_VLLM, .request_timeout_s = req_timeout,
+					   .total_timeout_s = total_timeout};
 	struct ctq_error err = {0};
 	cr_assert_eq(ctq_bench_http_open(s, &o, &err), CTQ_OK, "%s", err.message);
 	cr_assert_eq(ctq_bench_http_run(s, &err), CTQ_OK, "%s", err.message);
@@ -222,7 +225,7 @@ Test(bench_http, refused_connection, .timeout = 30)
 	snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", port);
 	struct ctq_bench_http_options o = {.url = url, .model = "m", .tokenizer = TOKENIZER, .requests = 5,
 					   .concurrency = 2, .input_len = 4, .output_len = 4, .seed = 1,
-					   .request_timeout_s = 5};
+					   .profile = CTQ_PROFILE_VLLM, .request_timeout_s = 5};
 	struct ctq_bench_http s;
 	struct ctq_error err = {0};
 	double t = ctq_now_s();
@@ -339,12 +342,12 @@ Test(bench_http, command_writes_the_family, .init = start, .fini = stop, .timeou
 	cJSON_Delete(m);
 	/* Every request refused: the server's failure (exit 3), the rows still written. */
 	url_of(url, sizeof url, "http500");
-	cr_expect_eq(bench_serve(url, dir, "--model mock-model --progress"), 3);
+	cr_expect_eq(bench_serve(url, dir, "--model mock-model --progress --server-profile vllm"), 3);
 	cr_expect_eq(csv_count(dir, "status", "error", reason, sizeof reason), 3);
 	cr_expect(strstr(reason, "HTTP 500: mock failure"), "error column: %s", reason);
 	/* Streams cut short: failed requests (exit 1), each reason in the error column. */
 	url_of(url, sizeof url, "earlydone");
-	cr_expect_eq(bench_serve(url, dir, "--model mock-model"), 1);
+	cr_expect_eq(bench_serve(url, dir, "--model mock-model --server-profile vllm"), 1);
 	cr_expect_eq(csv_count(dir, "status", "error", reason, sizeof reason), 3);
 	cr_expect(strstr(reason, "no finish_reason"), "error column: %s", reason);
 	url_of(url, sizeof url, "nodone");
@@ -441,7 +444,7 @@ Test(bench_http, text_prompts, .init = start, .fini = stop, .timeout = 30)
 	url_of(url, sizeof url, "normal");
 	struct ctq_bench_http_options o = {.url = url, .model = "mock-model", .tokenizer = TOKENIZER,
 					   .requests = 2, .concurrency = 2, .input_len = 12, .output_len = 2,
-					   .seed = 5, .prompt_text = true, .request_timeout_s = 10};
+					   .seed = 5, .prompt_format = CTQ_PROMPT_TEXT, .request_timeout_s = 10};
 	struct ctq_bench_http s;
 	struct ctq_error err = {0};
 	cr_assert_eq(ctq_bench_http_open(&s, &o, &err), CTQ_OK, "%s", err.message);
@@ -462,35 +465,257 @@ Test(bench_http, text_prompts, .init = start, .fini = stop, .timeout = 30)
 }
 
 /* A server that refuses (HTTP errors on every request, a refused
- * connection, a refused GET /v1/models) ends the command with exit 3 and
- * one line saying why, whatever the number of requests; the ctq binary
- * runs as a child against the mock of this process. */
+ * connection, a refused GET /v1/models, the auto probe refused in every
+ * form or unanswered) ends the command with exit 3 and one line saying
+ * why, whatever the number of requests; the ctq binary runs as a child
+ * against the mock of this process. */
+struct refusal_case {
+	const char *mode; /* NULL: a closed port */
+	const char *extra;
+	const char *want[2];
+};
+
 Test(bench_http, refusal_is_one_line_exit_3, .init = start, .fini = stop, .timeout = 120)
 {
 	char url[128], dir[64], cmd[1024], out[8192];
 	snprintf(dir, sizeof dir, "/tmp/ctq-test-bench-refuse-%d", (int)getpid());
 	const int closed = mock_closed_port();
 	cr_assert(closed > 0);
-	for (int c = 0; c < 3; c++) {
-		if (c == 0)
-			url_of(url, sizeof url, "http500");
+	const struct refusal_case cases[] = {
+		{"http500", "--model mock-model --server-profile vllm", {"mock failure", "refused every request (40 of 40)"}},
+		{NULL, "--model mock-model --server-profile openai", {"onnect", "refused every request (40 of 40)"}},
+		{NULL, "", {"onnect", "/v1/models"}},
+		{"http500", "--model mock-model", {"mock failure", "refused the probe request in every form"}},
+		{NULL, "--model mock-model", {"onnect", "the probe request got no answer"}},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		if (cases[c].mode)
+			url_of(url, sizeof url, cases[c].mode);
 		else
 			snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", closed);
 		snprintf(
 			cmd, sizeof cmd,
 			"%s bench serve --url %s --tokenizer " TOKENIZER " --requests 40 --concurrency 4 "
 			"--input-len 4 --output-len 2 --request-timeout 5 --out %s --force %s 2>&1 >/dev/null",
-			test_ctq_bin(), url, dir, c == 2 ? "" : "--model mock-model");
+			test_ctq_bin(), url, dir, cases[c].extra);
 		int rc = test_command(cmd, out, sizeof out);
-		cr_expect_eq(rc, 3, "%s: exit %d: %s", url, rc, out);
+		cr_expect_eq(rc, 3, "%s %s: exit %d: %s", url, cases[c].extra, rc, out);
 		int lines = 0;
 		for (const char *p = out; *p; p++)
 			lines += *p == '\n';
 		cr_expect_eq(lines, 1, "%s: %d lines on stderr: %s", url, lines, out);
-		cr_expect(strstr(out, c == 0 ? "mock failure" : "onnect"), "%s: %s", url, out);
-		cr_expect(strstr(out, c == 2 ? "/v1/models" : "refused every request (40 of 40)"), "%s: %s",
-			  url, out);
+		for (int w = 0; w < 2; w++)
+			cr_expect(strstr(out, cases[c].want[w]), "%s %s: \"%s\" lacks \"%s\"", url, cases[c].extra, out,
+				  cases[c].want[w]);
 	}
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	cr_expect_eq(system(cmd), 0);
+}
+
+/* ---- servers that are not vLLM: the profile, the probe, early stops ---- */
+
+static void mock_reset(void)
+{
+	pthread_mutex_lock(&mock.mu);
+	mock.bad_bodies = mock.requests = mock.refused = mock.streams = mock.with_eos = mock.with_ids = 0;
+	mock.first_body[0] = '\0';
+	pthread_mutex_unlock(&mock.mu);
+}
+
+/* Runs the engine with a profile and a prompt format against one mode. */
+static void run_profile(struct ctq_bench_http *s, const char *mode, enum ctq_server_profile profile,
+			enum ctq_prompt_format pf, long requests, long out_len)
+{
+	static char url[128];
+	url_of(url, sizeof url, mode);
+	mock_reset();
+	struct ctq_bench_http_options o = {.url = url, .model = "mock-model", .tokenizer = TOKENIZER,
+					   .requests = requests, .concurrency = requests, .input_len = 12,
+					   .output_len = out_len, .seed = 3, .profile = profile, .prompt_format = pf,
+					   .request_timeout_s = 10};
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_bench_http_open(s, &o, &err), CTQ_OK, "%s: %s", mode, err.message);
+	cr_assert_eq(ctq_bench_http_run(s, &err), CTQ_OK, "%s: %s", mode, err.message);
+}
+
+/* Whether every request body carries ignore_eos / a string prompt. */
+static void expect_bodies(const struct ctq_bench_http *s, const char *id, bool eos, bool text)
+{
+	for (long i = 0; i < s->o.requests; i++) {
+		cJSON *j = cJSON_Parse(s->q[i].body.data);
+		cr_assert(j, "%s request %ld: body %s", id, i, s->q[i].body.data);
+		cr_expect_eq(cJSON_GetObjectItemCaseSensitive(j, "ignore_eos") != NULL, eos,
+			     "%s request %ld: ignore_eos %s: %s", id, i, eos ? "missing" : "sent", s->q[i].body.data);
+		const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "prompt");
+		cr_expect(text ? cJSON_IsString(p) && !strcmp(p->valuestring, s->texts[i]) : cJSON_IsArray(p),
+			  "%s request %ld: prompt %s", id, i, s->q[i].body.data);
+		cJSON_Delete(j);
+	}
+}
+
+struct auto_case {
+	const char *mode;
+	enum ctq_server_profile profile;
+	bool text, eos;
+	const char *learned[2];
+	long early; /* of 4 requests */
+	const char *from;
+};
+
+/* auto: the probe settles on vllm where ids and ignore_eos are taken, and
+ * on openai (text where ids are refused, no ignore_eos) where they are
+ * not, saying what was refused and why; every request is then served,
+ * and llama-cpp-python's early stops are served and counted. */
+Test(bench_http, auto_settles_on_the_profile, .init = start, .fini = stop, .timeout = 60)
+{
+	const long N = 4, OUT = 6;
+	const struct auto_case cases[] = {
+		{"normal", CTQ_PROFILE_VLLM, false, true, {"takes token-id prompts and ignore_eos", "vllm"}, 0, "usage"},
+		{"noeos", CTQ_PROFILE_OPENAI, false, false,
+		 {"refuses ignore_eos (HTTP 400: unknown field ignore_eos)", "sending token-id prompts"}, 0, "usage"},
+		{"llamacpp", CTQ_PROFILE_OPENAI, true, false,
+		 {"refuses token-id prompts (HTTP 500: ", "Input should be a valid string"}, 2, "text re-encoded"},
+		{"tfserve", CTQ_PROFILE_OPENAI, true, false,
+		 {"refuses token-id prompts (HTTP 400: prompt must be a string.)", "sending text without ignore_eos"}, 0,
+		 "usage"},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		const struct auto_case *k = &cases[c];
+		struct ctq_bench_http s;
+		run_profile(&s, k->mode, CTQ_PROFILE_AUTO, CTQ_PROMPT_DEFAULT, N, OUT);
+		cr_expect_eq(s.profile, k->profile, "%s: profile %s", k->mode, ctq_server_profile_name(s.profile));
+		cr_expect_eq(s.prompt_text, k->text, "%s", k->mode);
+		cr_expect_eq(s.ignore_eos, k->eos, "%s", k->mode);
+		for (int w = 0; w < 2; w++)
+			cr_expect(strstr(s.learned, k->learned[w]), "%s: learned \"%s\" lacks \"%s\"", k->mode, s.learned,
+				  k->learned[w]);
+		cr_expect_eq(s.completed, N, "%s: %ld of %ld served; request 0: %s", k->mode, s.completed, N,
+			     s.q[0].reason);
+		cr_expect_eq(mock.bad_bodies, 0, "%s: %s", k->mode, mock.first_body);
+		cr_expect_eq(s.stopped_early, k->early, "%s: %ld stopped early", k->mode, s.stopped_early);
+		for (long i = 0; i < N; i++)
+			if (s.q[i].early)
+				cr_expect_eq(s.q[i].output_tokens, OUT - 2, "%s request %ld", k->mode, i);
+		char from[160];
+		ctq_bench_http_tokens_from(&s, from, sizeof from);
+		cr_expect_str_eq(from, k->from, "%s", k->mode);
+		expect_bodies(&s, k->mode, k->eos, k->text);
+		ctq_bench_http_free(&s);
+	}
+}
+
+struct explicit_case {
+	const char *mode;
+	enum ctq_server_profile profile;
+	enum ctq_prompt_format pf;
+	bool text, eos;
+	long served; /* of 3 */
+};
+
+/* An explicit profile sends what it says without a probe, and an explicit
+ * prompt format wins over the profile's: the mock counts the bodies. */
+Test(bench_http, explicit_profiles_send_what_they_say, .init = start, .fini = stop, .timeout = 60)
+{
+	const long N = 3;
+	const struct explicit_case cases[] = {
+		{"normal", CTQ_PROFILE_VLLM, CTQ_PROMPT_DEFAULT, false, true, N},
+		{"normal", CTQ_PROFILE_VLLM, CTQ_PROMPT_TEXT, true, true, N},
+		{"tfserve", CTQ_PROFILE_OPENAI, CTQ_PROMPT_DEFAULT, true, false, N},
+		{"tfserve", CTQ_PROFILE_VLLM, CTQ_PROMPT_DEFAULT, false, true, 0},
+		{"noeos", CTQ_PROFILE_OPENAI, CTQ_PROMPT_IDS, false, false, N},
+		{"llamacpp", CTQ_PROFILE_OPENAI, CTQ_PROMPT_IDS, false, false, 0},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		const struct explicit_case *k = &cases[c];
+		char id[64];
+		snprintf(id, sizeof id, "%s as %s, format %d", k->mode, ctq_server_profile_name(k->profile), (int)k->pf);
+		struct ctq_bench_http s;
+		run_profile(&s, k->mode, k->profile, k->pf, N, 4);
+		cr_expect_eq(mock.requests, N, "%s: %d requests (a probe was sent?)", id, mock.requests);
+		cr_expect_eq(mock.with_eos, k->eos ? N : 0, "%s: %d bodies with ignore_eos", id, mock.with_eos);
+		cr_expect_eq(mock.with_ids, k->text ? 0 : N, "%s: %d bodies with token ids", id, mock.with_ids);
+		cr_expect_eq(s.completed, k->served, "%s: %ld served; request 0: %s", id, s.completed, s.q[0].reason);
+		cr_expect_eq(s.learned[0], '\0', "%s: no probe, nothing learned", id);
+		expect_bodies(&s, id, k->eos, k->text);
+		ctq_bench_http_free(&s);
+	}
+}
+
+/* Through the command: a run against llama-cpp-python's behaviour exits 0
+ * with every request served, one line saying what the probe learned, and
+ * the summary and the manifest saying that output lengths vary and how many
+ * requests stopped early; one against transformers serve's exits 0 too. */
+Test(bench_http, early_stops_are_said, .init = start, .fini = stop, .timeout = 120)
+{
+	char url[128], dir[64], cmd[1024], out[16384], path[200];
+	snprintf(dir, sizeof dir, "/tmp/ctq-test-bench-early-%d", (int)getpid());
+	static const char *const modes[] = {"llamacpp", "tfserve"};
+	for (int c = 0; c < 2; c++) {
+		mock_reset();
+		url_of(url, sizeof url, modes[c]);
+		snprintf(cmd, sizeof cmd,
+			 "%s bench serve --url %s --tokenizer " TOKENIZER " --requests 4 --concurrency 2 "
+			 "--input-len 8 --output-len 6 --out %s --force 2>&1",
+			 test_ctq_bin(), url, dir);
+		int rc = test_command(cmd, out, sizeof out);
+		cr_expect_eq(rc, 0, "%s: exit %d: %s", modes[c], rc, out);
+		cr_expect(strstr(out, "ctq bench serve: server refuses token-id prompts (HTTP"), "%s: %s", modes[c], out);
+		cr_expect(strstr(out, "profile openai (text prompts, no ignore_eos): output lengths may vary"), "%s: %s",
+			  modes[c], out);
+		cr_expect(strstr(out, c == 0 ? "2 of 4 served requests stopped early" : "0 of 4 served requests stopped early"),
+			  "%s: %s", modes[c], out);
+		cr_expect_eq(csv_count(dir, "status", "ok", NULL, 0), 4, "%s", modes[c]);
+		snprintf(path, sizeof path, "%s/manifest.json", dir);
+		cJSON *m = NULL;
+		struct ctq_error err = {0};
+		cr_assert_eq(ctq_json_load_file(path, 1 << 20, NULL, &m, &err), CTQ_OK, "%s", err.message);
+		const cJSON *sv = ctq_json_get(m, "bench_serve");
+		cr_expect_str_eq(ctq_json_str_at(sv, "server_profile", ""), "openai");
+		cr_expect_str_eq(ctq_json_str_at(sv, "server_profile_asked", ""), "auto");
+		cr_expect_str_eq(ctq_json_str_at(sv, "prompt_format", ""), "text");
+		cr_expect_str_eq(ctq_json_str_at(sv, "output_lengths", ""), "may vary (no ignore_eos)");
+		cr_expect_str_eq(ctq_json_str_at(sv, "output_tokens_from", ""), c == 0 ? "text re-encoded" : "usage");
+		cr_expect(strstr(ctq_json_str_at(sv, "probe", ""), "refuses token-id prompts"), "%s",
+			  ctq_json_str_at(sv, "probe", ""));
+		cr_expect_eq(ctq_json_get(sv, "stopped_early")->valuedouble, c == 0 ? 2 : 0);
+		cr_expect(cJSON_IsFalse(ctq_json_get(sv, "ignore_eos")));
+		cJSON_Delete(m);
+		snprintf(cmd, sizeof cmd, "%s report %s >/dev/null 2>&1", test_ctq_bin(), dir);
+		cr_expect_eq(system(cmd), 0);
+		snprintf(path, sizeof path, "%s/summary.md", dir);
+		cr_expect(file_has(path, "profile openai"), "%s does not name the profile", path);
+		if (c == 0)
+			cr_expect(file_has(path, "2 stopped early"), "%s does not say the early stops", path);
+	}
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
+}
+
+/* auto with an explicit prompt format probes that format only: with and
+ * without ignore_eos; a server that refuses it in both is exit 3's error. */
+Test(bench_http, auto_keeps_an_explicit_prompt_format, .init = start, .fini = stop, .timeout = 60)
+{
+	struct ctq_bench_http s;
+	run_profile(&s, "tfserve", CTQ_PROFILE_AUTO, CTQ_PROMPT_TEXT, 3, 4);
+	cr_expect_eq(s.profile, CTQ_PROFILE_OPENAI);
+	cr_expect(s.prompt_text && !s.ignore_eos);
+	cr_expect(strstr(s.learned, "refuses ignore_eos (HTTP 422: Unexpected fields in the request: {'ignore_eos'})"),
+		  "%s", s.learned);
+	cr_expect_eq(s.completed, 3, "%s", s.q[0].reason);
+	ctq_bench_http_free(&s);
+	run_profile(&s, "normal", CTQ_PROFILE_AUTO, CTQ_PROMPT_TEXT, 3, 4);
+	cr_expect(s.profile == CTQ_PROFILE_VLLM && s.prompt_text && s.ignore_eos, "%s", s.learned);
+	cr_expect_eq(s.completed, 3, "%s", s.q[0].reason);
+	ctq_bench_http_free(&s);
+	static char url[128];
+	url_of(url, sizeof url, "llamacpp");
+	const struct ctq_bench_http_options o = {.url = url, .model = "mock-model", .tokenizer = TOKENIZER,
+						 .requests = 2, .concurrency = 1, .input_len = 8, .output_len = 2,
+						 .seed = 1, .prompt_format = CTQ_PROMPT_IDS, .request_timeout_s = 10};
+	struct ctq_error err = {0};
+	cr_expect_eq(ctq_bench_http_open(&s, &o, &err), CTQ_ERR_ENV);
+	cr_expect(strstr(err.message, "refused the probe request in every form (token ids with and without "
+				      "ignore_eos)") && strstr(err.message, "valid string"),
+		  "%s", err.message);
+	ctq_bench_http_free(&s);
 }

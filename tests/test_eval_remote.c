@@ -16,10 +16,12 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
+#include "core/json.h"
 #include "core/time.h"
 #include "eval/remote.h"
 #include "net/http.h"
 #include "harness/commands.h"
+#include "results/files.h"
 #include "results/table.h"
 #include "tests/mock_openai.h"
 
@@ -102,7 +104,7 @@ Test(eval_remote, scores_are_the_continuation_sums, .init = start, .fini = stop,
 		struct ctq_eval_counters k = {0};
 		struct ctq_error err = {0};
 		progress_calls = progress_last = 0;
-		cr_assert_eq(ctq_eval_remote_score(&o, &p.set, lp, progress, NULL, &k, &err), CTQ_OK, "%s: %s",
+		cr_assert_eq(ctq_eval_remote_score(&o, &p.set, lp, progress, NULL, &k, NULL, &err), CTQ_OK, "%s: %s",
 			     err.path, err.message);
 		cr_expect_eq(mock.bad_bodies, 0, "a body lacked echo / logprobs / max_tokens 0: %s",
 			     mock.first_body);
@@ -171,7 +173,7 @@ Test(eval_remote, failures_stop_with_the_reason, .init = start, .fini = stop, .t
 		double (*lp)[4] = calloc(p.set.n, sizeof *lp);
 		struct ctq_error err = {0};
 		double t = ctq_now_s();
-		enum ctq_status st = ctq_eval_remote_score(&o, &p.set, lp, NULL, NULL, NULL, &err);
+		enum ctq_status st = ctq_eval_remote_score(&o, &p.set, lp, NULL, NULL, NULL, NULL, &err);
 		t = ctq_now_s() - t;
 		cr_expect_eq(st, cases[c].st, "%s: status %d (%s)", url, st, err.message);
 		cr_expect(strstr(err.message, cases[c].want), "%s: \"%s\" lacks \"%s\"", url, err.message,
@@ -257,6 +259,105 @@ Test(eval_remote, command_writes_the_eval_family, .init = start, .fini = stop, .
 		 "eval mmlu --url %s --tokenizer " TOKENIZER " --limit 2 --shots 0 --out %s --force", url,
 		 dir);
 	cr_expect_eq(eval_cmd(args), 2);
+	char cmd[200];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
+}
+
+/* ---- servers that refuse token-id prompts ---- */
+
+struct text_case {
+	const char *mode;
+	enum ctq_status st;
+	const char *want; /* a piece of the learned line, or of the error */
+};
+
+/* Where token ids are refused (llama-cpp-python's 500, a 400), the first
+ * request finds it and every choice goes as text; the continuation's score
+ * is the echoed tokens from the context's end, found by text_offset
+ * (llamacpp) or by count with usage (textecho), and equals the id run's for
+ * every item whose text re-encodes to the same ids. A server that ignores
+ * echo and logprobs (transformers serve) is refused, saying why. */
+Test(eval_remote, string_prompts_where_ids_are_refused, .init = start, .fini = stop, .timeout = 60)
+{
+	const struct text_case cases[] = {
+		{"llamacpp", CTQ_OK, "server refuses token-id prompts (HTTP 500: "},
+		{"textecho", CTQ_OK, "server refuses token-id prompts (HTTP 400: token-id prompts are not supported)"},
+		{"tfserve", CTQ_ERR_PARSE, "server does not echo prompt log-probabilities"},
+	};
+	struct prepared p;
+	prepare(&p, 0, 3);
+	mock.tok = &p.tok;
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		char url[128];
+		url_of(url, sizeof url, cases[c].mode);
+		const struct ctq_eval_remote_options o = {.url = url, .model = "mock-model", .concurrency = 3,
+							  .request_timeout_s = 10, .tok = &p.tok};
+		double (*lp)[4] = calloc(p.set.n, sizeof *lp);
+		struct ctq_eval_remote_info info;
+		struct ctq_error err = {0};
+		enum ctq_status st = ctq_eval_remote_score(&o, &p.set, lp, NULL, NULL, NULL, &info, &err);
+		cr_expect_eq(st, cases[c].st, "%s: status %d (%s)", cases[c].mode, st, err.message);
+		cr_expect(info.text_prompts, "%s: token ids still sent", cases[c].mode);
+		if (st) {
+			cr_expect(strstr(err.message, cases[c].want) && strstr(err.message, "local-completions"),
+				  "%s: \"%s\" lacks \"%s\"", cases[c].mode, err.message, cases[c].want);
+			cr_expect(strstr(err.path, "question"), "%s: path %s", cases[c].mode, err.path);
+			free(lp);
+			continue;
+		}
+		cr_expect(strstr(info.learned, cases[c].want), "%s: learned \"%s\"", cases[c].mode, info.learned);
+		size_t checked = 0;
+		for (size_t i = 0; i < p.set.n; i++) {
+			const struct ctq_eval_item *it = &p.set.items[i];
+			if (it->merged || it->truncated)
+				continue;
+			for (int ch = 0; ch < 4; ch++) {
+				const double want = expected(it, ch);
+				cr_expect(fabs(lp[i][ch] - want) <= 1e-12, "%s item %zu choice %c: %.17g, want %.17g",
+					  cases[c].mode, i, 'A' + ch, lp[i][ch], want);
+			}
+			checked++;
+		}
+		cr_expect(checked > 0, "%s: no item to check", cases[c].mode);
+		cr_expect_eq(info.cont_differ, 0, "%s", cases[c].mode);
+		free(lp);
+	}
+	mock.tok = NULL;
+	prepared_free(&p);
+}
+
+/* Through the command: exit 0 with the learned line and the manifest's
+ * prompt_format against llama-cpp-python's behaviour, exit 2 against a
+ * server that echoes no prompt log-probabilities. */
+Test(eval_remote, command_with_string_prompts, .init = start, .fini = stop, .timeout = 60)
+{
+	struct ctq_tokenizer tok;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_tokenizer_load(&tok, TOKENIZER, &err), CTQ_OK, "%s", err.message);
+	mock.tok = &tok;
+	char url[128], dir[64], args[900], path[200];
+	snprintf(dir, sizeof dir, "/tmp/ctq-test-eval-text-%d", (int)getpid());
+	url_of(url, sizeof url, "llamacpp");
+	snprintf(args, sizeof args,
+		 "eval mmlu --url %s --served-name mock-model --tokenizer " TOKENIZER " --limit 2 --shots 0 --out %s --force",
+		 url, dir);
+	cr_expect_eq(eval_cmd(args), 0);
+	snprintf(path, sizeof path, "%s/manifest.json", dir);
+	cJSON *m = NULL;
+	cr_assert_eq(ctq_json_load_file(path, 1 << 20, NULL, &m, &err), CTQ_OK, "%s", err.message);
+	const cJSON *model = ctq_json_get(ctq_json_get(m, "eval"), "model");
+	cr_expect_str_eq(ctq_json_str_at(model, "prompt_format", ""), "text");
+	cr_expect(strstr(ctq_json_str_at(model, "probe", ""), "refuses token-id prompts"), "%s",
+		  ctq_json_str_at(model, "probe", ""));
+	cJSON_Delete(m);
+	url_of(url, sizeof url, "tfserve");
+	snprintf(args, sizeof args,
+		 "eval mmlu --url %s --served-name mock-model --tokenizer " TOKENIZER " --limit 2 --shots 0 --out %s --force",
+		 url, dir);
+	cr_expect_eq(eval_cmd(args), 2);
+	mock.tok = NULL;
+	ctq_tokenizer_free(&tok);
 	char cmd[200];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	cr_expect_eq(system(cmd), 0);

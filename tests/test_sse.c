@@ -200,7 +200,10 @@ Test(openai, chunks)
 	cr_expect(c.has_choice && !c.finished && !c.done && c.usage_completion == -1);
 	const char *last = "{\"choices\":[{\"text\":\"!\",\"finish_reason\":\"length\"}]}";
 	cr_assert_eq(ctq_openai_chunk_parse(last, strlen(last), &c, &text, NULL), CTQ_OK);
-	cr_expect(c.has_choice && c.finished);
+	cr_expect(c.has_choice && c.finished && !c.stopped);
+	const char *eos = "{\"choices\":[{\"text\":\"\",\"finish_reason\":\"stop\"}]}";
+	cr_assert_eq(ctq_openai_chunk_parse(eos, strlen(eos), &c, NULL, NULL), CTQ_OK);
+	cr_expect(c.has_choice && c.finished && c.stopped, "finish_reason stop: stopped early");
 	const char *chat = "{\"choices\":[{\"delta\":{\"content\":\"?\"}}]}";
 	cr_assert_eq(ctq_openai_chunk_parse(chat, strlen(chat), &c, &text, NULL), CTQ_OK);
 	cr_expect_str_eq(ctq_strbuf_str(&text), " hi!?");
@@ -269,6 +272,56 @@ Test(openai, echo_logprobs)
 	}
 }
 
+/* A string prompt's echo split at the context's end: by text_offset (in
+ * characters, or bytes), else by count with usage; each refusal names why. */
+Test(openai, echo_text_split)
+{
+	/* "ab é|cd": context "ab é" = 4 characters, 5 bytes; tokens "ab", " é", "cd", then one generated. */
+	const char *b = "{\"choices\":[{\"logprobs\":{\"tokens\":[\"ab\",\" \u00e9\",\"cd\",\"!\"],"
+			"\"text_offset\":[0,2,4,6],\"token_logprobs\":[null,-1.5,-0.25,-2.0]}}],"
+			"\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}";
+	const struct ctq_openai_text_split sp = {.ctx_chars = 4, .ctx_bytes = 5, .prompt_chars = 6,
+						 .prompt_bytes = 7, .n_ctx = 2, .n_cont = 1};
+	double s = 0;
+	size_t n = 0;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_openai_echo_text_logprobs(b, strlen(b), &sp, &s, &n, "x", &err), CTQ_OK, "%s", err.message);
+	cr_expect(fabs(s - -0.25) < 1e-15 && n == 1, "%.17g over %zu", s, n);
+	/* Offsets in bytes (5, 7) find the same split. */
+	const char *bb = "{\"choices\":[{\"logprobs\":{\"text_offset\":[0,2,5,7],"
+			 "\"token_logprobs\":[null,-1.5,-0.25,-2.0]}}]}";
+	cr_assert_eq(ctq_openai_echo_text_logprobs(bb, strlen(bb), &sp, &s, &n, "x", &err), CTQ_OK, "%s", err.message);
+	cr_expect(fabs(s - -0.25) < 1e-15 && n == 1);
+	/* No token starts at the context's end: refused. */
+	const char *merged = "{\"choices\":[{\"logprobs\":{\"text_offset\":[0,3,6],"
+			     "\"token_logprobs\":[null,-1.5,-2.0]}}]}";
+	err = (struct ctq_error){0};
+	cr_expect_eq(ctq_openai_echo_text_logprobs(merged, strlen(merged), &sp, &s, &n, "x", &err), CTQ_ERR_PARSE);
+	cr_expect(strstr(err.message, "context's end"), "%s", err.message);
+	/* No offsets: by count, the generated token told apart by usage. */
+	const char *counted = "{\"choices\":[{\"logprobs\":{\"token_logprobs\":[null,-1.5,-0.25,-2.0]}}],"
+			      "\"usage\":{\"completion_tokens\":1}}";
+	cr_assert_eq(ctq_openai_echo_text_logprobs(counted, strlen(counted), &sp, &s, &n, "x", &err), CTQ_OK, "%s",
+		     err.message);
+	cr_expect(fabs(s - -0.25) < 1e-15 && n == 1);
+	const struct ctq_openai_text_split other = {.ctx_chars = 4, .ctx_bytes = 5, .prompt_chars = 6,
+						    .prompt_bytes = 7, .n_ctx = 1, .n_cont = 1};
+	err = (struct ctq_error){0};
+	cr_expect_eq(ctq_openai_echo_text_logprobs(counted, strlen(counted), &other, &s, &n, "x", &err), CTQ_ERR_PARSE);
+	cr_expect(strstr(err.message, "tokenization differs"), "%s", err.message);
+	const char *nousage = "{\"choices\":[{\"logprobs\":{\"token_logprobs\":[null,-1.5,-0.25]}}]}";
+	err = (struct ctq_error){0};
+	cr_expect_eq(ctq_openai_echo_text_logprobs(nousage, strlen(nousage), &sp, &s, &n, "x", &err), CTQ_ERR_PARSE);
+	cr_expect(strstr(err.message, "cannot be checked"), "%s", err.message);
+	/* No echoed log-probabilities at all (transformers serve ignores echo and logprobs). */
+	const char *none = "{\"choices\":[{\"text\":\" a\",\"index\":0}],\"usage\":{\"completion_tokens\":1}}";
+	err = (struct ctq_error){0};
+	cr_expect_eq(ctq_openai_echo_text_logprobs(none, strlen(none), &sp, &s, &n, "x", &err), CTQ_ERR_PARSE);
+	cr_expect(strstr(err.message, "does not echo prompt log-probabilities") &&
+			  strstr(err.message, "local-completions"),
+		  "%s", err.message);
+}
+
 Test(openai, bodies_and_endpoints)
 {
 	char u[256];
@@ -281,22 +334,43 @@ Test(openai, bodies_and_endpoints)
 	struct ctq_strbuf b;
 	ctq_strbuf_init(&b);
 	const int32_t ids[] = {5, 0, 77};
-	ctq_openai_stream_body(&b, "m\"x", ids, 3, NULL, 12);
+	ctq_openai_stream_body(&b, "m\"x", ids, 3, NULL, 12, true);
 	cr_expect_str_eq(ctq_strbuf_str(&b),
 			 "{\"model\":\"m\\\"x\",\"prompt\":[5,0,77],\"max_tokens\":12,\"temperature\":0,"
 			 "\"ignore_eos\":true,\"stream\":true,\"stream_options\":{\"include_usage\":true}}");
 	ctq_strbuf_reset(&b);
-	ctq_openai_stream_body(&b, "m", ids, 3, "a\nb\x01", 1);
+	ctq_openai_stream_body(&b, "m", ids, 3, "a\nb\x01", 1, true);
 	cr_expect(strstr(ctq_strbuf_str(&b), "\"prompt\":\"a\\u000ab\\u0001\""), "%s", b.data);
 	ctq_strbuf_reset(&b);
-	ctq_openai_echo_body(&b, "m", ids, 2);
+	/* The plain OpenAI API: no ignore_eos. */
+	ctq_openai_stream_body(&b, "m", ids, 3, "hi", 4, false);
+	cr_expect_str_eq(ctq_strbuf_str(&b),
+			 "{\"model\":\"m\",\"prompt\":\"hi\",\"max_tokens\":4,\"temperature\":0,\"stream\":true,"
+			 "\"stream_options\":{\"include_usage\":true}}");
+	ctq_strbuf_reset(&b);
+	ctq_openai_probe_body(&b, "m", ids, 3, NULL, true);
+	cr_expect_str_eq(ctq_strbuf_str(&b),
+			 "{\"model\":\"m\",\"prompt\":[5,0,77],\"max_tokens\":1,\"temperature\":0,\"ignore_eos\":true}");
+	ctq_strbuf_reset(&b);
+	ctq_openai_echo_body(&b, "m", ids, 2, NULL);
 	cr_expect_str_eq(ctq_strbuf_str(&b), "{\"model\":\"m\",\"prompt\":[5,0],\"max_tokens\":0,\"echo\":true,"
 					     "\"logprobs\":1,\"temperature\":0}");
+	ctq_strbuf_reset(&b);
+	ctq_openai_echo_body(&b, "m", ids, 2, "Q: x\nAnswer: A");
+	cr_expect_str_eq(ctq_strbuf_str(&b), "{\"model\":\"m\",\"prompt\":\"Q: x\\u000aAnswer: A\",\"max_tokens\":1,"
+					     "\"echo\":true,\"logprobs\":1,\"temperature\":0}");
 	ctq_strbuf_free(&b);
 	struct ctq_http_req r = {.status = 404, .failed = true};
 	ctq_strbuf_init(&r.resp);
 	ctq_strbuf_append(&r.resp, "{\"error\":{\"message\":\"The model `x` does not exist.\",\"code\":404}}");
 	ctq_openai_error_reason(&r);
 	cr_expect_str_eq(r.reason, "HTTP 404: The model `x` does not exist.");
+	/* FastAPI's own error body (transformers serve). */
+	struct ctq_http_req f = {.status = 422, .failed = true};
+	ctq_strbuf_init(&f.resp);
+	ctq_strbuf_append(&f.resp, "{\"detail\":\"Unexpected fields in the request: {'ignore_eos'}\"}");
+	ctq_openai_error_reason(&f);
+	cr_expect_str_eq(f.reason, "HTTP 422: Unexpected fields in the request: {'ignore_eos'}");
+	ctq_http_req_free(&f);
 	ctq_http_req_free(&r);
 }
