@@ -320,7 +320,10 @@ bool ctq_compare_busy_host(const cJSON *m, const struct ctq_compare_policy *p, c
 	const cJSON *h = ctq_json_get(m, "host_load");
 	const cJSON *o = ctq_json_get(h, "other_cpu_fraction"), *s = ctq_json_get(h, "steal_fraction");
 	const cJSON *w = ctq_json_get(h, "wall_s"), *n = ctq_json_get(h, "cpus");
-	if (!cJSON_IsNumber(w) || !cJSON_IsNumber(n) || w->valuedouble * n->valuedouble < 1)
+	/* 25 ticks of /proc/stat (USER_HZ 100) at least: each share known to
+	 * about 4%, against limits of 25% (a default-plan run on 2 CPUs is
+	 * 0.3-0.6 s, 0.6-1.2 CPU-seconds) */
+	if (!cJSON_IsNumber(w) || !cJSON_IsNumber(n) || w->valuedouble * n->valuedouble < 0.25)
 		return false;
 	double mo = p->v[CTQ_POL_TIMING_BUSY_OTHER_CPU], ms = p->v[CTQ_POL_TIMING_BUSY_STEAL];
 	if (cJSON_IsNumber(o) && o->valuedouble > mo) {

@@ -109,7 +109,7 @@ enum ctq_status ctq_compare_timing_run(const double *base, size_t nb, const doub
 /* Whether the run whose manifest is m ran on a busy host: its host_load
  * (results/env.h) says other processes took more than timing.busy_other_cpu
  * of the host's CPU time, or steal more than timing.busy_steal, over at
- * least one CPU-second (fewer ticks of /proc/stat cannot tell). why (cap
+ * least 0.25 CPU-seconds (fewer ticks of /proc/stat cannot tell). why (cap
  * bytes) then says so. A manifest without host_load is not busy. */
 bool ctq_compare_busy_host(const cJSON *m, const struct ctq_compare_policy *p, char *why,
 			   size_t cap);
