@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "core/fileio.h"
 #include "core/json.h"
 
 void ctq_target_init(struct ctq_target *t)
@@ -23,6 +24,10 @@ enum ctq_status ctq_target_load_config(const char *path, const struct ctq_parse_
 		if (!arch || !layers)
 			return ctq_error_set(err, CTQ_ERR_USAGE, "--arch/--layers",
 					     "give both --arch and --layers, or neither");
+		const char *slash = strrchr(path, '/');
+		const char *file = ctq_path_is_dir(path) ? "config.json" : slash ? slash + 1 : path;
+		if ((st = ctq_modules_check_arch(cfg->raw, arch, "--arch", file, err)))
+			return st;
 		return ctq_modules_from_arch(mods, arch, (int)layers, prefix, err);
 	}
 	const cJSON *tc = ctq_json_get(cfg->raw, "text_config");

@@ -755,6 +755,10 @@ static enum ctq_status build_modules(const struct ctq_case *c, const cJSON *conf
 		return ctq_modules_finish(mods, err);
 	}
 	if (c->model) {
+		enum ctq_status cst = ctq_modules_check_arch(config, ctq_json_get(c->model, "arch")->valuestring,
+							    "model.arch", "config", err);
+		if (cst)
+			return cst;
 		cJSON *m = cJSON_Duplicate(c->model, 1);
 		if (!m)
 			return ctq_error_set(err, CTQ_ERR_NOMEM, c->id, "out of memory");

@@ -145,6 +145,30 @@ const char *ctq_arch_normalise(const char *t)
 	return NULL;
 }
 
+enum ctq_status ctq_modules_check_arch(const cJSON *config, const char *arch,
+				       const char *flag, const char *file,
+				       struct ctq_error *err)
+{
+	const char *where = "";
+	const cJSON *mt = ctq_json_get(ctq_hf_config_text(config, &where), "model_type");
+	if (!cJSON_IsString(mt)) {
+		where = "";
+		mt = ctq_json_get(config, "model_type");
+	}
+	if (!cJSON_IsString(mt) || !arch)
+		return CTQ_OK;
+	const char *want = ctq_arch_normalise(mt->valuestring), *got = ctq_arch_normalise(arch);
+	/* vLLM's MistralForCausalLM is a LlamaForCausalLM (docs/semantics.md). */
+	if (!want && !strcmp(mt->valuestring, "mistral"))
+		want = "llama";
+	if (want && got && !strcmp(want, got))
+		return CTQ_OK;
+	char p[CTQ_PATH_MAX];
+	ctq_json_path_key(p, sizeof p, where, "model_type");
+	return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, p, "%s %s contradicts %s's model_type \"%s\"",
+			     flag, arch, file, mt->valuestring);
+}
+
 /* Adds the module named nm (NULL: its name ran out of memory) to m's
  * modules, or to its aux list. */
 static enum ctq_status add_named(struct ctq_modules *m, const char *nm, bool aux,

@@ -140,4 +140,15 @@ long ctq_modules_find(const struct ctq_modules *m, const char *name);
 /* Maps a model_type or architectures[0] to qwen3/qwen2/llama; NULL if not. */
 const char *ctq_arch_normalise(const char *model_type);
 
+/* Refuses an architecture named beside a config (--arch, a suite case's
+ * model.arch) that contradicts the config's model_type (text_config's when
+ * present): qwen3 on a qwen3_moe config would list dense MLP modules the
+ * checkpoint does not have. A config without model_type accepts any arch.
+ * file names the config in the message (e.g. "config.json"); flag names
+ * the option ("--arch"). Errors: invalid-config at the model_type's path
+ * ("model_type" or "text_config.model_type"). */
+enum ctq_status ctq_modules_check_arch(const cJSON *config, const char *arch,
+				       const char *flag, const char *file,
+				       struct ctq_error *err);
+
 #endif
