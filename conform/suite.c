@@ -111,7 +111,7 @@ static const char *const checkpoint_keys[] = {
 	"num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size",
 };
 static const char *const module_expect_keys[] = {
-	"scheme", "group", "by", "target", "error", "message_contains", "vllm_class",
+	"scheme", "group", "by", "target", "error", "message_contains", "vllm_class", "absent", "guessed",
 };
 static const char *const error_expect_keys[] = {"class", "path", "message_contains"};
 
@@ -194,6 +194,11 @@ static enum ctq_status check_module_expect(const cJSON *m, const char *file,
 		return st;
 	if (!m->child)
 		return bad(err, file, where, "names nothing to check");
+	const cJSON *ab = ctq_json_get(m, "absent"), *gu = ctq_json_get(m, "guessed");
+	if (ab && (!cJSON_IsTrue(ab) || m->child->next))
+		return bad(err, file, where, "absent is true and alone: the plan has no such module");
+	if (gu && !cJSON_IsBool(gu))
+		return bad(err, file, where, "guessed must be true or false");
 	const cJSON *e = ctq_json_get(m, "error");
 	if (e && (!cJSON_IsString(e) || ctq_status_from_name(e->valuestring) == CTQ_STATUS_COUNT))
 		return bad(err, file, where, "error must be an error class name");
@@ -851,9 +856,17 @@ static enum ctq_status check_module(const struct ctq_case *c, enum ctq_semantics
 			ctq_strbuf_printf(&e, "%s%s=%s", e.len ? " " : "", k->string, k->valuestring);
 		else if (cJSON_IsNull(k))
 			ctq_strbuf_printf(&e, "%s%s=null", e.len ? " " : "", k->string);
+		else if (cJSON_IsBool(k))
+			ctq_strbuf_printf(&e, "%s%s=%s", e.len ? " " : "", k->string,
+					  cJSON_IsTrue(k) ? "true" : "false");
 	}
 	const struct ctq_plan_entry *en = plan ? ctq_plan_find(plan, name) : NULL;
-	if (!plan) {
+	const cJSON *gu = ctq_json_get(exp, "guessed");
+	if (plan && ctq_json_get(exp, "absent")) {
+		ctq_strbuf_printf(&a, en ? "present" : "absent");
+		if (en)
+			ctq_strbuf_printf(&why, "module %s is in the plan; expected none", name);
+	} else if (!plan) {
 		ctq_strbuf_printf(&a, "config error %s at %s: %s", ctq_status_name(cfg_err->status),
 				  cfg_err->path, cfg_err->message);
 		ctq_strbuf_printf(&why, "the config did not resolve");
@@ -863,6 +876,10 @@ static enum ctq_status check_module(const struct ctq_case *c, enum ctq_semantics
 				  plan->n);
 	} else {
 		describe_entry(plan, en, &a);
+		const bool guess = plan->mods->v[en->module].guessed;
+		if (gu && cJSON_IsTrue(gu) != guess)
+			ctq_strbuf_printf(&why, "class is %s; expected %s", guess ? "guessed" : "known",
+					  cJSON_IsTrue(gu) ? "guessed" : "known");
 		const cJSON *x;
 		if ((x = ctq_json_get(exp, "error"))) {
 			if (!en->error)

@@ -132,15 +132,22 @@ long ctq_modules_find(const struct ctq_modules *m, const char *name)
 	return -1;
 }
 
+/* The class of a classification model: Qwen3/Qwen2/Llama ForSequenceClassification. */
+static bool is_seq_cls(const char *t, const char *family)
+{
+	size_t n = strlen(family);
+	return !strncmp(t, family, n) && !strcmp(t + n, "ForSequenceClassification");
+}
+
 const char *ctq_arch_normalise(const char *t)
 {
 	if (!t)
 		return NULL;
-	if (!strcasecmp(t, "qwen3") || !strcmp(t, "Qwen3ForCausalLM"))
+	if (!strcasecmp(t, "qwen3") || !strcmp(t, "Qwen3ForCausalLM") || is_seq_cls(t, "Qwen3"))
 		return "qwen3";
-	if (!strcasecmp(t, "qwen2") || !strcmp(t, "Qwen2ForCausalLM"))
+	if (!strcasecmp(t, "qwen2") || !strcmp(t, "Qwen2ForCausalLM") || is_seq_cls(t, "Qwen2"))
 		return "qwen2";
-	if (!strcasecmp(t, "llama") || !strcmp(t, "LlamaForCausalLM"))
+	if (!strcasecmp(t, "llama") || !strcmp(t, "LlamaForCausalLM") || is_seq_cls(t, "Llama"))
 		return "llama";
 	return NULL;
 }
@@ -181,9 +188,10 @@ static enum ctq_status add_named(struct ctq_modules *m, const char *nm, bool aux
 		   : ctq_modules_add(m, nm, types, n, NULL, err);
 }
 
-enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
-				      int layers, const char *prefix,
-				      struct ctq_error *err)
+/* The tree of arch with `layers` layers under prefix; seq_cls: the head is
+ * score (vLLM ReplicatedLinear), else lm_head. */
+static enum ctq_status enumerate(struct ctq_modules *m, const char *arch, int layers,
+				 const char *prefix, bool seq_cls, struct ctq_error *err)
 {
 	const char *a = ctq_arch_normalise(arch);
 	if (!a)
@@ -233,11 +241,23 @@ enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
 			ADD(linear, 2, "%slayers.%d.%s.%s", prefix, l, ctq_hf_linears[i].parent,
 			    ctq_hf_linears[i].leaf);
 	}
-	ADD(linear, 2, "%s", "lm_head");
+	if (seq_cls) {
+		if ((st = ctq_modules_add(m, "score", linear, 2, "ReplicatedLinear", err)))
+			return st;
+	} else {
+		ADD(linear, 2, "%s", "lm_head");
+	}
 #undef ADD
 #undef ADD_AUX
 #undef ADD_TO
 	return ctq_modules_finish(m, err);
+}
+
+enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
+				      int layers, const char *prefix,
+				      struct ctq_error *err)
+{
+	return enumerate(m, arch, layers, prefix, false, err);
 }
 
 static enum ctq_status shape_field(const cJSON *cfg, const char *base,
@@ -275,12 +295,13 @@ enum ctq_status ctq_modules_from_config(struct ctq_modules *m,
 	const cJSON *mt = ctq_json_get(c, "model_type");
 	const char *arch = cJSON_IsString(mt) ? ctq_arch_normalise(mt->valuestring)
 					      : NULL;
-	if (!arch) {
-		const cJSON *archs = ctq_json_get(config, "architectures");
-		const cJSON *a0 = cJSON_IsArray(archs) ? archs->child : NULL;
-		if (cJSON_IsString(a0))
-			arch = ctq_arch_normalise(a0->valuestring);
-	}
+	const cJSON *archs = ctq_json_get(config, "architectures");
+	const cJSON *a0 = cJSON_IsArray(archs) ? archs->child : NULL;
+	if (!arch && cJSON_IsString(a0))
+		arch = ctq_arch_normalise(a0->valuestring);
+	const bool seq_cls = cJSON_IsString(a0) && (is_seq_cls(a0->valuestring, "Qwen3") ||
+						   is_seq_cls(a0->valuestring, "Qwen2") ||
+						   is_seq_cls(a0->valuestring, "Llama"));
 	if (!arch) {
 		char p[CTQ_PATH_MAX];
 		ctq_json_path_key(p, sizeof p, base, "model_type");
@@ -316,8 +337,23 @@ enum ctq_status ctq_modules_from_config(struct ctq_modules *m,
 	const cJSON *ab = ctq_json_get(c, "attention_bias");
 	if (cJSON_IsBool(ab))
 		s->attention_bias = cJSON_IsTrue(ab);
+	if (seq_cls) {
+		/* transformers' PretrainedConfig: num_labels, else id2label's size, else 2. */
+		s->seq_cls = true;
+		s->num_labels = 2;
+		const cJSON *o = ctq_json_get(c, "num_labels") || ctq_json_get(c, "id2label") ? c : config;
+		const cJSON *nl = ctq_json_get(o, "num_labels"), *ids = ctq_json_get(o, "id2label");
+		if (nl) {
+			char p[CTQ_PATH_MAX];
+			ctq_json_path_key(p, sizeof p, o == c ? base : (path ? path : ""), "num_labels");
+			if ((st = ctq_json_int(nl, p, 1, INT_MAX, &s->num_labels, err)))
+				return st;
+		} else if (cJSON_IsObject(ids) && ids->child) {
+			s->num_labels = cJSON_GetArraySize(ids);
+		}
+	}
 	struct ctq_model_shape keep = *s;
-	st = ctq_modules_from_arch(m, arch, (int)layers, prefix, err);
+	st = enumerate(m, arch, (int)layers, prefix, seq_cls, err);
 	keep.arch = m->shape.arch;
 	keep.layers = m->shape.layers;
 	m->shape = keep;

@@ -31,6 +31,8 @@ struct ctq_module {
 	const char *vllm_type; /* vLLM runtime class of the layer it lives in */
 	enum ctq_module_kind kind;
 	int fused;             /* index into ctq_modules.fused, or -1 */
+	bool guessed;          /* found in the checkpoint's tensors only: its
+				* class (Linear or Embedding) is a guess */
 };
 
 /* A fused runtime layer: q/k/v -> <parent>.qkv_proj, gate/up -> gate_up_proj. */
@@ -50,6 +52,11 @@ struct ctq_model_shape {
 	long num_attention_heads, num_key_value_heads, head_dim;
 	bool tie_word_embeddings;
 	bool attention_bias;  /* qwen2: q/k/v carry a bias */
+	/* *ForSequenceClassification: the head is `score` (hidden_size ->
+	 * num_labels), not lm_head; num_labels from the config (num_labels, or
+	 * id2label's size; transformers' default 2). */
+	bool seq_cls;
+	long num_labels;
 };
 
 /* The seven linear modules of a decoder layer of the Llama family (Llama,
@@ -126,7 +133,11 @@ enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
 				      struct ctq_error *err);
 
 /* Reads model_type / architectures and the shape fields of a config.json
- * (text_config when present) and enumerates. path names the object in errors. */
+ * (text_config when present) and enumerates. path names the object in errors.
+ * An architectures[0] of Qwen3/Qwen2/Llama ForSequenceClassification gives
+ * the head `score` (transformers: nn.Linear(hidden_size, num_labels); vLLM's
+ * as_seq_cls_model: a ReplicatedLinear built with quant_config) and no
+ * lm_head. */
 enum ctq_status ctq_modules_from_config(struct ctq_modules *m,
 					const cJSON *config, const char *path,
 					const char *prefix, struct ctq_error *err);

@@ -105,6 +105,10 @@ enum ctq_status ctq_shard_plan_build(struct ctq_shard_plan *sp,
 		} else if (mod->kind == CTQ_MODULE_EMBEDDING || !strcmp(l, "lm_head")) {
 			O = V;
 			In = hidden;
+		} else if (s->seq_cls && !strcmp(mod->name, "score")) {
+			/* vLLM's ReplicatedLinear(hidden_size, num_labels): whole on every rank. */
+			O = s->num_labels;
+			In = hidden;
 		} else if ((hl = ctq_hf_linear_find(l)) >= 0) {
 			long o, in;
 			ctq_hf_linear_features(s, (enum ctq_hf_linear)hl, &o, &in);

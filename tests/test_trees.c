@@ -2,7 +2,9 @@
  * checkpoint/target.h; DESIGN.md "Module trees"):
  *   - an architecture named beside a config (--arch, a suite's model.arch)
  *     that contradicts its model_type is refused, naming both;
- *   - `ctq inspect --arch` on such a config exits 2. */
+ *   - `ctq inspect --arch` on such a config exits 2;
+ *   - a *ForSequenceClassification config has the head score (vLLM
+ *     ReplicatedLinear, hidden -> num_labels) and no lm_head. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,4 +82,49 @@ Test(trees, inspect_arch_on_a_contradicting_config_exits_2)
 	ctq_modules_free(&mods);
 	ctq_qconfig_free(&cfg);
 	unlink(path);
+}
+
+Test(trees, sequence_classifier_has_score_and_no_lm_head)
+{
+	static const struct {
+		const char *arch, *labels; /* labels: the config's num_labels / id2label text */
+		long num_labels;
+	} cases[] = {
+		{"Qwen3ForSequenceClassification", "\"num_labels\": 5", 5},
+		{"Qwen2ForSequenceClassification", "\"id2label\": {\"0\": \"no\", \"1\": \"yes\", \"2\": \"maybe\"}", 3},
+		{"LlamaForSequenceClassification", "\"hidden_act\": \"silu\"", 2},
+		{"LlamaForCausalLM", "\"num_labels\": 5", 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char text[512];
+		snprintf(text, sizeof text,
+			 "{\"architectures\": [\"%s\"], \"num_hidden_layers\": 2, \"hidden_size\": 64, %s}",
+			 cases[i].arch, cases[i].labels);
+		cJSON *cfg = cJSON_Parse(text);
+		cr_assert(cfg, "%s", text);
+		struct ctq_modules mods;
+		ctq_modules_init(&mods);
+		struct ctq_error err = {0};
+		cr_assert_eq(ctq_modules_from_config(&mods, cfg, "", NULL, &err), CTQ_OK, "%s: %s",
+			     cases[i].arch, err.message);
+		const struct ctq_module *score = ctq_modules_lookup(&mods, "score");
+		const struct ctq_module *head = ctq_modules_lookup(&mods, "lm_head");
+		if (cases[i].num_labels) {
+			cr_expect(score && !head, "%s: score %p, lm_head %p", cases[i].arch, (void *)score,
+				  (void *)head);
+			cr_expect(mods.shape.seq_cls);
+			cr_expect_eq(mods.shape.num_labels, cases[i].num_labels, "%s", cases[i].arch);
+			if (score) {
+				cr_expect_eq(score->kind, CTQ_MODULE_LINEAR);
+				cr_expect_str_eq(score->types[0], "Linear");
+				cr_expect_str_eq(score->vllm_type, "ReplicatedLinear");
+				cr_expect(!score->guessed);
+			}
+		} else {
+			cr_expect(!score && head && !mods.shape.seq_cls, "%s", cases[i].arch);
+		}
+		cr_expect_eq(mods.n, 1 + 2 * 8 + 1, "%s: %zu modules", cases[i].arch, mods.n);
+		ctq_modules_free(&mods);
+		cJSON_Delete(cfg);
+	}
 }
