@@ -1,5 +1,6 @@
 #include "checkpoint/target.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "core/fileio.h"
@@ -9,6 +10,41 @@ void ctq_target_init(struct ctq_target *t)
 {
 	memset(t, 0, sizeof *t);
 	ctq_modules_init(&t->mods);
+}
+
+bool ctq_target_has_tensors(const char *path)
+{
+	if (!ctq_path_is_dir(path))
+		return false;
+	char p[CTQ_PATH_MAX];
+	snprintf(p, sizeof p, "%s/%s", path, CTQ_ST_INDEX_NAME);
+	if (ctq_path_exists(p))
+		return true;
+	snprintf(p, sizeof p, "%s/%s", path, CTQ_ST_SINGLE_NAME);
+	return ctq_path_exists(p);
+}
+
+/* The module tree of the checkpoint in dir: its tensors' names and ranks
+ * (ctq_modules_from_tensors), read through the one safetensors reader. */
+static enum ctq_status modules_from_checkpoint(const char *dir, const cJSON *config,
+					       struct ctq_modules *mods, struct ctq_error *err)
+{
+	struct ctq_checkpoint ck;
+	memset(&ck, 0, sizeof ck);
+	enum ctq_status st = ctq_checkpoint_open(&ck, dir, err);
+	size_t n = ctq_checkpoint_count(&ck);
+	struct ctq_tensor_name *names = st ? NULL : ctq_malloc((n ? n : 1) * sizeof *names);
+	if (!st && !names)
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+	for (size_t i = 0; !st && i < n; i++) {
+		const struct ctq_st_tensor *t = ctq_checkpoint_at(&ck, i, NULL);
+		names[i] = (struct ctq_tensor_name){t->name, t->ndim};
+	}
+	if (!st)
+		st = ctq_modules_from_tensors(mods, config, "", names, n, err);
+	ctq_free(names);
+	ctq_checkpoint_close(&ck);
+	return st;
 }
 
 enum ctq_status ctq_target_load_config(const char *path, const struct ctq_parse_options *opt,
@@ -30,6 +66,8 @@ enum ctq_status ctq_target_load_config(const char *path, const struct ctq_parse_
 			return st;
 		return ctq_modules_from_arch(mods, arch, (int)layers, prefix, err);
 	}
+	if (ctq_target_has_tensors(path))
+		return modules_from_checkpoint(path, cfg->raw, mods, err);
 	const cJSON *tc = ctq_json_get(cfg->raw, "text_config");
 	if (!ctq_json_get(cfg->raw, "num_hidden_layers") &&
 	    !ctq_json_get(tc, "num_hidden_layers"))

@@ -31,11 +31,19 @@ enum {
 /* Zeroes t: ctq_target_close is safe on it from then on. */
 void ctq_target_init(struct ctq_target *t);
 
+/* Whether path is a folder holding safetensors (model.safetensors.index.json
+ * or model.safetensors). */
+bool ctq_target_has_tensors(const char *path);
+
 /* Reads PATH's quantization config (a model folder or a config.json file)
- * into cfg and enumerates its modules into mods: from the file's
- * model_type / num_hidden_layers, or from arch + layers when both are given
- * (one without the other is usage); prefix is prepended to module names
- * (NULL: none); opt NULL: the default parser options. */
+ * into cfg and enumerates its modules into mods: from arch + layers when
+ * both are given (one without the other is usage; arch must agree with the
+ * config's model_type); else, for a folder with safetensors, from its
+ * tensors and config (ctq_modules_from_tensors: every module the checkpoint
+ * holds, the ones outside the known tree with a guessed class; prefix
+ * unused, the tensors give it); else from the file's model_type /
+ * num_hidden_layers. prefix is prepended to module names (NULL: the
+ * default); opt NULL: the default parser options. */
 enum ctq_status ctq_target_load_config(const char *path, const struct ctq_parse_options *opt,
 				       const char *arch, long layers, const char *prefix,
 				       struct ctq_qconfig *cfg, struct ctq_modules *mods,

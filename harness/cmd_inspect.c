@@ -72,9 +72,18 @@ static void print_header(const char *path, const struct ctq_qconfig *cfg,
 		       cfg->n_groups, cfg->n_ignore, cfg->n_ignore == 1 ? "y" : "ies",
 		       cfg->kv_cache ? "set" : "none");
 	}
-	printf("model: %s, %d layer(s), %zu module(s)\n\n",
-	       mods->shape.arch ? mods->shape.arch : "(explicit)", mods->shape.layers,
-	       mods->n);
+	printf("model: %s, %d layer(s), %zu module(s)\n",
+	       mods->shape.arch ? mods->shape.arch : mods->n_guessed ? "(from the tensors)" : "(explicit)",
+	       mods->shape.layers, mods->n);
+	if (mods->n_guessed) {
+		printf("warning: %zu module(s) added from the checkpoint's tensors with a guessed class (Linear or Embedding by name; e.g.",
+		       mods->n_guessed);
+		for (size_t i = 0, k = 0; i < mods->n && k < 3; i++)
+			if (mods->v[i].guessed)
+				printf("%s %s", k++ ? "," : "", mods->v[i].name);
+		printf(")\n");
+	}
+	printf("\n");
 }
 
 static void print_single(const struct ctq_plan *p, const struct ctq_qconfig *cfg,

@@ -4,6 +4,7 @@
 #include "core/json.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -260,6 +261,20 @@ enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
 	return enumerate(m, arch, layers, prefix, false, err);
 }
 
+/* The known architecture a config.json names: its model_type
+ * (text_config's when nested), else architectures[0]; NULL when neither is
+ * qwen3, qwen2 or llama. */
+static const char *config_arch(const cJSON *config)
+{
+	const cJSON *mt = ctq_json_get(ctq_hf_config_text(config, NULL), "model_type");
+	const char *arch = cJSON_IsString(mt) ? ctq_arch_normalise(mt->valuestring) : NULL;
+	const cJSON *archs = ctq_json_get(config, "architectures");
+	const cJSON *a0 = cJSON_IsArray(archs) ? archs->child : NULL;
+	if (!arch && cJSON_IsString(a0))
+		arch = ctq_arch_normalise(a0->valuestring);
+	return arch;
+}
+
 static enum ctq_status shape_field(const cJSON *cfg, const char *base,
 				   const char *key, long *out, bool required, long max,
 				   struct ctq_error *err)
@@ -293,12 +308,9 @@ enum ctq_status ctq_modules_from_config(struct ctq_modules *m,
 			prefix = "model.language_model.";
 	}
 	const cJSON *mt = ctq_json_get(c, "model_type");
-	const char *arch = cJSON_IsString(mt) ? ctq_arch_normalise(mt->valuestring)
-					      : NULL;
+	const char *arch = config_arch(config);
 	const cJSON *archs = ctq_json_get(config, "architectures");
 	const cJSON *a0 = cJSON_IsArray(archs) ? archs->child : NULL;
-	if (!arch && cJSON_IsString(a0))
-		arch = ctq_arch_normalise(a0->valuestring);
 	const bool seq_cls = cJSON_IsString(a0) && (is_seq_cls(a0->valuestring, "Qwen3") ||
 						   is_seq_cls(a0->valuestring, "Qwen2") ||
 						   is_seq_cls(a0->valuestring, "Llama"));
@@ -364,6 +376,175 @@ static bool leaf_is(const char *name, const char *leaf)
 {
 	const char *dot = strrchr(name, '.');
 	return !strcmp(dot ? dot + 1 : name, leaf);
+}
+
+/* ---- the tree of a checkpoint's tensors ---------------------------------- */
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The first index of sorted v[0..n) whose string is >= key. */
+static size_t lower_bound(const char *const *v, size_t n, const char *key)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(v[mid], key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool sorted_has(const char *const *v, size_t n, const char *key)
+{
+	size_t i = lower_bound(v, n, key);
+	return i < n && !strcmp(v[i], key);
+}
+
+/* X for a 2-D tensor X.weight or X.weight_packed (compressed-tensors'
+ * packed formats); NULL for anything else (norms, biases, scales, convs). */
+static char *module_of(struct ctq_arena *a, const struct ctq_tensor_name *t)
+{
+	static const char *const suffix[] = {".weight", ".weight_packed"};
+	size_t n = strlen(t->name);
+	for (size_t i = 0; t->ndim == 2 && i < sizeof suffix / sizeof *suffix; i++) {
+		size_t k = strlen(suffix[i]);
+		if (n > k && !strcmp(t->name + n - k, suffix[i]))
+			return ctq_arena_printf(a, "%.*s", (int)(n - k), t->name);
+	}
+	return NULL;
+}
+
+/* An nn.Embedding by its name (transformers' names for token and position
+ * tables). A component "embeddings" alone is not enough: SigLIP2's
+ * embeddings.patch_embedding is an nn.Linear. */
+static bool looks_embedding(const char *name)
+{
+	static const char *const leaves[] = {
+		"embed_tokens", "wte", "wpe", "word_embeddings", "position_embeddings",
+		"token_type_embeddings", "position_embedding", "embed_positions",
+	};
+	for (size_t i = 0; i < sizeof leaves / sizeof *leaves; i++)
+		if (leaf_is(name, leaves[i]))
+			return true;
+	return false;
+}
+
+/* Whether the sorted tensor names hold a tensor of module mod ("mod.*"). */
+static bool holds(const char *const *names, size_t n, struct ctq_arena *a, const char *mod)
+{
+	char *key = ctq_arena_printf(a, "%s.", mod);
+	if (!key)
+		return false;
+	size_t i = lower_bound(names, n, key);
+	return i < n && !strncmp(names[i], key, strlen(key));
+}
+
+enum ctq_status ctq_modules_from_tensors(struct ctq_modules *m, const cJSON *config,
+					 const char *path, const struct ctq_tensor_name *t,
+					 size_t n, struct ctq_error *err)
+{
+	struct ctq_arena scratch;
+	struct ctq_modules known, r;
+	ctq_arena_init(&scratch);
+	ctq_modules_init(&known);
+	ctq_modules_init(&r);
+	enum ctq_status st = CTQ_OK;
+	const char **names = ctq_arena_calloc(&scratch, n + 1, sizeof *names);
+	const char **mods = ctq_arena_calloc(&scratch, n + 1, sizeof *mods);
+	size_t n_mods = 0;
+	if (!names || !mods) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, "tensors", "out of memory");
+		goto done;
+	}
+	/* mods: the tensors' modules in name order (a checkpoint lists its
+	 * tensors sorted; a suite case in any order). */
+	const char *prefix = NULL;
+	for (size_t i = 0; i < n; i++) {
+		names[i] = t[i].name;
+		const char *x = module_of(&scratch, &t[i]);
+		if (x)
+			mods[n_mods++] = x;
+	}
+	qsort(names, n, sizeof *names, cmp_str);
+	qsort(mods, n_mods, sizeof *mods, cmp_str);
+	if (!n_mods) {
+		st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, "tensors",
+				   "the checkpoint's %zu tensor(s) hold no 2-D weight (X.weight or X.weight_packed): no module to plan",
+				   n);
+		goto done;
+	}
+	/* The known tree, under the prefix the checkpoint gives embed_tokens. */
+	const char *arch = config_arch(config);
+	for (size_t i = 0; i < n_mods && !prefix; i++)
+		if (leaf_is(mods[i], "embed_tokens"))
+			prefix = ctq_arena_printf(&scratch, "%.*s", (int)(strlen(mods[i]) - strlen("embed_tokens")),
+						  mods[i]);
+	if (arch && (st = ctq_modules_from_config(&known, config, path, prefix, err)))
+		goto done;
+	for (size_t i = 0; i < known.n; i++) {
+		const struct ctq_module *k = &known.v[i];
+		const char *name = k->name;
+		bool weight = k->kind == CTQ_MODULE_LINEAR || k->kind == CTQ_MODULE_EMBEDDING;
+		if (weight && !holds(names, n, &scratch, name) && !strcmp(name, "lm_head")) {
+			/* Llava's language_model.lm_head, or a tied head the resolvers keep. */
+			for (size_t j = 0; j < n_mods; j++)
+				if (leaf_is(mods[j], "lm_head")) {
+					name = mods[j];
+					break;
+				}
+			if (name == k->name && known.shape.tie_word_embeddings)
+				weight = false;
+		}
+		if (weight && !holds(names, n, &scratch, name)) {
+			st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, name,
+					   "is a module of the config's %s tree, but the checkpoint holds no %s.weight (a checkpoint of another architecture?)",
+					   known.shape.arch, name);
+			goto done;
+		}
+		if ((st = ctq_modules_add(&r, name, k->types, k->n_types, k->vllm_type, err)))
+			goto done;
+	}
+	for (size_t i = 0; i < known.n_aux; i++)
+		if ((st = ctq_modules_add_aux(&r, known.aux[i].name, known.aux[i].types,
+					      known.aux[i].n_types, err)))
+			goto done;
+	/* The rest of the tensors' modules, their class a guess. */
+	const char **have = ctq_arena_calloc(&scratch, r.n + 1, sizeof *have);
+	if (!have) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, "tensors", "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < r.n; i++)
+		have[i] = r.v[i].name;
+	const size_t n_have = r.n;
+	qsort(have, n_have, sizeof *have, cmp_str);
+	static const char *const linear[] = {"Linear", "Module"};
+	static const char *const embedding[] = {"Embedding", "Module"};
+	for (size_t i = 0; i < n_mods; i++) {
+		if ((i && !strcmp(mods[i], mods[i - 1])) || sorted_has(have, n_have, mods[i]))
+			continue;
+		if ((st = ctq_modules_add(&r, mods[i], looks_embedding(mods[i]) ? embedding : linear, 2,
+					  NULL, err)))
+			goto done;
+		r.v[r.n - 1].guessed = true;
+		r.n_guessed++;
+	}
+	if ((st = ctq_modules_finish(&r, err)))
+		goto done;
+	r.shape = known.shape;
+	ctq_modules_free(m);
+	*m = r;
+	ctq_modules_init(&r);
+done:
+	ctq_modules_free(&r);
+	ctq_modules_free(&known);
+	ctq_arena_free(&scratch);
+	return st;
 }
 
 static bool ends_with(const char *s, const char *suffix)

@@ -102,6 +102,7 @@ struct ctq_modules {
 	size_t n_aux, cap_aux;
 	struct ctq_fused_set *fused;
 	size_t n_fused;
+	size_t n_guessed;     /* modules with guessed set: from the tensors only */
 	struct ctq_model_shape shape;
 };
 
@@ -141,6 +142,37 @@ enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
 enum ctq_status ctq_modules_from_config(struct ctq_modules *m,
 					const cJSON *config, const char *path,
 					const char *prefix, struct ctq_error *err);
+
+/* One tensor of a checkpoint as the module tree reads it: its name and
+ * rank (checkpoint/target.c fills these from the safetensors headers, a
+ * suite case from its "tensors"). Borrowed. */
+struct ctq_tensor_name {
+	const char *name;
+	int ndim;
+};
+
+/* The module tree of a checkpoint whose tensors are t[0..n): every 2-D
+ * tensor X.weight (or X.weight_packed, compressed-tensors' packed formats)
+ * is a module X. When the config names a known architecture (qwen3, qwen2,
+ * llama; ctq_modules_from_config) its tree comes first, under the prefix
+ * the tensors use for embed_tokens (language_model.model., model.
+ * language_model., ...): a Linear or Embedding of it that the checkpoint
+ * lacks is a checkpoint-error (a tree of another model), except a tied
+ * lm_head (the resolvers' tied-head rules need it; the runner uses the
+ * embedding) and an lm_head the checkpoint holds under a prefix
+ * (language_model.lm_head), which takes that name. Every other module of
+ * the tensors is added after it with a guessed class (guessed, n_guessed):
+ * Embedding when its name says so (embed_tokens, wte, wpe,
+ * word_embeddings, an "embeddings" component), else Linear, with the
+ * hierarchy Linear, Module compressed-tensors would see for an nn.Linear.
+ * With an unknown model_type every module is guessed. Norms (1-D) and
+ * convolutions (4-D) are no modules. path names the config in errors.
+ * Errors: invalid-config (the config, as ctq_modules_from_config),
+ * checkpoint-error (no 2-D weight at all; a known module missing),
+ * out-of-memory. */
+enum ctq_status ctq_modules_from_tensors(struct ctq_modules *m, const cJSON *config,
+					 const char *path, const struct ctq_tensor_name *t,
+					 size_t n, struct ctq_error *err);
 
 /* Derives fused sets and vLLM classes; call after the last add. */
 enum ctq_status ctq_modules_finish(struct ctq_modules *m, struct ctq_error *err);
