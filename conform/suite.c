@@ -102,7 +102,7 @@ static enum ctq_status walk(const char *dir, struct names *out, int depth,
 /* ---- validation ----------------------------------------------------------- */
 
 static const char *const case_keys[] = {
-	"id", "about", "semantics", "config", "config_file", "model", "modules",
+	"id", "about", "semantics", "config", "config_file", "model", "modules", "tensors",
 	"tp", "expect", "expect_by_semantics", "parser", "checkpoint", "numeric_tp",
 };
 static const char *const expect_keys[] = {"modules", "error", "shards", "numeric"};
@@ -469,8 +469,22 @@ static enum ctq_status validate_target(struct ctq_case *c, const cJSON *o, const
 {
 	c->model = ctq_json_get(o, "model");
 	c->modules = ctq_json_get(o, "modules");
-	if (c->model && c->modules)
-		return bad(err, file, where, "give model or modules, not both");
+	c->tensors = ctq_json_get(o, "tensors");
+	if (!!c->model + !!c->modules + !!c->tensors > 1)
+		return bad(err, file, where, "give one of model, modules and tensors");
+	if (c->tensors) {
+		if (!cJSON_IsObject(c->tensors) || !c->tensors->child)
+			return bad(err, file, where, "tensors must be a non-empty object {name: shape}");
+		for (const cJSON *t = c->tensors->child; t; t = t->next) {
+			bool ok = cJSON_IsArray(t) && cJSON_GetArraySize(t) <= 8;
+			for (const cJSON *d = ok ? t->child : NULL; d; d = d->next)
+				ok = ok && cJSON_IsNumber(d) && d->valuedouble >= 0 &&
+				     d->valuedouble == (double)(long)d->valuedouble;
+			if (!ok)
+				return bad(err, file, where,
+					   "tensors.%s must be a shape: 0 to 8 non-negative integers", t->string);
+		}
+	}
 	if (c->model) {
 		if (!cJSON_IsObject(c->model))
 			return bad(err, file, where, "model must be an object {arch, layers, ...}");
@@ -539,7 +553,7 @@ static enum ctq_status validate_expect(struct ctq_case *c, const cJSON *o, const
 				   ctq_semantics_name((enum ctq_semantics)s));
 		if ((ef.shards[0] || ef.shards[1]) && !c->tp)
 			return bad(err, file, where, "expects shards but gives no tp");
-		if (!c->model && !c->modules && !(ef.error && !ef.modules[0] && !ef.modules[1]) &&
+		if (!c->model && !c->modules && !c->tensors && !(ef.error && !ef.modules[0] && !ef.modules[1]) &&
 		    !(c->config && ctq_json_get(c->config, "num_hidden_layers")))
 			return bad(err, file, where,
 				   "expects modules but names none (give model or modules)");
@@ -758,6 +772,17 @@ static enum ctq_status build_modules(const struct ctq_case *c, const cJSON *conf
 				return st;
 		}
 		return ctq_modules_finish(mods, err);
+	}
+	if (c->tensors) {
+		size_t n = (size_t)cJSON_GetArraySize(c->tensors), i = 0;
+		struct ctq_tensor_name *t = ctq_malloc((n ? n : 1) * sizeof *t);
+		if (!t)
+			return ctq_error_set(err, CTQ_ERR_NOMEM, c->id, "out of memory");
+		for (const cJSON *x = c->tensors->child; x; x = x->next)
+			t[i++] = (struct ctq_tensor_name){x->string, cJSON_GetArraySize(x)};
+		enum ctq_status st = ctq_modules_from_tensors(mods, config, "config", t, n, err);
+		ctq_free(t);
+		return st;
 	}
 	if (c->model) {
 		enum ctq_status cst = ctq_modules_check_arch(config, ctq_json_get(c->model, "arch")->valuestring,

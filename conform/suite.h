@@ -23,6 +23,7 @@ struct ctq_case {
 	char *config_file;       /* resolved path of config_file, or NULL */
 	const cJSON *model;
 	const cJSON *modules;
+	const cJSON *tensors;    /* {name: shape}: the checkpoint's tensor header, or NULL */
 	long tp;                 /* 0 when absent */
 	struct ctq_parse_options parser;
 	const cJSON *checkpoint; /* a synthetic checkpoint to build (numeric cases) */

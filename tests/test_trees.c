@@ -418,3 +418,36 @@ Test(trees, classifier_checkpoint_has_score)
 	ctq_qconfig_free(&cfg);
 	remove_checkpoint(dir);
 }
+
+/* A tree from tensors lists modules in name order: k_proj before q_proj.
+ * vLLM's fused layer is still resolved once, by its lead, for all members. */
+Test(trees, vllm_fused_members_in_any_order)
+{
+	cJSON *root = cJSON_Parse("{" W8A8_LINEAR "}");
+	cr_assert(root);
+	struct ctq_qconfig cfg;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_qconfig_parse(&cfg, root, NULL, &err), CTQ_OK, "%s", err.message);
+	struct ctq_modules mods;
+	ctq_modules_init(&mods);
+	static const char *const linear[] = {"Linear", "Module"};
+	static const char *const names[] = {"tower.attn.k_proj", "tower.attn.out_proj", "tower.attn.q_proj",
+					    "tower.attn.v_proj"};
+	for (size_t i = 0; i < 4; i++)
+		cr_assert_eq(ctq_modules_add(&mods, names[i], linear, 2, NULL, &err), CTQ_OK);
+	cr_assert_eq(ctq_modules_finish(&mods, &err), CTQ_OK);
+	cr_assert_eq(mods.n_fused, 1);
+	for (int s = 0; s < CTQ_SEM_COUNT; s++) {
+		struct ctq_plan plan;
+		cr_assert_eq(ctq_plan_resolve(&plan, &cfg, &mods, (enum ctq_semantics)s, NULL, &err), CTQ_OK,
+			     "%s", err.message);
+		for (size_t i = 0; i < plan.n; i++)
+			cr_expect(plan.entries[i].scheme && !strcmp(plan.entries[i].scheme, "w8a8-int8"),
+				  "%s %s: %s", ctq_semantics_name((enum ctq_semantics)s), names[i],
+				  plan.entries[i].error ? plan.entries[i].message : "no scheme");
+		ctq_plan_free(&plan);
+	}
+	ctq_modules_free(&mods);
+	ctq_qconfig_free(&cfg);
+	cJSON_Delete(root);
+}
