@@ -755,56 +755,6 @@ static enum ctq_status add_check(struct ctq_checks *out, const struct ctq_case *
 	return CTQ_OK;
 }
 
-static enum ctq_status build_modules(const struct ctq_case *c, const cJSON *config,
-				     struct ctq_modules *mods, struct ctq_error *err)
-{
-	if (c->modules) {
-		for (const cJSON *m = c->modules->child; m; m = m->next) {
-			const cJSON *t = ctq_json_get(m, "type");
-			const char *types[16];
-			size_t n = 0;
-			for (const cJSON *x = t->child; x && n < 16; x = x->next)
-				types[n++] = x->valuestring;
-			const cJSON *vt = ctq_json_get(m, "vllm_type");
-			enum ctq_status st = ctq_modules_add(mods, ctq_json_get(m, "name")->valuestring,
-							     types, n, vt ? vt->valuestring : NULL, err);
-			if (st)
-				return st;
-		}
-		return ctq_modules_finish(mods, err);
-	}
-	if (c->tensors) {
-		size_t n = (size_t)cJSON_GetArraySize(c->tensors), i = 0;
-		struct ctq_tensor_name *t = ctq_malloc((n ? n : 1) * sizeof *t);
-		if (!t)
-			return ctq_error_set(err, CTQ_ERR_NOMEM, c->id, "out of memory");
-		for (const cJSON *x = c->tensors->child; x; x = x->next)
-			t[i++] = (struct ctq_tensor_name){x->string, cJSON_GetArraySize(x)};
-		enum ctq_status st = ctq_modules_from_tensors(mods, config, "config", t, n, err);
-		ctq_free(t);
-		return st;
-	}
-	if (c->model) {
-		enum ctq_status cst = ctq_modules_check_arch(config, ctq_json_get(c->model, "arch")->valuestring,
-							    "model.arch", "config", err);
-		if (cst)
-			return cst;
-		cJSON *m = cJSON_Duplicate(c->model, 1);
-		if (!m)
-			return ctq_error_set(err, CTQ_ERR_NOMEM, c->id, "out of memory");
-		cJSON_AddItemToObject(m, "model_type",
-				      cJSON_CreateString(ctq_json_get(c->model, "arch")->valuestring));
-		cJSON_AddItemToObject(m, "num_hidden_layers",
-				      cJSON_CreateNumber(ctq_json_get(c->model, "layers")->valuedouble));
-		const cJSON *pfx = ctq_json_get(c->model, "prefix");
-		enum ctq_status st = ctq_modules_from_config(mods, m, "model",
-							     pfx ? pfx->valuestring : NULL, err);
-		cJSON_Delete(m);
-		return st;
-	}
-	return ctq_modules_from_config(mods, config, "config", NULL, err);
-}
-
 static bool contains_all(const cJSON *mc, const char *msg, struct ctq_strbuf *why)
 {
 	bool ok = true;
@@ -1168,7 +1118,7 @@ enum ctq_status ctq_case_run_opts(const struct ctq_case *c, enum ctq_semantics s
 	bool resolved = false;
 	if (config && !ctq_qconfig_parse(&cfg, config, &c->parser, &cerr)) {
 		struct ctq_error merr = {0};
-		if (build_modules(c, config, &mods, &merr)) {
+		if (ctq_case_modules(c, config, &mods, &merr)) {
 			if (merr.status == CTQ_ERR_NOMEM) {
 				st = ctq_error_set(err, merr.status, merr.path, "%s", merr.message);
 				goto done;

@@ -83,6 +83,13 @@ enum ctq_status ctq_case_run_opts(const struct ctq_case *c, enum ctq_semantics s
 				  const struct ctq_case_run_options *opt,
 				  struct ctq_checks *out, struct ctq_error *err);
 
+/* The modules case c names (conform/suite_tree.c): its modules list, its
+ * model (an arch contradicting the config's model_type is invalid-config),
+ * its tensors with config (ctq_modules_from_tensors), or config alone.
+ * mods is initialised by the caller. Errors: the enumeration's. */
+enum ctq_status ctq_case_modules(const struct ctq_case *c, const cJSON *config,
+				 struct ctq_modules *mods, struct ctq_error *err);
+
 /* ctq_case_run_opts with the default options. */
 enum ctq_status ctq_case_run(const struct ctq_case *c, enum ctq_semantics sem,
 			     struct ctq_checks *out, struct ctq_error *err);
