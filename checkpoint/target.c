@@ -38,7 +38,7 @@ static enum ctq_status modules_from_checkpoint(const char *dir, const cJSON *con
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
 	for (size_t i = 0; !st && i < n; i++) {
 		const struct ctq_st_tensor *t = ctq_checkpoint_at(&ck, i, NULL);
-		names[i] = (struct ctq_tensor_name){t->name, t->ndim};
+		names[i] = (struct ctq_tensor_name){t->name, t->ndim, t->shape};
 	}
 	if (!st)
 		st = ctq_modules_from_tensors(mods, config, "", names, n, err);

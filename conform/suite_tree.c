@@ -28,11 +28,19 @@ enum ctq_status ctq_case_modules(const struct ctq_case *c, const cJSON *config,
 	if (c->tensors) {
 		size_t n = (size_t)cJSON_GetArraySize(c->tensors), i = 0;
 		struct ctq_tensor_name *t = ctq_malloc((n ? n : 1) * sizeof *t);
-		if (!t)
-			return ctq_error_set(err, CTQ_ERR_NOMEM, c->id, "out of memory");
-		for (const cJSON *x = c->tensors->child; x; x = x->next)
-			t[i++] = (struct ctq_tensor_name){x->string, cJSON_GetArraySize(x)};
-		enum ctq_status st = ctq_modules_from_tensors(mods, config, "config", t, n, err);
+		int64_t (*shape)[8] = ctq_malloc((n ? n : 1) * sizeof *shape); /* (n, 8) validated shapes */
+		enum ctq_status st = CTQ_OK;
+		if (!t || !shape)
+			st = ctq_error_set(err, CTQ_ERR_NOMEM, c->id, "out of memory");
+		for (const cJSON *x = c->tensors->child; x && !st; x = x->next, i++) {
+			int d = 0;
+			for (const cJSON *v = x->child; v && d < 8; v = v->next)
+				shape[i][d++] = (int64_t)v->valuedouble;
+			t[i] = (struct ctq_tensor_name){x->string, d, shape[i]};
+		}
+		if (!st)
+			st = ctq_modules_from_tensors(mods, config, "config", t, n, err);
+		ctq_free(shape);
 		ctq_free(t);
 		return st;
 	}

@@ -405,18 +405,35 @@ static bool sorted_has(const char *const *v, size_t n, const char *key)
 	return i < n && !strcmp(v[i], key);
 }
 
+/* A module the tensors hold: its name and, from an unpacked X.weight, its
+ * (out, in) features. */
+struct tensor_module {
+	const char *name;
+	int64_t out, in;
+};
+
+static int cmp_module(const void *a, const void *b)
+{
+	return strcmp(((const struct tensor_module *)a)->name, ((const struct tensor_module *)b)->name);
+}
+
 /* X for a 2-D tensor X.weight or X.weight_packed (compressed-tensors'
- * packed formats); NULL for anything else (norms, biases, scales, convs). */
-static char *module_of(struct ctq_arena *a, const struct ctq_tensor_name *t)
+ * packed formats); false for anything else (norms, biases, scales, convs). */
+static bool module_of(struct ctq_arena *a, const struct ctq_tensor_name *t,
+		      struct tensor_module *out)
 {
 	static const char *const suffix[] = {".weight", ".weight_packed"};
 	size_t n = strlen(t->name);
 	for (size_t i = 0; t->ndim == 2 && i < sizeof suffix / sizeof *suffix; i++) {
 		size_t k = strlen(suffix[i]);
-		if (n > k && !strcmp(t->name + n - k, suffix[i]))
-			return ctq_arena_printf(a, "%.*s", (int)(n - k), t->name);
+		if (n > k && !strcmp(t->name + n - k, suffix[i])) {
+			out->name = ctq_arena_printf(a, "%.*s", (int)(n - k), t->name);
+			out->out = i == 0 && t->shape ? t->shape[0] : 0;
+			out->in = i == 0 && t->shape ? t->shape[1] : 0;
+			return out->name != NULL;
+		}
 	}
-	return NULL;
+	return false;
 }
 
 /* An nn.Embedding by its name (transformers' names for token and position
@@ -455,7 +472,7 @@ enum ctq_status ctq_modules_from_tensors(struct ctq_modules *m, const cJSON *con
 	ctq_modules_init(&r);
 	enum ctq_status st = CTQ_OK;
 	const char **names = ctq_arena_calloc(&scratch, n + 1, sizeof *names);
-	const char **mods = ctq_arena_calloc(&scratch, n + 1, sizeof *mods);
+	struct tensor_module *mods = ctq_arena_calloc(&scratch, n + 1, sizeof *mods);
 	size_t n_mods = 0;
 	if (!names || !mods) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, "tensors", "out of memory");
@@ -466,12 +483,11 @@ enum ctq_status ctq_modules_from_tensors(struct ctq_modules *m, const cJSON *con
 	const char *prefix = NULL;
 	for (size_t i = 0; i < n; i++) {
 		names[i] = t[i].name;
-		const char *x = module_of(&scratch, &t[i]);
-		if (x)
-			mods[n_mods++] = x;
+		if (module_of(&scratch, &t[i], &mods[n_mods]))
+			n_mods++;
 	}
 	qsort(names, n, sizeof *names, cmp_str);
-	qsort(mods, n_mods, sizeof *mods, cmp_str);
+	qsort(mods, n_mods, sizeof *mods, cmp_module);
 	if (!n_mods) {
 		st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, "tensors",
 				   "the checkpoint's %zu tensor(s) hold no 2-D weight (X.weight or X.weight_packed): no module to plan",
@@ -481,9 +497,10 @@ enum ctq_status ctq_modules_from_tensors(struct ctq_modules *m, const cJSON *con
 	/* The known tree, under the prefix the checkpoint gives embed_tokens. */
 	const char *arch = config_arch(config);
 	for (size_t i = 0; i < n_mods && !prefix; i++)
-		if (leaf_is(mods[i], "embed_tokens"))
-			prefix = ctq_arena_printf(&scratch, "%.*s", (int)(strlen(mods[i]) - strlen("embed_tokens")),
-						  mods[i]);
+		if (leaf_is(mods[i].name, "embed_tokens"))
+			prefix = ctq_arena_printf(&scratch, "%.*s",
+						  (int)(strlen(mods[i].name) - strlen("embed_tokens")),
+						  mods[i].name);
 	if (arch && (st = ctq_modules_from_config(&known, config, path, prefix, err)))
 		goto done;
 	for (size_t i = 0; i < known.n; i++) {
@@ -493,8 +510,8 @@ enum ctq_status ctq_modules_from_tensors(struct ctq_modules *m, const cJSON *con
 		if (weight && !holds(names, n, &scratch, name) && !strcmp(name, "lm_head")) {
 			/* Llava's language_model.lm_head, or a tied head the resolvers keep. */
 			for (size_t j = 0; j < n_mods; j++)
-				if (leaf_is(mods[j], "lm_head")) {
-					name = mods[j];
+				if (leaf_is(mods[j].name, "lm_head")) {
+					name = mods[j].name;
 					break;
 				}
 			if (name == k->name && known.shape.tie_word_embeddings)
@@ -526,12 +543,14 @@ enum ctq_status ctq_modules_from_tensors(struct ctq_modules *m, const cJSON *con
 	static const char *const linear[] = {"Linear", "Module"};
 	static const char *const embedding[] = {"Embedding", "Module"};
 	for (size_t i = 0; i < n_mods; i++) {
-		if ((i && !strcmp(mods[i], mods[i - 1])) || sorted_has(have, n_have, mods[i]))
+		const char *x = mods[i].name;
+		if ((i && !strcmp(x, mods[i - 1].name)) || sorted_has(have, n_have, x))
 			continue;
-		if ((st = ctq_modules_add(&r, mods[i], looks_embedding(mods[i]) ? embedding : linear, 2,
-					  NULL, err)))
+		if ((st = ctq_modules_add(&r, x, looks_embedding(x) ? embedding : linear, 2, NULL, err)))
 			goto done;
 		r.v[r.n - 1].guessed = true;
+		r.v[r.n - 1].out_features = mods[i].out;
+		r.v[r.n - 1].in_features = mods[i].in;
 		r.n_guessed++;
 	}
 	if ((st = ctq_modules_finish(&r, err)))

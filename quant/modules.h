@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -33,6 +34,8 @@ struct ctq_module {
 	int fused;             /* index into ctq_modules.fused, or -1 */
 	bool guessed;          /* found in the checkpoint's tensors only: its
 				* class (Linear or Embedding) is a guess */
+	int64_t out_features;  /* guessed: the (out, in) of its X.weight; 0 when */
+	int64_t in_features;   /* not known (packed weights, known modules) */
 };
 
 /* A fused runtime layer: q/k/v -> <parent>.qkv_proj, gate/up -> gate_up_proj. */
@@ -149,6 +152,7 @@ enum ctq_status ctq_modules_from_config(struct ctq_modules *m,
 struct ctq_tensor_name {
 	const char *name;
 	int ndim;
+	const int64_t *shape; /* (ndim) or NULL */
 };
 
 /* The module tree of a checkpoint whose tensors are t[0..n): every 2-D

@@ -19,6 +19,7 @@
 #include "checkpoint/safetensors.h"
 #include "checkpoint/target.h"
 #include "quant/modules.h"
+#include "quant/shard.h"
 #include "tests/command.h"
 
 TestSuite(trees);
@@ -283,7 +284,7 @@ Test(trees, llava_has_its_vision_tower_and_projector)
 		write_checkpoint(dir, &w,
 				 "{\"architectures\": [\"LlavaForConditionalGeneration\"], \"model_type\": \"llava\", "
 				 "\"text_config\": {\"model_type\": \"llama\", \"num_hidden_layers\": 1, "
-				 "\"hidden_size\": 8}, \"vision_config\": {\"model_type\": \"siglip_vision_model\"}, " W8A8_LINEAR "}");
+				 "\"hidden_size\": 8, \"intermediate_size\": 8, \"num_attention_heads\": 2, \"head_dim\": 4}, \"vision_config\": {\"model_type\": \"siglip_vision_model\"}, " W8A8_LINEAR "}");
 		struct ctq_qconfig cfg;
 		struct ctq_modules mods;
 		struct ctq_error err = {0};
@@ -318,6 +319,16 @@ Test(trees, llava_has_its_vision_tower_and_projector)
 		snprintf(n, sizeof n, "%slinear_1", cases[i].projector);
 		const struct ctq_plan_entry *e = ctq_plan_find(&plan, n);
 		cr_expect(e && e->scheme && !strcmp(e->scheme, "w8a8-int8"), "%s", n);
+		/* one rank: a guessed module whole, its features from its tensor;
+		 * more ranks: no layout is known for it (not the text q_proj's) */
+		struct ctq_shard_plan sp;
+		cr_expect_eq(ctq_shard_plan_build(&sp, &plan, 1, &err), CTQ_OK, "%s", err.message);
+		long k = ctq_modules_find(&mods, n);
+		cr_expect(k >= 0 && sp.out_features && sp.out_features[k] == H && sp.in_features[k] == H);
+		ctq_shard_plan_free(&sp);
+		cr_expect_eq(ctq_shard_plan_build(&sp, &plan, 2, &err), CTQ_ERR_SHARD_INVALID);
+		cr_expect(strstr(err.message, "guessed"), "%s", err.message);
+		ctq_shard_plan_free(&sp);
 		ctq_plan_free(&plan);
 		ctq_modules_free(&mods);
 		ctq_qconfig_free(&cfg);
