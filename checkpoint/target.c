@@ -24,25 +24,31 @@ bool ctq_target_has_tensors(const char *path)
 	return ctq_path_exists(p);
 }
 
-/* The module tree of the checkpoint in dir: its tensors' names and ranks
- * (ctq_modules_from_tensors), read through the one safetensors reader. */
+enum ctq_status ctq_target_modules(const struct ctq_checkpoint *ck, const cJSON *config,
+				   struct ctq_modules *mods, struct ctq_error *err)
+{
+	size_t n = ctq_checkpoint_count(ck);
+	struct ctq_tensor_name *names = ctq_malloc((n ? n : 1) * sizeof *names);
+	if (!names)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, ck->dir, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		const struct ctq_st_tensor *t = ctq_checkpoint_at(ck, i, NULL);
+		names[i] = (struct ctq_tensor_name){t->name, t->ndim, t->shape};
+	}
+	enum ctq_status st = ctq_modules_from_tensors(mods, config, "", names, n, err);
+	ctq_free(names);
+	return st;
+}
+
+/* The module tree of the checkpoint in dir (ctq_target_modules). */
 static enum ctq_status modules_from_checkpoint(const char *dir, const cJSON *config,
 					       struct ctq_modules *mods, struct ctq_error *err)
 {
 	struct ctq_checkpoint ck;
 	memset(&ck, 0, sizeof ck);
 	enum ctq_status st = ctq_checkpoint_open(&ck, dir, err);
-	size_t n = ctq_checkpoint_count(&ck);
-	struct ctq_tensor_name *names = st ? NULL : ctq_malloc((n ? n : 1) * sizeof *names);
-	if (!st && !names)
-		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
-	for (size_t i = 0; !st && i < n; i++) {
-		const struct ctq_st_tensor *t = ctq_checkpoint_at(&ck, i, NULL);
-		names[i] = (struct ctq_tensor_name){t->name, t->ndim, t->shape};
-	}
 	if (!st)
-		st = ctq_modules_from_tensors(mods, config, "", names, n, err);
-	ctq_free(names);
+		st = ctq_target_modules(&ck, config, mods, err);
 	ctq_checkpoint_close(&ck);
 	return st;
 }
@@ -81,9 +87,19 @@ enum ctq_status ctq_target_open(struct ctq_target *t, const char *dir, enum ctq_
 {
 	ctq_target_init(t);
 	enum ctq_status st;
-	if ((st = ctq_qconfig_load(&t->cfg, dir, NULL, err)) ||
-	    (st = ctq_modules_from_config(&t->mods, t->cfg.raw, "", NULL, err)) ||
-	    (st = ctq_plan_resolve(&t->plan, &t->cfg, &t->mods, sem, NULL, err)))
+	if ((st = ctq_qconfig_load(&t->cfg, dir, NULL, err)))
+		return st;
+	if (ctq_target_has_tensors(dir)) {
+		/* The tensors give the tree; the shards stay open only when asked for. */
+		if ((st = ctq_checkpoint_open(&t->ck, dir, err)) ||
+		    (st = ctq_target_modules(&t->ck, t->cfg.raw, &t->mods, err)))
+			return st;
+		if (!(flags & CTQ_TARGET_TENSORS))
+			ctq_checkpoint_close(&t->ck);
+	} else if ((st = ctq_modules_from_config(&t->mods, t->cfg.raw, "", NULL, err))) {
+		return st;
+	}
+	if ((st = ctq_plan_resolve(&t->plan, &t->cfg, &t->mods, sem, NULL, err)))
 		return st;
 	if ((flags & CTQ_TARGET_EXECUTABLE) && t->plan.refusal.status)
 		return ctq_error_set(err, t->plan.refusal.status, t->plan.refusal.path,
@@ -95,7 +111,7 @@ enum ctq_status ctq_target_open(struct ctq_target *t, const char *dir, enum ctq_
 				return ctq_error_set(err, t->plan.entries[i].error, t->mods.v[i].name,
 						     "the %s plan cannot execute this checkpoint: %s",
 						     ctq_semantics_name(sem), t->plan.entries[i].message);
-	if (flags & CTQ_TARGET_TENSORS)
+	if ((flags & CTQ_TARGET_TENSORS) && !t->ck.n_files)
 		return ctq_checkpoint_open(&t->ck, dir, err);
 	return CTQ_OK;
 }

@@ -49,8 +49,16 @@ enum ctq_status ctq_target_load_config(const char *path, const struct ctq_parse_
 				       struct ctq_qconfig *cfg, struct ctq_modules *mods,
 				       struct ctq_error *err);
 
+/* The module tree of the open checkpoint ck with its config.json
+ * (ctq_modules_from_tensors over ck's tensor names and shapes). Errors:
+ * those of ctq_modules_from_tensors. */
+enum ctq_status ctq_target_modules(const struct ctq_checkpoint *ck, const cJSON *config,
+				   struct ctq_modules *mods, struct ctq_error *err);
+
 /* Initialises t and opens the model folder dir: config, the modules of its
- * config.json (a folder without model_type / num_hidden_layers fails there), the plan
+ * tensors with its config.json (ctq_target_modules; its config.json alone when
+ * it holds no safetensors, and then a folder without model_type /
+ * num_hidden_layers fails there), the plan
  * under sem and, with CTQ_TARGET_TENSORS, the tensors. With
  * CTQ_TARGET_EXECUTABLE a whole-config engine refusal (plan.refusal) or
  * else the first plan entry in error fails the open with that status, at

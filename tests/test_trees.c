@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checkpoint/quantize.h"
 #include "checkpoint/safetensors.h"
 #include "checkpoint/target.h"
 #include "quant/modules.h"
@@ -141,16 +142,26 @@ Test(trees, sequence_classifier_has_score_and_no_lm_head)
 #define H 8   /* hidden size of every fixture */
 #define V 16  /* vocabulary */
 
-/* Zeros enough for the largest fixture tensor (BF16). */
-static const uint16_t zeros[V * H * 4];
+/* Data enough for the largest fixture tensor: BF16 1, -1, 2, ... (non-zero
+ * rows, so that quantizing them is no degenerate case). */
+static uint16_t data[V * H * 4];
+
+static void fill_data(void)
+{
+	static const uint16_t v[3] = {0x3f80, 0xbf80, 0x4000};
+	for (size_t i = 0; i < sizeof data / sizeof *data; i++)
+		data[i] = v[i % 3];
+}
 
 static void add(struct ctq_st_writer *w, const char *name, int ndim, int64_t d0, int64_t d1)
 {
 	struct ctq_error err = {0};
+	if (!data[0])
+		fill_data();
 	const int64_t shape[4] = {d0, d1, 2, 2};
 	uint64_t n = (uint64_t)d0 * (ndim > 1 ? (uint64_t)d1 : 1) * (ndim > 2 ? 4u : 1u);
-	cr_assert(n * 2 <= sizeof zeros, "%s", name);
-	cr_assert_eq(ctq_st_writer_add(w, name, CTQ_DTYPE_BF16, ndim == 3 ? 4 : ndim, shape, zeros, n * 2,
+	cr_assert(n * 2 <= sizeof data, "%s", name);
+	cr_assert_eq(ctq_st_writer_add(w, name, CTQ_DTYPE_BF16, ndim == 3 ? 4 : ndim, shape, data, n * 2,
 				       &err),
 		     CTQ_OK, "%s: %s", name, err.message);
 }
@@ -461,4 +472,39 @@ Test(trees, vllm_fused_members_in_any_order)
 	ctq_modules_free(&mods);
 	ctq_qconfig_free(&cfg);
 	cJSON_Delete(root);
+}
+
+/* ctq quantize covers the tensors' tree: a Linear outside the known tree is
+ * quantized too (a Linear target would claim it), and the written
+ * checkpoint's own tree (ctq_target_open, the self-check) agrees. */
+Test(trees, quantize_covers_a_guessed_linear)
+{
+	struct ctq_st_writer w;
+	ctq_st_writer_init(&w);
+	add_text(&w, "model.", false);
+	add(&w, "lm_head.weight", 2, V, H);
+	add(&w, "model.layers.0.mlp.extra_proj.weight", 2, H, H);
+	char dir[] = "/tmp/ctq-trees-XXXXXX";
+	write_checkpoint(dir, &w,
+			 "{\"architectures\": [\"Qwen3ForCausalLM\"], \"model_type\": \"qwen3\", "
+			 "\"num_hidden_layers\": 1, \"hidden_size\": 8, \"intermediate_size\": 8, "
+			 "\"num_attention_heads\": 2, \"num_key_value_heads\": 2, \"head_dim\": 4, "
+			 "\"vocab_size\": 16, \"torch_dtype\": \"bfloat16\"}");
+	char out[64];
+	snprintf(out, sizeof out, "%s/w8a8", dir);
+	struct ctq_quantize_result res;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_quantize_checkpoint(dir, out, NULL, &res, &err), CTQ_OK, "%s at %s",
+		     err.message, err.path);
+	cr_expect_eq(res.n_modules, 8, "7 layer Linears and extra_proj: %zu", res.n_modules);
+	ctq_quantize_result_free(&res);
+	struct ctq_target t;
+	cr_assert_eq(ctq_target_open(&t, out, CTQ_SEM_STRICT, CTQ_TARGET_TENSORS, &err), CTQ_OK, "%s",
+		     err.message);
+	const struct ctq_plan_entry *e = ctq_plan_find(&t.plan, "model.layers.0.mlp.extra_proj");
+	cr_expect(e && e->scheme && !strcmp(e->scheme, "w8a8-int8"), "extra_proj");
+	const struct ctq_st_tensor *wt = ctq_checkpoint_find(&t.ck, "model.layers.0.mlp.extra_proj.weight", NULL);
+	cr_expect(wt && wt->dtype == CTQ_DTYPE_I8);
+	ctq_target_close(&t);
+	remove_checkpoint(dir);
 }
