@@ -600,7 +600,7 @@ static enum ctq_status select_modules(const struct ctq_modules *mods, const stru
 					   ctq_dtype_name(w->dtype), w->ndim);
 		}
 		long en, ek;
-		if (expected_shape(&mods->shape, m->name, &en, &ek) &&
+		if (!m->guessed && expected_shape(&mods->shape, m->name, &en, &ek) &&
 		    (w->shape[0] != en || w->shape[1] != ek)) {
 			return ctq_error_set(err, CTQ_ERR_CHECKPOINT, wname,
 					   "is [%lld, %lld] but config.json (hidden_size %ld, intermediate_size %ld, %ld heads, %ld kv heads, head_dim %ld) makes it [%ld, %ld]; transformers refuses such a checkpoint (size mismatch), so ctq does not quantize it",
@@ -743,9 +743,12 @@ enum ctq_status ctq_quantize_checkpoint(const char *in, const char *dir,
 	}
 	if ((st = read_config(path, &config, err)))
 		goto done;
-	if ((st = ctq_modules_from_config(&mods, config, "", NULL, err)))
-		goto done;
-	if ((st = ctq_checkpoint_open(&ck, in, err)))
+	/* The config's tree refuses an architecture ctq does not know; the
+	 * tensors' tree then holds every Linear of the checkpoint, so that a
+	 * Linear target claims none that stays unquantized and unignored. */
+	if ((st = ctq_modules_from_config(&mods, config, "", NULL, err)) ||
+	    (st = ctq_checkpoint_open(&ck, in, err)) ||
+	    (st = ctq_target_modules(&ck, config, &mods, err)))
 		goto done;
 
 	/* Which modules are quantized. */

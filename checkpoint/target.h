@@ -31,18 +31,34 @@ enum {
 /* Zeroes t: ctq_target_close is safe on it from then on. */
 void ctq_target_init(struct ctq_target *t);
 
+/* Whether path is a folder holding safetensors (model.safetensors.index.json
+ * or model.safetensors). */
+bool ctq_target_has_tensors(const char *path);
+
 /* Reads PATH's quantization config (a model folder or a config.json file)
- * into cfg and enumerates its modules into mods: from the file's
- * model_type / num_hidden_layers, or from arch + layers when both are given
- * (one without the other is usage); prefix is prepended to module names
- * (NULL: none); opt NULL: the default parser options. */
+ * into cfg and enumerates its modules into mods: from arch + layers when
+ * both are given (one without the other is usage; arch must agree with the
+ * config's model_type); else, for a folder with safetensors, from its
+ * tensors and config (ctq_modules_from_tensors: every module the checkpoint
+ * holds, the ones outside the known tree with a guessed class; prefix
+ * unused, the tensors give it); else from the file's model_type /
+ * num_hidden_layers. prefix is prepended to module names (NULL: the
+ * default); opt NULL: the default parser options. */
 enum ctq_status ctq_target_load_config(const char *path, const struct ctq_parse_options *opt,
 				       const char *arch, long layers, const char *prefix,
 				       struct ctq_qconfig *cfg, struct ctq_modules *mods,
 				       struct ctq_error *err);
 
+/* The module tree of the open checkpoint ck with its config.json
+ * (ctq_modules_from_tensors over ck's tensor names and shapes). Errors:
+ * those of ctq_modules_from_tensors. */
+enum ctq_status ctq_target_modules(const struct ctq_checkpoint *ck, const cJSON *config,
+				   struct ctq_modules *mods, struct ctq_error *err);
+
 /* Initialises t and opens the model folder dir: config, the modules of its
- * config.json (a folder without model_type / num_hidden_layers fails there), the plan
+ * tensors with its config.json (ctq_target_modules; its config.json alone when
+ * it holds no safetensors, and then a folder without model_type /
+ * num_hidden_layers fails there), the plan
  * under sem and, with CTQ_TARGET_TENSORS, the tensors. With
  * CTQ_TARGET_EXECUTABLE a whole-config engine refusal (plan.refusal) or
  * else the first plan entry in error fails the open with that status, at

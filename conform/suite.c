@@ -102,7 +102,7 @@ static enum ctq_status walk(const char *dir, struct names *out, int depth,
 /* ---- validation ----------------------------------------------------------- */
 
 static const char *const case_keys[] = {
-	"id", "about", "semantics", "config", "config_file", "model", "modules",
+	"id", "about", "semantics", "config", "config_file", "model", "modules", "tensors",
 	"tp", "expect", "expect_by_semantics", "parser", "checkpoint", "numeric_tp",
 };
 static const char *const expect_keys[] = {"modules", "error", "shards", "numeric"};
@@ -111,7 +111,7 @@ static const char *const checkpoint_keys[] = {
 	"num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size",
 };
 static const char *const module_expect_keys[] = {
-	"scheme", "group", "by", "target", "error", "message_contains", "vllm_class",
+	"scheme", "group", "by", "target", "error", "message_contains", "vllm_class", "absent", "guessed",
 };
 static const char *const error_expect_keys[] = {"class", "path", "message_contains"};
 
@@ -194,6 +194,11 @@ static enum ctq_status check_module_expect(const cJSON *m, const char *file,
 		return st;
 	if (!m->child)
 		return bad(err, file, where, "names nothing to check");
+	const cJSON *ab = ctq_json_get(m, "absent"), *gu = ctq_json_get(m, "guessed");
+	if (ab && (!cJSON_IsTrue(ab) || m->child->next))
+		return bad(err, file, where, "absent is true and alone: the plan has no such module");
+	if (gu && !cJSON_IsBool(gu))
+		return bad(err, file, where, "guessed must be true or false");
 	const cJSON *e = ctq_json_get(m, "error");
 	if (e && (!cJSON_IsString(e) || ctq_status_from_name(e->valuestring) == CTQ_STATUS_COUNT))
 		return bad(err, file, where, "error must be an error class name");
@@ -464,8 +469,22 @@ static enum ctq_status validate_target(struct ctq_case *c, const cJSON *o, const
 {
 	c->model = ctq_json_get(o, "model");
 	c->modules = ctq_json_get(o, "modules");
-	if (c->model && c->modules)
-		return bad(err, file, where, "give model or modules, not both");
+	c->tensors = ctq_json_get(o, "tensors");
+	if (!!c->model + !!c->modules + !!c->tensors > 1)
+		return bad(err, file, where, "give one of model, modules and tensors");
+	if (c->tensors) {
+		if (!cJSON_IsObject(c->tensors) || !c->tensors->child)
+			return bad(err, file, where, "tensors must be a non-empty object {name: shape}");
+		for (const cJSON *t = c->tensors->child; t; t = t->next) {
+			bool ok = cJSON_IsArray(t) && cJSON_GetArraySize(t) <= 8;
+			for (const cJSON *d = ok ? t->child : NULL; d; d = d->next)
+				ok = ok && cJSON_IsNumber(d) && d->valuedouble >= 0 &&
+				     d->valuedouble == (double)(long)d->valuedouble;
+			if (!ok)
+				return bad(err, file, where,
+					   "tensors.%s must be a shape: 0 to 8 non-negative integers", t->string);
+		}
+	}
 	if (c->model) {
 		if (!cJSON_IsObject(c->model))
 			return bad(err, file, where, "model must be an object {arch, layers, ...}");
@@ -534,7 +553,7 @@ static enum ctq_status validate_expect(struct ctq_case *c, const cJSON *o, const
 				   ctq_semantics_name((enum ctq_semantics)s));
 		if ((ef.shards[0] || ef.shards[1]) && !c->tp)
 			return bad(err, file, where, "expects shards but gives no tp");
-		if (!c->model && !c->modules && !(ef.error && !ef.modules[0] && !ef.modules[1]) &&
+		if (!c->model && !c->modules && !c->tensors && !(ef.error && !ef.modules[0] && !ef.modules[1]) &&
 		    !(c->config && ctq_json_get(c->config, "num_hidden_layers")))
 			return bad(err, file, where,
 				   "expects modules but names none (give model or modules)");
@@ -736,41 +755,6 @@ static enum ctq_status add_check(struct ctq_checks *out, const struct ctq_case *
 	return CTQ_OK;
 }
 
-static enum ctq_status build_modules(const struct ctq_case *c, const cJSON *config,
-				     struct ctq_modules *mods, struct ctq_error *err)
-{
-	if (c->modules) {
-		for (const cJSON *m = c->modules->child; m; m = m->next) {
-			const cJSON *t = ctq_json_get(m, "type");
-			const char *types[16];
-			size_t n = 0;
-			for (const cJSON *x = t->child; x && n < 16; x = x->next)
-				types[n++] = x->valuestring;
-			const cJSON *vt = ctq_json_get(m, "vllm_type");
-			enum ctq_status st = ctq_modules_add(mods, ctq_json_get(m, "name")->valuestring,
-							     types, n, vt ? vt->valuestring : NULL, err);
-			if (st)
-				return st;
-		}
-		return ctq_modules_finish(mods, err);
-	}
-	if (c->model) {
-		cJSON *m = cJSON_Duplicate(c->model, 1);
-		if (!m)
-			return ctq_error_set(err, CTQ_ERR_NOMEM, c->id, "out of memory");
-		cJSON_AddItemToObject(m, "model_type",
-				      cJSON_CreateString(ctq_json_get(c->model, "arch")->valuestring));
-		cJSON_AddItemToObject(m, "num_hidden_layers",
-				      cJSON_CreateNumber(ctq_json_get(c->model, "layers")->valuedouble));
-		const cJSON *pfx = ctq_json_get(c->model, "prefix");
-		enum ctq_status st = ctq_modules_from_config(mods, m, "model",
-							     pfx ? pfx->valuestring : NULL, err);
-		cJSON_Delete(m);
-		return st;
-	}
-	return ctq_modules_from_config(mods, config, "config", NULL, err);
-}
-
 static bool contains_all(const cJSON *mc, const char *msg, struct ctq_strbuf *why)
 {
 	bool ok = true;
@@ -847,9 +831,17 @@ static enum ctq_status check_module(const struct ctq_case *c, enum ctq_semantics
 			ctq_strbuf_printf(&e, "%s%s=%s", e.len ? " " : "", k->string, k->valuestring);
 		else if (cJSON_IsNull(k))
 			ctq_strbuf_printf(&e, "%s%s=null", e.len ? " " : "", k->string);
+		else if (cJSON_IsBool(k))
+			ctq_strbuf_printf(&e, "%s%s=%s", e.len ? " " : "", k->string,
+					  cJSON_IsTrue(k) ? "true" : "false");
 	}
 	const struct ctq_plan_entry *en = plan ? ctq_plan_find(plan, name) : NULL;
-	if (!plan) {
+	const cJSON *gu = ctq_json_get(exp, "guessed");
+	if (plan && ctq_json_get(exp, "absent")) {
+		ctq_strbuf_printf(&a, en ? "present" : "absent");
+		if (en)
+			ctq_strbuf_printf(&why, "module %s is in the plan; expected none", name);
+	} else if (!plan) {
 		ctq_strbuf_printf(&a, "config error %s at %s: %s", ctq_status_name(cfg_err->status),
 				  cfg_err->path, cfg_err->message);
 		ctq_strbuf_printf(&why, "the config did not resolve");
@@ -859,6 +851,10 @@ static enum ctq_status check_module(const struct ctq_case *c, enum ctq_semantics
 				  plan->n);
 	} else {
 		describe_entry(plan, en, &a);
+		const bool guess = plan->mods->v[en->module].guessed;
+		if (gu && cJSON_IsTrue(gu) != guess)
+			ctq_strbuf_printf(&why, "class is %s; expected %s", guess ? "guessed" : "known",
+					  cJSON_IsTrue(gu) ? "guessed" : "known");
 		const cJSON *x;
 		if ((x = ctq_json_get(exp, "error"))) {
 			if (!en->error)
@@ -1122,7 +1118,7 @@ enum ctq_status ctq_case_run_opts(const struct ctq_case *c, enum ctq_semantics s
 	bool resolved = false;
 	if (config && !ctq_qconfig_parse(&cfg, config, &c->parser, &cerr)) {
 		struct ctq_error merr = {0};
-		if (build_modules(c, config, &mods, &merr)) {
+		if (ctq_case_modules(c, config, &mods, &merr)) {
 			if (merr.status == CTQ_ERR_NOMEM) {
 				st = ctq_error_set(err, merr.status, merr.path, "%s", merr.message);
 				goto done;

@@ -23,6 +23,7 @@ struct ctq_case {
 	char *config_file;       /* resolved path of config_file, or NULL */
 	const cJSON *model;
 	const cJSON *modules;
+	const cJSON *tensors;    /* {name: shape}: the checkpoint's tensor header, or NULL */
 	long tp;                 /* 0 when absent */
 	struct ctq_parse_options parser;
 	const cJSON *checkpoint; /* a synthetic checkpoint to build (numeric cases) */
@@ -81,6 +82,13 @@ struct ctq_case_run_options {
 enum ctq_status ctq_case_run_opts(const struct ctq_case *c, enum ctq_semantics sem,
 				  const struct ctq_case_run_options *opt,
 				  struct ctq_checks *out, struct ctq_error *err);
+
+/* The modules case c names (conform/suite_tree.c): its modules list, its
+ * model (an arch contradicting the config's model_type is invalid-config),
+ * its tensors with config (ctq_modules_from_tensors), or config alone.
+ * mods is initialised by the caller. Errors: the enumeration's. */
+enum ctq_status ctq_case_modules(const struct ctq_case *c, const cJSON *config,
+				 struct ctq_modules *mods, struct ctq_error *err);
 
 /* ctq_case_run_opts with the default options. */
 enum ctq_status ctq_case_run(const struct ctq_case *c, enum ctq_semantics sem,

@@ -19,13 +19,16 @@ static void help(void)
 	       "Shows what every module of a checkpoint executes as: scheme, config group,\n"
 	       "matched target and the rule that matched (name, regex, type, ignore, default).\n"
 	       "PATH is a checkpoint folder, its config.json, or a standalone quantization\n"
-	       "config (then name the model with --arch and --layers).\n"
+	       "config (then name the model with --arch and --layers). A folder's modules are\n"
+	       "every module its safetensors hold: those outside the qwen3 / qwen2 / llama\n"
+	       "tree (a vision tower, a projector, experts) with a guessed class and a warning.\n"
 	       "\n"
 	       "options:\n"
 	       "  --semantics S        strict (default; ctq's own), ct, vllm, or all: one column\n"
 	       "                       per profile, '!' marks modules where they disagree\n"
 	       "  --json               machine-readable plan on stdout\n"
-	       "  --arch A --layers N  enumerate qwen3, qwen2 or llama with N layers\n"
+	       "  --arch A --layers N  enumerate qwen3, qwen2 or llama with N layers (refused\n"
+	       "                       when the config's model_type names another model)\n"
 	       "  --prefix P           module prefix of a nested language model\n"
 	       "                       (default model., or model.language_model. for text_config)\n"
 	       "  --accept-unknown-keys  accept unknown args/scheme keys (pre-0.11 producers)\n"
@@ -71,9 +74,18 @@ static void print_header(const char *path, const struct ctq_qconfig *cfg,
 		       cfg->n_groups, cfg->n_ignore, cfg->n_ignore == 1 ? "y" : "ies",
 		       cfg->kv_cache ? "set" : "none");
 	}
-	printf("model: %s, %d layer(s), %zu module(s)\n\n",
-	       mods->shape.arch ? mods->shape.arch : "(explicit)", mods->shape.layers,
-	       mods->n);
+	printf("model: %s, %d layer(s), %zu module(s)\n",
+	       mods->shape.arch ? mods->shape.arch : mods->n_guessed ? "(from the tensors)" : "(explicit)",
+	       mods->shape.layers, mods->n);
+	if (mods->n_guessed) {
+		printf("warning: %zu module(s) added from the checkpoint's tensors with a guessed class (Linear or Embedding by name; e.g.",
+		       mods->n_guessed);
+		for (size_t i = 0, k = 0; i < mods->n && k < 3; i++)
+			if (mods->v[i].guessed)
+				printf("%s %s", k++ ? "," : "", mods->v[i].name);
+		printf(")\n");
+	}
+	printf("\n");
 }
 
 static void print_single(const struct ctq_plan *p, const struct ctq_qconfig *cfg,

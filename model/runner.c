@@ -640,6 +640,11 @@ enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, con
 	if ((st = ctq_target_open(&t, dir, CTQ_SEM_STRICT, CTQ_TARGET_EXECUTABLE, err)) ||
 	    (st = ctq_model_config_parse(&r->cfg, t.cfg.raw, err)))
 		goto done;
+	if (t.mods.shape.seq_cls) {
+		st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, "architectures",
+				   "names a sequence classifier (head score, no lm_head); the runner executes *ForCausalLM models");
+		goto done;
+	}
 	const int tp = opt->tp > 1 ? opt->tp : 1;
 	if (tp > 1 && !opt->group && !b->ops->allreduce_sum) {
 		st = ctq_error_set(err, CTQ_ERR_USAGE, "tp", "tensor parallelism needs a rank group");

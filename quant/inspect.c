@@ -175,6 +175,8 @@ static cJSON *module_json(const struct ctq_inspection *v, size_t i)
 	for (size_t t = 0; t < mods->v[i].n_types; t++)
 		cJSON_AddItemToArray(types, cJSON_CreateString(mods->v[i].types[t]));
 	cJSON_AddStringToObject(mo, "vllm_type", mods->v[i].vllm_type);
+	if (mods->v[i].guessed)
+		cJSON_AddBoolToObject(mo, "guessed", true);
 	for (int s = 0; s < CTQ_SEM_COUNT; s++) {
 		if (!shown(v, s) || !v->have[s])
 			continue;
@@ -208,6 +210,7 @@ cJSON *ctq_inspect_json(const struct ctq_inspection *v, const char *path)
 	}
 	cJSON *errs = cJSON_AddObjectToObject(root, "config_errors");
 	cJSON *refused = cJSON_AddObjectToObject(root, "config_refusals");
+	cJSON_AddNumberToObject(root, "guessed_modules", (double)v->mods->n_guessed);
 	cJSON *ms = cJSON_AddArrayToObject(root, "modules");
 	for (size_t i = 0; i < v->mods->n; i++)
 		cJSON_AddItemToArray(ms, module_json(v, i));

@@ -4,6 +4,7 @@
 #include "core/json.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -132,17 +133,48 @@ long ctq_modules_find(const struct ctq_modules *m, const char *name)
 	return -1;
 }
 
+/* The class of a classification model: Qwen3/Qwen2/Llama ForSequenceClassification. */
+static bool is_seq_cls(const char *t, const char *family)
+{
+	size_t n = strlen(family);
+	return !strncmp(t, family, n) && !strcmp(t + n, "ForSequenceClassification");
+}
+
 const char *ctq_arch_normalise(const char *t)
 {
 	if (!t)
 		return NULL;
-	if (!strcasecmp(t, "qwen3") || !strcmp(t, "Qwen3ForCausalLM"))
+	if (!strcasecmp(t, "qwen3") || !strcmp(t, "Qwen3ForCausalLM") || is_seq_cls(t, "Qwen3"))
 		return "qwen3";
-	if (!strcasecmp(t, "qwen2") || !strcmp(t, "Qwen2ForCausalLM"))
+	if (!strcasecmp(t, "qwen2") || !strcmp(t, "Qwen2ForCausalLM") || is_seq_cls(t, "Qwen2"))
 		return "qwen2";
-	if (!strcasecmp(t, "llama") || !strcmp(t, "LlamaForCausalLM"))
+	if (!strcasecmp(t, "llama") || !strcmp(t, "LlamaForCausalLM") || is_seq_cls(t, "Llama"))
 		return "llama";
 	return NULL;
+}
+
+enum ctq_status ctq_modules_check_arch(const cJSON *config, const char *arch,
+				       const char *flag, const char *file,
+				       struct ctq_error *err)
+{
+	const char *where = "";
+	const cJSON *mt = ctq_json_get(ctq_hf_config_text(config, &where), "model_type");
+	if (!cJSON_IsString(mt)) {
+		where = "";
+		mt = ctq_json_get(config, "model_type");
+	}
+	if (!cJSON_IsString(mt) || !arch)
+		return CTQ_OK;
+	const char *want = ctq_arch_normalise(mt->valuestring), *got = ctq_arch_normalise(arch);
+	/* vLLM's MistralForCausalLM is a LlamaForCausalLM (docs/semantics.md). */
+	if (!want && !strcmp(mt->valuestring, "mistral"))
+		want = "llama";
+	if (want && got && !strcmp(want, got))
+		return CTQ_OK;
+	char p[CTQ_PATH_MAX];
+	ctq_json_path_key(p, sizeof p, where, "model_type");
+	return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, p, "%s %s contradicts %s's model_type \"%s\"",
+			     flag, arch, file, mt->valuestring);
 }
 
 /* Adds the module named nm (NULL: its name ran out of memory) to m's
@@ -157,9 +189,10 @@ static enum ctq_status add_named(struct ctq_modules *m, const char *nm, bool aux
 		   : ctq_modules_add(m, nm, types, n, NULL, err);
 }
 
-enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
-				      int layers, const char *prefix,
-				      struct ctq_error *err)
+/* The tree of arch with `layers` layers under prefix; seq_cls: the head is
+ * score (vLLM ReplicatedLinear), else lm_head. */
+static enum ctq_status enumerate(struct ctq_modules *m, const char *arch, int layers,
+				 const char *prefix, bool seq_cls, struct ctq_error *err)
 {
 	const char *a = ctq_arch_normalise(arch);
 	if (!a)
@@ -209,11 +242,37 @@ enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
 			ADD(linear, 2, "%slayers.%d.%s.%s", prefix, l, ctq_hf_linears[i].parent,
 			    ctq_hf_linears[i].leaf);
 	}
-	ADD(linear, 2, "%s", "lm_head");
+	if (seq_cls) {
+		if ((st = ctq_modules_add(m, "score", linear, 2, "ReplicatedLinear", err)))
+			return st;
+	} else {
+		ADD(linear, 2, "%s", "lm_head");
+	}
 #undef ADD
 #undef ADD_AUX
 #undef ADD_TO
 	return ctq_modules_finish(m, err);
+}
+
+enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
+				      int layers, const char *prefix,
+				      struct ctq_error *err)
+{
+	return enumerate(m, arch, layers, prefix, false, err);
+}
+
+/* The known architecture a config.json names: its model_type
+ * (text_config's when nested), else architectures[0]; NULL when neither is
+ * qwen3, qwen2 or llama. */
+static const char *config_arch(const cJSON *config)
+{
+	const cJSON *mt = ctq_json_get(ctq_hf_config_text(config, NULL), "model_type");
+	const char *arch = cJSON_IsString(mt) ? ctq_arch_normalise(mt->valuestring) : NULL;
+	const cJSON *archs = ctq_json_get(config, "architectures");
+	const cJSON *a0 = cJSON_IsArray(archs) ? archs->child : NULL;
+	if (!arch && cJSON_IsString(a0))
+		arch = ctq_arch_normalise(a0->valuestring);
+	return arch;
 }
 
 static enum ctq_status shape_field(const cJSON *cfg, const char *base,
@@ -249,14 +308,12 @@ enum ctq_status ctq_modules_from_config(struct ctq_modules *m,
 			prefix = "model.language_model.";
 	}
 	const cJSON *mt = ctq_json_get(c, "model_type");
-	const char *arch = cJSON_IsString(mt) ? ctq_arch_normalise(mt->valuestring)
-					      : NULL;
-	if (!arch) {
-		const cJSON *archs = ctq_json_get(config, "architectures");
-		const cJSON *a0 = cJSON_IsArray(archs) ? archs->child : NULL;
-		if (cJSON_IsString(a0))
-			arch = ctq_arch_normalise(a0->valuestring);
-	}
+	const char *arch = config_arch(config);
+	const cJSON *archs = ctq_json_get(config, "architectures");
+	const cJSON *a0 = cJSON_IsArray(archs) ? archs->child : NULL;
+	const bool seq_cls = cJSON_IsString(a0) && (is_seq_cls(a0->valuestring, "Qwen3") ||
+						   is_seq_cls(a0->valuestring, "Qwen2") ||
+						   is_seq_cls(a0->valuestring, "Llama"));
 	if (!arch) {
 		char p[CTQ_PATH_MAX];
 		ctq_json_path_key(p, sizeof p, base, "model_type");
@@ -292,8 +349,23 @@ enum ctq_status ctq_modules_from_config(struct ctq_modules *m,
 	const cJSON *ab = ctq_json_get(c, "attention_bias");
 	if (cJSON_IsBool(ab))
 		s->attention_bias = cJSON_IsTrue(ab);
+	if (seq_cls) {
+		/* transformers' PretrainedConfig: num_labels, else id2label's size, else 2. */
+		s->seq_cls = true;
+		s->num_labels = 2;
+		const cJSON *o = ctq_json_get(c, "num_labels") || ctq_json_get(c, "id2label") ? c : config;
+		const cJSON *nl = ctq_json_get(o, "num_labels"), *ids = ctq_json_get(o, "id2label");
+		if (nl) {
+			char p[CTQ_PATH_MAX];
+			ctq_json_path_key(p, sizeof p, o == c ? base : (path ? path : ""), "num_labels");
+			if ((st = ctq_json_int(nl, p, 1, INT_MAX, &s->num_labels, err)))
+				return st;
+		} else if (cJSON_IsObject(ids) && ids->child) {
+			s->num_labels = cJSON_GetArraySize(ids);
+		}
+	}
 	struct ctq_model_shape keep = *s;
-	st = ctq_modules_from_arch(m, arch, (int)layers, prefix, err);
+	st = enumerate(m, arch, (int)layers, prefix, seq_cls, err);
 	keep.arch = m->shape.arch;
 	keep.layers = m->shape.layers;
 	m->shape = keep;
@@ -304,6 +376,194 @@ static bool leaf_is(const char *name, const char *leaf)
 {
 	const char *dot = strrchr(name, '.');
 	return !strcmp(dot ? dot + 1 : name, leaf);
+}
+
+/* ---- the tree of a checkpoint's tensors ---------------------------------- */
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The first index of sorted v[0..n) whose string is >= key. */
+static size_t lower_bound(const char *const *v, size_t n, const char *key)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(v[mid], key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool sorted_has(const char *const *v, size_t n, const char *key)
+{
+	size_t i = lower_bound(v, n, key);
+	return i < n && !strcmp(v[i], key);
+}
+
+/* A module the tensors hold: its name and, from an unpacked X.weight, its
+ * (out, in) features. */
+struct tensor_module {
+	const char *name;
+	int64_t out, in;
+};
+
+static int cmp_module(const void *a, const void *b)
+{
+	return strcmp(((const struct tensor_module *)a)->name, ((const struct tensor_module *)b)->name);
+}
+
+/* X for a 2-D tensor X.weight or X.weight_packed (compressed-tensors'
+ * packed formats); false for anything else (norms, biases, scales, convs). */
+static bool module_of(struct ctq_arena *a, const struct ctq_tensor_name *t,
+		      struct tensor_module *out)
+{
+	static const char *const suffix[] = {".weight", ".weight_packed"};
+	size_t n = strlen(t->name);
+	for (size_t i = 0; t->ndim == 2 && i < sizeof suffix / sizeof *suffix; i++) {
+		size_t k = strlen(suffix[i]);
+		if (n > k && !strcmp(t->name + n - k, suffix[i])) {
+			out->name = ctq_arena_printf(a, "%.*s", (int)(n - k), t->name);
+			out->out = i == 0 && t->shape ? t->shape[0] : 0;
+			out->in = i == 0 && t->shape ? t->shape[1] : 0;
+			return out->name != NULL;
+		}
+	}
+	return false;
+}
+
+/* An nn.Embedding by its name (transformers' names for token and position
+ * tables). A component "embeddings" alone is not enough: SigLIP2's
+ * embeddings.patch_embedding is an nn.Linear. */
+static bool looks_embedding(const char *name)
+{
+	static const char *const leaves[] = {
+		"embed_tokens", "wte", "wpe", "word_embeddings", "position_embeddings",
+		"token_type_embeddings", "position_embedding", "embed_positions",
+	};
+	for (size_t i = 0; i < sizeof leaves / sizeof *leaves; i++)
+		if (leaf_is(name, leaves[i]))
+			return true;
+	return false;
+}
+
+/* Whether the sorted tensor names hold a tensor of module mod ("mod.*"). */
+static bool holds(const char *const *names, size_t n, struct ctq_arena *a, const char *mod)
+{
+	char *key = ctq_arena_printf(a, "%s.", mod);
+	if (!key)
+		return false;
+	size_t i = lower_bound(names, n, key);
+	return i < n && !strncmp(names[i], key, strlen(key));
+}
+
+enum ctq_status ctq_modules_from_tensors(struct ctq_modules *m, const cJSON *config,
+					 const char *path, const struct ctq_tensor_name *t,
+					 size_t n, struct ctq_error *err)
+{
+	struct ctq_arena scratch;
+	struct ctq_modules known, r;
+	ctq_arena_init(&scratch);
+	ctq_modules_init(&known);
+	ctq_modules_init(&r);
+	enum ctq_status st = CTQ_OK;
+	const char **names = ctq_arena_calloc(&scratch, n + 1, sizeof *names);
+	struct tensor_module *mods = ctq_arena_calloc(&scratch, n + 1, sizeof *mods);
+	size_t n_mods = 0;
+	if (!names || !mods) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, "tensors", "out of memory");
+		goto done;
+	}
+	/* mods: the tensors' modules in name order (a checkpoint lists its
+	 * tensors sorted; a suite case in any order). */
+	const char *prefix = NULL;
+	for (size_t i = 0; i < n; i++) {
+		names[i] = t[i].name;
+		if (module_of(&scratch, &t[i], &mods[n_mods]))
+			n_mods++;
+	}
+	qsort(names, n, sizeof *names, cmp_str);
+	qsort(mods, n_mods, sizeof *mods, cmp_module);
+	if (!n_mods) {
+		st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, "tensors",
+				   "the checkpoint's %zu tensor(s) hold no 2-D weight (X.weight or X.weight_packed): no module to plan",
+				   n);
+		goto done;
+	}
+	/* The known tree, under the prefix the checkpoint gives embed_tokens. */
+	const char *arch = config_arch(config);
+	for (size_t i = 0; i < n_mods && !prefix; i++)
+		if (leaf_is(mods[i].name, "embed_tokens"))
+			prefix = ctq_arena_printf(&scratch, "%.*s",
+						  (int)(strlen(mods[i].name) - strlen("embed_tokens")),
+						  mods[i].name);
+	if (arch && (st = ctq_modules_from_config(&known, config, path, prefix, err)))
+		goto done;
+	for (size_t i = 0; i < known.n; i++) {
+		const struct ctq_module *k = &known.v[i];
+		const char *name = k->name;
+		bool weight = k->kind == CTQ_MODULE_LINEAR || k->kind == CTQ_MODULE_EMBEDDING;
+		if (weight && !holds(names, n, &scratch, name) && !strcmp(name, "lm_head")) {
+			/* Llava's language_model.lm_head, or a tied head the resolvers keep. */
+			for (size_t j = 0; j < n_mods; j++)
+				if (leaf_is(mods[j].name, "lm_head")) {
+					name = mods[j].name;
+					break;
+				}
+			if (name == k->name && known.shape.tie_word_embeddings)
+				weight = false;
+		}
+		if (weight && !holds(names, n, &scratch, name)) {
+			st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, name,
+					   "is a module of the config's %s tree, but the checkpoint holds no %s.weight (a checkpoint of another architecture?)",
+					   known.shape.arch, name);
+			goto done;
+		}
+		if ((st = ctq_modules_add(&r, name, k->types, k->n_types, k->vllm_type, err)))
+			goto done;
+	}
+	for (size_t i = 0; i < known.n_aux; i++)
+		if ((st = ctq_modules_add_aux(&r, known.aux[i].name, known.aux[i].types,
+					      known.aux[i].n_types, err)))
+			goto done;
+	/* The rest of the tensors' modules, their class a guess. */
+	const char **have = ctq_arena_calloc(&scratch, r.n + 1, sizeof *have);
+	if (!have) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, "tensors", "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < r.n; i++)
+		have[i] = r.v[i].name;
+	const size_t n_have = r.n;
+	qsort(have, n_have, sizeof *have, cmp_str);
+	static const char *const linear[] = {"Linear", "Module"};
+	static const char *const embedding[] = {"Embedding", "Module"};
+	for (size_t i = 0; i < n_mods; i++) {
+		const char *x = mods[i].name;
+		if ((i && !strcmp(x, mods[i - 1].name)) || sorted_has(have, n_have, x))
+			continue;
+		if ((st = ctq_modules_add(&r, x, looks_embedding(x) ? embedding : linear, 2, NULL, err)))
+			goto done;
+		r.v[r.n - 1].guessed = true;
+		r.v[r.n - 1].out_features = mods[i].out;
+		r.v[r.n - 1].in_features = mods[i].in;
+		r.n_guessed++;
+	}
+	if ((st = ctq_modules_finish(&r, err)))
+		goto done;
+	r.shape = known.shape;
+	ctq_modules_free(m);
+	*m = r;
+	ctq_modules_init(&r);
+done:
+	ctq_modules_free(&r);
+	ctq_modules_free(&known);
+	ctq_arena_free(&scratch);
+	return st;
 }
 
 static bool ends_with(const char *s, const char *suffix)

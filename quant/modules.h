@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -31,6 +32,10 @@ struct ctq_module {
 	const char *vllm_type; /* vLLM runtime class of the layer it lives in */
 	enum ctq_module_kind kind;
 	int fused;             /* index into ctq_modules.fused, or -1 */
+	bool guessed;          /* found in the checkpoint's tensors only: its
+				* class (Linear or Embedding) is a guess */
+	int64_t out_features;  /* guessed: the (out, in) of its X.weight; 0 when */
+	int64_t in_features;   /* not known (packed weights, known modules) */
 };
 
 /* A fused runtime layer: q/k/v -> <parent>.qkv_proj, gate/up -> gate_up_proj. */
@@ -50,6 +55,11 @@ struct ctq_model_shape {
 	long num_attention_heads, num_key_value_heads, head_dim;
 	bool tie_word_embeddings;
 	bool attention_bias;  /* qwen2: q/k/v carry a bias */
+	/* *ForSequenceClassification: the head is `score` (hidden_size ->
+	 * num_labels), not lm_head; num_labels from the config (num_labels, or
+	 * id2label's size; transformers' default 2). */
+	bool seq_cls;
+	long num_labels;
 };
 
 /* The seven linear modules of a decoder layer of the Llama family (Llama,
@@ -95,6 +105,7 @@ struct ctq_modules {
 	size_t n_aux, cap_aux;
 	struct ctq_fused_set *fused;
 	size_t n_fused;
+	size_t n_guessed;     /* modules with guessed set: from the tensors only */
 	struct ctq_model_shape shape;
 };
 
@@ -126,10 +137,46 @@ enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
 				      struct ctq_error *err);
 
 /* Reads model_type / architectures and the shape fields of a config.json
- * (text_config when present) and enumerates. path names the object in errors. */
+ * (text_config when present) and enumerates. path names the object in errors.
+ * An architectures[0] of Qwen3/Qwen2/Llama ForSequenceClassification gives
+ * the head `score` (transformers: nn.Linear(hidden_size, num_labels); vLLM's
+ * as_seq_cls_model: a ReplicatedLinear built with quant_config) and no
+ * lm_head. */
 enum ctq_status ctq_modules_from_config(struct ctq_modules *m,
 					const cJSON *config, const char *path,
 					const char *prefix, struct ctq_error *err);
+
+/* One tensor of a checkpoint as the module tree reads it: its name and
+ * rank (checkpoint/target.c fills these from the safetensors headers, a
+ * suite case from its "tensors"). Borrowed. */
+struct ctq_tensor_name {
+	const char *name;
+	int ndim;
+	const int64_t *shape; /* (ndim) or NULL */
+};
+
+/* The module tree of a checkpoint whose tensors are t[0..n): every 2-D
+ * tensor X.weight (or X.weight_packed, compressed-tensors' packed formats)
+ * is a module X. When the config names a known architecture (qwen3, qwen2,
+ * llama; ctq_modules_from_config) its tree comes first, under the prefix
+ * the tensors use for embed_tokens (language_model.model., model.
+ * language_model., ...): a Linear or Embedding of it that the checkpoint
+ * lacks is a checkpoint-error (a tree of another model), except a tied
+ * lm_head (the resolvers' tied-head rules need it; the runner uses the
+ * embedding) and an lm_head the checkpoint holds under a prefix
+ * (language_model.lm_head), which takes that name. Every other module of
+ * the tensors is added after it with a guessed class (guessed, n_guessed):
+ * Embedding when its name says so (embed_tokens, wte, wpe,
+ * word_embeddings, an "embeddings" component), else Linear, with the
+ * hierarchy Linear, Module compressed-tensors would see for an nn.Linear.
+ * With an unknown model_type every module is guessed. Norms (1-D) and
+ * convolutions (4-D) are no modules. path names the config in errors.
+ * Errors: invalid-config (the config, as ctq_modules_from_config),
+ * checkpoint-error (no 2-D weight at all; a known module missing),
+ * out-of-memory. */
+enum ctq_status ctq_modules_from_tensors(struct ctq_modules *m, const cJSON *config,
+					 const char *path, const struct ctq_tensor_name *t,
+					 size_t n, struct ctq_error *err);
 
 /* Derives fused sets and vLLM classes; call after the last add. */
 enum ctq_status ctq_modules_finish(struct ctq_modules *m, struct ctq_error *err);
@@ -139,5 +186,16 @@ long ctq_modules_find(const struct ctq_modules *m, const char *name);
 
 /* Maps a model_type or architectures[0] to qwen3/qwen2/llama; NULL if not. */
 const char *ctq_arch_normalise(const char *model_type);
+
+/* Refuses an architecture named beside a config (--arch, a suite case's
+ * model.arch) that contradicts the config's model_type (text_config's when
+ * present): qwen3 on a qwen3_moe config would list dense MLP modules the
+ * checkpoint does not have. A config without model_type accepts any arch.
+ * file names the config in the message (e.g. "config.json"); flag names
+ * the option ("--arch"). Errors: invalid-config at the model_type's path
+ * ("model_type" or "text_config.model_type"). */
+enum ctq_status ctq_modules_check_arch(const cJSON *config, const char *arch,
+				       const char *flag, const char *file,
+				       struct ctq_error *err);
 
 #endif

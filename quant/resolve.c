@@ -1063,25 +1063,30 @@ enum ctq_status ctq_plan_resolve(struct ctq_plan *plan,
 		} else if (m->kind == CTQ_MODULE_ATTENTION) {
 			st = vllm_attention(&c, e, m);
 		} else if (m->fused >= 0) {
+			/* The lead resolves the fused layer; the others copy it below
+			 * (a tree from a checkpoint's tensors may list k_proj first). */
 			const struct ctq_fused_set *fs = &mods->fused[m->fused];
-			if (fs->members[0] == i) {
+			if (fs->members[0] == i)
 				st = vllm_layer(&c, e, m, fs);
-			} else {
-				/* Members share the fused layer's answer. */
-				const struct ctq_plan_entry *lead =
-					&plan->entries[fs->members[0]];
-				*e = *lead;
-				e->module = i;
-				if (lead->error) {
-					const char *rest = strchr(lead->message, ':');
-					st = set_error(&c, e, lead->error, "%s%s", m->name,
-						       rest ? rest : lead->message);
-				}
-			}
 		} else if (vllm_tied_head(&c, i, &st)) {
 			continue;
 		} else {
 			st = vllm_layer(&c, e, m, NULL);
+		}
+	}
+	for (size_t i = 0; i < mods->n && !st && sem == CTQ_SEM_VLLM; i++) {
+		const struct ctq_module *m = &mods->v[i];
+		if (m->kind == CTQ_MODULE_ATTENTION || m->fused < 0 ||
+		    mods->fused[m->fused].members[0] == i)
+			continue;
+		/* Members share the fused layer's answer. */
+		struct ctq_plan_entry *e = &plan->entries[i];
+		const struct ctq_plan_entry *lead = &plan->entries[mods->fused[m->fused].members[0]];
+		*e = *lead;
+		e->module = i;
+		if (lead->error) {
+			const char *rest = strchr(lead->message, ':');
+			st = set_error(&c, e, lead->error, "%s%s", m->name, rest ? rest : lead->message);
 		}
 	}
 	if (!st && sem == CTQ_SEM_STRICT)

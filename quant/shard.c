@@ -102,8 +102,24 @@ enum ctq_status ctq_shard_plan_build(struct ctq_shard_plan *sp,
 		bool bias = false;
 		if (mod->kind == CTQ_MODULE_ATTENTION || mod->kind == CTQ_MODULE_OTHER) {
 			kind = CTQ_SHARD_NONE;
+		} else if (mod->guessed) {
+			/* From the tensors only (a vision tower, an expert): its
+			 * layout under tensor parallelism is not known, and its
+			 * leaf (q_proj) must not borrow the text model's. */
+			if (tp > 1 || mod->out_features <= 0 || mod->in_features <= 0) {
+				ctq_shard_plan_free(sp);
+				return ctq_error_set(err, CTQ_ERR_SHARD_INVALID, mod->name,
+						     tp > 1 ? "has a class guessed from the checkpoint's tensors; ctq knows no tensor-parallel layout for it"
+							    : "has a class guessed from the checkpoint's tensors and a packed weight; its features are not known");
+			}
+			O = mod->out_features;
+			In = mod->in_features;
 		} else if (mod->kind == CTQ_MODULE_EMBEDDING || !strcmp(l, "lm_head")) {
 			O = V;
+			In = hidden;
+		} else if (s->seq_cls && !strcmp(mod->name, "score")) {
+			/* vLLM's ReplicatedLinear(hidden_size, num_labels): whole on every rank. */
+			O = s->num_labels;
 			In = hidden;
 		} else if ((hl = ctq_hf_linear_find(l)) >= 0) {
 			long o, in;

@@ -91,6 +91,16 @@ rm "$tmp/suite/a/dup.json"
 printf '{"id": "a/bad-class", "config": {}, "model": {"arch": "qwen3", "layers": 1}, "expect": {"error": {"class": "oops"}}}' >"$tmp/suite/a/badclass.json"
 expect_usage unknown-error-class "error class" "$ctq" conform --suite "$tmp/suite" --out "$tmp/run4"
 rm "$tmp/suite/a/badclass.json"
+# conform: the module tree's keys (tensors, absent, guessed) are validated.
+printf '{"id": "a/bad-shape", "config": {}, "tensors": {"x.weight": [2, -1]}, "expect": {"modules": {"x": {"guessed": true}}}}' >"$tmp/suite/a/badshape.json"
+expect_usage tensors-bad-shape "non-negative integers" "$ctq" conform --suite "$tmp/suite" --out "$tmp/run4b"
+rm "$tmp/suite/a/badshape.json"
+printf '{"id": "a/two-trees", "config": {}, "model": {"arch": "qwen3", "layers": 1}, "tensors": {"x.weight": [2, 2]}, "expect": {"modules": {"x": {"absent": true}}}}' >"$tmp/suite/a/twotrees.json"
+expect_usage model-and-tensors "one of model, modules and tensors" "$ctq" conform --suite "$tmp/suite" --out "$tmp/run4c"
+rm "$tmp/suite/a/twotrees.json"
+printf '{"id": "a/absent-and-scheme", "config": {}, "model": {"arch": "qwen3", "layers": 1}, "expect": {"modules": {"lm_head": {"absent": true, "scheme": "unquantized"}}}}' >"$tmp/suite/a/absent.json"
+expect_usage absent-alone "absent is true and alone" "$ctq" conform --suite "$tmp/suite" --out "$tmp/run4d"
+rm "$tmp/suite/a/absent.json"
 
 # conform: a numeric case is bounded by its checkpoint's bytes (the product
 # of its fields), not only field by field; nothing may be written.

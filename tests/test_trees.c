@@ -1,0 +1,510 @@
+/* Criterion tests for the module tree a plan covers (quant/modules.h,
+ * checkpoint/target.h; DESIGN.md "Module trees"):
+ *   - an architecture named beside a config (--arch, a suite's model.arch)
+ *     that contradicts its model_type is refused, naming both;
+ *   - `ctq inspect --arch` on such a config exits 2;
+ *   - a *ForSequenceClassification config has the head score (vLLM
+ *     ReplicatedLinear, hidden -> num_labels) and no lm_head;
+ *   - a checkpoint folder's tree comes from its tensors: a Llava's text
+ *     tree under the tensors' prefix plus its vision tower and projector
+ *     Linears (guessed), a module outside the known tree guessed with a
+ *     warning, a known module the checkpoint lacks refused, a MoE with no
+ *     dense MLP. The checkpoints are written here with ctq's own writer. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "checkpoint/quantize.h"
+#include "checkpoint/safetensors.h"
+#include "checkpoint/target.h"
+#include "quant/modules.h"
+#include "quant/shard.h"
+#include "tests/command.h"
+
+TestSuite(trees);
+
+/* Writes text to a fresh temporary file; path receives its name. */
+static void write_temp(char *path, const char *text)
+{
+	int fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	FILE *fp = fdopen(fd, "w");
+	cr_assert(fp);
+	fputs(text, fp);
+	fclose(fp);
+}
+
+Test(trees, arch_that_contradicts_model_type_is_refused)
+{
+	static const struct {
+		const char *id, *config, *arch, *path, *says; /* says NULL: accepted */
+	} cases[] = {
+		{"moe", "{\"model_type\": \"qwen3_moe\"}", "qwen3", "model_type",
+		 "--arch qwen3 contradicts config.json's model_type \"qwen3_moe\""},
+		{"other-family", "{\"model_type\": \"llama\"}", "qwen2", "model_type",
+		 "--arch qwen2 contradicts config.json's model_type \"llama\""},
+		{"text-config", "{\"model_type\": \"llava\", \"text_config\": {\"model_type\": \"qwen2\", \"num_hidden_layers\": 1}}",
+		 "llama", "text_config.model_type", "--arch llama contradicts config.json's model_type \"qwen2\""},
+		{"unknown-arch", "{\"model_type\": \"qwen3\"}", "gpt2", "model_type",
+		 "--arch gpt2 contradicts config.json's model_type \"qwen3\""},
+		{"same", "{\"model_type\": \"qwen3\"}", "qwen3", NULL, NULL},
+		{"class-name", "{\"model_type\": \"qwen2\"}", "Qwen2ForCausalLM", NULL, NULL},
+		{"mistral-is-llama", "{\"model_type\": \"mistral\"}", "llama", NULL, NULL},
+		{"no-model-type", "{\"quantization_config\": {}}", "qwen3", NULL, NULL},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		cJSON *cfg = cJSON_Parse(cases[i].config);
+		cr_assert(cfg, "%s", cases[i].id);
+		struct ctq_error err = {0};
+		enum ctq_status st = ctq_modules_check_arch(cfg, cases[i].arch, "--arch", "config.json", &err);
+		if (!cases[i].says) {
+			cr_expect_eq(st, CTQ_OK, "%s: %s", cases[i].id, err.message);
+		} else {
+			cr_expect_eq(st, CTQ_ERR_INVALID_CONFIG, "%s", cases[i].id);
+			cr_expect_str_eq(err.path, cases[i].path, "%s", cases[i].id);
+			cr_expect_str_eq(err.message, cases[i].says, "%s", cases[i].id);
+		}
+		cJSON_Delete(cfg);
+	}
+}
+
+Test(trees, inspect_arch_on_a_contradicting_config_exits_2)
+{
+	char path[] = "/tmp/ctq-trees-XXXXXX";
+	write_temp(path, "{\"architectures\": [\"Qwen3MoeForCausalLM\"], \"model_type\": \"qwen3_moe\", "
+			 "\"num_hidden_layers\": 2}");
+	char cmd[512], out[8192];
+	snprintf(cmd, sizeof cmd, "%s inspect %s --arch qwen3 --layers 2 2>&1", test_ctq_bin(), path);
+	cr_expect_eq(test_command(cmd, out, sizeof out), 2, "%s", out);
+	cr_expect(strstr(out, "--arch qwen3 contradicts") && strstr(out, "model_type \"qwen3_moe\""), "%s",
+		  out);
+	/* the library call the commands share says the same */
+	struct ctq_qconfig cfg;
+	struct ctq_modules mods;
+	struct ctq_error err = {0};
+	cr_expect_eq(ctq_target_load_config(path, NULL, "qwen3", 2, NULL, &cfg, &mods, &err),
+		     CTQ_ERR_INVALID_CONFIG);
+	cr_expect(strstr(err.message, "contradicts"), "%s", err.message);
+	ctq_modules_free(&mods);
+	ctq_qconfig_free(&cfg);
+	unlink(path);
+}
+
+Test(trees, sequence_classifier_has_score_and_no_lm_head)
+{
+	static const struct {
+		const char *arch, *labels; /* labels: the config's num_labels / id2label text */
+		long num_labels;
+	} cases[] = {
+		{"Qwen3ForSequenceClassification", "\"num_labels\": 5", 5},
+		{"Qwen2ForSequenceClassification", "\"id2label\": {\"0\": \"no\", \"1\": \"yes\", \"2\": \"maybe\"}", 3},
+		{"LlamaForSequenceClassification", "\"hidden_act\": \"silu\"", 2},
+		{"LlamaForCausalLM", "\"num_labels\": 5", 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char text[512];
+		snprintf(text, sizeof text,
+			 "{\"architectures\": [\"%s\"], \"num_hidden_layers\": 2, \"hidden_size\": 64, %s}",
+			 cases[i].arch, cases[i].labels);
+		cJSON *cfg = cJSON_Parse(text);
+		cr_assert(cfg, "%s", text);
+		struct ctq_modules mods;
+		ctq_modules_init(&mods);
+		struct ctq_error err = {0};
+		cr_assert_eq(ctq_modules_from_config(&mods, cfg, "", NULL, &err), CTQ_OK, "%s: %s",
+			     cases[i].arch, err.message);
+		const struct ctq_module *score = ctq_modules_lookup(&mods, "score");
+		const struct ctq_module *head = ctq_modules_lookup(&mods, "lm_head");
+		if (cases[i].num_labels) {
+			cr_expect(score && !head, "%s: score %p, lm_head %p", cases[i].arch, (void *)score,
+				  (void *)head);
+			cr_expect(mods.shape.seq_cls);
+			cr_expect_eq(mods.shape.num_labels, cases[i].num_labels, "%s", cases[i].arch);
+			if (score) {
+				cr_expect_eq(score->kind, CTQ_MODULE_LINEAR);
+				cr_expect_str_eq(score->types[0], "Linear");
+				cr_expect_str_eq(score->vllm_type, "ReplicatedLinear");
+				cr_expect(!score->guessed);
+			}
+		} else {
+			cr_expect(!score && head && !mods.shape.seq_cls, "%s", cases[i].arch);
+		}
+		cr_expect_eq(mods.n, 1 + 2 * 8 + 1, "%s: %zu modules", cases[i].arch, mods.n);
+		ctq_modules_free(&mods);
+		cJSON_Delete(cfg);
+	}
+}
+
+/* ---- checkpoints written by the test ------------------------------------ */
+
+#define H 8   /* hidden size of every fixture */
+#define V 16  /* vocabulary */
+
+/* Data enough for the largest fixture tensor: BF16 1, -1, 2, ... (non-zero
+ * rows, so that quantizing them is no degenerate case). */
+static uint16_t data[V * H * 4];
+
+static void fill_data(void)
+{
+	static const uint16_t v[3] = {0x3f80, 0xbf80, 0x4000};
+	for (size_t i = 0; i < sizeof data / sizeof *data; i++)
+		data[i] = v[i % 3];
+}
+
+static void add(struct ctq_st_writer *w, const char *name, int ndim, int64_t d0, int64_t d1)
+{
+	struct ctq_error err = {0};
+	if (!data[0])
+		fill_data();
+	const int64_t shape[4] = {d0, d1, 2, 2};
+	uint64_t n = (uint64_t)d0 * (ndim > 1 ? (uint64_t)d1 : 1) * (ndim > 2 ? 4u : 1u);
+	cr_assert(n * 2 <= sizeof data, "%s", name);
+	cr_assert_eq(ctq_st_writer_add(w, name, CTQ_DTYPE_BF16, ndim == 3 ? 4 : ndim, shape, data, n * 2,
+				       &err),
+		     CTQ_OK, "%s: %s", name, err.message);
+}
+
+/* One Llama/Qwen decoder layer's tensors (norms 1-D) under prefix P
+ * ("model."), with the dense MLP or two experts. */
+static void add_text(struct ctq_st_writer *w, const char *p, bool moe)
+{
+	char n[256];
+	snprintf(n, sizeof n, "%sembed_tokens.weight", p);
+	add(w, n, 2, V, H);
+	snprintf(n, sizeof n, "%snorm.weight", p);
+	add(w, n, 1, H, 0);
+	static const char *const attn[] = {"q_proj", "k_proj", "v_proj", "o_proj"};
+	for (int i = 0; i < 4; i++) {
+		snprintf(n, sizeof n, "%slayers.0.self_attn.%s.weight", p, attn[i]);
+		add(w, n, 2, H, H);
+	}
+	snprintf(n, sizeof n, "%slayers.0.input_layernorm.weight", p);
+	add(w, n, 1, H, 0);
+	static const char *const mlp[] = {"gate_proj", "up_proj", "down_proj"};
+	for (int e = 0; e < (moe ? 2 : 1); e++)
+		for (int i = 0; i < 3; i++) {
+			if (moe)
+				snprintf(n, sizeof n, "%slayers.0.mlp.experts.%d.%s.weight", p, e, mlp[i]);
+			else
+				snprintf(n, sizeof n, "%slayers.0.mlp.%s.weight", p, mlp[i]);
+			add(w, n, 2, H, H);
+		}
+	if (moe) {
+		snprintf(n, sizeof n, "%slayers.0.mlp.gate.weight", p);
+		add(w, n, 2, 2, H);
+	}
+}
+
+/* A SigLIP-style vision tower (a 4-D patch convolution, a position
+ * Embedding, one encoder layer) under p and a two-Linear projector under q. */
+static void add_vision(struct ctq_st_writer *w, const char *p, const char *q)
+{
+	char n[256];
+	snprintf(n, sizeof n, "%sembeddings.patch_embedding.weight", p);
+	add(w, n, 3, H, 3);
+	snprintf(n, sizeof n, "%sembeddings.position_embedding.weight", p);
+	add(w, n, 2, 4, H);
+	static const char *const lin[] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+					  "self_attn.out_proj", "mlp.fc1", "mlp.fc2"};
+	for (int i = 0; i < 6; i++) {
+		snprintf(n, sizeof n, "%sencoder.layers.0.%s.weight", p, lin[i]);
+		add(w, n, 2, H, H);
+		snprintf(n, sizeof n, "%sencoder.layers.0.%s.bias", p, lin[i]);
+		add(w, n, 1, H, 0);
+	}
+	snprintf(n, sizeof n, "%sencoder.layers.0.layer_norm1.weight", p);
+	add(w, n, 1, H, 0);
+	snprintf(n, sizeof n, "%slinear_1.weight", q);
+	add(w, n, 2, H, H);
+	snprintf(n, sizeof n, "%slinear_2.weight", q);
+	add(w, n, 2, H, H);
+}
+
+/* A W8A8 config.json body: Linear targets, nothing ignored. */
+#define W8A8_LINEAR                                                                                \
+	"\"quantization_config\": {\"quant_method\": \"compressed-tensors\", \"format\": "        \
+	"\"int-quantized\", \"config_groups\": {\"group_0\": {\"targets\": [\"Linear\"], "        \
+	"\"weights\": {\"num_bits\": 8, \"type\": \"int\", \"symmetric\": true, \"strategy\": "  \
+	"\"channel\", \"dynamic\": false}, \"input_activations\": {\"num_bits\": 8, \"type\": "   \
+	"\"int\", \"symmetric\": true, \"strategy\": \"token\", \"dynamic\": true}}}}"
+
+/* Writes w and config into a fresh folder dir (/tmp/ctq-trees-XXXXXX). */
+static void write_checkpoint(char *dir, struct ctq_st_writer *w, const char *config)
+{
+	cr_assert(mkdtemp(dir));
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_checkpoint_write(dir, w, 0, &err), CTQ_OK, "%s", err.message);
+	char p[256];
+	snprintf(p, sizeof p, "%s/config.json", dir);
+	FILE *fp = fopen(p, "w");
+	cr_assert(fp);
+	fputs(config, fp);
+	fclose(fp);
+	ctq_st_writer_free(w);
+}
+
+static void remove_checkpoint(const char *dir)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
+}
+
+/* Loads dir's tree as inspect, probe and quantize do. */
+static enum ctq_status load(const char *dir, struct ctq_qconfig *cfg, struct ctq_modules *mods,
+			    struct ctq_error *err)
+{
+	return ctq_target_load_config(dir, NULL, NULL, 0, NULL, cfg, mods, err);
+}
+
+static const struct ctq_module *expect_module(const struct ctq_modules *m, const char *name,
+					      const char *type, bool guessed)
+{
+	const struct ctq_module *x = ctq_modules_lookup(m, name);
+	cr_expect(x, "no module %s", name);
+	if (x) {
+		cr_expect_str_eq(x->types[0], type, "%s", name);
+		cr_expect_eq(x->guessed, guessed, "%s: guessed %d", name, x->guessed);
+	}
+	return x;
+}
+
+Test(trees, llava_has_its_vision_tower_and_projector)
+{
+	static const struct {
+		const char *layout, *text, *vision, *projector, *head;
+	} cases[] = {
+		/* transformers >= 4.52 */
+		{"model.language_model", "model.language_model.", "model.vision_tower.vision_model.",
+		 "model.multi_modal_projector.", "lm_head"},
+		/* earlier checkpoints */
+		{"language_model.model", "language_model.model.", "vision_tower.vision_model.",
+		 "multi_modal_projector.", "language_model.lm_head"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct ctq_st_writer w;
+		ctq_st_writer_init(&w);
+		add_text(&w, cases[i].text, false);
+		add_vision(&w, cases[i].vision, cases[i].projector);
+		char head[128];
+		snprintf(head, sizeof head, "%s.weight", cases[i].head);
+		add(&w, head, 2, V, H);
+		char dir[] = "/tmp/ctq-trees-XXXXXX";
+		write_checkpoint(dir, &w,
+				 "{\"architectures\": [\"LlavaForConditionalGeneration\"], \"model_type\": \"llava\", "
+				 "\"text_config\": {\"model_type\": \"llama\", \"num_hidden_layers\": 1, "
+				 "\"hidden_size\": 8, \"intermediate_size\": 8, \"num_attention_heads\": 2, \"head_dim\": 4}, \"vision_config\": {\"model_type\": \"siglip_vision_model\"}, " W8A8_LINEAR "}");
+		struct ctq_qconfig cfg;
+		struct ctq_modules mods;
+		struct ctq_error err = {0};
+		cr_assert_eq(load(dir, &cfg, &mods, &err), CTQ_OK, "%s: %s", cases[i].layout, err.message);
+		char n[256];
+		snprintf(n, sizeof n, "%slayers.0.self_attn.q_proj", cases[i].text);
+		expect_module(&mods, n, "Linear", false);
+		snprintf(n, sizeof n, "%sembed_tokens", cases[i].text);
+		expect_module(&mods, n, "Embedding", false);
+		expect_module(&mods, cases[i].head, "Linear", false);
+		cr_expect(!strcmp(cases[i].head, "lm_head") || !ctq_modules_lookup(&mods, "lm_head"), "%s",
+			  cases[i].layout);
+		snprintf(n, sizeof n, "%sencoder.layers.0.self_attn.q_proj", cases[i].vision);
+		expect_module(&mods, n, "Linear", true);
+		snprintf(n, sizeof n, "%sencoder.layers.0.mlp.fc2", cases[i].vision);
+		expect_module(&mods, n, "Linear", true);
+		snprintf(n, sizeof n, "%sembeddings.position_embedding", cases[i].vision);
+		expect_module(&mods, n, "Embedding", true);
+		snprintf(n, sizeof n, "%sembeddings.patch_embedding", cases[i].vision);
+		cr_expect(!ctq_modules_lookup(&mods, n), "a 4-D convolution is no module: %s", n);
+		snprintf(n, sizeof n, "%slinear_1", cases[i].projector);
+		expect_module(&mods, n, "Linear", true);
+		snprintf(n, sizeof n, "%slinear_2", cases[i].projector);
+		expect_module(&mods, n, "Linear", true);
+		/* 6 tower Linears, the position Embedding, 2 projector Linears */
+		cr_expect_eq(mods.n_guessed, 9, "%s: %zu guessed", cases[i].layout, mods.n_guessed);
+		cr_expect_eq(mods.n, 1 + 1 + 7 + 1 + 9, "%s: %zu modules", cases[i].layout, mods.n);
+		/* compressed-tensors quantizes the tower's Linears: a Linear target reaches them */
+		struct ctq_plan plan;
+		cr_assert_eq(ctq_plan_resolve(&plan, &cfg, &mods, CTQ_SEM_CT, NULL, &err), CTQ_OK, "%s",
+			     err.message);
+		snprintf(n, sizeof n, "%slinear_1", cases[i].projector);
+		const struct ctq_plan_entry *e = ctq_plan_find(&plan, n);
+		cr_expect(e && e->scheme && !strcmp(e->scheme, "w8a8-int8"), "%s", n);
+		/* one rank: a guessed module whole, its features from its tensor;
+		 * more ranks: no layout is known for it (not the text q_proj's) */
+		struct ctq_shard_plan sp;
+		cr_expect_eq(ctq_shard_plan_build(&sp, &plan, 1, &err), CTQ_OK, "%s", err.message);
+		long k = ctq_modules_find(&mods, n);
+		cr_expect(k >= 0 && sp.out_features && sp.out_features[k] == H && sp.in_features[k] == H);
+		ctq_shard_plan_free(&sp);
+		cr_expect_eq(ctq_shard_plan_build(&sp, &plan, 2, &err), CTQ_ERR_SHARD_INVALID);
+		cr_expect(strstr(err.message, "guessed"), "%s", err.message);
+		ctq_shard_plan_free(&sp);
+		ctq_plan_free(&plan);
+		ctq_modules_free(&mods);
+		ctq_qconfig_free(&cfg);
+		remove_checkpoint(dir);
+	}
+}
+
+Test(trees, unknown_module_is_guessed_with_a_warning)
+{
+	struct ctq_st_writer w;
+	ctq_st_writer_init(&w);
+	add_text(&w, "model.", false);
+	add(&w, "lm_head.weight", 2, V, H);
+	add(&w, "model.layers.0.mlp.extra_proj.weight", 2, H, H);
+	add(&w, "model.layers.0.mlp.extra_proj.weight_scale", 2, H, 1);
+	char dir[] = "/tmp/ctq-trees-XXXXXX";
+	write_checkpoint(&dir[0], &w,
+			 "{\"model_type\": \"qwen3\", \"num_hidden_layers\": 1, " W8A8_LINEAR "}");
+	struct ctq_qconfig cfg;
+	struct ctq_modules mods;
+	struct ctq_error err = {0};
+	cr_assert_eq(load(dir, &cfg, &mods, &err), CTQ_OK, "%s", err.message);
+	expect_module(&mods, "model.layers.0.mlp.extra_proj", "Linear", true);
+	cr_expect(!ctq_modules_lookup(&mods, "model.layers.0.mlp.extra_proj.weight_scale"));
+	cr_expect_eq(mods.n_guessed, 1);
+	ctq_modules_free(&mods);
+	ctq_qconfig_free(&cfg);
+	char cmd[512], out[16384];
+	snprintf(cmd, sizeof cmd, "%s inspect %s --semantics all 2>&1", test_ctq_bin(), dir);
+	cr_expect_eq(test_command(cmd, out, sizeof out), 0, "%s", out);
+	cr_expect(strstr(out, "warning: 1 module(s) added from the checkpoint's tensors with a guessed class"),
+		  "%s", out);
+	cr_expect(strstr(out, "model.layers.0.mlp.extra_proj"), "%s", out);
+	snprintf(cmd, sizeof cmd, "%s inspect %s --json 2>&1", test_ctq_bin(), dir);
+	cr_expect_eq(test_command(cmd, out, sizeof out), 0, "%s", out);
+	cr_expect(strstr(out, "\"guessed_modules\":\t1") && strstr(out, "\"guessed\":\ttrue"), "%s", out);
+	/* --arch keeps today's tree: no tensors read */
+	snprintf(cmd, sizeof cmd, "%s inspect %s --arch qwen3 --layers 1 2>&1", test_ctq_bin(), dir);
+	cr_expect_eq(test_command(cmd, out, sizeof out), 0, "%s", out);
+	cr_expect(!strstr(out, "extra_proj") && !strstr(out, "warning"), "%s", out);
+	remove_checkpoint(dir);
+}
+
+Test(trees, moe_checkpoint_has_no_dense_mlp)
+{
+	/* qwen3_moe: no known tree; every module from the tensors, guessed */
+	struct ctq_st_writer w;
+	ctq_st_writer_init(&w);
+	add_text(&w, "model.", true);
+	add(&w, "lm_head.weight", 2, V, H);
+	char dir[] = "/tmp/ctq-trees-XXXXXX";
+	write_checkpoint(dir, &w, "{\"model_type\": \"qwen3_moe\", \"num_hidden_layers\": 1}");
+	struct ctq_qconfig cfg;
+	struct ctq_modules mods;
+	struct ctq_error err = {0};
+	cr_assert_eq(load(dir, &cfg, &mods, &err), CTQ_OK, "%s", err.message);
+	cr_expect(!ctq_modules_lookup(&mods, "model.layers.0.mlp.gate_proj"));
+	expect_module(&mods, "model.layers.0.mlp.experts.1.down_proj", "Linear", true);
+	expect_module(&mods, "model.layers.0.mlp.gate", "Linear", true);
+	expect_module(&mods, "model.embed_tokens", "Embedding", true);
+	cr_expect_eq(mods.n, mods.n_guessed);
+	cr_expect_eq(mods.n, 1 + 4 + 6 + 1 + 1);
+	ctq_modules_free(&mods);
+	ctq_qconfig_free(&cfg);
+	remove_checkpoint(dir);
+	/* the same tensors under a dense model_type: the dense MLP is refused */
+	ctq_st_writer_init(&w);
+	add_text(&w, "model.", true);
+	add(&w, "lm_head.weight", 2, V, H);
+	char dir2[] = "/tmp/ctq-trees-XXXXXX";
+	write_checkpoint(dir2, &w, "{\"model_type\": \"qwen3\", \"num_hidden_layers\": 1}");
+	cr_expect_eq(load(dir2, &cfg, &mods, &err), CTQ_ERR_CHECKPOINT);
+	cr_expect_str_eq(err.path, "model.layers.0.mlp.gate_proj");
+	cr_expect(strstr(err.message, "holds no model.layers.0.mlp.gate_proj.weight"), "%s", err.message);
+	ctq_modules_free(&mods);
+	ctq_qconfig_free(&cfg);
+	remove_checkpoint(dir2);
+}
+
+Test(trees, classifier_checkpoint_has_score)
+{
+	struct ctq_st_writer w;
+	ctq_st_writer_init(&w);
+	add_text(&w, "model.", false);
+	add(&w, "score.weight", 2, 3, H);
+	char dir[] = "/tmp/ctq-trees-XXXXXX";
+	write_checkpoint(dir, &w,
+			 "{\"architectures\": [\"Qwen3ForSequenceClassification\"], \"model_type\": \"qwen3\", "
+			 "\"num_hidden_layers\": 1, \"num_labels\": 3, \"tie_word_embeddings\": true}");
+	struct ctq_qconfig cfg;
+	struct ctq_modules mods;
+	struct ctq_error err = {0};
+	cr_assert_eq(load(dir, &cfg, &mods, &err), CTQ_OK, "%s", err.message);
+	expect_module(&mods, "score", "Linear", false);
+	cr_expect(!ctq_modules_lookup(&mods, "lm_head"));
+	cr_expect_eq(mods.n_guessed, 0);
+	ctq_modules_free(&mods);
+	ctq_qconfig_free(&cfg);
+	remove_checkpoint(dir);
+}
+
+/* A tree from tensors lists modules in name order: k_proj before q_proj.
+ * vLLM's fused layer is still resolved once, by its lead, for all members. */
+Test(trees, vllm_fused_members_in_any_order)
+{
+	cJSON *root = cJSON_Parse("{" W8A8_LINEAR "}");
+	cr_assert(root);
+	struct ctq_qconfig cfg;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_qconfig_parse(&cfg, root, NULL, &err), CTQ_OK, "%s", err.message);
+	struct ctq_modules mods;
+	ctq_modules_init(&mods);
+	static const char *const linear[] = {"Linear", "Module"};
+	static const char *const names[] = {"tower.attn.k_proj", "tower.attn.out_proj", "tower.attn.q_proj",
+					    "tower.attn.v_proj"};
+	for (size_t i = 0; i < 4; i++)
+		cr_assert_eq(ctq_modules_add(&mods, names[i], linear, 2, NULL, &err), CTQ_OK);
+	cr_assert_eq(ctq_modules_finish(&mods, &err), CTQ_OK);
+	cr_assert_eq(mods.n_fused, 1);
+	for (int s = 0; s < CTQ_SEM_COUNT; s++) {
+		struct ctq_plan plan;
+		cr_assert_eq(ctq_plan_resolve(&plan, &cfg, &mods, (enum ctq_semantics)s, NULL, &err), CTQ_OK,
+			     "%s", err.message);
+		for (size_t i = 0; i < plan.n; i++)
+			cr_expect(plan.entries[i].scheme && !strcmp(plan.entries[i].scheme, "w8a8-int8"),
+				  "%s %s: %s", ctq_semantics_name((enum ctq_semantics)s), names[i],
+				  plan.entries[i].error ? plan.entries[i].message : "no scheme");
+		ctq_plan_free(&plan);
+	}
+	ctq_modules_free(&mods);
+	ctq_qconfig_free(&cfg);
+	cJSON_Delete(root);
+}
+
+/* ctq quantize covers the tensors' tree: a Linear outside the known tree is
+ * quantized too (a Linear target would claim it), and the written
+ * checkpoint's own tree (ctq_target_open, the self-check) agrees. */
+Test(trees, quantize_covers_a_guessed_linear)
+{
+	struct ctq_st_writer w;
+	ctq_st_writer_init(&w);
+	add_text(&w, "model.", false);
+	add(&w, "lm_head.weight", 2, V, H);
+	add(&w, "model.layers.0.mlp.extra_proj.weight", 2, H, H);
+	char dir[] = "/tmp/ctq-trees-XXXXXX";
+	write_checkpoint(dir, &w,
+			 "{\"architectures\": [\"Qwen3ForCausalLM\"], \"model_type\": \"qwen3\", "
+			 "\"num_hidden_layers\": 1, \"hidden_size\": 8, \"intermediate_size\": 8, "
+			 "\"num_attention_heads\": 2, \"num_key_value_heads\": 2, \"head_dim\": 4, "
+			 "\"vocab_size\": 16, \"torch_dtype\": \"bfloat16\"}");
+	char out[64];
+	snprintf(out, sizeof out, "%s/w8a8", dir);
+	struct ctq_quantize_result res;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_quantize_checkpoint(dir, out, NULL, &res, &err), CTQ_OK, "%s at %s",
+		     err.message, err.path);
+	cr_expect_eq(res.n_modules, 8, "7 layer Linears and extra_proj: %zu", res.n_modules);
+	ctq_quantize_result_free(&res);
+	struct ctq_target t;
+	cr_assert_eq(ctq_target_open(&t, out, CTQ_SEM_STRICT, CTQ_TARGET_TENSORS, &err), CTQ_OK, "%s",
+		     err.message);
+	const struct ctq_plan_entry *e = ctq_plan_find(&t.plan, "model.layers.0.mlp.extra_proj");
+	cr_expect(e && e->scheme && !strcmp(e->scheme, "w8a8-int8"), "extra_proj");
+	const struct ctq_st_tensor *wt = ctq_checkpoint_find(&t.ck, "model.layers.0.mlp.extra_proj.weight", NULL);
+	cr_expect(wt && wt->dtype == CTQ_DTYPE_I8);
+	ctq_target_close(&t);
+	remove_checkpoint(dir);
+}
