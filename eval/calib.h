@@ -33,10 +33,21 @@ enum ctq_status ctq_calib_windows(const char *dir, const char *text_path, int64_
 				  uint64_t seed, int32_t **ids, int64_t *n_text,
 				  struct ctq_error *err);
 
+/* The same windows cut from a token stream given as ids: the file ids_path
+ * holds decimal token ids separated by white space (e.g. a tokenizer's
+ * output written one id a line, so that another tool calibrates on the same
+ * tokens); no tokenizer is needed and no BOS is added. Errors: usage (a
+ * token that is no integer in 0..2^31-1, fewer ids than a window; the
+ * message names the file and byte), io-error, out-of-memory. The model
+ * refuses ids outside its vocabulary when it runs them. */
+enum ctq_status ctq_calib_windows_ids(const char *ids_path, int64_t n, int64_t len, uint64_t seed,
+				      int32_t **ids, int64_t *n_text, struct ctq_error *err);
+
 /* Runs the model in dir (unquantized) on the reference backend over the n
  * windows ids (n, len) and fills stats (initialised here; freed with
- * ctq_smooth_stats_free whatever the result). Errors: the runner's (config,
- * checkpoint, a quantized checkpoint refused as usage), out-of-memory. */
+ * ctq_smooth_stats_free whatever the result). Errors: usage (an id outside
+ * the model's vocabulary, a quantized checkpoint), the runner's (config,
+ * checkpoint), out-of-memory. */
 enum ctq_status ctq_calib_smooth_stats(const char *dir, const int32_t *ids, int64_t n, int64_t len,
 				       struct ctq_smooth_stats *stats, struct ctq_error *err);
 

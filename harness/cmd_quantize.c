@@ -36,15 +36,18 @@ static void help(void)
 	       "  --recipe R           rtn (the default): round-to-nearest as above, no data;\n"
 	       "                       smoothquant: llm-compressor's SmoothQuantModifier, then\n"
 	       "                       rtn. The BF16 model runs on the reference backend over\n"
-	       "                       --calib; per hidden channel j the range r_j (max - min)\n"
-	       "                       of each input_layernorm / post_attention_layernorm output\n"
-	       "                       and w_j = 2 x max |W[:, j]| over [q, k, v] / [gate, up]\n"
+	       "                       the calibration windows; per hidden channel j the range\n"
+	       "                       r_j (max - min) of each input_layernorm /\n"
+	       "                       post_attention_layernorm output and w_j = 2 x\n"
+	       "                       max |W[:, j]| over [q, k, v] / [gate, up]\n"
 	       "                       give s_j = max(r_j^a / w_j^(1-a), 1e-5) (r_j where\n"
 	       "                       w_j = 0); the balance weights' columns are multiplied\n"
 	       "                       by s, the norm weight divided by it, in the weights'\n"
 	       "                       dtype (docs/models.md quotes the library)\n"
 	       "  --calib FILE         calibration text (UTF-8), tokenised with IN/tokenizer.json;\n"
-	       "                       required by smoothquant\n"
+	       "                       smoothquant needs it or --calib-ids\n"
+	       "  --calib-ids FILE     calibration tokens instead: decimal token ids separated\n"
+	       "                       by white space (no tokenizer needed, no BOS added)\n"
 	       "  --calib-samples N    calibration windows (default 32)\n"
 	       "  --calib-len L        tokens per window (default 512; a BOS first where the\n"
 	       "                       tokenizer adds one), at seeded random offsets\n"
@@ -193,7 +196,7 @@ int ctq_cmd_quantize(int argc, char **argv)
 	const char **ignore = ig.v; /* (argc) */
 	long max_shard = 0, weight_bits = 8;
 	long calib_samples = 32, calib_len = 512, seed = 0;
-	const char *recipe = "rtn", *calib = NULL, *alpha_s = NULL;
+	const char *recipe = "rtn", *calib = NULL, *calib_ids_path = NULL, *alpha_s = NULL;
 	double alpha = CTQ_SMOOTH_DEFAULT_ALPHA;
 	bool force = false, quiet = false;
 	int32_t *calib_ids = NULL;
@@ -218,6 +221,7 @@ int ctq_cmd_quantize(int argc, char **argv)
 		CTQ_OPT_INT("--max-shard-bytes", &max_shard, 1, 1L << 62),
 		CTQ_OPT_STR("--recipe", &recipe),
 		CTQ_OPT_STR("--calib", &calib),
+		CTQ_OPT_STR("--calib-ids", &calib_ids_path),
 		CTQ_OPT_INT("--calib-samples", &calib_samples, 1, 1L << 20),
 		CTQ_OPT_INT("--calib-len", &calib_len, 2, 1L << 20),
 		CTQ_OPT_INT("--seed", &seed, 0, 0x7fffffffL),
@@ -254,15 +258,18 @@ int ctq_cmd_quantize(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (!smooth && (calib || alpha_s)) {
+	if (!smooth && (calib || calib_ids_path || alpha_s)) {
 		fprintf(stderr, "ctq quantize: --%s belongs to --recipe smoothquant (the recipe is rtn)\n",
-			calib ? "calib" : "smoothing-strength");
+			calib ? "calib" : calib_ids_path ? "calib-ids" : "smoothing-strength");
 		goto out;
 	}
-	if (smooth && !calib) {
-		fprintf(stderr, "ctq quantize: --recipe smoothquant needs --calib FILE (calibration text)\n");
+	if (smooth && !calib == !calib_ids_path) {
+		fprintf(stderr, "ctq quantize: --recipe smoothquant needs %s\n",
+			calib ? "one of --calib and --calib-ids, not both"
+			      : "--calib FILE (calibration text) or --calib-ids FILE (token ids)");
 		goto out;
 	}
+	const char *calib_src = calib ? calib : calib_ids_path;
 	if (!ctq_path_is_dir(in)) {
 		fprintf(stderr, "ctq quantize: IN %s is not a folder; expected a Hugging Face checkpoint folder\n",
 			in);
@@ -287,9 +294,11 @@ int ctq_cmd_quantize(int argc, char **argv)
 		/* calibrate, then smooth into a temporary folder beside OUT */
 		if (!quiet)
 			fprintf(stderr, "ctq quantize: calibrating on %ld x %ld tokens of %s (reference backend)\n",
-				calib_samples, calib_len, calib);
-		if ((st = ctq_calib_windows(in, calib, calib_samples, calib_len, (uint64_t)seed,
-					    &calib_ids, &n_text, &err)) ||
+				calib_samples, calib_len, calib_src);
+		if ((st = calib ? ctq_calib_windows(in, calib, calib_samples, calib_len, (uint64_t)seed,
+						    &calib_ids, &n_text, &err)
+				: ctq_calib_windows_ids(calib_ids_path, calib_samples, calib_len, (uint64_t)seed,
+							&calib_ids, &n_text, &err)) ||
 		    (st = ctq_calib_smooth_stats(in, calib_ids, calib_samples, calib_len, &stats, &err)))
 			goto fail;
 		if ((st = ctq_tmpdir_beside(out, stmp, sizeof stmp, &err))) {
@@ -319,7 +328,7 @@ int ctq_cmd_quantize(int argc, char **argv)
 		stmp[0] = '\0';
 	}
 	if ((st = write_report(tmp, &res, &err)) ||
-	    (st = write_recipe(tmp, &res, smooth, alpha, calib, calib_samples, calib_len, seed, &err)))
+	    (st = write_recipe(tmp, &res, smooth, alpha, calib_src, calib_samples, calib_len, seed, &err)))
 		goto fail;
 	if ((st = ctq_tmpdir_commit(tmp, out, replace, &err)))
 		goto fail;
@@ -333,7 +342,7 @@ int ctq_cmd_quantize(int argc, char **argv)
 		printf(" (smoothing_strength %g, %lld norm(s) and %lld linear(s) smoothed, scales %.3g..%.3g; "
 		       "calibration %ld x %ld tokens of %s (%lld tokens), seed %ld)",
 		       alpha, (long long)sres.n_norms, (long long)sres.n_linears, (double)sres.scale_min,
-		       (double)sres.scale_max, calib_samples, calib_len, calib, (long long)n_text, seed);
+		       (double)sres.scale_max, calib_samples, calib_len, calib_src, (long long)n_text, seed);
 	printf(": %zu module(s) quantized to W8A8 INT8%s, %zu tensor(s) copied, ignore [",
 	       res.n_modules, grid, res.n_copied);
 	for (size_t i = 0; i < res.n_ignore; i++)

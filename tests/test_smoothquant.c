@@ -24,6 +24,7 @@
 #include "checkpoint/synth.h"
 #include "eval/calib.h"
 #include "model/model.h"
+#include "text/tokenizer.h"
 
 #define TOKENIZER "tests/fixtures/tokenizers/gpt2-small/tokenizer.json"
 #define CALIB_TEXT "tests/fixtures/tokenizers/corpus.txt"
@@ -346,6 +347,30 @@ Test(smoothquant, w8a8_is_closer_to_bf16_than_rtn, .timeout = 180)
 	cr_assert_eq(ctq_file_read(s1, 1 << 26, &d1, &n1, &err), CTQ_OK);
 	cr_assert_eq(ctq_file_read(s2, 1 << 26, &d2, &n2, &err), CTQ_OK);
 	cr_expect(n1 == n2 && !memcmp(d1, d2, n1), "two runs with one seed differ");
+	/* --calib-ids with the text's own ids (one per line) is the same calibration */
+	struct ctq_tokenizer tok;
+	cr_assert_eq(ctq_tokenizer_load(&tok, TOKENIZER, &err), CTQ_OK, "%s", err.message);
+	cr_assert_not(tok.adds_bos, "the fixture adds a BOS: --calib would lead each window with it");
+	char *ctext = NULL;
+	size_t clen = 0, n_ids = 0;
+	int32_t *all = NULL;
+	cr_assert_eq(ctq_file_read(CALIB_TEXT, 1 << 26, &ctext, &clen, &err), CTQ_OK);
+	cr_assert_eq(ctq_tokenizer_encode(&tok, ctext, clen, false, &all, &n_ids, &err), CTQ_OK);
+	char *idf = sub(&f, "calib.ids"), *sq3 = sub(&f, "sq3");
+	FILE *fp = fopen(idf, "w");
+	cr_assert(fp);
+	for (size_t i = 0; i < n_ids; i++)
+		fprintf(fp, "%d%s", all[i], i % 7 == 6 ? "\n" : " ");
+	cr_assert_eq(fclose(fp), 0);
+	const char *a_sq3[] = {f.bf16, sq3, "--quiet", "--recipe", "smoothquant", "--calib-ids", idf,
+			       "--calib-samples", "8", "--calib-len", "64", NULL};
+	cr_assert_eq(run_quantize(a_sq3), CTQ_EXIT_OK);
+	char *s3 = ctq_path_join(sq3, "model.safetensors"), *d3 = NULL;
+	size_t n3 = 0;
+	cr_assert_eq(ctq_file_read(s3, 1 << 26, &d3, &n3, &err), CTQ_OK);
+	cr_expect(n1 == n3 && !memcmp(d1, d3, n1), "--calib-ids with the text's ids differs from --calib");
+	free(d3), free(s3), free(idf), free(sq3), free(ctext), free(all);
+	ctq_tokenizer_free(&tok);
 	DIR *d = opendir(f.root);
 	cr_assert(d);
 	struct dirent *e;
@@ -363,8 +388,15 @@ Test(smoothquant, bad_input_exits_2_and_leaves_no_out, .timeout = 120)
 	struct sq f;
 	sq_make(&f);
 	char *out = sub(&f, "out"), *short_text = sub(&f, "short.txt"), *notok = sub(&f, "notok");
+	char *bad_ids = sub(&f, "bad.ids"), *big_ids = sub(&f, "big.ids");
 	struct ctq_error err = {0};
 	cr_assert_eq(ctq_file_write_atomic(short_text, "a few words", 11, &err), CTQ_OK);
+	cr_assert_eq(ctq_file_write_atomic(bad_ids, "1 2 3x 4\n", 9, &err), CTQ_OK);
+	char big[4096];
+	size_t nb = 0;
+	for (int i = 0; i < 100; i++)
+		nb += (size_t)snprintf(big + nb, sizeof big - nb, "%d ", i == 50 ? 4096 : i);
+	cr_assert_eq(ctq_file_write_atomic(big_ids, big, nb, &err), CTQ_OK);
 	/* the model without its tokenizer */
 	struct ctq_synth_spec s;
 	cr_assert_eq(ctq_synth_spec_init(&s, "qwen3", "tiny", &err), CTQ_OK);
@@ -387,6 +419,14 @@ Test(smoothquant, bad_input_exits_2_and_leaves_no_out, .timeout = 120)
 		{"calib-missing", {f.bf16, out, "--recipe", "smoothquant", "--calib", "/nonexistent/calib.txt"}},
 		{"no-tokenizer", {notok, out, "--recipe", "smoothquant", "--calib", CALIB_TEXT}},
 		{"calib-len-1", {f.bf16, out, "--recipe", "smoothquant", "--calib", CALIB_TEXT, "--calib-len", "1"}},
+		{"calib-and-ids", {f.bf16, out, "--recipe", "smoothquant", "--calib", CALIB_TEXT, "--calib-ids",
+				   big_ids}},
+		{"ids-with-rtn", {f.bf16, out, "--calib-ids", big_ids}},
+		{"ids-not-integers", {f.bf16, out, "--recipe", "smoothquant", "--calib-ids", bad_ids,
+				      "--calib-len", "2"}},
+		{"ids-too-few", {f.bf16, out, "--recipe", "smoothquant", "--calib-ids", big_ids}},
+		{"ids-outside-vocab", {f.bf16, out, "--recipe", "smoothquant", "--calib-ids", big_ids,
+				       "--calib-len", "100"}},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		const char *args[18] = {0};
@@ -408,6 +448,10 @@ Test(smoothquant, bad_input_exits_2_and_leaves_no_out, .timeout = 120)
 	cr_expect_str_eq(err.path, short_text);
 	cr_expect(strstr(err.message, "tokens"), "%s", err.message);
 	cr_expect_null(ids);
+	memset(&err, 0, sizeof err);
+	cr_expect_eq(ctq_calib_windows_ids(bad_ids, 1, 2, 0, &ids, &n_text, &err), CTQ_ERR_USAGE);
+	cr_expect_str_eq(err.path, bad_ids);
+	cr_expect(strstr(err.message, "byte 5"), "%s", err.message);
 	ctq_remove_tree(f.root);
-	free(out), free(short_text), free(notok);
+	free(out), free(short_text), free(notok), free(bad_ids), free(big_ids);
 }
