@@ -390,7 +390,7 @@ done:
 	return st;
 }
 
-static enum ctq_status copy_aux(const char *in, const char *dir, struct ctq_error *err)
+enum ctq_status ctq_quantize_copy_aux(const char *in, const char *dir, struct ctq_error *err)
 {
 	static const char *const names[] = {
 		"generation_config.json", "tokenizer.json", "tokenizer_config.json",
@@ -799,7 +799,7 @@ enum ctq_status ctq_quantize_checkpoint(const char *in, const char *dir,
 					   "was never quantized (internal error)");
 			goto done;
 		}
-	if ((st = copy_aux(in, dir, err)))
+	if ((st = ctq_quantize_copy_aux(in, dir, err)))
 		goto done;
 	bool check_failed = false;
 	if ((st = self_check(dir, &c, &mods, &check_failed, err))) {

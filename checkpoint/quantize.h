@@ -17,9 +17,10 @@
  * config.json keeps every field and gains quantization_config, the whole
  * file written as json.dumps(indent=2, sort_keys=True).
  *
- * What it is not: a calibrating producer (no SmoothQuant, no GPTQ: plain
- * round-to-nearest min-max, which is what the memoryless_minmax observer
- * does), or a quantizer of anything but W8A8 INT8.
+ * What it is not: a calibrating producer (no GPTQ: plain round-to-nearest
+ * min-max, which is what the memoryless_minmax observer does; `ctq quantize
+ * --recipe smoothquant` smooths a copy first, checkpoint/smooth.h, and
+ * quantizes that copy here), or a quantizer of anything but W8A8 INT8.
  */
 #ifndef CTQ_CHECKPOINT_QUANTIZE_H
 #define CTQ_CHECKPOINT_QUANTIZE_H
@@ -123,6 +124,10 @@ int64_t ctq_quantize_weight_bits(const void *w, enum ctq_dtype dtype, int64_t N,
  * out-of-memory; a failed self-check is invalid-config at
  * quantization_config with res->self_check_failed set. dir may hold partial
  * output on failure: write into a temporary directory and rename it. */
+/* Copies generation_config.json and the tokenizer files listed above from
+ * in to dir, those present, byte for byte. Errors: io-error, out-of-memory. */
+enum ctq_status ctq_quantize_copy_aux(const char *in, const char *dir, struct ctq_error *err);
+
 enum ctq_status ctq_quantize_checkpoint(const char *in, const char *dir,
 					const struct ctq_quantize_options *opt,
 					struct ctq_quantize_result *res,

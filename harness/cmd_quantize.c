@@ -6,13 +6,17 @@
 #include "core/arena.h"
 #include "core/fileio.h"
 #include "checkpoint/quantize.h"
+#include "checkpoint/smooth.h"
+#include "eval/calib.h"
 #include "results/csv_out.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #define REPORT_NAME "quantization_report.csv"
+#define RECIPE_NAME "recipe.yaml"
 
 static void help(void)
 {
@@ -29,6 +33,27 @@ static void help(void)
 	       "The written config is resolved back (strict) before OUT appears.\n"
 	       "\n"
 	       "options:\n"
+	       "  --recipe R           rtn (the default): round-to-nearest as above, no data;\n"
+	       "                       smoothquant: llm-compressor's SmoothQuantModifier, then\n"
+	       "                       rtn. The BF16 model runs on the reference backend over\n"
+	       "                       the calibration windows; per hidden channel j the range\n"
+	       "                       r_j (max - min) of each input_layernorm /\n"
+	       "                       post_attention_layernorm output and w_j = 2 x\n"
+	       "                       max |W[:, j]| over [q, k, v] / [gate, up]\n"
+	       "                       give s_j = max(r_j^a / w_j^(1-a), 1e-5) (r_j where\n"
+	       "                       w_j = 0); the balance weights' columns are multiplied\n"
+	       "                       by s, the norm weight divided by it, in the weights'\n"
+	       "                       dtype (docs/models.md quotes the library)\n"
+	       "  --calib FILE         calibration text (UTF-8), tokenised with IN/tokenizer.json;\n"
+	       "                       smoothquant needs it or --calib-ids\n"
+	       "  --calib-ids FILE     calibration tokens instead: decimal token ids separated\n"
+	       "                       by white space (no tokenizer needed, no BOS added)\n"
+	       "  --calib-samples N    calibration windows (default 32)\n"
+	       "  --calib-len L        tokens per window (default 512; a BOS first where the\n"
+	       "                       tokenizer adds one), at seeded random offsets\n"
+	       "  --seed S             window offsets' seed (default 0)\n"
+	       "  --smoothing-strength A  a in [0, 1] (default 0.8, llm-compressor's W8A8\n"
+	       "                       examples; the modifier's own default is 0.5)\n"
 	       "  --ignore NAME        keep this Linear module unquantized (repeatable); the\n"
 	       "                       module is listed in quantization_config.ignore\n"
 	       "  --ignore re:PATTERN  keep every Linear module PATTERN matches (Python\n"
@@ -43,7 +68,10 @@ static void help(void)
 	       "  --quiet              no progress on stderr\n"
 	       "\n"
 	       "OUT/quantization_report.csv: module, N, K, rel_l2 (||q*s - w|| / ||w|| per\n"
-	       "module); stdout gets a summary line with the mean and max rel-L2.\n"
+	       "module, w the smoothed weight under smoothquant); OUT/recipe.yaml: the recipe\n"
+	       "as llm-compressor would write it (SmoothQuantModifier with its strength and\n"
+	       "mappings, QuantizationModifier W8A8); stdout gets a summary line with the\n"
+	       "recipe and the mean and max rel-L2.\n"
 	       "\n"
 	       "exit: 0 written; 1 the written checkpoint failed its self-check (nothing is\n"
 	       "      left behind); 2 bad usage or bad input (OUT is not created).\n");
@@ -69,6 +97,66 @@ static enum ctq_status write_report(const char *dir, const struct ctq_quantize_r
 		}
 		st = ctq_csv_close(&csv, err);
 	}
+	free(path);
+	return st;
+}
+
+/* A YAML single-quoted scalar. */
+static void yaml_quoted(FILE *f, const char *v)
+{
+	fputc('\'', f);
+	for (; *v; v++) {
+		if (*v == '\'')
+			fputc('\'', f);
+		fputc(*v, f);
+	}
+	fputc('\'', f);
+}
+
+/* OUT/recipe.yaml: the recipe as llm-compressor's oneshot saves it beside
+ * the model (stage, modifiers, their arguments), so that the checkpoint
+ * says how it was made. The calibration set is no recipe field; a comment
+ * records it. */
+static enum ctq_status write_recipe(const char *dir, const struct ctq_quantize_result *r,
+				    bool smooth, double alpha, const char *calib, long samples,
+				    long len, long seed, struct ctq_error *err)
+{
+	char *path = ctq_path_join(dir, RECIPE_NAME);
+	if (!path)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		enum ctq_status st = ctq_error_set(err, CTQ_ERR_IO, path, "cannot create");
+		free(path);
+		return st;
+	}
+	fprintf(f, "# written by ctq quantize --recipe %s", smooth ? "smoothquant" : "rtn");
+	if (smooth) {
+		fprintf(f, "; calibration: %ld window(s) of %ld tokens of ", samples, len);
+		for (const char *c = calib; *c; c++)
+			fputc(*c == '\n' ? ' ' : *c, f);
+		fprintf(f, ", seed %ld, on the reference backend", seed);
+	}
+	fprintf(f, "\ndefault_stage:\n  default_modifiers:\n");
+	if (smooth)
+		fprintf(f, "    SmoothQuantModifier:\n"
+			   "      smoothing_strength: %.15g\n"
+			   "      mappings:\n"
+			   "      - - ['re:.*q_proj', 're:.*k_proj', 're:.*v_proj']\n"
+			   "        - 're:.*input_layernorm'\n"
+			   "      - - ['re:.*gate_proj', 're:.*up_proj']\n"
+			   "        - 're:.*post_attention_layernorm'\n"
+			   "      ignore: []\n",
+			alpha);
+	fprintf(f, "    QuantizationModifier:\n      targets: [Linear]\n      ignore: [");
+	for (size_t i = 0; i < r->n_ignore; i++) {
+		fputs(i ? ", " : "", f);
+		yaml_quoted(f, r->ignore[i]);
+	}
+	fprintf(f, "]\n      scheme: W8A8\n");
+	bool bad = ferror(f) != 0;
+	bad |= fclose(f) != 0;
+	enum ctq_status st = bad ? ctq_error_set(err, CTQ_ERR_IO, path, "cannot write") : CTQ_OK;
 	free(path);
 	return st;
 }
@@ -107,7 +195,16 @@ int ctq_cmd_quantize(int argc, char **argv)
 	struct ignore_list ig = {ctq_calloc((size_t)(argc > 0 ? argc : 1), sizeof *ig.v), 0};
 	const char **ignore = ig.v; /* (argc) */
 	long max_shard = 0, weight_bits = 8;
+	long calib_samples = 32, calib_len = 512, seed = 0;
+	const char *recipe = "rtn", *calib = NULL, *calib_ids_path = NULL, *alpha_s = NULL;
+	double alpha = CTQ_SMOOTH_DEFAULT_ALPHA;
 	bool force = false, quiet = false;
+	int32_t *calib_ids = NULL;
+	struct ctq_smooth_stats stats;
+	memset(&stats, 0, sizeof stats);
+	struct ctq_smooth_result sres;
+	memset(&sres, 0, sizeof sres);
+	char stmp[4096] = "";
 	int rc = CTQ_EXIT_USAGE;
 	struct ctq_quantize_result res;
 	memset(&res, 0, sizeof res);
@@ -122,6 +219,13 @@ int ctq_cmd_quantize(int argc, char **argv)
 		CTQ_OPT_FN("--ignore", &ig, opt_ignore),
 		CTQ_OPT_INT("--weight-bits", &weight_bits, 2, 8),
 		CTQ_OPT_INT("--max-shard-bytes", &max_shard, 1, 1L << 62),
+		CTQ_OPT_STR("--recipe", &recipe),
+		CTQ_OPT_STR("--calib", &calib),
+		CTQ_OPT_STR("--calib-ids", &calib_ids_path),
+		CTQ_OPT_INT("--calib-samples", &calib_samples, 1, 1L << 20),
+		CTQ_OPT_INT("--calib-len", &calib_len, 2, 1L << 20),
+		CTQ_OPT_INT("--seed", &seed, 0, 0x7fffffffL),
+		CTQ_OPT_STR("--smoothing-strength", &alpha_s),
 		CTQ_OPT_END,
 	};
 	int prc = ctq_opt_parse("quantize", argc, argv, opts, pos, 2, help);
@@ -140,6 +244,32 @@ int ctq_cmd_quantize(int argc, char **argv)
 		goto out;
 	}
 	ctq_out_dir_trim(out);
+	const bool smooth = !strcmp(recipe, "smoothquant");
+	if (!smooth && strcmp(recipe, "rtn")) {
+		fprintf(stderr, "ctq quantize: --recipe %s is unknown; expected rtn or smoothquant\n", recipe);
+		goto out;
+	}
+	if (alpha_s) {
+		char *end;
+		alpha = strtod(alpha_s, &end);
+		if (!alpha_s[0] || *end || !(alpha >= 0.0 && alpha <= 1.0)) {
+			fprintf(stderr, "ctq quantize: --smoothing-strength %s is not a number in [0, 1]\n",
+				alpha_s);
+			goto out;
+		}
+	}
+	if (!smooth && (calib || calib_ids_path || alpha_s)) {
+		fprintf(stderr, "ctq quantize: --%s belongs to --recipe smoothquant (the recipe is rtn)\n",
+			calib ? "calib" : calib_ids_path ? "calib-ids" : "smoothing-strength");
+		goto out;
+	}
+	if (smooth && !calib == !calib_ids_path) {
+		fprintf(stderr, "ctq quantize: --recipe smoothquant needs %s\n",
+			calib ? "one of --calib and --calib-ids, not both"
+			      : "--calib FILE (calibration text) or --calib-ids FILE (token ids)");
+		goto out;
+	}
+	const char *calib_src = calib ? calib : calib_ids_path;
 	if (!ctq_path_is_dir(in)) {
 		fprintf(stderr, "ctq quantize: IN %s is not a folder; expected a Hugging Face checkpoint folder\n",
 			in);
@@ -155,13 +285,34 @@ int ctq_cmd_quantize(int argc, char **argv)
 		goto out;
 
 	struct ctq_error err = {0};
-	enum ctq_status st = ctq_tmpdir_beside(out, tmp, sizeof tmp, &err);
-	if (st) {
+	enum ctq_status st;
+	struct ctq_progress prog;
+	ctq_progress_init(&prog, "quantize", quiet);
+	const char *src = in; /* what the quantizer reads: IN, or its smoothed copy */
+	int64_t n_text = 0;
+	if (smooth) {
+		/* calibrate, then smooth into a temporary folder beside OUT */
+		if (!quiet)
+			fprintf(stderr, "ctq quantize: calibrating on %ld x %ld tokens of %s (reference backend)\n",
+				calib_samples, calib_len, calib_src);
+		if ((st = calib ? ctq_calib_windows(in, calib, calib_samples, calib_len, (uint64_t)seed,
+						    &calib_ids, &n_text, &err)
+				: ctq_calib_windows_ids(calib_ids_path, calib_samples, calib_len, (uint64_t)seed,
+							&calib_ids, &n_text, &err)) ||
+		    (st = ctq_calib_smooth_stats(in, calib_ids, calib_samples, calib_len, &stats, &err)))
+			goto fail;
+		if ((st = ctq_tmpdir_beside(out, stmp, sizeof stmp, &err))) {
+			stmp[0] = '\0';
+			goto fail;
+		}
+		if ((st = ctq_smooth_checkpoint(in, stmp, &stats, alpha, &sres, &err)))
+			goto fail;
+		src = stmp;
+	}
+	if ((st = ctq_tmpdir_beside(out, tmp, sizeof tmp, &err))) {
 		tmp[0] = '\0';
 		goto fail;
 	}
-	struct ctq_progress prog;
-	ctq_progress_init(&prog, "quantize", quiet);
 	struct ctq_quantize_options opt = {
 		.ignore = ignore,
 		.n_ignore = n_ignore,
@@ -170,9 +321,14 @@ int ctq_cmd_quantize(int argc, char **argv)
 		.progress = ctq_progress_print,
 		.progress_ctx = &prog,
 	};
-	if ((st = ctq_quantize_checkpoint(in, tmp, &opt, &res, &err)))
+	if ((st = ctq_quantize_checkpoint(src, tmp, &opt, &res, &err)))
 		goto fail;
-	if ((st = write_report(tmp, &res, &err)))
+	if (stmp[0]) {
+		ctq_remove_tree(stmp);
+		stmp[0] = '\0';
+	}
+	if ((st = write_report(tmp, &res, &err)) ||
+	    (st = write_recipe(tmp, &res, smooth, alpha, calib_src, calib_samples, calib_len, seed, &err)))
 		goto fail;
 	if ((st = ctq_tmpdir_commit(tmp, out, replace, &err)))
 		goto fail;
@@ -181,7 +337,13 @@ int ctq_cmd_quantize(int argc, char **argv)
 	char grid[48] = "";
 	if (weight_bits < 8)
 		snprintf(grid, sizeof grid, " (weights on a %ld-bit grid)", weight_bits);
-	printf("ctq quantize: %zu module(s) quantized to W8A8 INT8%s, %zu tensor(s) copied, ignore [",
+	printf("ctq quantize: recipe %s", recipe);
+	if (smooth)
+		printf(" (smoothing_strength %g, %lld norm(s) and %lld linear(s) smoothed, scales %.3g..%.3g; "
+		       "calibration %ld x %ld tokens of %s (%lld tokens), seed %ld)",
+		       alpha, (long long)sres.n_norms, (long long)sres.n_linears, (double)sres.scale_min,
+		       (double)sres.scale_max, calib_samples, calib_len, calib_src, (long long)n_text, seed);
+	printf(": %zu module(s) quantized to W8A8 INT8%s, %zu tensor(s) copied, ignore [",
 	       res.n_modules, grid, res.n_copied);
 	for (size_t i = 0; i < res.n_ignore; i++)
 		printf("%s%s", i ? ", " : "", res.ignore[i]);
@@ -199,6 +361,10 @@ fail:
 out:
 	if (tmp[0])
 		ctq_remove_tree(tmp);
+	if (stmp[0])
+		ctq_remove_tree(stmp);
+	ctq_free(calib_ids);
+	ctq_smooth_stats_free(&stats);
 	ctq_quantize_result_free(&res);
 	free(ignore);
 	free(out);

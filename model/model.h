@@ -31,6 +31,8 @@
 struct ctq_model_limits {
 	int64_t max_slots, max_len, max_tokens;
 	bool no_graphs, no_fuse;
+	ctq_observe_fn observe; /* ctq_runner_options.observe (or NULL) */
+	void *observe_ctx;
 };
 
 struct ctq_model_options {

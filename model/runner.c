@@ -646,6 +646,11 @@ enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, con
 		goto done;
 	}
 	const int tp = opt->tp > 1 ? opt->tp : 1;
+	if (opt->observe && (tp > 1 || b->ops->act_bytes != 4)) {
+		st = ctq_error_set(err, CTQ_ERR_USAGE, "observe",
+				   "an activation observer needs host f32 activations (the reference backend) and tp 1");
+		goto done;
+	}
 	if (tp > 1 && !opt->group && !b->ops->allreduce_sum) {
 		st = ctq_error_set(err, CTQ_ERR_USAGE, "tp", "tensor parallelism needs a rank group");
 		goto done;
@@ -696,8 +701,10 @@ static enum ctq_status linear(struct ctq_runner *r, const struct ctq_lin *l, con
  * block before, fused into the norm where the backend offers it. A W8A8 l
  * on a backend with the fused producers gets its activations quantized
  * where they are made (no BF16 round trip, one kernel fewer); otherwise
- * the op writes `mid` and the linear reads it. */
-static enum ctq_status producer_linear(struct ctq_runner *r, void *x, const void *res,
+ * the op writes `mid` and the linear reads it. An observer (calibration)
+ * sees `mid`, so it keeps the unfused path: layer and site name it. */
+static enum ctq_status producer_linear(struct ctq_runner *r, int64_t layer,
+				       enum ctq_observe_site site, void *x, const void *res,
 				       const float *nw, const struct ctq_lin *l, int64_t M, void *mid,
 				       void *y, struct ctq_error *err)
 {
@@ -705,8 +712,8 @@ static enum ctq_status producer_linear(struct ctq_runner *r, void *x, const void
 	const struct ctq_backend_ops *o = b->ops;
 	const float eps = r->cfg.rms_eps;
 	/* quantized where made: the fused producers and the GEMM on their workspace */
-	const bool fq = l->quantized && !r->opt.no_fuse && o->rmsnorm_quant && o->silu_mul_quant &&
-			o->linear_w8a8_q;
+	const bool fq = l->quantized && !r->opt.no_fuse && !r->opt.observe && o->rmsnorm_quant &&
+			o->silu_mul_quant && o->linear_w8a8_q;
 	enum ctq_status st;
 	if (res && (r->opt.no_fuse || !(fq ? o->add_rmsnorm_quant : o->add_rmsnorm))) {
 		if ((st = o->add(b, x, res, M * l->K, err)))
@@ -722,6 +729,8 @@ static enum ctq_status producer_linear(struct ctq_runner *r, void *x, const void
 	st = !nw ? o->silu_mul(b, x, M, l->K, mid, err)
 	   : res ? o->add_rmsnorm(b, x, res, nw, M, l->K, eps, mid, err)
 		 : o->rmsnorm(b, x, nw, M, l->K, eps, mid, err);
+	if (!st && r->opt.observe)
+		r->opt.observe(r->opt.observe_ctx, layer, site, mid, M, l->K);
 	return st ? st : linear(r, l, mid, M, y, err);
 }
 
@@ -770,7 +779,8 @@ static enum ctq_status compute(struct ctq_runner *r, int64_t T, int64_t head_row
 	for (int64_t l = 0; l < c->layers; l++) {
 		const struct ctq_layer *y = &r->layers[l];
 		/* the residual of the block before (pending) is added inside this norm */
-		if ((st = producer_linear(r, r->x, pending, y->in_norm, &y->qkv, T, r->h, r->qkv, err)))
+		if ((st = producer_linear(r, l, CTQ_OBSERVE_QKV, r->x, pending, y->in_norm, &y->qkv, T,
+					  r->h, r->qkv, err)))
 			return st;
 		void *q = r->qkv, *k = AT(r->qkv, nH * d), *v = AT(r->qkv, (nH + nKV) * d);
 		/* the k heads follow the q heads in a qkv row: one RoPE for both,
@@ -796,8 +806,10 @@ static enum ctq_status compute(struct ctq_runner *r, int64_t T, int64_t head_row
 				       r->call_slot, r->call_pos, T, nH, nKV, d, r->opt.max_len, r->attn, err)) ||
 		    (st = linear(r, &y->o, r->attn, T, r->h, err)) ||
 		    (st = allreduce(r, r->h, T * H, err)) ||
-		    (st = producer_linear(r, r->x, r->h, y->post_norm, &y->gu, T, r->h, r->gu, err)) ||
-		    (st = producer_linear(r, r->gu, NULL, NULL, &y->down, T, r->act, r->h, err)) ||
+		    (st = producer_linear(r, l, CTQ_OBSERVE_GATE_UP, r->x, r->h, y->post_norm, &y->gu, T,
+					  r->h, r->gu, err)) ||
+		    (st = producer_linear(r, l, CTQ_OBSERVE_DOWN, r->gu, NULL, NULL, &y->down, T, r->act,
+					  r->h, err)) ||
 		    (st = allreduce(r, r->h, T * H, err)))
 			return st;
 		pending = r->h; /* x += h inside the next norm */

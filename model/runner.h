@@ -37,6 +37,20 @@ struct ctq_model_config {
  * NCCL (step 9). */
 struct ctq_tp_group;
 
+/* Where an observer sees a linear's input: the output of input_layernorm
+ * (q/k/v's input), of post_attention_layernorm (gate/up's) and of
+ * act_fn(gate) * up (down's). */
+enum ctq_observe_site {
+	CTQ_OBSERVE_QKV = 0,
+	CTQ_OBSERVE_GATE_UP = 1,
+	CTQ_OBSERVE_DOWN = 2,
+};
+
+/* Called with layer l's activations x (host f32 (M, K), borrowed for the
+ * call) as they enter the linears of site, before the linear runs. */
+typedef void (*ctq_observe_fn)(void *ctx, int64_t layer, enum ctq_observe_site site,
+			       const float *x, int64_t M, int64_t K);
+
 struct ctq_runner_options {
 	int64_t max_slots;   /* sequences held in the KV cache at once */
 	int64_t max_len;     /* positions per sequence */
@@ -45,6 +59,11 @@ struct ctq_runner_options {
 	bool no_graphs;      /* never replay decode steps as device graphs */
 	bool no_fuse;        /* unfused ops only: no quantization inside RMSNorm / SiLU·mul, no fused q/k norm + RoPE (A/B checks) */
 	struct ctq_tp_group *group; /* required when tp > 1 */
+	ctq_observe_fn observe; /* or NULL; sees every producer's output unfused
+				 * (calibration, eval/calib.h); host f32
+				 * activations (the reference backend) and tp 1
+				 * only: ctq_runner_load refuses it elsewhere */
+	void *observe_ctx;
 };
 
 struct ctq_lin {
