@@ -71,9 +71,12 @@ enum ctq_status ctq_kernel_plugin_workspace(const struct ctq_kernel_plugin *t, c
  * is then killed) is an env-error naming the plug-in's path and name, the
  * function and the geometry (M, N, K); ctq goes on. What a call changes in
  * the plug-in's own globals does not outlive it (init ran in ctq's
- * process, before any fork). A CUDA plug-in runs in ctq's process: a CUDA
- * context does not survive fork, and ctq's own is made before the
- * plug-in's init; its crash still ends ctq.
+ * process, before any fork). A CUDA context does not survive fork, so a
+ * CUDA plug-in runs in a host process exec'd from ctq's program
+ * (backend/plugin_host.h: ctq_backend_plugin_hosted) where that program
+ * is known (ctq_plugin_host_set_exe; ctq's main sets it); elsewhere (a
+ * test program, an embedding) in ctq's process, where its crash ends
+ * ctq after the last word below.
  *
  * Errors: as ctq_kernel_lib_open, env-error (a CUDA plug-in without CUDA),
  * out-of-memory. Close with ctq_backend_close. */
@@ -86,8 +89,12 @@ bool ctq_backend_plugin_isolated(const struct ctq_backend *b);
 /* Runs a CPU plug-in's calls in ctq's process (false) or in a child
  * (true, the default): in process is for a debugger, and for the tests of
  * the last word below. Call it before any buffer is allocated; a CUDA
- * plug-in always runs in process. */
+ * plug-in in process stays there, a hosted one stays hosted. */
 void ctq_backend_plugin_set_isolated(struct ctq_backend *b, bool isolated);
+
+/* Called by the plug-in host (backend/plugin_host.c) before it opens its
+ * plug-in: the plug-in then runs in process, without the last word. */
+void ctq_kernel_plugin_in_host(void);
 
 /* The last word of a plug-in that runs in ctq's process (a CUDA plug-in in
  * the probe and in bench gemm --impl): between begin and end, a fatal
