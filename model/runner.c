@@ -7,6 +7,7 @@
 #include "core/json.h"
 #include "checkpoint/loader.h"
 #include "checkpoint/target.h"
+#include "quant/arch.h"
 #include "quant/modules.h"
 #include "quant/qconfig.h"
 #include "checkpoint/safetensors.h"
@@ -198,6 +199,10 @@ enum ctq_status ctq_model_config_parse(struct ctq_model_config *c, const cJSON *
 	char path[CTQ_PATH_MAX];
 	const cJSON *mt = ctq_json_get(o, "model_type");
 	c->arch = cJSON_IsString(mt) ? ctq_arch_normalise(mt->valuestring) : NULL;
+	if (!c->arch && cJSON_IsString(mt) && ctq_arch_find(mt->valuestring))
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, cfg_path(&x, path, sizeof path, NULL, "model_type"),
+				     "is %s: inspect and probe only — ctq inspects, probes (probe --model) and quantizes this tree, but the runner executes qwen3, qwen2 and llama",
+				     mt->valuestring);
 	if (!c->arch)
 		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, cfg_path(&x, path, sizeof path, NULL, "model_type"),
 				     "is %s; the runner executes qwen3, qwen2 and llama",

@@ -1,6 +1,7 @@
 /* ctq scheme resolver (see resolve.h and docs/semantics.md). */
 #include "quant/resolve.h"
 #include "quant/scheme.h"
+#include "quant/arch.h"
 #include "core/json.h"
 
 #include <ctype.h>
@@ -791,27 +792,22 @@ static enum ctq_status vllm_config_checks(struct ctx *c)
 	return CTQ_OK;
 }
 
-/* Whether vLLM's model class for arch builds no ParallelLMHead when the
- * embeddings are tied. Qwen2ForCausalLM and Qwen3ForCausalLM (qwen2.py,
- * qwen3.py) write `if config.tie_word_embeddings: self.lm_head =
- * self.model.embed_tokens`; LlamaForCausalLM (llama.py) always builds
- * `ParallelLMHead(..., quant_config=quant_config, prefix=...lm_head)`, whose
- * quantization method is resolved then, and only afterwards ties its weight
- * (`self.lm_head = self.lm_head.tie_weights(self.model.embed_tokens)`). */
-static bool vllm_head_is_embedding(const char *arch)
-{
-	return arch && (!strcmp(arch, "qwen3") || !strcmp(arch, "qwen2"));
-}
-
-/* Tied Qwen2 / Qwen3: lm_head is the embedding, so its entry is the
- * embedding's, resolved first. True when module i was handled so. A tied
- * Llama's lm_head resolves as any ParallelLMHead does. */
+/* Tied Qwen2 / Qwen3 / Gemma (the arch row's vllm_head_is_embedding):
+ * vLLM's Qwen2ForCausalLM and Qwen3ForCausalLM (qwen2.py, qwen3.py) write
+ * `if config.tie_word_embeddings: self.lm_head = self.model.embed_tokens`,
+ * Gemma's models have no lm_head at all; so lm_head's entry is the
+ * embedding's, resolved first. True when module i was handled so.
+ * LlamaForCausalLM (llama.py, and Mistral and Phi-3 through it) always
+ * builds `ParallelLMHead(..., quant_config=quant_config,
+ * prefix=...lm_head)`, whose quantization method is resolved then, and
+ * only afterwards ties its weight: a tied Llama's lm_head resolves as any
+ * ParallelLMHead does. */
 static bool vllm_tied_head(struct ctx *c, size_t i, enum ctq_status *st)
 {
 	const struct ctq_module *m = &c->mods->v[i];
 	*st = CTQ_OK;
-	if (!c->mods->shape.tie_word_embeddings ||
-	    !vllm_head_is_embedding(c->mods->shape.arch) || m->kind != CTQ_MODULE_LINEAR ||
+	if (!c->mods->shape.tie_word_embeddings || !c->mods->shape.row ||
+	    !c->mods->shape.row->vllm_head_is_embedding || m->kind != CTQ_MODULE_LINEAR ||
 	    !m->vllm_type || strcmp(m->vllm_type, "ParallelLMHead"))
 		return false;
 	for (size_t k = 0; k < i; k++) {

@@ -19,6 +19,8 @@
 #include "checkpoint/quantize.h"
 #include "checkpoint/safetensors.h"
 #include "checkpoint/target.h"
+#include "model/runner.h"
+#include "quant/arch.h"
 #include "quant/modules.h"
 #include "quant/shard.h"
 #include "tests/command.h"
@@ -385,7 +387,9 @@ Test(trees, unknown_module_is_guessed_with_a_warning)
 
 Test(trees, moe_checkpoint_has_no_dense_mlp)
 {
-	/* qwen3_moe: no known tree; every module from the tensors, guessed */
+	/* qwen3_moe: the known tree (quant/arch.c), its expert count from the
+	 * tensors; per-expert tensors are transformers 4's layout, so the
+	 * router is an nn.Linear and the experts Linears compressed-tensors sees */
 	struct ctq_st_writer w;
 	ctq_st_writer_init(&w);
 	add_text(&w, "model.", true);
@@ -397,11 +401,20 @@ Test(trees, moe_checkpoint_has_no_dense_mlp)
 	struct ctq_error err = {0};
 	cr_assert_eq(load(dir, &cfg, &mods, &err), CTQ_OK, "%s", err.message);
 	cr_expect(!ctq_modules_lookup(&mods, "model.layers.0.mlp.gate_proj"));
-	expect_module(&mods, "model.layers.0.mlp.experts.1.down_proj", "Linear", true);
-	expect_module(&mods, "model.layers.0.mlp.gate", "Linear", true);
-	expect_module(&mods, "model.embed_tokens", "Embedding", true);
-	cr_expect_eq(mods.n, mods.n_guessed);
-	cr_expect_eq(mods.n, 1 + 4 + 6 + 1 + 1);
+	const struct ctq_module *d = expect_module(&mods, "model.layers.0.mlp.experts.1.down_proj",
+						   "Linear", false);
+	const struct ctq_module *g = expect_module(&mods, "model.layers.0.mlp.gate", "Linear", false);
+	expect_module(&mods, "model.embed_tokens", "Embedding", false);
+	expect_module(&mods, "model.layers.0.self_attn", "Qwen3MoeAttention", false);
+	cr_expect_eq(mods.n_guessed, 0);
+	cr_expect_eq(mods.n, 1 + 1 + 4 + 1 + 6 + 1, "%zu modules", mods.n);
+	cr_assert(d && g);
+	cr_expect(d->moe == 0 && d->expert == 1 && d->expert_proj == 2 && !d->ct_fused);
+	cr_expect_str_eq(d->vllm_type, "FusedMoE");
+	cr_expect(g->vllm_unquantized && g->moe < 0);
+	cr_expect_eq(mods.n_moe, 1);
+	cr_expect_str_eq(mods.moe[0].runtime_name, "model.layers.0.mlp.experts");
+	cr_expect_eq(mods.moe[0].n_experts, 2);
 	ctq_modules_free(&mods);
 	ctq_qconfig_free(&cfg);
 	remove_checkpoint(dir);
@@ -507,4 +520,101 @@ Test(trees, quantize_covers_a_guessed_linear)
 	cr_expect(wt && wt->dtype == CTQ_DTYPE_I8);
 	ctq_target_close(&t);
 	remove_checkpoint(dir);
+}
+
+/* ---- the architecture table (quant/arch.c) ------------------------------ */
+
+Test(trees, arch_table_rows_by_model_type_and_class)
+{
+	size_t n = 0;
+	const char *list = ctq_arch_list();
+	for (const struct ctq_arch *a; (a = ctq_arch_at(n)); n++) {
+		cr_expect_eq(ctq_arch_find(a->model_type), a, "%s", a->model_type);
+		cr_expect_eq(ctq_arch_find(a->causal_lm), a, "%s", a->causal_lm);
+		char cls[128];
+		snprintf(cls, sizeof cls, "%.*sForSequenceClassification",
+			 (int)(strlen(a->causal_lm) - strlen("ForCausalLM")), a->causal_lm);
+		cr_expect_eq(ctq_arch_find(cls), a, "%s", cls);
+		cr_expect(strstr(list, a->model_type), "%s missing from ctq_arch_list()", a->model_type);
+		cr_expect(a->attention_class && a->layer_class && a->norm_class && a->source, "%s",
+			  a->model_type);
+		cr_expect(!a->moe_parent || (a->moe_class && a->expert_leaf[2]), "%s", a->model_type);
+	}
+	cr_expect_eq(n, 12);
+	cr_expect_null(ctq_arch_find("falcon"));
+	cr_expect_null(ctq_arch_find("ForSequenceClassification"));
+	/* the runner's families only */
+	cr_expect_str_eq(ctq_arch_normalise("Qwen2ForSequenceClassification"), "qwen2");
+	cr_expect_null(ctq_arch_normalise("mistral"));
+	cr_expect_null(ctq_arch_normalise("qwen3_moe"));
+}
+
+/* Every dense row enumerates its layout: the Linears of one layer. */
+Test(trees, dense_rows_enumerate_their_layout)
+{
+	static const struct {
+		const char *cfg;
+		const char *present[4], *absent[2];
+		size_t n; /* modules: embed + attention + linears + head */
+		bool tied_head_is_embedding;
+	} cases[] = {
+		{"{\"model_type\": \"mistral\", \"num_hidden_layers\": 1}",
+		 {"model.layers.0.self_attn.v_proj", "lm_head"}, {"score"}, 1 + 1 + 7 + 1, false},
+		{"{\"model_type\": \"gemma\", \"num_hidden_layers\": 1}",
+		 {"model.layers.0.mlp.up_proj"}, {"model.layers.0.self_attn.q_norm"}, 1 + 1 + 7 + 1, true},
+		{"{\"model_type\": \"gemma3_text\", \"num_hidden_layers\": 2}",
+		 {"model.layers.1.self_attn.o_proj"}, {NULL}, 1 + 2 * 8 + 1, true},
+		{"{\"model_type\": \"phi3\", \"num_hidden_layers\": 1, \"hidden_size\": 64, "
+		 "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"intermediate_size\": 96}",
+		 {"model.layers.0.self_attn.qkv_proj", "model.layers.0.mlp.gate_up_proj"},
+		 {"model.layers.0.self_attn.k_proj", "model.layers.0.mlp.up_proj"}, 1 + 1 + 4 + 1, false},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		cJSON *cfg = cJSON_Parse(cases[i].cfg);
+		struct ctq_modules mods;
+		ctq_modules_init(&mods);
+		struct ctq_error err = {0};
+		cr_assert_eq(ctq_modules_from_config(&mods, cfg, "", NULL, &err), CTQ_OK, "%s: %s",
+			     cases[i].cfg, err.message);
+		for (int k = 0; k < 4 && cases[i].present[k]; k++)
+			cr_expect(ctq_modules_lookup(&mods, cases[i].present[k]), "%s: no %s", cases[i].cfg,
+				  cases[i].present[k]);
+		for (int k = 0; k < 2 && cases[i].absent[k]; k++)
+			cr_expect(ctq_modules_find(&mods, cases[i].absent[k]) < 0, "%s: %s listed",
+				  cases[i].cfg, cases[i].absent[k]);
+		cr_expect_eq(mods.n, cases[i].n, "%s: %zu modules", cases[i].cfg, mods.n);
+		cr_expect_eq(mods.shape.row->vllm_head_is_embedding, cases[i].tied_head_is_embedding, "%s",
+			     cases[i].cfg);
+		ctq_modules_free(&mods);
+		cJSON_Delete(cfg);
+	}
+	/* Phi-3's stored-fused Linears: their vLLM classes and features */
+	cJSON *cfg = cJSON_Parse(cases[3].cfg);
+	struct ctq_modules mods;
+	ctq_modules_init(&mods);
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_modules_from_config(&mods, cfg, "", NULL, &err), CTQ_OK);
+	const struct ctq_module *qkv = ctq_modules_lookup(&mods, "model.layers.0.self_attn.qkv_proj");
+	const struct ctq_module *gu = ctq_modules_lookup(&mods, "model.layers.0.mlp.gate_up_proj");
+	cr_assert(qkv && gu);
+	cr_expect_str_eq(qkv->vllm_type, "QKVParallelLinear");
+	cr_expect_str_eq(gu->vllm_type, "MergedColumnParallelLinear");
+	cr_expect_eq(qkv->out_features, (4 + 2 * 2) * 16);
+	cr_expect_eq(gu->out_features, 2 * 96);
+	cr_expect_eq(mods.n_fused, 0);
+	ctq_modules_free(&mods);
+	cJSON_Delete(cfg);
+}
+
+/* The runner refuses a tree it does not execute with "inspect and probe
+ * only", exit 2 through invalid-config. */
+Test(trees, runner_refuses_other_trees_clearly)
+{
+	cJSON *cfg = cJSON_Parse("{\"model_type\": \"qwen3_moe\", \"num_hidden_layers\": 1, \"hidden_size\": 8}");
+	struct ctq_model_config mc;
+	struct ctq_error err = {0};
+	cr_expect_eq(ctq_model_config_parse(&mc, cfg, &err), CTQ_ERR_INVALID_CONFIG);
+	cr_expect(strstr(err.message, "inspect and probe only"), "%s", err.message);
+	cr_expect_str_eq(err.path, "model_type");
+	cJSON_Delete(cfg);
 }
