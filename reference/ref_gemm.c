@@ -19,7 +19,7 @@
  * threads, as the scalar code does; inside a block, micro-tiles of a few
  * activation rows by a few weight rows share their loads. The AVX2 code is
  * chosen at run time (ctq_ref_simd); without AVX2 the scalar definitions
- * run. With AVX-512 VNNI the int8 GEMM of 4 rows or more takes vpdpbusd,
+ * run, and ctq_ref_simd_cap lets a test run each level on one CPU. With AVX-512 VNNI the int8 GEMM of 4 rows or more takes vpdpbusd,
  * which multiplies unsigned by signed bytes: q + 128 (a bit flip) times w,
  * summed in int32 lanes, less 128 times the sum of w's row, all modulo
  * 2^32 (unsigned arithmetic, the instruction wraps): the true q · w is
@@ -37,8 +37,9 @@
 
 #define NB 64 /* weight rows per task, as in ref_ops.c */
 
-/* 0 scalar, 1 AVX2, 2 AVX2 and AVX-512 VNNI (with BW for the byte ops) */
-static int simd_level(void)
+/* What the CPU has: 0 scalar, 1 AVX2, 2 AVX2 and AVX-512 VNNI (with BW for
+ * the byte ops); cap: the most ctq_ref_simd_cap allows (tests). */
+static int cpu_level(void)
 {
 #ifdef CTQ_REF_X86
 	static int level = -1;
@@ -52,10 +53,24 @@ static int simd_level(void)
 #endif
 }
 
+static int cap = 2;
+
+int ctq_ref_simd_level(void)
+{
+	const int l = cpu_level();
+	return l < cap ? l : cap;
+}
+
+int ctq_ref_simd_cap(int level)
+{
+	cap = level < 0 ? 0 : level;
+	return ctq_ref_simd_level();
+}
+
 const char *ctq_ref_simd(void)
 {
 	static const char *const names[] = {"scalar", "avx2", "avx2+avx512vnni"};
-	return names[simd_level()];
+	return names[ctq_ref_simd_level()];
 }
 
 #ifdef CTQ_REF_X86
@@ -296,11 +311,11 @@ enum ctq_status ctq_ref_gemm_i8(const int8_t *q, const int8_t *w, int64_t M, int
 {
 #ifdef CTQ_REF_X86
 	/* VNNI pays for its per-row weight sums from 4 activation rows on */
-	if (K <= CTQ_K_MAX && simd_level() == 2 && M >= 4) {
+	if (K <= CTQ_K_MAX && ctq_ref_simd_level() == 2 && M >= 4) {
 		i8_vnni(q, w, M, N, K, acc);
 		return CTQ_OK;
 	}
-	if (K <= CTQ_K_MAX && simd_level() >= 1) {
+	if (K <= CTQ_K_MAX && ctq_ref_simd_level() >= 1) {
 		i8_avx2(q, w, M, N, K, acc);
 		return CTQ_OK;
 	}
@@ -312,7 +327,7 @@ void ctq_ref_gemm_f64(const float *x, const float *w, const float *bias, int64_t
 		      int64_t K, double *y)
 {
 #ifdef CTQ_REF_X86
-	if (simd_level() >= 1) {
+	if (ctq_ref_simd_level() >= 1) {
 		f64_avx2(x, w, bias, M, N, K, y);
 		return;
 	}
