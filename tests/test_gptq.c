@@ -7,9 +7,14 @@
  * round-to-nearest checkpoint byte for byte; dampening (a singular Hessian
  * without it falls back to round to nearest, with it does not; out of
  * range is refused); and GPTQ's output error on correlated inputs is below
- * round to nearest's. */
+ * round to nearest's. Then the layer-wise calibration (eval/calib.h,
+ * `ctq quantize --recipe gptq`) on the tiny synthetic Qwen3 with outlier
+ * channels: every linear's output error on the inputs its layer sees in
+ * the GPTQ model is below round to nearest's, the checkpoint and its
+ * recipe.yaml, one seed one checkpoint, and bad options. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,8 +22,18 @@
 #include "core/dtype.h"
 #include "core/numerics.h"
 #include "core/rng.h"
+#include "core/fileio.h"
 #include "checkpoint/gptq.h"
 #include "checkpoint/quantize.h"
+#include "checkpoint/safetensors.h"
+#include "checkpoint/synth.h"
+#include "eval/calib.h"
+#include "harness/commands.h"
+#include "model/model.h"
+#include "quant/modules.h"
+
+#define TOKENIZER "tests/fixtures/tokenizers/gpt2-small/tokenizer.json"
+#define CALIB_TEXT "tests/fixtures/tokenizers/corpus.txt"
 
 /* A uniform number in [-1, 1). */
 static double uni(struct ctq_rng *r)
@@ -373,4 +388,266 @@ Test(gptq, bad_shapes_and_values)
 		     CTQ_ERR_USAGE);
 	ctq_gptq_hinv_free(&v);
 	ctq_gptq_hessian_free(&h);
+}
+
+/* ---- layer-wise calibration on the tiny outlier model --------------------- */
+
+struct tiny {
+	char root[64], bf16[96], rtn[96], gptq[96];
+};
+
+static void tiny_make(struct tiny *f)
+{
+	snprintf(f->root, sizeof f->root, "/tmp/ctq-gptq-XXXXXX");
+	cr_assert(mkdtemp(f->root));
+	snprintf(f->bf16, sizeof f->bf16, "%s/bf16", f->root);
+	snprintf(f->rtn, sizeof f->rtn, "%s/rtn", f->root);
+	snprintf(f->gptq, sizeof f->gptq, "%s/gptq", f->root);
+	struct ctq_synth_spec s;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_synth_spec_init(&s, "qwen3", "tiny", &err), CTQ_OK, "%s", err.message);
+	s.vocab_size = 2048;
+	s.outliers = true;
+	s.seed = 3;
+	cr_assert_eq(ctq_synth_write(&s, f->bf16, 0, NULL, NULL, &err), CTQ_OK, "%s", err.message);
+	char *data = NULL, *dst = ctq_path_join(f->bf16, "tokenizer.json");
+	size_t n = 0;
+	cr_assert_eq(ctq_file_read(TOKENIZER, (size_t)1 << 26, &data, &n, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(ctq_file_write_atomic(dst, data, n, &err), CTQ_OK, "%s", err.message);
+	free(data);
+	free(dst);
+}
+
+static int run_quantize(const char *const *args)
+{
+	char *argv[40];
+	int argc = 0;
+	argv[argc++] = (char *)"quantize";
+	for (; *args; args++)
+		argv[argc++] = (char *)*args;
+	argv[argc] = NULL;
+	return ctq_cmd_quantize(argc, argv);
+}
+
+/* Every linear input of every layer of a run, concatenated over windows. */
+struct inputs {
+	int64_t layers;
+	float *x[8][CTQ_OBSERVE_N_SITES]; /* (rows, K) */
+	int64_t rows[8][CTQ_OBSERVE_N_SITES], K[8][CTQ_OBSERVE_N_SITES];
+};
+
+static void keep_input(void *ctx, int64_t layer, enum ctq_observe_site site, const float *x,
+		       int64_t M, int64_t K)
+{
+	struct inputs *in = ctx;
+	if (layer >= 8)
+		return;
+	float **p = &in->x[layer][site];
+	int64_t *r = &in->rows[layer][site];
+	*p = realloc(*p, (size_t)((*r + M) * K) * sizeof **p);
+	memcpy(*p + *r * K, x, (size_t)(M * K) * sizeof *x);
+	*r += M;
+	in->K[layer][site] = K;
+}
+
+/* ||X (Ŵ - W)ᵀ||² for the linear `name` with Ŵ = q * s (N, K). */
+static double module_err(const struct ctq_checkpoint *ck, const char *name, const float *x,
+			 int64_t rows, const int8_t *q, const float *s)
+{
+	char wn[256];
+	snprintf(wn, sizeof wn, "%s.weight", name);
+	const struct ctq_st_tensor *t = ctq_checkpoint_find(ck, wn, NULL);
+	cr_assert(t && t->ndim == 2, "%s", wn);
+	const int64_t N = t->shape[0], K = t->shape[1];
+	float *w = malloc((size_t)(N * K) * sizeof *w);
+	cr_assert(ctq_convert_to_f32(t->data, t->dtype, (size_t)(N * K), w));
+	double e = 0.0;
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t n = 0; n < N; n++) {
+			double y = 0.0;
+			for (int64_t k = 0; k < K; k++)
+				y += (double)x[r * K + k] * ((double)q[n * K + k] * s[n] - (double)w[n * K + k]);
+			e += y * y;
+		}
+	free(w);
+	return e;
+}
+
+Test(calib_gptq, each_linear_beats_round_to_nearest_on_its_inputs, .timeout = 180)
+{
+	struct tiny f;
+	tiny_make(&f);
+	const char *a_rtn[] = {f.bf16, f.rtn, "--quiet", NULL};
+	cr_assert_eq(run_quantize(a_rtn), CTQ_EXIT_OK);
+	struct ctq_error err = {0};
+	int32_t *ids = NULL;
+	int64_t n_text = 0;
+	const int64_t n = 8, len = 64;
+	cr_assert_eq(ctq_calib_windows(f.bf16, CALIB_TEXT, n, len, 0, &ids, &n_text, &err), CTQ_OK, "%s",
+		     err.message);
+	const struct ctq_calib_gptq_options o = {.dampening_frac = CTQ_GPTQ_DEFAULT_DAMPENING,
+						 .block_size = CTQ_GPTQ_DEFAULT_BLOCK};
+	struct ctq_calib_gptq_result res;
+	cr_assert_eq(ctq_calib_gptq(f.bf16, f.rtn, ids, n, len, &o, &res, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(res.n_mods, 14, "%zu modules", res.n_mods); /* 2 layers x 7 */
+	cr_assert_eq(res.n_tokens, n * len);
+	cr_assert_eq(res.n_fallback, 0);
+	/* the inputs each layer sees with the GPTQ weights in place: the RTN
+	 * model's observer while the rounded rows are swapped in */
+	struct inputs in;
+	memset(&in, 0, sizeof in);
+	struct ctq_model m;
+	const struct ctq_model_options mo = {
+		.dir = f.rtn, .backend = "reference", .tp = 1,
+		.limits = {.max_slots = 1, .max_len = len, .max_tokens = len, .no_graphs = true,
+			   .observe = keep_input, .observe_ctx = &in}};
+	cr_assert_eq(ctq_model_open(&m, &mo, &err), CTQ_OK, "%s", err.message);
+	static const enum ctq_observe_site site_of[CTQ_HF_LINEARS] = {
+		CTQ_OBSERVE_QKV, CTQ_OBSERVE_QKV, CTQ_OBSERVE_QKV, CTQ_OBSERVE_O,
+		CTQ_OBSERVE_GATE_UP, CTQ_OBSERVE_GATE_UP, CTQ_OBSERVE_DOWN};
+	for (size_t i = 0; i < res.n_mods; i++) {
+		const struct ctq_calib_gptq_module *g = &res.mods[i];
+		const int64_t l = (int64_t)(i / CTQ_HF_LINEARS), h = (int64_t)(i % CTQ_HF_LINEARS);
+		int64_t row0 = 0;
+		for (int64_t j = i - h; j < (int64_t)i; j++)
+			if (site_of[j % CTQ_HF_LINEARS] == site_of[h])
+				row0 += res.mods[j].N;
+		float *sf = malloc((size_t)g->N * sizeof *sf);
+		for (int64_t r = 0; r < g->N; r++)
+			sf[r] = ctq_bf16_to_f32(((const uint16_t *)g->scale)[r]);
+		cr_assert_eq(g->dtype, CTQ_DTYPE_BF16);
+		cr_assert_eq(ctq_runner_set_w8a8_rows(&m.r[0], l, site_of[h], row0, g->N, g->q, sf, &err),
+			     CTQ_OK, "%s", err.message);
+		free(sf);
+	}
+	int32_t slot[64] = {0}, pos[64];
+	for (int64_t t = 0; t < len; t++)
+		pos[t] = (int32_t)t;
+	for (int64_t w = 0; w < n; w++)
+		cr_assert_eq(ctq_model_forward(&m, ids + w * len, slot, pos, len, NULL, 0, NULL, &err), CTQ_OK,
+			     "%s", err.message);
+	ctq_model_close(&m);
+	struct ctq_checkpoint ck;
+	cr_assert_eq(ctq_checkpoint_open(&ck, f.bf16, &err), CTQ_OK, "%s", err.message);
+	for (size_t i = 0; i < res.n_mods; i++) {
+		const struct ctq_calib_gptq_module *g = &res.mods[i];
+		const int64_t l = (int64_t)(i / CTQ_HF_LINEARS);
+		const enum ctq_observe_site s = site_of[i % CTQ_HF_LINEARS];
+		cr_assert_eq(in.rows[l][s], n * len, "%s: %lld rows observed", g->name, (long long)in.rows[l][s]);
+		cr_assert_eq(in.K[l][s], g->K);
+		char wn[256];
+		snprintf(wn, sizeof wn, "%s.weight", g->name);
+		const struct ctq_st_tensor *t = ctq_checkpoint_find(&ck, wn, NULL);
+		cr_assert(t);
+		int8_t *qr = malloc((size_t)(g->N * g->K));
+		uint16_t *sr = malloc((size_t)g->N * 2);
+		float *srf = malloc((size_t)g->N * sizeof *srf), *sgf = malloc((size_t)g->N * sizeof *sgf);
+		double *e2 = malloc((size_t)g->N * sizeof *e2), *w2 = malloc((size_t)g->N * sizeof *w2);
+		cr_assert_eq(ctq_quantize_weight(t->data, t->dtype, g->N, g->K, qr, sr, e2, w2), -1);
+		for (int64_t r = 0; r < g->N; r++) {
+			srf[r] = ctq_bf16_to_f32(sr[r]);
+			sgf[r] = ctq_bf16_to_f32(((const uint16_t *)g->scale)[r]);
+			cr_assert_eq(sr[r], ((const uint16_t *)g->scale)[r], "%s row %lld: scale differs from RTN's",
+				     g->name, (long long)r);
+		}
+		const double eg = module_err(&ck, g->name, in.x[l][s], in.rows[l][s], g->q, sgf);
+		const double er = module_err(&ck, g->name, in.x[l][s], in.rows[l][s], qr, srf);
+		cr_log_info("%s: output error GPTQ %.4g, RTN %.4g (%.2fx)", g->name, eg, er, eg / er);
+		if (s == CTQ_OBSERVE_QKV) {
+			/* q/k/v's inputs depend only on the layers before, rounded
+			 * when layer l calibrated: the layer-wise run saw these
+			 * very rows, so GPTQ on them gives the same bytes */
+			struct ctq_gptq_hessian h;
+			hessian_of(&h, in.x[l][s], in.rows[l][s], g->K, len);
+			struct ctq_gptq_hinv v;
+			cr_assert_eq(ctq_gptq_hinv_init(&v, &h, CTQ_GPTQ_DEFAULT_DAMPENING, &err), CTQ_OK);
+			cr_assert_eq(ctq_gptq_weight(t->data, t->dtype, g->N, g->K, &v, CTQ_GPTQ_DEFAULT_BLOCK,
+						     g->name, qr, sr, e2, w2, NULL, &err),
+				     CTQ_OK, "%s", err.message);
+			cr_expect_eq(memcmp(qr, g->q, (size_t)(g->N * g->K)), 0,
+				     "%s: GPTQ on the full forward's inputs differs from the layer-wise run's",
+				     g->name);
+			ctq_gptq_hinv_free(&v);
+			ctq_gptq_hessian_free(&h);
+		}
+		cr_expect(er > 0.0 && eg < er, "%s: GPTQ output error %.6g not below RTN's %.6g", g->name, eg, er);
+		free(qr), free(sr), free(srf), free(sgf), free(e2), free(w2);
+	}
+	ctq_checkpoint_close(&ck);
+	for (int l = 0; l < 8; l++)
+		for (int s = 0; s < CTQ_OBSERVE_N_SITES; s++)
+			free(in.x[l][s]);
+	ctq_calib_gptq_result_free(&res);
+	ctq_free(ids);
+	ctq_remove_tree(f.root);
+}
+
+Test(calib_gptq, quantize_writes_gptq_checkpoint_and_recipe, .timeout = 180)
+{
+	struct tiny f;
+	tiny_make(&f);
+	char g2[128];
+	snprintf(g2, sizeof g2, "%s/gptq2", f.root);
+	const char *a[] = {f.bf16, f.gptq, "--quiet", "--recipe", "smoothquant+gptq", "--calib", CALIB_TEXT,
+			   "--calib-samples", "8", "--calib-len", "64", "--dampening-frac", "0.02",
+			   "--block-size", "16", NULL};
+	cr_assert_eq(run_quantize(a), CTQ_EXIT_OK);
+	const char *a2[] = {f.bf16, g2, "--quiet", "--recipe", "smoothquant+gptq", "--calib", CALIB_TEXT,
+			    "--calib-samples", "8", "--calib-len", "64", "--dampening-frac", "0.02",
+			    "--block-size", "16", NULL};
+	cr_assert_eq(run_quantize(a2), CTQ_EXIT_OK);
+	struct ctq_error err = {0};
+	char *p1 = ctq_path_join(f.gptq, "model.safetensors"), *p2 = ctq_path_join(g2, "model.safetensors");
+	char *d1 = NULL, *d2 = NULL, *text = NULL;
+	size_t n1 = 0, n2 = 0, n = 0;
+	cr_assert_eq(ctq_file_read(p1, 1 << 26, &d1, &n1, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(ctq_file_read(p2, 1 << 26, &d2, &n2, &err), CTQ_OK, "%s", err.message);
+	cr_expect(n1 == n2 && !memcmp(d1, d2, n1), "two runs with one seed differ");
+	char *ry = ctq_path_join(f.gptq, "recipe.yaml");
+	cr_assert_eq(ctq_file_read(ry, 1 << 20, &text, &n, &err), CTQ_OK, "%s", err.message);
+	cr_expect(strstr(text, "# written by ctq quantize --recipe smoothquant+gptq; calibration: 8 window(s)"),
+		  "%s", text);
+	cr_expect(strstr(text, "    SmoothQuantModifier:\n      smoothing_strength: 0.8\n"), "%s", text);
+	cr_expect(strstr(text, "    GPTQModifier:\n      targets: [Linear]\n      ignore: ['lm_head']\n"
+			       "      scheme: W8A8\n      block_size: 16\n      dampening_frac: 0.02\n"),
+		  "%s", text);
+	cr_expect_null(strstr(text, "QuantizationModifier"), "%s", text);
+	free(text), free(ry), free(d1), free(d2), free(p1), free(p2);
+	/* the checkpoint runs as any W8A8 one */
+	struct ctq_model m;
+	const struct ctq_model_options mo = {
+		.dir = f.gptq, .backend = "reference", .tp = 1,
+		.limits = {.max_slots = 1, .max_len = 8, .max_tokens = 8, .no_graphs = true}};
+	cr_assert_eq(ctq_model_open(&m, &mo, &err), CTQ_OK, "%s", err.message);
+	cr_expect_eq(m.n_quantized, 14);
+	ctq_model_close(&m);
+	/* bad options: exit 2, no OUT */
+	char out[128];
+	snprintf(out, sizeof out, "%s/out", f.root);
+	const struct {
+		const char *id;
+		const char *args[12];
+	} bad[] = {
+		{"gptq-no-calib", {f.bf16, out, "--recipe", "gptq"}},
+		{"dampening-above-1", {f.bf16, out, "--recipe", "gptq", "--calib", CALIB_TEXT, "--dampening-frac", "1.5"}},
+		{"dampening-not-a-number", {f.bf16, out, "--recipe", "gptq", "--calib", CALIB_TEXT, "--dampening-frac", "x"}},
+		{"block-size-0", {f.bf16, out, "--recipe", "gptq", "--calib", CALIB_TEXT, "--block-size", "0"}},
+		{"block-size-with-rtn", {f.bf16, out, "--block-size", "64"}},
+		{"dampening-with-smoothquant", {f.bf16, out, "--recipe", "smoothquant", "--calib", CALIB_TEXT,
+						"--dampening-frac", "0.1"}},
+		{"gptq-weight-bits", {f.bf16, out, "--recipe", "gptq", "--calib", CALIB_TEXT, "--weight-bits", "4"}},
+		{"strength-with-gptq", {f.bf16, out, "--recipe", "gptq", "--calib", CALIB_TEXT,
+					"--smoothing-strength", "0.5"}},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		const char *args[16] = {0};
+		size_t k = 0;
+		for (; bad[i].args[k]; k++)
+			args[k] = bad[i].args[k];
+		args[k++] = "--quiet";
+		args[k] = NULL;
+		cr_expect_eq(run_quantize(args), CTQ_EXIT_USAGE, "%s", bad[i].id);
+		cr_expect_not(ctq_path_exists(out), "%s created OUT", bad[i].id);
+	}
+	ctq_remove_tree(f.root);
 }
