@@ -179,6 +179,8 @@ struct qctx {
 	enum role *role;                  /* (n_out) per output tensor */
 	size_t *role_qm;                  /* (n_out) qm index for weight/scale */
 	int bits;                         /* weight grid, 2..8 (8: W8A8 as producers write it) */
+	ctq_quantize_weight_fn weight_fn; /* or NULL (round to nearest) */
+	void *weight_ctx;
 };
 
 static void quantize_result_init(struct ctq_quantize_result *r)
@@ -213,8 +215,16 @@ static enum ctq_status quantize_module(struct qctx *c, struct qmod *m, int8_t *q
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, m->name, "out of memory");
 		goto done;
 	}
-	int64_t bad = ctq_quantize_weight_bits(m->w->data, m->w->dtype, m->N, m->K, c->bits, q,
+	int64_t bad = c->weight_fn ? c->weight_fn(c->weight_ctx, m->name, m->w->data, m->w->dtype,
+						  m->N, m->K, q, m->scale, e2, w2)
+		    : ctq_quantize_weight_bits(m->w->data, m->w->dtype, m->N, m->K, c->bits, q,
 					       m->scale, e2, w2);
+	if (bad == -3) {
+		st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, m->name,
+				   "the calibrated weights hold no %lld x %lld %s weight for this module",
+				   (long long)m->N, (long long)m->K, ctq_dtype_name(m->w->dtype));
+		goto done;
+	}
 	if (bad == -2) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, m->name, "out of memory");
 		goto done;
@@ -724,12 +734,19 @@ enum ctq_status ctq_quantize_checkpoint(const char *in, const char *dir,
 	memset(&c, 0, sizeof c);
 	ctq_arena_init(&c.arena);
 	c.bits = opt && opt->weight_bits ? opt->weight_bits : 8;
+	c.weight_fn = opt ? opt->weight_fn : NULL;
+	c.weight_ctx = opt ? opt->weight_ctx : NULL;
 	ctq_modules_init(&mods);
 	if (res)
 		quantize_result_init(res);
 
 	if (!(path = ctq_path_join(in, "config.json"))) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, in, "out of memory");
+		goto done;
+	}
+	if (c.weight_fn && c.bits != 8) {
+		st = ctq_error_set(err, CTQ_ERR_USAGE, "weight_bits",
+				   "is %d; calibrated weights are W8A8 (8)", c.bits);
 		goto done;
 	}
 	if (c.bits < 2 || c.bits > 8) {
