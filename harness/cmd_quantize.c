@@ -6,6 +6,7 @@
 #include "core/arena.h"
 #include "core/fileio.h"
 #include "checkpoint/quantize.h"
+#include "checkpoint/quantize_wna16.h"
 #include "checkpoint/smooth.h"
 #include "eval/calib.h"
 #include "results/csv_out.h"
@@ -33,7 +34,18 @@ static void help(void)
 	       "The written config is resolved back (strict) before OUT appears.\n"
 	       "\n"
 	       "options:\n"
-	       "  --recipe R           rtn (the default): round-to-nearest as above, no data;\n"
+	       "  --scheme S           w8a8 (the default, as above); w8a16 or w4a16: weight-only\n"
+	       "                       int8 / int4 weights in compressed-tensors' pack-quantized\n"
+	       "                       format (weight_packed I32, weight_scale, weight_shape),\n"
+	       "                       presets W8A16 (per channel), W4A16 (groups of 128);\n"
+	       "                       symmetric scale = group amax / (2^(b-1) - 1); strict\n"
+	       "                       resolves such a checkpoint but does not execute it\n"
+	       "  --group-size G       weight-only: one scale per G input columns (G must divide\n"
+	       "                       every quantized module's K); default 128 for w4a16,\n"
+	       "                       per channel for w8a16\n"
+	       "  --asym               weight-only: zero points (W4A16_ASYM), packed along N in\n"
+	       "                       weight_zero_point; scale = (max - min) / (2^b - 1)\n");
+	printf("  --recipe R           rtn (the default): round-to-nearest as above, no data;\n"
 	       "                       smoothquant: llm-compressor's SmoothQuantModifier, then\n"
 	       "                       rtn. The BF16 model runs on the reference backend over\n"
 	       "                       the calibration windows; per hidden channel j the range\n"
@@ -119,7 +131,8 @@ static void yaml_quoted(FILE *f, const char *v)
  * records it. */
 static enum ctq_status write_recipe(const char *dir, const struct ctq_quantize_result *r,
 				    bool smooth, double alpha, const char *calib, long samples,
-				    long len, long seed, struct ctq_error *err)
+				    long len, long seed, const struct ctq_packed_args *wa,
+				    struct ctq_error *err)
 {
 	char *path = ctq_path_join(dir, RECIPE_NAME);
 	if (!path)
@@ -153,7 +166,18 @@ static enum ctq_status write_recipe(const char *dir, const struct ctq_quantize_r
 		fputs(i ? ", " : "", f);
 		yaml_quoted(f, r->ignore[i]);
 	}
-	fprintf(f, "]\n      scheme: W8A8\n");
+	const char *preset = wa->bits ? ctq_wna16_preset(wa) : "W8A8";
+	if (preset) {
+		fprintf(f, "]\n      scheme: %s\n", preset);
+	} else {
+		/* No preset writes these args: the group spelled out. */
+		fprintf(f, "]\n      config_groups:\n        group_0:\n          targets: [Linear]\n"
+			   "          weights: {num_bits: %d, type: int, symmetric: %s, strategy: %s",
+			wa->bits, wa->asym ? "false" : "true", wa->group_size > 0 ? "group" : "channel");
+		if (wa->group_size > 0)
+			fprintf(f, ", group_size: %lld", (long long)wa->group_size);
+		fprintf(f, "}\n");
+	}
 	bool bad = ferror(f) != 0;
 	bad |= fclose(f) != 0;
 	enum ctq_status st = bad ? ctq_error_set(err, CTQ_ERR_IO, path, "cannot write") : CTQ_OK;
@@ -197,6 +221,10 @@ int ctq_cmd_quantize(int argc, char **argv)
 	long max_shard = 0, weight_bits = 8;
 	long calib_samples = 32, calib_len = 512, seed = 0;
 	const char *recipe = "rtn", *calib = NULL, *calib_ids_path = NULL, *alpha_s = NULL;
+	const char *scheme = "w8a8";
+	long group_size = -1;
+	bool asym = false;
+	struct ctq_packed_args wa = {0};
 	double alpha = CTQ_SMOOTH_DEFAULT_ALPHA;
 	bool force = false, quiet = false;
 	int32_t *calib_ids = NULL;
@@ -218,6 +246,9 @@ int ctq_cmd_quantize(int argc, char **argv)
 		CTQ_OPT_FLAG("--quiet", &quiet),
 		CTQ_OPT_FN("--ignore", &ig, opt_ignore),
 		CTQ_OPT_INT("--weight-bits", &weight_bits, 2, 8),
+		CTQ_OPT_STR("--scheme", &scheme),
+		CTQ_OPT_INT("--group-size", &group_size, 1, 1L << 24),
+		CTQ_OPT_FLAG("--asym", &asym),
 		CTQ_OPT_INT("--max-shard-bytes", &max_shard, 1, 1L << 62),
 		CTQ_OPT_STR("--recipe", &recipe),
 		CTQ_OPT_STR("--calib", &calib),
@@ -244,6 +275,26 @@ int ctq_cmd_quantize(int argc, char **argv)
 		goto out;
 	}
 	ctq_out_dir_trim(out);
+	if (!strcmp(scheme, "w8a16") || !strcmp(scheme, "w4a16")) {
+		wa.bits = scheme[1] - '0';
+		wa.group_size = group_size > 0 ? group_size : wa.bits == 4 ? CTQ_WNA16_GROUP_DEFAULT : 0;
+		wa.asym = asym;
+	} else if (strcmp(scheme, "w8a8")) {
+		fprintf(stderr, "ctq quantize: --scheme %s is unknown; expected w8a8, w8a16 or w4a16\n",
+			scheme);
+		goto out;
+	}
+	if (!wa.bits && (group_size > 0 || asym)) {
+		fprintf(stderr, "ctq quantize: --%s belongs to the weight-only schemes (--scheme w8a16 "
+			"or w4a16); w8a8 weights are per channel and symmetric\n",
+			asym ? "asym" : "group-size");
+		goto out;
+	}
+	if (wa.bits && weight_bits != 8) {
+		fprintf(stderr, "ctq quantize: --weight-bits simulates a grid inside W8A8; with --scheme "
+			"%s the weights are stored at %d bits already\n", scheme, wa.bits);
+		goto out;
+	}
 	const bool smooth = !strcmp(recipe, "smoothquant");
 	if (!smooth && strcmp(recipe, "rtn")) {
 		fprintf(stderr, "ctq quantize: --recipe %s is unknown; expected rtn or smoothquant\n", recipe);
@@ -318,6 +369,7 @@ int ctq_cmd_quantize(int argc, char **argv)
 		.n_ignore = n_ignore,
 		.max_shard_bytes = (uint64_t)max_shard,
 		.weight_bits = (int)weight_bits,
+		.wna16 = wa,
 		.progress = ctq_progress_print,
 		.progress_ctx = &prog,
 	};
@@ -328,7 +380,8 @@ int ctq_cmd_quantize(int argc, char **argv)
 		stmp[0] = '\0';
 	}
 	if ((st = write_report(tmp, &res, &err)) ||
-	    (st = write_recipe(tmp, &res, smooth, alpha, calib_src, calib_samples, calib_len, seed, &err)))
+	    (st = write_recipe(tmp, &res, smooth, alpha, calib_src, calib_samples, calib_len, seed,
+			       &wa, &err)))
 		goto fail;
 	if ((st = ctq_tmpdir_commit(tmp, out, replace, &err)))
 		goto fail;
@@ -343,8 +396,15 @@ int ctq_cmd_quantize(int argc, char **argv)
 		       "calibration %ld x %ld tokens of %s (%lld tokens), seed %ld)",
 		       alpha, (long long)sres.n_norms, (long long)sres.n_linears, (double)sres.scale_min,
 		       (double)sres.scale_max, calib_samples, calib_len, calib_src, (long long)n_text, seed);
-	printf(": %zu module(s) quantized to W8A8 INT8%s, %zu tensor(s) copied, ignore [",
-	       res.n_modules, grid, res.n_copied);
+	char what[128] = "W8A8 INT8", groups[32] = "per channel";
+	if (wa.group_size > 0)
+		snprintf(groups, sizeof groups, "group %lld", (long long)wa.group_size);
+	if (wa.bits)
+		snprintf(what, sizeof what, "%s (%d-bit weights, %s%s, pack-quantized)",
+			 ctq_wna16_preset(&wa) ? ctq_wna16_preset(&wa) : ctq_wna16_scheme_name(&wa),
+			 wa.bits, groups, wa.asym ? ", asymmetric" : "");
+	printf(": %zu module(s) quantized to %s%s, %zu tensor(s) copied, ignore [",
+	       res.n_modules, what, grid, res.n_copied);
 	for (size_t i = 0; i < res.n_ignore; i++)
 		printf("%s%s", i ? ", " : "", res.ignore[i]);
 	double bytes = (double)res.n_bytes;
