@@ -1,6 +1,7 @@
 /* ctq quantizer: BF16 / F16 / F32 checkpoint -> compressed-tensors W8A8
  * (see quantize.h). */
 #include "checkpoint/quantize.h"
+#include "checkpoint/quantize_wna16.h"
 #include "checkpoint/target.h"
 #include "core/hf_config.h"
 #include "core/fileio.h"
@@ -160,14 +161,20 @@ int64_t ctq_quantize_weight_bits(const void *w, enum ctq_dtype dtype, int64_t N,
 
 /* ---- the checkpoint -------------------------------------------------------- */
 
-enum role { ROLE_COPY, ROLE_WEIGHT, ROLE_SCALE };
+/* W8A8: weight + scale; weight-only: packed weight, scale, shape and, when
+ * asymmetric, zero point. */
+enum role { ROLE_COPY, ROLE_WEIGHT, ROLE_SCALE, ROLE_PACKED, ROLE_SHAPE, ROLE_ZERO };
 
 struct qmod {
 	size_t module;                    /* index into the modules */
 	const char *name;                 /* module name (modules' arena) */
 	const struct ctq_st_tensor *w;    /* source weight, in the mapping */
 	int64_t N, K;
-	void *scale;                      /* (N) in w->dtype once quantized */
+	void *scale;                      /* (N) in w->dtype once quantized;
+					   * weight-only (N, G) */
+	int32_t *packed, *zero_packed;    /* weight-only, owned until its last
+					   * tensor is written (n_left) */
+	int n_left;
 	double rel_l2;
 	bool done;
 };
@@ -181,6 +188,7 @@ struct qctx {
 	int bits;                         /* weight grid, 2..8 (8: W8A8 as producers write it) */
 	ctq_quantize_weight_fn weight_fn; /* or NULL (round to nearest) */
 	void *weight_ctx;
+	struct ctq_packed_args wa;        /* wa.bits 0: W8A8; else weight-only */
 };
 
 static void quantize_result_init(struct ctq_quantize_result *r)
@@ -204,21 +212,31 @@ static enum ctq_status quantize_module(struct qctx *c, struct qmod *m, int8_t *q
 {
 	enum ctq_status st = CTQ_OK;
 	size_t N = (size_t)m->N, K = (size_t)m->K;
+	const bool wna16 = c->wa.bits != 0;
+	const size_t G = wna16 ? (size_t)ctq_packed_groups(m->K, c->wa.group_size) : 1;
 	int8_t *scratch = NULL;                                /* (N, K) */
 	double *e2 = ctq_malloc((N ? N : 1) * sizeof *e2);     /* (N) */
 	double *w2 = ctq_malloc((N ? N : 1) * sizeof *w2);     /* (N) */
 	if (!m->scale)
-		m->scale = ctq_arena_alloc(&c->arena, (N ? N : 1) * ctq_dtype_size(m->w->dtype));
-	if (!q)
+		m->scale = ctq_arena_alloc(&c->arena, (N ? N : 1) * G * ctq_dtype_size(m->w->dtype));
+	if (wna16) {
+		m->packed = ctq_malloc((size_t)(m->N * ctq_pack_words(m->K, c->wa.bits)) * sizeof(int32_t));
+		if (c->wa.asym)
+			m->zero_packed = ctq_malloc((size_t)ctq_pack_words(m->N, c->wa.bits) * G *
+						    sizeof(int32_t));
+	} else if (!q) {
 		q = scratch = ctq_malloc(N * K > 0 ? N * K : 1);
-	if (!e2 || !w2 || !m->scale || !q) {
+	}
+	if (!e2 || !w2 || !m->scale || (wna16 ? !m->packed || (c->wa.asym && !m->zero_packed) : !q)) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, m->name, "out of memory");
 		goto done;
 	}
-	int64_t bad = c->weight_fn ? c->weight_fn(c->weight_ctx, m->name, m->w->data, m->w->dtype,
-						  m->N, m->K, q, m->scale, e2, w2)
-		    : ctq_quantize_weight_bits(m->w->data, m->w->dtype, m->N, m->K, c->bits, q,
-					       m->scale, e2, w2);
+	int64_t bad = wna16 ? ctq_wna16_quantize_weight(m->w->data, m->w->dtype, m->N, m->K, &c->wa,
+							m->packed, m->scale, m->zero_packed, e2, w2)
+		    : c->weight_fn ? c->weight_fn(c->weight_ctx, m->name, m->w->data, m->w->dtype, m->N,
+						  m->K, q, m->scale, e2, w2)
+				   : ctq_quantize_weight_bits(m->w->data, m->w->dtype, m->N, m->K, c->bits,
+							      q, m->scale, e2, w2);
 	if (bad == -3) {
 		st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, m->name,
 				   "the calibrated weights hold no %lld x %lld %s weight for this module",
@@ -251,11 +269,40 @@ done:
 	return st;
 }
 
+/* A weight-only module's tensors: quantized at its first one, in any
+ * order the shards put them, its buffers freed after its last. */
+static enum ctq_status produce_wna16(struct qctx *c, struct qmod *m, enum role role,
+				     const struct ctq_stream_tensor *t, void *dst,
+				     struct ctq_error *err)
+{
+	if (!m->done) {
+		enum ctq_status st = quantize_module(c, m, NULL, err);
+		if (st)
+			return st;
+	}
+	if (role == ROLE_SHAPE) {
+		const int64_t nk[2] = {m->N, m->K};
+		memcpy(dst, nk, sizeof nk);
+	} else {
+		memcpy(dst, role == ROLE_PACKED ? (const void *)m->packed
+			    : role == ROLE_ZERO ? (const void *)m->zero_packed : m->scale,
+		       t->n_bytes);
+	}
+	if (--m->n_left == 0) {
+		ctq_free(m->packed);
+		ctq_free(m->zero_packed);
+		m->packed = m->zero_packed = NULL;
+	}
+	return CTQ_OK;
+}
+
 static enum ctq_status produce_quant(void *vctx, size_t i, const struct ctq_stream_tensor *t,
 				     void *dst, struct ctq_error *err)
 {
 	struct qctx *c = vctx;
 	struct qmod *m = &c->qm[c->role_qm[i]];
+	if (c->wa.bits)
+		return produce_wna16(c, m, c->role[i], t, dst, err);
 	if (c->role[i] == ROLE_WEIGHT)
 		return quantize_module(c, m, dst, err);
 	/* The scale normally follows its weight; should the shard split put it
@@ -452,7 +499,8 @@ static enum ctq_status self_check(const char *dir, const struct qctx *c,
 	struct ctq_error sub = {0};
 	char what[CTQ_MESSAGE_MAX / 2] = "";
 	*failed = false;
-	if (ctq_target_open(&t, dir, CTQ_SEM_STRICT, 0, &sub)) {
+	/* strict executes W8A8 only; weight-only schemes resolve under ct. */
+	if (ctq_target_open(&t, dir, c->wa.bits ? CTQ_SEM_CT : CTQ_SEM_STRICT, 0, &sub)) {
 		snprintf(what, sizeof what, "%s at %s: %s", ctq_status_name(sub.status), sub.path,
 			 sub.message);
 		goto done;
@@ -468,7 +516,8 @@ static enum ctq_status self_check(const char *dir, const struct qctx *c,
 	for (size_t i = 0; i < mods->n; i++) {
 		const struct ctq_plan_entry *e = &plan->entries[i];
 		bool quantized = k < c->n_qm && c->qm[k].module == i;
-		const char *want = quantized ? "w8a8-int8" : "unquantized";
+		const char *want = !quantized ? "unquantized"
+				   : c->wa.bits ? ctq_wna16_scheme_name(&c->wa) : "w8a8-int8";
 		if (quantized)
 			k++;
 		if (e->error || strcmp(e->scheme, want) ||
@@ -485,7 +534,23 @@ static enum ctq_status self_check(const char *dir, const struct qctx *c,
 			 sub.message);
 		goto done;
 	}
-	for (size_t j = 0; j < c->n_qm; j++) {
+	for (size_t j = 0; c->wa.bits && j < c->n_qm; j++) {
+		const struct qmod *m = &c->qm[j];
+		struct ctq_packed_module pm;
+		if (ctq_packed_read(&t.ck, m->name, &c->wa, &pm, &sub)) {
+			snprintf(what, sizeof what, "%s at %s: %s", ctq_status_name(sub.status),
+				 sub.path, sub.message);
+			goto done;
+		}
+		const bool same = pm.N == m->N && pm.K == m->K && pm.scale_dtype == m->w->dtype;
+		ctq_packed_free(&pm);
+		if (!same) {
+			snprintf(what, sizeof what, "%s: weight_shape or the scale dtype differs from the source",
+				 m->name);
+			goto done;
+		}
+	}
+	for (size_t j = 0; !c->wa.bits && j < c->n_qm; j++) {
 		const struct qmod *m = &c->qm[j];
 		char name[CTQ_PATH_MAX];
 		snprintf(name, sizeof name, "%s.weight", m->name);
@@ -619,6 +684,12 @@ static enum ctq_status select_modules(const struct ctq_modules *mods, const stru
 					   mods->shape.num_attention_heads, mods->shape.num_key_value_heads,
 					   mods->shape.head_dim, en, ek);
 		}
+		if (c->wa.bits && c->wa.group_size > 0 && w->shape[1] % c->wa.group_size) {
+			return ctq_error_set(err, CTQ_ERR_USAGE, wname,
+					   "has %lld input features, not a multiple of the group size %lld; "
+					   "choose a group size that divides it or --ignore the module",
+					   (long long)w->shape[1], (long long)c->wa.group_size);
+		}
 		struct qmod *q = &c->qm[c->n_qm++];
 		q->module = i;
 		q->name = m->name;
@@ -627,6 +698,47 @@ static enum ctq_status select_modules(const struct ctq_modules *mods, const stru
 		q->K = w->shape[1];
 	}
 	return CTQ_OK;
+}
+
+/* One output item: name (printf'd into c's arena), dtype and 1-D / 2-D shape. */
+static bool out_item_set(struct qctx *c, struct out_item *it, enum role role, size_t j,
+			 enum ctq_dtype dtype, int64_t d0, int64_t d1, const char *name,
+			 const char *suffix)
+{
+	memset(it, 0, sizeof *it);
+	it->t.name = ctq_arena_printf(&c->arena, "%s.%s", name, suffix);
+	it->t.dtype = dtype;
+	it->t.ndim = d1 > 0 ? 2 : 1;
+	it->t.shape[0] = d0;
+	it->t.shape[1] = d1 > 0 ? d1 : 0;
+	it->t.n_bytes = (uint64_t)d0 * (uint64_t)(d1 > 0 ? d1 : 1) * ctq_dtype_size(dtype);
+	it->role = role;
+	it->qm = j;
+	return it->t.name != NULL;
+}
+
+/* A weight-only module's tensors in place of its weight (items[*k - 1]):
+ * weight_packed, weight_scale, weight_shape and, asymmetric, the zero
+ * point (checkpoint/packed.h gives their layout). */
+static enum ctq_status list_wna16(struct qctx *c, struct qmod *m, size_t j,
+				  struct out_item *items, size_t *k, const char *in,
+				  struct ctq_error *err)
+{
+	const int bits = c->wa.bits;
+	const int64_t G = ctq_packed_groups(m->K, c->wa.group_size);
+	bool ok = out_item_set(c, &items[*k - 1], ROLE_PACKED, j, CTQ_DTYPE_I32, m->N,
+			       ctq_pack_words(m->K, bits), m->name, "weight_packed");
+	ok = ok && out_item_set(c, &items[(*k)++], ROLE_SCALE, j, m->w->dtype, m->N, G, m->name,
+				"weight_scale");
+	ok = ok && out_item_set(c, &items[(*k)++], ROLE_SHAPE, j, CTQ_DTYPE_I64, 2, 0, m->name,
+				"weight_shape");
+	m->n_left = 3;
+	if (ok && c->wa.asym) {
+		ok = out_item_set(c, &items[(*k)++], ROLE_ZERO, j, CTQ_DTYPE_I32,
+				  ctq_pack_words(m->N, bits), G, m->name, "weight_zero_point");
+		m->n_left = 4;
+	}
+	return ok ? CTQ_OK : ctq_error_set(err, CTQ_ERR_NOMEM, in, "out of memory");
 }
 
 /* items[] from the input tensors: each borrowed as it is, except a
@@ -650,7 +762,13 @@ static enum ctq_status list_outputs(const struct ctq_checkpoint *ck, struct qctx
 			j++;
 		if (j == c->n_qm)
 			continue;
-		const struct qmod *m = &c->qm[j];
+		struct qmod *m = &c->qm[j];
+		if (c->wa.bits) {
+			enum ctq_status st = list_wna16(c, m, j, items, &k, in, err);
+			if (st)
+				return st;
+			continue;
+		}
 		it->role = ROLE_WEIGHT;
 		it->qm = j;
 		it->t.dtype = CTQ_DTYPE_I8;
@@ -684,7 +802,8 @@ static enum ctq_status order_outputs(const struct out_item *items, size_t n_out,
 		*n_copied += items[i].role == ROLE_COPY;
 		*n_bytes += items[i].t.n_bytes;
 		if (items[i].role == ROLE_COPY &&
-		    (has_suffix(list[i].name, ".weight_scale") || has_suffix(list[i].name, ".input_scale")))
+		    (has_suffix(list[i].name, ".weight_scale") || has_suffix(list[i].name, ".input_scale") ||
+		     has_suffix(list[i].name, ".weight_packed")))
 			return ctq_error_set(err, CTQ_ERR_CHECKPOINT, list[i].name,
 					     "is a quantization tensor in an unquantized checkpoint");
 	}
@@ -693,11 +812,12 @@ static enum ctq_status order_outputs(const struct out_item *items, size_t n_out,
 
 /* config.json into dir: every field kept, quantization_config added. */
 static enum ctq_status write_config(cJSON *config, const char *const *ign, size_t n_ign,
-				    int bits, const char *in, const char *dir,
-				    struct ctq_error *err)
+				    int bits, const struct ctq_packed_args *wa, const char *in,
+				    const char *dir, struct ctq_error *err)
 {
 	enum ctq_status st;
-	cJSON *block = ctq_quantize_config_block(ign, n_ign);
+	cJSON *block = wa->bits ? ctq_wna16_config_block(wa, ign, n_ign)
+				: ctq_quantize_config_block(ign, n_ign);
 	if (!block || !cJSON_AddItemToObject(config, "quantization_config", block)) {
 		cJSON_Delete(block);
 		return ctq_error_set(err, CTQ_ERR_NOMEM, in, "out of memory");
@@ -736,6 +856,8 @@ enum ctq_status ctq_quantize_checkpoint(const char *in, const char *dir,
 	c.bits = opt && opt->weight_bits ? opt->weight_bits : 8;
 	c.weight_fn = opt ? opt->weight_fn : NULL;
 	c.weight_ctx = opt ? opt->weight_ctx : NULL;
+	if (opt)
+		c.wa = opt->wna16;
 	ctq_modules_init(&mods);
 	if (res)
 		quantize_result_init(res);
@@ -751,6 +873,13 @@ enum ctq_status ctq_quantize_checkpoint(const char *in, const char *dir,
 	}
 	if (c.bits < 2 || c.bits > 8) {
 		st = ctq_error_set(err, CTQ_ERR_USAGE, "weight_bits", "is %d; expected 2 to 8", c.bits);
+		goto done;
+	}
+	if (c.wa.bits && ((c.wa.bits != 4 && c.wa.bits != 8) || c.bits != 8 || c.wa.group_size < 0)) {
+		st = ctq_error_set(err, CTQ_ERR_USAGE, "wna16",
+				   "bits %d, group size %lld, weight_bits %d; expected 4 or 8 bits, a group "
+				   "size >= 0 and no --weight-bits simulation",
+				   c.wa.bits, (long long)c.wa.group_size, c.bits);
 		goto done;
 	}
 	if (!ctq_path_is_dir(in)) {
@@ -785,7 +914,8 @@ enum ctq_status ctq_quantize_checkpoint(const char *in, const char *dir,
 
 	/* The output tensors: two per quantized weight, every other tensor
 	 * borrowed from the input mapping. */
-	size_t n_in = ctq_checkpoint_count(&ck), n_out = n_in + c.n_qm;
+	size_t n_in = ctq_checkpoint_count(&ck);
+	size_t n_out = n_in + c.n_qm * (c.wa.bits ? (c.wa.asym ? 3 : 2) : 1);
 	items = ctq_malloc((n_out ? n_out : 1) * sizeof *items);
 	list = ctq_malloc((n_out ? n_out : 1) * sizeof *list);
 	c.role = ctq_arena_calloc(&c.arena, n_out ? n_out : 1, sizeof *c.role);
@@ -802,7 +932,7 @@ enum ctq_status ctq_quantize_checkpoint(const char *in, const char *dir,
 	uint64_t n_bytes = 0;
 	if ((st = order_outputs(items, n_out, &c, list, &n_copied, &n_bytes, err)))
 		goto done;
-	if ((st = write_config(config, ign, n_ign, c.bits, in, dir, err)))
+	if ((st = write_config(config, ign, n_ign, c.bits, &c.wa, in, dir, err)))
 		goto done;
 	if ((st = ctq_stream_write(dir, list, n_out,
 				   opt && opt->max_shard_bytes ? opt->max_shard_bytes
@@ -828,6 +958,10 @@ enum ctq_status ctq_quantize_checkpoint(const char *in, const char *dir,
 	if (res)
 		st = fill_result(res, &c, ign, n_ign, n_out, n_copied, n_bytes, dir, err);
 done:
+	for (size_t j = 0; c.qm && j < c.n_qm; j++) {
+		ctq_free(c.qm[j].packed);
+		ctq_free(c.qm[j].zero_packed);
+	}
 	free(items);
 	free(list);
 	free(ignored);

@@ -21,8 +21,10 @@
  * which is what the memoryless_minmax observer does; `ctq quantize --recipe
  * smoothquant` smooths a copy first, checkpoint/smooth.h, and quantizes that
  * copy here; GPTQ's weights, checkpoint/gptq.h via eval/calib.h, come in
- * through ctq_quantize_options.weight_fn), or a quantizer of anything but
- * W8A8 INT8.
+ * through ctq_quantize_options.weight_fn). Besides W8A8 INT8 it writes
+ * weight-only pack-quantized checkpoints (opt->wna16,
+ * checkpoint/quantize_wna16.h): the same modules, copies and checks, other
+ * quantized tensors.
  */
 #ifndef CTQ_CHECKPOINT_QUANTIZE_H
 #define CTQ_CHECKPOINT_QUANTIZE_H
@@ -36,6 +38,7 @@
 #include "core/arena.h"
 #include "core/dtype.h"
 #include "core/status.h"
+#include "checkpoint/packed.h"
 #include "checkpoint/synth.h"
 
 /* The compressed-tensors version written in quantization_config.version:
@@ -68,6 +71,10 @@ struct ctq_quantize_options {
 					   * quantized module's weight comes
 					   * from it (weight_bits must be 8) */
 	void *weight_ctx;
+	struct ctq_packed_args wna16; /* bits 0: W8A8 (int-quantized, the default); 4 or 8:
+				     * weight-only pack-quantized (checkpoint/quantize_wna16.h)
+				     * with its group size (0: per channel) and symmetry;
+				     * weight_bits must then be 0 or 8 */
 	ctq_progress_fn progress;   /* may be NULL */
 	void *progress_ctx;
 };
@@ -122,7 +129,9 @@ int64_t ctq_quantize_weight_bits(const void *w, enum ctq_dtype dtype, int64_t N,
  * added_tokens.json and chat_template.jinja when present. Then reads dir back
  * as a check: ctq_qconfig_load + ctq_plan_resolve (strict) must give
  * w8a8-int8 to every quantized module and unquantized to every other, and
- * the checkpoint must hold I8 weights with [N, 1] scales.
+ * the checkpoint must hold I8 weights with [N, 1] scales (weight-only: the
+ * ct profile must give the scheme's name, which strict does not execute,
+ * and ctq_packed_read must accept every quantized module's tensors).
  *
  * Ignore entries: an exact name must be a Linear module of the model; a
  * "re:" pattern must match at least one Linear module (a typo would

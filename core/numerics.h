@@ -261,4 +261,95 @@ CTQ_NUM_FN uint16_t ctq_w8a8_epilogue(int32_t acc, float sa, float sw, float bia
 	return ctq_f32_to_bf16(ctq_w8a8_epilogue_f32(acc, sa, sw, bias));
 }
 
+/* ---- weight-only int weights (WNA16): compressed-tensors pack-quantized ----
+ *
+ * b-bit ints (b in {4, 8}) span [-2^(b-1), 2^(b-1) - 1]. Packing (the
+ * library's pack_to_int32): u = q + 2^(b-1) (unsigned), 32 / b values per
+ * int32 word, value j of a word at bits [j*b, (j+1)*b) (little-endian
+ * nibbles / bytes), rows zero-padded to whole words. Weights are packed
+ * along their last dimension (K), zero points along dimension 0 (N).
+ * Dequantization w = (q - z) * s: the integer difference is exact, its
+ * conversion to f32 is exact (|q - z| < 2^9), the product rounds once, so
+ * every implementation dequantizes to the same bits. */
+CTQ_NUM_FN int ctq_wna16_qmin(int bits)
+{
+	return -(1 << (bits - 1));
+}
+
+CTQ_NUM_FN int ctq_wna16_qmax(int bits)
+{
+	return (1 << (bits - 1)) - 1;
+}
+
+/* Values per int32 word. */
+CTQ_NUM_FN int ctq_pack_factor(int bits)
+{
+	return 32 / bits;
+}
+
+/* Words that hold n values. */
+CTQ_NUM_FN int64_t ctq_pack_words(int64_t n, int bits)
+{
+	const int64_t pf = 32 / bits;
+	return (n + pf - 1) / pf;
+}
+
+/* Value k of a row packed along it (row: ctq_pack_words(K, bits) words). */
+CTQ_NUM_FN int ctq_pack_get(const int32_t *row, int64_t k, int bits)
+{
+	const int pf = 32 / bits;
+	const uint32_t w = (uint32_t)row[k / pf];
+	const uint32_t u = (w >> (unsigned)((k % pf) * bits)) & ((1u << bits) - 1u);
+	return (int)u - (1 << (bits - 1));
+}
+
+/* Value (n, g) of a matrix with cols columns packed along dimension 0
+ * (ctq_pack_words(rows, bits) rows of cols words). */
+CTQ_NUM_FN int ctq_pack_get_dim0(const int32_t *p, int64_t n, int64_t g, int64_t cols, int bits)
+{
+	const int pf = 32 / bits;
+	const uint32_t w = (uint32_t)p[(n / pf) * cols + g];
+	const uint32_t u = (w >> (unsigned)((n % pf) * bits)) & ((1u << bits) - 1u);
+	return (int)u - (1 << (bits - 1));
+}
+
+CTQ_NUM_FN float ctq_wna16_dequant(int q, int z, float s)
+{
+	return CTQ_FMUL(CTQ_I2F(q - z), s);
+}
+
+/* Asymmetric group / channel parameters from the group's min and max, as
+ * compressed-tensors' calculate_qparams: the range is widened to hold 0,
+ * s = (hi - lo) / (2^b - 1) (clamped at CTQ_WEIGHT_SCALE_MIN as the
+ * symmetric scale is), z = clamp(rint(qmin - lo / s), qmin, qmax) computed
+ * from the scale as stored (the caller rounds s to the weight dtype first). */
+CTQ_NUM_FN float ctq_wna16_scale_asym(float lo, float hi, int bits)
+{
+	lo = lo < 0.0f ? lo : 0.0f;
+	hi = hi > 0.0f ? hi : 0.0f;
+	const float s = CTQ_FDIV(hi - lo, (float)((1 << bits) - 1));
+	return s > CTQ_WEIGHT_SCALE_MIN ? s : CTQ_WEIGHT_SCALE_MIN;
+}
+
+CTQ_NUM_FN int ctq_wna16_zero_point(float lo, float s, int bits)
+{
+	lo = lo < 0.0f ? lo : 0.0f;
+	const float z = CTQ_RINT(CTQ_FADD((float)ctq_wna16_qmin(bits), -CTQ_FDIV(lo, s)));
+	if (!(z == z))
+		return 0;
+	return z < (float)ctq_wna16_qmin(bits) ? ctq_wna16_qmin(bits)
+	       : z > (float)ctq_wna16_qmax(bits) ? ctq_wna16_qmax(bits) : (int)z;
+}
+
+/* q = clamp(rint(x / s) + z, qmin, qmax); NaN maps to z (w^ = 0). */
+CTQ_NUM_FN int ctq_wna16_quantize_asym(float x, float s, int z, int bits)
+{
+	const float r = CTQ_RINT(CTQ_FDIV(x, s));
+	if (!(r == r))
+		return z;
+	const float v = r + (float)z;
+	return v < (float)ctq_wna16_qmin(bits) ? ctq_wna16_qmin(bits)
+	       : v > (float)ctq_wna16_qmax(bits) ? ctq_wna16_qmax(bits) : (int)v;
+}
+
 #endif

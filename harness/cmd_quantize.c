@@ -7,6 +7,7 @@
 #include "core/fileio.h"
 #include "checkpoint/quantize.h"
 #include "checkpoint/gptq.h"
+#include "checkpoint/quantize_wna16.h"
 #include "checkpoint/smooth.h"
 #include "eval/calib.h"
 #include "results/csv_out.h"
@@ -32,9 +33,20 @@ static void help(void)
 	       "copied byte for byte; config.json gains quantization_config (sorted keys,\n"
 	       "indent 2); generation and tokenizer files are copied when present.\n"
 	       "The written config is resolved back (strict) before OUT appears.\n"
-	       "\n");
-	printf("options:\n"
-	       "  --recipe R           rtn (the default): round-to-nearest as above, no data;\n"
+	       "\n"
+	       "options:\n"
+	       "  --scheme S           w8a8 (the default, as above); w8a16 or w4a16: weight-only\n"
+	       "                       int8 / int4 weights in compressed-tensors' pack-quantized\n"
+	       "                       format (weight_packed I32, weight_scale, weight_shape),\n"
+	       "                       presets W8A16 (per channel), W4A16 (groups of 128);\n"
+	       "                       symmetric scale = group amax / (2^(b-1) - 1); strict\n"
+	       "                       resolves such a checkpoint but does not execute it\n"
+	       "  --group-size G       weight-only: one scale per G input columns (G must divide\n"
+	       "                       every quantized module's K); default 128 for w4a16,\n"
+	       "                       per channel for w8a16\n"
+	       "  --asym               weight-only: zero points (W4A16_ASYM), packed along N in\n"
+	       "                       weight_zero_point; scale = (max - min) / (2^b - 1)\n");
+	printf("  --recipe R           rtn (the default): round-to-nearest as above, no data;\n"
 	       "                       smoothquant: llm-compressor's SmoothQuantModifier, then\n"
 	       "                       rtn. The BF16 model runs on the reference backend over\n"
 	       "                       the calibration windows; per hidden channel j the range\n"
@@ -133,7 +145,8 @@ static void yaml_quoted(FILE *f, const char *v)
 static enum ctq_status write_recipe(const char *dir, const struct ctq_quantize_result *r,
 				    const char *recipe, bool smooth, double alpha, bool gptq,
 				    const struct ctq_calib_gptq_options *go, const char *calib,
-				    long samples, long len, long seed, struct ctq_error *err)
+				    long samples, long len, long seed, const struct ctq_packed_args *wa,
+				    struct ctq_error *err)
 {
 	char *path = ctq_path_join(dir, RECIPE_NAME);
 	if (!path)
@@ -168,7 +181,18 @@ static enum ctq_status write_recipe(const char *dir, const struct ctq_quantize_r
 		fputs(i ? ", " : "", f);
 		yaml_quoted(f, r->ignore[i]);
 	}
-	fprintf(f, "]\n      scheme: W8A8\n");
+	const char *preset = wa->bits ? ctq_wna16_preset(wa) : "W8A8";
+	if (preset) {
+		fprintf(f, "]\n      scheme: %s\n", preset);
+	} else {
+		/* No preset writes these args: the group spelled out. */
+		fprintf(f, "]\n      config_groups:\n        group_0:\n          targets: [Linear]\n"
+			   "          weights: {num_bits: %d, type: int, symmetric: %s, strategy: %s",
+			wa->bits, wa->asym ? "false" : "true", wa->group_size > 0 ? "group" : "channel");
+		if (wa->group_size > 0)
+			fprintf(f, ", group_size: %lld", (long long)wa->group_size);
+		fprintf(f, "}\n");
+	}
 	if (gptq)
 		fprintf(f, "      block_size: %lld\n      dampening_frac: %.15g\n      offload_hessians: false\n",
 			(long long)go->block_size, go->dampening_frac);
@@ -222,6 +246,10 @@ int ctq_cmd_quantize(int argc, char **argv)
 	struct ctq_calib_gptq_result gres;
 	memset(&gres, 0, sizeof gres);
 	char rtmp[4096] = "";
+	const char *scheme = "w8a8";
+	long group_size = -1;
+	bool asym = false;
+	struct ctq_packed_args wa = {0};
 	double alpha = CTQ_SMOOTH_DEFAULT_ALPHA;
 	bool force = false, quiet = false;
 	int32_t *calib_ids = NULL;
@@ -243,6 +271,9 @@ int ctq_cmd_quantize(int argc, char **argv)
 		CTQ_OPT_FLAG("--quiet", &quiet),
 		CTQ_OPT_FN("--ignore", &ig, opt_ignore),
 		CTQ_OPT_INT("--weight-bits", &weight_bits, 2, 8),
+		CTQ_OPT_STR("--scheme", &scheme),
+		CTQ_OPT_INT("--group-size", &group_size, 1, 1L << 24),
+		CTQ_OPT_FLAG("--asym", &asym),
 		CTQ_OPT_INT("--max-shard-bytes", &max_shard, 1, 1L << 62),
 		CTQ_OPT_STR("--recipe", &recipe),
 		CTQ_OPT_STR("--calib", &calib),
@@ -271,6 +302,26 @@ int ctq_cmd_quantize(int argc, char **argv)
 		goto out;
 	}
 	ctq_out_dir_trim(out);
+	if (!strcmp(scheme, "w8a16") || !strcmp(scheme, "w4a16")) {
+		wa.bits = scheme[1] - '0';
+		wa.group_size = group_size > 0 ? group_size : wa.bits == 4 ? CTQ_WNA16_GROUP_DEFAULT : 0;
+		wa.asym = asym;
+	} else if (strcmp(scheme, "w8a8")) {
+		fprintf(stderr, "ctq quantize: --scheme %s is unknown; expected w8a8, w8a16 or w4a16\n",
+			scheme);
+		goto out;
+	}
+	if (!wa.bits && (group_size > 0 || asym)) {
+		fprintf(stderr, "ctq quantize: --%s belongs to the weight-only schemes (--scheme w8a16 "
+			"or w4a16); w8a8 weights are per channel and symmetric\n",
+			asym ? "asym" : "group-size");
+		goto out;
+	}
+	if (wa.bits && weight_bits != 8) {
+		fprintf(stderr, "ctq quantize: --weight-bits simulates a grid inside W8A8; with --scheme "
+			"%s the weights are stored at %d bits already\n", scheme, wa.bits);
+		goto out;
+	}
 	const bool smooth = !strcmp(recipe, "smoothquant") || !strcmp(recipe, "smoothquant+gptq");
 	const bool gptq = !strcmp(recipe, "gptq") || !strcmp(recipe, "smoothquant+gptq");
 	if (!smooth && !gptq && strcmp(recipe, "rtn")) {
@@ -295,6 +346,11 @@ int ctq_cmd_quantize(int argc, char **argv)
 	if (gptq && weight_bits != 8) {
 		fprintf(stderr, "ctq quantize: --weight-bits %ld: --recipe %s writes W8A8 (8)\n", weight_bits,
 			recipe);
+		goto out;
+	}
+	if (gptq && wa.bits) {
+		fprintf(stderr, "ctq quantize: --recipe %s writes W8A8; --scheme %s is round to nearest "
+			"(rtn) or smoothquant\n", recipe, scheme);
 		goto out;
 	}
 	if (alpha_s) {
@@ -373,6 +429,7 @@ int ctq_cmd_quantize(int argc, char **argv)
 		.n_ignore = n_ignore,
 		.max_shard_bytes = (uint64_t)max_shard,
 		.weight_bits = (int)weight_bits,
+		.wna16 = wa,
 		.progress = ctq_progress_print,
 		.progress_ctx = &prog,
 	};
@@ -408,7 +465,7 @@ int ctq_cmd_quantize(int argc, char **argv)
 	}
 	if ((st = write_report(tmp, &res, &err)) ||
 	    (st = write_recipe(tmp, &res, recipe, smooth, alpha, gptq, &gopt, calib_src, calib_samples,
-			       calib_len, seed, &err)))
+			       calib_len, seed, &wa, &err)))
 		goto fail;
 	if ((st = ctq_tmpdir_commit(tmp, out, replace, &err)))
 		goto fail;
@@ -432,8 +489,15 @@ int ctq_cmd_quantize(int argc, char **argv)
 			       calib_len, calib_src, (long long)n_text, seed);
 		printf(")");
 	}
-	printf(": %zu module(s) quantized to W8A8 INT8%s, %zu tensor(s) copied, ignore [",
-	       res.n_modules, grid, res.n_copied);
+	char what[128] = "W8A8 INT8", groups[32] = "per channel";
+	if (wa.group_size > 0)
+		snprintf(groups, sizeof groups, "group %lld", (long long)wa.group_size);
+	if (wa.bits)
+		snprintf(what, sizeof what, "%s (%d-bit weights, %s%s, pack-quantized)",
+			 ctq_wna16_preset(&wa) ? ctq_wna16_preset(&wa) : ctq_wna16_scheme_name(&wa),
+			 wa.bits, groups, wa.asym ? ", asymmetric" : "");
+	printf(": %zu module(s) quantized to %s%s, %zu tensor(s) copied, ignore [",
+	       res.n_modules, what, grid, res.n_copied);
 	for (size_t i = 0; i < res.n_ignore; i++)
 		printf("%s%s", i ? ", " : "", res.ignore[i]);
 	double bytes = (double)res.n_bytes;

@@ -24,6 +24,7 @@ int ctq_cmd_bench_serve_url(int argc, char **argv);
 int ctq_cmd_bench_gemm(int argc, char **argv);
 int ctq_cmd_make_model(int argc, char **argv);
 int ctq_cmd_quantize(int argc, char **argv);
+int ctq_cmd_verify_weights(int argc, char **argv);
 int ctq_cmd_import_gguf(int argc, char **argv);
 int ctq_cmd_eval(int argc, char **argv);
 int ctq_cmd_eval_kld(int argc, char **argv);
