@@ -134,6 +134,11 @@ int ctq_plugin_host_main(int argc, char **argv)
 	 * closing the socket or killing it); no core file. */
 	dup2(STDERR_FILENO, STDOUT_FILENO);
 	signal(SIGINT, SIG_IGN);
+	/* A fault ends the host by its signal, which ctq names: not a
+	 * sanitizer's handler, which would report and exit 1. */
+	static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+	for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++)
+		signal(fatal[i], SIG_DFL);
 	struct rlimit no_core = {0, 0};
 	setrlimit(RLIMIT_CORE, &no_core);
 
