@@ -618,3 +618,61 @@ Test(trees, runner_refuses_other_trees_clearly)
 	cr_expect_str_eq(err.path, "model_type");
 	cJSON_Delete(cfg);
 }
+
+/* transformers 5's fused expert tensors: each expert listed with its
+ * features, held fused (compressed-tensors sees no Linear), the router no
+ * Linear; the vLLM profile runs the block from expert 0, strict refuses. */
+Test(trees, fused_expert_tensors_are_listed_per_expert)
+{
+	struct ctq_st_writer w;
+	ctq_st_writer_init(&w);
+	add_text(&w, "model.", false);
+	/* drop-in MoE block beside the dense layer's tensors: layer 1 */
+	struct ctq_error err = {0};
+	static const int64_t gu[3] = {3, 2 * 4, H}, dn[3] = {3, H, 4};
+	cr_assert_eq(ctq_st_writer_add(&w, "model.layers.1.mlp.experts.gate_up_proj", CTQ_DTYPE_BF16, 3, gu,
+				       data, 3 * 8 * H * 2, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(ctq_st_writer_add(&w, "model.layers.1.mlp.experts.down_proj", CTQ_DTYPE_BF16, 3, dn,
+				       data, 3 * H * 4 * 2, &err), CTQ_OK, "%s", err.message);
+	add(&w, "model.layers.1.mlp.gate.weight", 2, 3, H);
+	static const char *const attn[] = {"q_proj", "k_proj", "v_proj", "o_proj"};
+	char n[128];
+	for (int i = 0; i < 4; i++) {
+		snprintf(n, sizeof n, "model.layers.1.self_attn.%s.weight", attn[i]);
+		add(&w, n, 2, H, H);
+	}
+	add(&w, "lm_head.weight", 2, V, H);
+	char dir[] = "/tmp/ctq-trees-XXXXXX";
+	write_checkpoint(dir, &w,
+			 "{\"model_type\": \"qwen3_moe\", \"num_hidden_layers\": 2, \"mlp_only_layers\": [0], "
+			 "\"hidden_size\": 8, \"num_attention_heads\": 2, \"head_dim\": 4, " W8A8_LINEAR "}");
+	struct ctq_qconfig cfg;
+	struct ctq_modules mods;
+	cr_assert_eq(load(dir, &cfg, &mods, &err), CTQ_OK, "%s", err.message);
+	cr_expect_eq(mods.n_guessed, 0);
+	cr_expect_eq(mods.n_moe, 1);
+	cr_expect_eq(mods.moe[0].n_experts, 3);
+	const struct ctq_module *up = expect_module(&mods, "model.layers.1.mlp.experts.2.up_proj", "Linear", false);
+	const struct ctq_module *dp = expect_module(&mods, "model.layers.1.mlp.experts.0.down_proj", "Linear", false);
+	const struct ctq_module *g = expect_module(&mods, "model.layers.1.mlp.gate", "Qwen3MoeTopKRouter", false);
+	expect_module(&mods, "model.layers.0.mlp.down_proj", "Linear", false);
+	cr_assert(up && dp && g);
+	cr_expect(up->ct_fused && up->out_features == 4 && up->in_features == H);
+	cr_expect(dp->out_features == H && dp->in_features == 4);
+	cr_expect_eq(g->kind, CTQ_MODULE_OTHER);
+	struct ctq_plan p[3];
+	for (int s = 0; s < 3; s++)
+		cr_assert_eq(ctq_plan_resolve(&p[s], &cfg, &mods, (enum ctq_semantics)s, NULL, &err), CTQ_OK,
+			     "%s", err.message);
+	const long i = ctq_modules_find(&mods, "model.layers.1.mlp.experts.2.up_proj");
+	cr_expect_str_eq(p[CTQ_SEM_CT].entries[i].scheme, "unquantized");
+	cr_expect_str_eq(p[CTQ_SEM_VLLM].entries[i].scheme, "w8a8-int8");
+	cr_expect_str_eq(p[CTQ_SEM_VLLM].entries[i].vllm_class, "CompressedTensorsW8A8Int8MoEMethod");
+	cr_expect_eq(p[CTQ_SEM_STRICT].entries[i].error, CTQ_ERR_ENGINE_DIVERGENT);
+	cr_expect(!ctq_plan_executable(&p[CTQ_SEM_STRICT]));
+	for (int s = 0; s < 3; s++)
+		ctq_plan_free(&p[s]);
+	ctq_modules_free(&mods);
+	ctq_qconfig_free(&cfg);
+	remove_checkpoint(dir);
+}
