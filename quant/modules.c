@@ -1,6 +1,7 @@
 /* ctq module enumeration (see modules.h). */
 #include "quant/modules.h"
 #include "quant/arch.h"
+#include "quant/trees.h"
 #include "core/hf_config.h"
 #include "core/json.h"
 
@@ -438,10 +439,21 @@ static enum ctq_status moe_fields(const struct ctq_arch *a, const cJSON *c, cons
 	return CTQ_OK;
 }
 
-enum ctq_status ctq_modules_from_config(struct ctq_modules *m,
-					const cJSON *config, const char *path,
-					const char *prefix, struct ctq_error *err)
+/* The DiT row a diffusers config names by _class_name, or NULL. */
+static const struct ctq_dit_arch *config_dit(const cJSON *config)
 {
+	const cJSON *cn = ctq_json_get(config, "_class_name");
+	return cJSON_IsString(cn) ? ctq_arch_dit_find(cn->valuestring) : NULL;
+}
+
+/* ctq_modules_from_config; vision: add a vision-language config's tower
+ * and projector (a checkpoint's tensors list them instead). */
+static enum ctq_status from_config(struct ctq_modules *m, const cJSON *config, const char *path,
+				   const char *prefix, bool vision, struct ctq_error *err)
+{
+	const struct ctq_dit_arch *dit = config_dit(config);
+	if (dit)
+		return ctq_trees_dit(m, dit, config, path, err);
 	char base[CTQ_PATH_MAX];
 	snprintf(base, sizeof base, "%s", path ? path : "");
 	const char *where = "";
@@ -514,7 +526,19 @@ enum ctq_status ctq_modules_from_config(struct ctq_modules *m,
 	keep.row = m->shape.row;
 	keep.layers = m->shape.layers;
 	m->shape = keep;
-	return st;
+	if (st || !vision || !*where)
+		return st;
+	const size_t before = m->n;
+	if ((st = ctq_trees_vision(m, config, path, prefix, err)) || m->n == before)
+		return st;
+	return ctq_modules_finish(m, err);
+}
+
+enum ctq_status ctq_modules_from_config(struct ctq_modules *m,
+					const cJSON *config, const char *path,
+					const char *prefix, struct ctq_error *err)
+{
+	return from_config(m, config, path, prefix, true, err);
 }
 
 static bool leaf_is(const char *name, const char *leaf)
@@ -714,7 +738,8 @@ enum ctq_status ctq_modules_from_tensors(struct ctq_modules *m, const cJSON *con
 			goto done;
 		}
 	}
-	if (arch && (st = ctq_modules_from_config(&known, dup ? dup : config, path, prefix, err))) {
+	if ((arch || config_dit(config)) &&
+	    (st = from_config(&known, dup ? dup : config, path, prefix, false, err))) {
 		cJSON_Delete(dup);
 		goto done;
 	}
@@ -949,6 +974,8 @@ enum ctq_status ctq_modules_finish(struct ctq_modules *m, struct ctq_error *err)
 	m->n_fused = 0;
 	if (!m->fused)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "modules", "out of memory");
+	for (size_t i = 0; i < m->n; i++) /* a second finish re-derives */
+		m->v[i].fused = m->v[i].moe = m->v[i].expert = m->v[i].expert_proj = -1;
 	enum ctq_status st = find_moe(m, err);
 	if (st)
 		return st;

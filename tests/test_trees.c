@@ -540,7 +540,7 @@ Test(trees, arch_table_rows_by_model_type_and_class)
 			  a->model_type);
 		cr_expect(!a->moe_parent || (a->moe_class && a->expert_leaf[2]), "%s", a->model_type);
 	}
-	cr_expect_eq(n, 12);
+	cr_expect_eq(n, 13);
 	cr_expect_null(ctq_arch_find("falcon"));
 	cr_expect_null(ctq_arch_find("ForSequenceClassification"));
 	/* the runner's families only */
@@ -675,4 +675,64 @@ Test(trees, fused_expert_tensors_are_listed_per_expert)
 	ctq_modules_free(&mods);
 	ctq_qconfig_free(&cfg);
 	remove_checkpoint(dir);
+}
+
+/* A vision-language config without tensors lists its tower and projector
+ * (Llava: CLIP from vision_config; Qwen3-VL: visual blocks and mergers);
+ * a DiT config its transformer blocks; each Linear with its features. */
+Test(trees, vision_and_dit_configs_list_every_linear)
+{
+	static const struct {
+		const char *cfg;
+		const char *name;
+		long out, in;
+		size_t n;
+	} cases[] = {
+		{"{\"model_type\": \"llava\", \"text_config\": {\"model_type\": \"llama\", \"num_hidden_layers\": 1, "
+		 "\"hidden_size\": 16}, \"vision_config\": {\"model_type\": \"clip_vision_model\", "
+		 "\"num_hidden_layers\": 2, \"hidden_size\": 8, \"intermediate_size\": 24, \"image_size\": 16, "
+		 "\"patch_size\": 4}, \"vision_feature_layer\": [-2, -1]}",
+		 "model.multi_modal_projector.linear_1", 16, 2 * 8,
+		 /* text 1+1+7+1, tower 1 + 2 x 6, projector 2 */ 10 + 13 + 2},
+		{"{\"model_type\": \"llava\", \"text_config\": {\"model_type\": \"llama\", \"num_hidden_layers\": 1}, "
+		 "\"vision_config\": {\"model_type\": \"clip_vision_model\", \"num_hidden_layers\": 1, "
+		 "\"hidden_size\": 8, \"image_size\": 16, \"patch_size\": 4}}",
+		 "model.vision_tower.vision_model.embeddings.position_embedding", 4 * 4 + 1, 8, 10 + 7 + 2},
+		{"{\"model_type\": \"qwen3_vl\", \"text_config\": {\"model_type\": \"qwen3_vl_text\", "
+		 "\"num_hidden_layers\": 1}, \"vision_config\": {\"depth\": 3, \"hidden_size\": 8, "
+		 "\"out_hidden_size\": 16, \"deepstack_visual_indexes\": [0, 1]}, \"model_type\": \"qwen3_vl\"}",
+		 "model.visual.deepstack_merger_list.1.linear_fc2", 16, 4 * 8, 10 + 1 + 3 * 4 + 3 * 2},
+		{"{\"_class_name\": \"QwenImageTransformer2DModel\", \"num_layers\": 3, \"num_attention_heads\": 2, "
+		 "\"attention_head_dim\": 8, \"out_channels\": 4, \"patch_size\": 2}",
+		 "transformer_blocks.2.txt_mod.1", 6 * 16, 16, 4 + 3 * 14 + 2},
+		{"{\"_class_name\": \"QwenImageTransformer2DModel\", \"num_layers\": 1, \"num_attention_heads\": 2, "
+		 "\"attention_head_dim\": 8, \"out_channels\": 4, \"patch_size\": 2}",
+		 "proj_out", 2 * 2 * 4, 16, 4 + 14 + 2},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		cJSON *cfg = cJSON_Parse(cases[i].cfg);
+		cr_assert(cfg, "case %zu", i);
+		struct ctq_modules mods;
+		ctq_modules_init(&mods);
+		struct ctq_error err = {0};
+		cr_assert_eq(ctq_modules_from_config(&mods, cfg, "", NULL, &err), CTQ_OK, "case %zu: %s", i,
+			     err.message);
+		const struct ctq_module *x = ctq_modules_lookup(&mods, cases[i].name);
+		cr_expect(x, "case %zu: no %s", i, cases[i].name);
+		if (x)
+			cr_expect(x->out_features == cases[i].out && x->in_features == cases[i].in,
+				  "case %zu: %s is (%lld, %lld)", i, cases[i].name, (long long)x->out_features,
+				  (long long)x->in_features);
+		cr_expect_eq(mods.n, cases[i].n, "case %zu: %zu modules", i, mods.n);
+		cr_expect_eq(mods.n_guessed, 0);
+		ctq_modules_free(&mods);
+		cJSON_Delete(cfg);
+	}
+	/* the runner refuses a DiT as inspect and probe only */
+	cJSON *cfg = cJSON_Parse(cases[3].cfg);
+	struct ctq_model_config mc;
+	struct ctq_error err = {0};
+	cr_expect_eq(ctq_model_config_parse(&mc, cfg, &err), CTQ_ERR_INVALID_CONFIG);
+	cr_expect(strstr(err.message, "inspect and probe only"), "%s", err.message);
+	cJSON_Delete(cfg);
 }
