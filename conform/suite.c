@@ -612,8 +612,11 @@ static enum ctq_status validate_case(struct ctq_case *c, const cJSON *o,
 		if (!cJSON_IsNumber(tp) || tp->valuedouble < 1 || tp->valuedouble > 1024 ||
 		    tp->valuedouble != (double)(long)tp->valuedouble)
 			return bad(err, file, where, "tp must be an integer 1..1024");
-		if (!c->model)
-			return bad(err, file, where, "tp needs a model (its shape) to plan shards");
+		if (!c->model && !c->tensors &&
+		    !(c->config && (ctq_json_get(ctq_hf_config_text(c->config, NULL), "num_hidden_layers") ||
+				    ctq_json_get(c->config, "num_layers"))))
+			return bad(err, file, where,
+				   "tp needs a model (its shape) to plan shards: model, tensors, or a config with its layers");
 		c->tp = (long)tp->valuedouble;
 	}
 	const cJSON *p = ctq_json_get(o, "parser");

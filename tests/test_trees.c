@@ -18,6 +18,7 @@
 
 #include "checkpoint/quantize.h"
 #include "checkpoint/safetensors.h"
+#include "checkpoint/synth.h"
 #include "checkpoint/target.h"
 #include "model/runner.h"
 #include "quant/arch.h"
@@ -735,4 +736,91 @@ Test(trees, vision_and_dit_configs_list_every_linear)
 	cr_expect_eq(ctq_model_config_parse(&mc, cfg, &err), CTQ_ERR_INVALID_CONFIG);
 	cr_expect(strstr(err.message, "inspect and probe only"), "%s", err.message);
 	cJSON_Delete(cfg);
+}
+
+/* ---- synthetic MoE and DiT checkpoints (make-model) --------------------- */
+
+/* make-model writes a qwen3_moe and a qwen_image_dit whose tensors are the
+ * config's tree (nothing guessed); quantize writes W8A8 for them (routers
+ * left to vLLM's unquantized ReplicatedLinear) and the strict plan of the
+ * result executes; probe --model runs every Linear on the reference; the
+ * runner's commands refuse them as inspect and probe only. */
+Test(trees, make_model_quantize_probe_moe_and_dit)
+{
+	static const struct {
+		const char *arch;
+		size_t n_modules, n_quantized;
+		const char *linear; /* one module and its (out, in) */
+		long out, in;
+	} cases[] = {
+		/* embed, 2 x (attention + 4 + router + 8 x 3), lm_head */
+		{"qwen3_moe", 1 + 2 * (1 + 4 + 1 + 24) + 1, 2 * (4 + 24), "model.layers.1.mlp.experts.7.down_proj",
+		 64, 32},
+		/* 4 around, 2 x 14 per block, 2 out */
+		{"qwen_image_dit", 4 + 2 * 14 + 2, 4 + 2 * 14 + 2, "transformer_blocks.1.img_mod.1", 6 * 64, 64},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char dir[] = "/tmp/ctq-trees-XXXXXX";
+		cr_assert(mkdtemp(dir));
+		char in[256], qout[256], cmd[1024], out[16384];
+		snprintf(in, sizeof in, "%s/bf16", dir);
+		snprintf(qout, sizeof qout, "%s/w8a8", dir);
+		struct ctq_synth_spec spec;
+		struct ctq_error err = {0};
+		cr_assert_eq(ctq_synth_spec_init(&spec, cases[i].arch, "tiny", &err), CTQ_OK, "%s", err.message);
+		cr_assert_eq(ctq_synth_write(&spec, in, 0, NULL, NULL, &err), CTQ_OK, "%s: %s", cases[i].arch,
+			     err.message);
+		struct ctq_qconfig cfg;
+		struct ctq_modules mods;
+		cr_assert_eq(load(in, &cfg, &mods, &err), CTQ_OK, "%s: %s", cases[i].arch, err.message);
+		cr_expect_eq(mods.n_guessed, 0, "%s", cases[i].arch);
+		cr_expect_eq(mods.n, cases[i].n_modules, "%s: %zu modules", cases[i].arch, mods.n);
+		const struct ctq_module *x = ctq_modules_lookup(&mods, cases[i].linear);
+		cr_expect(x && x->out_features == cases[i].out && x->in_features == cases[i].in, "%s: %s",
+			  cases[i].arch, cases[i].linear);
+		ctq_modules_free(&mods);
+		ctq_qconfig_free(&cfg);
+		snprintf(cmd, sizeof cmd, "%s quantize --quiet %s %s 2>&1", test_ctq_bin(), in, qout);
+		cr_expect_eq(test_command(cmd, out, sizeof out), 0, "%s", out);
+		char want[64];
+		snprintf(want, sizeof want, " %zu module(s) quantized", cases[i].n_quantized);
+		cr_expect(strstr(out, want), "%s: %s", want, out);
+		snprintf(cmd, sizeof cmd, "%s inspect %s --check --semantics all 2>&1", test_ctq_bin(), qout);
+		cr_expect_eq(test_command(cmd, out, sizeof out), 0, "%s", out);
+		snprintf(cmd, sizeof cmd,
+			 "%s probe --model %s --m 1,5 --weights random --acts gaussian --out %s/probe > %s/probe.log 2>&1",
+			 test_ctq_bin(), qout, dir, dir);
+		cr_expect_eq(test_command(cmd, out, sizeof out), 0, "%s", out);
+		/* the module probed on its own geometry, and the verdict line */
+		snprintf(cmd, sizeof cmd, "grep -c '^%s ' %s/probe.log; tail -1 %s/probe.log", cases[i].linear, dir, dir);
+		cr_expect_eq(test_command(cmd, out, sizeof out), 0, "%s", out);
+		cr_expect(atoi(out) >= 2 && strstr(out, " 0 failed"), "%s", out);
+		snprintf(cmd, sizeof cmd, "%s generate --model %s --ids 1,2 2>&1", test_ctq_bin(), qout);
+		cr_expect_eq(test_command(cmd, out, sizeof out), 2, "%s", out);
+		cr_expect(strstr(out, "inspect and probe only"), "%s", out);
+		remove_checkpoint(dir);
+	}
+}
+
+/* An expert whose tensor has another shape than the config's tree gives is
+ * refused where the tree is read (transformers' size mismatch). */
+Test(trees, expert_shape_mismatch_is_a_checkpoint_error)
+{
+	struct ctq_st_writer w;
+	ctq_st_writer_init(&w);
+	add_text(&w, "model.", true);
+	add(&w, "lm_head.weight", 2, V, H);
+	char dir[] = "/tmp/ctq-trees-XXXXXX";
+	write_checkpoint(dir, &w,
+			 "{\"model_type\": \"qwen3_moe\", \"num_hidden_layers\": 1, \"hidden_size\": 8, "
+			 "\"moe_intermediate_size\": 4}");
+	struct ctq_qconfig cfg;
+	struct ctq_modules mods;
+	struct ctq_error err = {0};
+	cr_expect_eq(load(dir, &cfg, &mods, &err), CTQ_ERR_CHECKPOINT);
+	cr_expect_str_eq(err.path, "model.layers.0.mlp.experts.0.gate_proj");
+	cr_expect(strstr(err.message, "[8, 8]") && strstr(err.message, "[4, 8]"), "%s", err.message);
+	ctq_modules_free(&mods);
+	ctq_qconfig_free(&cfg);
+	remove_checkpoint(dir);
 }
