@@ -655,7 +655,9 @@ static enum ctq_status select_modules(const struct ctq_modules *mods, const stru
 		const struct ctq_module *m = &mods->v[i];
 		if (m->kind != CTQ_MODULE_LINEAR)
 			continue;
-		if (ignored[i] || !strcmp(m->name, "lm_head")) {
+		/* vLLM builds routers and Qwen2-MoE's shared_expert_gate with
+		 * quant_config=None: an int8 weight there would not load. */
+		if (ignored[i] || !strcmp(m->name, "lm_head") || m->vllm_unquantized) {
 			ign[(*n_ign)++] = m->name;
 			continue;
 		}
@@ -675,7 +677,7 @@ static enum ctq_status select_modules(const struct ctq_modules *mods, const stru
 					   ctq_dtype_name(w->dtype), w->ndim);
 		}
 		long en, ek;
-		if (!m->guessed && expected_shape(&mods->shape, m->name, &en, &ek) &&
+		if (ctq_hf_linear_of(mods, m) >= 0 && expected_shape(&mods->shape, m->name, &en, &ek) &&
 		    (w->shape[0] != en || w->shape[1] != ek)) {
 			return ctq_error_set(err, CTQ_ERR_CHECKPOINT, wname,
 					   "is [%lld, %lld] but config.json (hidden_size %ld, intermediate_size %ld, %ld heads, %ld kv heads, head_dim %ld) makes it [%ld, %ld]; transformers refuses such a checkpoint (size mismatch), so ctq does not quantize it",

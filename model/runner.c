@@ -199,6 +199,11 @@ enum ctq_status ctq_model_config_parse(struct ctq_model_config *c, const cJSON *
 	char path[CTQ_PATH_MAX];
 	const cJSON *mt = ctq_json_get(o, "model_type");
 	c->arch = cJSON_IsString(mt) ? ctq_arch_normalise(mt->valuestring) : NULL;
+	const cJSON *cn = ctq_json_get(root, "_class_name");
+	if (!c->arch && cJSON_IsString(cn) && ctq_arch_dit_find(cn->valuestring))
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, "_class_name",
+				     "is %s, a diffusion transformer: inspect and probe only — ctq inspects, probes (probe --model) and quantizes this tree, but the runner executes qwen3, qwen2 and llama",
+				     cn->valuestring);
 	if (!c->arch && cJSON_IsString(mt) && ctq_arch_find(mt->valuestring))
 		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, cfg_path(&x, path, sizeof path, NULL, "model_type"),
 				     "is %s: inspect and probe only — ctq inspects, probes (probe --model) and quantizes this tree, but the runner executes qwen3, qwen2 and llama",

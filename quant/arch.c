@@ -82,6 +82,13 @@ static const struct ctq_arch arches[] = {
 	 .experts_class = "MixtralExperts", .router_class = "MixtralTopKRouter",
 	 .expert_leaf = {"w1", "w3", "w2"}, .ct_fused_experts = true,
 	 .source = "models/mixtral/modeling_mixtral.py"},
+	/* models/qwen3_vl/modeling_qwen3_vl.py: the text model of Qwen3-VL
+	 * (text_config, under model.language_model.); vLLM qwen3_vl.py's
+	 * language model is a Qwen3ForCausalLM (lm_head = embed_tokens when tied) */
+	{.model_type = "qwen3_vl_text", .causal_lm = "Qwen3VLForConditionalGeneration",
+	 .attention_class = "Qwen3VLTextAttention", .layer_class = "Qwen3VLTextDecoderLayer",
+	 .mlp_class = "Qwen3VLTextMLP", .norm_class = "Qwen3VLTextRMSNorm", .qk_norm = true,
+	 .vllm_head_is_embedding = true, .source = "models/qwen3_vl/modeling_qwen3_vl.py"},
 	/* models/deepseek_v3/modeling_deepseek_v3.py: MLA attention, dense
 	 * DeepseekV3MLP below first_k_dense_replace, DeepseekV3MoE (gate is
 	 * DeepseekV3TopkRouter, an nn.Module with a weight, never a Linear;
@@ -115,6 +122,23 @@ const struct ctq_arch *ctq_arch_find(const char *name)
 	return NULL;
 }
 
+/* diffusers src/diffusers/models/transformers/transformer_qwenimage.py:
+ * QwenImageTransformerBlock (img_mod / txt_mod = Sequential(SiLU, Linear),
+ * attn = Attention(added_kv_proj_dim=dim), img_mlp / txt_mlp =
+ * FeedForward(GELU(approximate="tanh"))). */
+static const struct ctq_dit_arch dits[] = {
+	{"QwenImageTransformer2DModel", "qwen_image_dit", "QwenImageTransformerBlock", "Attention",
+	 "FeedForward", "diffusers/models/transformers/transformer_qwenimage.py"},
+};
+
+const struct ctq_dit_arch *ctq_arch_dit_find(const char *class_name)
+{
+	for (size_t i = 0; class_name && i < sizeof dits / sizeof *dits; i++)
+		if (!strcmp(class_name, dits[i].class_name) || !strcmp(class_name, dits[i].name))
+			return &dits[i];
+	return NULL;
+}
+
 const struct ctq_arch *ctq_arch_at(size_t i)
 {
 	return i < sizeof arches / sizeof *arches ? &arches[i] : NULL;
@@ -123,5 +147,5 @@ const struct ctq_arch *ctq_arch_at(size_t i)
 const char *ctq_arch_list(void)
 {
 	/* Kept in step with the table by tests/test_trees.c. */
-	return "qwen3, qwen2, llama, mistral, gemma, gemma2, gemma3_text, phi3, qwen3_moe, qwen2_moe, mixtral, deepseek_v3";
+	return "qwen3, qwen2, llama, mistral, gemma, gemma2, gemma3_text, phi3, qwen3_moe, qwen2_moe, mixtral, qwen3_vl_text, deepseek_v3";
 }

@@ -61,6 +61,19 @@ struct ctq_arch {
 	const char *source;         /* the transformers file the row was read from */
 };
 
+/* A diffusion transformer (diffusers), found by its config's _class_name:
+ * the classes of its blocks. Its tree is quant/trees.c's. */
+struct ctq_dit_arch {
+	const char *class_name;  /* config.json _class_name, e.g. QwenImageTransformer2DModel */
+	const char *name;        /* ctq's name, e.g. qwen_image_dit */
+	const char *block_class; /* QwenImageTransformerBlock */
+	const char *attention_class, *ff_class;
+	const char *source;      /* the diffusers file the row was read from */
+};
+
+/* The DiT row of a _class_name, or NULL. */
+const struct ctq_dit_arch *ctq_arch_dit_find(const char *class_name);
+
 /* The row of a model_type ("qwen3_moe") or an architectures[] class
  * ("Qwen3MoeForCausalLM", "*ForSequenceClassification" of a row's family);
  * NULL when ctq has no row. */

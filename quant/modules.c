@@ -1,6 +1,7 @@
 /* ctq module enumeration (see modules.h). */
 #include "quant/modules.h"
 #include "quant/arch.h"
+#include "quant/trees.h"
 #include "core/hf_config.h"
 #include "core/json.h"
 
@@ -37,6 +38,29 @@ void ctq_hf_linear_features(const struct ctq_model_shape *s, enum ctq_hf_linear 
 	};
 	*out = dims[l][0];
 	*in = dims[l][1];
+}
+
+static const char *last_component(const char *name)
+{
+	const char *d = strrchr(name, '.');
+	return d ? d + 1 : name;
+}
+
+int ctq_hf_linear_of(const struct ctq_modules *mods, const struct ctq_module *m)
+{
+	if (m->guessed || m->moe >= 0 || m->kind != CTQ_MODULE_LINEAR ||
+	    (mods->shape.row && mods->shape.row->attn != CTQ_ATTN_QKV))
+		return -1;
+	int hl = ctq_hf_linear_find(last_component(m->name));
+	if (hl < 0)
+		return -1;
+	/* <...>.<parent>.<leaf> with parent self_attn / mlp itself */
+	const char *p = ctq_hf_linears[hl].parent;
+	size_t n = strlen(m->name), lp = strlen(p), ll = strlen(ctq_hf_linears[hl].leaf);
+	if (n < lp + ll + 1 || strncmp(m->name + n - ll - 1 - lp, p, lp) ||
+	    (n > lp + ll + 1 && m->name[n - ll - 2 - lp] != '.'))
+		return -1;
+	return hl;
 }
 
 void ctq_modules_init(struct ctq_modules *m)
@@ -390,6 +414,18 @@ static enum ctq_status shape_field(const cJSON *cfg, const char *base,
 	return ctq_json_int(it, p, 1, max, out, err);
 }
 
+/* An optional count that may be 0 (DeepSeek's first_k_dense_replace). */
+static enum ctq_status nonneg_field(const cJSON *cfg, const char *base, const char *key, long *out,
+				    struct ctq_error *err)
+{
+	const cJSON *it = ctq_json_get(cfg, key);
+	if (!it || cJSON_IsNull(it))
+		return CTQ_OK;
+	char p[CTQ_PATH_MAX];
+	ctq_json_path_key(p, sizeof p, base, key);
+	return ctq_json_int(it, p, 0, CTQ_MODULES_MAX_LAYERS, out, err);
+}
+
 /* transformers' name for the expert count, one per family. */
 static const char *expert_count_key(const struct ctq_arch *a)
 {
@@ -420,8 +456,7 @@ static enum ctq_status moe_fields(const struct ctq_arch *a, const cJSON *c, cons
 			      &s->moe_intermediate_size, false, INT_MAX, err)) ||
 	    (st = shape_field(c, base, a->shared == CTQ_SHARED_EXPERTS ? "moe_layer_freq" : "decoder_sparse_step",
 			      &rule->sparse_step, false, CTQ_MODULES_MAX_LAYERS, err)) ||
-	    (st = shape_field(c, base, "first_k_dense_replace", &rule->first_k_dense, false,
-			      CTQ_MODULES_MAX_LAYERS, err)))
+	    (st = nonneg_field(c, base, "first_k_dense_replace", &rule->first_k_dense, err)))
 		return st;
 	if (!rule->sparse_step)
 		rule->sparse_step = 1;
@@ -438,10 +473,21 @@ static enum ctq_status moe_fields(const struct ctq_arch *a, const cJSON *c, cons
 	return CTQ_OK;
 }
 
-enum ctq_status ctq_modules_from_config(struct ctq_modules *m,
-					const cJSON *config, const char *path,
-					const char *prefix, struct ctq_error *err)
+/* The DiT row a diffusers config names by _class_name, or NULL. */
+static const struct ctq_dit_arch *config_dit(const cJSON *config)
 {
+	const cJSON *cn = ctq_json_get(config, "_class_name");
+	return cJSON_IsString(cn) ? ctq_arch_dit_find(cn->valuestring) : NULL;
+}
+
+/* ctq_modules_from_config; vision: add a vision-language config's tower
+ * and projector (a checkpoint's tensors list them instead). */
+static enum ctq_status from_config(struct ctq_modules *m, const cJSON *config, const char *path,
+				   const char *prefix, bool vision, struct ctq_error *err)
+{
+	const struct ctq_dit_arch *dit = config_dit(config);
+	if (dit)
+		return ctq_trees_dit(m, dit, config, path, err);
 	char base[CTQ_PATH_MAX];
 	snprintf(base, sizeof base, "%s", path ? path : "");
 	const char *where = "";
@@ -514,7 +560,19 @@ enum ctq_status ctq_modules_from_config(struct ctq_modules *m,
 	keep.row = m->shape.row;
 	keep.layers = m->shape.layers;
 	m->shape = keep;
-	return st;
+	if (st || !vision || !*where)
+		return st;
+	const size_t before = m->n;
+	if ((st = ctq_trees_vision(m, config, path, prefix, err)) || m->n == before)
+		return st;
+	return ctq_modules_finish(m, err);
+}
+
+enum ctq_status ctq_modules_from_config(struct ctq_modules *m,
+					const cJSON *config, const char *path,
+					const char *prefix, struct ctq_error *err)
+{
+	return from_config(m, config, path, prefix, true, err);
 }
 
 static bool leaf_is(const char *name, const char *leaf)
@@ -714,7 +772,8 @@ enum ctq_status ctq_modules_from_tensors(struct ctq_modules *m, const cJSON *con
 			goto done;
 		}
 	}
-	if (arch && (st = ctq_modules_from_config(&known, dup ? dup : config, path, prefix, err))) {
+	if ((arch || config_dit(config)) &&
+	    (st = from_config(&known, dup ? dup : config, path, prefix, false, err))) {
 		cJSON_Delete(dup);
 		goto done;
 	}
@@ -750,6 +809,19 @@ enum ctq_status ctq_modules_from_tensors(struct ctq_modules *m, const cJSON *con
 					  t4_router ? 2 : k->n_types, k->vllm_type, err)))
 			goto done;
 		struct ctq_module *nm = &r.v[r.n - 1];
+		/* A Linear outside the Llama layout (experts, shared experts, MLA,
+		 * towers, DiT blocks) whose tensor has another shape than the
+		 * config's tree gives: transformers refuses such a checkpoint
+		 * (size mismatch); the Llama layout's are the quantizer's check. */
+		if (tm && tm->out && k->out_features && k->in_features && k->kind == CTQ_MODULE_LINEAR &&
+		    strcmp(name, "lm_head") && ctq_hf_linear_of(&known, k) < 0 &&
+		    (tm->out != k->out_features || tm->in != k->in_features)) {
+			st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, name,
+					   "holds a [%lld, %lld] weight but the config's %s tree makes it [%lld, %lld]; transformers refuses such a checkpoint (size mismatch)",
+					   (long long)tm->out, (long long)tm->in, known.shape.arch,
+					   (long long)k->out_features, (long long)k->in_features);
+			goto done;
+		}
 		nm->vllm_unquantized = k->vllm_unquantized;
 		nm->ct_fused = k->ct_fused && fused_experts;
 		nm->out_features = tm && tm->out ? tm->out : k->out_features;
@@ -949,6 +1021,8 @@ enum ctq_status ctq_modules_finish(struct ctq_modules *m, struct ctq_error *err)
 	m->n_fused = 0;
 	if (!m->fused)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "modules", "out of memory");
+	for (size_t i = 0; i < m->n; i++) /* a second finish re-derives */
+		m->v[i].fused = m->v[i].moe = m->v[i].expert = m->v[i].expert_proj = -1;
 	enum ctq_status st = find_moe(m, err);
 	if (st)
 		return st;

@@ -117,6 +117,16 @@ extern const struct ctq_hf_linear_info ctq_hf_linears[CTQ_HF_LINEARS];
  * is none of the seven. */
 int ctq_hf_linear_find(const char *leaf);
 
+struct ctq_modules;
+struct ctq_module;
+
+/* Which of the seven linears module m of mods is, as the Llama layout
+ * places it (a direct child of a layer's self_attn / mlp in a tree with
+ * separate q/k/v: its features and split from the model's heads and
+ * intermediate size), or -1 (experts, shared experts, MLA, stored-fused,
+ * guessed and other modules, which carry their own (out, in)). */
+int ctq_hf_linear_of(const struct ctq_modules *mods, const struct ctq_module *m);
+
 /* The (out, in) features of linear l's weight in a model of shape s. */
 void ctq_hf_linear_features(const struct ctq_model_shape *s, enum ctq_hf_linear l, long *out,
 			    long *in);
