@@ -12,8 +12,9 @@
  *   sum + (double)x[k] * (double)w[k] (each product and each sum rounded;
  *   the build forbids contraction into FMA), then sum + bias. The fast path
  *   keeps that order in every lane and vectorises across outputs instead:
- *   a lane is one output column, so lanes never mix. The same holds for
- *   every thread count (an output is computed by one thread, whole).
+ *   a lane is one output column, so lanes never mix (4 lanes with AVX2,
+ *   8 with AVX-512 at level 2). The same holds for every thread count (an
+ *   output is computed by one thread, whole).
  *
  * Both split the outputs into blocks of NB weight rows spread over the
  * threads, as the scalar code does; inside a block, micro-tiles of a few
@@ -264,6 +265,41 @@ static void i8_avx2(const int8_t *q, const int8_t *w, int64_t M, int64_t N, int6
 F64_TILE(4, 2)
 F64_TILE(1, 2)
 
+/* The same with AVX-512, 8 lanes a vector: y[m0 + r][n0 + 8v + l] from the
+ * packed panel p (K, 8 NV) f64. */
+#define F64_TILE512(MR, NV)                                                                        \
+	__attribute__((target("avx512f"))) static void f64_tile512_##MR##x##NV(                   \
+		const float *x, const double *p, const float *bias, int64_t m0, int64_t n0,         \
+		int64_t N, int64_t K, double *y)                                                   \
+	{                                                                                          \
+		__m512d s[MR][NV];                                                                 \
+		for (int r = 0; r < MR; r++)                                                       \
+			for (int v = 0; v < NV; v++)                                               \
+				s[r][v] = _mm512_setzero_pd();                                     \
+		for (int64_t k = 0; k < K; k++) {                                                  \
+			__m512d b[NV];                                                             \
+			for (int v = 0; v < NV; v++)                                               \
+				b[v] = _mm512_loadu_pd(p + k * 8 * NV + 8 * v);                    \
+			for (int r = 0; r < MR; r++) {                                             \
+				const __m512d a = _mm512_set1_pd((double)x[(m0 + r) * K + k]);    \
+				for (int v = 0; v < NV; v++)                                       \
+					s[r][v] = _mm512_add_pd(s[r][v], _mm512_mul_pd(a, b[v]));  \
+			}                                                                          \
+		}                                                                                  \
+		for (int r = 0; r < MR; r++)                                                       \
+			for (int v = 0; v < NV; v++) {                                             \
+				double o[8];                                                       \
+				_mm512_storeu_pd(o, s[r][v]);                                      \
+				for (int l = 0; l < 8; l++) {                                      \
+					const int64_t n = n0 + 8 * v + l;                          \
+					y[(m0 + r) * N + n] = o[l] + (bias ? (double)bias[n] : 0.0); \
+				}                                                                  \
+			}                                                                          \
+	}
+
+F64_TILE512(4, 2)
+F64_TILE512(1, 2)
+
 /* The scalar definition of one output (ref_ops.c cell_f64). */
 static void f64_cell(const float *x, const float *w, const float *bias, int64_t m, int64_t n,
 		     int64_t N, int64_t K, double *y)
@@ -275,18 +311,30 @@ static void f64_cell(const float *x, const float *w, const float *bias, int64_t 
 	y[m * N + n] = sum + (bias ? (double)bias[n] : 0.0);
 }
 
-static void f64_avx2(const float *x, const float *w, const float *bias, int64_t M, int64_t N,
-		     int64_t K, double *y)
+/* Panels of 16 weight rows with AVX-512 (wide: level 2), then of 8 with
+ * AVX2, then single cells. */
+static void f64_simd(const float *x, const float *w, const float *bias, int64_t M, int64_t N,
+		     int64_t K, bool wide, double *y)
 {
 #pragma omp parallel num_threads(ctq_ref_threads(M * N * K))
 	{
-		/* one panel of 8 weight rows, (K, 8) f64, per thread; without it
-		 * (out of memory) the block runs the scalar cells */
-		double *p = malloc((size_t)K * 8 * sizeof *p);
+		/* one panel of 16 weight rows, (K, 16) f64, per thread; without
+		 * it (out of memory) the block runs the scalar cells */
+		double *p = malloc((size_t)K * 16 * sizeof *p);
 #pragma omp for schedule(dynamic, 1)
 		for (int64_t n0 = 0; n0 < N; n0 += NB) {
 			const int64_t n1 = n0 + NB < N ? n0 + NB : N;
 			int64_t n = n0;
+			for (; p && wide && n + 16 <= n1; n += 16) {
+				for (int64_t k = 0; k < K; k++)
+					for (int c = 0; c < 16; c++)
+						p[k * 16 + c] = (double)w[(n + c) * K + k];
+				int64_t m = 0;
+				for (; m + 4 <= M; m += 4)
+					f64_tile512_4x2(x, p, bias, m, n, N, K, y);
+				for (; m < M; m++)
+					f64_tile512_1x2(x, p, bias, m, n, N, K, y);
+			}
 			for (; p && n + 8 <= n1; n += 8) {
 				for (int64_t k = 0; k < K; k++)
 					for (int c = 0; c < 8; c++)
@@ -328,7 +376,7 @@ void ctq_ref_gemm_f64(const float *x, const float *w, const float *bias, int64_t
 {
 #ifdef CTQ_REF_X86
 	if (ctq_ref_simd_level() >= 1) {
-		f64_avx2(x, w, bias, M, N, K, y);
+		f64_simd(x, w, bias, M, N, K, ctq_ref_simd_level() == 2, y);
 		return;
 	}
 #endif

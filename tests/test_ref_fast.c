@@ -44,7 +44,7 @@ static int levels(int *out)
 static const int64_t gemm_dims[][3] = {
 	{1, 1, 1},   {1, 6144, 2560}, {2, 3, 15},   {3, 5, 17},     {4, 8, 16},
 	{4, 4, 64},  {5, 9, 63},      {7, 67, 65},  {8, 19456, 64}, {9, 130, 1000},
-	{13, 33, 129}, {64, 72, 2560}, {4, 5, 70016},
+	{13, 33, 129}, {64, 72, 2560}, {5, 89, 31},   {4, 5, 70016},
 };
 
 /* The int8 GEMM at every level equals the dot-product definition, random
@@ -83,6 +83,44 @@ Test(ref_fast, gemm_i8_every_level_equals_the_definition, .fini = restore_level)
 			ctq_ref_simd_cap(2);
 		}
 		free(q), free(w), free(want), free(got);
+	}
+}
+
+/* The f64 product at every level equals its definition (per output, k
+ * order, then the bias), with and without bias, over six decades; N off
+ * the 16- and 8-wide panels. */
+Test(ref_fast, gemm_f64_every_level_equals_the_definition, .fini = restore_level)
+{
+	int lv[3];
+	const int nl = levels(lv);
+	struct ctq_rng r;
+	ctq_rng_seed(&r, 64);
+	for (size_t d = 0; d < sizeof gemm_dims / sizeof *gemm_dims; d++) {
+		const int64_t M = gemm_dims[d][0], N = gemm_dims[d][1], K = gemm_dims[d][2];
+		if (M * N * K > (int64_t)1 << 27)
+			continue; /* the scalar definition would take seconds */
+		float *x = malloc((size_t)(M * K) * 4), *w = malloc((size_t)(N * K) * 4), *b = malloc((size_t)N * 4);
+		double *want = malloc((size_t)(M * N) * 8), *got = malloc((size_t)(M * N) * 8);
+		cr_assert(x && w && b && want && got);
+		for (int64_t i = 0; i < M * K; i++)
+			x[i] = (float)(ctq_rng_normal(&r) * pow(10.0, (double)(int)ctq_rng_below(&r, 7) - 3));
+		for (int64_t i = 0; i < N * K; i++)
+			w[i] = (float)ctq_rng_normal(&r);
+		for (int64_t n = 0; n < N; n++)
+			b[n] = (float)ctq_rng_normal(&r);
+		for (int with_bias = 0; with_bias < 2; with_bias++) {
+			ctq_ref_gemm_f64_scalar(x, w, with_bias ? b : NULL, M, N, K, want);
+			for (int l = 0; l < nl; l++) {
+				cr_assert_eq(ctq_ref_simd_cap(lv[l]), lv[l]);
+				ctq_ref_gemm_f64(x, w, with_bias ? b : NULL, M, N, K, got);
+				for (int64_t i = 0; i < M * N; i++)
+					cr_assert(!memcmp(&got[i], &want[i], 8),
+						  "f64 M=%lld N=%lld K=%lld bias %d %s [%lld]: %a vs %a", (long long)M,
+						  (long long)N, (long long)K, with_bias, ctq_ref_simd(), (long long)i,
+						  got[i], want[i]);
+			}
+		}
+		free(x), free(w), free(b), free(want), free(got);
 	}
 }
 
