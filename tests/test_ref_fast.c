@@ -304,18 +304,23 @@ static void attention_case(const struct att_case *c, struct ctq_rng *r)
 	free(qkv), free(kc0), free(vc0), free(kc1), free(vc1), free(o0), free(o1), free(slot), free(pos);
 }
 
-/* The attention op (its fast path where the CPU has AVX2) equals the
- * definition bit for bit, at one and two threads. */
-Test(ref_fast, attention_equals_the_definition)
+/* The attention op (its fast path where the CPU has AVX2, wider with
+ * AVX-512) equals the definition bit for bit, at every level and at one
+ * and two threads. */
+Test(ref_fast, attention_equals_the_definition, .fini = restore_level)
 {
-	cr_assert_geq(ctq_ref_simd_level(), 1, "this CPU has no AVX2: the fast path is not tested here");
+	int lv[3];
+	const int nl = levels(lv);
+	cr_assert_geq(nl, 2, "this CPU has no AVX2: the fast path is not tested here");
 	struct ctq_rng r;
 	ctq_rng_seed(&r, 5);
-	for (int threads = 1; threads <= 2; threads++) {
-		omp_set_num_threads(threads);
-		for (size_t i = 0; i < sizeof att_cases / sizeof *att_cases; i++)
-			attention_case(&att_cases[i], &r);
-	}
+	for (int l = 1; l < nl; l++)
+		for (int threads = 1; threads <= 2; threads++) {
+			cr_assert_eq(ctq_ref_simd_cap(lv[l]), lv[l]);
+			omp_set_num_threads(threads);
+			for (size_t i = 0; i < sizeof att_cases / sizeof *att_cases; i++)
+				attention_case(&att_cases[i], &r);
+		}
 }
 
 /* A planted difference is seen: the fast path's bits are compared, not
