@@ -331,8 +331,10 @@ int ctq_cmd_probe(int argc, char **argv)
 	    ctq_probe_backends_open(backends, &S.n_backends, o.use_ref, o.use_cuda, o.kernel_lib,
 				    o.defects, o.numerics, &err))
 		goto fail;
-	if (o.kernel_lib)
+	if (o.kernel_lib) {
 		ctq_backend_plugin_set_timeout(&backends[S.n_backends - 1], (double)o.kernel_timeout);
+		S.serial = true; /* a CPU plug-in's calls fork: no worker thread beside them */
+	}
 	/* The kernel threshold is for kernels of ctq's formula. */
 	if (o.numerics != CTQ_ACT_NUMERICS_CTQ)
 		policy.kernel_rel_l2_max = -1.0;

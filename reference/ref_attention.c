@@ -13,8 +13,9 @@
  * or one output element (an i), never a partial sum of one: the scores run
  * 8 keys a vector over a transposed copy of the keys (each lane sums its
  * own products in i order), the weighted sum of values runs 8 elements i a
- * vector (each lane adds its own products in j order); the maximum, expf
- * and the f64 sum stay the scalar loops. Work items (a kv head and up to
+ * vector (each lane adds its own products in j order), 16 with AVX-512 at
+ * level 2; the maximum is order-free (max_not_nan), expf and the f64 sum
+ * stay the scalar loops. Work items (a kv head and up to
  * TCHUNK consecutive tokens of one slot) are spread over threads, and each
  * output is computed whole by one thread, so the thread count changes
  * nothing either. */
@@ -109,7 +110,7 @@ enum ctq_status ctq_refm_attention_scalar(struct ctq_backend *b, const void *q, 
 #ifdef CTQ_REF_X86
 /* Tokens per work item: the transposed keys are copied once per item, so
  * the copy is about 1 / (2 TCHUNK group) of the item's arithmetic. */
-#define TCHUNK 16
+#define TCHUNK 32
 
 /* One work item: kv head kh for tokens [t0, t1) of one slot. */
 struct att_item {
@@ -121,6 +122,7 @@ struct att_args {
 	const int32_t *slot, *pos;
 	int64_t ld, heads, kv_heads, d, max_len, ldp;
 	float scale;
+	bool wide; /* AVX-512 (level 2) */
 	float *out;
 };
 
@@ -193,9 +195,96 @@ AVX2 static void weighted_values_avx2(const float *wg, const float *vb, int64_t 
 	}
 }
 
+#define AVX512 __attribute__((target("avx512f")))
+
+/* scores_avx2 with 16 keys a vector, n16 a multiple of 16. */
+AVX512 static void scores_avx512(const float *qv, const float *kt, int64_t ldp, int64_t d, int64_t n16,
+				 float scale, float *p)
+{
+	const __m512 vscale = _mm512_set1_ps(scale);
+	int64_t j = 0;
+	for (; j + 64 <= n16; j += 64) {
+		__m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+		for (int64_t i = 0; i < d; i++) {
+			const __m512 a = _mm512_set1_ps(qv[i]);
+			const float *r = kt + i * ldp + j;
+			s0 = _mm512_add_ps(s0, _mm512_mul_ps(a, _mm512_loadu_ps(r)));
+			s1 = _mm512_add_ps(s1, _mm512_mul_ps(a, _mm512_loadu_ps(r + 16)));
+			s2 = _mm512_add_ps(s2, _mm512_mul_ps(a, _mm512_loadu_ps(r + 32)));
+			s3 = _mm512_add_ps(s3, _mm512_mul_ps(a, _mm512_loadu_ps(r + 48)));
+		}
+		_mm512_storeu_ps(p + j, _mm512_mul_ps(s0, vscale));
+		_mm512_storeu_ps(p + j + 16, _mm512_mul_ps(s1, vscale));
+		_mm512_storeu_ps(p + j + 32, _mm512_mul_ps(s2, vscale));
+		_mm512_storeu_ps(p + j + 48, _mm512_mul_ps(s3, vscale));
+	}
+	for (; j < n16; j += 16) {
+		__m512 s0 = _mm512_setzero_ps();
+		for (int64_t i = 0; i < d; i++)
+			s0 = _mm512_add_ps(s0, _mm512_mul_ps(_mm512_set1_ps(qv[i]),
+							     _mm512_loadu_ps(kt + i * ldp + j)));
+		_mm512_storeu_ps(p + j, _mm512_mul_ps(s0, vscale));
+	}
+}
+
+/* weighted_values_avx2 with 16 elements a vector, the last d % 16 left to
+ * weighted_values_avx2. */
+AVX512 static void weighted_values_avx512(const float *wg, const float *vb, int64_t row, int64_t d,
+					  int64_t n, float *ov)
+{
+	int64_t i = 0;
+	for (; i + 64 <= d; i += 64) {
+		__m512 o0 = _mm512_setzero_ps(), o1 = o0, o2 = o0, o3 = o0;
+		for (int64_t j = 0; j < n; j++) {
+			const __m512 w = _mm512_set1_ps(wg[j]);
+			const float *r = vb + j * row + i;
+			o0 = _mm512_add_ps(o0, _mm512_mul_ps(w, _mm512_loadu_ps(r)));
+			o1 = _mm512_add_ps(o1, _mm512_mul_ps(w, _mm512_loadu_ps(r + 16)));
+			o2 = _mm512_add_ps(o2, _mm512_mul_ps(w, _mm512_loadu_ps(r + 32)));
+			o3 = _mm512_add_ps(o3, _mm512_mul_ps(w, _mm512_loadu_ps(r + 48)));
+		}
+		_mm512_storeu_ps(ov + i, o0);
+		_mm512_storeu_ps(ov + i + 16, o1);
+		_mm512_storeu_ps(ov + i + 32, o2);
+		_mm512_storeu_ps(ov + i + 48, o3);
+	}
+	for (; i + 16 <= d; i += 16) {
+		__m512 o0 = _mm512_setzero_ps();
+		for (int64_t j = 0; j < n; j++)
+			o0 = _mm512_add_ps(o0, _mm512_mul_ps(_mm512_set1_ps(wg[j]),
+							     _mm512_loadu_ps(vb + j * row + i)));
+		_mm512_storeu_ps(ov + i, o0);
+	}
+	if (i < d)
+		weighted_values_avx2(wg, vb + i, row, d - i, n, ov + i);
+}
+
+/* The largest of p[0 .. n - 1] that is not NaN (-Inf when none), as the
+ * definition's loop "if (p[j] > mx) mx = p[j]" finds it: vmaxps(p, mx)
+ * is that comparison lane by lane (a NaN p keeps mx), and the maximum of
+ * a set does not depend on the order it is taken in, up to the sign of a
+ * zero maximum, which changes nothing after it (p - (+0) and p - (-0)
+ * differ only for p = -0, and expf gives 1 for either zero). */
+AVX2 static float max_not_nan(const float *p, int64_t n)
+{
+	__m256 m = _mm256_set1_ps(-INFINITY);
+	int64_t j = 0;
+	for (; j + 8 <= n; j += 8)
+		m = _mm256_max_ps(_mm256_loadu_ps(p + j), m);
+	float lanes[8], mx = -INFINITY;
+	_mm256_storeu_ps(lanes, m);
+	for (int l = 0; l < 8; l++)
+		if (lanes[l] > mx)
+			mx = lanes[l];
+	for (; j < n; j++)
+		if (p[j] > mx)
+			mx = p[j];
+	return mx;
+}
+
 /* One item: the keys of its slot and kv head up to its last token's
  * position transposed into scratch (d, ldp), zero-padded to a multiple of
- * 8, then each token's heads of the group. scratch: d * ldp + 2 * ldp. */
+ * 16, then each token's heads of the group. scratch: d * ldp + 2 * ldp. */
 static void att_item(const struct att_args *a, const struct att_item *it, float *scratch)
 {
 	const int64_t d = a->d, row = a->kv_heads * d, group = a->heads / a->kv_heads;
@@ -204,7 +293,7 @@ static void att_item(const struct att_args *a, const struct att_item *it, float 
 	int64_t n = 0;
 	for (int64_t t = it->t0; t < it->t1; t++)
 		n = a->pos[t] + 1 > n ? a->pos[t] + 1 : n;
-	const int64_t n8 = (n + 7) & ~(int64_t)7;
+	const int64_t n16 = (n + 15) & ~(int64_t)15;
 	float *kt = scratch, *p = kt + d * ldp, *wg = p + ldp;
 	const float *kb = a->kc + (int64_t)s * a->max_len * row + it->kh * d;
 	const float *vb = a->vc + (int64_t)s * a->max_len * row + it->kh * d;
@@ -212,16 +301,17 @@ static void att_item(const struct att_args *a, const struct att_item *it, float 
 		for (int64_t i = 0; i < d; i++)
 			kt[i * ldp + j] = kb[j * row + i];
 	for (int64_t i = 0; i < d; i++)
-		for (int64_t j = n; j < n8; j++)
+		for (int64_t j = n; j < n16; j++)
 			kt[i * ldp + j] = 0.0f;
 	for (int64_t t = it->t0; t < it->t1; t++) {
 		const int64_t nt = a->pos[t] + 1;
 		for (int64_t h = it->kh * group; h < (it->kh + 1) * group; h++) {
-			scores_avx2(a->q + t * a->ld + h * d, kt, ldp, d, (nt + 7) & ~(int64_t)7, a->scale, p);
-			float mx = -INFINITY;
-			for (int64_t j = 0; j < nt; j++)
-				if (p[j] > mx)
-					mx = p[j];
+			const float *qv = a->q + t * a->ld + h * d;
+			if (a->wide)
+				scores_avx512(qv, kt, ldp, d, (nt + 15) & ~(int64_t)15, a->scale, p);
+			else
+				scores_avx2(qv, kt, ldp, d, (nt + 7) & ~(int64_t)7, a->scale, p);
+			const float mx = max_not_nan(p, nt);
 			double sum = 0;
 			for (int64_t j = 0; j < nt; j++) {
 				p[j] = expf(p[j] - mx);
@@ -229,7 +319,11 @@ static void att_item(const struct att_args *a, const struct att_item *it, float 
 			}
 			for (int64_t j = 0; j < nt; j++)
 				wg[j] = (float)(p[j] / sum);
-			weighted_values_avx2(wg, vb, row, d, nt, a->out + (t * a->heads + h) * d);
+			float *ov = a->out + (t * a->heads + h) * d;
+			if (a->wide)
+				weighted_values_avx512(wg, vb, row, d, nt, ov);
+			else
+				weighted_values_avx2(wg, vb, row, d, nt, ov);
 		}
 	}
 }
@@ -251,10 +345,10 @@ static enum ctq_status attention_fast(const float *q, int64_t ld, const float *k
 	}
 	const int64_t n_items = runs * kv_heads;
 	const int threads = ctq_ref_threads(work);
-	/* the panel's row stride: a multiple of 8 floats plus one cache line,
+	/* the panel's row stride: a multiple of 16 floats plus one cache line,
 	 * so that the d rows a score vector walks down do not share a few
 	 * cache sets (a power-of-two stride would) */
-	const int64_t ldp = ((nmax + 7) & ~(int64_t)7) + 16;
+	const int64_t ldp = ((nmax + 15) & ~(int64_t)15) + 16;
 	const size_t per_thread = (size_t)((d + 2) * ldp);
 	struct att_item *items = ctq_malloc((size_t)n_items * sizeof *items);
 	float *scratch = ctq_malloc((size_t)threads * per_thread * sizeof *scratch);
@@ -273,8 +367,10 @@ static enum ctq_status attention_fast(const float *q, int64_t ld, const float *k
 		for (int64_t kh = 0; kh < kv_heads; kh++)
 			items[(r - 1) * kv_heads + kh].t1 = t + 1;
 	}
-	const struct att_args a = {q,       kc,      vc, slot, pos, ld, heads, kv_heads, d, max_len,
-				   ldp,     1.0f / sqrtf((float)d), out};
+	const struct att_args a = {.q = q, .kc = kc, .vc = vc, .slot = slot, .pos = pos, .ld = ld,
+				   .heads = heads, .kv_heads = kv_heads, .d = d, .max_len = max_len,
+				   .ldp = ldp, .scale = 1.0f / sqrtf((float)d),
+				   .wide = ctq_ref_simd_level() == 2, .out = out};
 #pragma omp parallel num_threads(threads)
 	{
 #ifdef _OPENMP

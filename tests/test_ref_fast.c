@@ -44,7 +44,8 @@ static int levels(int *out)
 static const int64_t gemm_dims[][3] = {
 	{1, 1, 1},   {1, 6144, 2560}, {2, 3, 15},   {3, 5, 17},     {4, 8, 16},
 	{4, 4, 64},  {5, 9, 63},      {7, 67, 65},  {8, 19456, 64}, {9, 130, 1000},
-	{13, 33, 129}, {64, 72, 2560}, {4, 5, 70016},
+	{13, 33, 129}, {64, 72, 2560}, {5, 89, 31},   {4, 5, 70016},  {9, 37, 70015},
+	{8, 40, 3},    {17, 31, 578},
 };
 
 /* The int8 GEMM at every level equals the dot-product definition, random
@@ -83,6 +84,44 @@ Test(ref_fast, gemm_i8_every_level_equals_the_definition, .fini = restore_level)
 			ctq_ref_simd_cap(2);
 		}
 		free(q), free(w), free(want), free(got);
+	}
+}
+
+/* The f64 product at every level equals its definition (per output, k
+ * order, then the bias), with and without bias, over six decades; N off
+ * the 16- and 8-wide panels. */
+Test(ref_fast, gemm_f64_every_level_equals_the_definition, .fini = restore_level)
+{
+	int lv[3];
+	const int nl = levels(lv);
+	struct ctq_rng r;
+	ctq_rng_seed(&r, 64);
+	for (size_t d = 0; d < sizeof gemm_dims / sizeof *gemm_dims; d++) {
+		const int64_t M = gemm_dims[d][0], N = gemm_dims[d][1], K = gemm_dims[d][2];
+		if (M * N * K > (int64_t)1 << 27)
+			continue; /* the scalar definition would take seconds */
+		float *x = malloc((size_t)(M * K) * 4), *w = malloc((size_t)(N * K) * 4), *b = malloc((size_t)N * 4);
+		double *want = malloc((size_t)(M * N) * 8), *got = malloc((size_t)(M * N) * 8);
+		cr_assert(x && w && b && want && got);
+		for (int64_t i = 0; i < M * K; i++)
+			x[i] = (float)(ctq_rng_normal(&r) * pow(10.0, (double)(int)ctq_rng_below(&r, 7) - 3));
+		for (int64_t i = 0; i < N * K; i++)
+			w[i] = (float)ctq_rng_normal(&r);
+		for (int64_t n = 0; n < N; n++)
+			b[n] = (float)ctq_rng_normal(&r);
+		for (int with_bias = 0; with_bias < 2; with_bias++) {
+			ctq_ref_gemm_f64_scalar(x, w, with_bias ? b : NULL, M, N, K, want);
+			for (int l = 0; l < nl; l++) {
+				cr_assert_eq(ctq_ref_simd_cap(lv[l]), lv[l]);
+				ctq_ref_gemm_f64(x, w, with_bias ? b : NULL, M, N, K, got);
+				for (int64_t i = 0; i < M * N; i++)
+					cr_assert(!memcmp(&got[i], &want[i], 8),
+						  "f64 M=%lld N=%lld K=%lld bias %d %s [%lld]: %a vs %a", (long long)M,
+						  (long long)N, (long long)K, with_bias, ctq_ref_simd(), (long long)i,
+						  got[i], want[i]);
+			}
+		}
+		free(x), free(w), free(b), free(want), free(got);
 	}
 }
 
@@ -265,18 +304,23 @@ static void attention_case(const struct att_case *c, struct ctq_rng *r)
 	free(qkv), free(kc0), free(vc0), free(kc1), free(vc1), free(o0), free(o1), free(slot), free(pos);
 }
 
-/* The attention op (its fast path where the CPU has AVX2) equals the
- * definition bit for bit, at one and two threads. */
-Test(ref_fast, attention_equals_the_definition)
+/* The attention op (its fast path where the CPU has AVX2, wider with
+ * AVX-512) equals the definition bit for bit, at every level and at one
+ * and two threads. */
+Test(ref_fast, attention_equals_the_definition, .fini = restore_level)
 {
-	cr_assert_geq(ctq_ref_simd_level(), 1, "this CPU has no AVX2: the fast path is not tested here");
+	int lv[3];
+	const int nl = levels(lv);
+	cr_assert_geq(nl, 2, "this CPU has no AVX2: the fast path is not tested here");
 	struct ctq_rng r;
 	ctq_rng_seed(&r, 5);
-	for (int threads = 1; threads <= 2; threads++) {
-		omp_set_num_threads(threads);
-		for (size_t i = 0; i < sizeof att_cases / sizeof *att_cases; i++)
-			attention_case(&att_cases[i], &r);
-	}
+	for (int l = 1; l < nl; l++)
+		for (int threads = 1; threads <= 2; threads++) {
+			cr_assert_eq(ctq_ref_simd_cap(lv[l]), lv[l]);
+			omp_set_num_threads(threads);
+			for (size_t i = 0; i < sizeof att_cases / sizeof *att_cases; i++)
+				attention_case(&att_cases[i], &r);
+		}
 }
 
 /* A planted difference is seen: the fast path's bits are compared, not
