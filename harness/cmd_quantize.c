@@ -377,8 +377,10 @@ int ctq_cmd_quantize(int argc, char **argv)
 		.progress_ctx = &prog,
 	};
 	if (gptq) {
-		/* the round-to-nearest copy the layer-wise calibration runs, then
-		 * GPTQ's weights written in its place */
+		/* a round-to-nearest pass names the modules to quantize (the
+		 * quantizer owns the ignore rules and checks the checkpoint);
+		 * GPTQ calibrates the unquantized model on those, and its
+		 * weights are written in place of the round-to-nearest ones */
 		if ((st = ctq_tmpdir_beside(out, rtmp, sizeof rtmp, &err))) {
 			rtmp[0] = '\0';
 			goto fail;
@@ -389,10 +391,20 @@ int ctq_cmd_quantize(int argc, char **argv)
 		opt.progress = NULL;
 		if ((st = ctq_quantize_checkpoint(src, rtmp, &opt, &res, &err)))
 			goto fail;
-		ctq_quantize_result_free(&res);
+		const char **names = ctq_calloc(res.n_modules + 1, sizeof *names); /* (n_modules) */
+		if (!names) {
+			st = ctq_error_set(&err, CTQ_ERR_NOMEM, "quantize", "out of memory");
+			goto fail;
+		}
+		for (size_t i = 0; i < res.n_modules; i++)
+			names[i] = res.modules[i].name;
 		gopt.progress = ctq_progress_print;
 		gopt.progress_ctx = &prog;
-		if ((st = ctq_calib_gptq(src, rtmp, calib_ids, calib_samples, calib_len, &gopt, &gres, &err)))
+		st = ctq_calib_gptq(src, names, res.n_modules, calib_ids, calib_samples, calib_len, &gopt,
+				    &gres, &err);
+		ctq_free(names);
+		ctq_quantize_result_free(&res);
+		if (st)
 			goto fail;
 		ctq_remove_tree(rtmp);
 		rtmp[0] = '\0';
