@@ -40,7 +40,7 @@ struct ctq_tp_group;
 /* Where an observer sees a linear's input: the output of input_layernorm
  * (q/k/v's input), of post_attention_layernorm (gate/up's), of
  * act_fn(gate) * up (down's) and the attention's output (o_proj's). Each
- * site also names the runtime linear it feeds (ctq_runner_set_w8a8_rows). */
+ * site also names the runtime linear it feeds (ctq_runner_set_dense). */
 enum ctq_observe_site {
 	CTQ_OBSERVE_QKV = 0,
 	CTQ_OBSERVE_GATE_UP = 1,
