@@ -1,15 +1,18 @@
 /* ctq GPTQ: the weight rounding of llm-compressor's GPTQModifier, per-channel
- * symmetric int8, following
- *   vllm-project/llm-compressor src/llmcompressor/modifiers/quantization/
- *   gptq/gptq_quantize.py at 00505502f91c73dda8298cf859db7fd79f9d6928
- *   (accumulate_hessian, quantize_weight), after arXiv 2210.17323 §3.4.
+ * symmetric int8, following vllm-project/llm-compressor at
+ * ab1ba3effcafc15746cd6d6ca24cba3f7bd7a582 (2026-08-22):
+ * src/llmcompressor/modifiers/gptq/gptq_quantize.py (accumulate_hessian,
+ * quantize_weight; last changed in 8716438) and modifiers/gptq/base.py
+ * (compress_module_list), after arXiv 2210.17323 §3.4. The file lived at
+ * modifiers/quantization/gptq/ until a27d9e2; the 0050550 version there has
+ * the same algorithm with a running rescale of H.
  *
  * Hessian of a Linear's input: over the calibration samples (windows) s,
  * each of M_s tokens x (K),
  *   H = 2 / n_samples * sum_s sum_t x xᵀ            (K, K)
- * which is what accumulate_hessian's running rescale reaches (it counts
- * samples, not tokens). Kept here as the raw sum in f64; the factor 2 / n
- * is applied when the inverse is prepared.
+ * accumulate_hessian sums 2 x xᵀ and counts samples (not tokens);
+ * compress_module_list divides by the count. Kept here as the raw sum in
+ * f64; the factor 2 / n is applied when the inverse is prepared.
  *
  * The inverse (quantize_weight, in this order):
  *   dead  = { i : H_ii == 0 }: H_ii = 1 and W[:, i] = 0 (an input channel
@@ -26,9 +29,10 @@
  * columns beyond it get -= Err · U[block, beyond]. loss = sum (w - q)^2 /
  * d^2 / 2, the library's.
  *
- * Scales: the library computes them once with the memoryless_minmax
- * observer on the full weight before GPTQ (not per block): per output
- * channel, from the row's absolute maximum. ctq uses its own producer's
+ * Scales: the library computes them once, before GPTQ, with the module's
+ * weight observer over the full weight (base.py on_sequential_epoch_end:
+ * observe(modules, "weight"); memoryless_minmax for W8A8), not per block:
+ * per output channel, from the row's absolute maximum. ctq uses its own producer's
  * rule for that (checkpoint/quantize.h ctq_quantize_weight: amax / 127
  * clamped, rounded to the weight's dtype), so the scale on disk is the one
  * the rounding used, and a GPTQ with U = I writes the RTN checkpoint byte
@@ -40,8 +44,9 @@
  * core/numerics.h ctq_quantize on the f32 value, the formula ctq's
  * producer uses.
  *
- * What it is not: actorder (the library's current code sets actorder to
- * None in quantize_weight), group or 4-bit strategies, the sparsity mask
+ * What it is not: actorder (the library takes it from the scheme, and the
+ * W8A8 preset's weights have actorder null; GPTQModifier's "static"
+ * default applies to group strategies only), group or 4-bit strategies, the sparsity mask
  * (preserve_zeros: only for weights already mostly zero), or a calibrator
  * (eval/calib.h gathers the Hessians layer by layer).
  */

@@ -275,31 +275,54 @@ static float scale_f32(const void *s, enum ctq_dtype dtype, int64_t i)
 	return ((const float *)s)[i];
 }
 
+/* The linears of each site, in model order. */
+static const struct {
+	enum ctq_hf_linear first;
+	int n;
+} site_members[CTQ_OBSERVE_N_SITES] = {
+	[CTQ_OBSERVE_QKV] = {CTQ_HF_Q, 3}, [CTQ_OBSERVE_GATE_UP] = {CTQ_HF_GATE, 2},
+	[CTQ_OBSERVE_DOWN] = {CTQ_HF_DOWN, 1}, [CTQ_OBSERVE_O] = {CTQ_HF_O, 1}};
+
+static void member_name(int64_t l, enum ctq_observe_site site, int i, char *name, size_t cap)
+{
+	const struct ctq_hf_linear_info *h = &ctq_hf_linears[site_members[site].first + i];
+	snprintf(name, cap, "model.layers.%lld.%s.%s", (long long)l, h->parent, h->leaf);
+}
+
 /* GPTQ of layer l's linear at site (its members in order) under v, the
- * results appended to res and swapped into the runner. */
+ * results appended to res, and the linear's weight in the runner replaced
+ * by the rounded one, dequantized (q * s rounded to BF16, as the library's
+ * quantize_weight returns W.to(final_dtype)). */
 static enum ctq_status gptq_linear(struct ctq_runner *r, const struct ctq_checkpoint *ck, int64_t l,
 				   enum ctq_observe_site site, const struct ctq_gptq_hinv *v,
 				   const struct ctq_calib_gptq_options *opt,
 				   struct ctq_calib_gptq_result *res, uint64_t *bytes_done,
 				   uint64_t bytes_total, struct ctq_error *err)
 {
-	static const struct { enum ctq_hf_linear first; int n; } members[CTQ_OBSERVE_N_SITES] = {
-		[CTQ_OBSERVE_QKV] = {CTQ_HF_Q, 3}, [CTQ_OBSERVE_GATE_UP] = {CTQ_HF_GATE, 2},
-		[CTQ_OBSERVE_DOWN] = {CTQ_HF_DOWN, 1}, [CTQ_OBSERVE_O] = {CTQ_HF_O, 1}};
 	enum ctq_status st = CTQ_OK;
-	int64_t row0 = 0;
-	for (int i = 0; i < members[site].n && !st; i++) {
-		const struct ctq_hf_linear_info *h = &ctq_hf_linears[members[site].first + i];
+	int64_t n_rows = 0;
+	uint16_t *dq = NULL; /* (rows of the fused linear, K) bf16 */
+	for (int i = 0; i < site_members[site].n && !st; i++) {
 		char name[CTQ_PATH_MAX], wname[CTQ_PATH_MAX + 8];
-		snprintf(name, sizeof name, "model.layers.%lld.%s.%s", (long long)l, h->parent, h->leaf);
+		member_name(l, site, i, name, sizeof name);
 		snprintf(wname, sizeof wname, "%s.weight", name);
 		const struct ctq_st_tensor *t = ctq_checkpoint_find(ck, wname, NULL);
 		if (!t || t->ndim != 2 || t->shape[1] != v->K ||
-		    (t->dtype != CTQ_DTYPE_BF16 && t->dtype != CTQ_DTYPE_F16 && t->dtype != CTQ_DTYPE_F32))
-			return ctq_error_set(err, CTQ_ERR_CHECKPOINT, wname,
-					     "%s; GPTQ needs a BF16, F16 or F32 [N, %lld] weight",
-					     t ? "has another shape or dtype" : "is missing", (long long)v->K);
+		    (t->dtype != CTQ_DTYPE_BF16 && t->dtype != CTQ_DTYPE_F16 && t->dtype != CTQ_DTYPE_F32)) {
+			st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, wname,
+					   "%s; GPTQ needs a BF16, F16 or F32 [N, %lld] weight",
+					   t ? "has another shape or dtype" : "is missing", (long long)v->K);
+			break;
+		}
 		const int64_t N = t->shape[0], K = v->K;
+		uint16_t *g2 = ctq_realloc(dq, (size_t)((n_rows + N) * K) * sizeof *dq);
+		if (!g2) {
+			st = ctq_error_set(err, CTQ_ERR_NOMEM, name, "out of memory");
+			break;
+		}
+		dq = g2;
+		uint16_t *dqm = dq + n_rows * K; /* (N, K) this member's rows */
+		n_rows += N;
 		struct ctq_calib_gptq_module *g = &res->mods[res->n_mods];
 		g->N = N, g->K = K, g->dtype = t->dtype;
 		g->name = ctq_strdup(name);
@@ -320,9 +343,10 @@ static enum ctq_status gptq_linear(struct ctq_runner *r, const struct ctq_checkp
 				sf[k] = scale_f32(g->scale, g->dtype, k);
 			}
 			g->rel_l2 = sw > 0.0 ? sqrt(se / sw) : 0.0;
-			st = ctq_runner_set_w8a8_rows(r, l, site, row0, N, g->q, sf, err);
+			/* q * s is exact in f32 (8 + 8 significant bits) */
+			for (int64_t k = 0; k < N * K; k++)
+				dqm[k] = ctq_f32_to_bf16((float)g->q[k] * sf[k / K]);
 		}
-		row0 += N;
 		*bytes_done += (uint64_t)(N * K);
 		if (!st && opt->progress)
 			opt->progress(opt->progress_ctx, name, *bytes_done, bytes_total);
@@ -330,7 +354,24 @@ static enum ctq_status gptq_linear(struct ctq_runner *r, const struct ctq_checkp
 		ctq_free(w2);
 		ctq_free(sf);
 	}
+	if (!st)
+		st = ctq_runner_set_dense(r, l, site, dq, err);
+	ctq_free(dq);
 	return st;
+}
+
+/* Whether layer l's linear at site is to be quantized: its first member is
+ * in modules (n; NULL: every linear). */
+static bool site_selected(const char *const *modules, size_t n, int64_t l, enum ctq_observe_site site)
+{
+	if (!modules)
+		return true;
+	char name[CTQ_PATH_MAX];
+	member_name(l, site, 0, name, sizeof name);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(modules[i], name))
+			return true;
+	return false;
 }
 
 /* Runs window w of ids through layer g->target. */
@@ -344,9 +385,10 @@ static enum ctq_status gptq_pass(struct ctq_model *m, struct gptq_run *g, const 
 	return st ? st : g->st;
 }
 
-enum ctq_status ctq_calib_gptq(const char *src, const char *rtn_dir, const int32_t *ids, int64_t n,
-			       int64_t len, const struct ctq_calib_gptq_options *opt,
-			       struct ctq_calib_gptq_result *res, struct ctq_error *err)
+enum ctq_status ctq_calib_gptq(const char *src, const char *const *modules, size_t n_modules,
+			       const int32_t *ids, int64_t n, int64_t len,
+			       const struct ctq_calib_gptq_options *opt, struct ctq_calib_gptq_result *res,
+			       struct ctq_error *err)
 {
 	memset(res, 0, sizeof *res);
 	struct gptq_run g;
@@ -368,7 +410,7 @@ enum ctq_status ctq_calib_gptq(const char *src, const char *rtn_dir, const int32
 				     "dampening_frac %g, block_size %lld; expected [0, 1] and >= 1",
 				     opt->dampening_frac, (long long)opt->block_size);
 	const struct ctq_model_options o = {
-		.dir = rtn_dir,
+		.dir = src,
 		.backend = "reference",
 		.tp = 1,
 		.numerics = CTQ_ACT_NUMERICS_CTQ,
@@ -380,9 +422,10 @@ enum ctq_status ctq_calib_gptq(const char *src, const char *rtn_dir, const int32
 		goto done;
 	const struct ctq_model_config *c = ctq_model_cfg(&m);
 	struct ctq_runner *r = &m.r[0];
-	if (m.n_quantized == 0) {
-		st = ctq_error_set(err, CTQ_ERR_USAGE, rtn_dir,
-				   "holds no quantized linear module; GPTQ rounds the W8A8 model's linears");
+	if (m.n_quantized > 0) {
+		st = ctq_error_set(err, CTQ_ERR_USAGE, src,
+				   "holds %lld quantized linear module(s); GPTQ calibrates the unquantized model",
+				   (long long)m.n_quantized);
 		goto done;
 	}
 	for (int64_t i = 0; i < n * len; i++)
@@ -412,9 +455,10 @@ enum ctq_status ctq_calib_gptq(const char *src, const char *rtn_dir, const int32
 	for (int64_t t = 0; t < len; t++)
 		pos[t] = (int32_t)t;
 	uint64_t bytes_done = 0, bytes_total = 0;
-	for (int s = 0; s < CTQ_OBSERVE_N_SITES; s++)
-		if (lins[s]->quantized)
-			bytes_total += (uint64_t)(lins[s]->N * lins[s]->K * c->layers);
+	for (int64_t l = 0; l < c->layers; l++)
+		for (int s = 0; s < CTQ_OBSERVE_N_SITES; s++)
+			if (site_selected(modules, n_modules, l, (enum ctq_observe_site)s))
+				bytes_total += (uint64_t)(lins[s]->N * lins[s]->K);
 	for (int64_t l = 0; l < c->layers && !st; l++) {
 		g.target = l;
 		g.propagate = false;
@@ -428,10 +472,7 @@ enum ctq_status ctq_calib_gptq(const char *src, const char *rtn_dir, const int32
 			CTQ_OBSERVE_QKV, CTQ_OBSERVE_O, CTQ_OBSERVE_GATE_UP, CTQ_OBSERVE_DOWN};
 		for (int k = 0; k < CTQ_OBSERVE_N_SITES && !st; k++) {
 			const enum ctq_observe_site s = order[k];
-			const struct ctq_lin *lin = s == CTQ_OBSERVE_QKV ? &r->layers[l].qkv
-						  : s == CTQ_OBSERVE_GATE_UP ? &r->layers[l].gu
-						  : s == CTQ_OBSERVE_DOWN ? &r->layers[l].down : &r->layers[l].o;
-			if (!lin->quantized)
+			if (!site_selected(modules, n_modules, l, s))
 				continue;
 			if ((st = ctq_gptq_hinv_init(&v, &g.hess[s], opt->dampening_frac, err)))
 				break;

@@ -15,18 +15,21 @@
  * and max go into a struct ctq_smooth_stats (checkpoint/smooth.h).
  *
  * GPTQ (ctq_calib_gptq): llm-compressor's sequential pipeline with its
- * GPTQModifier, one decoder layer at a time. The model runs as its
- * round-to-nearest W8A8 copy (quantization is enabled while the library
- * calibrates, its weight observer having set the RTN scales); for layer l,
- * every window's input to layer l (cached) runs through layer l alone while
- * an observer sums the Hessian of each linear's input (q/k/v and gate/up
- * share theirs; o_proj's is the attention output, down_proj's
- * act(gate) * up); each of the layer's linears is then rounded by GPTQ
- * (checkpoint/gptq.h) from the unquantized weights, swapped into the
- * running model, and layer l runs again to give layer l + 1 its inputs: the
- * later layers calibrate on what the already-rounded earlier ones compute.
- * The runner's layer_end hook starts each call at layer l from the cache
- * and ends it after layer l, so the whole costs about two forward passes.
+ * GPTQModifier (src/llmcompressor/pipelines/sequential/pipeline.py and
+ * modifiers/gptq/base.py at ab1ba3e), one decoder layer at a time. As the
+ * library calibrates under DisableQuantization, the model runs unquantized
+ * (BF16 weights, f32 activations on the reference backend, no activation
+ * quantization); for layer l, every window's input to layer l (cached)
+ * runs through layer l alone while an observer sums the Hessian of each
+ * linear's input (q/k/v and gate/up share theirs; o_proj's is the
+ * attention output, down_proj's act(gate) * up); each of the layer's
+ * linears is then rounded by GPTQ (checkpoint/gptq.h), its weight in the
+ * running model replaced by the rounded one dequantized (q * s in BF16, as
+ * the library writes the compressed weight back), and layer l runs again
+ * to give layer l + 1 its inputs: later layers calibrate on what the
+ * already-rounded earlier ones compute. The runner's layer_end hook starts
+ * each call at layer l from the cache and ends it after layer l, so the
+ * whole costs about two forward passes.
  *
  * What it is not: a data set loader (one text file).
  */
@@ -95,17 +98,19 @@ struct ctq_calib_gptq_result {
 
 void ctq_calib_gptq_result_free(struct ctq_calib_gptq_result *r);
 
-/* GPTQ of every quantized linear of the W8A8 checkpoint rtn_dir, made by
- * ctq_quantize_checkpoint from the unquantized checkpoint src (whose
- * weights GPTQ rounds), over the n windows ids (n, len), on the reference
- * backend, layer by layer as above. res is initialised here and freed with
- * ctq_calib_gptq_result_free whatever the result. Errors: usage (an id
- * outside the vocabulary, options out of range, rtn_dir not quantized),
- * checkpoint-error (a weight of src missing or not [N, K] float), the
- * runner's, out-of-memory. */
-enum ctq_status ctq_calib_gptq(const char *src, const char *rtn_dir, const int32_t *ids, int64_t n,
-			       int64_t len, const struct ctq_calib_gptq_options *opt,
-			       struct ctq_calib_gptq_result *res, struct ctq_error *err);
+/* GPTQ of the linears of the unquantized checkpoint src named in modules
+ * (n_modules names, borrowed, e.g. a quantize result's; NULL: every
+ * linear of the decoder layers; a fused set is taken by its first member)
+ * over the n windows ids (n, len), on the reference backend, layer by
+ * layer as above; the linears not named keep their weights. res is
+ * initialised here and freed with ctq_calib_gptq_result_free whatever the
+ * result. Errors: usage (an id outside the vocabulary, options out of
+ * range, a quantized src), checkpoint-error (a weight of src missing or
+ * not [N, K] float), the runner's, out-of-memory. */
+enum ctq_status ctq_calib_gptq(const char *src, const char *const *modules, size_t n_modules,
+			       const int32_t *ids, int64_t n, int64_t len,
+			       const struct ctq_calib_gptq_options *opt, struct ctq_calib_gptq_result *res,
+			       struct ctq_error *err);
 
 /* ctq_quantize_options.weight_fn over a result (ctx): the module's GPTQ
  * weight and scale, err2 / norm2 against w; -3 when the result has no such

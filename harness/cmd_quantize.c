@@ -59,8 +59,10 @@ static void help(void)
 	       "                       dtype (docs/models.md quotes the library);\n"
 	       "                       gptq: llm-compressor's GPTQModifier, layer by layer:\n"
 	       "                       each layer's linears see the calibration windows\n"
-	       "                       through the already-rounded layers before them (W8A8\n"
-	       "                       on the reference backend), their inputs' Hessians\n"
+	       "                       through the already-rounded layers before them\n"
+	       "                       (unquantized activations, the rounded weights\n"
+	       "                       dequantized, on the reference backend, as the\n"
+	       "                       library calibrates), their inputs' Hessians\n"
 	       "                       H = 2/n sum x x^T drive the GPTQ rounding (per-channel\n"
 	       "                       scales as rtn's, dampening and blocks below, columns\n"
 	       "                       in order), and the rounded layer feeds the next;\n"
@@ -434,8 +436,10 @@ int ctq_cmd_quantize(int argc, char **argv)
 		.progress_ctx = &prog,
 	};
 	if (gptq) {
-		/* the round-to-nearest copy the layer-wise calibration runs, then
-		 * GPTQ's weights written in its place */
+		/* a round-to-nearest pass names the modules to quantize (the
+		 * quantizer owns the ignore rules and checks the checkpoint);
+		 * GPTQ calibrates the unquantized model on those, and its
+		 * weights are written in place of the round-to-nearest ones */
 		if ((st = ctq_tmpdir_beside(out, rtmp, sizeof rtmp, &err))) {
 			rtmp[0] = '\0';
 			goto fail;
@@ -446,10 +450,20 @@ int ctq_cmd_quantize(int argc, char **argv)
 		opt.progress = NULL;
 		if ((st = ctq_quantize_checkpoint(src, rtmp, &opt, &res, &err)))
 			goto fail;
-		ctq_quantize_result_free(&res);
+		const char **names = ctq_calloc(res.n_modules + 1, sizeof *names); /* (n_modules) */
+		if (!names) {
+			st = ctq_error_set(&err, CTQ_ERR_NOMEM, "quantize", "out of memory");
+			goto fail;
+		}
+		for (size_t i = 0; i < res.n_modules; i++)
+			names[i] = res.modules[i].name;
 		gopt.progress = ctq_progress_print;
 		gopt.progress_ctx = &prog;
-		if ((st = ctq_calib_gptq(src, rtmp, calib_ids, calib_samples, calib_len, &gopt, &gres, &err)))
+		st = ctq_calib_gptq(src, names, res.n_modules, calib_ids, calib_samples, calib_len, &gopt,
+				    &gres, &err);
+		ctq_free(names);
+		ctq_quantize_result_free(&res);
+		if (st)
 			goto fail;
 		ctq_remove_tree(rtmp);
 		rtmp[0] = '\0';

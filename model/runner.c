@@ -753,9 +753,8 @@ static enum ctq_status observe_o(struct ctq_runner *r, int64_t layer, int64_t T)
 	return CTQ_OK;
 }
 
-enum ctq_status ctq_runner_set_w8a8_rows(struct ctq_runner *r, int64_t l,
-					 enum ctq_observe_site which, int64_t row0, int64_t n,
-					 const int8_t *q, const float *scale, struct ctq_error *err)
+enum ctq_status ctq_runner_set_dense(struct ctq_runner *r, int64_t l, enum ctq_observe_site which,
+				     const uint16_t *w, struct ctq_error *err)
 {
 	if (l < 0 || l >= r->cfg.layers || (unsigned)which >= CTQ_OBSERVE_N_SITES)
 		return ctq_error_set(err, CTQ_ERR_USAGE, "runner", "layer %lld, linear %d out of range",
@@ -763,15 +762,17 @@ enum ctq_status ctq_runner_set_w8a8_rows(struct ctq_runner *r, int64_t l,
 	struct ctq_layer *y = &r->layers[l];
 	struct ctq_lin *lin = which == CTQ_OBSERVE_QKV ? &y->qkv : which == CTQ_OBSERVE_GATE_UP ? &y->gu
 			    : which == CTQ_OBSERVE_DOWN ? &y->down : &y->o;
-	if (!lin->quantized || row0 < 0 || n < 0 || row0 + n > lin->N)
+	if (lin->quantized)
 		return ctq_error_set(err, CTQ_ERR_USAGE, "runner",
-				     "layer %lld, linear %d: rows %lld..%lld of %lld%s", (long long)l, (int)which,
-				     (long long)row0, (long long)(row0 + n), (long long)lin->N,
-				     lin->quantized ? "" : " (not W8A8)");
-	const struct ctq_backend_ops *o = r->b->ops;
-	enum ctq_status st = o->upload(r->b, (int8_t *)lin->w + row0 * lin->K, q,
-				       (size_t)(n * lin->K), err);
-	return st ? st : o->upload(r->b, lin->scale + row0, scale, (size_t)n * 4, err);
+				     "layer %lld, linear %d is W8A8; only an unquantized weight is replaced",
+				     (long long)l, (int)which);
+	void *nw = NULL;
+	enum ctq_status st = r->b->ops->upload_dense(r->b, w, (size_t)(lin->N * lin->K), &nw, err);
+	if (st)
+		return st;
+	r->b->ops->free(r->b, lin->w);
+	lin->w = nw;
+	return CTQ_OK;
 }
 
 /* Sums the ranks' partial outputs in rank order into every rank's buffer. */

@@ -40,7 +40,7 @@ struct ctq_tp_group;
 /* Where an observer sees a linear's input: the output of input_layernorm
  * (q/k/v's input), of post_attention_layernorm (gate/up's), of
  * act_fn(gate) * up (down's) and the attention's output (o_proj's). Each
- * site also names the runtime linear it feeds (ctq_runner_set_w8a8_rows). */
+ * site also names the runtime linear it feeds (ctq_runner_set_dense). */
 enum ctq_observe_site {
 	CTQ_OBSERVE_QKV = 0,
 	CTQ_OBSERVE_GATE_UP = 1,
@@ -136,14 +136,14 @@ enum ctq_status ctq_runner_forward_next(struct ctq_runner *r, const int32_t *ids
 					const int64_t *out_rows, int64_t n_out, int32_t *next,
 					struct ctq_error *err);
 
-/* Overwrites rows row0 .. row0 + n - 1 of layer l's W8A8 linear `which`
- * (fused members in order: q, k, v / gate, up) with q (n, K) int8 and
- * scale (n) f32, host, borrowed: layer-wise calibration swaps in each
- * layer's rounded weights. Errors: usage (an unquantized linear, a layer or
- * rows out of range), the backend's. */
-enum ctq_status ctq_runner_set_w8a8_rows(struct ctq_runner *r, int64_t l,
-					 enum ctq_observe_site which, int64_t row0, int64_t n,
-					 const int8_t *q, const float *scale, struct ctq_error *err);
+/* Replaces the weight of layer l's unquantized linear `which` (fused
+ * members' rows in order: q, k, v / gate, up) with w (N, K) host bf16,
+ * borrowed, N and K the linear's: layer-wise calibration runs each layer
+ * with its rounded weights, dequantized, as llm-compressor propagates.
+ * Errors: usage (a W8A8 linear, a layer out of range), the backend's (the
+ * old weight is kept then). */
+enum ctq_status ctq_runner_set_dense(struct ctq_runner *r, int64_t l, enum ctq_observe_site which,
+				     const uint16_t *w, struct ctq_error *err);
 
 /* Runs ctq_runner_forward on every rank concurrently with the same inputs;
  * logits come from rank 0 (every rank computes the same ones). */

@@ -393,7 +393,7 @@ Test(gptq, bad_shapes_and_values)
 /* ---- layer-wise calibration on the tiny outlier model --------------------- */
 
 struct tiny {
-	char root[64], bf16[96], rtn[96], gptq[96];
+	char root[64], bf16[96], gptq[96];
 };
 
 static void tiny_make(struct tiny *f)
@@ -401,7 +401,6 @@ static void tiny_make(struct tiny *f)
 	snprintf(f->root, sizeof f->root, "/tmp/ctq-gptq-XXXXXX");
 	cr_assert(mkdtemp(f->root));
 	snprintf(f->bf16, sizeof f->bf16, "%s/bf16", f->root);
-	snprintf(f->rtn, sizeof f->rtn, "%s/rtn", f->root);
 	snprintf(f->gptq, sizeof f->gptq, "%s/gptq", f->root);
 	struct ctq_synth_spec s;
 	struct ctq_error err = {0};
@@ -477,8 +476,6 @@ Test(calib_gptq, each_linear_beats_round_to_nearest_on_its_inputs, .timeout = 18
 {
 	struct tiny f;
 	tiny_make(&f);
-	const char *a_rtn[] = {f.bf16, f.rtn, "--quiet", NULL};
-	cr_assert_eq(run_quantize(a_rtn), CTQ_EXIT_OK);
 	struct ctq_error err = {0};
 	int32_t *ids = NULL;
 	int64_t n_text = 0;
@@ -488,37 +485,47 @@ Test(calib_gptq, each_linear_beats_round_to_nearest_on_its_inputs, .timeout = 18
 	const struct ctq_calib_gptq_options o = {.dampening_frac = CTQ_GPTQ_DEFAULT_DAMPENING,
 						 .block_size = CTQ_GPTQ_DEFAULT_BLOCK};
 	struct ctq_calib_gptq_result res;
-	cr_assert_eq(ctq_calib_gptq(f.bf16, f.rtn, ids, n, len, &o, &res, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(ctq_calib_gptq(f.bf16, NULL, 0, ids, n, len, &o, &res, &err), CTQ_OK, "%s", err.message);
 	cr_assert_eq(res.n_mods, 14, "%zu modules", res.n_mods); /* 2 layers x 7 */
 	cr_assert_eq(res.n_tokens, n * len);
 	cr_assert_eq(res.n_fallback, 0);
-	/* the inputs each layer sees with the GPTQ weights in place: the RTN
-	 * model's observer while the rounded rows are swapped in */
+	/* the inputs each layer sees with the GPTQ weights in place: the BF16
+	 * model's observer, each linear's weight replaced by its rounded one
+	 * dequantized, as the layer-wise run propagated */
 	struct inputs in;
 	memset(&in, 0, sizeof in);
 	struct ctq_model m;
 	const struct ctq_model_options mo = {
-		.dir = f.rtn, .backend = "reference", .tp = 1,
+		.dir = f.bf16, .backend = "reference", .tp = 1,
 		.limits = {.max_slots = 1, .max_len = len, .max_tokens = len, .no_graphs = true,
 			   .observe = keep_input, .observe_ctx = &in}};
 	cr_assert_eq(ctq_model_open(&m, &mo, &err), CTQ_OK, "%s", err.message);
 	static const enum ctq_observe_site site_of[CTQ_HF_LINEARS] = {
 		CTQ_OBSERVE_QKV, CTQ_OBSERVE_QKV, CTQ_OBSERVE_QKV, CTQ_OBSERVE_O,
 		CTQ_OBSERVE_GATE_UP, CTQ_OBSERVE_GATE_UP, CTQ_OBSERVE_DOWN};
-	for (size_t i = 0; i < res.n_mods; i++) {
-		const struct ctq_calib_gptq_module *g = &res.mods[i];
-		const int64_t l = (int64_t)(i / CTQ_HF_LINEARS), h = (int64_t)(i % CTQ_HF_LINEARS);
-		int64_t row0 = 0;
-		for (int64_t j = i - h; j < (int64_t)i; j++)
-			if (site_of[j % CTQ_HF_LINEARS] == site_of[h])
-				row0 += res.mods[j].N;
-		float *sf = malloc((size_t)g->N * sizeof *sf);
-		for (int64_t r = 0; r < g->N; r++)
-			sf[r] = ctq_bf16_to_f32(((const uint16_t *)g->scale)[r]);
-		cr_assert_eq(g->dtype, CTQ_DTYPE_BF16);
-		cr_assert_eq(ctq_runner_set_w8a8_rows(&m.r[0], l, site_of[h], row0, g->N, g->q, sf, &err),
+	for (size_t i0 = 0; i0 < res.n_mods;) {
+		/* the members of one fused linear: consecutive, one site */
+		size_t i1 = i0 + 1;
+		while (i1 < res.n_mods && i1 % CTQ_HF_LINEARS &&
+		       site_of[i1 % CTQ_HF_LINEARS] == site_of[i0 % CTQ_HF_LINEARS])
+			i1++;
+		int64_t rows = 0;
+		for (size_t i = i0; i < i1; i++)
+			rows += res.mods[i].N;
+		const int64_t K = res.mods[i0].K;
+		uint16_t *dq = malloc((size_t)(rows * K) * sizeof *dq), *p = dq;
+		for (size_t i = i0; i < i1; i++) {
+			const struct ctq_calib_gptq_module *g = &res.mods[i];
+			cr_assert_eq(g->dtype, CTQ_DTYPE_BF16);
+			for (int64_t k = 0; k < g->N * K; k++)
+				*p++ = ctq_f32_to_bf16((float)g->q[k] *
+						       ctq_bf16_to_f32(((const uint16_t *)g->scale)[k / K]));
+		}
+		cr_assert_eq(ctq_runner_set_dense(&m.r[0], (int64_t)(i0 / CTQ_HF_LINEARS),
+						  site_of[i0 % CTQ_HF_LINEARS], dq, &err),
 			     CTQ_OK, "%s", err.message);
-		free(sf);
+		free(dq);
+		i0 = i1;
 	}
 	int32_t slot[64] = {0}, pos[64];
 	for (int64_t t = 0; t < len; t++)
@@ -620,6 +627,20 @@ Test(calib_gptq, quantize_writes_gptq_checkpoint_and_recipe, .timeout = 180)
 		.limits = {.max_slots = 1, .max_len = 8, .max_tokens = 8, .no_graphs = true}};
 	cr_assert_eq(ctq_model_open(&m, &mo, &err), CTQ_OK, "%s", err.message);
 	cr_expect_eq(m.n_quantized, 14);
+	ctq_model_close(&m);
+	/* ignored linears stay unquantized (and keep their weights while the
+	 * later layers calibrate) */
+	char ig[128];
+	snprintf(ig, sizeof ig, "%s/ignored", f.root);
+	const char *a3[] = {f.bf16, ig, "--quiet", "--recipe", "gptq", "--calib", CALIB_TEXT,
+			    "--calib-samples", "4", "--calib-len", "32", "--ignore", "re:.*o_proj", NULL};
+	cr_assert_eq(run_quantize(a3), CTQ_EXIT_OK);
+	const struct ctq_model_options mi = {
+		.dir = ig, .backend = "reference", .tp = 1,
+		.limits = {.max_slots = 1, .max_len = 8, .max_tokens = 8, .no_graphs = true}};
+	cr_assert_eq(ctq_model_open(&m, &mi, &err), CTQ_OK, "%s", err.message);
+	cr_expect_eq(m.n_quantized, 12);
+	cr_expect_eq(m.n_dense, 2 + 1, "two o_proj and lm_head");
 	ctq_model_close(&m);
 	/* bad options: exit 2, no OUT */
 	char out[128];
