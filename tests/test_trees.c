@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checkpoint/loader.h"
 #include "checkpoint/quantize.h"
 #include "checkpoint/safetensors.h"
 #include "checkpoint/synth.h"
@@ -646,7 +647,8 @@ Test(trees, fused_expert_tensors_are_listed_per_expert)
 	char dir[] = "/tmp/ctq-trees-XXXXXX";
 	write_checkpoint(dir, &w,
 			 "{\"model_type\": \"qwen3_moe\", \"num_hidden_layers\": 2, \"mlp_only_layers\": [0], "
-			 "\"hidden_size\": 8, \"num_attention_heads\": 2, \"head_dim\": 4, " W8A8_LINEAR "}");
+			 "\"hidden_size\": 8, \"intermediate_size\": 8, \"vocab_size\": 16, \"num_attention_heads\": 2, "
+			 "\"head_dim\": 4, " W8A8_LINEAR "}");
 	struct ctq_qconfig cfg;
 	struct ctq_modules mods;
 	cr_assert_eq(load(dir, &cfg, &mods, &err), CTQ_OK, "%s", err.message);
@@ -671,6 +673,35 @@ Test(trees, fused_expert_tensors_are_listed_per_expert)
 	cr_expect_str_eq(p[CTQ_SEM_VLLM].entries[i].vllm_class, "CompressedTensorsW8A8Int8MoEMethod");
 	cr_expect_eq(p[CTQ_SEM_STRICT].entries[i].error, CTQ_ERR_ENGINE_DIVERGENT);
 	cr_expect(!ctq_plan_executable(&p[CTQ_SEM_STRICT]));
+	/* the loader reads a fused expert's rows of the 3-D tensor: expert 2's
+	 * up_proj is rows [2 x 8 + 4, 2 x 8 + 8) of gate_up_proj viewed
+	 * [3 x 8, H]; experts.1.down_proj rows [8, 16) of down_proj [3 x H, 4] */
+	struct ctq_checkpoint ck;
+	struct ctq_shard_plan sp;
+	cr_assert_eq(ctq_checkpoint_open(&ck, dir, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(ctq_shard_plan_build(&sp, &p[CTQ_SEM_CT], 1, &err), CTQ_OK, "%s", err.message);
+	static const struct {
+		const char *name;
+		int64_t first; /* element offset of row 0 in the written data */
+		int64_t n, k;
+	} slices[] = {
+		{"model.layers.1.mlp.experts.2.up_proj", (2 * 8 + 4) * H, 4, H},
+		{"model.layers.1.mlp.experts.2.gate_proj", (2 * 8) * H, 4, H},
+		{"model.layers.1.mlp.experts.1.down_proj", (1 * H) * 4, H, 4},
+	};
+	for (size_t k = 0; k < sizeof slices / sizeof *slices; k++) {
+		struct ctq_linear lin;
+		const long mi = ctq_modules_find(&mods, slices[k].name);
+		cr_assert_eq(ctq_load_linear(&ck, &p[CTQ_SEM_CT], &sp, (size_t)mi, 0, &lin, &err), CTQ_OK, "%s: %s",
+			     slices[k].name, err.message);
+		cr_expect(lin.N == slices[k].n && lin.K == slices[k].k && lin.w_bf16, "%s", slices[k].name);
+		for (int64_t x = 0; lin.w_bf16 && x < lin.N * lin.K; x++)
+			cr_expect_eq(lin.w_bf16[x], data[slices[k].first + x], "%s [%lld]", slices[k].name,
+				     (long long)x);
+		ctq_linear_free(&lin);
+	}
+	ctq_shard_plan_free(&sp);
+	ctq_checkpoint_close(&ck);
 	for (int s = 0; s < 3; s++)
 		ctq_plan_free(&p[s]);
 	ctq_modules_free(&mods);
