@@ -1065,7 +1065,10 @@ enum ctq_status ctq_modules_finish(struct ctq_modules *m, struct ctq_error *err)
 				mod->vllm_type = m->fused[mod->fused].runtime_type;
 			else if (mod->moe >= 0)
 				mod->vllm_type = "FusedMoE";
-			else if (mod->vllm_unquantized)
+			else if (mod->vllm_unquantized || leaf_is(mod->name, "kv_a_proj_with_mqa"))
+				/* routers (quant_config=None); DeepSeek without
+				 * q_lora_rank: kv_a_proj_with_mqa = ReplicatedLinear(...,
+				 * quant_config) (deepseek_v2.py) */
 				mod->vllm_type = "ReplicatedLinear";
 			else if (leaf_is(mod->name, "qkv_proj"))
 				mod->vllm_type = "QKVParallelLinear"; /* Phi-3, stored fused */
