@@ -855,3 +855,23 @@ Test(trees, expert_shape_mismatch_is_a_checkpoint_error)
 	ctq_qconfig_free(&cfg);
 	remove_checkpoint(dir);
 }
+
+/* The MoE and DiT presets at real geometry (written only on the GPU host:
+ * ~1.9 GB and ~0.8 GB per layer). */
+Test(trees, moe_and_dit_presets_at_real_geometry)
+{
+	struct ctq_synth_spec s;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_synth_spec_init(&s, "qwen3_moe", "qwen3-30b-a3b-shape", &err), CTQ_OK, "%s", err.message);
+	cr_expect(s.hidden_size == 2048 && s.num_hidden_layers == 48 && s.num_attention_heads == 32 &&
+		  s.num_key_value_heads == 4 && s.head_dim == 128 && s.vocab_size == 151936);
+	cr_expect(s.num_experts == 128 && s.num_experts_per_tok == 8 && s.moe_intermediate_size == 768);
+	cr_assert_eq(ctq_synth_spec_init(&s, "qwen_image_dit", "qwen-image-shape", &err), CTQ_OK, "%s", err.message);
+	cr_expect(s.num_hidden_layers == 60 && s.num_attention_heads * s.head_dim == 3072);
+	cr_expect(s.in_channels == 64 && s.out_channels == 16 && s.joint_attention_dim == 3584);
+	cr_assert_eq(ctq_synth_spec_init(&s, "qwen3_moe", "tiny", &err), CTQ_OK);
+	cr_expect(s.num_experts == 8 && s.moe_intermediate_size == 32 && s.hidden_size == 64);
+	cr_expect_eq(ctq_synth_spec_init(&s, "qwen3_moe", "qwen3-4b-shape", &err), CTQ_ERR_USAGE);
+	cr_expect(strstr(err.message, "qwen3-30b-a3b-shape"), "%s", err.message);
+	cr_expect_eq(ctq_synth_spec_init(&s, "qwen3", "qwen3-30b-a3b-shape", &err), CTQ_ERR_USAGE);
+}
