@@ -647,7 +647,8 @@ Test(trees, fused_expert_tensors_are_listed_per_expert)
 	char dir[] = "/tmp/ctq-trees-XXXXXX";
 	write_checkpoint(dir, &w,
 			 "{\"model_type\": \"qwen3_moe\", \"num_hidden_layers\": 2, \"mlp_only_layers\": [0], "
-			 "\"hidden_size\": 8, \"intermediate_size\": 8, \"vocab_size\": 16, \"num_attention_heads\": 2, "
+			 "\"hidden_size\": 8, \"intermediate_size\": 8, \"moe_intermediate_size\": 4, \"vocab_size\": 16, "
+			 "\"num_attention_heads\": 2, "
 			 "\"head_dim\": 4, " W8A8_LINEAR "}");
 	struct ctq_qconfig cfg;
 	struct ctq_modules mods;
@@ -874,4 +875,35 @@ Test(trees, moe_and_dit_presets_at_real_geometry)
 	cr_expect_eq(ctq_synth_spec_init(&s, "qwen3_moe", "qwen3-4b-shape", &err), CTQ_ERR_USAGE);
 	cr_expect(strstr(err.message, "qwen3-30b-a3b-shape"), "%s", err.message);
 	cr_expect_eq(ctq_synth_spec_init(&s, "qwen3", "qwen3-30b-a3b-shape", &err), CTQ_ERR_USAGE);
+}
+
+/* --arch without a config: a MoE row takes its configuration class's
+ * defaults (Qwen3MoeConfig: 128 experts; DeepseekV3Config: 3 dense layers,
+ * q_a_proj with q_lora_rank 1536, 256 experts, one shared expert). */
+Test(trees, moe_arch_without_config_takes_the_class_defaults)
+{
+	static const struct {
+		const char *arch;
+		int layers;
+		size_t n_moe, experts;
+		const char *present, *absent;
+	} cases[] = {
+		{"qwen3_moe", 2, 2, 128, "model.layers.1.mlp.experts.127.up_proj", "model.layers.0.mlp.gate_proj"},
+		{"mixtral", 1, 1, 8, "model.layers.0.block_sparse_moe.experts.7.w3", "model.layers.0.mlp.gate_proj"},
+		{"deepseek_v3", 4, 1, 256, "model.layers.3.self_attn.q_a_proj", "model.layers.2.mlp.experts.0.up_proj"},
+		{"qwen2_moe", 1, 1, 60, "model.layers.0.mlp.shared_expert_gate", "model.layers.0.mlp.experts.60.up_proj"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct ctq_modules mods;
+		ctq_modules_init(&mods);
+		struct ctq_error err = {0};
+		cr_assert_eq(ctq_modules_from_arch(&mods, cases[i].arch, cases[i].layers, NULL, &err), CTQ_OK,
+			     "%s: %s", cases[i].arch, err.message);
+		cr_expect_eq(mods.n_moe, cases[i].n_moe, "%s", cases[i].arch);
+		cr_expect(mods.n_moe && mods.moe[mods.n_moe - 1].n_experts == cases[i].experts, "%s", cases[i].arch);
+		cr_expect(ctq_modules_lookup(&mods, cases[i].present), "%s: no %s", cases[i].arch, cases[i].present);
+		cr_expect(!ctq_modules_lookup(&mods, cases[i].absent), "%s: %s listed", cases[i].arch,
+			  cases[i].absent);
+		ctq_modules_free(&mods);
+	}
 }
