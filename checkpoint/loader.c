@@ -291,21 +291,42 @@ enum ctq_status ctq_load_linear(const struct ctq_checkpoint *ck, const struct ct
 	if (!w && !out->quantized && plan->mods->shape.tie_word_embeddings &&
 	    (!strcmp(m, "lm_head") || strstr(m, ".lm_head")))
 		w = ctq_checkpoint_find(ck, "model.embed_tokens.weight", &wfile);
+	/* An expert held fused (transformers 5's layout): its rows of the 3-D
+	 * experts.gate_up_proj (E, 2 I, H) or experts.down_proj (E, H, I),
+	 * viewed as a 2-D [E x rows, cols] matrix. Unquantized only (a
+	 * quantized checkpoint stores experts one by one). */
+	int64_t base = 0;
+	bool fused = false;
+	if (!w && mod->ct_fused && !out->quantized && mod->moe >= 0) {
+		const char *blk = plan->mods->moe[mod->moe].runtime_name;
+		const bool down = mod->expert_proj == 2;
+		char fname[CTQ_PATH_MAX];
+		snprintf(fname, sizeof fname, "%s.%s", blk, down ? "down_proj" : "gate_up_proj");
+		const struct ctq_st_tensor *f = ctq_checkpoint_find(ck, fname, &wfile);
+		const int64_t per = down ? O : 2 * O;
+		if (f && f->ndim == 3 && f->shape[1] == per && (!I || f->shape[2] == I) &&
+		    mod->expert < f->shape[0]) {
+			w = f;
+			fused = true;
+			base = (int64_t)mod->expert * per + (mod->expert_proj == 1 ? O : 0);
+		}
+	}
 	if (!w)
 		return ck_err(err, m, "weight", NULL, NULL,
 			      "is missing; the plan runs this module as %s", e->scheme);
 	shape_str(w, shp, sizeof shp);
-	if (w->ndim != 2 || (O && w->shape[0] != O) || (I && w->shape[1] != I))
+	if (!fused && (w->ndim != 2 || (O && w->shape[0] != O) || (I && w->shape[1] != I)))
 		return ck_err(err, m, "weight", wfile, w, "has shape %s; expected [%lld, %lld]", shp,
 			      (long long)O, (long long)I);
 	enum ctq_status st = check_scheme_tensors(ck, e, m, out->quantized, err);
 	if (st)
 		return st;
 
-	const struct weight_slice ws = {w, wfile, w->shape[0], w->shape[1], sh->rows[0],
-					sh->cols[0]};
+	const int64_t full_n = fused ? w->shape[0] * w->shape[1] : w->shape[0];
+	const int64_t full_k = fused ? w->shape[2] : w->shape[1];
+	const struct weight_slice ws = {w, wfile, full_n, full_k, base + sh->rows[0], sh->cols[0]};
 	const int64_t r0 = sh->rows[0], r1 = sh->rows[1], c0 = sh->cols[0], c1 = sh->cols[1];
-	if (r1 > ws.full_n || c1 > ws.full_k)
+	if (base + r1 > ws.full_n || c1 > ws.full_k)
 		return ck_err(err, m, "weight", wfile, w, "has shape %s; rank %d needs rows [%lld, %lld) and columns [%lld, %lld)",
 			      shp, rank, (long long)r0, (long long)r1, (long long)c0, (long long)c1);
 	out->N = r1 - r0;

@@ -664,6 +664,10 @@ static enum ctq_status select_modules(const struct ctq_modules *mods, const stru
 		char wname[CTQ_PATH_MAX];
 		snprintf(wname, sizeof wname, "%s.weight", m->name);
 		const struct ctq_st_tensor *w = ctq_checkpoint_find(ck, wname, NULL);
+		if (!w && m->ct_fused)
+			return ctq_error_set(err, CTQ_ERR_CHECKPOINT, wname,
+					     "is held fused in %s's 3-D gate_up_proj / down_proj (transformers 5's layout); ctq quantize reads per-expert weights (transformers 4's layout, the hub's)",
+					     mods->moe[m->moe].runtime_name);
 		if (!w) {
 			return ctq_error_set(err, CTQ_ERR_CHECKPOINT, wname,
 					   "is missing from %s; the config's model has this Linear module",
@@ -894,10 +898,18 @@ enum ctq_status ctq_quantize_checkpoint(const char *in, const char *dir,
 	/* The config's tree refuses an architecture ctq does not know; the
 	 * tensors' tree then holds every Linear of the checkpoint, so that a
 	 * Linear target claims none that stays unquantized and unignored. */
-	if ((st = ctq_modules_from_config(&mods, config, "", NULL, err)) ||
-	    (st = ctq_checkpoint_open(&ck, in, err)) ||
+	if ((st = ctq_checkpoint_open(&ck, in, err)) ||
 	    (st = ctq_target_modules(&ck, config, &mods, err)))
 		goto done;
+	if (!mods.shape.arch) {
+		/* no known tree (every module guessed): the config's own
+		 * enumeration says why */
+		ctq_modules_free(&mods);
+		if (!(st = ctq_modules_from_config(&mods, config, "", NULL, err)))
+			st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, "model_type",
+					   "names no architecture ctq knows");
+		goto done;
+	}
 
 	/* Which modules are quantized. */
 	ignored = ctq_malloc((mods.n ? mods.n : 1) * sizeof *ignored);

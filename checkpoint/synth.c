@@ -44,12 +44,34 @@ enum ctq_status ctq_synth_spec_init(struct ctq_synth_spec *s, const char *arch,
 		return ctq_error_set(err, CTQ_ERR_USAGE, "--arch",
 				     "is \"%s\"; expected qwen3, qwen2, llama, qwen3_moe or qwen_image_dit",
 				     arch ? arch : "(missing)");
-	if (ai >= 3 && (!preset || strcmp(preset, "tiny")))
+	/* The MoE and DiT trees: tiny, or the published geometry of
+	 * Qwen3-30B-A3B (config.json: hidden 2048, 48 layers, 32/4 heads of
+	 * 128, 128 experts of 768, 8 per token) and of Qwen-Image's
+	 * transformer (60 blocks, 24 heads of 128, 64 in / 16 out channels,
+	 * joint_attention_dim 3584): with --layers 1 a probe sees their real
+	 * expert and block shapes. */
+	static const struct tree_preset {
+		const char *arch, *name, *base; /* base: the dense preset it extends */
+		long hidden, layers, heads, kv_heads, head_dim, intermediate, vocab;
+		long experts, per_tok, moe_inter;
+	} tree_presets[] = {
+		{"qwen3_moe", "tiny", "tiny", 0, 0, 0, 0, 0, 0, 0, 8, 2, 32},
+		{"qwen3_moe", "qwen3-30b-a3b-shape", "qwen3-4b-shape", 2048, 48, 32, 4, 128, 6144, 151936,
+		 128, 8, 768},
+		{"qwen_image_dit", "tiny", "tiny", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+		{"qwen_image_dit", "qwen-image-shape", "tiny", 3072, 60, 24, 24, 128, 0, 0, 0, 0, 0},
+	};
+	const struct tree_preset *tp = NULL;
+	for (size_t i = 0; ai >= 3 && i < sizeof tree_presets / sizeof *tree_presets; i++)
+		if (preset && !strcmp(arch, tree_presets[i].arch) && !strcmp(preset, tree_presets[i].name))
+			tp = &tree_presets[i];
+	if (ai >= 3 && !tp)
 		return ctq_error_set(err, CTQ_ERR_USAGE, "--preset",
-				     "is \"%s\"; %s takes tiny only", preset ? preset : "(missing)", arch);
+				     "is \"%s\"; %s takes tiny or %s", preset ? preset : "(missing)", arch,
+				     ai == 3 ? "qwen3-30b-a3b-shape" : "qwen-image-shape");
 	const struct preset *p = NULL;
 	for (size_t i = 0; i < sizeof presets / sizeof *presets; i++)
-		if (preset && !strcmp(preset, presets[i].name))
+		if (preset && !strcmp(tp ? tp->base : preset, presets[i].name))
 			p = &presets[i];
 	if (!p)
 		return ctq_error_set(err, CTQ_ERR_USAGE, "--preset",
@@ -73,14 +95,27 @@ enum ctq_status ctq_synth_spec_init(struct ctq_synth_spec *s, const char *arch,
 	s->tie_word_embeddings = true;
 	s->attention_bias = !strcmp(s->arch, "qwen2");
 	s->qk_norm = !strcmp(s->arch, "qwen3") || !strcmp(s->arch, "qwen3_moe");
+	if (tp && tp->hidden) {
+		s->preset = tp->name;
+		s->hidden_size = tp->hidden;
+		s->num_hidden_layers = tp->layers;
+		s->num_attention_heads = tp->heads;
+		s->num_key_value_heads = tp->kv_heads;
+		s->head_dim = tp->head_dim;
+		if (tp->intermediate)
+			s->intermediate_size = tp->intermediate;
+		if (tp->vocab)
+			s->vocab_size = tp->vocab;
+	}
 	if (!strcmp(s->arch, "qwen3_moe")) {
-		s->num_experts = 8;
-		s->num_experts_per_tok = 2;
-		s->moe_intermediate_size = 32;
+		s->num_experts = tp->experts;
+		s->num_experts_per_tok = tp->per_tok;
+		s->moe_intermediate_size = tp->moe_inter;
 	} else if (!strcmp(s->arch, "qwen_image_dit")) {
-		s->in_channels = 16;
-		s->out_channels = 4;
-		s->joint_attention_dim = 64;
+		const bool full = tp->hidden != 0;
+		s->in_channels = full ? 64 : 16;
+		s->out_channels = full ? 16 : 4;
+		s->joint_attention_dim = full ? 3584 : 64;
 		s->patch_size = 2;
 		s->tie_word_embeddings = false;
 	}

@@ -77,10 +77,13 @@ struct ctq_synth_spec {
  *   qwen3-0.6b-shape  1024, 28, 16, 8, 128, 3072, 151936
  *   qwen3-4b-shape    2560, 36, 32, 8, 128, 9728, 151936
  * rope_theta: qwen3 and qwen2 1e6, llama 5e5; rms_norm_eps 1e-6; seed 0.
- * qwen3_moe and qwen_image_dit take tiny only: qwen3_moe is tiny's qwen3
- * with 8 experts of moe_intermediate_size 32 (2 per token); qwen_image_dit
- * has 2 blocks, 4 heads of 16 (inner 64), 16 in / 4 out channels, a joint
- * attention dim of 64 and patch 2. Their tensors are those of the module
+ * qwen3_moe takes tiny (tiny's qwen3 with 8 experts of
+ * moe_intermediate_size 32, 2 per token) or qwen3-30b-a3b-shape (hidden
+ * 2048, 48 layers, 32/4 heads of 128, 128 experts of 768, 8 per token,
+ * vocab 151936); qwen_image_dit tiny (2 blocks, 4 heads of 16:
+ * inner 64, 16 in / 4 out channels, joint attention dim 64, patch 2) or
+ * qwen-image-shape (60 blocks, 24 heads of 128, 64 / 16 channels, joint
+ * attention dim 3584). Their tensors are those of the module
  * tree quant/modules.c enumerates for the config (Linear and router
  * weights, biases for the DiT's Linears, the norms).
  * Errors: usage (unknown arch or preset, naming the accepted ones). */

@@ -63,6 +63,8 @@ static const struct ctq_arch arches[] = {
 	 .moe_parent = "mlp", .moe_class = "Qwen3MoeSparseMoeBlock",
 	 .experts_class = "Qwen3MoeExperts", .router_class = "Qwen3MoeTopKRouter",
 	 .expert_leaf = GATED, .ct_fused_experts = true,
+	 /* Qwen3MoeConfig: num_experts=128, moe_intermediate_size=768 */
+	 .experts_default = 128, .moe_inter_default = 768,
 	 .source = "models/qwen3_moe/modeling_qwen3_moe.py"},
 	/* models/qwen2_moe/modeling_qwen2_moe.py: shared_expert (Qwen2MoeMLP of
 	 * shared_expert_intermediate_size) and shared_expert_gate Linear(H, 1) */
@@ -72,6 +74,9 @@ static const struct ctq_arch arches[] = {
 	 .moe_parent = "mlp", .moe_class = "Qwen2MoeSparseMoeBlock",
 	 .experts_class = "Qwen2MoeExperts", .router_class = "Qwen2MoeTopKRouter",
 	 .expert_leaf = GATED, .shared = CTQ_SHARED_EXPERT, .ct_fused_experts = true,
+	 /* Qwen2MoeConfig: num_experts=60, moe_intermediate_size=1408,
+	  * shared_expert_intermediate_size=5632 */
+	 .experts_default = 60, .moe_inter_default = 1408, .shared_inter_default = 5632,
 	 .source = "models/qwen2_moe/modeling_qwen2_moe.py"},
 	/* models/mixtral/modeling_mixtral.py: block_sparse_moe.gate and
 	 * block_sparse_moe.experts.E.{w1 (gate), w3 (up), w2 (down)}, every layer sparse */
@@ -81,6 +86,8 @@ static const struct ctq_arch arches[] = {
 	 .moe_parent = "block_sparse_moe", .moe_class = "MixtralSparseMoeBlock",
 	 .experts_class = "MixtralExperts", .router_class = "MixtralTopKRouter",
 	 .expert_leaf = {"w1", "w3", "w2"}, .ct_fused_experts = true,
+	 /* MixtralConfig: num_local_experts=8, intermediate_size=14336 */
+	 .experts_default = 8, .moe_inter_default = 14336,
 	 .source = "models/mixtral/modeling_mixtral.py"},
 	/* models/qwen3_vl/modeling_qwen3_vl.py: the text model of Qwen3-VL
 	 * (text_config, under model.language_model.); vLLM qwen3_vl.py's
@@ -98,6 +105,9 @@ static const struct ctq_arch arches[] = {
 	 .mlp_class = "DeepseekV3MLP", .norm_class = "DeepseekV3RMSNorm", .attn = CTQ_ATTN_MLA,
 	 .moe_parent = "mlp", .moe_class = "DeepseekV3MoE", .router_class = "DeepseekV3TopkRouter",
 	 .expert_leaf = GATED, .shared = CTQ_SHARED_EXPERTS,
+	 /* DeepseekV3Config: n_routed_experts=256, moe_intermediate_size=2048,
+	  * first_k_dense_replace=3 (MLA defaults in quant/modules.c) */
+	 .experts_default = 256, .moe_inter_default = 2048, .first_k_dense_default = 3,
 	 .source = "models/deepseek_v3/modeling_deepseek_v3.py"},
 };
 

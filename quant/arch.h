@@ -58,6 +58,10 @@ struct ctq_arch {
 	const char *expert_leaf[3]; /* gate, up, down as the checkpoint names them */
 	enum ctq_arch_shared shared;
 	bool ct_fused_experts;      /* transformers 5 fuses the experts (3-D parameters) */
+	/* The configuration class's defaults where a config omits the field:
+	 * the expert count, the experts' and shared experts' intermediate
+	 * sizes, DeepSeek's first_k_dense_replace. */
+	long experts_default, moe_inter_default, shared_inter_default, first_k_dense_default;
 	const char *source;         /* the transformers file the row was read from */
 };
 

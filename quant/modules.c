@@ -364,6 +364,10 @@ static enum ctq_status enumerate(struct ctq_modules *m, const struct ctq_arch *a
 	return ctq_modules_finish(m, err);
 }
 
+static enum ctq_status moe_fields(const struct ctq_arch *a, const cJSON *c, const char *base,
+				  struct ctq_model_shape *s, struct layer_rule *rule,
+				  struct ctq_error *err);
+
 enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
 				      int layers, const char *prefix,
 				      struct ctq_error *err)
@@ -373,12 +377,14 @@ enum ctq_status ctq_modules_from_arch(struct ctq_modules *m, const char *arch,
 		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, "model_type",
 				     "is \"%s\"; ctq enumerates %s", arch ? arch : "(missing)",
 				     ctq_arch_list());
-	if (a->moe_parent)
-		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, "model_type",
-				     "is \"%s\", a mixture of experts: its tree needs the config's expert count (num_experts, num_local_experts or n_routed_experts); give the config",
-				     arch);
+	/* No config: the configuration class's defaults (quant/arch.c). */
+	cJSON *c = cJSON_CreateObject();
+	if (!c)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "model_type", "out of memory");
 	struct layer_rule rule = {NULL, 1, 0};
-	return enumerate(m, a, layers, prefix, false, &rule, err);
+	enum ctq_status st = moe_fields(a, c, "", &m->shape, &rule, err);
+	cJSON_Delete(c);
+	return st ? st : enumerate(m, a, layers, prefix, false, &rule, err);
 }
 
 /* The known architecture a config.json names: its model_type
@@ -440,6 +446,14 @@ static enum ctq_status moe_fields(const struct ctq_arch *a, const cJSON *c, cons
 {
 	enum ctq_status st;
 	rule->sparse_step = 1;
+	if (a->attn == CTQ_ATTN_MLA) {
+		/* DeepseekV3Config's defaults; q_lora_rank null: no LoRA (q_proj) */
+		s->q_lora_rank = cJSON_IsNull(ctq_json_get(c, "q_lora_rank")) ? 0 : 1536;
+		s->kv_lora_rank = 512;
+		s->qk_nope_head_dim = 128;
+		s->qk_rope_head_dim = 64;
+		s->v_head_dim = 128;
+	}
 	if (a->attn == CTQ_ATTN_MLA &&
 	    ((st = shape_field(c, base, "q_lora_rank", &s->q_lora_rank, false, INT_MAX, err)) ||
 	     (st = shape_field(c, base, "kv_lora_rank", &s->kv_lora_rank, false, INT_MAX, err)) ||
@@ -450,8 +464,12 @@ static enum ctq_status moe_fields(const struct ctq_arch *a, const cJSON *c, cons
 	if (!a->moe_parent)
 		return CTQ_OK;
 	const char *count = expert_count_key(a);
-	long shared = 0;
-	if ((st = shape_field(c, base, count, &s->n_experts, true, 1 << 16, err)) ||
+	long shared = 1; /* DeepseekV3Config n_shared_experts=1 */
+	s->n_experts = a->experts_default;
+	s->moe_intermediate_size = a->moe_inter_default;
+	s->shared_intermediate_size = a->shared_inter_default;
+	rule->first_k_dense = a->first_k_dense_default;
+	if ((st = shape_field(c, base, count, &s->n_experts, false, 1 << 16, err)) ||
 	    (st = shape_field(c, base, a->mlp_class ? "moe_intermediate_size" : "intermediate_size",
 			      &s->moe_intermediate_size, false, INT_MAX, err)) ||
 	    (st = shape_field(c, base, a->shared == CTQ_SHARED_EXPERTS ? "moe_layer_freq" : "decoder_sparse_step",
@@ -467,7 +485,7 @@ static enum ctq_status moe_fields(const struct ctq_arch *a, const cJSON *c, cons
 	if (a->shared == CTQ_SHARED_EXPERTS) {
 		if ((st = shape_field(c, base, "n_shared_experts", &shared, false, 1 << 16, err)))
 			return st;
-		s->shared_intermediate_size = s->moe_intermediate_size * (shared ? shared : 1);
+		s->shared_intermediate_size = s->moe_intermediate_size * shared;
 	}
 	rule->mlp_only = ctq_json_get(c, "mlp_only_layers");
 	return CTQ_OK;
@@ -1065,7 +1083,10 @@ enum ctq_status ctq_modules_finish(struct ctq_modules *m, struct ctq_error *err)
 				mod->vllm_type = m->fused[mod->fused].runtime_type;
 			else if (mod->moe >= 0)
 				mod->vllm_type = "FusedMoE";
-			else if (mod->vllm_unquantized)
+			else if (mod->vllm_unquantized || leaf_is(mod->name, "kv_a_proj_with_mqa"))
+				/* routers (quant_config=None); DeepSeek without
+				 * q_lora_rank: kv_a_proj_with_mqa = ReplicatedLinear(...,
+				 * quant_config) (deepseek_v2.py) */
 				mod->vllm_type = "ReplicatedLinear";
 			else if (leaf_is(mod->name, "qkv_proj"))
 				mod->vllm_type = "QKVParallelLinear"; /* Phi-3, stored fused */

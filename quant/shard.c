@@ -79,11 +79,14 @@ enum ctq_status ctq_shard_plan_build(struct ctq_shard_plan *sp,
 	/* The head and MLP arithmetic of the Llama layout is needed only where
 	 * a module takes it (ctq_hf_linear_of); other trees carry each
 	 * module's (out, in). */
-	bool llama_layout = false;
-	for (size_t m = 0; m < mods->n && !llama_layout; m++)
-		llama_layout = ctq_hf_linear_of(mods, &mods->v[m]) >= 0;
+	bool llama_layout = false, dense_mlp = false;
+	for (size_t m = 0; m < mods->n; m++) {
+		const int hl = ctq_hf_linear_of(mods, &mods->v[m]);
+		llama_layout = llama_layout || hl >= 0;
+		dense_mlp = dense_mlp || hl >= CTQ_HF_GATE;
+	}
 	for (size_t i = 0; i < sizeof need / sizeof *need && llama_layout; i++)
-		if (*(const long *)((const char *)s + need[i].off) <= 0)
+		if ((i != 1 || dense_mlp) && *(const long *)((const char *)s + need[i].off) <= 0)
 			return ctq_error_set(err, CTQ_ERR_SHARD_INVALID, need[i].field,
 					     "is unknown; the shard planner needs the model's %s",
 					     need[i].field);
@@ -114,7 +117,7 @@ enum ctq_status ctq_shard_plan_build(struct ctq_shard_plan *sp,
 		kv_per_rank = KV / tp;
 		replicas = 1;
 	}
-	if (llama_layout && I % tp)
+	if (dense_mlp && I % tp)
 		return ctq_error_set(err, CTQ_ERR_SHARD_INVALID, "intermediate_size",
 				     "is %ld, not divisible by tp %d", I, tp);
 	sp->tp = tp;

@@ -74,9 +74,11 @@ static enum ctq_status field(const cJSON *o, const char *base, const char *key, 
 			return st;    \
 	} while (0)
 
-/* Llava's CLIP / SigLIP tower and LlavaMultiModalProjector. */
+/* Llava's CLIP / SigLIP tower and LlavaMultiModalProjector; Gemma 3's
+ * SigLIP tower (its Gemma3MultiModalProjector holds a weight parameter, no
+ * Linear: projector false). */
 static enum ctq_status llava(struct ctq_modules *m, const cJSON *config, const cJSON *vc,
-			     const char *base, const char *root, struct ctq_error *err)
+			     const char *base, const char *root, bool projector, struct ctq_error *err)
 {
 	enum ctq_status st;
 	long layers = 0, hs = 768, is = 3072, image = 224, patch = 16;
@@ -107,6 +109,8 @@ static enum ctq_status llava(struct ctq_modules *m, const cJSON *config, const c
 		TRY(add(m, false, "ColumnParallelLinear", is, hs, err, "%s%sencoder.layers.%ld.mlp.fc1", root, t, l));
 		TRY(add(m, false, "RowParallelLinear", hs, is, err, "%s%sencoder.layers.%ld.mlp.fc2", root, t, l));
 	}
+	if (!projector)
+		return CTQ_OK;
 	/* LlavaMultiModalProjector: linear_1 (text hidden, vision hidden x the
 	 * feature layers it concatenates), linear_2 (text hidden, text hidden). */
 	long th = 0;
@@ -174,10 +178,16 @@ enum ctq_status ctq_trees_vision(struct ctq_modules *m, const cJSON *config, con
 	char base[CTQ_PATH_MAX];
 	ctq_json_path_key(base, sizeof base, path ? path : "", "vision_config");
 	if (!strcmp(mt->valuestring, "llava"))
-		return llava(m, config, vc, base, root, err);
+		return llava(m, config, vc, base, root, true, err);
+	if (!strcmp(mt->valuestring, "gemma3"))
+		return llava(m, config, vc, base, root, false, err);
 	if (!strcmp(mt->valuestring, "qwen3_vl"))
 		return qwen3_vl(m, vc, base, root, err);
-	return CTQ_OK;
+	/* A tower ctq cannot list from a config (Mistral3's Pixtral, ...):
+	 * refused rather than a plan that silently lacks it. */
+	return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, base,
+			     "belongs to a %s model, whose vision tower ctq does not enumerate from a config (it does llava, gemma3 and qwen3_vl); give the checkpoint folder: its tensors list the tower",
+			     mt->valuestring);
 }
 
 enum ctq_status ctq_trees_dit(struct ctq_modules *m, const struct ctq_dit_arch *d,

@@ -14,8 +14,11 @@
  * {self_attn.{q,k,v,out}_proj, mlp.fc1, mlp.fc2}, multi_modal_projector.
  * linear_1 / linear_2) or Qwen3-VL (model_type qwen3_vl; visual.blocks.N.
  * {attn.qkv, attn.proj, mlp.linear_fc1, mlp.linear_fc2}, visual.merger,
- * visual.deepstack_merger_list.K), under the root the text prefix gives
- * ("model.language_model." -> "model."). Other configs: nothing. path
+ * visual.deepstack_merger_list.K) or Gemma 3 (gemma3: a SigLIP tower as
+ * Llava's; Gemma3MultiModalProjector has no Linear), under the root the
+ * text prefix gives ("model.language_model." -> "model."). A config
+ * without vision_config: nothing; another vision-language model_type:
+ * invalid-config (ctq cannot list its tower from a config). path
  * names the config in errors. Errors: invalid-config (a vision_config
  * without its layer count), out-of-memory. */
 enum ctq_status ctq_trees_vision(struct ctq_modules *m, const cJSON *config, const char *path,

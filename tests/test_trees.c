@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checkpoint/loader.h"
 #include "checkpoint/quantize.h"
 #include "checkpoint/safetensors.h"
 #include "checkpoint/synth.h"
@@ -646,7 +647,9 @@ Test(trees, fused_expert_tensors_are_listed_per_expert)
 	char dir[] = "/tmp/ctq-trees-XXXXXX";
 	write_checkpoint(dir, &w,
 			 "{\"model_type\": \"qwen3_moe\", \"num_hidden_layers\": 2, \"mlp_only_layers\": [0], "
-			 "\"hidden_size\": 8, \"num_attention_heads\": 2, \"head_dim\": 4, " W8A8_LINEAR "}");
+			 "\"hidden_size\": 8, \"intermediate_size\": 8, \"moe_intermediate_size\": 4, \"vocab_size\": 16, "
+			 "\"num_attention_heads\": 2, "
+			 "\"head_dim\": 4, " W8A8_LINEAR "}");
 	struct ctq_qconfig cfg;
 	struct ctq_modules mods;
 	cr_assert_eq(load(dir, &cfg, &mods, &err), CTQ_OK, "%s", err.message);
@@ -671,6 +674,35 @@ Test(trees, fused_expert_tensors_are_listed_per_expert)
 	cr_expect_str_eq(p[CTQ_SEM_VLLM].entries[i].vllm_class, "CompressedTensorsW8A8Int8MoEMethod");
 	cr_expect_eq(p[CTQ_SEM_STRICT].entries[i].error, CTQ_ERR_ENGINE_DIVERGENT);
 	cr_expect(!ctq_plan_executable(&p[CTQ_SEM_STRICT]));
+	/* the loader reads a fused expert's rows of the 3-D tensor: expert 2's
+	 * up_proj is rows [2 x 8 + 4, 2 x 8 + 8) of gate_up_proj viewed
+	 * [3 x 8, H]; experts.1.down_proj rows [8, 16) of down_proj [3 x H, 4] */
+	struct ctq_checkpoint ck;
+	struct ctq_shard_plan sp;
+	cr_assert_eq(ctq_checkpoint_open(&ck, dir, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(ctq_shard_plan_build(&sp, &p[CTQ_SEM_CT], 1, &err), CTQ_OK, "%s", err.message);
+	static const struct {
+		const char *name;
+		int64_t first; /* element offset of row 0 in the written data */
+		int64_t n, k;
+	} slices[] = {
+		{"model.layers.1.mlp.experts.2.up_proj", (2 * 8 + 4) * H, 4, H},
+		{"model.layers.1.mlp.experts.2.gate_proj", (2 * 8) * H, 4, H},
+		{"model.layers.1.mlp.experts.1.down_proj", (1 * H) * 4, H, 4},
+	};
+	for (size_t k = 0; k < sizeof slices / sizeof *slices; k++) {
+		struct ctq_linear lin;
+		const long mi = ctq_modules_find(&mods, slices[k].name);
+		cr_assert_eq(ctq_load_linear(&ck, &p[CTQ_SEM_CT], &sp, (size_t)mi, 0, &lin, &err), CTQ_OK, "%s: %s",
+			     slices[k].name, err.message);
+		cr_expect(lin.N == slices[k].n && lin.K == slices[k].k && lin.w_bf16, "%s", slices[k].name);
+		for (int64_t x = 0; lin.w_bf16 && x < lin.N * lin.K; x++)
+			cr_expect_eq(lin.w_bf16[x], data[slices[k].first + x], "%s [%lld]", slices[k].name,
+				     (long long)x);
+		ctq_linear_free(&lin);
+	}
+	ctq_shard_plan_free(&sp);
+	ctq_checkpoint_close(&ck);
 	for (int s = 0; s < 3; s++)
 		ctq_plan_free(&p[s]);
 	ctq_modules_free(&mods);
@@ -823,4 +855,55 @@ Test(trees, expert_shape_mismatch_is_a_checkpoint_error)
 	ctq_modules_free(&mods);
 	ctq_qconfig_free(&cfg);
 	remove_checkpoint(dir);
+}
+
+/* The MoE and DiT presets at real geometry (written only on the GPU host:
+ * ~1.9 GB and ~0.8 GB per layer). */
+Test(trees, moe_and_dit_presets_at_real_geometry)
+{
+	struct ctq_synth_spec s;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_synth_spec_init(&s, "qwen3_moe", "qwen3-30b-a3b-shape", &err), CTQ_OK, "%s", err.message);
+	cr_expect(s.hidden_size == 2048 && s.num_hidden_layers == 48 && s.num_attention_heads == 32 &&
+		  s.num_key_value_heads == 4 && s.head_dim == 128 && s.vocab_size == 151936);
+	cr_expect(s.num_experts == 128 && s.num_experts_per_tok == 8 && s.moe_intermediate_size == 768);
+	cr_assert_eq(ctq_synth_spec_init(&s, "qwen_image_dit", "qwen-image-shape", &err), CTQ_OK, "%s", err.message);
+	cr_expect(s.num_hidden_layers == 60 && s.num_attention_heads * s.head_dim == 3072);
+	cr_expect(s.in_channels == 64 && s.out_channels == 16 && s.joint_attention_dim == 3584);
+	cr_assert_eq(ctq_synth_spec_init(&s, "qwen3_moe", "tiny", &err), CTQ_OK);
+	cr_expect(s.num_experts == 8 && s.moe_intermediate_size == 32 && s.hidden_size == 64);
+	cr_expect_eq(ctq_synth_spec_init(&s, "qwen3_moe", "qwen3-4b-shape", &err), CTQ_ERR_USAGE);
+	cr_expect(strstr(err.message, "qwen3-30b-a3b-shape"), "%s", err.message);
+	cr_expect_eq(ctq_synth_spec_init(&s, "qwen3", "qwen3-30b-a3b-shape", &err), CTQ_ERR_USAGE);
+}
+
+/* --arch without a config: a MoE row takes its configuration class's
+ * defaults (Qwen3MoeConfig: 128 experts; DeepseekV3Config: 3 dense layers,
+ * q_a_proj with q_lora_rank 1536, 256 experts, one shared expert). */
+Test(trees, moe_arch_without_config_takes_the_class_defaults)
+{
+	static const struct {
+		const char *arch;
+		int layers;
+		size_t n_moe, experts;
+		const char *present, *absent;
+	} cases[] = {
+		{"qwen3_moe", 2, 2, 128, "model.layers.1.mlp.experts.127.up_proj", "model.layers.0.mlp.gate_proj"},
+		{"mixtral", 1, 1, 8, "model.layers.0.block_sparse_moe.experts.7.w3", "model.layers.0.mlp.gate_proj"},
+		{"deepseek_v3", 4, 1, 256, "model.layers.3.self_attn.q_a_proj", "model.layers.2.mlp.experts.0.up_proj"},
+		{"qwen2_moe", 1, 1, 60, "model.layers.0.mlp.shared_expert_gate", "model.layers.0.mlp.experts.60.up_proj"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct ctq_modules mods;
+		ctq_modules_init(&mods);
+		struct ctq_error err = {0};
+		cr_assert_eq(ctq_modules_from_arch(&mods, cases[i].arch, cases[i].layers, NULL, &err), CTQ_OK,
+			     "%s: %s", cases[i].arch, err.message);
+		cr_expect_eq(mods.n_moe, cases[i].n_moe, "%s", cases[i].arch);
+		cr_expect(mods.n_moe && mods.moe[mods.n_moe - 1].n_experts == cases[i].experts, "%s", cases[i].arch);
+		cr_expect(ctq_modules_lookup(&mods, cases[i].present), "%s: no %s", cases[i].arch, cases[i].present);
+		cr_expect(!ctq_modules_lookup(&mods, cases[i].absent), "%s: %s listed", cases[i].arch,
+			  cases[i].absent);
+		ctq_modules_free(&mods);
+	}
 }
