@@ -386,7 +386,8 @@ F64_TILE(1, 2)
  * definition's: x and w are floats, so (double)x * (double)w has at most
  * 48 significant bits and an exponent well inside f64's range, and is
  * exact; fma(x, w, s) then rounds the same real number that s + x * w
- * rounds once. */
+ * rounds once (which NaN comes out of a NaN input may differ: the probes'
+ * yardstick skips non-finite values). */
 #define F64_TILE512(MR, NV)                                                                        \
 	__attribute__((target("avx512f"))) static void f64_tile512_##MR##x##NV(                   \
 		const double *xd, const double *p, const float *bias, int64_t m0, int64_t n0,       \
