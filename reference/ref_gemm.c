@@ -42,16 +42,21 @@
 #define NB 64 /* weight rows per task, as in ref_ops.c */
 
 /* What the CPU has: 0 scalar, 1 AVX2, 2 AVX2 and AVX-512 VNNI (with BW for
- * the byte ops); cap: the most ctq_ref_simd_cap allows (tests). */
+ * the byte ops); cap: the most ctq_ref_simd_cap allows (tests). Both are
+ * read from any thread (OpenMP teams, the probes' worker): relaxed atomics,
+ * and a first detection done twice writes the same value. */
 static int cpu_level(void)
 {
 #ifdef CTQ_REF_X86
 	static int level = -1;
-	if (level < 0)
-		level = !__builtin_cpu_supports("avx2")                                   ? 0
-			: __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") ? 2
-														      : 1;
-	return level;
+	int l = __atomic_load_n(&level, __ATOMIC_RELAXED);
+	if (l < 0) {
+		l = !__builtin_cpu_supports("avx2")                                                ? 0
+		    : __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") ? 2
+												   : 1;
+		__atomic_store_n(&level, l, __ATOMIC_RELAXED);
+	}
+	return l;
 #else
 	return 0;
 #endif
@@ -61,13 +66,13 @@ static int cap = 2;
 
 int ctq_ref_simd_level(void)
 {
-	const int l = cpu_level();
-	return l < cap ? l : cap;
+	const int l = cpu_level(), c = __atomic_load_n(&cap, __ATOMIC_RELAXED);
+	return l < c ? l : c;
 }
 
 int ctq_ref_simd_cap(int level)
 {
-	cap = level < 0 ? 0 : level;
+	__atomic_store_n(&cap, level < 0 ? 0 : level, __ATOMIC_RELAXED);
 	return ctq_ref_simd_level();
 }
 
