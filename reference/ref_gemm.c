@@ -13,7 +13,8 @@
  *   the build forbids contraction into FMA), then sum + bias. The fast path
  *   keeps that order in every lane and vectorises across outputs instead:
  *   a lane is one output column, so lanes never mix (4 lanes with AVX2,
- *   8 with AVX-512 at level 2). The same holds for every thread count (an
+ *   8 with AVX-512 at level 2, whose fused multiply-adds round as the
+ *   definition's steps: the f64 product of two floats is exact). The same holds for every thread count (an
  *   output is computed by one thread, whole).
  *
  * Both split the outputs into blocks of NB weight rows spread over the
@@ -41,16 +42,21 @@
 #define NB 64 /* weight rows per task, as in ref_ops.c */
 
 /* What the CPU has: 0 scalar, 1 AVX2, 2 AVX2 and AVX-512 VNNI (with BW for
- * the byte ops); cap: the most ctq_ref_simd_cap allows (tests). */
+ * the byte ops); cap: the most ctq_ref_simd_cap allows (tests). Both are
+ * read from any thread (OpenMP teams, the probes' worker): relaxed atomics,
+ * and a first detection done twice writes the same value. */
 static int cpu_level(void)
 {
 #ifdef CTQ_REF_X86
 	static int level = -1;
-	if (level < 0)
-		level = !__builtin_cpu_supports("avx2")                                   ? 0
-			: __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") ? 2
-														      : 1;
-	return level;
+	int l = __atomic_load_n(&level, __ATOMIC_RELAXED);
+	if (l < 0) {
+		l = !__builtin_cpu_supports("avx2")                                                ? 0
+		    : __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") ? 2
+												   : 1;
+		__atomic_store_n(&level, l, __ATOMIC_RELAXED);
+	}
+	return l;
 #else
 	return 0;
 #endif
@@ -60,13 +66,13 @@ static int cap = 2;
 
 int ctq_ref_simd_level(void)
 {
-	const int l = cpu_level();
-	return l < cap ? l : cap;
+	const int l = cpu_level(), c = __atomic_load_n(&cap, __ATOMIC_RELAXED);
+	return l < c ? l : c;
 }
 
 int ctq_ref_simd_cap(int level)
 {
-	cap = level < 0 ? 0 : level;
+	__atomic_store_n(&cap, level < 0 ? 0 : level, __ATOMIC_RELAXED);
 	return ctq_ref_simd_level();
 }
 
@@ -379,11 +385,17 @@ static void i8_avx2(const int8_t *q, const int8_t *w, int64_t M, int64_t N, int6
 F64_TILE(4, 2)
 F64_TILE(1, 2)
 
-/* The same with AVX-512, 8 lanes a vector: y[m0 + r][n0 + 8v + l] from the
- * packed panel p (K, 8 NV) f64. */
+/* The same with AVX-512, 8 lanes a vector, from xd = x widened to f64
+ * (M, K): y[m0 + r][n0 + 8v + l] from the packed panel p (K, 8 NV) f64.
+ * Here each step is one fused multiply-add, and the bits are still the
+ * definition's: x and w are floats, so (double)x * (double)w has at most
+ * 48 significant bits and an exponent well inside f64's range, and is
+ * exact; fma(x, w, s) then rounds the same real number that s + x * w
+ * rounds once (which NaN comes out of a NaN input may differ: the probes'
+ * yardstick skips non-finite values). */
 #define F64_TILE512(MR, NV)                                                                        \
 	__attribute__((target("avx512f"))) static void f64_tile512_##MR##x##NV(                   \
-		const float *x, const double *p, const float *bias, int64_t m0, int64_t n0,         \
+		const double *xd, const double *p, const float *bias, int64_t m0, int64_t n0,       \
 		int64_t N, int64_t K, double *y)                                                   \
 	{                                                                                          \
 		__m512d s[MR][NV];                                                                 \
@@ -395,9 +407,9 @@ F64_TILE(1, 2)
 			for (int v = 0; v < NV; v++)                                               \
 				b[v] = _mm512_loadu_pd(p + k * 8 * NV + 8 * v);                    \
 			for (int r = 0; r < MR; r++) {                                             \
-				const __m512d a = _mm512_set1_pd((double)x[(m0 + r) * K + k]);    \
+				const __m512d a = _mm512_set1_pd(xd[(m0 + r) * K + k]);            \
 				for (int v = 0; v < NV; v++)                                       \
-					s[r][v] = _mm512_add_pd(s[r][v], _mm512_mul_pd(a, b[v]));  \
+					s[r][v] = _mm512_fmadd_pd(a, b[v], s[r][v]);               \
 			}                                                                          \
 		}                                                                                  \
 		for (int r = 0; r < MR; r++)                                                       \
@@ -411,7 +423,7 @@ F64_TILE(1, 2)
 			}                                                                          \
 	}
 
-F64_TILE512(4, 2)
+F64_TILE512(6, 2)
 F64_TILE512(1, 2)
 
 /* The scalar definition of one output (ref_ops.c cell_f64). */
@@ -430,6 +442,12 @@ static void f64_cell(const float *x, const float *w, const float *bias, int64_t 
 static void f64_simd(const float *x, const float *w, const float *bias, int64_t M, int64_t N,
 		     int64_t K, bool wide, double *y)
 {
+	/* x widened once for the AVX-512 tiles (M, K); without it (out of
+	 * memory) the AVX2 panels run */
+	double *xd = wide ? ctq_malloc((size_t)(M * K) * sizeof *xd + 1) : NULL;
+	if (xd)
+		for (int64_t i = 0; i < M * K; i++)
+			xd[i] = (double)x[i];
 #pragma omp parallel num_threads(ctq_ref_threads(M * N * K))
 	{
 		/* one panel of 16 weight rows, (K, 16) f64, per thread; without
@@ -439,15 +457,15 @@ static void f64_simd(const float *x, const float *w, const float *bias, int64_t 
 		for (int64_t n0 = 0; n0 < N; n0 += NB) {
 			const int64_t n1 = n0 + NB < N ? n0 + NB : N;
 			int64_t n = n0;
-			for (; p && wide && n + 16 <= n1; n += 16) {
+			for (; p && xd && n + 16 <= n1; n += 16) {
 				for (int64_t k = 0; k < K; k++)
 					for (int c = 0; c < 16; c++)
 						p[k * 16 + c] = (double)w[(n + c) * K + k];
 				int64_t m = 0;
-				for (; m + 4 <= M; m += 4)
-					f64_tile512_4x2(x, p, bias, m, n, N, K, y);
+				for (; m + 6 <= M; m += 6)
+					f64_tile512_6x2(xd, p, bias, m, n, N, K, y);
 				for (; m < M; m++)
-					f64_tile512_1x2(x, p, bias, m, n, N, K, y);
+					f64_tile512_1x2(xd, p, bias, m, n, N, K, y);
 			}
 			for (; p && n + 8 <= n1; n += 8) {
 				for (int64_t k = 0; k < K; k++)
@@ -465,6 +483,7 @@ static void f64_simd(const float *x, const float *w, const float *bias, int64_t 
 		}
 		free(p);
 	}
+	free(xd);
 }
 #endif /* CTQ_REF_X86 */
 

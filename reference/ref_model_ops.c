@@ -63,6 +63,7 @@ enum ctq_status ctq_refm_add(struct ctq_backend *b, void *x, const void *y, int6
 	(void)err;
 	float *a = x;
 	const float *c = y;
+#pragma omp parallel for schedule(static) num_threads(ctq_ref_threads(n))
 	for (int64_t i = 0; i < n; i++)
 		a[i] += c[i];
 	return CTQ_OK;
@@ -183,6 +184,7 @@ enum ctq_status ctq_refm_head_norm(struct ctq_backend *b, void *x, int64_t ld, i
 	(void)b;
 	(void)err;
 	float *f = x;
+#pragma omp parallel for schedule(static) num_threads(ctq_ref_threads(2 * T * heads * d))
 	for (int64_t t = 0; t < T; t++)
 		for (int64_t h = 0; h < heads; h++) {
 			float *v = f + t * ld + h * d;
@@ -199,6 +201,7 @@ enum ctq_status ctq_refm_rope(struct ctq_backend *b, void *x, int64_t ld, const 
 	(void)err;
 	float *f = x;
 	const int64_t half = d / 2;
+#pragma omp parallel for schedule(static) num_threads(ctq_ref_threads(8 * T * half * (heads + 1)))
 	for (int64_t t = 0; t < T; t++)
 		for (int64_t i = 0; i < half; i++) {
 			float a = (float)pos[t] * inv_freq[i];
@@ -220,6 +223,7 @@ enum ctq_status ctq_refm_silu_mul(struct ctq_backend *b, const void *gu, int64_t
 	(void)err;
 	const float *g = gu;
 	float *o = out;
+#pragma omp parallel for schedule(static) num_threads(ctq_ref_threads(16 * M * I))
 	for (int64_t m = 0; m < M; m++)
 		for (int64_t i = 0; i < I; i++) {
 			float a = g[m * 2 * I + i], u = g[m * 2 * I + I + i];

@@ -16,6 +16,8 @@
 
 #include "core/dtype.h"
 #include "core/numerics.h"
+#include "conform/probe_session.h"
+#include "core/json.h"
 #include "core/rng.h"
 #include "eval/eval.h"
 #include "model/model.h"
@@ -412,4 +414,76 @@ Test(ref_fast, eval_scalar_and_fast_give_the_same_bits, .fini = restore_level)
 		free(want);
 	}
 	fixture_drop(&f);
+}
+
+/* ---- probes ----------------------------------------------------------------------- */
+
+/* probe.json's rows on the reference backend at SIMD level `level` (the
+ * oracle and the backend probed both at that level): the tiny geometries
+ * with every synthetic pattern at M 1, 7 and 9, and the qwen3-0.6b ones
+ * with random weights under gaussian and BF16-limit activations at M 1
+ * (drawing their weights and the scalar definitions take seconds beyond). */
+static cJSON *probe_rows(int level)
+{
+	ctq_ref_simd_cap(level);
+	struct ctq_backend b;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_backend_reference(&b, &err), CTQ_OK);
+	struct ctq_probe_policy policy;
+	ctq_probe_policy_default(&policy);
+	const int64_t ms[] = {1, 7, 9};
+	struct ctq_probe_session S = {.backends = &b, .n_backends = 1, .ms = ms, .n_m = 3, .seed = 1,
+				      .policy = &policy};
+	const size_t n_m[2] = {3, 1};
+	cr_assert_eq(ctq_probe_session_init(&S, &err), CTQ_OK);
+	for (int w = 0; w < CTQ_PW_COUNT; w++)
+		S.wsel[w] = w != CTQ_PW_CHECKPOINT;
+	for (int a = 0; a < CTQ_PA_COUNT; a++)
+		S.asel[a] = true;
+	const char *presets[2] = {"tiny", "qwen3-0.6b"};
+	for (int p = 0; p < 2; p++) {
+		struct ctq_probe_shapes shapes;
+		cr_assert_eq(ctq_probe_shapes_parse(presets[p], &shapes, &err), CTQ_OK);
+		S.n_m = n_m[p];
+		if (p == 1) {
+			memset(S.wsel, 0, sizeof S.wsel);
+			memset(S.asel, 0, sizeof S.asel);
+			S.wsel[CTQ_PW_RANDOM] = S.asel[CTQ_PA_GAUSSIAN] = S.asel[CTQ_PA_BF16_LIMIT] = true;
+		}
+		for (size_t l = 0; l < shapes.n; l++)
+			cr_assert_eq(ctq_probe_session_layer(&S, &shapes.v[l], S.wsel, S.asel, &err), CTQ_OK, "%s",
+				     err.message);
+		ctq_probe_shapes_free(&shapes);
+	}
+	cr_assert_eq(S.failed, 0);
+	cJSON *rows = S.rows;
+	S.rows = NULL;
+	ctq_probe_session_free(&S);
+	ctq_backend_close(&b);
+	return rows;
+}
+
+/* The probes' rows (kernel and quantization rel-L2, worst elements, bit
+ * counts) are the same at every level: the fast oracle and backend give
+ * the scalar definitions' bits on the probe geometries and patterns. */
+Test(ref_fast, probe_rows_equal_at_every_level, .fini = restore_level)
+{
+	int lv[3];
+	const int nl = levels(lv);
+	cJSON *want = probe_rows(0);
+	const int n = cJSON_GetArraySize(want);
+	cr_assert_eq(n, 4 * 4 * 4 * 3 + 4 * 2);
+	for (int l = 1; l < nl; l++) {
+		cJSON *got = probe_rows(lv[l]);
+		cr_assert_eq(cJSON_GetArraySize(got), n);
+		for (int i = 0; i < n; i++) {
+			char *a = cJSON_PrintUnformatted(cJSON_GetArrayItem(got, i));
+			char *b = cJSON_PrintUnformatted(cJSON_GetArrayItem(want, i));
+			cr_assert(a && b);
+			cr_assert_str_eq(a, b, "level %d row %d", lv[l], i);
+			free(a), free(b);
+		}
+		cJSON_Delete(got);
+	}
+	cJSON_Delete(want);
 }
