@@ -814,9 +814,12 @@ static void manifest(const struct ctq_kld_run *r, cJSON *ev)
 		cJSON_AddStringToObject(j, "reason", r->pol.rel_reason[k]);
 	}
 	agg_json(cJSON_AddObjectToObject(ev, "overall"), &r->agg[r->n_src]);
-	cJSON_AddStringToObject(ev, "verdict", r->agg[r->n_src].verdict);
+	/* The run's verdict, the one its exit code gives (ctq report's gate):
+	 * the relative one when there is a reference run. */
+	cJSON_AddStringToObject(ev, "verdict", r->rel.on ? r->rel.verdict : r->agg[r->n_src].verdict);
 	if (!r->rel.on)
 		return;
+	cJSON_AddStringToObject(ev, "absolute_verdict", r->agg[r->n_src].verdict);
 	const struct ctq_kld_relative *x = &r->rel;
 	cJSON *j = cJSON_AddObjectToObject(ev, "relative");
 	cJSON_AddStringToObject(j, "reference_run", r->o.reference_run);

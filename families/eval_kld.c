@@ -372,7 +372,23 @@ static void sibling(const struct ctq_rep *r, const struct ctq_result_file *f, co
  * (ctq_rep_gate). */
 static void kld_gate_sentence(char *buf, size_t cap, const cJSON *ev, const char *verdict, bool ok)
 {
-	const cJSON *pol = ctq_json_get(ev, "policy");
+	const cJSON *pol = ctq_json_get(ev, "policy"), *rel = ctq_json_get(ev, "relative");
+	if (rel) { /* eval kld --reference-run: the relative verdict is the gate */
+		const cJSON *rp = ctq_json_get(pol, "relative");
+		snprintf(buf, cap,
+			 "Gate recorded by ctq eval kld against the reference run %s: %s (policy %s, "
+			 "relative: mean KL <= %.3gx the reference run's, here %.3fx [%.3f, %.3f]; top-1 at "
+			 "most %.3g point(s) below, here [%+.2f, %+.2f]; ppl excess <= %.3gx; the absolute "
+			 "mean KL bound stays the outer limit, absolute verdict %s)%s.",
+			 ctq_rep_jstr(rel, "reference_run"), verdict, ctq_rep_jstr(pol, "source"),
+			 ctq_rep_jnum(ctq_json_get(rp, "kl_factor_max"), "value"), ctq_rep_jnum(rel, "kl_factor"),
+			 ctq_rep_jnum(rel, "kl_factor_ci_low"), ctq_rep_jnum(rel, "kl_factor_ci_high"),
+			 100 * ctq_rep_jnum(ctq_json_get(rp, "top1_drop_max"), "value"),
+			 100 * ctq_rep_jnum(rel, "top1_diff_ci_low"), 100 * ctq_rep_jnum(rel, "top1_diff_ci_high"),
+			 ctq_rep_jnum(ctq_json_get(rp, "ppl_excess_factor_max"), "value"),
+			 ctq_rep_jstr(ev, "absolute_verdict"), ok ? "" : ": FAILED");
+		return;
+	}
 	snprintf(buf, cap,
 		 "Gate recorded by ctq eval kld: %s (policy %s: mean KL <= %.3g nats, top-1 >= "
 		 "%.3g%%, ppl ratio <= %.3g; non-inferior only when every 95%% interval is on the "

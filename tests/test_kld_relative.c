@@ -24,6 +24,7 @@
 #include "core/json.h"
 #include "eval/kld.h"
 #include "harness/commands.h"
+#include "reports/report.h"
 
 #define TOKENIZER "tests/fixtures/tokenizers/gpt2-small/tokenizer.json"
 #define CALIB_TEXT "tests/fixtures/tokenizers/corpus.txt"
@@ -225,6 +226,20 @@ Test(kld_relative, recipe_gate_has_teeth, .timeout = 240)
 	snprintf(path, sizeof path, "%s/summary.md", rtn_rel);
 	cr_assert_eq(ctq_file_read(path, 1 << 20, &text, &n, &err), CTQ_OK, "%s", err.message);
 	cr_expect(strstr(text, "verdict (relative, policies/kld.json (built in)): inferior"), "%s", text);
+	free(text);
+	/* the manifest's verdict is the exit code's; ctq report shows it as the gate */
+	x = relative_of(rtn_rel, &root);
+	const cJSON *ev = cJSON_GetObjectItemCaseSensitive(root, "eval_kld");
+	cr_expect_str_eq(str(ev, "verdict"), "inferior");
+	cr_expect_str_eq(str(ev, "absolute_verdict"), str(cJSON_GetObjectItemCaseSensitive(ev, "overall"), "verdict"));
+	cJSON_Delete(root);
+	struct ctq_report_summary sum;
+	cr_assert_eq(ctq_report_write(rtn_rel, NULL, &sum, &err), CTQ_OK, "%s", err.message);
+	cr_expect(!strncmp(sum.verdict, "FAIL", 4), "report verdict %s", sum.verdict);
+	cr_assert_eq(ctq_file_read(path, 1 << 22, &text, &n, &err), CTQ_OK, "%s", err.message);
+	cr_expect(strstr(text, "Gate recorded by ctq eval kld against the reference run") &&
+		  strstr(text, ": inferior (policy policies/kld.json (built in), relative: mean KL <= 1.5x"),
+		  "%s", text);
 	free(text);
 	/* the recipe against round to nearest's run: the smaller KL */
 	kld(&f, f.recipe, rec_rel, run_rtn, NULL);
