@@ -208,8 +208,8 @@ static void make_weights(struct bufs *b, const struct ctq_probe_layer *L,
 	}
 }
 
-static void make_acts(struct bufs *b, int64_t M, int64_t K, enum ctq_probe_acts ap,
-		      struct ctq_rng *rng)
+void ctq_probe_make_acts(uint16_t *x, float *x_f, int64_t M, int64_t K, enum ctq_probe_acts ap,
+			 struct ctq_rng *rng)
 {
 	int64_t n_out = K / 100 > 0 ? K / 100 : 1;
 	for (int64_t m = 0; m < M; m++) {
@@ -224,8 +224,8 @@ static void make_acts(struct bufs *b, int64_t M, int64_t K, enum ctq_probe_acts 
 			uint16_t h = ctq_f32_to_bf16((float)v);
 			if ((h & 0x7f80) == 0x7f80) /* never Inf from the generator itself */
 				h = (uint16_t)((h & 0x8000) | 0x7f7f);
-			b->x[m * K + k] = h;
-			b->x_f[m * K + k] = ctq_bf16_to_f32(h);
+			x[m * K + k] = h;
+			x_f[m * K + k] = ctq_bf16_to_f32(h);
 		}
 	}
 }
@@ -447,7 +447,7 @@ enum ctq_status ctq_probe_run_many(struct ctq_backend *const *bes, int n_be,
 	struct ctq_rng rng;
 	ctq_rng_seed(&rng, seed ^ ((uint64_t)wp << 40) ^ ((uint64_t)ap << 48) ^ (uint64_t)(K * 131 + N));
 	make_weights(&b, L, wp, &rng);
-	make_acts(&b, M, K, ap, &rng);
+	ctq_probe_make_acts(b.x, b.x_f, M, K, ap, &rng);
 	if (b.bias) {
 		for (int64_t n = 0; n < N; n++)
 			b.bias[n] = L->bias ? L->bias[n] : (float)(0.1 * ctq_rng_normal(&rng));
