@@ -157,8 +157,8 @@ $(BUILD)/plugins/%.so: plugins/%.cu include/ctq_kernel_plugin.h
 # The plug-in tests load these; their directory is compiled in.
 $(BUILD)/tests/test_plugin: $(PLUGIN_SO) $(TEST_PLUGIN_SO)
 $(BUILD)/tests/test_plugin: CPPFLAGS += -DCTQ_TEST_BUILD_DIR='"$(BUILD)"'
-$(BUILD)/tests/gpu/test_plugin_gpu: $(PLUGIN_CU_SO)
-$(BUILD)/tests/gpu/test_plugin_gpu: CPPFLAGS += -DCTQ_TEST_BUILD_DIR='"$(BUILD)"'
+$(BUILD)/tests/gpu/test_plugin_gpu $(BUILD)/tests/gpu/test_plugin_wna16_gpu: $(PLUGIN_CU_SO)
+$(BUILD)/tests/gpu/test_plugin_gpu $(BUILD)/tests/gpu/test_plugin_wna16_gpu: CPPFLAGS += -DCTQ_TEST_BUILD_DIR='"$(BUILD)"'
 
 help:
 	@sed -n '3,/^$$/p' Makefile | sed -n 's/^#   //p'
