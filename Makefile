@@ -360,6 +360,9 @@ test: deps-report
 # Installs into build/oracle-venv from PyPI (torch comes with its CUDA wheels,
 # ~3 GB); ORACLE_PY=/path/to/python uses a ready interpreter instead. The vLLM
 # wheel is only read (never installed, never kept in the tree).
+# tests/oracle/wna16_load.py: ctq quantize --scheme w4a16 / w8a16 checkpoints
+# loaded by transformers + compressed-tensors and dequantized as ctq does
+# (verify-weights' rel-L2 per module); $(BUILD)/oracle-wna16/summary.json.
 ORACLE_VENV := $(BUILD)/oracle-venv
 ORACLE_PY ?= $(ORACLE_VENV)/bin/python
 ORACLE_N ?= 2000
@@ -382,6 +385,7 @@ test-oracle: all
 		--vllm-wheel $$(ls $(VLLM_WHEEL_DIR)/vllm-$(VLLM_ORACLE)-*.whl | head -1) \
 		--n $(ORACLE_N) --seed $(ORACLE_SEED) --min $(ORACLE_MIN) --out $(BUILD)/oracle-out \
 		$(if $(wildcard ../shared/configs/*.json),--real-configs ../shared/configs)
+	$(Q)$(ORACLE_PY) tests/oracle/wna16_load.py --ctq $(BUILD)/ctq --out $(BUILD)/oracle-wna16
 
 # ---- other engines and clients (not part of `make test`) ---------------------
 # tests/interop/interop.py: ctq serve against the openai Python client and

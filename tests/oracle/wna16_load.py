@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Oracle: ctq's pack-quantized checkpoints in compressed-tensors and transformers.
+
+`ctq quantize --scheme w4a16|w8a16` writes compressed-tensors' pack-quantized
+format (checkpoint/packed.h). This script makes a tiny synthetic BF16 model,
+quantizes it with ctq in several layouts, and for each checkpoint:
+
+  1. loads it with transformers + compressed-tensors (decompressed:
+     CompressedTensorsConfig(run_compressed=False)) and runs one forward
+     pass: the logits must be finite;
+  2. takes every quantized Linear's weight as the library decompressed it
+     (the model's dense weight, or, where the library kept the module
+     compressed, its own unpack_from_int32 + (q - z) * s), and compares it
+     with the BF16 source: rel-L2 per module, which must equal the rel-L2
+     `ctq verify-weights` reports from ctq's own unpacking and
+     dequantization (verify.csv) within the BF16 rounding of the library's
+     dense weights (3% of the value + 1e-4). Packing read differently by the
+     two (nibble order, zero points packed along the wrong dimension, a
+     transposed scale) costs far more: the library's rel-L2 then reaches ~1.
+  3. ctq verify-weights itself must pass (exit 0).
+
+Usage: wna16_load.py --ctq build/ctq [--out DIR]
+Exit 0 when every layout passes, 1 otherwise (each failure printed).
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import torch
+from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM
+
+LAYOUTS = [
+    ("w4a16-g16", ["--scheme", "w4a16", "--group-size", "16"], 4, 16, True),
+    ("w4a16-asym-g16", ["--scheme", "w4a16", "--group-size", "16", "--asym"], 4, 16, False),
+    ("w8a16", ["--scheme", "w8a16"], 8, 0, True),
+    ("w8a16-asym-g16", ["--scheme", "w8a16", "--group-size", "16", "--asym"], 8, 16, False),
+]
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    return p.returncode, p.stdout + p.stderr
+
+
+def unpack_int32(packed, bits, n, dim):
+    """compressed-tensors' unpack_from_int32, from the library when it has it."""
+    for mod in ("compressed_tensors.compressors.quantized_compressors.pack_quantized",
+                "compressed_tensors.compressors.quantized_compressors.pack_quantized.helpers",
+                "compressed_tensors.compressors"):
+        try:
+            m = __import__(mod, fromlist=["unpack_from_int32"])
+            f = getattr(m, "unpack_from_int32")
+        except (ImportError, AttributeError):
+            continue
+        shape = torch.Size([n, packed.shape[1]]) if dim == 0 else torch.Size([packed.shape[0], n])
+        try:
+            return f(packed, bits, shape, packed_dim=dim)
+        except TypeError:
+            return f(packed, bits, shape)
+    sys.exit("wna16_load.py: compressed-tensors has no unpack_from_int32 where expected")
+
+
+def library_weight(model_sd, tensors, name, bits, group, sym):
+    """The dense weight the library gives module `name` (float64)."""
+    w = model_sd.get(name + ".weight")
+    if w is not None and w.dtype in (torch.bfloat16, torch.float16, torch.float32):
+        return w.to(torch.float64)
+    packed = tensors[name + ".weight_packed"]
+    n, k = [int(v) for v in tensors[name + ".weight_shape"].tolist()]
+    q = unpack_int32(packed, bits, k, 1).to(torch.int32)[:, :k]
+    s_dtype = tensors[name + ".weight_scale"].dtype
+    s = tensors[name + ".weight_scale"].to(torch.float32)
+    g = group if group else k
+    s = s.repeat_interleave(g, dim=1)[:, :k]
+    z = torch.zeros_like(q)
+    if not sym:
+        zp = unpack_int32(tensors[name + ".weight_zero_point"], bits, n, 0).to(torch.int32)[:n]
+        z = zp.repeat_interleave(g, dim=1)[:, :k]
+    # (q - z) * s is exact in f32 (9 x 8 significant bits): one rounding to
+    # the scale's dtype, as the library's multiply in that dtype rounds
+    return ((q - z).to(torch.float32) * s).to(s_dtype).to(torch.float64)
+
+
+def check(ctq, src, root, layout):
+    tag, args, bits, group, sym = layout
+    out = os.path.join(root, tag)
+    rc, text = run([ctq, "quantize", src, out, "--quiet"] + args)
+    if rc:
+        return [f"{tag}: ctq quantize failed ({rc}): {text.strip()}"]
+    errors = []
+    vw = os.path.join(root, tag + "-verify")
+    rc, text = run([ctq, "verify-weights", out, "--ref", src, "--out", vw])
+    if rc:
+        errors.append(f"{tag}: ctq verify-weights exit {rc}: {text.strip()[-400:]}")
+    ctq_rel = {}
+    with open(os.path.join(vw, "verify.csv"), newline="") as f:
+        for row in csv.DictReader(f):
+            if row["module"]:
+                ctq_rel[row["module"]] = float(row["rel_l2"])
+    try:
+        from transformers import CompressedTensorsConfig
+        qc = CompressedTensorsConfig(run_compressed=False)
+        model = AutoModelForCausalLM.from_pretrained(out, quantization_config=qc,
+                                                     torch_dtype=torch.bfloat16)
+    except Exception as e:  # the load itself is what is being checked
+        return errors + [f"{tag}: transformers cannot load it: {type(e).__name__}: {e}"]
+    ids = torch.tensor([[(i * 37 + 11) % model.config.vocab_size for i in range(16)]])
+    with torch.no_grad():
+        logits = model(ids).logits
+    if not torch.isfinite(logits).all():
+        errors.append(f"{tag}: non-finite logits")
+    sd = model.state_dict()
+    tensors = load_file(os.path.join(out, "model.safetensors"))
+    source = load_file(os.path.join(src, "model.safetensors"))
+    worst = 0.0
+    for name, rel_ctq in ctq_rel.items():
+        w_src = source[name + ".weight"].to(torch.float64)
+        w_lib = library_weight(sd, tensors, name, bits, group, sym)
+        if w_lib.shape != w_src.shape:
+            errors.append(f"{tag} {name}: the library's weight is {tuple(w_lib.shape)}, "
+                          f"the source's {tuple(w_src.shape)}")
+            continue
+        rel_lib = (torch.linalg.norm(w_lib - w_src) / torch.linalg.norm(w_src)).item()
+        worst = max(worst, abs(rel_lib - rel_ctq) / rel_ctq)
+        if not (abs(rel_lib - rel_ctq) <= 0.03 * rel_ctq + 1e-4) or math.isnan(rel_lib):
+            errors.append(f"{tag} {name}: compressed-tensors dequantizes to rel-L2 {rel_lib:.6g}, "
+                          f"ctq to {rel_ctq:.6g}")
+    print(f"{tag}: {len(ctq_rel)} module(s), library vs ctq rel-L2 within {worst:.2%}; "
+          f"{'ok' if not errors else 'FAIL'}")
+    return errors
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ctq", required=True)
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    root = a.out or tempfile.mkdtemp(prefix="ctq-wna16-oracle-")
+    if os.path.exists(root):
+        shutil.rmtree(root)
+    os.makedirs(root)
+    src = os.path.join(root, "bf16")
+    rc, text = run([a.ctq, "make-model", "--arch", "qwen3", "--preset", "tiny", "--seed", "9",
+                    "--quiet", src])
+    if rc:
+        sys.exit(f"wna16_load.py: ctq make-model failed: {text}")
+    errors = []
+    for layout in LAYOUTS:
+        errors += check(a.ctq, src, root, layout)
+    import compressed_tensors
+    import transformers
+    summary = {"compressed_tensors": compressed_tensors.__version__,
+               "transformers": transformers.__version__, "torch": torch.__version__,
+               "layouts": [l[0] for l in LAYOUTS], "errors": errors}
+    with open(os.path.join(root, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=2)
+    for e in errors:
+        print("FAIL", e)
+    print(f"wna16_load: {len(LAYOUTS)} layout(s), {len(errors)} failure(s); {root}/summary.json")
+    sys.exit(1 if errors else 0)
+
+
+if __name__ == "__main__":
+    main()
