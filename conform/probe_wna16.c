@@ -343,6 +343,12 @@ enum ctq_status ctq_probe_wna16_layer(struct ctq_probe_session *S, struct ctq_ba
 				if (!(w == CTQ_PW_CHECKPOINT ? S->real_asel[a] : S->asel[a]))
 					continue;
 				for (size_t i = 0; i < S->n_m && !st; i++) {
+					/* zero-rows zeroes every fourth row from row 0: at M = 1
+					 * the output is the bias alone, whatever the weights */
+					if (a == CTQ_PA_ZERO_ROWS && S->ms[i] == 1) {
+						(*n_skipped)++;
+						continue;
+					}
 					struct ctq_probe_result r;
 					if ((st = ctq_probe_wna16_run(b, L, &cfgs[c], (enum ctq_probe_weights)w,
 								      (enum ctq_probe_acts)a, S->ms[i], S->seed,

@@ -57,8 +57,10 @@ enum ctq_status ctq_probe_wna16_run(struct ctq_backend *b, const struct ctq_prob
 
 /* Every selected (layout, weights, acts, M) of layer L on backend b into
  * session S (rows, tallies, on_result), the layouts cfgs (n_cfg) that fit
- * L's K; *n_skipped counts the (layer, layout) pairs whose group does not
- * divide K. */
+ * L's K; *n_skipped counts what was not run: a (layer, layout) pair whose
+ * group does not divide K, and zero-rows at M = 1 (its one row is zero, so
+ * the output is the bias whatever the weights: a pass would prove
+ * nothing). */
 enum ctq_status ctq_probe_wna16_layer(struct ctq_probe_session *S, struct ctq_backend *b,
 				      const struct ctq_probe_layer *L,
 				      const struct ctq_wna16_cfg *cfgs, int n_cfg,

@@ -49,7 +49,8 @@ static void help(void)
 	       "                    -g: per channel; default: w4a16-g128, w4a16-asym-g128 and\n"
 	       "                    w8a16, those the plug-in declares), against the dequantized\n"
 	       "                    CPU reference (reference/ref_wna16.h) and the FP64 product;\n"
-	       "                    a layout whose group does not divide K is skipped, said so\n"
+	       "                    a layout whose group does not divide K, and zero-rows at\n"
+	       "                    M = 1, are not run (counted apart, never as passed)\n"
 	       "  --kernel-timeout S  seconds one call of the plug-in may take (default 600;\n"
 	       "                    1 to 86400); a CUDA plug-in past it ends ctq, saying so\n"
 	       "  --act-numerics N  ctq (default) or transformers: the reference backend runs\n"
@@ -417,8 +418,8 @@ int ctq_cmd_probe(int argc, char **argv)
 	if (st)
 		goto fail;
 	if (n_skipped)
-		printf("probe: %zu (layer, weight-only layout) pair(s) skipped: the group size does not "
-		       "divide K\n", n_skipped);
+		printf("probe: %zu weight-only probe(s) not run: a layout whose group size does not "
+		       "divide K, or zero-rows at M = 1 (the output is the bias alone)\n", n_skipped);
 	if (ctq_csv_close(&csv, &err) ||
 	    write_results(&run, &o, &S, o.kernel_lib ? backends[S.n_backends - 1].ops->name : NULL, &err))
 		goto fail;
