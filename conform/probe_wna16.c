@@ -3,6 +3,7 @@
 #include "backend/plugin.h"
 #include "checkpoint/packed.h"
 #include "checkpoint/quantize_wna16.h"
+#include "checkpoint/target.h"
 #include "core/arena.h"
 #include "core/numerics.h"
 #include "core/rng.h"
@@ -258,11 +259,15 @@ static enum ctq_status run_plugin(struct ctq_backend *be, const struct wbufs *b,
 	return st;
 }
 
-enum ctq_status ctq_probe_wna16_run(struct ctq_backend *be, const struct ctq_probe_layer *L,
-				    const struct ctq_wna16_cfg *c, enum ctq_probe_weights wp,
-				    enum ctq_probe_acts ap, int64_t M, uint64_t seed,
-				    const struct ctq_probe_policy *policy, struct ctq_probe_result *r,
-				    struct ctq_error *err)
+/* One probe; stored (non-NULL): a checkpoint module's weights as stored
+ * (wp is then CTQ_PW_CHECKPOINT and the FP64 yardstick its dequantized
+ * weight). */
+static enum ctq_status probe_one(struct ctq_backend *be, const struct ctq_probe_layer *L,
+				 const struct ctq_wna16_cfg *c, enum ctq_probe_weights wp,
+				 enum ctq_probe_acts ap, int64_t M, uint64_t seed,
+				 const struct ctq_probe_policy *policy,
+				 const struct ctq_packed_module *stored, struct ctq_probe_result *r,
+				 struct ctq_error *err)
 {
 	const int64_t N = L->N, K = L->K, G = ctq_packed_groups(K, c->group_size);
 	memset(r, 0, sizeof *r);
@@ -275,7 +280,7 @@ enum ctq_status ctq_probe_wna16_run(struct ctq_backend *be, const struct ctq_pro
 	r->weights = wp;
 	r->acts = ap;
 	r->q_mismatch = r->s_mismatch = r->y_mismatch = -1;
-	if (wp == CTQ_PW_CHECKPOINT && !L->w)
+	if (wp == CTQ_PW_CHECKPOINT && !L->w && !stored)
 		return ctq_error_set(err, CTQ_ERR_USAGE, L->name, "has no float weights to quantize");
 	if (!ctq_wna16_cfg_fits(c, K))
 		return ctq_error_set(err, CTQ_ERR_USAGE, L->name,
@@ -303,8 +308,17 @@ enum ctq_status ctq_probe_wna16_run(struct ctq_backend *be, const struct ctq_pro
 	struct ctq_rng rng;
 	ctq_rng_seed(&rng, seed ^ ((uint64_t)wp << 40) ^ ((uint64_t)ap << 48) ^
 			       ((uint64_t)c->bits << 56) ^ (uint64_t)(K * 131 + N));
-	if ((st = make_weights(&b, L, c, wp, &rng, err)))
+	if (stored) {
+		memcpy(b.packed, stored->packed, (size_t)(N * ctq_pack_words(K, c->bits)) * sizeof *b.packed);
+		memcpy(b.scale, stored->scale, (size_t)(N * G) * sizeof *b.scale);
+		if (c->asym)
+			memcpy(b.zpacked, stored->zero_packed,
+			       (size_t)(ctq_pack_words(N, c->bits) * G) * sizeof *b.zpacked);
+		for (int64_t n = 0; n < N; n++)
+			ctq_packed_dequant_row(stored, n, b.w_orig + n * K);
+	} else if ((st = make_weights(&b, L, c, wp, &rng, err))) {
 		goto done;
+	}
 	ctq_probe_make_acts(b.x, b.x_f, M, K, ap, &rng);
 	for (int64_t n = 0; n < N; n++)
 		b.bias[n] = L->bias ? L->bias[n] : (float)(0.1 * ctq_rng_normal(&rng));
@@ -322,6 +336,103 @@ enum ctq_status ctq_probe_wna16_run(struct ctq_backend *be, const struct ctq_pro
 	judge(r, policy, ref_any, ywhere);
 done:
 	wbufs_free(&b);
+	return st;
+}
+
+enum ctq_status ctq_probe_wna16_run(struct ctq_backend *be, const struct ctq_probe_layer *L,
+				    const struct ctq_wna16_cfg *c, enum ctq_probe_weights wp,
+				    enum ctq_probe_acts ap, int64_t M, uint64_t seed,
+				    const struct ctq_probe_policy *policy, struct ctq_probe_result *r,
+				    struct ctq_error *err)
+{
+	return probe_one(be, L, c, wp, ap, M, seed, policy, NULL, r, err);
+}
+
+/* r into S: probe.json's row, the tallies, on_result. */
+static enum ctq_status session_add(struct ctq_probe_session *S, const struct ctq_probe_result *r,
+				   struct ctq_error *err)
+{
+	cJSON *row = ctq_probe_result_json(r);
+	if (!row || !cJSON_AddItemToArray(S->rows, row)) {
+		cJSON_Delete(row);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, r->layer, "out of memory");
+	}
+	if (r->passed)
+		S->passed++;
+	else
+		S->failed++;
+	if (S->on_result)
+		S->on_result(S->ctx, r);
+	return CTQ_OK;
+}
+
+enum ctq_status ctq_probe_wna16_model(struct ctq_probe_session *S, struct ctq_backend *b,
+				      const char *dir, size_t *n_skipped, struct ctq_error *err)
+{
+	struct ctq_target t;
+	enum ctq_status st = ctq_target_open(&t, dir, CTQ_SEM_CT, CTQ_TARGET_TENSORS, err);
+	const uint32_t caps = ctq_backend_plugin_table(b)->caps;
+	size_t n_probed = 0;
+	for (size_t i = 0; !st && i < t.mods.n; i++) {
+		const struct ctq_plan_entry *e = &t.plan.entries[i];
+		const char *name = t.mods.v[i].name;
+		if (e->error) {
+			st = ctq_error_set(err, e->error, name, "%s", e->message);
+			break;
+		}
+		if (!strcmp(e->scheme, "unquantized"))
+			continue;
+		struct ctq_packed_args a;
+		bool packed = false;
+		struct ctq_wna16_cfg c = {0};
+		if (ctq_packed_layout(e->group >= 0 ? t.cfg.groups[e->group].scheme.weights : NULL,
+				      e->format, &a, &packed) || !packed) {
+			(*n_skipped)++; /* not weight-only pack-quantized: W8A8's probe */
+			continue;
+		}
+		c.bits = a.bits;
+		c.group_size = a.group_size;
+		c.asym = a.asym;
+		if (a.group_size)
+			snprintf(c.name, sizeof c.name, "w%da16%s-g%lld", a.bits, a.asym ? "-asym" : "",
+				 (long long)a.group_size);
+		else
+			snprintf(c.name, sizeof c.name, "w%da16%s", a.bits, a.asym ? "-asym" : "");
+		if (!ctq_wna16_cfg_declared(caps, &c)) {
+			(*n_skipped)++;
+			continue;
+		}
+		struct ctq_packed_module pm;
+		if ((st = ctq_packed_read(&t.ck, name, &a, &pm, err)))
+			break;
+		if (!ctq_wna16_cfg_fits(&c, pm.K)) {
+			ctq_packed_free(&pm);
+			(*n_skipped)++;
+			continue;
+		}
+		const struct ctq_probe_layer L = {.name = name, .K = pm.K, .N = pm.N};
+		for (int ap = 0; ap < CTQ_PA_COUNT && !st; ap++) {
+			if (!S->real_asel[ap])
+				continue;
+			for (size_t m = 0; m < S->n_m && !st; m++) {
+				if (ap == CTQ_PA_ZERO_ROWS && S->ms[m] == 1) {
+					(*n_skipped)++;
+					continue;
+				}
+				struct ctq_probe_result r;
+				if (!(st = probe_one(b, &L, &c, CTQ_PW_CHECKPOINT, (enum ctq_probe_acts)ap,
+						     S->ms[m], S->seed, S->policy, &pm, &r, err)))
+					st = session_add(S, &r, err);
+				n_probed++;
+			}
+		}
+		ctq_packed_free(&pm);
+	}
+	if (!st && !n_probed)
+		st = ctq_error_set(err, CTQ_ERR_USAGE, dir,
+				   "holds no pack-quantized module the plug-in serves (%zu not probed): "
+				   "nothing to probe", *n_skipped);
+	ctq_target_close(&t);
 	return st;
 }
 
@@ -350,22 +461,10 @@ enum ctq_status ctq_probe_wna16_layer(struct ctq_probe_session *S, struct ctq_ba
 						continue;
 					}
 					struct ctq_probe_result r;
-					if ((st = ctq_probe_wna16_run(b, L, &cfgs[c], (enum ctq_probe_weights)w,
-								      (enum ctq_probe_acts)a, S->ms[i], S->seed,
-								      S->policy, &r, err)))
-						break;
-					cJSON *row = ctq_probe_result_json(&r);
-					if (!row || !cJSON_AddItemToArray(S->rows, row)) {
-						cJSON_Delete(row);
-						st = ctq_error_set(err, CTQ_ERR_NOMEM, L->name, "out of memory");
-						break;
-					}
-					if (r.passed)
-						S->passed++;
-					else
-						S->failed++;
-					if (S->on_result)
-						S->on_result(S->ctx, &r);
+					if (!(st = ctq_probe_wna16_run(b, L, &cfgs[c], (enum ctq_probe_weights)w,
+								       (enum ctq_probe_acts)a, S->ms[i], S->seed,
+								       S->policy, &r, err)))
+						st = session_add(S, &r, err);
 				}
 			}
 		}

@@ -66,4 +66,15 @@ enum ctq_status ctq_probe_wna16_layer(struct ctq_probe_session *S, struct ctq_ba
 				      const struct ctq_wna16_cfg *cfgs, int n_cfg,
 				      size_t *n_skipped, struct ctq_error *err);
 
+/* The pack-quantized modules of model folder dir (its ct plan: weight-only
+ * schemes are not executed by strict, but their weights are read and
+ * probed) with their stored weights, under S->real_asel and S->ms, on
+ * plug-in backend b; the FP64 yardstick is the dequantized weight. A
+ * module of another format, or a layout the plug-in does not declare, is
+ * counted in *n_skipped. Errors: those of opening dir, a plan entry in
+ * error (its status, the module named), ctq_packed_read's, usage when no
+ * module was probed. */
+enum ctq_status ctq_probe_wna16_model(struct ctq_probe_session *S, struct ctq_backend *b,
+				      const char *dir, size_t *n_skipped, struct ctq_error *err);
+
 #endif

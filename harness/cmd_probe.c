@@ -411,7 +411,9 @@ int ctq_cmd_probe(int argc, char **argv)
 		S.n_backends = 1;
 		P.wna16 = true;
 	}
-	for (size_t l = 0; l < shapes.n && n_cfg && !st; l++)
+	if (n_cfg && o.model && !st)
+		st = ctq_probe_wna16_model(&S, plug, o.model, &n_skipped, &err);
+	for (size_t l = 0; l < shapes.n && n_cfg && !o.model && !st; l++)
 		st = ctq_probe_wna16_layer(&S, plug, &shapes.v[l], cfgs, n_cfg, &n_skipped, &err);
 	S.backends = backends;
 	S.n_backends = n_opened;
@@ -419,7 +421,9 @@ int ctq_cmd_probe(int argc, char **argv)
 		goto fail;
 	if (n_skipped)
 		printf("probe: %zu weight-only probe(s) not run: a layout whose group size does not "
-		       "divide K, or zero-rows at M = 1 (the output is the bias alone)\n", n_skipped);
+		       "divide K or that the plug-in does not declare, a module that is not "
+		       "pack-quantized, or zero-rows at M = 1 (the output is the bias alone)\n",
+		       n_skipped);
 	if (ctq_csv_close(&csv, &err) ||
 	    write_results(&run, &o, &S, o.kernel_lib ? backends[S.n_backends - 1].ops->name : NULL, &err))
 		goto fail;

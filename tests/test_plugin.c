@@ -591,3 +591,44 @@ Test(plugin, weight_only_refusals_exit_2)
 	}
 	ctq_remove_tree(dir);
 }
+
+Test(plugin, weight_only_plugin_probes_a_checkpoints_stored_weights)
+{
+	char dir[] = "/tmp/ctq-plugin-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	char bf16[64], w4[64], out[64];
+	snprintf(bf16, sizeof bf16, "%s/bf16", dir);
+	snprintf(w4, sizeof w4, "%s/w4", dir);
+	snprintf(out, sizeof out, "%s/run", dir);
+	const char *mk[] = {"make-model", "--arch", "qwen3", "--preset", "tiny", "--quiet", bf16, NULL};
+	char *o, *e;
+	cr_assert_eq(run_cli(ctq_cmd_make_model, dir, mk, &o, &e), CTQ_EXIT_OK, "%s", e);
+	free(o);
+	free(e);
+	const char *q[] = {"quantize", bf16, w4, "--quiet", "--scheme", "w4a16", "--group-size", "16",
+			   "--asym", NULL};
+	cr_assert_eq(run_cli(ctq_cmd_quantize, dir, q, &o, &e), CTQ_EXIT_OK, "%s", e);
+	free(o);
+	free(e);
+	/* 14 quantized linears x 2 real activation patterns x M 17 */
+	const char *args[] = {"probe", "--kernel-lib", WNA16_PLUGIN, "--model", w4, "--m", "17",
+			      "--out", out, NULL};
+	int rc = run_cli(ctq_cmd_probe, dir, args, &o, &e);
+	cr_expect_eq(rc, CTQ_EXIT_OK, "exit %d: %s%s", rc, o, e);
+	cr_expect(strstr(o, "probe: 28 passed, 0 failed"), "%s", o);
+	cr_expect(strstr(o, "model.layers.1.mlp.down_proj") && strstr(o, "w4a16-asym-g16:checkpoint"), "%s", o);
+	free(o);
+	free(e);
+	/* the planted group stride fails every module, each named */
+	cr_assert_eq(setenv("CTQ_WNA16_PLANT", "group-stride", 1), 0);
+	const char *again[] = {"probe", "--kernel-lib", WNA16_PLUGIN, "--model", w4, "--m", "17",
+			       "--real-acts", "gaussian", "--out", out, "--force", NULL};
+	rc = run_cli(ctq_cmd_probe, dir, again, &o, &e);
+	unsetenv("CTQ_WNA16_PLANT");
+	cr_expect_eq(rc, CTQ_EXIT_FAIL, "exit %d: %s%s", rc, o, e);
+	cr_expect(strstr(o, "probe: 0 passed, 14 failed"), "%s", o);
+	cr_expect(strstr(o, "model.layers.0.self_attn.q_proj (w4a16-asym-g16): "), "%s", o);
+	free(o);
+	free(e);
+	ctq_remove_tree(dir);
+}
