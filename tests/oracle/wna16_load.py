@@ -2,8 +2,9 @@
 """Oracle: ctq's pack-quantized checkpoints in compressed-tensors and transformers.
 
 `ctq quantize --scheme w4a16|w8a16` writes compressed-tensors' pack-quantized
-format (checkpoint/packed.h). This script makes a tiny synthetic BF16 model,
-quantizes it with ctq in several layouts, and for each checkpoint:
+format (checkpoint/packed.h). This script makes two synthetic BF16 models (the
+tiny preset, and one layer of the qwen3-0.6b shape for the presets' groups of
+128), quantizes them with ctq in several layouts, and for each checkpoint:
 
   1. loads it with transformers + compressed-tensors (decompressed:
      CompressedTensorsConfig(run_compressed=False)) and runs one forward
@@ -43,11 +44,19 @@ from transformers import AutoModelForCausalLM
 # weights; 2^-8 bounds it whatever the values.
 LIB_REL_L2_MAX = 0.0039
 
+# The tiny model (K 64 and 176) takes groups of 16; one layer of the
+# qwen3-0.6b shape (K 1024, 2048 and 3072) the presets' groups of 128.
+MODELS = {
+    "tiny": ["--preset", "tiny"],
+    "0.6b-1layer": ["--preset", "qwen3-0.6b-shape", "--layers", "1", "--vocab", "2048"],
+}
 LAYOUTS = [
-    ("w4a16-g16", ["--scheme", "w4a16", "--group-size", "16"], 4, 16, True),
-    ("w4a16-asym-g16", ["--scheme", "w4a16", "--group-size", "16", "--asym"], 4, 16, False),
-    ("w8a16", ["--scheme", "w8a16"], 8, 0, True),
-    ("w8a16-asym-g16", ["--scheme", "w8a16", "--group-size", "16", "--asym"], 8, 16, False),
+    ("w4a16-g16", "tiny", ["--scheme", "w4a16", "--group-size", "16"], 4, 16, True),
+    ("w4a16-asym-g16", "tiny", ["--scheme", "w4a16", "--group-size", "16", "--asym"], 4, 16, False),
+    ("w8a16", "tiny", ["--scheme", "w8a16"], 8, 0, True),
+    ("w8a16-asym-g16", "tiny", ["--scheme", "w8a16", "--group-size", "16", "--asym"], 8, 16, False),
+    ("W4A16-0.6b", "0.6b-1layer", ["--scheme", "w4a16", "--group-size", "128"], 4, 128, True),
+    ("W4A16_ASYM-0.6b", "0.6b-1layer", ["--scheme", "w4a16", "--asym"], 4, 128, False),
 ]
 
 
@@ -95,8 +104,9 @@ def library_weight(model_sd, tensors, name, bits, group, sym):
     return ((q - z).to(torch.float32) * s).to(s_dtype).to(torch.float64)
 
 
-def check(ctq, src, root, layout):
-    tag, args, bits, group, sym = layout
+def check(ctq, sources, root, layout):
+    tag, model_name, args, bits, group, sym = layout
+    src = sources[model_name]
     out = os.path.join(root, tag)
     rc, text = run([ctq, "quantize", src, out, "--quiet"] + args)
     if rc:
@@ -174,14 +184,16 @@ def main():
     if os.path.exists(root):
         shutil.rmtree(root)
     os.makedirs(root)
-    src = os.path.join(root, "bf16")
-    rc, text = run([a.ctq, "make-model", "--arch", "qwen3", "--preset", "tiny", "--seed", "9",
-                    "--quiet", src])
-    if rc:
-        sys.exit(f"wna16_load.py: ctq make-model failed: {text}")
+    sources = {}
+    for name, args in MODELS.items():
+        sources[name] = os.path.join(root, "bf16-" + name)
+        rc, text = run([a.ctq, "make-model", "--arch", "qwen3", "--seed", "9", "--quiet"] + args +
+                       [sources[name]])
+        if rc:
+            sys.exit(f"wna16_load.py: ctq make-model {name} failed: {text}")
     errors = []
     for layout in LAYOUTS:
-        errors += check(a.ctq, src, root, layout)
+        errors += check(a.ctq, sources, root, layout)
     import compressed_tensors
     import transformers
     summary = {"compressed_tensors": compressed_tensors.__version__,
