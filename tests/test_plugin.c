@@ -253,6 +253,7 @@ Test(plugin, bench_gemm_impl_validates_the_plugin)
 		{CPU_PLUGIN, "is the CPU plug-in cpu_w8a8; this benchmark times CUDA kernels"},
 		{BAD_ABI, "implements kernel plug-in ABI version 3; this ctq speaks versions 1 and 2"},
 		{NO_ENTRY, "no entry symbol ctq_kernel_plugin"},
+		{CTQ_TEST_BUILD_DIR "/plugins/cpu_wna16.so", "is the weight-only plug-in cpu_wna16"},
 	};
 	char dir[] = "/tmp/ctq-plugin-XXXXXX";
 	cr_assert(mkdtemp(dir));
