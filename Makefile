@@ -157,7 +157,9 @@ $(BUILD)/plugins/%.so: plugins/%.cu include/ctq_kernel_plugin.h
 # The plug-in tests load these; their directory is compiled in.
 $(BUILD)/tests/test_plugin: $(PLUGIN_SO) $(TEST_PLUGIN_SO)
 $(BUILD)/tests/test_plugin: CPPFLAGS += -DCTQ_TEST_BUILD_DIR='"$(BUILD)"'
-$(BUILD)/tests/gpu/test_plugin_gpu $(BUILD)/tests/gpu/test_plugin_wna16_gpu: $(PLUGIN_CU_SO)
+$(BUILD)/tests/test_plugin_host: $(PLUGIN_SO) $(TEST_PLUGIN_SO) $(BUILD)/ctq
+$(BUILD)/tests/test_plugin_host: CPPFLAGS += -DCTQ_TEST_BUILD_DIR='"$(BUILD)"'
+$(BUILD)/tests/gpu/test_plugin_gpu $(BUILD)/tests/gpu/test_plugin_wna16_gpu: $(PLUGIN_CU_SO) $(TEST_PLUGIN_SO) $(BUILD)/ctq
 $(BUILD)/tests/gpu/test_plugin_gpu $(BUILD)/tests/gpu/test_plugin_wna16_gpu: CPPFLAGS += -DCTQ_TEST_BUILD_DIR='"$(BUILD)"'
 
 help:

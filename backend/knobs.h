@@ -32,8 +32,8 @@ struct ctq_knobs {
 				      * architecture's answer, so one GPU runs each
 				      * generation's code (kernels/arch.h) */
 	int sm90_tile;               /* CTQ_SM90_TILE: forced sm90 tile, -1 = pick by shape */
-	int sm90_small_bn;           /* CTQ_SM90_SMALL_BN: 32 or 64, the N tile of the
-				      * small-M family (0 = pick by N) */
+	int sm90_small_bn;           /* CTQ_SM90_SMALL_BN: 32, 64 or 160, the N
+				      * tile of the small-M family (0 = pick by N) */
 	int64_t gemv_max_m;          /* CTQ_GEMV_MAX_M: largest M for the W8A8 GEMV where
 				      * a tensor-core kernel takes the operands (default
 				      * 1; kernels/gemm_w8a8.cu) */

@@ -1,6 +1,7 @@
 /* Kernel plug-ins: the loader and the backend adapter (see plugin.h). */
 #define _GNU_SOURCE
 #include "backend/plugin.h"
+#include "backend/plugin_host.h"
 #include "core/arena.h"
 
 #include <dlfcn.h>
@@ -281,6 +282,13 @@ void ctq_kernel_plugin_call_end(void)
 }
 
 /* ---- the backend adapter ------------------------------------------------ */
+
+/* Set in the plug-in host (backend/plugin_host.c): there the plug-in runs
+ * in process by design, ctq's side names a crash or a hang, and the
+ * host's last word would only repeat it. */
+static bool pl_in_host;
+
+void ctq_kernel_plugin_in_host(void) { pl_in_host = true; }
 
 struct plugin_impl {
 	struct ctq_backend_ops ops;  /* per instance: ops.name is the plug-in's */
@@ -581,7 +589,6 @@ static enum ctq_status pl_isolated(struct plugin_impl *p, const struct pl_call *
 			     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
-/* One call, isolated where the plug-in is (CPU), else in process. */
 /* One call, isolated where the plug-in is (CPU), else in process under
  * the last word (ctq_kernel_plugin_call_begin). */
 static enum ctq_status pl_call(struct ctq_backend *b, const struct pl_call *c, struct ctq_error *err)
@@ -592,12 +599,14 @@ static enum ctq_status pl_call(struct ctq_backend *b, const struct pl_call *c, s
 		return st ? st : pl_sync(b, err);
 	}
 	char msg[512] = "";
-	ctq_kernel_plugin_call_begin(p->lib.t, p->lib.path, c->fn, c->M,
-				     c->op == OP_QUANTIZE ? -1 : c->N, c->K, p->timeout_s);
+	if (!pl_in_host)
+		ctq_kernel_plugin_call_begin(p->lib.t, p->lib.path, c->fn, c->M,
+					     c->op == OP_QUANTIZE ? -1 : c->N, c->K, p->timeout_s);
 	int rc = pl_invoke(p, c, msg, sizeof msg);
 	/* A CUDA plug-in's kernels end (or hang, or fault) in the sync. */
 	enum ctq_status st = rc ? pl_failed(p, c->fn, rc, msg, sizeof msg, err) : pl_sync(b, err);
-	ctq_kernel_plugin_call_end();
+	if (!pl_in_host)
+		ctq_kernel_plugin_call_end();
 	return st;
 }
 
@@ -654,6 +663,10 @@ static enum ctq_status pl_gemm_bf16(struct ctq_backend *b, const void *x, const 
 enum ctq_status ctq_backend_plugin_gemm_wna16(struct ctq_backend *b, const struct ctq_wna16_call *w,
 					     struct ctq_error *err)
 {
+	if (ctq_backend_plugin_is_hosted(b))
+		return ctq_error_set(err, CTQ_ERR_USAGE, b->ops->name,
+				     "plug-in %s runs in a host process, which serves no gemm_wna16",
+				     b->ops->name);
 	struct plugin_impl *p = pimpl(b);
 	if (!p->lib.t->gemm_wna16)
 		return ctq_error_set(err, CTQ_ERR_USAGE, p->lib.path,
@@ -667,6 +680,8 @@ enum ctq_status ctq_backend_plugin_gemm_wna16(struct ctq_backend *b, const struc
 
 const struct ctq_kernel_plugin *ctq_backend_plugin_table(const struct ctq_backend *b)
 {
+	if (ctq_backend_plugin_is_hosted(b))
+		return NULL;
 	return ((const struct plugin_impl *)b->impl)->lib.t;
 }
 
@@ -713,16 +728,21 @@ static void pl_destroy(struct ctq_backend *b)
 
 void ctq_backend_plugin_set_timeout(struct ctq_backend *b, double seconds)
 {
-	pimpl(b)->timeout_s = seconds;
+	if (ctq_backend_plugin_is_hosted(b))
+		ctq_backend_plugin_hosted_set_timeout(b, seconds);
+	else
+		pimpl(b)->timeout_s = seconds;
 }
 
 bool ctq_backend_plugin_isolated(const struct ctq_backend *b)
 {
-	return ((const struct plugin_impl *)b->impl)->isolate;
+	return ctq_backend_plugin_is_hosted(b) || ((const struct plugin_impl *)b->impl)->isolate;
 }
 
 void ctq_backend_plugin_set_isolated(struct ctq_backend *b, bool isolated)
 {
+	if (ctq_backend_plugin_is_hosted(b))
+		return; /* its buffers live in the host */
 	struct plugin_impl *p = pimpl(b);
 	/* Shared mappings and ctq_malloc blocks are freed differently: only
 	 * before the workspace exists, and a CUDA plug-in never. */
@@ -741,6 +761,17 @@ enum ctq_status ctq_backend_plugin(struct ctq_backend *b, const char *path, stru
 		goto fail;
 	const struct ctq_kernel_plugin *t = p->lib.t;
 	p->cuda = t->device == CTQ_KERNEL_PLUGIN_DEVICE_CUDA;
+	/* A CUDA plug-in goes to a process of its own where ctq's program
+	 * can be exec'd as its host (plugin_host.h); its table was checked
+	 * here, init runs there. */
+	const char *exe = ctq_plugin_host_exe();
+	/* The host serves the W8A8 ops alone: a plug-in with a weight-only
+	 * GEMM (ABI version 2) runs in process, under the last word. */
+	if (p->cuda && exe && !pl_in_host && !t->gemm_wna16) {
+		ctq_kernel_lib_close(&p->lib);
+		ctq_free(p);
+		return ctq_backend_plugin_hosted(b, path, exe, CTQ_PLUGIN_TIMEOUT_DEFAULT_S, err);
+	}
 	p->isolate = !p->cuda;
 	p->timeout_s = CTQ_PLUGIN_TIMEOUT_DEFAULT_S;
 	if (p->cuda && (st = ctq_backend_cuda(&p->mem, 0, err))) {

@@ -82,7 +82,9 @@ struct ctq_wna16_call {
 enum ctq_status ctq_backend_plugin_gemm_wna16(struct ctq_backend *b, const struct ctq_wna16_call *c,
 					     struct ctq_error *err);
 /* ctq's copy of plug-in backend b's table (version-2 members NULL for a
- * version-1 plug-in). */
+ * version-1 plug-in); NULL for a plug-in in a host process
+ * (backend/plugin_host.h), which serves the W8A8 ops alone: a CUDA plug-in
+ * with gemm_wna16 is not hosted, it runs in ctq's process. */
 const struct ctq_kernel_plugin *ctq_backend_plugin_table(const struct ctq_backend *b);
 
 /* How long one call of a plug-in may take by default (seconds). */
@@ -100,9 +102,12 @@ const struct ctq_kernel_plugin *ctq_backend_plugin_table(const struct ctq_backen
  * is then killed) is an env-error naming the plug-in's path and name, the
  * function and the geometry (M, N, K); ctq goes on. What a call changes in
  * the plug-in's own globals does not outlive it (init ran in ctq's
- * process, before any fork). A CUDA plug-in runs in ctq's process: a CUDA
- * context does not survive fork, and ctq's own is made before the
- * plug-in's init; its crash still ends ctq.
+ * process, before any fork). A CUDA context does not survive fork, so a
+ * CUDA plug-in runs in a host process exec'd from ctq's program
+ * (backend/plugin_host.h: ctq_backend_plugin_hosted) where that program
+ * is known (ctq_plugin_host_set_exe; ctq's main sets it); elsewhere (a
+ * test program, an embedding) in ctq's process, where its crash ends
+ * ctq after the last word below.
  *
  * Errors: as ctq_kernel_lib_open, env-error (a CUDA plug-in without CUDA),
  * out-of-memory. Close with ctq_backend_close. */
@@ -115,8 +120,12 @@ bool ctq_backend_plugin_isolated(const struct ctq_backend *b);
 /* Runs a CPU plug-in's calls in ctq's process (false) or in a child
  * (true, the default): in process is for a debugger, and for the tests of
  * the last word below. Call it before any buffer is allocated; a CUDA
- * plug-in always runs in process. */
+ * plug-in in process stays there, a hosted one stays hosted. */
 void ctq_backend_plugin_set_isolated(struct ctq_backend *b, bool isolated);
+
+/* Called by the plug-in host (backend/plugin_host.c) before it opens its
+ * plug-in: the plug-in then runs in process, without the last word. */
+void ctq_kernel_plugin_in_host(void);
 
 /* The last word of a plug-in that runs in ctq's process (a CUDA plug-in in
  * the probe and in bench gemm --impl): between begin and end, a fatal

@@ -186,6 +186,8 @@ struct qctx {
 	enum role *role;                  /* (n_out) per output tensor */
 	size_t *role_qm;                  /* (n_out) qm index for weight/scale */
 	int bits;                         /* weight grid, 2..8 (8: W8A8 as producers write it) */
+	ctq_quantize_weight_fn weight_fn; /* or NULL (round to nearest) */
+	void *weight_ctx;
 	struct ctq_packed_args wa;        /* wa.bits 0: W8A8; else weight-only */
 };
 
@@ -231,8 +233,16 @@ static enum ctq_status quantize_module(struct qctx *c, struct qmod *m, int8_t *q
 	}
 	int64_t bad = wna16 ? ctq_wna16_quantize_weight(m->w->data, m->w->dtype, m->N, m->K, &c->wa,
 							m->packed, m->scale, m->zero_packed, e2, w2)
-			    : ctq_quantize_weight_bits(m->w->data, m->w->dtype, m->N, m->K, c->bits,
-						       q, m->scale, e2, w2);
+		    : c->weight_fn ? c->weight_fn(c->weight_ctx, m->name, m->w->data, m->w->dtype, m->N,
+						  m->K, q, m->scale, e2, w2)
+				   : ctq_quantize_weight_bits(m->w->data, m->w->dtype, m->N, m->K, c->bits,
+							      q, m->scale, e2, w2);
+	if (bad == -3) {
+		st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, m->name,
+				   "the calibrated weights hold no %lld x %lld %s weight for this module",
+				   (long long)m->N, (long long)m->K, ctq_dtype_name(m->w->dtype));
+		goto done;
+	}
 	if (bad == -2) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, m->name, "out of memory");
 		goto done;
@@ -645,7 +655,9 @@ static enum ctq_status select_modules(const struct ctq_modules *mods, const stru
 		const struct ctq_module *m = &mods->v[i];
 		if (m->kind != CTQ_MODULE_LINEAR)
 			continue;
-		if (ignored[i] || !strcmp(m->name, "lm_head")) {
+		/* vLLM builds routers and Qwen2-MoE's shared_expert_gate with
+		 * quant_config=None: an int8 weight there would not load. */
+		if (ignored[i] || !strcmp(m->name, "lm_head") || m->vllm_unquantized) {
 			ign[(*n_ign)++] = m->name;
 			continue;
 		}
@@ -665,7 +677,7 @@ static enum ctq_status select_modules(const struct ctq_modules *mods, const stru
 					   ctq_dtype_name(w->dtype), w->ndim);
 		}
 		long en, ek;
-		if (!m->guessed && expected_shape(&mods->shape, m->name, &en, &ek) &&
+		if (ctq_hf_linear_of(mods, m) >= 0 && expected_shape(&mods->shape, m->name, &en, &ek) &&
 		    (w->shape[0] != en || w->shape[1] != ek)) {
 			return ctq_error_set(err, CTQ_ERR_CHECKPOINT, wname,
 					   "is [%lld, %lld] but config.json (hidden_size %ld, intermediate_size %ld, %ld heads, %ld kv heads, head_dim %ld) makes it [%ld, %ld]; transformers refuses such a checkpoint (size mismatch), so ctq does not quantize it",
@@ -844,6 +856,8 @@ enum ctq_status ctq_quantize_checkpoint(const char *in, const char *dir,
 	memset(&c, 0, sizeof c);
 	ctq_arena_init(&c.arena);
 	c.bits = opt && opt->weight_bits ? opt->weight_bits : 8;
+	c.weight_fn = opt ? opt->weight_fn : NULL;
+	c.weight_ctx = opt ? opt->weight_ctx : NULL;
 	if (opt)
 		c.wa = opt->wna16;
 	ctq_modules_init(&mods);
@@ -852,6 +866,11 @@ enum ctq_status ctq_quantize_checkpoint(const char *in, const char *dir,
 
 	if (!(path = ctq_path_join(in, "config.json"))) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, in, "out of memory");
+		goto done;
+	}
+	if (c.weight_fn && c.bits != 8) {
+		st = ctq_error_set(err, CTQ_ERR_USAGE, "weight_bits",
+				   "is %d; calibrated weights are W8A8 (8)", c.bits);
 		goto done;
 	}
 	if (c.bits < 2 || c.bits > 8) {

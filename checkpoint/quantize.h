@@ -17,12 +17,14 @@
  * config.json keeps every field and gains quantization_config, the whole
  * file written as json.dumps(indent=2, sort_keys=True).
  *
- * What it is not: a calibrating producer (no GPTQ: plain round-to-nearest
- * min-max, which is what the memoryless_minmax observer does; `ctq quantize
- * --recipe smoothquant` smooths a copy first, checkpoint/smooth.h, and
- * quantizes that copy here). Besides W8A8 INT8 it writes weight-only
- * pack-quantized checkpoints (opt->wna16, checkpoint/quantize_wna16.h):
- * the same modules, copies and checks, other quantized tensors.
+ * What it is not: a calibrating producer (plain round-to-nearest min-max,
+ * which is what the memoryless_minmax observer does; `ctq quantize --recipe
+ * smoothquant` smooths a copy first, checkpoint/smooth.h, and quantizes that
+ * copy here; GPTQ's weights, checkpoint/gptq.h via eval/calib.h, come in
+ * through ctq_quantize_options.weight_fn). Besides W8A8 INT8 it writes
+ * weight-only pack-quantized checkpoints (opt->wna16,
+ * checkpoint/quantize_wna16.h): the same modules, copies and checks, other
+ * quantized tensors.
  */
 #ifndef CTQ_CHECKPOINT_QUANTIZE_H
 #define CTQ_CHECKPOINT_QUANTIZE_H
@@ -46,6 +48,15 @@
  * version string would claim fields CT 0.11-0.12 rejects (extra=forbid). */
 #define CTQ_QUANTIZE_CT_VERSION "0.14.0"
 
+/* A calibrated producer's int8 weight and scales for one module, in place
+ * of round to nearest (GPTQ: eval/calib.h ctq_calib_gptq_weight): the
+ * contract of ctq_quantize_weight (w the source weight, q, scale, err2,
+ * norm2 filled; -1 done, a row with non-finite values, -2 out of memory),
+ * plus -3: the producer holds nothing for this module or shape. */
+typedef int64_t (*ctq_quantize_weight_fn)(void *ctx, const char *module, const void *w,
+					  enum ctq_dtype dtype, int64_t N, int64_t K, int8_t *q,
+					  void *scale, double *err2, double *norm2);
+
 struct ctq_quantize_options {
 	const char *const *ignore;  /* (n_ignore) exact module names or "re:"
 				     * patterns (Python re.match); borrowed */
@@ -56,6 +67,10 @@ struct ctq_quantize_options {
 				     * stored as int8 and run as any W8A8 checkpoint: a
 				     * simulation of lower precision; config.json gains
 				     * ctq_simulated_weight_bits */
+	ctq_quantize_weight_fn weight_fn; /* NULL: round to nearest; else every
+					   * quantized module's weight comes
+					   * from it (weight_bits must be 8) */
+	void *weight_ctx;
 	struct ctq_packed_args wna16; /* bits 0: W8A8 (int-quantized, the default); 4 or 8:
 				     * weight-only pack-quantized (checkpoint/quantize_wna16.h)
 				     * with its group size (0: per channel) and symmetry;

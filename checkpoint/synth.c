@@ -35,10 +35,18 @@ enum ctq_status ctq_synth_spec_init(struct ctq_synth_spec *s, const char *arch,
 				    const char *preset, struct ctq_error *err)
 {
 	memset(s, 0, sizeof *s);
-	if (!arch || (strcmp(arch, "qwen3") && strcmp(arch, "qwen2") && strcmp(arch, "llama")))
+	static const char *const archs[] = {"qwen3", "qwen2", "llama", "qwen3_moe", "qwen_image_dit"};
+	int ai = -1;
+	for (int i = 0; arch && i < 5; i++)
+		if (!strcmp(arch, archs[i]))
+			ai = i;
+	if (ai < 0)
 		return ctq_error_set(err, CTQ_ERR_USAGE, "--arch",
-				     "is \"%s\"; expected qwen3, qwen2 or llama",
+				     "is \"%s\"; expected qwen3, qwen2, llama, qwen3_moe or qwen_image_dit",
 				     arch ? arch : "(missing)");
+	if (ai >= 3 && (!preset || strcmp(preset, "tiny")))
+		return ctq_error_set(err, CTQ_ERR_USAGE, "--preset",
+				     "is \"%s\"; %s takes tiny only", preset ? preset : "(missing)", arch);
 	const struct preset *p = NULL;
 	for (size_t i = 0; i < sizeof presets / sizeof *presets; i++)
 		if (preset && !strcmp(preset, presets[i].name))
@@ -47,7 +55,7 @@ enum ctq_status ctq_synth_spec_init(struct ctq_synth_spec *s, const char *arch,
 		return ctq_error_set(err, CTQ_ERR_USAGE, "--preset",
 				     "is \"%s\"; expected tiny, qwen3-0.6b-shape or qwen3-4b-shape",
 				     preset ? preset : "(missing)");
-	s->arch = !strcmp(arch, "qwen3") ? "qwen3" : !strcmp(arch, "qwen2") ? "qwen2" : "llama";
+	s->arch = archs[ai];
 	s->preset = p->name;
 	s->hidden_size = p->hidden;
 	s->intermediate_size = p->intermediate;
@@ -64,8 +72,26 @@ enum ctq_status ctq_synth_spec_init(struct ctq_synth_spec *s, const char *arch,
 	s->rms_norm_eps = 1e-6;
 	s->tie_word_embeddings = true;
 	s->attention_bias = !strcmp(s->arch, "qwen2");
-	s->qk_norm = !strcmp(s->arch, "qwen3");
+	s->qk_norm = !strcmp(s->arch, "qwen3") || !strcmp(s->arch, "qwen3_moe");
+	if (!strcmp(s->arch, "qwen3_moe")) {
+		s->num_experts = 8;
+		s->num_experts_per_tok = 2;
+		s->moe_intermediate_size = 32;
+	} else if (!strcmp(s->arch, "qwen_image_dit")) {
+		s->in_channels = 16;
+		s->out_channels = 4;
+		s->joint_attention_dim = 64;
+		s->patch_size = 2;
+		s->tie_word_embeddings = false;
+	}
 	return CTQ_OK;
+}
+
+/* Whether the runner executes spec s's architecture (else: a tree for
+ * inspect, probe and quantize, written from quant/modules.c's tree). */
+static bool is_tree_only(const struct ctq_synth_spec *s)
+{
+	return !strcmp(s->arch, "qwen3_moe") || !strcmp(s->arch, "qwen_image_dit");
 }
 
 static enum ctq_status check_spec(const struct ctq_synth_spec *s, struct ctq_error *err)
@@ -170,9 +196,33 @@ void ctq_synth_outlier_channels(const struct ctq_synth_spec *s,
 
 static const char *arch_class(const char *arch)
 {
-	return !strcmp(arch, "qwen3")   ? "Qwen3ForCausalLM"
-	       : !strcmp(arch, "qwen2") ? "Qwen2ForCausalLM"
-					: "LlamaForCausalLM";
+	return !strcmp(arch, "qwen3")       ? "Qwen3ForCausalLM"
+	       : !strcmp(arch, "qwen2")     ? "Qwen2ForCausalLM"
+	       : !strcmp(arch, "qwen3_moe") ? "Qwen3MoeForCausalLM"
+					    : "LlamaForCausalLM";
+}
+
+/* A diffusers QwenImageTransformer2DModel config.json (the fields its
+ * __init__ takes, as diffusers' save_config writes them). */
+static bool dit_config(const struct ctq_synth_spec *s, cJSON *c)
+{
+	bool ok = cJSON_AddStringToObject(c, "_class_name", "QwenImageTransformer2DModel") &&
+		  cJSON_AddStringToObject(c, "_diffusers_version", "0.35.0") &&
+		  cJSON_AddNumberToObject(c, "attention_head_dim", (double)s->head_dim);
+	cJSON *axes = cJSON_AddArrayToObject(c, "axes_dims_rope");
+	/* QwenEmbedRope: the three axes split head_dim (16, 56, 56 of 128) */
+	const long a0 = s->head_dim / 8, a1 = (s->head_dim - a0) / 2;
+	ok = ok && axes && cJSON_AddItemToArray(axes, cJSON_CreateNumber((double)a0)) &&
+	     cJSON_AddItemToArray(axes, cJSON_CreateNumber((double)a1)) &&
+	     cJSON_AddItemToArray(axes, cJSON_CreateNumber((double)(s->head_dim - a0 - a1)));
+	ok = ok && cJSON_AddBoolToObject(c, "guidance_embeds", false) &&
+	     cJSON_AddNumberToObject(c, "in_channels", (double)s->in_channels) &&
+	     cJSON_AddNumberToObject(c, "joint_attention_dim", (double)s->joint_attention_dim) &&
+	     cJSON_AddNumberToObject(c, "num_attention_heads", (double)s->num_attention_heads) &&
+	     cJSON_AddNumberToObject(c, "num_layers", (double)s->num_hidden_layers) &&
+	     cJSON_AddNumberToObject(c, "out_channels", (double)s->out_channels) &&
+	     cJSON_AddNumberToObject(c, "patch_size", (double)s->patch_size);
+	return ok;
 }
 
 enum ctq_status ctq_synth_config(const struct ctq_synth_spec *s, cJSON **config,
@@ -185,6 +235,17 @@ enum ctq_status ctq_synth_config(const struct ctq_synth_spec *s, cJSON **config,
 	cJSON *c = cJSON_CreateObject();
 	cJSON *g = cJSON_CreateObject();
 	bool ok = c && g;
+	if (ok && !strcmp(s->arch, "qwen_image_dit")) {
+		/* a diffusers model folder has no generation_config.json */
+		cJSON_Delete(g);
+		g = NULL;
+		if (!dit_config(s, c)) {
+			cJSON_Delete(c);
+			return ctq_error_set(err, CTQ_ERR_NOMEM, "config.json", "out of memory");
+		}
+		*config = c;
+		return CTQ_OK;
+	}
 	/* The fields transformers' Qwen3Config / Qwen2Config / LlamaConfig
 	 * write, with the values of the published checkpoints. head_dim is
 	 * written for every architecture: transformers reads it when present
@@ -213,6 +274,16 @@ enum ctq_status ctq_synth_config(const struct ctq_synth_spec *s, cJSON **config,
 	ok = ok && cJSON_AddStringToObject(c, "torch_dtype", "bfloat16");
 	ok = ok && cJSON_AddBoolToObject(c, "use_cache", true);
 	ok = ok && cJSON_AddNumberToObject(c, "vocab_size", (double)s->vocab_size);
+	if (!strcmp(s->arch, "qwen3_moe")) {
+		/* Qwen3MoeConfig's expert fields (every layer sparse) */
+		ok = ok && cJSON_AddNumberToObject(c, "decoder_sparse_step", 1);
+		ok = ok && cJSON_AddArrayToObject(c, "mlp_only_layers");
+		ok = ok && cJSON_AddNumberToObject(c, "moe_intermediate_size",
+						   (double)s->moe_intermediate_size);
+		ok = ok && cJSON_AddBoolToObject(c, "norm_topk_prob", true);
+		ok = ok && cJSON_AddNumberToObject(c, "num_experts", (double)s->num_experts);
+		ok = ok && cJSON_AddNumberToObject(c, "num_experts_per_tok", (double)s->num_experts_per_tok);
+	}
 	if (!strcmp(s->arch, "llama")) {
 		ok = ok && cJSON_AddBoolToObject(c, "mlp_bias", false);
 		ok = ok && cJSON_AddNumberToObject(c, "pretraining_tp", 1);
@@ -450,6 +521,98 @@ static enum ctq_status produce_synth(void *vctx, size_t i, const struct ctq_stre
 	return CTQ_OK;
 }
 
+/* The tensors of a tree-only model (qwen3_moe, qwen_image_dit), in the
+ * order of the module tree ctq_modules_from_config gives config: each
+ * module's X.weight with its (out, in) (the router's too), a bias for
+ * every DiT Linear (diffusers builds them with bias=True), and the norms
+ * (decoder: input / post_attention layernorm, q_norm / k_norm, model.norm;
+ * DiT: txt_norm and the attention's norm_q / norm_k / norm_added_q /
+ * norm_added_k), written as ctq_synth_write writes a dense model. */
+static enum ctq_status write_tree(const struct ctq_synth_spec *s, const cJSON *config, const char *dir,
+				  uint64_t max_shard_bytes, ctq_progress_fn progress, void *pctx,
+				  struct ctq_error *err)
+{
+	struct ctq_modules mods;
+	struct ctq_arena arena;
+	ctq_modules_init(&mods);
+	ctq_arena_init(&arena);
+	enum ctq_status st = ctq_modules_from_config(&mods, config, "", NULL, err);
+	if (st)
+		goto done;
+	const bool dit = !strcmp(s->arch, "qwen_image_dit");
+	const long H = s->hidden_size, d = s->head_dim;
+	size_t cap = 3 * mods.n + 4 * (size_t)s->num_hidden_layers + 8;
+	struct ctq_stream_tensor *t = ctq_arena_calloc(&arena, cap, sizeof *t); /* (cap) */
+	enum init_kind *kind = ctq_arena_calloc(&arena, cap, sizeof *kind);     /* (cap) */
+	size_t n = 0;
+	bool ok = t && kind;
+#define ADD(k, r, c, ...)                                                              \
+	do {                                                                           \
+		if (!ok || n >= cap) {                                                 \
+			ok = false;                                                    \
+			break;                                                         \
+		}                                                                      \
+		struct ctq_stream_tensor *e = &t[n];                                   \
+		e->name = ctq_arena_printf(&arena, __VA_ARGS__);                       \
+		e->dtype = CTQ_DTYPE_BF16;                                             \
+		e->ndim = (r) ? 2 : 1;                                                 \
+		e->shape[0] = (r) ? (int64_t)(r) : (int64_t)(c);                       \
+		e->shape[1] = (r) ? (int64_t)(c) : 0;                                  \
+		e->n_bytes = 2 * (uint64_t)((r) ? (r) : 1) * (uint64_t)(c);            \
+		kind[n++] = (k);                                                       \
+		ok = e->name != NULL;                                                  \
+	} while (0)
+	if (dit)
+		ADD(INIT_NORM, 0, s->joint_attention_dim, "txt_norm.weight");
+	long layer = -1;
+	for (size_t i = 0; i < mods.n; i++) {
+		const struct ctq_module *m = &mods.v[i];
+		if (!strcmp(m->name, "lm_head") && s->tie_word_embeddings)
+			continue;
+		long l = -1;
+		const char *p = strstr(m->name, "layers.");
+		if (!dit && p)
+			l = strtol(p + strlen("layers."), NULL, 10);
+		if (l != layer && layer >= 0) {
+			ADD(INIT_NORM, 0, H, "model.layers.%ld.input_layernorm.weight", layer);
+			ADD(INIT_NORM, 0, H, "model.layers.%ld.post_attention_layernorm.weight", layer);
+		}
+		layer = l;
+		if (m->out_features <= 0 || m->in_features <= 0)
+			continue;
+		ADD(INIT_NORMAL, m->out_features, m->in_features, "%s.weight", m->name);
+		if (dit)
+			ADD(INIT_NORMAL, 0, m->out_features, "%s.bias", m->name);
+		if (m->kind == CTQ_MODULE_EMBEDDING)
+			continue;
+		const size_t len = strlen(m->name);
+		if (!dit && s->qk_norm && len > 7 && !strcmp(m->name + len - 7, ".q_proj")) {
+			ADD(INIT_NORM, 0, d, "%.*sq_norm.weight", (int)(len - 6), m->name);
+			ADD(INIT_NORM, 0, d, "%.*sk_norm.weight", (int)(len - 6), m->name);
+		}
+		if (dit && len > 5 && !strcmp(m->name + len - 5, ".to_q")) {
+			static const char *const qk[] = {"norm_q", "norm_k", "norm_added_q", "norm_added_k"};
+			for (int k = 0; k < 4; k++)
+				ADD(INIT_NORM, 0, d, "%.*s%s.weight", (int)(len - 4), m->name, qk[k]);
+		}
+	}
+	if (!dit)
+		ADD(INIT_NORM_LOGIT, 0, H, "model.norm.weight");
+#undef ADD
+	if (!ok) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+		goto done;
+	}
+	struct synth_ctx ctx = {.spec = s, .kind = kind};
+	ctq_synth_outlier_channels(s, ctx.outliers);
+	st = ctq_stream_write(dir, t, n, max_shard_bytes ? max_shard_bytes : CTQ_HF_MAX_SHARD_BYTES,
+			      produce_synth, &ctx, progress, pctx, err);
+done:
+	ctq_modules_free(&mods);
+	ctq_arena_free(&arena);
+	return st;
+}
+
 enum ctq_status ctq_synth_write(const struct ctq_synth_spec *s, const char *dir,
 				uint64_t max_shard_bytes, ctq_progress_fn progress,
 				void *pctx, struct ctq_error *err)
@@ -470,12 +633,17 @@ enum ctq_status ctq_synth_write(const struct ctq_synth_spec *s, const char *dir,
 	if ((st = ctq_json_save_hf(path, config, err)))
 		goto done;
 	free(path);
-	if (!(path = ctq_path_join(dir, "generation_config.json"))) {
+	path = NULL;
+	if (gen && !(path = ctq_path_join(dir, "generation_config.json"))) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
 		goto done;
 	}
-	if ((st = ctq_json_save_hf(path, gen, err)))
+	if (gen && (st = ctq_json_save_hf(path, gen, err)))
 		goto done;
+	if (is_tree_only(s)) {
+		st = write_tree(s, config, dir, max_shard_bytes, progress, pctx, err);
+		goto done;
+	}
 
 	const long H = s->hidden_size, V = s->vocab_size;
 	const long d = s->head_dim;

@@ -43,7 +43,10 @@
 /* A model to make. ctq_synth_spec_init fills it from an architecture and a
  * preset; a caller may then change layers, seed, outliers, tie, logit gain. */
 struct ctq_synth_spec {
-	const char *arch;   /* "qwen3", "qwen2", "llama" (static strings) */
+	/* "qwen3", "qwen2", "llama"; or, for inspect / probe / quantize only
+	 * (the runner does not execute them), "qwen3_moe" and "qwen_image_dit"
+	 * (static strings) */
+	const char *arch;
 	const char *preset; /* "tiny", "qwen3-0.6b-shape", "qwen3-4b-shape" */
 	long hidden_size, intermediate_size, num_hidden_layers;
 	long num_attention_heads, num_key_value_heads, head_dim;
@@ -61,6 +64,11 @@ struct ctq_synth_spec {
 	 * uniform, a gain of ~30 gives them a trained model's peak (perplexity
 	 * on text in the tens to hundreds, not the vocabulary size). */
 	double logit_gain;
+	/* qwen3_moe: every layer sparse (decoder_sparse_step 1) */
+	long num_experts, num_experts_per_tok, moe_intermediate_size;
+	/* qwen_image_dit (diffusers QwenImageTransformer2DModel): num_layers =
+	 * num_hidden_layers, heads x head_dim = hidden_size */
+	long in_channels, out_channels, joint_attention_dim, patch_size;
 };
 
 /* Presets (hidden, layers, heads, kv heads, head_dim, intermediate, vocab;
@@ -69,6 +77,12 @@ struct ctq_synth_spec {
  *   qwen3-0.6b-shape  1024, 28, 16, 8, 128, 3072, 151936
  *   qwen3-4b-shape    2560, 36, 32, 8, 128, 9728, 151936
  * rope_theta: qwen3 and qwen2 1e6, llama 5e5; rms_norm_eps 1e-6; seed 0.
+ * qwen3_moe and qwen_image_dit take tiny only: qwen3_moe is tiny's qwen3
+ * with 8 experts of moe_intermediate_size 32 (2 per token); qwen_image_dit
+ * has 2 blocks, 4 heads of 16 (inner 64), 16 in / 4 out channels, a joint
+ * attention dim of 64 and patch 2. Their tensors are those of the module
+ * tree quant/modules.c enumerates for the config (Linear and router
+ * weights, biases for the DiT's Linears, the norms).
  * Errors: usage (unknown arch or preset, naming the accepted ones). */
 enum ctq_status ctq_synth_spec_init(struct ctq_synth_spec *s, const char *arch,
 				    const char *preset, struct ctq_error *err);

@@ -76,7 +76,7 @@ enum ctq_status ctq_target_load_config(const char *path, const struct ctq_parse_
 		return modules_from_checkpoint(path, cfg->raw, mods, err);
 	const cJSON *tc = ctq_json_get(cfg->raw, "text_config");
 	if (!ctq_json_get(cfg->raw, "num_hidden_layers") &&
-	    !ctq_json_get(tc, "num_hidden_layers"))
+	    !ctq_json_get(tc, "num_hidden_layers") && !ctq_json_get(cfg->raw, "num_layers") /* a DiT's */)
 		return ctq_error_set(err, CTQ_ERR_USAGE, path,
 				     "has no model_type / num_hidden_layers (a standalone quantization config?); name the model with --arch A --layers N");
 	return ctq_modules_from_config(mods, cfg->raw, "", prefix, err);

@@ -9,6 +9,7 @@
 #include "reference/ref_ops.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,13 +95,21 @@ enum ctq_status ctq_probe_policy_load(struct ctq_probe_policy *p, const char *pa
 	return st;
 }
 
-/* The host side of one probe, every buffer carved from one block. */
+/* The weights of one (layer, weight pattern, activation pattern): drawn
+ * once and shared by the probes of every M of a session's list (their
+ * random stream is seeded without M and draws the weights first; rng is
+ * its state after them, where each probe's activations begin). */
+struct wbufs {
+	float *w_orig; /* (N, K) unquantized weights */
+	int8_t *wq;    /* (N, K) int8 */
+	float *sw;     /* (N) */
+	struct ctq_rng rng;
+};
+
+/* The rest of one probe's host side. */
 struct bufs {
 	float *x_f;      /* (M, K) activations after BF16 rounding */
 	uint16_t *x;     /* (M, K) bf16 */
-	float *w_orig;   /* (N, K) unquantized weights */
-	int8_t *wq;      /* (N, K) int8 */
-	float *sw;       /* (N) */
 	float *bias;     /* (N) or NULL */
 	int8_t *q;       /* (M, K) */
 	float *sa;       /* (M) */
@@ -110,62 +119,97 @@ struct bufs {
 	double *y64;     /* (M, N) */
 };
 
-/* The block of the last probe of this thread, kept for the next: a probe
- * run is hundreds of probes over a few geometries, and a few hundred MB of
- * fresh pages each time cost more than the arithmetic (the kernel clears
- * every new page). Zero-filled for each probe, as fresh memory was;
- * ctq_probe_release frees it. */
-static _Thread_local struct {
+/* A block of host memory kept between probes: a probe run is hundreds of
+ * probes over a few geometries, and a few hundred MB of fresh pages each
+ * time cost more than the arithmetic (the kernel clears every new page). */
+struct slab {
 	void *p;
 	size_t cap;
-} slab;
+};
+
+/* The blocks of this thread's probes, kept for its next ones: two of
+ * weights and two of the rest, so that one probe's inputs are made while
+ * the previous one runs (ctq_probe_run_jobs); ctq_probe_release frees them. */
+static _Thread_local struct {
+	struct slab w[2], a[2];
+} kept;
+
+static void slab_free(struct slab *s)
+{
+	free(s->p);
+	s->p = NULL;
+	s->cap = 0;
+}
 
 void ctq_probe_release(void)
 {
-	free(slab.p);
-	slab.p = NULL;
-	slab.cap = 0;
+	for (int i = 0; i < 2; i++) {
+		slab_free(&kept.w[i]);
+		slab_free(&kept.a[i]);
+	}
 }
 
-/* b's buffers for an (M, K) x (N, K)^T probe; false when memory runs out. */
-static bool alloc_bufs(struct bufs *b, int64_t M, int64_t N, int64_t K, bool want_bias)
+/* n blocks of sizes[i] bytes carved from s (grown when needed, 64-byte
+ * aligned, zero-filled as fresh memory is) into out[i]; false when memory
+ * runs out. */
+static bool carve(struct slab *s, const size_t *sizes, int n, char **out)
 {
-	const size_t mk = (size_t)(M * K), nk = (size_t)(N * K), mn = (size_t)(M * N);
-	const size_t sizes[12] = {mk * sizeof *b->x_f, mk * sizeof *b->x, nk * sizeof *b->w_orig, nk,
-				  (size_t)N * sizeof *b->sw, mk, (size_t)M * sizeof *b->sa,
-				  mn * sizeof *b->acc, mn * sizeof *b->y_ref, mn * sizeof *b->y,
-				  mn * sizeof *b->y64, want_bias ? (size_t)N * sizeof *b->bias : 0};
-	size_t off[12], need = 0;
-	for (int i = 0; i < 12; i++) {
+	size_t off[16], need = 0;
+	for (int i = 0; i < n; i++) {
 		off[i] = need;
 		if (sizes[i] > SIZE_MAX - need - 64)
 			return false;
-		need += (sizes[i] + 63) & ~(size_t)63; /* 64-byte aligned */
+		need += (sizes[i] + 63) & ~(size_t)63;
 	}
-	if (need > slab.cap) {
-		ctq_probe_release();
-		if (!(slab.p = ctq_malloc(need ? need : 1)))
+	if (need > s->cap) {
+		slab_free(s);
+		if (!(s->p = ctq_malloc(need ? need : 1)))
 			return false;
-		slab.cap = need;
+		s->cap = need;
 	}
-	char *base = slab.p;
-	memset(base, 0, need);
-	b->x_f = (float *)(base + off[0]);
-	b->x = (uint16_t *)(base + off[1]);
-	b->w_orig = (float *)(base + off[2]);
-	b->wq = (int8_t *)(base + off[3]);
-	b->sw = (float *)(base + off[4]);
-	b->q = (int8_t *)(base + off[5]);
-	b->sa = (float *)(base + off[6]);
-	b->acc = (int32_t *)(base + off[7]);
-	b->y_ref = (uint16_t *)(base + off[8]);
-	b->y = (uint16_t *)(base + off[9]);
-	b->y64 = (double *)(base + off[10]);
-	b->bias = want_bias ? (float *)(base + off[11]) : NULL;
+	memset(s->p, 0, need);
+	for (int i = 0; i < n; i++)
+		out[i] = (char *)s->p + off[i];
 	return true;
 }
 
-static void make_weights(struct bufs *b, const struct ctq_probe_layer *L,
+static bool alloc_wbufs(struct slab *s, struct wbufs *w, int64_t N, int64_t K)
+{
+	const size_t nk = (size_t)(N * K);
+	const size_t sizes[3] = {nk * sizeof *w->w_orig, nk, (size_t)N * sizeof *w->sw};
+	char *o[3];
+	if (!carve(s, sizes, 3, o))
+		return false;
+	w->w_orig = (float *)o[0];
+	w->wq = (int8_t *)o[1];
+	w->sw = (float *)o[2];
+	return true;
+}
+
+/* b's buffers for an (M, K) x (N, K)^T probe; false when memory runs out. */
+static bool alloc_bufs(struct slab *s, struct bufs *b, int64_t M, int64_t N, int64_t K, bool want_bias)
+{
+	const size_t mk = (size_t)(M * K), mn = (size_t)(M * N);
+	const size_t sizes[9] = {mk * sizeof *b->x_f, mk * sizeof *b->x, mk, (size_t)M * sizeof *b->sa,
+				 mn * sizeof *b->acc, mn * sizeof *b->y_ref, mn * sizeof *b->y,
+				 mn * sizeof *b->y64, want_bias ? (size_t)N * sizeof *b->bias : 0};
+	char *o[9];
+	if (!carve(s, sizes, 9, o))
+		return false;
+	b->x_f = (float *)o[0];
+	b->x = (uint16_t *)o[1];
+	b->q = (int8_t *)o[2];
+	b->sa = (float *)o[3];
+	b->acc = (int32_t *)o[4];
+	b->y_ref = (uint16_t *)o[5];
+	b->y = (uint16_t *)o[6];
+	b->y64 = (double *)o[7];
+	b->bias = want_bias ? (float *)o[8] : NULL;
+	return true;
+}
+
+/* false when memory runs out */
+static bool make_weights(struct wbufs *b, const struct ctq_probe_layer *L,
 			 enum ctq_probe_weights wp, struct ctq_rng *rng)
 {
 	const int64_t N = L->N, K = L->K;
@@ -177,18 +221,18 @@ static void make_weights(struct bufs *b, const struct ctq_probe_layer *L,
 		for (int64_t n = 0; n < N; n++)
 			for (int64_t k = 0; k < K; k++)
 				b->w_orig[n * K + k] = (float)L->wq[n * K + k] * L->sw[n];
-		return;
+		return true;
 	}
 	if (wp == CTQ_PW_CHECKPOINT) {
 		memcpy(b->w_orig, L->w, (size_t)(N * K) * sizeof(float));
 		uint16_t *sb = ctq_malloc((size_t)N * sizeof *sb);
 		if (!sb)
-			return;
+			return false;
 		ctq_ref_quantize_weight_rows(L->w, N, K, b->wq, sb);
 		for (int64_t n = 0; n < N; n++)
 			b->sw[n] = ctq_bf16_to_f32(sb[n]);
 		free(sb);
-		return;
+		return true;
 	}
 	for (int64_t n = 0; n < N; n++) {
 		/* Scales of a typical linear (|w| up to ~0.05), varied per channel. */
@@ -206,6 +250,7 @@ static void make_weights(struct bufs *b, const struct ctq_probe_layer *L,
 			b->w_orig[n * K + k] = (float)v * b->sw[n];
 		}
 	}
+	return true;
 }
 
 void ctq_probe_make_acts(uint16_t *x, float *x_f, int64_t M, int64_t K, enum ctq_probe_acts ap,
@@ -292,9 +337,9 @@ static void exact_output(const struct bufs *b, int64_t M, int64_t N, struct ctq_
 
 /* The backend under test on b's inputs: b->y, and the bit-exact checks it
  * declares (first mismatches into qwhere and ywhere, cap bytes each). */
-static enum ctq_status run_backend(struct ctq_backend *be, struct bufs *b, int64_t M, int64_t N,
-				   int64_t K, struct ctq_probe_result *r, char *qwhere,
-				   char *ywhere, size_t cap, struct ctq_error *err)
+static enum ctq_status run_backend(struct ctq_backend *be, const struct wbufs *w, struct bufs *b,
+				   int64_t M, int64_t N, int64_t K, struct ctq_probe_result *r,
+				   char *qwhere, char *ywhere, size_t cap, struct ctq_error *err)
 {
 	const struct ctq_backend_ops *o = be->ops;
 	size_t mk = (size_t)(M * K), nk = (size_t)(N * K), mn = (size_t)(M * N);
@@ -305,8 +350,8 @@ static enum ctq_status run_backend(struct ctq_backend *be, struct bufs *b, int64
 	    (st = o->alloc(be, (size_t)N * 4, &d_sw, err)) ||
 	    (b->bias && (st = o->alloc(be, (size_t)N * 4, &d_bias, err))) ||
 	    (st = o->alloc(be, mn * 2, &d_y, err)) || (st = o->alloc(be, ws, &d_ws, err)) ||
-	    (st = o->upload(be, d_x, b->x, mk * 2, err)) || (st = o->upload(be, d_w, b->wq, nk, err)) ||
-	    (st = o->upload(be, d_sw, b->sw, (size_t)N * 4, err)) ||
+	    (st = o->upload(be, d_x, b->x, mk * 2, err)) || (st = o->upload(be, d_w, w->wq, nk, err)) ||
+	    (st = o->upload(be, d_sw, w->sw, (size_t)N * 4, err)) ||
 	    (b->bias && (st = o->upload(be, d_bias, b->bias, (size_t)N * 4, err))) ||
 	    (st = o->w8a8_linear(be, d_x, d_w, d_sw, d_bias, M, N, K, d_y, d_ws, err)) ||
 	    (st = o->download(be, b->y, d_y, mn * 2, err)))
@@ -415,14 +460,76 @@ static void judge(struct ctq_probe_result *r, const char *layer,
 	r->passed = r->reason[0] == '\0';
 }
 
-enum ctq_status ctq_probe_run_many(struct ctq_backend *const *bes, int n_be,
-				   const struct ctq_probe_layer *L, enum ctq_probe_weights wp,
-				   enum ctq_probe_acts ap, int64_t M, uint64_t seed,
-				   const struct ctq_probe_policy *policy, struct ctq_probe_result *res,
-				   struct ctq_error *err)
+/* One probe's inputs and CPU oracle: what ctq_probe_run_jobs computes
+ * for the next probe on a worker thread while the current one runs. */
+struct prep {
+	const struct ctq_probe_layer *L;
+	struct ctq_probe_job job;
+	uint64_t seed;
+	bool draw;        /* draw the weights into *w (the first probe of its pair) */
+	struct wbufs *w;  /* the pair's weights */
+	struct slab *ws;  /* their memory, when drawn */
+	struct slab *as;  /* the memory of b */
+	struct bufs b;    /* filled */
+	enum ctq_status st;
+	struct ctq_error err;
+};
+
+/* Fills p->b (and p->w when p->draw) as one probe always did: the random
+ * stream seeded by (seed, weights, acts, K, N), weights first, then the
+ * activations, then the bias; then the oracle, once for every backend:
+ * the exact-quantized reference and the FP64 product. */
+static void prepare(struct prep *p)
 {
-	const int64_t N = L->N, K = L->K;
-	for (int i = 0; i < n_be; i++) {
+	const struct ctq_probe_layer *L = p->L;
+	const int64_t N = L->N, K = L->K, M = p->job.M;
+	const enum ctq_probe_weights wp = p->job.weights;
+	const enum ctq_probe_acts ap = p->job.acts;
+	memset(&p->err, 0, sizeof p->err);
+	p->st = CTQ_OK;
+	if (p->draw) {
+		if (!alloc_wbufs(p->ws, p->w, N, K))
+			goto nomem;
+		ctq_rng_seed(&p->w->rng,
+			     p->seed ^ ((uint64_t)wp << 40) ^ ((uint64_t)ap << 48) ^ (uint64_t)(K * 131 + N));
+		if (!make_weights(p->w, L, wp, &p->w->rng))
+			goto nomem;
+	}
+	struct bufs *b = &p->b;
+	if (!alloc_bufs(p->as, b, M, N, K, wp != CTQ_PW_CHECKPOINT || L->bias))
+		goto nomem;
+	struct ctq_rng rng = p->w->rng;
+	ctq_probe_make_acts(b->x, b->x_f, M, K, ap, &rng);
+	if (b->bias) {
+		for (int64_t n = 0; n < N; n++)
+			b->bias[n] = L->bias ? L->bias[n] : (float)(0.1 * ctq_rng_normal(&rng));
+	}
+	ctq_ref_quantize_bf16(b->x, M, K, b->q, b->sa);
+	if ((p->st = ctq_ref_gemm_i8(b->q, p->w->wq, M, N, K, b->acc, &p->err)))
+		return;
+	ctq_ref_w8a8_epilogue(b->acc, b->sa, p->w->sw, b->bias, M, N, b->y_ref);
+	ctq_ref_gemm_f64(b->x_f, p->w->w_orig, b->bias, M, N, K, b->y64);
+	return;
+nomem:
+	p->st = ctq_error_set(&p->err, CTQ_ERR_NOMEM, L->name, "out of memory for M=%lld K=%lld N=%lld",
+			      (long long)M, (long long)K, (long long)N);
+}
+
+static void *prepare_thread(void *arg)
+{
+	prepare(arg);
+	return NULL;
+}
+
+/* The backends held to p's oracle: res (n_be). */
+static enum ctq_status finish(struct prep *p, struct ctq_backend *const *bes, int n_be,
+			      const struct ctq_probe_policy *policy, struct ctq_probe_result *res,
+			      struct ctq_error *err)
+{
+	const struct ctq_probe_layer *L = p->L;
+	const int64_t N = L->N, K = L->K, M = p->job.M;
+	enum ctq_status st = CTQ_OK;
+	for (int i = 0; i < n_be && !st; i++) {
 		struct ctq_probe_result *r = &res[i];
 		struct ctq_backend *be = bes[i];
 		memset(r, 0, sizeof *r);
@@ -434,42 +541,93 @@ enum ctq_status ctq_probe_run_many(struct ctq_backend *const *bes, int n_be,
 		r->K = K;
 		r->N = N;
 		r->M = M;
-		r->weights = wp;
-		r->acts = ap;
+		r->weights = p->job.weights;
+		r->acts = p->job.acts;
 		r->q_mismatch = r->s_mismatch = r->y_mismatch = -1;
-	}
-	if (wp == CTQ_PW_CHECKPOINT && !L->w && !(L->wq && L->sw))
-		return ctq_error_set(err, CTQ_ERR_USAGE, L->name, "has no checkpoint weights to probe");
-	struct bufs b = {0};
-	if (!alloc_bufs(&b, M, N, K, wp != CTQ_PW_CHECKPOINT || L->bias))
-		return ctq_error_set(err, CTQ_ERR_NOMEM, L->name, "out of memory for M=%lld K=%lld N=%lld",
-				     (long long)M, (long long)K, (long long)N);
-	struct ctq_rng rng;
-	ctq_rng_seed(&rng, seed ^ ((uint64_t)wp << 40) ^ ((uint64_t)ap << 48) ^ (uint64_t)(K * 131 + N));
-	make_weights(&b, L, wp, &rng);
-	ctq_probe_make_acts(b.x, b.x_f, M, K, ap, &rng);
-	if (b.bias) {
-		for (int64_t n = 0; n < N; n++)
-			b.bias[n] = L->bias ? L->bias[n] : (float)(0.1 * ctq_rng_normal(&rng));
-	}
-
-	/* The oracle, once for every backend: exact-quantized reference, and
-	 * the FP64 product. */
-	ctq_ref_quantize_bf16(b.x, M, K, b.q, b.sa);
-	enum ctq_status st = ctq_ref_gemm_i8(b.q, b.wq, M, N, K, b.acc, err);
-	if (st)
-		return st;
-	ctq_ref_w8a8_epilogue(b.acc, b.sa, b.sw, b.bias, M, N, b.y_ref);
-	ctq_ref_gemm_f64(b.x_f, b.w_orig, b.bias, M, N, K, b.y64);
-
-	for (int i = 0; i < n_be && !st; i++) {
 		char qwhere[160] = "", ywhere[160] = "";
-		if ((st = run_backend(bes[i], &b, M, N, K, &res[i], qwhere, ywhere, sizeof qwhere, err)))
+		if ((st = run_backend(be, p->w, &p->b, M, N, K, r, qwhere, ywhere, sizeof qwhere, err)))
 			break;
-		bool ref_nonzero = compare_outputs(&b, M * N, N, &res[i]);
-		judge(&res[i], L->name, policy, ref_nonzero, M * N, qwhere, ywhere);
+		bool ref_nonzero = compare_outputs(&p->b, M * N, N, r);
+		judge(r, L->name, policy, ref_nonzero, M * N, qwhere, ywhere);
 	}
 	return st;
+}
+
+/* p's error into err (the first error wins there). */
+static enum ctq_status prep_error(const struct prep *p, struct ctq_error *err)
+{
+	return ctq_error_set(err, p->st, p->err.path, "%s", p->err.message);
+}
+
+enum ctq_status ctq_probe_run_jobs(struct ctq_backend *const *bes, int n_be,
+				   const struct ctq_probe_layer *L, const struct ctq_probe_job *jobs,
+				   size_t n_jobs, uint64_t seed, const struct ctq_probe_policy *policy,
+				   bool overlap, ctq_probe_results_fn on_results, void *ctx,
+				   struct ctq_error *err)
+{
+	for (size_t j = 0; j < n_jobs; j++)
+		if (jobs[j].weights == CTQ_PW_CHECKPOINT && !L->w && !(L->wq && L->sw))
+			return ctq_error_set(err, CTQ_ERR_USAGE, L->name, "has no checkpoint weights to probe");
+	if (!n_jobs)
+		return CTQ_OK;
+	struct ctq_probe_result *res = ctq_calloc(n_be > 0 ? (size_t)n_be : 1, sizeof *res);
+	if (!res)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, L->name, "out of memory");
+	/* job j: its rest in kept.a[j % 2]; the weights of its run of equal
+	 * (weights, acts) in wsets and kept.w at the run's index % 2, which
+	 * the run before last (all of its probes finished) held */
+	struct wbufs wsets[2];
+	struct prep preps[2];
+	size_t run = 0;
+	memset(wsets, 0, sizeof wsets);
+	preps[0] = (struct prep){.L = L, .job = jobs[0], .seed = seed, .draw = true, .w = &wsets[0],
+				 .ws = &kept.w[0], .as = &kept.a[0]};
+	prepare(&preps[0]);
+	enum ctq_status st = preps[0].st ? prep_error(&preps[0], err) : CTQ_OK;
+	for (size_t j = 0; j < n_jobs && !st; j++) {
+		struct prep *cur = &preps[j % 2], *next = NULL;
+		pthread_t worker;
+		bool started = false;
+		if (j + 1 < n_jobs) {
+			const bool new_run = jobs[j + 1].weights != jobs[j].weights ||
+					     jobs[j + 1].acts != jobs[j].acts;
+			run += new_run;
+			next = &preps[(j + 1) % 2];
+			*next = (struct prep){.L = L, .job = jobs[j + 1], .seed = seed, .draw = new_run,
+					      .w = &wsets[run % 2], .ws = &kept.w[run % 2],
+					      .as = &kept.a[(j + 1) % 2]};
+			/* where no thread can be started, the next one is
+			 * prepared after this one, as without overlap */
+			started = overlap && !pthread_create(&worker, NULL, prepare_thread, next);
+		}
+		st = finish(cur, bes, n_be, policy, res, err);
+		if (!st && on_results)
+			on_results(ctx, res, n_be);
+		if (started)
+			pthread_join(worker, NULL);
+		else if (next && !st)
+			prepare(next);
+		if (!st && next && next->st)
+			st = prep_error(next, err);
+	}
+	free(res);
+	return st;
+}
+
+/* on_results of ctq_probe_run_many: the results into ctx. */
+static void copy_results(void *ctx, const struct ctq_probe_result *res, int n_be)
+{
+	memcpy(ctx, res, (size_t)n_be * sizeof *res);
+}
+
+enum ctq_status ctq_probe_run_many(struct ctq_backend *const *bes, int n_be,
+				   const struct ctq_probe_layer *L, enum ctq_probe_weights wp,
+				   enum ctq_probe_acts ap, int64_t M, uint64_t seed,
+				   const struct ctq_probe_policy *policy, struct ctq_probe_result *res,
+				   struct ctq_error *err)
+{
+	const struct ctq_probe_job job = {wp, ap, M};
+	return ctq_probe_run_jobs(bes, n_be, L, &job, 1, seed, policy, false, copy_results, res, err);
 }
 
 enum ctq_status ctq_probe_run(struct ctq_backend *be, const struct ctq_probe_layer *L,

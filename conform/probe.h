@@ -91,7 +91,8 @@ void ctq_probe_make_acts(uint16_t *x, float *x_f, int64_t M, int64_t K, enum ctq
 			 struct ctq_rng *rng);
 
 /* Frees the host buffers the probes of this thread keep between calls
- * (ctq_probe_run reuses them; call it when a run of probes is over). */
+ * (ctq_probe_run and ctq_probe_run_jobs reuse them; call it when a run of
+ * probes is over). */
 void ctq_probe_release(void);
 
 /* Runs one (layer, weight pattern, activation pattern, M) on backend b. The
@@ -108,6 +109,32 @@ enum ctq_status ctq_probe_run_many(struct ctq_backend *const *bes, int n_be,
 				   const struct ctq_probe_layer *layer, enum ctq_probe_weights wp,
 				   enum ctq_probe_acts ap, int64_t M, uint64_t seed,
 				   const struct ctq_probe_policy *policy, struct ctq_probe_result *res,
+				   struct ctq_error *err);
+
+/* One probe of a list: (weights, acts, M). */
+struct ctq_probe_job {
+	enum ctq_probe_weights weights;
+	enum ctq_probe_acts acts;
+	int64_t M;
+};
+
+/* Receives the n_be results of one job, in backend order. */
+typedef void (*ctq_probe_results_fn)(void *ctx, const struct ctq_probe_result *res, int n_be);
+
+/* The jobs of layer L in order on n_be backends, each as ctq_probe_run_many
+ * would run it (the same seeds, inputs, rows), its results handed to
+ * on_results (may be NULL) before the next job's. The weights are drawn
+ * once for each run of consecutive jobs with the same (weights, acts) (a
+ * session's M list), not once per job: they never depended on M. With
+ * overlap, job i + 1's inputs and CPU oracle are computed on a worker
+ * thread while job i runs on the backends; the results are the same
+ * either way. Do not overlap around a backend that forks (a CPU plug-in's
+ * isolated calls). Errors: the first of any job; usage-error when a
+ * checkpoint job has no weights in L, out-of-memory. */
+enum ctq_status ctq_probe_run_jobs(struct ctq_backend *const *bes, int n_be,
+				   const struct ctq_probe_layer *L, const struct ctq_probe_job *jobs,
+				   size_t n_jobs, uint64_t seed, const struct ctq_probe_policy *policy,
+				   bool overlap, ctq_probe_results_fn on_results, void *ctx,
 				   struct ctq_error *err);
 
 #endif

@@ -152,34 +152,40 @@ cJSON *ctq_probe_result_json(const struct ctq_probe_result *r)
 	return o;
 }
 
+/* on_results of a session: tallies, on_result, probe.json's rows. */
+static void session_results(void *ctx, const struct ctq_probe_result *res, int n_be)
+{
+	struct ctq_probe_session *S = ctx;
+	for (int bi = 0; bi < n_be; bi++) {
+		const struct ctq_probe_result *r = &res[bi];
+		r->passed ? S->passed++ : S->failed++;
+		if (S->on_result)
+			S->on_result(S->ctx, r);
+		cJSON_AddItemToArray(S->rows, ctq_probe_result_json(r));
+	}
+}
+
 enum ctq_status ctq_probe_session_layer(struct ctq_probe_session *S, const struct ctq_probe_layer *L,
 					const bool *wsel, const bool *asel, struct ctq_error *err)
 {
 	struct ctq_backend *bes[CTQ_PROBE_MAX_BACKENDS];
 	for (int bi = 0; bi < S->n_backends && bi < CTQ_PROBE_MAX_BACKENDS; bi++)
 		bes[bi] = &S->backends[bi];
+	struct ctq_probe_job *jobs = ctq_calloc(CTQ_PW_COUNT * CTQ_PA_COUNT * (S->n_m ? S->n_m : 1), sizeof *jobs);
+	if (!jobs)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, L->name, "out of memory");
+	size_t n = 0;
 	for (int w = 0; w < CTQ_PW_COUNT; w++)
 		for (int a = 0; a < CTQ_PA_COUNT; a++)
-			for (size_t mi = 0; mi < S->n_m; mi++) {
-				if (!wsel[w] || !asel[a])
-					continue;
-				/* the oracle once, every backend held to it */
-				struct ctq_probe_result res[CTQ_PROBE_MAX_BACKENDS];
-				enum ctq_status st = ctq_probe_run_many(bes, S->n_backends, L,
-									(enum ctq_probe_weights)w,
-									(enum ctq_probe_acts)a, S->ms[mi],
-									S->seed, S->policy, res, err);
-				if (st)
-					return st;
-				for (int bi = 0; bi < S->n_backends; bi++) {
-					const struct ctq_probe_result *r = &res[bi];
-					r->passed ? S->passed++ : S->failed++;
-					if (S->on_result)
-						S->on_result(S->ctx, r);
-					cJSON_AddItemToArray(S->rows, ctq_probe_result_json(r));
-				}
-			}
-	return CTQ_OK;
+			for (size_t mi = 0; mi < S->n_m && wsel[w] && asel[a]; mi++)
+				jobs[n++] = (struct ctq_probe_job){(enum ctq_probe_weights)w,
+								   (enum ctq_probe_acts)a, S->ms[mi]};
+	/* the oracle once per job, every backend held to it; the next job's
+	 * computed while this one runs, unless serial */
+	enum ctq_status st = ctq_probe_run_jobs(bes, S->n_backends, L, jobs, n, S->seed, S->policy,
+						!S->serial, session_results, S, err);
+	free(jobs);
+	return st;
 }
 
 /* Probes one linear module of t with its real weights; its (K, N) joins

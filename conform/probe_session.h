@@ -55,6 +55,10 @@ struct ctq_probe_session {
 	const struct ctq_probe_policy *policy;
 	bool wsel[CTQ_PW_COUNT], asel[CTQ_PA_COUNT]; /* synthetic patterns probed */
 	bool real_asel[CTQ_PA_COUNT];                /* acts for a checkpoint's weights */
+	/* each probe's inputs and oracle computed after the previous probe
+	 * ran, not beside it (ctq_probe_run_jobs' overlap): for a backend
+	 * that forks (a CPU plug-in), and to compare the two in tests */
+	bool serial;
 	/* each result, as it comes (may be NULL) */
 	void (*on_result)(void *ctx, const struct ctq_probe_result *r);
 	void *ctx;
@@ -70,7 +74,9 @@ enum ctq_status ctq_probe_session_init(struct ctq_probe_session *S, struct ctq_e
 void ctq_probe_session_free(struct ctq_probe_session *S);
 
 /* Every selected (weights, acts, M) of layer L on every backend; the
- * oracle once per combination. */
+ * oracle once per combination, the weights once per (weights, acts), the
+ * next combination's inputs and oracle computed while one runs on the
+ * backends unless S->serial (conform/probe.h ctq_probe_run_jobs). */
 enum ctq_status ctq_probe_session_layer(struct ctq_probe_session *S, const struct ctq_probe_layer *L,
 					const bool *wsel, const bool *asel, struct ctq_error *err);
 /* The linear modules of model folder dir with their real weights (W8A8 as

@@ -11,6 +11,7 @@
 #include "quant/shard.h"
 #include "checkpoint/quantize.h"
 #include "checkpoint/safetensors.h"
+#include "core/hf_config.h"
 #include "checkpoint/synth.h"
 #include "checkpoint/target.h"
 #include "conform/tpcheck.h"
@@ -554,7 +555,8 @@ static enum ctq_status validate_expect(struct ctq_case *c, const cJSON *o, const
 		if ((ef.shards[0] || ef.shards[1]) && !c->tp)
 			return bad(err, file, where, "expects shards but gives no tp");
 		if (!c->model && !c->modules && !c->tensors && !(ef.error && !ef.modules[0] && !ef.modules[1]) &&
-		    !(c->config && ctq_json_get(c->config, "num_hidden_layers")))
+		    !(c->config && (ctq_json_get(ctq_hf_config_text(c->config, NULL), "num_hidden_layers") ||
+				    ctq_json_get(c->config, "num_layers"))))
 			return bad(err, file, where,
 				   "expects modules but names none (give model or modules)");
 	}
@@ -610,8 +612,11 @@ static enum ctq_status validate_case(struct ctq_case *c, const cJSON *o,
 		if (!cJSON_IsNumber(tp) || tp->valuedouble < 1 || tp->valuedouble > 1024 ||
 		    tp->valuedouble != (double)(long)tp->valuedouble)
 			return bad(err, file, where, "tp must be an integer 1..1024");
-		if (!c->model)
-			return bad(err, file, where, "tp needs a model (its shape) to plan shards");
+		if (!c->model && !c->tensors &&
+		    !(c->config && (ctq_json_get(ctq_hf_config_text(c->config, NULL), "num_hidden_layers") ||
+				    ctq_json_get(c->config, "num_layers"))))
+			return bad(err, file, where,
+				   "tp needs a model (its shape) to plan shards: model, tensors, or a config with its layers");
 		c->tp = (long)tp->valuedouble;
 	}
 	const cJSON *p = ctq_json_get(o, "parser");

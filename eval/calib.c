@@ -5,7 +5,12 @@
 #include "core/fileio.h"
 #include "core/rng.h"
 #include "text/tokenizer.h"
+#include "checkpoint/safetensors.h"
+#include "core/numerics.h"
+#include "quant/modules.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -199,4 +204,334 @@ done:
 	ctq_free(pos);
 	ctq_model_close(&m);
 	return st;
+}
+
+/* ---- GPTQ, layer by layer ------------------------------------------------- */
+
+/* The state the runner's hooks share during ctq_calib_gptq. */
+struct gptq_run {
+	int64_t target;           /* the layer being calibrated or propagated */
+	bool propagate;           /* false: sum Hessians; true: store layer outputs */
+	int64_t w, len, H;        /* the window running, its tokens, hidden size */
+	float *cache;             /* (n, len, H) each window's input to `target` */
+	struct ctq_gptq_hessian hess[CTQ_OBSERVE_N_SITES];
+	enum ctq_status st;       /* the first failure inside a hook */
+	struct ctq_error *err;
+};
+
+static void gptq_observe(void *ctx, int64_t layer, enum ctq_observe_site site, const float *x,
+			 int64_t M, int64_t K)
+{
+	struct gptq_run *g = ctx;
+	if (g->propagate || layer != g->target || g->st || (unsigned)site >= CTQ_OBSERVE_N_SITES)
+		return;
+	if (g->hess[site].K != K) {
+		g->st = ctq_error_set(g->err, CTQ_ERR_USAGE, "calib",
+				      "layer %lld, site %d: %lld input channels, expected %lld",
+				      (long long)layer, (int)site, (long long)K, (long long)g->hess[site].K);
+		return;
+	}
+	g->st = ctq_gptq_hessian_add(&g->hess[site], x, M, g->err);
+}
+
+/* Each call runs layer `target` alone: it starts there from the cached
+ * input (layer 0 from the embedding) and ends after it, storing the output
+ * when propagating. */
+static int64_t gptq_layer_end(void *ctx, int64_t layer, float *x, int64_t T, int64_t H)
+{
+	struct gptq_run *g = ctx;
+	float *slot = g->cache + (size_t)g->w * (size_t)g->len * (size_t)H;
+	(void)T; /* == len */
+	if (layer < 0) {
+		if (g->target > 0)
+			memcpy(x, slot, (size_t)g->len * (size_t)H * sizeof *x);
+		return g->target;
+	}
+	if (layer == g->target && g->propagate)
+		memcpy(slot, x, (size_t)g->len * (size_t)H * sizeof *x);
+	return -1;
+}
+
+void ctq_calib_gptq_result_free(struct ctq_calib_gptq_result *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n_mods; i++) {
+		ctq_free(r->mods[i].name);
+		ctq_free(r->mods[i].q);
+		ctq_free(r->mods[i].scale);
+	}
+	ctq_free(r->mods);
+	memset(r, 0, sizeof *r);
+}
+
+/* The scale of row i in dtype (BF16, F16 or F32) as f32. */
+static float scale_f32(const void *s, enum ctq_dtype dtype, int64_t i)
+{
+	if (dtype == CTQ_DTYPE_BF16)
+		return ctq_bf16_to_f32(((const uint16_t *)s)[i]);
+	if (dtype == CTQ_DTYPE_F16)
+		return ctq_f16_to_f32(((const uint16_t *)s)[i]);
+	return ((const float *)s)[i];
+}
+
+/* The linears of each site, in model order. */
+static const struct {
+	enum ctq_hf_linear first;
+	int n;
+} site_members[CTQ_OBSERVE_N_SITES] = {
+	[CTQ_OBSERVE_QKV] = {CTQ_HF_Q, 3}, [CTQ_OBSERVE_GATE_UP] = {CTQ_HF_GATE, 2},
+	[CTQ_OBSERVE_DOWN] = {CTQ_HF_DOWN, 1}, [CTQ_OBSERVE_O] = {CTQ_HF_O, 1}};
+
+static void member_name(int64_t l, enum ctq_observe_site site, int i, char *name, size_t cap)
+{
+	const struct ctq_hf_linear_info *h = &ctq_hf_linears[site_members[site].first + i];
+	snprintf(name, cap, "model.layers.%lld.%s.%s", (long long)l, h->parent, h->leaf);
+}
+
+/* GPTQ of layer l's linear at site (its members in order) under v, the
+ * results appended to res, and the linear's weight in the runner replaced
+ * by the rounded one, dequantized (q * s rounded to BF16, as the library's
+ * quantize_weight returns W.to(final_dtype)). */
+static enum ctq_status gptq_linear(struct ctq_runner *r, const struct ctq_checkpoint *ck, int64_t l,
+				   enum ctq_observe_site site, const struct ctq_gptq_hinv *v,
+				   const struct ctq_calib_gptq_options *opt,
+				   struct ctq_calib_gptq_result *res, uint64_t *bytes_done,
+				   uint64_t bytes_total, struct ctq_error *err)
+{
+	enum ctq_status st = CTQ_OK;
+	int64_t n_rows = 0;
+	uint16_t *dq = NULL; /* (rows of the fused linear, K) bf16 */
+	for (int i = 0; i < site_members[site].n && !st; i++) {
+		char name[CTQ_PATH_MAX], wname[CTQ_PATH_MAX + 8];
+		member_name(l, site, i, name, sizeof name);
+		snprintf(wname, sizeof wname, "%s.weight", name);
+		const struct ctq_st_tensor *t = ctq_checkpoint_find(ck, wname, NULL);
+		if (!t || t->ndim != 2 || t->shape[1] != v->K ||
+		    (t->dtype != CTQ_DTYPE_BF16 && t->dtype != CTQ_DTYPE_F16 && t->dtype != CTQ_DTYPE_F32)) {
+			st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, wname,
+					   "%s; GPTQ needs a BF16, F16 or F32 [N, %lld] weight",
+					   t ? "has another shape or dtype" : "is missing", (long long)v->K);
+			break;
+		}
+		const int64_t N = t->shape[0], K = v->K;
+		uint16_t *g2 = ctq_realloc(dq, (size_t)((n_rows + N) * K) * sizeof *dq);
+		if (!g2) {
+			st = ctq_error_set(err, CTQ_ERR_NOMEM, name, "out of memory");
+			break;
+		}
+		dq = g2;
+		uint16_t *dqm = dq + n_rows * K; /* (N, K) this member's rows */
+		n_rows += N;
+		struct ctq_calib_gptq_module *g = &res->mods[res->n_mods];
+		g->N = N, g->K = K, g->dtype = t->dtype;
+		g->name = ctq_strdup(name);
+		g->q = ctq_malloc((size_t)(N * K) + 1);
+		g->scale = ctq_malloc((size_t)N * ctq_dtype_size(t->dtype) + 4);
+		double *e2 = ctq_malloc((size_t)N * sizeof *e2 + 8), *w2 = ctq_malloc((size_t)N * sizeof *w2 + 8);
+		float *sf = ctq_malloc((size_t)N * sizeof *sf + 4);
+		res->n_mods++; /* freed with the result from here on */
+		if (!g->name || !g->q || !g->scale || !e2 || !w2 || !sf)
+			st = ctq_error_set(err, CTQ_ERR_NOMEM, name, "out of memory");
+		if (!st)
+			st = ctq_gptq_weight(t->data, t->dtype, N, K, v, opt->block_size, wname, g->q,
+					     g->scale, e2, w2, &g->loss, err);
+		if (!st) {
+			double se = 0.0, sw = 0.0;
+			for (int64_t k = 0; k < N; k++) {
+				se += e2[k], sw += w2[k];
+				sf[k] = scale_f32(g->scale, g->dtype, k);
+			}
+			g->rel_l2 = sw > 0.0 ? sqrt(se / sw) : 0.0;
+			/* q * s is exact in f32 (8 + 8 significant bits) */
+			for (int64_t k = 0; k < N * K; k++)
+				dqm[k] = ctq_f32_to_bf16((float)g->q[k] * sf[k / K]);
+		}
+		*bytes_done += (uint64_t)(N * K);
+		if (!st && opt->progress)
+			opt->progress(opt->progress_ctx, name, *bytes_done, bytes_total);
+		ctq_free(e2);
+		ctq_free(w2);
+		ctq_free(sf);
+	}
+	if (!st)
+		st = ctq_runner_set_dense(r, l, site, dq, err);
+	ctq_free(dq);
+	return st;
+}
+
+/* Whether layer l's linear at site is to be quantized: its first member is
+ * in modules (n; NULL: every linear). */
+static bool site_selected(const char *const *modules, size_t n, int64_t l, enum ctq_observe_site site)
+{
+	if (!modules)
+		return true;
+	char name[CTQ_PATH_MAX];
+	member_name(l, site, 0, name, sizeof name);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(modules[i], name))
+			return true;
+	return false;
+}
+
+/* Runs window w of ids through layer g->target. */
+static enum ctq_status gptq_pass(struct ctq_model *m, struct gptq_run *g, const int32_t *ids,
+				 int64_t n, const int32_t *slot, const int32_t *pos,
+				 struct ctq_error *err)
+{
+	enum ctq_status st = CTQ_OK;
+	for (g->w = 0; g->w < n && !st && !g->st; g->w++)
+		st = ctq_model_forward(m, ids + g->w * g->len, slot, pos, g->len, NULL, 0, NULL, err);
+	return st ? st : g->st;
+}
+
+enum ctq_status ctq_calib_gptq(const char *src, const char *const *modules, size_t n_modules,
+			       const int32_t *ids, int64_t n, int64_t len,
+			       const struct ctq_calib_gptq_options *opt, struct ctq_calib_gptq_result *res,
+			       struct ctq_error *err)
+{
+	memset(res, 0, sizeof *res);
+	struct gptq_run g;
+	memset(&g, 0, sizeof g);
+	g.len = len;
+	g.err = err;
+	struct ctq_model m;
+	memset(&m, 0, sizeof m);
+	struct ctq_checkpoint ck;
+	memset(&ck, 0, sizeof ck);
+	struct ctq_gptq_hinv v;
+	memset(&v, 0, sizeof v);
+	int32_t *slot = NULL, *pos = NULL;
+	enum ctq_status st = check_shape(n, len, err);
+	if (st)
+		return st;
+	if (!(opt->dampening_frac >= 0.0 && opt->dampening_frac <= 1.0) || opt->block_size < 1)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "gptq",
+				     "dampening_frac %g, block_size %lld; expected [0, 1] and >= 1",
+				     opt->dampening_frac, (long long)opt->block_size);
+	const struct ctq_model_options o = {
+		.dir = src,
+		.backend = "reference",
+		.tp = 1,
+		.numerics = CTQ_ACT_NUMERICS_CTQ,
+		.limits = {.max_slots = 1, .max_len = len, .max_tokens = len, .no_graphs = true,
+			   .observe = gptq_observe, .observe_ctx = &g,
+			   .layer_end = gptq_layer_end, .layer_end_ctx = &g},
+	};
+	if ((st = ctq_model_open(&m, &o, err)) || (st = ctq_checkpoint_open(&ck, src, err)))
+		goto done;
+	const struct ctq_model_config *c = ctq_model_cfg(&m);
+	struct ctq_runner *r = &m.r[0];
+	if (m.n_quantized > 0) {
+		st = ctq_error_set(err, CTQ_ERR_USAGE, src,
+				   "holds %lld quantized linear module(s); GPTQ calibrates the unquantized model",
+				   (long long)m.n_quantized);
+		goto done;
+	}
+	for (int64_t i = 0; i < n * len; i++)
+		if (ids[i] < 0 || ids[i] >= c->vocab) {
+			st = ctq_error_set(err, CTQ_ERR_USAGE, "calib",
+					   "window %lld, token %lld: id %d is outside the model's vocabulary (%lld)",
+					   (long long)(i / len), (long long)(i % len), ids[i], (long long)c->vocab);
+			goto done;
+		}
+	const struct ctq_layer *y0 = &r->layers[0];
+	const struct ctq_lin *lins[CTQ_OBSERVE_N_SITES] = {
+		[CTQ_OBSERVE_QKV] = &y0->qkv, [CTQ_OBSERVE_GATE_UP] = &y0->gu,
+		[CTQ_OBSERVE_DOWN] = &y0->down, [CTQ_OBSERVE_O] = &y0->o};
+	for (int s = 0; s < CTQ_OBSERVE_N_SITES && !st; s++)
+		st = ctq_gptq_hessian_init(&g.hess[s], lins[s]->K, err);
+	g.H = c->hidden;
+	g.cache = ctq_malloc((size_t)n * (size_t)len * (size_t)c->hidden * sizeof *g.cache);
+	slot = ctq_calloc((size_t)len, sizeof *slot);
+	pos = ctq_malloc((size_t)len * sizeof *pos);
+	res->mods = ctq_calloc((size_t)(c->layers * CTQ_HF_LINEARS), sizeof *res->mods);
+	if (!st && (!g.cache || !slot || !pos || !res->mods))
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, "calib",
+				   "out of memory (the layer inputs of %lld windows of %lld tokens)",
+				   (long long)n, (long long)len);
+	if (st)
+		goto done;
+	for (int64_t t = 0; t < len; t++)
+		pos[t] = (int32_t)t;
+	uint64_t bytes_done = 0, bytes_total = 0;
+	for (int64_t l = 0; l < c->layers; l++)
+		for (int s = 0; s < CTQ_OBSERVE_N_SITES; s++)
+			if (site_selected(modules, n_modules, l, (enum ctq_observe_site)s))
+				bytes_total += (uint64_t)(lins[s]->N * lins[s]->K);
+	for (int64_t l = 0; l < c->layers && !st; l++) {
+		g.target = l;
+		g.propagate = false;
+		for (int s = 0; s < CTQ_OBSERVE_N_SITES; s++)
+			ctq_gptq_hessian_reset(&g.hess[s]);
+		if ((st = gptq_pass(&m, &g, ids, n, slot, pos, err)))
+			break;
+		/* in model order; the order is of no consequence to the result:
+		 * each linear has its Hessian, taken before any was rounded */
+		static const enum ctq_observe_site order[CTQ_OBSERVE_N_SITES] = {
+			CTQ_OBSERVE_QKV, CTQ_OBSERVE_O, CTQ_OBSERVE_GATE_UP, CTQ_OBSERVE_DOWN};
+		for (int k = 0; k < CTQ_OBSERVE_N_SITES && !st; k++) {
+			const enum ctq_observe_site s = order[k];
+			if (!site_selected(modules, n_modules, l, s))
+				continue;
+			if ((st = ctq_gptq_hinv_init(&v, &g.hess[s], opt->dampening_frac, err)))
+				break;
+			res->n_fallback += v.fallback;
+			res->n_dead += v.n_dead;
+			res->n_tokens = g.hess[s].n_tokens;
+			st = gptq_linear(r, &ck, l, s, &v, opt, res, &bytes_done,
+					 bytes_total, err);
+			ctq_gptq_hinv_free(&v);
+		}
+		if (!st && l + 1 < c->layers) {
+			g.propagate = true;
+			st = gptq_pass(&m, &g, ids, n, slot, pos, err);
+		}
+	}
+done:
+	ctq_gptq_hinv_free(&v);
+	for (int s = 0; s < CTQ_OBSERVE_N_SITES; s++)
+		ctq_gptq_hessian_free(&g.hess[s]);
+	ctq_free(g.cache);
+	ctq_free(slot);
+	ctq_free(pos);
+	ctq_checkpoint_close(&ck);
+	ctq_model_close(&m);
+	return st;
+}
+
+int64_t ctq_calib_gptq_weight(void *ctx, const char *module, const void *w, enum ctq_dtype dtype,
+			      int64_t N, int64_t K, int8_t *q, void *scale, double *err2,
+			      double *norm2)
+{
+	const struct ctq_calib_gptq_result *r = ctx;
+	const struct ctq_calib_gptq_module *g = NULL;
+	for (size_t i = 0; i < r->n_mods && !g; i++)
+		if (!strcmp(r->mods[i].name, module))
+			g = &r->mods[i];
+	if (!g || g->N != N || g->K != K || g->dtype != dtype)
+		return -3;
+	const size_t esz = ctq_dtype_size(dtype);
+	memcpy(q, g->q, (size_t)(N * K));
+	memcpy(scale, g->scale, (size_t)N * esz);
+	float *row = ctq_malloc((size_t)K * sizeof *row + 4); /* (K) */
+	if (!row)
+		return -2;
+	for (int64_t i = 0; i < N; i++) {
+		ctq_convert_to_f32((const unsigned char *)w + (size_t)(i * K) * esz, dtype, (size_t)K, row);
+		const double s = scale_f32(scale, dtype, i);
+		double e2 = 0.0, w2 = 0.0;
+		for (int64_t k = 0; k < K; k++) {
+			const double d = (double)q[i * K + k] * s - (double)row[k];
+			e2 += d * d;
+			w2 += (double)row[k] * (double)row[k];
+		}
+		if (!isfinite(w2)) {
+			ctq_free(row);
+			return i;
+		}
+		err2[i] = e2, norm2[i] = w2;
+	}
+	ctq_free(row);
+	return -1;
 }

@@ -14,7 +14,24 @@
  * what llm-compressor's SmoothQuantModifier hooks; their per-channel min
  * and max go into a struct ctq_smooth_stats (checkpoint/smooth.h).
  *
- * What it is not: a data set loader (one text file), or GPTQ's Hessians.
+ * GPTQ (ctq_calib_gptq): llm-compressor's sequential pipeline with its
+ * GPTQModifier (src/llmcompressor/pipelines/sequential/pipeline.py and
+ * modifiers/gptq/base.py at ab1ba3e), one decoder layer at a time. As the
+ * library calibrates under DisableQuantization, the model runs unquantized
+ * (BF16 weights, f32 activations on the reference backend, no activation
+ * quantization); for layer l, every window's input to layer l (cached)
+ * runs through layer l alone while an observer sums the Hessian of each
+ * linear's input (q/k/v and gate/up share theirs; o_proj's is the
+ * attention output, down_proj's act(gate) * up); each of the layer's
+ * linears is then rounded by GPTQ (checkpoint/gptq.h), its weight in the
+ * running model replaced by the rounded one dequantized (q * s in BF16, as
+ * the library writes the compressed weight back), and layer l runs again
+ * to give layer l + 1 its inputs: later layers calibrate on what the
+ * already-rounded earlier ones compute. The runner's layer_end hook starts
+ * each call at layer l from the cache and ends it after layer l, so the
+ * whole costs about two forward passes.
+ *
+ * What it is not: a data set loader (one text file).
  */
 #ifndef CTQ_EVAL_CALIB_H
 #define CTQ_EVAL_CALIB_H
@@ -23,6 +40,8 @@
 
 #include "core/status.h"
 #include "checkpoint/smooth.h"
+#include "checkpoint/gptq.h"
+#include "checkpoint/synth.h"
 
 /* The calibration windows of the text file text_path for the model folder
  * dir: *ids (n, len) host int32, returned owned (ctq_free), *n_text the
@@ -50,5 +69,54 @@ enum ctq_status ctq_calib_windows_ids(const char *ids_path, int64_t n, int64_t l
  * checkpoint), out-of-memory. */
 enum ctq_status ctq_calib_smooth_stats(const char *dir, const int32_t *ids, int64_t n, int64_t len,
 				       struct ctq_smooth_stats *stats, struct ctq_error *err);
+
+struct ctq_calib_gptq_options {
+	double dampening_frac;    /* [0, 1]; CTQ_GPTQ_DEFAULT_DAMPENING */
+	int64_t block_size;       /* >= 1; CTQ_GPTQ_DEFAULT_BLOCK */
+	ctq_progress_fn progress; /* may be NULL: after each module, with its name */
+	void *progress_ctx;
+};
+
+/* One module's GPTQ weight. */
+struct ctq_calib_gptq_module {
+	char *name;               /* "model.layers.L.self_attn.q_proj", owned */
+	int64_t N, K;
+	enum ctq_dtype dtype;     /* the unquantized weight's, and the scale's */
+	int8_t *q;                /* (N, K) owned */
+	void *scale;              /* (N) in dtype, owned */
+	double loss;              /* the library's GPTQ loss */
+	double rel_l2;            /* ||q * s - w|| / ||w|| */
+};
+
+struct ctq_calib_gptq_result {
+	struct ctq_calib_gptq_module *mods; /* (n_mods) in model order, owned */
+	size_t n_mods;
+	int64_t n_fallback;       /* Hessians whose Cholesky failed (RTN used) */
+	int64_t n_dead;           /* dead input columns, over every Hessian */
+	int64_t n_tokens;         /* calibration tokens per Hessian */
+};
+
+void ctq_calib_gptq_result_free(struct ctq_calib_gptq_result *r);
+
+/* GPTQ of the linears of the unquantized checkpoint src named in modules
+ * (n_modules names, borrowed, e.g. a quantize result's; NULL: every
+ * linear of the decoder layers; a fused set is taken by its first member)
+ * over the n windows ids (n, len), on the reference backend, layer by
+ * layer as above; the linears not named keep their weights. res is
+ * initialised here and freed with ctq_calib_gptq_result_free whatever the
+ * result. Errors: usage (an id outside the vocabulary, options out of
+ * range, a quantized src), checkpoint-error (a weight of src missing or
+ * not [N, K] float), the runner's, out-of-memory. */
+enum ctq_status ctq_calib_gptq(const char *src, const char *const *modules, size_t n_modules,
+			       const int32_t *ids, int64_t n, int64_t len,
+			       const struct ctq_calib_gptq_options *opt, struct ctq_calib_gptq_result *res,
+			       struct ctq_error *err);
+
+/* ctq_quantize_options.weight_fn over a result (ctx): the module's GPTQ
+ * weight and scale, err2 / norm2 against w; -3 when the result has no such
+ * module or its shape or dtype differ. */
+int64_t ctq_calib_gptq_weight(void *ctx, const char *module, const void *w, enum ctq_dtype dtype,
+			      int64_t N, int64_t K, int8_t *q, void *scale, double *err2,
+			      double *norm2);
 
 #endif

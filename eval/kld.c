@@ -34,38 +34,69 @@ static const struct {
 	[CTQ_KLD_PPL_RATIO_MAX] = {"ppl_ratio_max", 1, 100},
 };
 
+/* The relative criteria, under the policy's "relative" object. */
+static const struct {
+	const char *key;
+	double min, max;
+} rel_def[CTQ_KLD_N_REL] = {
+	[CTQ_KLD_REL_KL_FACTOR_MAX] = {"kl_factor_max", 1, 100},
+	[CTQ_KLD_REL_TOP1_DROP_MAX] = {"top1_drop_max", 0, 1},
+	[CTQ_KLD_REL_PPL_EXCESS_FACTOR_MAX] = {"ppl_excess_factor_max", 1, 100},
+};
+
 const char *ctq_kld_criterion_name(enum ctq_kld_criterion c)
 {
 	return c < CTQ_KLD_N_CRIT ? crit_def[c].key : "unknown";
 }
 
-/* The entries of root (a policy object) over *p; file names it in errors. */
+const char *ctq_kld_rel_criterion_name(enum ctq_kld_rel_criterion c)
+{
+	return c < CTQ_KLD_N_REL ? rel_def[c].key : "unknown";
+}
+
+/* The entries of root (a policy object, or its "relative" object when rel)
+ * over *p; file names it in errors. */
 static enum ctq_status policy_apply(struct ctq_kld_policy *p, const cJSON *root, const char *file,
-				    struct ctq_error *err)
+				    bool rel, struct ctq_error *err)
 {
 	if (!cJSON_IsObject(root))
-		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, file, "a policy is a JSON object");
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, rel ? "relative" : file,
+				     "a policy is a JSON object");
+	const int n = rel ? CTQ_KLD_N_REL : CTQ_KLD_N_CRIT;
 	for (const cJSON *it = root->child; it; it = it->next) {
 		if (!strcmp(it->string, "about"))
 			continue;
+		if (!rel && !strcmp(it->string, "relative")) {
+			enum ctq_status st = policy_apply(p, it, file, true, err);
+			if (st)
+				return st;
+			continue;
+		}
 		int k;
-		for (k = 0; k < CTQ_KLD_N_CRIT; k++)
-			if (!strcmp(crit_def[k].key, it->string))
+		for (k = 0; k < n; k++)
+			if (!strcmp(rel ? rel_def[k].key : crit_def[k].key, it->string))
 				break;
-		if (k == CTQ_KLD_N_CRIT)
+		if (k == n)
 			return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, it->string,
-					     "unknown policy entry in %s (kl_mean_max, top1_min, ppl_ratio_max)", file);
+					     rel ? "unknown relative policy entry in %s (kl_factor_max, top1_drop_max, ppl_excess_factor_max)"
+						 : "unknown policy entry in %s (kl_mean_max, top1_min, ppl_ratio_max, relative)",
+					     file);
 		const cJSON *val = ctq_json_get(it, "value"), *why = ctq_json_get(it, "reason");
 		if (!cJSON_IsObject(it) || !cJSON_IsNumber(val) || !cJSON_IsString(why) || !why->valuestring[0])
 			return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, it->string,
 					     "expected {\"value\": number, \"reason\": \"why\"} in %s", file);
-		double x = val->valuedouble;
-		if (!(x >= crit_def[k].min && x <= crit_def[k].max))
+		const double x = val->valuedouble, lo = rel ? rel_def[k].min : crit_def[k].min,
+			     hi = rel ? rel_def[k].max : crit_def[k].max;
+		if (!(x >= lo && x <= hi))
 			return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, it->string,
-					     "is %g in %s; expected a number in [%g, %g]", x, file, crit_def[k].min,
-					     crit_def[k].max);
-		p->v[k] = x;
-		snprintf(p->reason[k], sizeof p->reason[k], "%s", why->valuestring);
+					     "is %g in %s; expected a number in [%g, %g]", x, file, lo, hi);
+		if (rel) {
+			p->rel[k] = x;
+			snprintf(p->rel_reason[k], sizeof p->rel_reason[k], "%s", why->valuestring);
+		} else {
+			p->v[k] = x;
+			snprintf(p->reason[k], sizeof p->reason[k], "%s", why->valuestring);
+		}
 	}
 	return CTQ_OK;
 }
@@ -78,7 +109,7 @@ void ctq_kld_policy_default(struct ctq_kld_policy *p)
 	memset(p, 0, sizeof *p);
 	cJSON *root = NULL;
 	struct ctq_error err = {0};
-	if (!ctq_embedded_json(CTQ_KLD_POLICY_FILE, &root, &err) && !policy_apply(p, root, CTQ_KLD_POLICY_FILE, &err))
+	if (!ctq_embedded_json(CTQ_KLD_POLICY_FILE, &root, &err) && !policy_apply(p, root, CTQ_KLD_POLICY_FILE, false, &err))
 		snprintf(p->source, sizeof p->source, "%s (built in)", CTQ_KLD_POLICY_FILE);
 	else
 		snprintf(p->source, sizeof p->source, "the built-in %s does not parse: a broken build (%s)",
@@ -91,7 +122,7 @@ enum ctq_status ctq_kld_policy_load(struct ctq_kld_policy *p, const char *path,
 {
 	cJSON *root = NULL;
 	enum ctq_status st = ctq_json_load_file(path, (size_t)1 << 20, NULL, &root, err);
-	if (!st && !(st = policy_apply(p, root, path, err)))
+	if (!st && !(st = policy_apply(p, root, path, false, err)))
 		snprintf(p->source, sizeof p->source, "%s", path);
 	cJSON_Delete(root);
 	return st;
@@ -331,6 +362,47 @@ static enum ctq_status lay_windows(struct ctq_kld_run *r, struct ctq_error *err)
 	return CTQ_OK;
 }
 
+/* --reference-run DIR: its eval_kld.csv must hold exactly this run's
+ * windows (source, number, first token, scored tokens), in order. */
+static enum ctq_status reference_run_open(struct ctq_kld_run *r, struct ctq_error *err)
+{
+	const char *dir = r->o.reference_run;
+	char *path = ctq_path_join(dir, "eval_kld.csv");
+	if (!path)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+	enum ctq_status st = CTQ_OK;
+	if (!ctq_path_exists(path)) {
+		st = ctq_error_set(err, CTQ_ERR_USAGE, path,
+				   "is missing; --reference-run names the run directory of a ctq eval kld run");
+		goto done;
+	}
+	if ((st = ctq_fam_eval_kld_read_windows(&r->ref_run, path, err)))
+		goto done;
+	const struct ctq_kld_windows *x = &r->ref_run;
+	const int64_t per = r->o.ctx - 1 - r->o.ctx / 2;
+	if (x->n != r->n_win) {
+		st = ctq_error_set(err, CTQ_ERR_USAGE, path,
+				   "holds %zu windows, this run %zu: the reference run must score the same text with the same --ctx, --stride and --max-tokens",
+				   x->n, r->n_win);
+		goto done;
+	}
+	for (size_t k = 0; k < x->n; k++) {
+		const struct ctq_kld_window *a = &x->w[k], *b = &r->win[k];
+		if (strcmp(x->names[a->source], r->src_names[b->source]) || a->index != b->index ||
+		    a->start != b->start || a->n != per) {
+			st = ctq_error_set(err, CTQ_ERR_USAGE, path,
+					   "window %zu is %s #%zu from token %lld (%lld scored); this run's is %s #%zu from token %lld (%lld): not the same windows",
+					   k, x->names[a->source], a->index, (long long)a->start, (long long)a->n,
+					   r->src_names[b->source], b->index, (long long)b->start, (long long)per);
+			goto done;
+		}
+	}
+	r->rel.on = true;
+done:
+	free(path);
+	return st;
+}
+
 enum ctq_status ctq_kld_open(struct ctq_kld_run *r, const struct ctq_kld_options *o,
 			     struct ctq_error *err)
 {
@@ -360,6 +432,7 @@ enum ctq_status ctq_kld_open(struct ctq_kld_run *r, const struct ctq_kld_options
 					     (long long)m->context, o->ctx);
 	}
 	if ((st = open_tokenizer(r, err)) || (st = read_sources(r, err)) || (st = lay_windows(r, err)) ||
+	    (o->reference_run && (st = reference_run_open(r, err))) ||
 	    (st = ctq_model_open_ranks(&r->ranks, o->backend, (int)o->tp, CTQ_ACT_NUMERICS_CTQ, err)))
 		return st;
 	snprintf(r->device, sizeof r->device, "%s", r->ranks.device);
@@ -529,6 +602,102 @@ static enum ctq_status aggregate(struct ctq_kld_run *r, size_t w0, size_t nw, st
 	return CTQ_OK;
 }
 
+/* The relative verdict (eval/kld.h): paired sums over the windows, each
+ * criterion's percentile bootstrap interval over windows (the same
+ * resampling as the absolute intervals), the three-way rule. */
+static enum ctq_status relative_judge(struct ctq_kld_run *r, struct ctq_error *err)
+{
+	struct ctq_kld_relative *x = &r->rel;
+	const double *pol = r->pol.rel;
+	const size_t n = r->n_win;
+	double *b = ctq_malloc((n ? n : 1) * 5 * sizeof *b); /* (5, n) */
+	if (!b)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval kld", "out of memory");
+	double *kc = b, *kr = b + n, *dag = b + 2 * n, *dln = b + 3 * n, *tk = b + 4 * n;
+	double skc = 0, skr = 0, sac = 0, sar = 0, sdc = 0, sdr = 0, snr = 0, snr2 = 0, N = 0;
+	const double f_ppl = pol[CTQ_KLD_REL_PPL_EXCESS_FACTOR_MAX];
+	for (size_t k = 0; k < n; k++) {
+		const struct ctq_kld_window *c = &r->win[k], *e = &r->ref_run.w[k];
+		const double dc = c->nll_new - c->nll_ref, de = e->nll_new - e->nll_ref;
+		kc[k] = c->kl_sum, kr[k] = e->kl_sum;
+		dag[k] = (double)c->agree - (double)e->agree;
+		dln[k] = dc - de;
+		tk[k] = (double)c->n;
+		skc += kc[k], skr += kr[k], sac += (double)c->agree, sar += (double)e->agree;
+		sdc += dc, sdr += de, snr += c->nll_ref, snr2 += e->nll_ref, N += tk[k];
+	}
+	x->n_windows = n;
+	x->n_tokens = (size_t)N;
+	x->kl_new = skc / N, x->kl_ref = skr / N;
+	x->top1_new = sac / N, x->top1_ref = sar / N, x->top1_diff = (sac - sar) / N;
+	x->excess_new = exp(sdc / N) - 1, x->excess_ref = exp(sdr / N) - 1;
+	x->excess_factor = x->excess_ref > 0 ? x->excess_new / x->excess_ref : NAN;
+	/* The candidate's log-excess may pass the reference run's by (f - 1)
+	 * times its size: f x for a positive one, and a run equal to its
+	 * reference passes even where the recipe beats the reference model
+	 * (a negative excess, where f x would demand more than equality).
+	 * The allowance is the point value; the interval is the paired
+	 * difference's. */
+	const double allow = (f_ppl - 1) * fabs(sdr / N);
+	for (size_t k = 0; k < n; k++)
+		dln[k] -= allow * tk[k];
+	x->excess_margin = (sdc - sdr) / N - allow;
+	x->ref_nll_rel_diff = snr > 0 ? fabs(snr - snr2) / snr : 0;
+	const uint64_t seed = CTQ_KLD_BOOTSTRAP_SEED;
+	int bad = 0;
+	if (skr > 0) {
+		x->kl_factor = skc / skr;
+		bad |= ctq_stats_ratio_bootstrap(kc, kr, n, CTQ_KLD_BOOTSTRAP, seed, 0.95, &x->kl_factor_lo,
+						 &x->kl_factor_hi);
+	} else { /* the reference recipe is the reference model itself */
+		x->kl_factor = x->kl_factor_lo = x->kl_factor_hi = skc > 0 ? INFINITY : 1.0;
+	}
+	bad |= ctq_stats_ratio_bootstrap(dag, tk, n, CTQ_KLD_BOOTSTRAP, seed, 0.95, &x->top1_diff_lo,
+					 &x->top1_diff_hi);
+	bad |= ctq_stats_ratio_bootstrap(dln, tk, n, CTQ_KLD_BOOTSTRAP, seed, 0.95, &x->excess_margin_lo,
+					 &x->excess_margin_hi);
+	ctq_free(b);
+	if (bad)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval kld", "out of memory");
+	const double fk = pol[CTQ_KLD_REL_KL_FACTOR_MAX], m = pol[CTQ_KLD_REL_TOP1_DROP_MAX];
+	const bool good = x->kl_factor_hi <= fk && x->top1_diff_lo >= -m && x->excess_margin_hi <= 0;
+	const bool worse = x->kl_factor_lo > fk || x->top1_diff_hi < -m || x->excess_margin_lo > 0;
+	const struct ctq_kld_agg *all = &r->agg[r->n_src];
+	x->outer_bound = all->kl_lo > r->pol.v[CTQ_KLD_KL_MEAN_MAX];
+	x->verdict = n < CTQ_KLD_MIN_WINDOWS	 ? "inconclusive"
+		     : worse || x->outer_bound ? "inferior"
+		     : good		       ? "non-inferior"
+					       : "inconclusive";
+	r->pass = !strcmp(x->verdict, "non-inferior");
+	return CTQ_OK;
+}
+
+static void relative_table(struct ctq_kld_run *r)
+{
+	const struct ctq_kld_relative *x = &r->rel;
+	const double *p = r->pol.rel;
+	struct ctq_strbuf *sb = &r->table;
+	ctq_strbuf_printf(sb, "\nRelative to the reference run %s, paired over %zu windows (%zu tokens); "
+			      "policy (%s, relative): mean KL <= %gx the reference run's, top-1 at most %g "
+			      "point(s) below, ppl excess <= %gx; the absolute mean KL <= %g nats stays the outer bound.\n",
+			  r->o.reference_run, x->n_windows, x->n_tokens, r->pol.source,
+			  p[CTQ_KLD_REL_KL_FACTOR_MAX], 100 * p[CTQ_KLD_REL_TOP1_DROP_MAX],
+			  p[CTQ_KLD_REL_PPL_EXCESS_FACTOR_MAX], r->pol.v[CTQ_KLD_KL_MEAN_MAX]);
+	ctq_strbuf_printf(sb, "  mean KL    %.4g vs %.4g nats: %.3fx [%.3f, %.3f]\n", x->kl_new, x->kl_ref,
+			  x->kl_factor, x->kl_factor_lo, x->kl_factor_hi);
+	ctq_strbuf_printf(sb, "  top-1      %.2f%% vs %.2f%%: %+.2f points [%+.2f, %+.2f]\n", 100 * x->top1_new,
+			  100 * x->top1_ref, 100 * x->top1_diff, 100 * x->top1_diff_lo, 100 * x->top1_diff_hi);
+	ctq_strbuf_printf(sb, "  ppl excess %.4g vs %.4g: %.3gx (log-excess over the reference's minus %g x "
+			      "its size: %.3g [%.3g, %.3g] nats/token, <= 0 passes)\n",
+			  x->excess_new, x->excess_ref, x->excess_factor, p[CTQ_KLD_REL_PPL_EXCESS_FACTOR_MAX] - 1,
+			  x->excess_margin, x->excess_margin_lo, x->excess_margin_hi);
+	if (x->ref_nll_rel_diff > 1e-6)
+		ctq_strbuf_printf(sb, "  note: the two runs' reference-model NLLs differ by %.2g (relative): "
+				      "another reference model or backend\n", x->ref_nll_rel_diff);
+	ctq_strbuf_printf(sb, "verdict (relative, %s): %s%s\n", r->pol.source, x->verdict,
+			  x->outer_bound ? " (beyond the absolute mean KL bound)" : "");
+}
+
 static void table_row(struct ctq_strbuf *sb, const char *name, const struct ctq_kld_agg *a)
 {
 	ctq_strbuf_printf(sb, "%-28.28s %7zu %4zu %9.3g [%8.3g, %8.3g] %8.3g %8.3g %8.3g %8.3g  "
@@ -550,6 +719,8 @@ enum ctq_status ctq_kld_summarize(struct ctq_kld_run *r, struct ctq_error *err)
 		return st;
 	const struct ctq_kld_agg *all = &r->agg[r->n_src];
 	r->pass = !strcmp(all->verdict, "non-inferior");
+	if (r->rel.on && (st = relative_judge(r, err)))
+		return st;
 	struct ctq_strbuf *sb = &r->table;
 	ctq_strbuf_printf(sb, "%-28s %7s %4s %9s %-22s %8s %8s %8s %8s  %6s %-16s %9s %9s %7s  %s\n",
 			  "source", "tokens", "win", "KL mean", "95% CI (bootstrap)", "median", "p90",
@@ -566,6 +737,8 @@ enum ctq_status ctq_kld_summarize(struct ctq_kld_run *r, struct ctq_error *err)
 			      "reference %.2f s, candidate %.2f s of forward passes\n",
 			  r->o.ctx, r->o.stride, r->o.ctx - 1 - r->o.ctx / 2, r->base.score_s,
 			  r->cand.score_s);
+	if (r->rel.on)
+		relative_table(r);
 	if (sb->oom)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, "eval kld", "out of memory");
 	return CTQ_OK;
@@ -634,8 +807,35 @@ static void manifest(const struct ctq_kld_run *r, cJSON *ev)
 		cJSON_AddNumberToObject(j, "value", r->pol.v[k]);
 		cJSON_AddStringToObject(j, "reason", r->pol.reason[k]);
 	}
+	cJSON *rp = cJSON_AddObjectToObject(pol, "relative");
+	for (int k = 0; k < CTQ_KLD_N_REL; k++) {
+		cJSON *j = cJSON_AddObjectToObject(rp, rel_def[k].key);
+		cJSON_AddNumberToObject(j, "value", r->pol.rel[k]);
+		cJSON_AddStringToObject(j, "reason", r->pol.rel_reason[k]);
+	}
 	agg_json(cJSON_AddObjectToObject(ev, "overall"), &r->agg[r->n_src]);
 	cJSON_AddStringToObject(ev, "verdict", r->agg[r->n_src].verdict);
+	if (!r->rel.on)
+		return;
+	const struct ctq_kld_relative *x = &r->rel;
+	cJSON *j = cJSON_AddObjectToObject(ev, "relative");
+	cJSON_AddStringToObject(j, "reference_run", r->o.reference_run);
+	cJSON_AddNumberToObject(j, "windows", (double)x->n_windows);
+	cJSON_AddNumberToObject(j, "kl_mean_nats", x->kl_new);
+	cJSON_AddNumberToObject(j, "reference_kl_mean_nats", x->kl_ref);
+	cJSON_AddNumberToObject(j, "kl_factor", x->kl_factor);
+	cJSON_AddNumberToObject(j, "kl_factor_ci_low", x->kl_factor_lo);
+	cJSON_AddNumberToObject(j, "kl_factor_ci_high", x->kl_factor_hi);
+	cJSON_AddNumberToObject(j, "top1", x->top1_new);
+	cJSON_AddNumberToObject(j, "reference_top1", x->top1_ref);
+	cJSON_AddNumberToObject(j, "top1_diff_ci_low", x->top1_diff_lo);
+	cJSON_AddNumberToObject(j, "top1_diff_ci_high", x->top1_diff_hi);
+	cJSON_AddNumberToObject(j, "ppl_excess", x->excess_new);
+	cJSON_AddNumberToObject(j, "reference_ppl_excess", x->excess_ref);
+	cJSON_AddNumberToObject(j, "ppl_excess_margin_ci_low", x->excess_margin_lo);
+	cJSON_AddNumberToObject(j, "ppl_excess_margin_ci_high", x->excess_margin_hi);
+	cJSON_AddBoolToObject(j, "outer_bound_exceeded", x->outer_bound);
+	cJSON_AddStringToObject(j, "verdict", x->verdict);
 }
 
 static enum ctq_status write_junit(const struct ctq_kld_run *r, struct ctq_run *run,
@@ -649,6 +849,16 @@ static enum ctq_status write_junit(const struct ctq_kld_run *r, struct ctq_run *
 		 a->verdict, a->kl_mean, a->kl_lo, a->kl_hi, r->pol.v[CTQ_KLD_KL_MEAN_MAX],
 		 100 * a->top1, 100 * a->top1_lo, 100 * a->top1_hi, 100 * r->pol.v[CTQ_KLD_TOP1_MIN],
 		 a->ppl_ratio, a->ppl_ratio_lo, a->ppl_ratio_hi, r->pol.v[CTQ_KLD_PPL_RATIO_MAX]);
+	if (r->rel.on)
+		snprintf(msg, sizeof msg,
+			 "%s relative to %s: mean KL %.3fx [%.3f, %.3f] (max %g), top-1 %+.2f points "
+			 "[%+.2f, %+.2f] (min %+g), ppl excess %.3gx (max %g)%s",
+			 r->rel.verdict, r->o.reference_run, r->rel.kl_factor, r->rel.kl_factor_lo,
+			 r->rel.kl_factor_hi, r->pol.rel[CTQ_KLD_REL_KL_FACTOR_MAX], 100 * r->rel.top1_diff,
+			 100 * r->rel.top1_diff_lo, 100 * r->rel.top1_diff_hi,
+			 -100 * r->pol.rel[CTQ_KLD_REL_TOP1_DROP_MAX], r->rel.excess_factor,
+			 r->pol.rel[CTQ_KLD_REL_PPL_EXCESS_FACTOR_MAX],
+			 r->rel.outer_bound ? "; beyond the absolute mean KL bound" : "");
 	struct ctq_junit_case c = {.classname = "eval_kld", .name = "(all)", .failed = !r->pass,
 				   .message = r->pass ? NULL : msg};
 	return ctq_junit_write(ctq_run_path(run, "junit.xml", path, sizeof path), "eval.kld", &c, 1, err);
@@ -685,6 +895,7 @@ void ctq_kld_free(struct ctq_kld_run *r)
 	ctq_free(r->tok_kl);
 	ctq_free(r->hist);
 	ctq_free(r->agg);
+	ctq_fam_eval_kld_windows_free(&r->ref_run);
 	ctq_strbuf_free(&r->table);
 	ctq_tokenizer_free(&r->tok);
 	ctq_model_close(&r->ranks);

@@ -15,6 +15,19 @@
  * Text: UTF-8 files, or the questions and answers of a benchmark folder in
  * the official layout (eval/datasets.h), interleaved across subjects.
  *
+ * Relative verdict (--reference-run DIR): DIR is the run of a reference
+ * recipe of the same model (e.g. SmoothQuant+GPTQ W8A8) against the same
+ * reference model on the same windows; the candidate is judged against it,
+ * paired by window, by the policy's "relative" entries: the ratio of mean
+ * KLs (at most kl_factor_max), the top-1 agreement lost (at most
+ * top1_drop_max) and the perplexity excess, in log-perplexity per token
+ * (the candidate's at most ppl_excess_factor_max times the reference
+ * recipe's: above it by at most (factor - 1) x its size, so that a
+ * negative excess does not demand more than equality), each with a paired percentile bootstrap over windows; the
+ * same three-way rule as above. The absolute mean KL bound (kl_mean_max)
+ * stays the outer limit: a candidate whose whole KL interval lies beyond it
+ * is inferior whatever the reference run did.
+ *
  * What it is not: the option parsing, progress bar or printing
  * (harness/cmd_eval_kld.c), or the CSV columns (families/eval_kld.h).
  */
@@ -38,21 +51,33 @@
 #define CTQ_KLD_MAX_SOURCES 64
 
 enum ctq_kld_criterion { CTQ_KLD_KL_MEAN_MAX, CTQ_KLD_TOP1_MIN, CTQ_KLD_PPL_RATIO_MAX, CTQ_KLD_N_CRIT };
+/* The relative criteria (the policy's "relative" object). */
+enum ctq_kld_rel_criterion {
+	CTQ_KLD_REL_KL_FACTOR_MAX,
+	CTQ_KLD_REL_TOP1_DROP_MAX,
+	CTQ_KLD_REL_PPL_EXCESS_FACTOR_MAX,
+	CTQ_KLD_N_REL
+};
 
 struct ctq_kld_policy {
 	double v[CTQ_KLD_N_CRIT];
 	char reason[CTQ_KLD_N_CRIT][1024];
+	double rel[CTQ_KLD_N_REL];
+	char rel_reason[CTQ_KLD_N_REL][1024];
 	char source[512];
 };
 
 /* "kl_mean_max", "top1_min", "ppl_ratio_max". */
 const char *ctq_kld_criterion_name(enum ctq_kld_criterion c);
+/* "kl_factor_max", "top1_drop_max", "ppl_excess_factor_max". */
+const char *ctq_kld_rel_criterion_name(enum ctq_kld_rel_criterion c);
 /* The built-in policy: policies/kld.json, which the build embeds
  * (core/embedded.h); source "policies/kld.json (built in)". */
 #define CTQ_KLD_POLICY_FILE "policies/kld.json"
 void ctq_kld_policy_default(struct ctq_kld_policy *p);
-/* Reads {"about": ..., "kl_mean_max": {"value": x, "reason": "..."}, ...}
- * over the defaults; every entry needs its reason. Errors: io-error,
+/* Reads {"about": ..., "kl_mean_max": {"value": x, "reason": "..."}, ...,
+ * "relative": {"about": ..., "kl_factor_max": {...}, ...}} over the
+ * defaults; every entry needs its reason. Errors: io-error,
  * parse-error, invalid-config (an unknown key, a value out of range, a
  * missing reason) at its JSON path. */
 enum ctq_status ctq_kld_policy_load(struct ctq_kld_policy *p, const char *path,
@@ -76,6 +101,27 @@ struct ctq_kld_options {
 				     * tokenized, for other tools (llama.cpp perplexity
 				     * --kl-divergence, tests/oracle/kld_hf.py) */
 	const struct ctq_kld_policy *policy; /* NULL: built-in */
+	const char *reference_run;  /* NULL, or a ctq eval kld run directory of a
+				     * reference recipe: the relative verdict */
+};
+
+/* The relative verdict against a reference recipe's run. */
+struct ctq_kld_relative {
+	bool on;
+	size_t n_windows, n_tokens;
+	double kl_new, kl_ref;                  /* mean KL nats: this candidate, the reference run's */
+	double kl_factor, kl_factor_lo, kl_factor_hi;
+	double top1_new, top1_ref;
+	double top1_diff, top1_diff_lo, top1_diff_hi; /* new - ref, fractions */
+	double excess_new, excess_ref;          /* ppl ratio - 1 of each */
+	double excess_factor;                   /* excess_new / excess_ref (NaN when excess_ref <= 0) */
+	double excess_margin, excess_margin_lo, excess_margin_hi; /* log excess_new - the
+								   * reference's - (factor - 1) x
+								   * |the reference's|, nats/token */
+	double ref_nll_rel_diff;                /* |NLL of the two reference models| relative:
+						 * 0 when both runs scored one reference alike */
+	bool outer_bound;                       /* the absolute kl_mean_max was exceeded */
+	const char *verdict;
 };
 
 struct ctq_kld_source {
@@ -116,17 +162,21 @@ struct ctq_kld_run {
 	size_t n_tok;
 	uint64_t *hist;              /* (n_src, CTQ_KLD_HIST_BINS) */
 	struct ctq_kld_agg *agg;     /* (n_src + 1) the last for all sources */
-	bool pass;                   /* overall non-inferior */
+	struct ctq_kld_windows ref_run; /* --reference-run's windows, paired with win */
+	struct ctq_kld_relative rel;
+	bool pass;                   /* overall non-inferior (relative when rel.on) */
 	struct ctq_strbuf table;     /* the summary (stdout and summary.md) */
 };
 
 /* Reads the models' configs and the tokenizer (the two must tokenize alike
  * and share a vocabulary), reads and tokenizes the sources, lays out the
- * windows, and only then opens the backend ranks (no GPU is env-error): the
- * inputs are checked first.
+ * windows, reads the reference run's windows and checks they are these
+ * (o->reference_run), and only then opens the backend ranks (no GPU is
+ * env-error): the inputs are checked first.
  * r is zeroed first and safe to free on error. Errors: usage (no text, a
  * source shorter than one window, with the numbers; ctx beyond a model's
- * context; models that differ in vocabulary or tokenizer), io-error,
+ * context; models that differ in vocabulary or tokenizer; a reference run
+ * whose windows are not these), io-error,
  * parse-error (text that is not UTF-8), the loaders', nomem. */
 enum ctq_status ctq_kld_open(struct ctq_kld_run *r, const struct ctq_kld_options *o,
 			     struct ctq_error *err);

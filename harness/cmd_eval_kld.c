@@ -3,6 +3,7 @@
  * (eval/kld.h), with a verdict against a policy (policies/kld.json). This
  * file parses the options, draws the progress bar and prints. */
 #include "harness/commands.h"
+#include "core/fileio.h"
 #include "core/time.h"
 #include "eval/kld.h"
 #include "results/run.h"
@@ -49,6 +50,12 @@ static void help(void)
 	       "  --tp N             tensor parallelism over N ranks (default 1)\n"
 	       "  --policy FILE      thresholds of the verdict (default: built-in, which\n"
 	       "                     policies/kld.json holds with the reasons)\n"
+	       "  --reference-run DIR  judge --model against the run DIR of a reference recipe\n"
+	       "                     (same model, same --ref-model, same windows), paired by\n"
+	       "                     window: the policy's relative entries (mean KL within\n"
+	       "                     1.5x the reference run's, top-1 at most 1 point below,\n"
+	       "                     ppl excess within 1.5x), with the absolute mean KL bound\n"
+	       "                     kept as the outer limit; this verdict sets the exit code\n"
 	       "  --progress         progress on stderr even when it is not a terminal\n"
 	       "  --out DIR          run directory (default runs/<UTC time>-<revision>)\n"
 	       "  --force            replace DIR when it is an existing ctq run directory\n"
@@ -59,6 +66,7 @@ static void help(void)
 	       "(overall): non-inferior when the intervals of mean KL, top-1 and ppl ratio all lie\n"
 	       "on the good side of the policy's thresholds, inferior when one lies wholly on the\n"
 	       "bad side, inconclusive otherwise or with fewer than %d windows.\n"
+	       "With --reference-run the relative verdict sets the exit code.\n"
 	       "Writes eval_kld.csv (per window), eval_kld_summary.csv, eval_kld_hist.csv,\n"
 	       "junit.xml, summary.md and the manifest.\n"
 	       "\n"
@@ -118,6 +126,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		CTQ_OPT_STR("--tokenizer", &k->tokenizer),
 		CTQ_OPT_STR("--backend", &k->backend),
 		CTQ_OPT_STR("--policy", &o->policy),
+		CTQ_OPT_STR("--reference-run", &k->reference_run),
 		CTQ_OPT_STR("--save-text", &k->save_text),
 		CTQ_OPT_OUT(&o->out),
 		CTQ_OPT_INT("--ctx", &k->ctx, 4, 1L << 20),
@@ -144,6 +153,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		return rc;
 	if (!ctq_opt_out_ok("eval kld", &o->out))
 		return CTQ_EXIT_USAGE;
+	if (k->reference_run && !ctq_path_is_dir(k->reference_run)) {
+		fprintf(stderr, "ctq eval kld: --reference-run %s is not a folder; expected a ctq eval kld run directory\n",
+			k->reference_run);
+		return CTQ_EXIT_USAGE;
+	}
 	return -1;
 }
 
@@ -190,8 +204,12 @@ int ctq_cmd_eval_kld(int argc, char **argv)
 		goto out;
 	const struct ctq_kld_agg *a = &r.agg[r.n_src];
 	printf("results in %s\n", run.final_dir);
-	printf("kld: mean %.6g nats, top-1 %.2f%%, ppl ref %.4g new %.4g, verdict %s\n", a->kl_mean,
-	       100 * a->top1, a->ppl_ref, a->ppl_new, a->verdict);
+	printf("kld: mean %.6g nats, top-1 %.2f%%, ppl ref %.4g new %.4g, verdict %s (%s)", a->kl_mean,
+	       100 * a->top1, a->ppl_ref, a->ppl_new, a->verdict, r.pol.source);
+	if (r.rel.on)
+		printf("; relative to %s: mean KL %.3fx, top-1 %+.2f points, verdict %s (%s, relative)",
+		       r.o.reference_run, r.rel.kl_factor, 100 * r.rel.top1_diff, r.rel.verdict, r.pol.source);
+	printf("\n");
 out:
 	rc = st ? ctq_progress_line_fail(&pg, "eval kld", &err) : r.pass ? CTQ_EXIT_OK : CTQ_EXIT_FAIL;
 	ctq_kld_free(&r);

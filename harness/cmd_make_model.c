@@ -23,7 +23,10 @@ static void help(void)
 	       "seed gives the same bytes whatever the thread count.\n"
 	       "\n"
 	       "options:\n"
-	       "  --arch A             qwen3, qwen2 (q/k/v biases) or llama\n"
+	       "  --arch A             qwen3, qwen2 (q/k/v biases) or llama; qwen3_moe (8\n"
+	       "                       experts) or qwen_image_dit (a diffusers Qwen-Image DiT)\n"
+	       "                       with --preset tiny, for inspect, probe --model and\n"
+	       "                       quantize (the runner does not execute them)\n"
 	       "  --preset P           tiny               hidden 64, 2 layers, 4/2 heads, vocab 512\n"
 	       "                       qwen3-0.6b-shape   hidden 1024, 28 layers, 16/8 heads (~1.2 GB)\n"
 	       "                       qwen3-4b-shape     hidden 2560, 36 layers, 32/8 heads (~8 GB)\n"
@@ -58,6 +61,19 @@ static bool opt_gain(const char *cmd, const char *name, const char *v, void *dst
 	}
 	*(double *)dst = g;
 	return true;
+}
+
+/* Progress that also keeps the model's size: the writer's bytes_total. */
+struct sized_progress {
+	struct ctq_progress p;
+	uint64_t total_bytes;
+};
+
+static void sized_print(void *ctx, const char *tensor, uint64_t done, uint64_t total)
+{
+	struct sized_progress *s = ctx;
+	s->total_bytes = total;
+	ctq_progress_print(&s->p, tensor, done, total);
 }
 
 int ctq_cmd_make_model(int argc, char **argv)
@@ -119,9 +135,9 @@ int ctq_cmd_make_model(int argc, char **argv)
 		free(out);
 		return ctq_status_exit_code(st);
 	}
-	struct ctq_progress prog;
-	ctq_progress_init(&prog, "make-model", quiet);
-	st = ctq_synth_write(&spec, tmp, (uint64_t)max_shard, ctq_progress_print, &prog, &err);
+	struct sized_progress prog = {.total_bytes = 0};
+	ctq_progress_init(&prog.p, "make-model", quiet);
+	st = ctq_synth_write(&spec, tmp, (uint64_t)max_shard, sized_print, &prog, &err);
 	if (!st)
 		st = ctq_tmpdir_commit(tmp, out, replace, &err);
 	if (st) {
@@ -131,17 +147,7 @@ int ctq_cmd_make_model(int argc, char **argv)
 		return ctq_status_exit_code(st);
 	}
 	/* Parameters: every tensor is BF16 (2 bytes). */
-	long d = spec.head_dim, H = spec.hidden_size;
-	double per_layer = (double)H * (double)(spec.num_attention_heads * d) * 2 +
-			   (double)H * (double)(spec.num_key_value_heads * d) * 2 +
-			   3.0 * (double)H * (double)spec.intermediate_size + 2.0 * (double)H +
-			   (spec.qk_norm ? 2.0 * (double)d : 0.0) +
-			   (spec.attention_bias ? (double)((spec.num_attention_heads +
-							   2 * spec.num_key_value_heads) * d)
-						: 0.0);
-	double params = (double)spec.vocab_size * (double)H * (spec.tie_word_embeddings ? 1 : 2) +
-			per_layer * (double)spec.num_hidden_layers + (double)H;
-	double bytes = 2.0 * params;
+	const double bytes = (double)prog.total_bytes, params = bytes / 2;
 	char gain_note[48] = "";
 	if (logit_gain != 1.0)
 		snprintf(gain_note, sizeof gain_note, ", logit gain %g", logit_gain);
@@ -149,7 +155,7 @@ int ctq_cmd_make_model(int argc, char **argv)
 	       out, spec.arch, spec.preset, spec.num_hidden_layers, params / 1e6,
 	       bytes >= 1e9 ? bytes / 1e9 : bytes / 1e6, bytes >= 1e9 ? "GB" : "MB", seed,
 	       outliers ? ", outliers" : "", untied ? ", untied" : "", gain_note,
-	       ctq_progress_elapsed_s(&prog));
+	       ctq_progress_elapsed_s(&prog.p));
 	free(out);
 	return CTQ_EXIT_OK;
 usage:

@@ -380,8 +380,10 @@ int ctq_cmd_probe(int argc, char **argv)
 	    ctq_probe_backends_open(backends, &S.n_backends, o.use_ref, o.use_cuda, o.kernel_lib,
 				    o.defects, o.numerics, &err))
 		goto fail;
-	if (o.kernel_lib)
+	if (o.kernel_lib) {
 		ctq_backend_plugin_set_timeout(&backends[S.n_backends - 1], (double)o.kernel_timeout);
+		S.serial = true; /* a CPU plug-in's calls fork: no worker thread beside them */
+	}
 	/* A weight-only plug-in (ABI 2 without the W8A8 pair) leaves the W8A8
 	 * probes to ctq's backends and runs the weight-only ones alone. */
 	const int n_opened = S.n_backends;

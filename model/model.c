@@ -51,7 +51,8 @@ enum ctq_status ctq_model_load(struct ctq_model *m, const char *dir, const struc
 			.max_slots = limits->max_slots, .max_len = limits->max_len, .max_tokens = limits->max_tokens,
 			.tp = m->tp, .rank = k, .group = m->group, .no_graphs = limits->no_graphs,
 			.no_fuse = limits->no_fuse, .observe = limits->observe,
-			.observe_ctx = limits->observe_ctx};
+			.observe_ctx = limits->observe_ctx, .layer_end = limits->layer_end,
+			.layer_end_ctx = limits->layer_end_ctx};
 		const enum ctq_status st = ctq_runner_load(&m->r[k], &m->b[k], dir, &opt, err);
 		if (st) {
 			ctq_model_unload(m);

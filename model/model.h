@@ -33,6 +33,8 @@ struct ctq_model_limits {
 	bool no_graphs, no_fuse;
 	ctq_observe_fn observe; /* ctq_runner_options.observe (or NULL) */
 	void *observe_ctx;
+	ctq_layer_end_fn layer_end; /* ctq_runner_options.layer_end (or NULL) */
+	void *layer_end_ctx;
 };
 
 struct ctq_model_options {

@@ -7,6 +7,7 @@
 #include "core/json.h"
 #include "checkpoint/loader.h"
 #include "checkpoint/target.h"
+#include "quant/arch.h"
 #include "quant/modules.h"
 #include "quant/qconfig.h"
 #include "checkpoint/safetensors.h"
@@ -198,6 +199,15 @@ enum ctq_status ctq_model_config_parse(struct ctq_model_config *c, const cJSON *
 	char path[CTQ_PATH_MAX];
 	const cJSON *mt = ctq_json_get(o, "model_type");
 	c->arch = cJSON_IsString(mt) ? ctq_arch_normalise(mt->valuestring) : NULL;
+	const cJSON *cn = ctq_json_get(root, "_class_name");
+	if (!c->arch && cJSON_IsString(cn) && ctq_arch_dit_find(cn->valuestring))
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, "_class_name",
+				     "is %s, a diffusion transformer: inspect and probe only — ctq inspects, probes (probe --model) and quantizes this tree, but the runner executes qwen3, qwen2 and llama",
+				     cn->valuestring);
+	if (!c->arch && cJSON_IsString(mt) && ctq_arch_find(mt->valuestring))
+		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, cfg_path(&x, path, sizeof path, NULL, "model_type"),
+				     "is %s: inspect and probe only — ctq inspects, probes (probe --model) and quantizes this tree, but the runner executes qwen3, qwen2 and llama",
+				     mt->valuestring);
 	if (!c->arch)
 		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, cfg_path(&x, path, sizeof path, NULL, "model_type"),
 				     "is %s; the runner executes qwen3, qwen2 and llama",
@@ -646,7 +656,7 @@ enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, con
 		goto done;
 	}
 	const int tp = opt->tp > 1 ? opt->tp : 1;
-	if (opt->observe && (tp > 1 || b->ops->act_bytes != 4)) {
+	if ((opt->observe || opt->layer_end) && (tp > 1 || b->ops->act_bytes != 4)) {
 		st = ctq_error_set(err, CTQ_ERR_USAGE, "observe",
 				   "an activation observer needs host f32 activations (the reference backend) and tp 1");
 		goto done;
@@ -734,6 +744,37 @@ static enum ctq_status producer_linear(struct ctq_runner *r, int64_t layer,
 	return st ? st : linear(r, l, mid, M, y, err);
 }
 
+/* The observer's view of o_proj's input (the attention output). */
+static enum ctq_status observe_o(struct ctq_runner *r, int64_t layer, int64_t T)
+{
+	if (r->opt.observe)
+		r->opt.observe(r->opt.observe_ctx, layer, CTQ_OBSERVE_O, r->attn, T,
+			       r->layers[layer].o.K);
+	return CTQ_OK;
+}
+
+enum ctq_status ctq_runner_set_dense(struct ctq_runner *r, int64_t l, enum ctq_observe_site which,
+				     const uint16_t *w, struct ctq_error *err)
+{
+	if (l < 0 || l >= r->cfg.layers || (unsigned)which >= CTQ_OBSERVE_N_SITES)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "runner", "layer %lld, linear %d out of range",
+				     (long long)l, (int)which);
+	struct ctq_layer *y = &r->layers[l];
+	struct ctq_lin *lin = which == CTQ_OBSERVE_QKV ? &y->qkv : which == CTQ_OBSERVE_GATE_UP ? &y->gu
+			    : which == CTQ_OBSERVE_DOWN ? &y->down : &y->o;
+	if (lin->quantized)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "runner",
+				     "layer %lld, linear %d is W8A8; only an unquantized weight is replaced",
+				     (long long)l, (int)which);
+	void *nw = NULL;
+	enum ctq_status st = r->b->ops->upload_dense(r->b, w, (size_t)(lin->N * lin->K), &nw, err);
+	if (st)
+		return st;
+	r->b->ops->free(r->b, lin->w);
+	lin->w = nw;
+	return CTQ_OK;
+}
+
 /* Sums the ranks' partial outputs in rank order into every rank's buffer. */
 static enum ctq_status allreduce(struct ctq_runner *r, void *buf, int64_t n,
 				 struct ctq_error *err)
@@ -776,7 +817,9 @@ static enum ctq_status compute(struct ctq_runner *r, int64_t T, int64_t head_row
 	enum ctq_status st;
 	if ((st = o->embed(b, r->embed, r->d_ids, T, H, r->x, err)))
 		return st;
-	for (int64_t l = 0; l < c->layers; l++) {
+	const ctq_layer_end_fn hook = r->opt.layer_end;
+	int64_t l = hook ? hook(r->opt.layer_end_ctx, -1, r->x, T, H) : 0;
+	while (l >= 0 && l < c->layers) {
 		const struct ctq_layer *y = &r->layers[l];
 		/* the residual of the block before (pending) is added inside this norm */
 		if ((st = producer_linear(r, l, CTQ_OBSERVE_QKV, r->x, pending, y->in_norm, &y->qkv, T,
@@ -804,6 +847,7 @@ static enum ctq_status compute(struct ctq_runner *r, int64_t T, int64_t head_row
 		if (st ||
 		    (st = o->attention(b, q, k, v, ld, r->k_cache[l], r->v_cache[l], r->d_slot, r->d_pos,
 				       r->call_slot, r->call_pos, T, nH, nKV, d, r->opt.max_len, r->attn, err)) ||
+		    (st = observe_o(r, l, T)) ||
 		    (st = linear(r, &y->o, r->attn, T, r->h, err)) ||
 		    (st = allreduce(r, r->h, T * H, err)) ||
 		    (st = producer_linear(r, l, CTQ_OBSERVE_GATE_UP, r->x, r->h, y->post_norm, &y->gu, T,
@@ -813,7 +857,18 @@ static enum ctq_status compute(struct ctq_runner *r, int64_t T, int64_t head_row
 		    (st = allreduce(r, r->h, T * H, err)))
 			return st;
 		pending = r->h; /* x += h inside the next norm */
+		if (!hook) {
+			l++;
+			continue;
+		}
+		/* the hook sees the whole residual stream */
+		if ((st = o->add(b, r->x, pending, T * H, err)))
+			return st;
+		pending = NULL;
+		l = hook(r->opt.layer_end_ctx, l, r->x, T, H);
 	}
+	if (l < 0)
+		return CTQ_OK; /* ended by the hook: no final norm, no logits */
 	if (pending && o->add_rmsnorm && !r->opt.no_fuse)
 		st = o->add_rmsnorm(b, r->x, pending, r->final_norm, T, H, c->rms_eps, r->h, err);
 	else if (!pending || !(st = o->add(b, r->x, pending, T * H, err)))

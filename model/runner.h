@@ -38,18 +38,30 @@ struct ctq_model_config {
 struct ctq_tp_group;
 
 /* Where an observer sees a linear's input: the output of input_layernorm
- * (q/k/v's input), of post_attention_layernorm (gate/up's) and of
- * act_fn(gate) * up (down's). */
+ * (q/k/v's input), of post_attention_layernorm (gate/up's), of
+ * act_fn(gate) * up (down's) and the attention's output (o_proj's). Each
+ * site also names the runtime linear it feeds (ctq_runner_set_dense). */
 enum ctq_observe_site {
 	CTQ_OBSERVE_QKV = 0,
 	CTQ_OBSERVE_GATE_UP = 1,
 	CTQ_OBSERVE_DOWN = 2,
+	CTQ_OBSERVE_O = 3,
 };
+#define CTQ_OBSERVE_N_SITES 4
 
 /* Called with layer l's activations x (host f32 (M, K), borrowed for the
  * call) as they enter the linears of site, before the linear runs. */
 typedef void (*ctq_observe_fn)(void *ctx, int64_t layer, enum ctq_observe_site site,
 			       const float *x, int64_t M, int64_t K);
+
+/* Called at the layer boundaries of a forward call: after the embedding
+ * (layer -1) and after each layer, with x the residual stream there (host
+ * f32 (T, H), the call's tokens), which the hook may read and overwrite.
+ * Returns the next layer to run: layer + 1 to go on, a later one to skip
+ * layers, the layer count to go to the final norm, or a negative value to
+ * end the call there (it then returns no logits: ask for none). Layer-wise
+ * calibration (eval/calib.h) runs one layer at a time on cached inputs. */
+typedef int64_t (*ctq_layer_end_fn)(void *ctx, int64_t layer, float *x, int64_t T, int64_t H);
 
 struct ctq_runner_options {
 	int64_t max_slots;   /* sequences held in the KV cache at once */
@@ -64,6 +76,8 @@ struct ctq_runner_options {
 				 * activations (the reference backend) and tp 1
 				 * only: ctq_runner_load refuses it elsewhere */
 	void *observe_ctx;
+	ctq_layer_end_fn layer_end; /* or NULL; the observer's restrictions */
+	void *layer_end_ctx;
 };
 
 struct ctq_lin {
@@ -121,6 +135,15 @@ enum ctq_status ctq_runner_forward_next(struct ctq_runner *r, const int32_t *ids
 					const int32_t *slot, const int32_t *pos, int64_t T,
 					const int64_t *out_rows, int64_t n_out, int32_t *next,
 					struct ctq_error *err);
+
+/* Replaces the weight of layer l's unquantized linear `which` (fused
+ * members' rows in order: q, k, v / gate, up) with w (N, K) host bf16,
+ * borrowed, N and K the linear's: layer-wise calibration runs each layer
+ * with its rounded weights, dequantized, as llm-compressor propagates.
+ * Errors: usage (a W8A8 linear, a layer out of range), the backend's (the
+ * old weight is kept then). */
+enum ctq_status ctq_runner_set_dense(struct ctq_runner *r, int64_t l, enum ctq_observe_site which,
+				     const uint16_t *w, struct ctq_error *err);
 
 /* Runs ctq_runner_forward on every rank concurrently with the same inputs;
  * logits come from rank 0 (every rank computes the same ones). */

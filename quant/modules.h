@@ -34,8 +34,25 @@ struct ctq_module {
 	int fused;             /* index into ctq_modules.fused, or -1 */
 	bool guessed;          /* found in the checkpoint's tensors only: its
 				* class (Linear or Embedding) is a guess */
-	int64_t out_features;  /* guessed: the (out, in) of its X.weight; 0 when */
-	int64_t in_features;   /* not known (packed weights, known modules) */
+	int64_t out_features;  /* the (out, in) of its X.weight: from the tensors, */
+	int64_t in_features;   /* or the config's shape; 0 when not known */
+	/* Mixture of experts: the block (index into ctq_modules.moe), the
+	 * expert and its projection (0 gate, 1 up, 2 down); -1 elsewhere. */
+	int moe, expert, expert_proj;
+	/* transformers 5 holds this expert in a fused 3-D experts module (no
+	 * Linear of its own): compressed-tensors gives it no scheme. */
+	bool ct_fused;
+	/* vLLM builds it with quant_config=None (MoE routers, Qwen2-MoE's
+	 * shared_expert_gate): never quantized there. */
+	bool vllm_unquantized;
+};
+
+/* A mixture-of-experts block as vLLM runs it: one FusedMoE layer named
+ * <parent>.experts holding every expert's gate, up and down. */
+struct ctq_moe_block {
+	const char *runtime_name; /* e.g. model.layers.1.mlp.experts */
+	size_t n_experts;
+	long *member;             /* (n_experts, 3) module index of gate, up, down; -1 absent */
 };
 
 /* A fused runtime layer: q/k/v -> <parent>.qkv_proj, gate/up -> gate_up_proj. */
@@ -48,8 +65,11 @@ struct ctq_fused_set {
 };
 
 /* Model shape needed by the TP planner (zero when unknown). */
+struct ctq_arch;
+
 struct ctq_model_shape {
-	const char *arch;  /* qwen3, qwen2, llama */
+	const char *arch;  /* the row's model_type (qwen3, qwen3_moe, ...) */
+	const struct ctq_arch *row; /* quant/arch.h; NULL for explicit modules */
 	int layers;
 	long hidden_size, intermediate_size, vocab_size;
 	long num_attention_heads, num_key_value_heads, head_dim;
@@ -60,6 +80,14 @@ struct ctq_model_shape {
 	 * id2label's size; transformers' default 2). */
 	bool seq_cls;
 	long num_labels;
+	/* Mixture of experts (n_experts 0: dense): num_experts,
+	 * num_local_experts or n_routed_experts; the experts' intermediate size
+	 * (moe_intermediate_size, Mixtral's intermediate_size); the shared
+	 * experts' (Qwen2-MoE shared_expert_intermediate_size, DeepSeek
+	 * moe_intermediate_size * n_shared_experts). */
+	long n_experts, moe_intermediate_size, shared_intermediate_size;
+	/* DeepSeek-V3 MLA: q_lora_rank (0: q_proj), kv_lora_rank, head dims. */
+	long q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
 };
 
 /* The seven linear modules of a decoder layer of the Llama family (Llama,
@@ -89,6 +117,16 @@ extern const struct ctq_hf_linear_info ctq_hf_linears[CTQ_HF_LINEARS];
  * is none of the seven. */
 int ctq_hf_linear_find(const char *leaf);
 
+struct ctq_modules;
+struct ctq_module;
+
+/* Which of the seven linears module m of mods is, as the Llama layout
+ * places it (a direct child of a layer's self_attn / mlp in a tree with
+ * separate q/k/v: its features and split from the model's heads and
+ * intermediate size), or -1 (experts, shared experts, MLA, stored-fused,
+ * guessed and other modules, which carry their own (out, in)). */
+int ctq_hf_linear_of(const struct ctq_modules *mods, const struct ctq_module *m);
+
 /* The (out, in) features of linear l's weight in a model of shape s. */
 void ctq_hf_linear_features(const struct ctq_model_shape *s, enum ctq_hf_linear l, long *out,
 			    long *in);
@@ -106,6 +144,8 @@ struct ctq_modules {
 	struct ctq_fused_set *fused;
 	size_t n_fused;
 	size_t n_guessed;     /* modules with guessed set: from the tensors only */
+	struct ctq_moe_block *moe;
+	size_t n_moe;
 	struct ctq_model_shape shape;
 };
 

@@ -1,34 +1,14 @@
 /* ctq scheme resolver (see resolve.h and docs/semantics.md). */
 #include "quant/resolve.h"
+#include "quant/resolve_ctx.h"
 #include "quant/scheme.h"
+#include "quant/arch.h"
 #include "core/json.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum level { LV_NAME, LV_REGEX, LV_TYPE, LV_NONE };
-
-/* One entry of the target map: a unique target string and the group it
- * resolves to (ct/vllm: the last group listing it; strict keeps all). */
-struct tmap {
-	const char *target;
-	const char *path;
-	long group;
-};
-
-struct ctx {
-	struct ctq_plan *plan;
-	const struct ctq_qconfig *cfg;
-	const struct ctq_modules *mods;
-	struct ctq_regex_cache *rc;
-	struct ctq_error *err;
-	struct tmap *map;     /* ct/vllm target map, in first-position order */
-	size_t n_map;
-	size_t *ct_order;     /* ct: map indices sorted by ("re:" in t, t) */
-	bool *dropped;        /* vllm: attention groups dropped (per group) */
-};
 
 const char *ctq_semantics_name(enum ctq_semantics s)
 {
@@ -94,7 +74,7 @@ static enum ctq_status level_of(struct ctx *c, const char *t, const char *path,
 	return CTQ_OK;
 }
 
-static enum ctq_status nomem(struct ctx *c)
+enum ctq_status ctq_resolve_nomem(struct ctx *c)
 {
 	return ctq_error_set(c->err, CTQ_ERR_NOMEM, "plan", "out of memory");
 }
@@ -128,7 +108,7 @@ static enum ctq_status narrow(struct ctx *c, const char *t, const char *path,
 	char *parent = ctq_arena_strndup(&c->plan->arena, m->name,
 					 (size_t)(dot - m->name));
 	if (!parent)
-		return nomem(c);
+		return ctq_resolve_nomem(c);
 	const struct ctq_module *pm = ctq_modules_lookup(c->mods, parent);
 	if (pm)
 		st = is_match(c, t, path, pm, &hit);
@@ -193,12 +173,8 @@ static char *scheme_name(struct ctx *c, const struct ctq_qscheme *s)
 	return ctq_arena_strdup(&c->plan->arena, ctq_scheme_name(s, buf, sizeof buf));
 }
 
-static enum ctq_status set_error(struct ctx *c, struct ctq_plan_entry *e,
-				 enum ctq_status cls, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static enum ctq_status set_error(struct ctx *c, struct ctq_plan_entry *e,
-				 enum ctq_status cls, const char *fmt, ...)
+enum ctq_status ctq_resolve_set_error(struct ctx *c, struct ctq_plan_entry *e, enum ctq_status cls,
+				      const char *fmt, ...)
 {
 	char buf[2048];
 	va_list ap;
@@ -208,7 +184,7 @@ static enum ctq_status set_error(struct ctx *c, struct ctq_plan_entry *e,
 	e->error = cls;
 	e->scheme = NULL;
 	e->message = ctq_arena_strdup(&c->plan->arena, buf);
-	return e->message ? CTQ_OK : nomem(c);
+	return e->message ? CTQ_OK : ctq_resolve_nomem(c);
 }
 
 /* Fills scheme, group, format of an entry matched to group g. */
@@ -222,7 +198,7 @@ static enum ctq_status assign_group(struct ctx *c, struct ctq_plan_entry *e,
 							     : CTQ_BY_TYPE;
 	e->format = ctq_qconfig_group_format(c->cfg, grp);
 	e->scheme = scheme_name(c, &grp->scheme);
-	return e->scheme ? CTQ_OK : nomem(c);
+	return e->scheme ? CTQ_OK : ctq_resolve_nomem(c);
 }
 
 /* ---- strict ------------------------------------------------------------- */
@@ -235,7 +211,7 @@ static enum ctq_status strict_module(struct ctx *c, struct ctq_plan_entry *e)
 	 * method read no ignore list). */
 	if (m->kind == CTQ_MODULE_ATTENTION && c->cfg->kv_cache) {
 		char kv[CTQ_SCHEME_NAME_MAX];
-		return set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
+		return ctq_resolve_set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
 				 "%s: %s.kv_cache_scheme (%s): KV-cache quantization is not executable; ctq runs attention with BF16 caches",
 				 m->name, c->cfg->block_path,
 				 ctq_kv_scheme_name(c->cfg->kv_cache, kv, sizeof kv));
@@ -291,7 +267,7 @@ static enum ctq_status strict_module(struct ctx *c, struct ctq_plan_entry *e)
 		e->scheme = "unquantized";
 	} else if (ambiguous) {
 		static const char *const lvn[] = {"exact name", "regex", "type"};
-		return set_error(c, e, CTQ_ERR_AMBIGUOUS_MATCH,
+		return ctq_resolve_set_error(c, e, CTQ_ERR_AMBIGUOUS_MATCH,
 				 "%s: targets of several groups match at the same level (%s): %s; ctq refuses to pick one by file order — make the targets disjoint or list the module in ignore",
 				 m->name, lvn[best], detail);
 	} else if ((st = assign_group(c, e, first_group, first_target, best))) {
@@ -301,7 +277,7 @@ static enum ctq_status strict_module(struct ctx *c, struct ctq_plan_entry *e)
 	const struct ctq_qgroup *grp = e->group >= 0 ? &c->cfg->groups[e->group] : NULL;
 	bool quantized = grp && !ctq_scheme_is_unquantized(&grp->scheme);
 	if (quantized && m->kind != CTQ_MODULE_LINEAR) {
-		return set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
+		return ctq_resolve_set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
 				 "%s: config_groups.%s (%s, format %s): %s modules execute unquantized only",
 				 m->name, grp->name, e->scheme,
 				 e->format ? e->format : "missing",
@@ -314,7 +290,7 @@ static enum ctq_status strict_module(struct ctx *c, struct ctq_plan_entry *e)
 		enum ctq_status cls = ctq_scheme_check_exec(&grp->scheme, e->format,
 							    reason, sizeof reason);
 		if (cls)
-			return set_error(c, e, cls, "%s: config_groups.%s (%s, format %s): %s",
+			return ctq_resolve_set_error(c, e, cls, "%s: config_groups.%s (%s, format %s): %s",
 					 m->name, grp->name, e->scheme,
 					 e->format ? e->format : "missing", reason);
 	}
@@ -350,7 +326,7 @@ static enum ctq_status strict_fused(struct ctx *c)
 				break;
 		}
 		for (size_t i = 0; i < fs->n_members; i++) {
-			enum ctq_status st = set_error(
+			enum ctq_status st = ctq_resolve_set_error(
 				c, e[i], CTQ_ERR_FUSED_MISMATCH,
 				"%s: the fused %s members resolve to different schemes: %s; engines execute them as one GEMM, so they must agree",
 				mods->v[fs->members[i]].name, fs->runtime_name, detail);
@@ -370,7 +346,7 @@ static enum ctq_status build_map(struct ctx *c)
 		total += c->cfg->groups[g].scheme.n_targets;
 	c->map = ctq_arena_calloc(&c->plan->arena, total + 1, sizeof *c->map);
 	if (!c->map)
-		return nomem(c);
+		return ctq_resolve_nomem(c);
 	for (size_t g = 0; g < c->cfg->n_groups; g++) {
 		if (c->dropped && c->dropped[g])
 			continue;
@@ -418,7 +394,7 @@ static enum ctq_status ct_kv(struct ctx *c, struct ctq_plan_entry *e,
 		char kv[CTQ_SCHEME_NAME_MAX];
 		e->scheme = ctq_arena_strdup(&c->plan->arena,
 					     ctq_kv_scheme_name(c->cfg->kv_cache, kv, sizeof kv));
-		return e->scheme ? CTQ_OK : nomem(c);
+		return e->scheme ? CTQ_OK : ctq_resolve_nomem(c);
 	}
 	e->scheme = "unquantized";
 	return CTQ_OK;
@@ -444,6 +420,11 @@ static enum ctq_status ct_module(struct ctx *c, struct ctq_plan_entry *e)
 		return st;
 	if (ign)
 		return ct_kv(c, e, m, CTQ_BY_IGNORE, ign);
+	/* transformers 5 fuses the experts into one module of 3-D parameters
+	 * (Qwen3MoeExperts: gate_up_proj, down_proj) that is no Linear, and no
+	 * module of the expert's own name exists: no target gives it a scheme. */
+	if (m->ct_fused)
+		return ct_kv(c, e, m, CTQ_BY_DEFAULT, NULL);
 	const struct tmap *win = NULL;
 	enum level wlv = LV_NONE;
 	for (int pass = 0; pass < 2 && !win; pass++) {
@@ -478,7 +459,7 @@ static enum ctq_status ct_module(struct ctx *c, struct ctq_plan_entry *e)
 			: grp->scheme.output ? "Cannot apply output quantization to attention"
 					     : NULL;
 		if (why)
-			return set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
+			return ctq_resolve_set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
 					 "%s: config_groups.%s (%s) matches the attention module narrowly through \"%s\"; compressed-tensors raises ValueError: %s",
 					 m->name, grp->name, e->scheme, win->target, why);
 		return CTQ_OK;
@@ -493,7 +474,7 @@ static enum ctq_status ct_module(struct ctx *c, struct ctq_plan_entry *e)
 						  grp->scheme.output};
 	for (int i = 0; i < 3; i++)
 		if (args[i] && args[i]->strategy == CTQ_STRATEGY_ATTN_HEAD)
-			return set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
+			return ctq_resolve_set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
 					 "%s: config_groups.%s (%s) quantizes a %s by attn_head; compressed-tensors raises ValueError: Attention quant requires at least 3 observed dimensions",
 					 m->name, grp->name, e->scheme ? e->scheme : "?",
 					 m->kind == CTQ_MODULE_LINEAR ? "Linear" : "Embedding");
@@ -579,9 +560,8 @@ static bool icontains(const char *hay, const char *needle)
 
 /* Resolves one vLLM runtime layer into e (shards: HF member names of a
  * fused layer, or NULL). */
-static enum ctq_status vllm_layer(struct ctx *c, struct ctq_plan_entry *e,
-				  const struct ctq_module *m,
-				  const struct ctq_fused_set *fs)
+enum ctq_status ctq_resolve_vllm_layer(struct ctx *c, struct ctq_plan_entry *e,
+				       const struct ctq_module *m, const struct ctq_fused_set *fs)
 {
 	const char *layer = fs ? fs->runtime_name : m->name;
 	const char *cls = fs ? fs->runtime_type : m->vllm_type;
@@ -604,7 +584,7 @@ static enum ctq_status vllm_layer(struct ctx *c, struct ctq_plan_entry *e,
 			const char *leaf = strrchr(c->mods->v[fs->members[i]].name, '.');
 			char *shard = replace_all(c, layer, fs->key, leaf ? leaf + 1 : "");
 			if (!shard)
-				return nomem(c);
+				return ctq_resolve_nomem(c);
 			const char *ent = NULL;
 			if ((st = vllm_ignore_one(c, shard, &hit, &ent)))
 				return st;
@@ -618,7 +598,7 @@ static enum ctq_status vllm_layer(struct ctx *c, struct ctq_plan_entry *e,
 				agree = 2;
 		}
 		if (agree == 2)
-			return set_error(c, e, CTQ_ERR_FUSED_MISMATCH,
+			return ctq_resolve_set_error(c, e, CTQ_ERR_FUSED_MISMATCH,
 					 "%s: Found a different quantization schemes for [%s] in %s. vLLM requires all to use the same scheme.",
 					 m->name, shards, layer);
 		hit = agree == 1;
@@ -654,6 +634,14 @@ static enum ctq_status vllm_layer(struct ctx *c, struct ctq_plan_entry *e,
 			lv = LV_TYPE;
 		}
 	}
+	/* _add_fused_moe_to_target_scheme_map: "FusedMoE" is added after the
+	 * other targets with "Linear"'s scheme, so a Linear target claims a
+	 * FusedMoE layer when no name and no other class matched. */
+	for (size_t k = 0; !t && cls && !strcmp(cls, "FusedMoE") && k < c->n_map; k++)
+		if (!strcmp(c->map[k].target, "Linear")) {
+			t = &c->map[k];
+			lv = LV_TYPE;
+		}
 	if (!t && fs) {
 		const struct tmap *first = NULL;
 		enum level first_lv = LV_NONE;
@@ -662,7 +650,7 @@ static enum ctq_status vllm_layer(struct ctx *c, struct ctq_plan_entry *e,
 			const char *leaf = strrchr(c->mods->v[fs->members[i]].name, '.');
 			char *shard = replace_all(c, layer, fs->key, leaf ? leaf + 1 : "");
 			if (!shard)
-				return nomem(c);
+				return ctq_resolve_nomem(c);
 			const struct tmap *ts;
 			enum level sl;
 			if ((st = first_name_hit(c, shard, &ts, &sl)))
@@ -705,7 +693,7 @@ static enum ctq_status vllm_layer(struct ctx *c, struct ctq_plan_entry *e,
 						      &value_error, reason, sizeof reason);
 	}
 	if (!e->vllm_class)
-		return set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
+		return ctq_resolve_set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
 				 "%s: config_groups.%s (%s, format %s): %s",
 				 m->name, grp->name, e->scheme,
 				 e->format ? e->format : "None", reason);
@@ -722,24 +710,24 @@ static enum ctq_status vllm_attention(struct ctx *c, struct ctq_plan_entry *e,
 		return CTQ_OK;
 	}
 	if (kv->num_bits != 8 || kv->type != CTQ_QTYPE_FLOAT)
-		return set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
+		return ctq_resolve_set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
 				 "%s: Currently supported kv cache quantization is num_bits=8, type=float, however received num_bits=%d, type=%s",
 				 m->name, kv->num_bits, ctq_qtype_name(kv->type));
 	if (kv->strategy != CTQ_STRATEGY_TENSOR &&
 	    kv->strategy != CTQ_STRATEGY_ATTN_HEAD)
-		return set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
+		return ctq_resolve_set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
 				 "%s: Invalid strategy for compressed-tensors KV cache. Expected strategies: (tensor, attn_head), found strategy: %s",
 				 m->name, ctq_strategy_name(kv->strategy));
 	/* validate_kv_cache_scheme reads the raw dict: a missing key is None. */
 	if (!kv->symmetric || !kv->symmetric_given)
-		return set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
+		return ctq_resolve_set_error(c, e, CTQ_ERR_UNSUPPORTED_SCHEME,
 				 "%s: Only support symmetric scaling factor for compressed-tensors KV cache. However found symmetric: %s",
 				 m->name, kv->symmetric_given ? "False" : "None");
 	char buf[CTQ_SCHEME_NAME_MAX];
 	e->scheme = ctq_arena_strdup(&c->plan->arena,
 				     ctq_kv_scheme_name(kv, buf, sizeof buf));
 	e->vllm_class = "CompressedTensorsKVCacheMethod";
-	return e->scheme ? CTQ_OK : nomem(c);
+	return e->scheme ? CTQ_OK : ctq_resolve_nomem(c);
 }
 
 static bool attention_group(const struct ctq_qgroup *g)
@@ -756,7 +744,7 @@ static enum ctq_status vllm_config_checks(struct ctx *c)
 	const struct ctq_qconfig *cfg = c->cfg;
 	c->dropped = ctq_arena_calloc(&c->plan->arena, cfg->n_groups + 1, sizeof *c->dropped);
 	if (!c->dropped)
-		return nomem(c);
+		return ctq_resolve_nomem(c);
 	for (size_t g = 0; g < cfg->n_groups; g++) {
 		const struct ctq_qgroup *grp = &cfg->groups[g];
 		char p[CTQ_PATH_MAX];
@@ -791,27 +779,22 @@ static enum ctq_status vllm_config_checks(struct ctx *c)
 	return CTQ_OK;
 }
 
-/* Whether vLLM's model class for arch builds no ParallelLMHead when the
- * embeddings are tied. Qwen2ForCausalLM and Qwen3ForCausalLM (qwen2.py,
- * qwen3.py) write `if config.tie_word_embeddings: self.lm_head =
- * self.model.embed_tokens`; LlamaForCausalLM (llama.py) always builds
- * `ParallelLMHead(..., quant_config=quant_config, prefix=...lm_head)`, whose
- * quantization method is resolved then, and only afterwards ties its weight
- * (`self.lm_head = self.lm_head.tie_weights(self.model.embed_tokens)`). */
-static bool vllm_head_is_embedding(const char *arch)
-{
-	return arch && (!strcmp(arch, "qwen3") || !strcmp(arch, "qwen2"));
-}
-
-/* Tied Qwen2 / Qwen3: lm_head is the embedding, so its entry is the
- * embedding's, resolved first. True when module i was handled so. A tied
- * Llama's lm_head resolves as any ParallelLMHead does. */
+/* Tied Qwen2 / Qwen3 / Gemma (the arch row's vllm_head_is_embedding):
+ * vLLM's Qwen2ForCausalLM and Qwen3ForCausalLM (qwen2.py, qwen3.py) write
+ * `if config.tie_word_embeddings: self.lm_head = self.model.embed_tokens`,
+ * Gemma's models have no lm_head at all; so lm_head's entry is the
+ * embedding's, resolved first. True when module i was handled so.
+ * LlamaForCausalLM (llama.py, and Mistral and Phi-3 through it) always
+ * builds `ParallelLMHead(..., quant_config=quant_config,
+ * prefix=...lm_head)`, whose quantization method is resolved then, and
+ * only afterwards ties its weight: a tied Llama's lm_head resolves as any
+ * ParallelLMHead does. */
 static bool vllm_tied_head(struct ctx *c, size_t i, enum ctq_status *st)
 {
 	const struct ctq_module *m = &c->mods->v[i];
 	*st = CTQ_OK;
-	if (!c->mods->shape.tie_word_embeddings ||
-	    !vllm_head_is_embedding(c->mods->shape.arch) || m->kind != CTQ_MODULE_LINEAR ||
+	if (!c->mods->shape.tie_word_embeddings || !c->mods->shape.row ||
+	    !c->mods->shape.row->vllm_head_is_embedding || m->kind != CTQ_MODULE_LINEAR ||
 	    !m->vllm_type || strcmp(m->vllm_type, "ParallelLMHead"))
 		return false;
 	for (size_t k = 0; k < i; k++) {
@@ -823,7 +806,7 @@ static bool vllm_tied_head(struct ctx *c, size_t i, enum ctq_status *st)
 		e->module = i;
 		if (emb->error) {
 			const char *rest = strchr(emb->message, ':');
-			*st = set_error(c, e, emb->error,
+			*st = ctq_resolve_set_error(c, e, emb->error,
 					"%s (tied: vLLM runs it as %s)%s", m->name,
 					c->mods->v[k].name, rest ? rest : emb->message);
 		}
@@ -909,7 +892,7 @@ static enum ctq_status strict_divergence(struct ctx *c)
 		if (sst[k] == CTQ_ERR_NOMEM) {
 			for (int j = 0; j <= k; j++)
 				ctq_plan_free(&sub[j]);
-			return nomem(c);
+			return ctq_resolve_nomem(c);
 		}
 	}
 	record_refusal(c, sst, serr);
@@ -936,18 +919,21 @@ static enum ctq_status strict_divergence(struct ctx *c)
 			    (e->error || !strcmp(e->scheme, "unquantized")))
 				continue;
 			describe(&sub[1 - bad], o, d[0], sizeof d[0]);
-			st = set_error(c, e, CTQ_ERR_ENGINE_DIVERGENT,
+			st = ctq_resolve_set_error(c, e, CTQ_ERR_ENGINE_DIVERGENT,
 				       "%s: the engines diverge: %s gives %s, %s refuses the whole config (%s: %s) — ctq's strict profile runs only what both engines run the same",
 				       name, engine[1 - bad], d[0], engine[bad],
 				       serr[bad].path, serr[bad].message);
 			continue;
 		}
+		bool handled;
+		if ((st = ctq_resolve_moe_diverge(c, i, &sub[0], &sub[1], &handled)) || handled)
+			continue;
 		const struct ctq_plan_entry *a = &sub[0].entries[i], *b = &sub[1].entries[i];
 		if (outcome_of(a) == outcome_of(b))
 			continue;
 		describe(&sub[0], a, d[0], sizeof d[0]);
 		describe(&sub[1], b, d[1], sizeof d[1]);
-		st = set_error(c, e, CTQ_ERR_ENGINE_DIVERGENT,
+		st = ctq_resolve_set_error(c, e, CTQ_ERR_ENGINE_DIVERGENT,
 			       "%s: the engines diverge and ctq's rules do not settle it: compressed-tensors gives %s, vLLM gives %s — make the config mean the same in both (exact names or `re:` targets, ignore by name)",
 			       name, d[0], d[1]);
 	}
@@ -1032,7 +1018,7 @@ enum ctq_status ctq_plan_resolve(struct ctq_plan *plan,
 	if (sem == CTQ_SEM_CT) {
 		c.ct_order = ctq_arena_calloc(&plan->arena, c.n_map + 1, sizeof *c.ct_order);
 		if (!c.ct_order) {
-			st = nomem(&c);
+			st = ctq_resolve_nomem(&c);
 			goto done;
 		}
 		for (size_t k = 0; k < c.n_map; k++)
@@ -1043,7 +1029,7 @@ enum ctq_status ctq_plan_resolve(struct ctq_plan *plan,
 
 	plan->entries = ctq_arena_calloc(&plan->arena, mods->n + 1, sizeof *plan->entries);
 	if (!plan->entries) {
-		st = nomem(&c);
+		st = ctq_resolve_nomem(&c);
 		goto done;
 	}
 	plan->n = mods->n;
@@ -1062,16 +1048,30 @@ enum ctq_status ctq_plan_resolve(struct ctq_plan *plan,
 			st = ct_module(&c, e);
 		} else if (m->kind == CTQ_MODULE_ATTENTION) {
 			st = vllm_attention(&c, e, m);
+		} else if (m->moe >= 0) {
+			/* The first expert met resolves the whole FusedMoE block. */
+			const struct ctq_moe_block *b = &mods->moe[m->moe];
+			bool first = true;
+			for (size_t k = 0; k < b->n_experts * 3 && first; k++)
+				if (b->member[k] >= 0 && (size_t)b->member[k] < i)
+					first = false;
+			if (first)
+				st = ctq_resolve_moe_vllm(&c, (size_t)m->moe);
+		} else if (m->vllm_unquantized) {
+			/* Routers and Qwen2-MoE's shared_expert_gate: ReplicatedLinear(...,
+			 * quant_config=None) in qwen3_moe.py, qwen2_moe.py, mixtral.py,
+			 * deepseek_v2.py — no quantization method is ever asked for. */
+			e->scheme = "unquantized";
 		} else if (m->fused >= 0) {
 			/* The lead resolves the fused layer; the others copy it below
 			 * (a tree from a checkpoint's tensors may list k_proj first). */
 			const struct ctq_fused_set *fs = &mods->fused[m->fused];
 			if (fs->members[0] == i)
-				st = vllm_layer(&c, e, m, fs);
+				st = ctq_resolve_vllm_layer(&c, e, m, fs);
 		} else if (vllm_tied_head(&c, i, &st)) {
 			continue;
 		} else {
-			st = vllm_layer(&c, e, m, NULL);
+			st = ctq_resolve_vllm_layer(&c, e, m, NULL);
 		}
 	}
 	for (size_t i = 0; i < mods->n && !st && sem == CTQ_SEM_VLLM; i++) {
@@ -1086,11 +1086,13 @@ enum ctq_status ctq_plan_resolve(struct ctq_plan *plan,
 		e->module = i;
 		if (lead->error) {
 			const char *rest = strchr(lead->message, ':');
-			st = set_error(&c, e, lead->error, "%s%s", m->name, rest ? rest : lead->message);
+			st = ctq_resolve_set_error(&c, e, lead->error, "%s%s", m->name, rest ? rest : lead->message);
 		}
 	}
 	if (!st && sem == CTQ_SEM_STRICT)
 		st = strict_fused(&c);
+	if (!st && sem == CTQ_SEM_STRICT)
+		st = ctq_resolve_moe_strict(&c);
 	if (!st && sem == CTQ_SEM_STRICT)
 		st = strict_divergence(&c);
 	for (size_t i = 0; i < plan->n && !st; i++)

@@ -1,6 +1,7 @@
 /* ctq tensor-parallel shard planner (see shard.h; spec §7.2–§7.5). */
 #include "quant/shard.h"
 #include "core/arena.h"
+#include "quant/arch.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,34 @@ static void set_range(int64_t r[2], int64_t a, int64_t b)
 	r[1] = b;
 }
 
+/* The layout vLLM gives a module outside the Llama layout, by its runtime
+ * class: experts as the dense MLP (FusedMoE splits every expert's gate/up
+ * rows and down columns over the ranks), ReplicatedLinear whole (routers,
+ * shared_expert_gate, DeepSeek's q_a_proj / kv_a_proj_with_mqa, which
+ * fused_qkv_a_proj builds with disable_tp), column / row parallel by
+ * class. *why is set where ctq knows no layout for tp > 1. */
+static enum ctq_shard_kind other_layout(const struct ctq_modules *mods, const struct ctq_module *m,
+					const char **why)
+{
+	const char *l = leaf(m->name), *t = m->vllm_type ? m->vllm_type : "";
+	if (m->moe >= 0)
+		return m->expert_proj == 2 ? CTQ_SHARD_ROW : CTQ_SHARD_COLUMN;
+	if (m->vllm_unquantized || !strcmp(t, "ReplicatedLinear") || !strcmp(l, "q_a_proj") ||
+	    !strcmp(l, "kv_a_proj_with_mqa"))
+		return CTQ_SHARD_REPLICATED;
+	if (!mods->shape.row && !strcmp(mods->shape.arch ? mods->shape.arch : "", "qwen_image_dit")) {
+		*why = "is a module of a diffusion transformer; ctq knows no tensor-parallel layout for it (vllm-omni's is not modelled)";
+		return CTQ_SHARD_REPLICATED;
+	}
+	if (m->fused < 0 && (!strcmp(t, "QKVParallelLinear") || !strcmp(t, "MergedColumnParallelLinear"))) {
+		*why = "is stored fused (q/k/v or gate/up in one tensor); each part is split on its own, which ctq's contiguous ranges do not express";
+		return CTQ_SHARD_REPLICATED;
+	}
+	if (!strcmp(t, "RowParallelLinear"))
+		return CTQ_SHARD_ROW;
+	return CTQ_SHARD_COLUMN;
+}
+
 enum ctq_status ctq_shard_plan_build(struct ctq_shard_plan *sp,
 				     const struct ctq_plan *plan, int tp,
 				     struct ctq_error *err)
@@ -47,22 +76,31 @@ enum ctq_status ctq_shard_plan_build(struct ctq_shard_plan *sp,
 		{"num_key_value_heads", offsetof(struct ctq_model_shape, num_key_value_heads)},
 		{"head_dim", offsetof(struct ctq_model_shape, head_dim)},
 	};
-	for (size_t i = 0; i < sizeof need / sizeof *need; i++)
+	/* The head and MLP arithmetic of the Llama layout is needed only where
+	 * a module takes it (ctq_hf_linear_of); other trees carry each
+	 * module's (out, in). */
+	bool llama_layout = false;
+	for (size_t m = 0; m < mods->n && !llama_layout; m++)
+		llama_layout = ctq_hf_linear_of(mods, &mods->v[m]) >= 0;
+	for (size_t i = 0; i < sizeof need / sizeof *need && llama_layout; i++)
 		if (*(const long *)((const char *)s + need[i].off) <= 0)
 			return ctq_error_set(err, CTQ_ERR_SHARD_INVALID, need[i].field,
 					     "is unknown; the shard planner needs the model's %s",
 					     need[i].field);
-	const long H = s->num_attention_heads, KV = s->num_key_value_heads, d = s->head_dim;
+	const long H = s->num_attention_heads > 0 ? s->num_attention_heads : 1;
+	const long KV = s->num_key_value_heads > 0 ? s->num_key_value_heads : 1, d = s->head_dim;
 	const long hidden = s->hidden_size, I = s->intermediate_size, V = s->vocab_size;
-	if (H % tp)
+	if (llama_layout && H % tp)
 		return ctq_error_set(err, CTQ_ERR_SHARD_INVALID, "num_attention_heads",
 				     "is %ld, not divisible by tp %d (heads per rank must be whole)",
 				     H, tp);
-	if (H % KV)
+	if (llama_layout && H % KV)
 		return ctq_error_set(err, CTQ_ERR_SHARD_INVALID, "num_key_value_heads",
 				     "is %ld, which does not divide num_attention_heads %ld", KV, H);
-	long kv_per_rank, replicas;
-	if (tp >= KV) {
+	long kv_per_rank = 1, replicas = 1;
+	if (!llama_layout) {
+		/* no attention head arithmetic needed */
+	} else if (tp >= KV) {
 		if (tp % KV)
 			return ctq_error_set(err, CTQ_ERR_SHARD_INVALID, "num_key_value_heads",
 					     "is %ld; tp %d is not a multiple of it, so kv heads cannot be replicated evenly",
@@ -76,7 +114,7 @@ enum ctq_status ctq_shard_plan_build(struct ctq_shard_plan *sp,
 		kv_per_rank = KV / tp;
 		replicas = 1;
 	}
-	if (I % tp)
+	if (llama_layout && I % tp)
 		return ctq_error_set(err, CTQ_ERR_SHARD_INVALID, "intermediate_size",
 				     "is %ld, not divisible by tp %d", I, tp);
 	sp->tp = tp;
@@ -121,7 +159,26 @@ enum ctq_status ctq_shard_plan_build(struct ctq_shard_plan *sp,
 			/* vLLM's ReplicatedLinear(hidden_size, num_labels): whole on every rank. */
 			O = s->num_labels;
 			In = hidden;
-		} else if ((hl = ctq_hf_linear_find(l)) >= 0) {
+		} else if ((hl = ctq_hf_linear_of(mods, mod)) < 0 && mod->out_features > 0 &&
+			   mod->in_features > 0) {
+			/* A module of the tree with its own (out, in): experts,
+			 * routers, shared experts, MLA, vision towers, DiT blocks. */
+			O = mod->out_features;
+			In = mod->in_features;
+			const char *why = NULL;
+			kind = other_layout(mods, mod, &why);
+			if (why && tp > 1) {
+				ctq_shard_plan_free(sp);
+				return ctq_error_set(err, CTQ_ERR_SHARD_INVALID, mod->name, "%s", why);
+			}
+			const int64_t split = kind == CTQ_SHARD_COLUMN ? O : In;
+			if ((kind == CTQ_SHARD_COLUMN || kind == CTQ_SHARD_ROW) && split % tp) {
+				ctq_shard_plan_free(sp);
+				return ctq_error_set(err, CTQ_ERR_SHARD_INVALID, mod->name,
+						     "has %lld %s features, not divisible by tp %d", (long long)split,
+						     kind == CTQ_SHARD_COLUMN ? "output" : "input", tp);
+			}
+		} else if (hl >= 0) {
 			long o, in;
 			ctq_hf_linear_features(s, (enum ctq_hf_linear)hl, &o, &in);
 			O = o, In = in;
@@ -154,8 +211,11 @@ enum ctq_status ctq_shard_plan_build(struct ctq_shard_plan *sp,
 				} else if (hl == CTQ_HF_K || hl == CTQ_HF_V) {
 					n = kv_per_rank * d;
 					a = (r / replicas) * n;
-				} else {
+				} else if (hl >= 0) {
 					n = I / tp;
+					a = r * n;
+				} else {
+					n = O / tp;
 					a = r * n;
 				}
 				set_range(sh->rows, a, a + n);

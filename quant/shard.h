@@ -9,6 +9,15 @@
  *                    bias full on every rank (bias added by rank 0 only);
  *   replicated       embeddings and lm_head (ctq does not shard the vocabulary).
  *
+ * Other trees (quant/arch.c) carry each module's (out, in): MoE experts are
+ * split as the dense MLP is (FusedMoE: every expert's gate/up rows and down
+ * columns over the ranks, expert parallelism out of scope); routers,
+ * shared_expert_gate and DeepSeek's q_a_proj / kv_a_proj_with_mqa
+ * (ReplicatedLinear, fused_qkv_a_proj with disable_tp) are whole; other
+ * Linears follow their vLLM class (column or row parallel). Stored-fused
+ * q/k/v or gate/up (Phi-3, Qwen3-VL's attn.qkv) and diffusion transformers
+ * have no layout ctq plans beyond one rank.
+ *
  * Per-tensor weight scales ([1]) are replicated and expanded per channel by
  * the loader. Sizes that do not divide are shard-invalid.
  */

@@ -12,23 +12,26 @@
  *   sum + (double)x[k] * (double)w[k] (each product and each sum rounded;
  *   the build forbids contraction into FMA), then sum + bias. The fast path
  *   keeps that order in every lane and vectorises across outputs instead:
- *   a lane is one output column, so lanes never mix. The same holds for
- *   every thread count (an output is computed by one thread, whole).
+ *   a lane is one output column, so lanes never mix (4 lanes with AVX2,
+ *   8 with AVX-512 at level 2). The same holds for every thread count (an
+ *   output is computed by one thread, whole).
  *
  * Both split the outputs into blocks of NB weight rows spread over the
  * threads, as the scalar code does; inside a block, micro-tiles of a few
  * activation rows by a few weight rows share their loads. The AVX2 code is
  * chosen at run time (ctq_ref_simd); without AVX2 the scalar definitions
- * run. With AVX-512 VNNI the int8 GEMM of 4 rows or more takes vpdpbusd,
+ * run, and ctq_ref_simd_cap lets a test run each level on one CPU. With AVX-512 VNNI the int8 GEMM of 4 rows or more takes vpdpbusd,
  * which multiplies unsigned by signed bytes: q + 128 (a bit flip) times w,
  * summed in int32 lanes, less 128 times the sum of w's row, all modulo
  * 2^32 (unsigned arithmetic, the instruction wraps): the true q · w is
  * below 2^31 in magnitude, so the residue is the exact value. */
 #include "reference/ref_ops.h"
+#include "core/arena.h"
 #include "core/numerics.h"
 #include "reference/ref_threads.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define CTQ_REF_X86 1
@@ -37,8 +40,9 @@
 
 #define NB 64 /* weight rows per task, as in ref_ops.c */
 
-/* 0 scalar, 1 AVX2, 2 AVX2 and AVX-512 VNNI (with BW for the byte ops) */
-static int simd_level(void)
+/* What the CPU has: 0 scalar, 1 AVX2, 2 AVX2 and AVX-512 VNNI (with BW for
+ * the byte ops); cap: the most ctq_ref_simd_cap allows (tests). */
+static int cpu_level(void)
 {
 #ifdef CTQ_REF_X86
 	static int level = -1;
@@ -52,10 +56,24 @@ static int simd_level(void)
 #endif
 }
 
+static int cap = 2;
+
+int ctq_ref_simd_level(void)
+{
+	const int l = cpu_level();
+	return l < cap ? l : cap;
+}
+
+int ctq_ref_simd_cap(int level)
+{
+	cap = level < 0 ? 0 : level;
+	return ctq_ref_simd_level();
+}
+
 const char *ctq_ref_simd(void)
 {
 	static const char *const names[] = {"scalar", "avx2", "avx2+avx512vnni"};
-	return names[simd_level()];
+	return names[ctq_ref_simd_level()];
 }
 
 #ifdef CTQ_REF_X86
@@ -189,6 +207,118 @@ static void i8_vnni(const int8_t *q, const int8_t *w, int64_t M, int64_t N, int6
 	}
 }
 
+/* ---- int8, AVX-512 VNNI weight panels (M >= PANEL_MIN_M) --------------------
+ *
+ * The tiles above sum 64 products per lane and then add the 16 lanes of
+ * every output: with K of a few hundred, those horizontal sums cost as
+ * much as the products. Here a lane is an output instead: the weights of
+ * 32 output channels are packed so that 32-bit element c of group k4 holds
+ * w[n0 + c][4 k4 .. 4 k4 + 3]; a broadcast of 4 activation bytes (flipped
+ * to q + 128 once per call) times two such vectors adds 4 products to each
+ * of 32 outputs. Each lane is then corrected by 128 times its channel's
+ * sum (modulo 2^32, as in the tiles), and the K % 4 tail is added one
+ * product at a time. Exact for the same reasons. */
+#define PANEL_N 32
+#define PANEL_MIN_M 8
+
+/* panel (K4, PANEL_N) int32 from rows n0 .. n0 + nc - 1 of w (zero past
+ * nc), and their sums over k < 4 K4 into wsum (PANEL_N). */
+static void pack_panel(const int8_t *w, int64_t n0, int64_t nc, int64_t K, int64_t K4, int32_t *panel,
+		       uint32_t *wsum)
+{
+	for (int64_t c = 0; c < PANEL_N; c++) {
+		uint32_t sum = 0;
+		for (int64_t k4 = 0; k4 < K4; k4++) {
+			int32_t v = 0;
+			if (c < nc) {
+				const int8_t *r = w + (n0 + c) * K + 4 * k4;
+				memcpy(&v, r, 4);
+				sum += (uint32_t)((int32_t)r[0] + r[1] + r[2] + r[3]);
+			}
+			panel[k4 * PANEL_N + c] = v;
+		}
+		wsum[c] = sum;
+	}
+}
+
+/* acc rows m0 .. m0 + MR - 1, columns n0 .. n0 + nc - 1 from the panel;
+ * qf the flipped activations (M, K) as bytes. */
+#define PANEL_TILE(MR)                                                                             \
+	VNNI_TARGET static void panel_tile_##MR(const uint8_t *qf, const int8_t *q, const int8_t *w,    \
+						const int32_t *panel, const uint32_t *wsum, int64_t m0, \
+						int64_t n0, int64_t nc, int64_t N, int64_t K,          \
+						int64_t K4, int32_t *acc)                              \
+	{                                                                                          \
+		__m512i s[MR][2];                                                                  \
+		for (int r = 0; r < MR; r++)                                                       \
+			s[r][0] = s[r][1] = _mm512_setzero_si512();                                \
+		for (int64_t k4 = 0; k4 < K4; k4++) {                                              \
+			const __m512i b0 = _mm512_loadu_si512((const void *)(panel + k4 * PANEL_N));  \
+			const __m512i b1 = _mm512_loadu_si512((const void *)(panel + k4 * PANEL_N + 16)); \
+			for (int r = 0; r < MR; r++) {                                             \
+				int32_t a4;                                                        \
+				memcpy(&a4, qf + (m0 + r) * K + 4 * k4, 4);                        \
+				const __m512i a = _mm512_set1_epi32(a4);                           \
+				s[r][0] = _mm512_dpbusd_epi32(s[r][0], a, b0);                     \
+				s[r][1] = _mm512_dpbusd_epi32(s[r][1], a, b1);                     \
+			}                                                                          \
+		}                                                                                  \
+		const __m512i c0 = _mm512_slli_epi32(_mm512_loadu_si512((const void *)wsum), 7);    \
+		const __m512i c1 = _mm512_slli_epi32(_mm512_loadu_si512((const void *)(wsum + 16)), 7); \
+		for (int r = 0; r < MR; r++) {                                                     \
+			uint32_t o[PANEL_N];                                                       \
+			_mm512_storeu_si512((void *)o, _mm512_sub_epi32(s[r][0], c0));             \
+			_mm512_storeu_si512((void *)(o + 16), _mm512_sub_epi32(s[r][1], c1));     \
+			const int8_t *qr = q + (m0 + r) * K;                                       \
+			for (int64_t c = 0; c < nc; c++) {                                         \
+				const int8_t *wr = w + (n0 + c) * K;                               \
+				for (int64_t j = 4 * K4; j < K; j++)                               \
+					o[c] += (uint32_t)((int32_t)qr[j] * (int32_t)wr[j]);       \
+				acc[(m0 + r) * N + n0 + c] = (int32_t)o[c];                        \
+			}                                                                          \
+		}                                                                                  \
+	}
+
+PANEL_TILE(8)
+PANEL_TILE(1)
+
+/* false when memory runs out (the caller takes the tiles instead) */
+static bool i8_vnni_panels(const int8_t *q, const int8_t *w, int64_t M, int64_t N, int64_t K,
+			   int32_t *acc)
+{
+	const int64_t K4 = K / 4;
+	uint8_t *qf = ctq_malloc((size_t)(M * K) + 1); /* (M, K) q + 128 */
+	if (!qf)
+		return false;
+	for (int64_t i = 0; i < M * K; i++)
+		qf[i] = (uint8_t)q[i] ^ 0x80u;
+	bool ok = true;
+#pragma omp parallel num_threads(ctq_ref_threads(M * N * K))
+	{
+		int32_t *panel = ctq_malloc((size_t)(K4 * PANEL_N) * sizeof *panel + 1);
+		uint32_t wsum[PANEL_N];
+		if (!panel) {
+#pragma omp atomic write
+			ok = false;
+		}
+#pragma omp for schedule(dynamic, 1)
+		for (int64_t n0 = 0; n0 < N; n0 += PANEL_N) {
+			if (!panel)
+				continue;
+			const int64_t nc = N - n0 < PANEL_N ? N - n0 : PANEL_N;
+			pack_panel(w, n0, nc, K, K4, panel, wsum);
+			int64_t m = 0;
+			for (; m + 8 <= M; m += 8)
+				panel_tile_8(qf, q, w, panel, wsum, m, n0, nc, N, K, K4, acc);
+			for (; m < M; m++)
+				panel_tile_1(qf, q, w, panel, wsum, m, n0, nc, N, K, K4, acc);
+		}
+		free(panel);
+	}
+	free(qf);
+	return ok;
+}
+
 static void i8_avx2(const int8_t *q, const int8_t *w, int64_t M, int64_t N, int64_t K, int32_t *acc)
 {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(ctq_ref_threads(M * N * K))
@@ -249,6 +379,41 @@ static void i8_avx2(const int8_t *q, const int8_t *w, int64_t M, int64_t N, int6
 F64_TILE(4, 2)
 F64_TILE(1, 2)
 
+/* The same with AVX-512, 8 lanes a vector: y[m0 + r][n0 + 8v + l] from the
+ * packed panel p (K, 8 NV) f64. */
+#define F64_TILE512(MR, NV)                                                                        \
+	__attribute__((target("avx512f"))) static void f64_tile512_##MR##x##NV(                   \
+		const float *x, const double *p, const float *bias, int64_t m0, int64_t n0,         \
+		int64_t N, int64_t K, double *y)                                                   \
+	{                                                                                          \
+		__m512d s[MR][NV];                                                                 \
+		for (int r = 0; r < MR; r++)                                                       \
+			for (int v = 0; v < NV; v++)                                               \
+				s[r][v] = _mm512_setzero_pd();                                     \
+		for (int64_t k = 0; k < K; k++) {                                                  \
+			__m512d b[NV];                                                             \
+			for (int v = 0; v < NV; v++)                                               \
+				b[v] = _mm512_loadu_pd(p + k * 8 * NV + 8 * v);                    \
+			for (int r = 0; r < MR; r++) {                                             \
+				const __m512d a = _mm512_set1_pd((double)x[(m0 + r) * K + k]);    \
+				for (int v = 0; v < NV; v++)                                       \
+					s[r][v] = _mm512_add_pd(s[r][v], _mm512_mul_pd(a, b[v]));  \
+			}                                                                          \
+		}                                                                                  \
+		for (int r = 0; r < MR; r++)                                                       \
+			for (int v = 0; v < NV; v++) {                                             \
+				double o[8];                                                       \
+				_mm512_storeu_pd(o, s[r][v]);                                      \
+				for (int l = 0; l < 8; l++) {                                      \
+					const int64_t n = n0 + 8 * v + l;                          \
+					y[(m0 + r) * N + n] = o[l] + (bias ? (double)bias[n] : 0.0); \
+				}                                                                  \
+			}                                                                          \
+	}
+
+F64_TILE512(4, 2)
+F64_TILE512(1, 2)
+
 /* The scalar definition of one output (ref_ops.c cell_f64). */
 static void f64_cell(const float *x, const float *w, const float *bias, int64_t m, int64_t n,
 		     int64_t N, int64_t K, double *y)
@@ -260,18 +425,30 @@ static void f64_cell(const float *x, const float *w, const float *bias, int64_t 
 	y[m * N + n] = sum + (bias ? (double)bias[n] : 0.0);
 }
 
-static void f64_avx2(const float *x, const float *w, const float *bias, int64_t M, int64_t N,
-		     int64_t K, double *y)
+/* Panels of 16 weight rows with AVX-512 (wide: level 2), then of 8 with
+ * AVX2, then single cells. */
+static void f64_simd(const float *x, const float *w, const float *bias, int64_t M, int64_t N,
+		     int64_t K, bool wide, double *y)
 {
 #pragma omp parallel num_threads(ctq_ref_threads(M * N * K))
 	{
-		/* one panel of 8 weight rows, (K, 8) f64, per thread; without it
-		 * (out of memory) the block runs the scalar cells */
-		double *p = malloc((size_t)K * 8 * sizeof *p);
+		/* one panel of 16 weight rows, (K, 16) f64, per thread; without
+		 * it (out of memory) the block runs the scalar cells */
+		double *p = malloc((size_t)K * 16 * sizeof *p);
 #pragma omp for schedule(dynamic, 1)
 		for (int64_t n0 = 0; n0 < N; n0 += NB) {
 			const int64_t n1 = n0 + NB < N ? n0 + NB : N;
 			int64_t n = n0;
+			for (; p && wide && n + 16 <= n1; n += 16) {
+				for (int64_t k = 0; k < K; k++)
+					for (int c = 0; c < 16; c++)
+						p[k * 16 + c] = (double)w[(n + c) * K + k];
+				int64_t m = 0;
+				for (; m + 4 <= M; m += 4)
+					f64_tile512_4x2(x, p, bias, m, n, N, K, y);
+				for (; m < M; m++)
+					f64_tile512_1x2(x, p, bias, m, n, N, K, y);
+			}
 			for (; p && n + 8 <= n1; n += 8) {
 				for (int64_t k = 0; k < K; k++)
 					for (int c = 0; c < 8; c++)
@@ -295,12 +472,16 @@ enum ctq_status ctq_ref_gemm_i8(const int8_t *q, const int8_t *w, int64_t M, int
 				int64_t K, int32_t *acc, struct ctq_error *err)
 {
 #ifdef CTQ_REF_X86
-	/* VNNI pays for its per-row weight sums from 4 activation rows on */
-	if (K <= CTQ_K_MAX && simd_level() == 2 && M >= 4) {
+	/* VNNI pays for its per-row weight sums from 4 activation rows on,
+	 * for packed panels from PANEL_MIN_M */
+	if (K <= CTQ_K_MAX && ctq_ref_simd_level() == 2 && M >= PANEL_MIN_M &&
+	    i8_vnni_panels(q, w, M, N, K, acc))
+		return CTQ_OK;
+	if (K <= CTQ_K_MAX && ctq_ref_simd_level() == 2 && M >= 4) {
 		i8_vnni(q, w, M, N, K, acc);
 		return CTQ_OK;
 	}
-	if (K <= CTQ_K_MAX && simd_level() >= 1) {
+	if (K <= CTQ_K_MAX && ctq_ref_simd_level() >= 1) {
 		i8_avx2(q, w, M, N, K, acc);
 		return CTQ_OK;
 	}
@@ -312,8 +493,8 @@ void ctq_ref_gemm_f64(const float *x, const float *w, const float *bias, int64_t
 		      int64_t K, double *y)
 {
 #ifdef CTQ_REF_X86
-	if (simd_level() >= 1) {
-		f64_avx2(x, w, bias, M, N, K, y);
+	if (ctq_ref_simd_level() >= 1) {
+		f64_simd(x, w, bias, M, N, K, ctq_ref_simd_level() == 2, y);
 		return;
 	}
 #endif

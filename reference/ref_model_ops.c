@@ -213,69 +213,6 @@ enum ctq_status ctq_refm_rope(struct ctq_backend *b, void *x, int64_t ld, const 
 	return CTQ_OK;
 }
 
-enum ctq_status ctq_refm_attention(struct ctq_backend *b, const void *q, const void *k,
-				   const void *v, int64_t ld, void *k_cache, void *v_cache,
-				   const int32_t *slot, const int32_t *pos, const int32_t *host_slot,
-				   const int32_t *host_pos, int64_t T, int64_t heads,
-				   int64_t kv_heads, int64_t d, int64_t max_len, void *out,
-				   struct ctq_error *err)
-{
-	(void)b, (void)host_slot, (void)host_pos; /* one token at a time: no split to choose */
-	const float *qf = q, *kf = k, *vf = v;
-	float *kc = k_cache, *vc = v_cache, *o = out;
-	const int64_t row = kv_heads * d;
-	for (int64_t t = 0; t < T; t++) {
-		if (pos[t] < 0 || pos[t] >= max_len)
-			return ctq_error_set(err, CTQ_ERR_USAGE, "attention",
-					     "position %d outside the cache of %lld", pos[t],
-					     (long long)max_len);
-		float *kd = kc + ((int64_t)slot[t] * max_len + pos[t]) * row;
-		float *vd = vc + ((int64_t)slot[t] * max_len + pos[t]) * row;
-		memcpy(kd, kf + t * ld, (size_t)row * sizeof *kd);
-		memcpy(vd, vf + t * ld, (size_t)row * sizeof *vd);
-	}
-	const float scale = 1.0f / sqrtf((float)d);
-	const int64_t group = heads / kv_heads;
-	float *p = ctq_malloc((size_t)max_len * sizeof *p + 4);
-	if (!p)
-		return ctq_error_set(err, CTQ_ERR_NOMEM, "attention", "out of memory");
-	for (int64_t t = 0; t < T; t++) {
-		const int64_t n = pos[t] + 1;
-		const float *kb = kc + (int64_t)slot[t] * max_len * row;
-		const float *vb = vc + (int64_t)slot[t] * max_len * row;
-		for (int64_t h = 0; h < heads; h++) {
-			const float *qv = qf + t * ld + h * d;
-			const int64_t kh = h / group;
-			float mx = -INFINITY;
-			for (int64_t j = 0; j < n; j++) {
-				const float *kv = kb + j * row + kh * d;
-				float sc = 0;
-				for (int64_t i = 0; i < d; i++)
-					sc += qv[i] * kv[i];
-				p[j] = sc * scale;
-				if (p[j] > mx)
-					mx = p[j];
-			}
-			double sum = 0;
-			for (int64_t j = 0; j < n; j++) {
-				p[j] = expf(p[j] - mx);
-				sum += p[j];
-			}
-			float *ov = o + (t * heads + h) * d;
-			for (int64_t i = 0; i < d; i++)
-				ov[i] = 0;
-			for (int64_t j = 0; j < n; j++) {
-				const float *vv = vb + j * row + kh * d;
-				float wgt = (float)(p[j] / sum);
-				for (int64_t i = 0; i < d; i++)
-					ov[i] += wgt * vv[i];
-			}
-		}
-	}
-	free(p);
-	return CTQ_OK;
-}
-
 enum ctq_status ctq_refm_silu_mul(struct ctq_backend *b, const void *gu, int64_t M, int64_t I,
 				  void *out, struct ctq_error *err)
 {

@@ -31,6 +31,14 @@ enum ctq_status ctq_refm_attention(struct ctq_backend *b, const void *q, const v
 				   const int32_t *host_pos, int64_t T, int64_t heads,
 				   int64_t kv_heads, int64_t d, int64_t max_len, void *out,
 				   struct ctq_error *err);
+/* The definition of attention (reference/ref_attention.c), one token, head
+ * and key at a time: the oracle ctq_refm_attention's fast path is held to
+ * bit for bit (tests/test_ref_fast.c). */
+enum ctq_status ctq_refm_attention_scalar(struct ctq_backend *b, const void *q, const void *k,
+					  const void *v, int64_t ld, void *k_cache, void *v_cache,
+					  const int32_t *slot, const int32_t *pos, int64_t T,
+					  int64_t heads, int64_t kv_heads, int64_t d, int64_t max_len,
+					  void *out, struct ctq_error *err);
 enum ctq_status ctq_refm_silu_mul(struct ctq_backend *b, const void *gu, int64_t M, int64_t I,
 				  void *out, struct ctq_error *err);
 enum ctq_status ctq_refm_linear_w8a8_q(struct ctq_backend *b, const void *ws, const int8_t *w,

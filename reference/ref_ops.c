@@ -6,6 +6,11 @@
 
 #include <string.h>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CTQ_REF_X86 1
+#include <immintrin.h>
+#endif
+
 /* Output columns per task: a block of NB weight rows (NB × K) stays in
  * cache while every row of x streams past it; blocks are spread over the
  * threads, so M = 1 (decode) is as parallel as a prefill. */
@@ -39,15 +44,94 @@ static inline float dot_lanes(const void *a, const void *b, bool bf16, int64_t K
 	return acc[0];
 }
 
+#ifdef CTQ_REF_X86
+/* 8 elements of row x from k on, as f32 (bf16 bits widened exactly). */
+__attribute__((target("avx2"))) static inline __m256 load8(const void *x, bool bf16, int64_t k)
+{
+	if (!bf16)
+		return _mm256_loadu_ps((const float *)x + k);
+	const __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)x + k));
+	return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* ctq's per-token quantization of one row x (K) into q (K) and *s with
+ * AVX2, the bits of the scalar loop below:
+ * - amax: over values without NaN, ctq_amax_update is the maximum, which
+ *   is commutative and associative (equal magnitudes have equal bits once
+ *   the sign is cleared), so 8 lanes and then the lanes give the loop's
+ *   value. A row holding a NaN, whose amax is the first NaN's bits, is left
+ *   to the scalar loop (returns false).
+ * - q: ctq_quantize step by step: vdivps is the IEEE division of divss,
+ *   vroundps to nearest is rintf in the default rounding mode (ties to
+ *   even), NaN (Inf / Inf) becomes 0, then the clamp to [-128, 127]. */
+__attribute__((target("avx2"))) static bool quant_row_avx2(const void *x, bool bf16, int64_t K,
+							    int8_t *q, float *s)
+{
+	const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+	__m256 mx = _mm256_setzero_ps(), nan = _mm256_setzero_ps();
+	int64_t k = 0;
+	for (; k + 8 <= K; k += 8) {
+		const __m256 a = _mm256_and_ps(load8(x, bf16, k), absmask);
+		nan = _mm256_or_ps(nan, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+		mx = _mm256_max_ps(mx, a);
+	}
+	if (_mm256_movemask_ps(nan))
+		return false;
+	float lanes[8], amax = 0.0f;
+	_mm256_storeu_ps(lanes, mx);
+	for (int i = 0; i < 8; i++)
+		amax = ctq_amax_update(amax, lanes[i]);
+	for (; k < K; k++) {
+		const float v = row_at(x, bf16, k);
+		if (v != v)
+			return false;
+		amax = ctq_amax_update(amax, v);
+	}
+	const float sc = amax == 0.0f ? 0.0f : ctq_act_scale(amax);
+	*s = sc;
+	if (sc == 0.0f) {
+		memset(q, 0, (size_t)K);
+		return true;
+	}
+	const __m256 vs = _mm256_set1_ps(sc), lo = _mm256_set1_ps(-128.0f), hi = _mm256_set1_ps(127.0f);
+	const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+	for (k = 0; k + 32 <= K; k += 32) {
+		__m256i v[4];
+		for (int j = 0; j < 4; j++) {
+			__m256 r = _mm256_round_ps(_mm256_div_ps(load8(x, bf16, k + 8 * j), vs),
+						   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+			r = _mm256_and_ps(r, _mm256_cmp_ps(r, r, _CMP_ORD_Q));
+			v[j] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(r, lo), hi));
+		}
+		/* the packs interleave 128-bit lanes: dwords v0[0..3] v1[0..3]
+		 * v2[0..3] v3[0..3] v0[4..7] ..., put back in order */
+		const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]),
+						     _mm256_packs_epi32(v[2], v[3]));
+		_mm256_storeu_si256((__m256i *)(q + k), _mm256_permutevar8x32_epi32(b, order));
+	}
+	for (; k < K; k++)
+		q[k] = ctq_quantize(row_at(x, bf16, k), sc);
+	return true;
+}
+#endif
+
 /* Per-token quantization of rows x (M, K) (f32, or bf16 bits when bf16)
  * into q (M, K) and s (M): ctq's formula, or compressed-tensors' when ct
- * (computed in the dtype of x). */
+ * (computed in the dtype of x). ctq's formula takes AVX2 where the CPU has
+ * it (quant_row_avx2: the same bits). */
 static void quantize_rows(const void *x, bool bf16, bool ct, int64_t M, int64_t K, int8_t *q, float *s)
 {
 	const size_t esz = bf16 ? sizeof(uint16_t) : sizeof(float);
+	const bool simd = !ct && ctq_ref_simd_level() >= 1;
 #pragma omp parallel for schedule(static) num_threads(ctq_ref_threads(2 * M * K))
 	for (int64_t m = 0; m < M; m++) {
 		const void *xr = (const char *)x + (size_t)(m * K) * esz;
+#ifdef CTQ_REF_X86
+		if (simd && quant_row_avx2(xr, bf16, K, q + m * K, &s[m]))
+			continue;
+#else
+		(void)simd;
+#endif
 		float amax = 0.0f;
 		for (int64_t k = 0; k < K; k++)
 			amax = ctq_amax_update(amax, row_at(xr, bf16, k));

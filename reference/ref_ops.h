@@ -53,9 +53,17 @@ enum ctq_status ctq_ref_gemm_i8(const int8_t *q, const int8_t *w, int64_t M, int
 enum ctq_status ctq_ref_gemm_i8_scalar(const int8_t *q, const int8_t *w, int64_t M, int64_t N,
 				       int64_t K, int32_t *acc, struct ctq_error *err);
 
-/* The SIMD code the reference GEMMs run on this CPU: "avx2" or "scalar"
- * (recorded in run manifests). */
+/* The SIMD code the reference runs on this CPU (GEMMs, the per-token
+ * quantization, attention): "scalar", "avx2" or "avx2+avx512vnni"
+ * (recorded in run manifests), and as a level 0, 1, 2. */
 const char *ctq_ref_simd(void);
+int ctq_ref_simd_level(void);
+
+/* Test hook: run at most SIMD level `level` (0 scalar, 1 AVX2, 2 AVX-512
+ * VNNI) from now on, so one CPU tests every path against the others bit
+ * for bit; a level the CPU lacks stays off. Returns the level in effect.
+ * Process-wide and not synchronised: set it before calling the ops. */
+int ctq_ref_simd_cap(int level);
 
 /* y = bf16(((float)acc * s_a[m]) * s_w[n] + bias[n]). acc (M, N); s_a (M);
  * s_w (N); bias (N) f32 or NULL; y (M, N) bf16 bits. */

@@ -331,14 +331,18 @@ expect_usage array-config-probe "$arrmsg" "$ctq" probe --model "$tmp/arrmodel"
 "$ctq" make-model --arch qwen3 --preset tiny --seed 1 --quiet "$tmp/notok" >/dev/null 2>&1
 expect_usage generate-hints-tokenizer "--tokenizer PATH, or --ids LIST" "$ctq" generate --model "$tmp/notok" --prompt hi --backend reference
 
-# quantize --recipe smoothquant: a model without tokenizer.json, a text too
-# short for one window, an unknown recipe, a strength outside [0, 1]; OUT is
-# never created.
+# quantize --recipe smoothquant / gptq: a model without tokenizer.json, a
+# text too short for one window, an unknown recipe, gptq without
+# calibration, a strength or dampening outside [0, 1], a GPTQ option under
+# rtn; OUT is never created.
 printf 'calibration text' >"$tmp/calib.txt"
 expect_usage quantize-calib-no-tokenizer "notok/tokenizer.json: is missing" "$ctq" quantize "$tmp/notok" "$tmp/notok-sq" --recipe smoothquant --calib "$tmp/calib.txt" --quiet
 cp "$root/tests/fixtures/tokenizers/gpt2-small/tokenizer.json" "$tmp/notok/"
 expect_usage quantize-calib-short "calib.txt: holds" "$ctq" quantize "$tmp/notok" "$tmp/notok-sq" --recipe smoothquant --calib "$tmp/calib.txt" --quiet
-expect_usage quantize-recipe-unknown "--recipe gptq is unknown" "$ctq" quantize "$tmp/notok" "$tmp/notok-sq" --recipe gptq
+expect_usage quantize-recipe-unknown "--recipe awq is unknown" "$ctq" quantize "$tmp/notok" "$tmp/notok-sq" --recipe awq
+expect_usage quantize-gptq-no-calib "--recipe gptq needs --calib FILE" "$ctq" quantize "$tmp/notok" "$tmp/notok-sq" --recipe gptq
+expect_usage quantize-dampening-range "--dampening-frac 1.5 is not a number in [0, 1]" "$ctq" quantize "$tmp/notok" "$tmp/notok-sq" --recipe gptq --calib "$tmp/calib.txt" --dampening-frac 1.5
+expect_usage quantize-block-size-rtn "--block-size belongs to --recipe gptq" "$ctq" quantize "$tmp/notok" "$tmp/notok-sq" --block-size 64
 expect_usage quantize-strength-range "--smoothing-strength 2 is not a number in [0, 1]" "$ctq" quantize "$tmp/notok" "$tmp/notok-sq" --recipe smoothquant --calib "$tmp/calib.txt" --smoothing-strength 2
 check quantize-sq-no-out "$([ -e "$tmp/notok-sq" ] && echo 1 || echo 0)" "a refused quantize --recipe smoothquant created OUT"
 

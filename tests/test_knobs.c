@@ -1,6 +1,6 @@
 /* Criterion tests for the dispatch knobs (backend/knobs.c): defaults,
- * flags, integer ranges, the N tile of CTQ_SM90_SMALL_BN (0, 32 or 64
- * only), the usage error naming the first bad variable, and the manifest's
+ * flags, integer ranges, the N tile of CTQ_SM90_SMALL_BN (0, 32, 64
+ * or 160 only), the usage error naming the first bad variable, and the manifest's
  * record of every variable. The knobs are read once per process; Criterion
  * runs each test in a process of its own, so each sets its environment
  * before the first ctq_knobs(). */
@@ -51,14 +51,14 @@ Test(knobs, flags_are_on_when_set_even_empty)
 	cr_expect(!k->attention_simple);
 }
 
-Test(knobs, small_bn_takes_32_or_64)
+Test(knobs, small_bn_takes_32_64_or_160)
 {
 	clear_env();
-	setenv("CTQ_SM90_SMALL_BN", "64", 1);
+	setenv("CTQ_SM90_SMALL_BN", "160", 1);
 	setenv("CTQ_SM90_TILE", "3", 1);
 	setenv("CTQ_GEMV_MAX_M", "0", 1); /* 0 is in range: not the default */
 	const struct ctq_knobs *k = ctq_knobs();
-	cr_expect_eq(k->sm90_small_bn, 64);
+	cr_expect_eq(k->sm90_small_bn, 160);
 	cr_expect_eq(k->sm90_tile, 3);
 	cr_expect_eq(k->gemv_max_m, 0);
 	struct ctq_error err = {0};
@@ -74,7 +74,7 @@ Test(knobs, small_bn_refuses_other_widths)
 	struct ctq_error err = {0};
 	cr_assert_eq(ctq_knobs_check(&err), CTQ_ERR_USAGE);
 	cr_expect_str_eq(err.path, "CTQ_SM90_SMALL_BN");
-	cr_expect(strstr(err.message, "\"48\"") && strstr(err.message, "32 or 64"), "%s", err.message);
+	cr_expect(strstr(err.message, "\"48\"") && strstr(err.message, "32, 64 or 160"), "%s", err.message);
 }
 
 Test(knobs, integers_out_of_range_or_malformed_are_usage_errors)

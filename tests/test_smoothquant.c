@@ -406,7 +406,7 @@ Test(smoothquant, bad_input_exits_2_and_leaves_no_out, .timeout = 120)
 		const char *id;
 		const char *args[14];
 	} bad[] = {
-		{"recipe-unknown", {f.bf16, out, "--recipe", "gptq", "--calib", CALIB_TEXT}},
+		{"recipe-unknown", {f.bf16, out, "--recipe", "awq", "--calib", CALIB_TEXT}},
 		{"no-calib", {f.bf16, out, "--recipe", "smoothquant"}},
 		{"calib-with-rtn", {f.bf16, out, "--calib", CALIB_TEXT}},
 		{"alpha-above-1", {f.bf16, out, "--recipe", "smoothquant", "--calib", CALIB_TEXT,

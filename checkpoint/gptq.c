@@ -1,0 +1,315 @@
+/* ctq GPTQ (checkpoint/gptq.h): Hessian sums, the dampened Cholesky inverse
+ * and the block-wise rounding with error propagation, in f64. */
+#include "checkpoint/gptq.h"
+#include "checkpoint/quantize.h"
+#include "core/arena.h"
+#include "core/numerics.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Rows of x taken together in the Hessian's register tile. */
+#define HT 4
+
+enum ctq_status ctq_gptq_hessian_init(struct ctq_gptq_hessian *h, int64_t K,
+				      struct ctq_error *err)
+{
+	memset(h, 0, sizeof *h);
+	if (K < 1)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "gptq", "a Hessian of %lld columns",
+				     (long long)K);
+	h->S = ctq_calloc((size_t)K * (size_t)K, sizeof *h->S);
+	if (!h->S)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "gptq", "out of memory (Hessian %lld x %lld)",
+				     (long long)K, (long long)K);
+	h->K = K;
+	return CTQ_OK;
+}
+
+void ctq_gptq_hessian_free(struct ctq_gptq_hessian *h)
+{
+	if (!h)
+		return;
+	ctq_free(h->S);
+	memset(h, 0, sizeof *h);
+}
+
+void ctq_gptq_hessian_reset(struct ctq_gptq_hessian *h)
+{
+	if (h->S)
+		memset(h->S, 0, (size_t)h->K * (size_t)h->K * sizeof *h->S);
+	h->n_samples = h->n_tokens = 0;
+}
+
+enum ctq_status ctq_gptq_hessian_add(struct ctq_gptq_hessian *h, const float *x, int64_t M,
+				     struct ctq_error *err)
+{
+	const int64_t K = h->K, Kp = (K + HT - 1) / HT * HT;
+	if (M < 1) {
+		h->n_samples++;
+		return CTQ_OK;
+	}
+	/* (Kp, M) f64: x transposed, zero rows padding K to the tile; the
+	 * products of two f32 are exact in f64. */
+	double *xt = ctq_calloc((size_t)Kp * (size_t)M, sizeof *xt);
+	if (!xt)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "gptq", "out of memory");
+	for (int64_t t = 0; t < M; t++)
+		for (int64_t k = 0; k < K; k++)
+			xt[k * M + t] = (double)x[t * K + k];
+	/* Upper triangle by HT x HT tiles; each element is one thread's sum in
+	 * token order, so the result does not depend on the thread count. */
+#pragma omp parallel for schedule(dynamic, 1)
+	for (int64_t i0 = 0; i0 < Kp; i0 += HT) {
+		for (int64_t j0 = i0; j0 < Kp; j0 += HT) {
+			double acc[HT][HT] = {{0}};
+			const double *a = xt + i0 * M, *b = xt + j0 * M;
+			for (int64_t t = 0; t < M; t++)
+				for (int ii = 0; ii < HT; ii++)
+					for (int jj = 0; jj < HT; jj++)
+						acc[ii][jj] += a[ii * M + t] * b[jj * M + t];
+			for (int ii = 0; ii < HT && i0 + ii < K; ii++)
+				for (int jj = 0; jj < HT && j0 + jj < K; jj++)
+					if (j0 + jj >= i0 + ii)
+						h->S[(i0 + ii) * K + j0 + jj] += acc[ii][jj];
+		}
+	}
+	ctq_free(xt);
+	h->n_samples++;
+	h->n_tokens += M;
+	return CTQ_OK;
+}
+
+/* In-place lower Cholesky of A (K, K) row-major, symmetric: A = L Lᵀ, the
+ * strict upper triangle zeroed. false when A is not (numerically) positive
+ * definite, as torch.linalg.cholesky raises. */
+static bool cholesky_lower(double *A, int64_t K)
+{
+	for (int64_t j = 0; j < K; j++) {
+		double s = A[j * K + j];
+		for (int64_t k = 0; k < j; k++)
+			s -= A[j * K + k] * A[j * K + k];
+		if (!(s > 0.0) || !isfinite(s))
+			return false;
+		const double ljj = sqrt(s);
+		A[j * K + j] = ljj;
+#pragma omp parallel for schedule(static)
+		for (int64_t i = j + 1; i < K; i++) {
+			double v = A[i * K + j];
+			for (int64_t k = 0; k < j; k++)
+				v -= A[i * K + k] * A[j * K + k];
+			A[i * K + j] = v / ljj;
+		}
+	}
+	for (int64_t i = 0; i < K; i++)
+		for (int64_t j = i + 1; j < K; j++)
+			A[i * K + j] = 0.0;
+	return true;
+}
+
+/* torch.cholesky_inverse: from L (K, K) lower, Hinv = (L Lᵀ)^-1 into out
+ * (K, K), through T = (L^-1)ᵀ (upper, scratch): Hinv[a][b] = sum over k >=
+ * max(a, b) of T[a][k] T[b][k]. */
+static void cholesky_inverse(const double *L, int64_t K, double *T, double *out)
+{
+#pragma omp parallel for schedule(dynamic, 8)
+	for (int64_t c = 0; c < K; c++) {
+		double *tc = T + c * K; /* row c of T: column c of L^-1 */
+		for (int64_t i = 0; i < c; i++)
+			tc[i] = 0.0;
+		for (int64_t i = c; i < K; i++) {
+			double v = i == c ? 1.0 : 0.0;
+			for (int64_t k = c; k < i; k++)
+				v -= L[i * K + k] * tc[k];
+			tc[i] = v / L[i * K + i];
+		}
+	}
+#pragma omp parallel for schedule(dynamic, 8)
+	for (int64_t a = 0; a < K; a++)
+		for (int64_t b = a; b < K; b++) {
+			double v = 0.0;
+			for (int64_t k = b; k < K; k++)
+				v += T[a * K + k] * T[b * K + k];
+			out[a * K + b] = out[b * K + a] = v;
+		}
+}
+
+enum ctq_status ctq_gptq_hinv_init(struct ctq_gptq_hinv *v, const struct ctq_gptq_hessian *h,
+				   double dampening_frac, struct ctq_error *err)
+{
+	memset(v, 0, sizeof *v);
+	const int64_t K = h->K;
+	if (h->n_samples < 1 || !h->S)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "gptq",
+				     "a Hessian without calibration samples");
+	if (!(dampening_frac >= 0.0 && dampening_frac <= 1.0))
+		return ctq_error_set(err, CTQ_ERR_USAGE, "gptq", "dampening_frac %g is outside [0, 1]",
+				     dampening_frac);
+	const size_t KK = (size_t)K * (size_t)K;
+	double *A = ctq_malloc(KK * sizeof *A), *T = ctq_malloc(KK * sizeof *T);
+	v->U = ctq_malloc(KK * sizeof *v->U);
+	v->dead = ctq_calloc((size_t)K, sizeof *v->dead);
+	if (!A || !T || !v->U || !v->dead) {
+		ctq_free(A);
+		ctq_free(T);
+		ctq_gptq_hinv_free(v);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "gptq", "out of memory (Hessian %lld x %lld)",
+				     (long long)K, (long long)K);
+	}
+	v->K = K;
+	/* H = 2 / n S, mirrored from the upper triangle */
+	const double f = 2.0 / (double)h->n_samples;
+	for (int64_t i = 0; i < K; i++)
+		for (int64_t j = i; j < K; j++)
+			A[i * K + j] = A[j * K + i] = f * h->S[i * K + j];
+	double mean = 0.0;
+	for (int64_t i = 0; i < K; i++) {
+		if (A[i * K + i] == 0.0) {
+			v->dead[i] = true;
+			v->n_dead++;
+			A[i * K + i] = 1.0;
+		}
+		mean += A[i * K + i];
+	}
+	const double damp = dampening_frac * (mean / (double)K);
+	for (int64_t i = 0; i < K; i++)
+		A[i * K + i] += damp;
+	bool ok = cholesky_lower(A, K);
+	if (ok) {
+		cholesky_inverse(A, K, T, v->U);
+		ok = cholesky_lower(v->U, K);
+	}
+	if (ok) {
+		/* U = L2ᵀ, L2 the lower factor of Hinv now in v->U */
+		for (int64_t i = 0; i < K; i++)
+			for (int64_t j = i + 1; j < K; j++) {
+				v->U[i * K + j] = v->U[j * K + i];
+				v->U[j * K + i] = 0.0;
+			}
+	} else {
+		v->fallback = true;
+		memset(v->U, 0, KK * sizeof *v->U);
+		for (int64_t i = 0; i < K; i++)
+			v->U[i * K + i] = 1.0;
+	}
+	ctq_free(A);
+	ctq_free(T);
+	return CTQ_OK;
+}
+
+void ctq_gptq_hinv_free(struct ctq_gptq_hinv *v)
+{
+	if (!v)
+		return;
+	ctq_free(v->U);
+	ctq_free(v->dead);
+	memset(v, 0, sizeof *v);
+}
+
+/* The stored scale of row n as f32. */
+static float scale_at(const void *scale, enum ctq_dtype dtype, int64_t n)
+{
+	if (dtype == CTQ_DTYPE_BF16)
+		return ctq_bf16_to_f32(((const uint16_t *)scale)[n]);
+	if (dtype == CTQ_DTYPE_F16)
+		return ctq_f16_to_f32(((const uint16_t *)scale)[n]);
+	return ((const float *)scale)[n];
+}
+
+/* One row (GPTQ's rows are independent given U): wr (K) f32 the original
+ * row, w (K) f64 scratch, e (B) f64 scratch; q (K) out; returns the loss. */
+static double gptq_row(const struct ctq_gptq_hinv *v, int64_t B, const float *wr, float sc,
+		       double *w, double *e, int8_t *q)
+{
+	const int64_t K = v->K;
+	const double *U = v->U;
+	double loss = 0.0;
+	for (int64_t k = 0; k < K; k++)
+		w[k] = v->dead[k] ? 0.0 : (double)wr[k];
+	for (int64_t i1 = 0; i1 < K; i1 += B) {
+		const int64_t i2 = i1 + B < K ? i1 + B : K;
+		for (int64_t c = i1; c < i2; c++) {
+			const double d = U[c * K + c];
+			const int8_t qi = ctq_quantize((float)w[c], sc);
+			const double dq = (double)qi * (double)sc;
+			q[c] = qi;
+			const double r = w[c] - dq;
+			loss += r * r / (d * d);
+			const double ec = r / d;
+			e[c - i1] = ec;
+			for (int64_t j = c; j < i2; j++)
+				w[j] -= ec * U[c * K + j];
+		}
+		for (int64_t c = i1; c < i2; c++) {
+			const double ec = e[c - i1];
+			const double *u = U + c * K;
+			for (int64_t j = i2; j < K; j++)
+				w[j] -= ec * u[j];
+		}
+	}
+	return loss / 2.0;
+}
+
+enum ctq_status ctq_gptq_weight(const void *w, enum ctq_dtype dtype, int64_t N, int64_t K,
+				const struct ctq_gptq_hinv *v, int64_t block_size, const char *name,
+				int8_t *q, void *scale, double *err2, double *norm2, double *loss,
+				struct ctq_error *err)
+{
+	if (v->K != K || block_size < 1)
+		return ctq_error_set(err, CTQ_ERR_USAGE, name,
+				     "GPTQ of %lld columns with a Hessian of %lld, block size %lld",
+				     (long long)K, (long long)v->K, (long long)block_size);
+	/* The scales: the producer's round-to-nearest on the full weight (its
+	 * q is overwritten below). */
+	const int64_t bad = ctq_quantize_weight(w, dtype, N, K, q, scale, err2, norm2);
+	if (bad == -2)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, name, "out of memory");
+	if (bad >= 0)
+		return ctq_error_set(err, CTQ_ERR_CHECKPOINT, name,
+				     "row %lld holds NaN or infinite values (or its scale overflows %s); refusing to quantize it",
+				     (long long)bad, ctq_dtype_name(dtype));
+	const size_t esz = ctq_dtype_size(dtype);
+	double *row_loss = ctq_calloc((size_t)(N ? N : 1), sizeof *row_loss); /* (N) */
+	bool nomem = row_loss == NULL;
+#pragma omp parallel if (!nomem)
+	{
+		float *wr = ctq_malloc((size_t)K * sizeof *wr);        /* (K) */
+		double *wd = ctq_malloc((size_t)K * sizeof *wd);       /* (K) */
+		double *e = ctq_malloc((size_t)block_size * sizeof *e); /* (block) */
+		if (!wr || !wd || !e) {
+#pragma omp atomic write
+			nomem = true;
+		}
+#pragma omp for schedule(dynamic, 4)
+		for (int64_t n = 0; n < N; n++) {
+			if (!wr || !wd || !e)
+				continue;
+			ctq_convert_to_f32((const unsigned char *)w + (size_t)n * (size_t)K * esz, dtype,
+					   (size_t)K, wr);
+			const float sc = scale_at(scale, dtype, n);
+			int8_t *qr = q + (size_t)n * (size_t)K;
+			row_loss[n] = gptq_row(v, block_size, wr, sc, wd, e, qr);
+			double e2 = 0.0;
+			for (int64_t k = 0; k < K; k++) {
+				const double d = (double)qr[k] * (double)sc - (double)wr[k];
+				e2 += d * d;
+			}
+			err2[n] = e2;
+		}
+		ctq_free(wr);
+		ctq_free(wd);
+		ctq_free(e);
+	}
+	if (nomem) {
+		ctq_free(row_loss);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, name, "out of memory");
+	}
+	double sum = 0.0;
+	for (int64_t n = 0; n < N; n++)
+		sum += row_loss[n];
+	if (loss)
+		*loss = sum;
+	ctq_free(row_loss);
+	return CTQ_OK;
+}
