@@ -159,8 +159,8 @@ $(BUILD)/tests/test_plugin: $(PLUGIN_SO) $(TEST_PLUGIN_SO)
 $(BUILD)/tests/test_plugin: CPPFLAGS += -DCTQ_TEST_BUILD_DIR='"$(BUILD)"'
 $(BUILD)/tests/test_plugin_host: $(PLUGIN_SO) $(TEST_PLUGIN_SO) $(BUILD)/ctq
 $(BUILD)/tests/test_plugin_host: CPPFLAGS += -DCTQ_TEST_BUILD_DIR='"$(BUILD)"'
-$(BUILD)/tests/gpu/test_plugin_gpu: $(PLUGIN_CU_SO) $(TEST_PLUGIN_SO) $(BUILD)/ctq
-$(BUILD)/tests/gpu/test_plugin_gpu: CPPFLAGS += -DCTQ_TEST_BUILD_DIR='"$(BUILD)"'
+$(BUILD)/tests/gpu/test_plugin_gpu $(BUILD)/tests/gpu/test_plugin_wna16_gpu: $(PLUGIN_CU_SO) $(TEST_PLUGIN_SO) $(BUILD)/ctq
+$(BUILD)/tests/gpu/test_plugin_gpu $(BUILD)/tests/gpu/test_plugin_wna16_gpu: CPPFLAGS += -DCTQ_TEST_BUILD_DIR='"$(BUILD)"'
 
 help:
 	@sed -n '3,/^$$/p' Makefile | sed -n 's/^#   //p'
@@ -362,6 +362,9 @@ test: deps-report
 # Installs into build/oracle-venv from PyPI (torch comes with its CUDA wheels,
 # ~3 GB); ORACLE_PY=/path/to/python uses a ready interpreter instead. The vLLM
 # wheel is only read (never installed, never kept in the tree).
+# tests/oracle/wna16_load.py: ctq quantize --scheme w4a16 / w8a16 checkpoints
+# loaded by transformers + compressed-tensors and dequantized as ctq does
+# (verify-weights' rel-L2 per module); $(BUILD)/oracle-wna16/summary.json.
 ORACLE_VENV := $(BUILD)/oracle-venv
 ORACLE_PY ?= $(ORACLE_VENV)/bin/python
 ORACLE_N ?= 2000
@@ -384,6 +387,7 @@ test-oracle: all
 		--vllm-wheel $$(ls $(VLLM_WHEEL_DIR)/vllm-$(VLLM_ORACLE)-*.whl | head -1) \
 		--n $(ORACLE_N) --seed $(ORACLE_SEED) --min $(ORACLE_MIN) --out $(BUILD)/oracle-out \
 		$(if $(wildcard ../shared/configs/*.json),--real-configs ../shared/configs)
+	$(Q)$(ORACLE_PY) tests/oracle/wna16_load.py --ctq $(BUILD)/ctq --out $(BUILD)/oracle-wna16
 
 # ---- other engines and clients (not part of `make test`) ---------------------
 # tests/interop/interop.py: ctq serve against the openai Python client and

@@ -43,19 +43,23 @@ static enum ctq_status check_table(const struct ctq_kernel_plugin *t, const char
 {
 	if (!t)
 		return ctq_error_set(err, CTQ_ERR_USAGE, path,
-				     "%s(%u) returned NULL: the plug-in does not serve kernel plug-in ABI "
-				     "version %u", CTQ_KERNEL_PLUGIN_ENTRY, CTQ_KERNEL_PLUGIN_ABI_VERSION,
-				     CTQ_KERNEL_PLUGIN_ABI_VERSION);
-	if (t->abi_version != CTQ_KERNEL_PLUGIN_ABI_VERSION)
+				     "%s(%u) and %s(%u) returned NULL: the plug-in serves neither kernel "
+				     "plug-in ABI version", CTQ_KERNEL_PLUGIN_ENTRY,
+				     CTQ_KERNEL_PLUGIN_ABI_VERSION, CTQ_KERNEL_PLUGIN_ENTRY,
+				     CTQ_KERNEL_PLUGIN_ABI_VERSION_MIN);
+	if (t->abi_version < CTQ_KERNEL_PLUGIN_ABI_VERSION_MIN ||
+	    t->abi_version > CTQ_KERNEL_PLUGIN_ABI_VERSION)
 		return ctq_error_set(err, CTQ_ERR_USAGE, path,
-				     "implements kernel plug-in ABI version %u; this ctq speaks version %u "
-				     "(rebuild the plug-in against include/ctq_kernel_plugin.h)",
-				     t->abi_version, CTQ_KERNEL_PLUGIN_ABI_VERSION);
-	if (t->struct_size < sizeof *t)
+				     "implements kernel plug-in ABI version %u; this ctq speaks versions %u "
+				     "and %u (rebuild the plug-in against include/ctq_kernel_plugin.h)",
+				     t->abi_version, CTQ_KERNEL_PLUGIN_ABI_VERSION_MIN,
+				     CTQ_KERNEL_PLUGIN_ABI_VERSION);
+	const size_t need = t->abi_version == 1 ? CTQ_KERNEL_PLUGIN_V1_SIZE : sizeof *t;
+	if (t->struct_size < need)
 		return ctq_error_set(err, CTQ_ERR_USAGE, path,
 				     "has a struct ctq_kernel_plugin of %u bytes; ABI version %u's is %zu "
 				     "(rebuild the plug-in against include/ctq_kernel_plugin.h)",
-				     t->struct_size, CTQ_KERNEL_PLUGIN_ABI_VERSION, sizeof *t);
+				     t->struct_size, t->abi_version, need);
 	if (!name_ok(t->name))
 		return ctq_error_set(err, CTQ_ERR_USAGE, path,
 				     "has name \"%.64s\"; expected 1 to 31 characters of [A-Za-z0-9_.+-], "
@@ -64,15 +68,34 @@ static enum ctq_status check_table(const struct ctq_kernel_plugin *t, const char
 		return ctq_error_set(err, CTQ_ERR_USAGE, path,
 				     "has device %d; expected %d (CPU) or %d (CUDA)", (int)t->device,
 				     CTQ_KERNEL_PLUGIN_DEVICE_CPU, CTQ_KERNEL_PLUGIN_DEVICE_CUDA);
-	const char *missing = !t->quantize ? "quantize" : !t->gemm_w8a8 ? "gemm_w8a8" : NULL;
+	/* Version 1: the W8A8 pair. Version 2: the pair, gemm_wna16, or both. */
+	const bool w8a8 = t->quantize || t->gemm_w8a8;
+	const char *missing = (w8a8 || !t->gemm_wna16) && !t->quantize ? "quantize"
+			      : (w8a8 || !t->gemm_wna16) && !t->gemm_w8a8 ? "gemm_w8a8" : NULL;
 	if (missing)
 		return ctq_error_set(err, CTQ_ERR_USAGE, path,
-				     "plug-in %s has no %s function (a required member of struct "
-				     "ctq_kernel_plugin)", t->name, missing);
-	if (t->caps & ~(unsigned)(CTQ_KERNEL_PLUGIN_QUANT_EXACT | CTQ_KERNEL_PLUGIN_GEMM_EXACT))
+				     "plug-in %s has no %s function (%s)", t->name, missing,
+				     t->abi_version == 1 ? "a required member of struct ctq_kernel_plugin"
+							 : "ABI version 2 needs quantize and gemm_w8a8 "
+							   "together, gemm_wna16, or all three");
+	const unsigned v1_caps = CTQ_KERNEL_PLUGIN_QUANT_EXACT | CTQ_KERNEL_PLUGIN_GEMM_EXACT;
+	const unsigned wna16_caps = CTQ_KERNEL_PLUGIN_WNA16_INT4 | CTQ_KERNEL_PLUGIN_WNA16_INT8 |
+				    CTQ_KERNEL_PLUGIN_WNA16_GROUPS | CTQ_KERNEL_PLUGIN_WNA16_ASYM |
+				    CTQ_KERNEL_PLUGIN_WNA16_EXACT;
+	const unsigned known = t->abi_version == 1 ? v1_caps : v1_caps | wna16_caps;
+	if (t->caps & ~known)
 		return ctq_error_set(err, CTQ_ERR_USAGE, path,
 				     "plug-in %s declares capability bits 0x%x unknown to ABI version %u",
-				     t->name, t->caps, CTQ_KERNEL_PLUGIN_ABI_VERSION);
+				     t->name, t->caps & ~known, t->abi_version);
+	if (t->gemm_wna16 && !(t->caps & (CTQ_KERNEL_PLUGIN_WNA16_INT4 | CTQ_KERNEL_PLUGIN_WNA16_INT8)))
+		return ctq_error_set(err, CTQ_ERR_USAGE, path,
+				     "plug-in %s has gemm_wna16 but declares neither "
+				     "CTQ_KERNEL_PLUGIN_WNA16_INT4 nor _INT8: no layout it serves",
+				     t->name);
+	if (!t->gemm_wna16 && (t->caps & wna16_caps))
+		return ctq_error_set(err, CTQ_ERR_USAGE, path,
+				     "plug-in %s declares weight-only capability bits without gemm_wna16",
+				     t->name);
 	return CTQ_OK;
 }
 
@@ -106,7 +129,21 @@ enum ctq_status ctq_kernel_lib_open(struct ctq_kernel_lib *l, const char *path,
 	/* A function pointer from dlsym's object pointer (POSIX guarantees it). */
 	ctq_kernel_plugin_entry_fn entry;
 	memcpy(&entry, &sym, sizeof entry);
-	l->t = entry(CTQ_KERNEL_PLUGIN_ABI_VERSION);
+	/* The newest version first; a plug-in built for version 1 answers
+	 * NULL to 2 and is asked again. */
+	const struct ctq_kernel_plugin *t = entry(CTQ_KERNEL_PLUGIN_ABI_VERSION);
+	if (!t)
+		t = entry(CTQ_KERNEL_PLUGIN_ABI_VERSION_MIN);
+	/* ctq reads its own copy: a version-1 table ends before gemm_wna16,
+	 * whose bytes in the plug-in may be anything (or nothing). */
+	memset(&l->table, 0, sizeof l->table);
+	if (t && t->abi_version >= CTQ_KERNEL_PLUGIN_ABI_VERSION_MIN &&
+	    t->abi_version <= CTQ_KERNEL_PLUGIN_ABI_VERSION &&
+	    t->struct_size >= (t->abi_version == 1 ? CTQ_KERNEL_PLUGIN_V1_SIZE : sizeof *t))
+		memcpy(&l->table, t, t->abi_version == 1 ? CTQ_KERNEL_PLUGIN_V1_SIZE : sizeof *t);
+	else if (t)
+		memcpy(&l->table, t, offsetof(struct ctq_kernel_plugin, name));
+	l->t = t ? &l->table : NULL;
 	if ((st = check_table(l->t, path, err)))
 		goto fail;
 	return CTQ_OK;
@@ -368,7 +405,7 @@ static enum ctq_status pl_failed(struct plugin_impl *p, const char *fn, int rc, 
 }
 
 /* One call of the plug-in: which function, its geometry and arguments. */
-enum pl_op { OP_QUANTIZE, OP_GEMM_W8A8, OP_GEMM_BF16 };
+enum pl_op { OP_QUANTIZE, OP_GEMM_W8A8, OP_GEMM_BF16, OP_GEMM_WNA16 };
 struct pl_call {
 	enum pl_op op;
 	const char *fn;
@@ -376,6 +413,9 @@ struct pl_call {
 	const void *x, *w, *s_w, *bias, *s;
 	void *q, *y, *ws;
 	size_t ws_bytes;
+	const void *zero;   /* gemm_wna16: zero_packed or NULL */
+	int bits;           /* gemm_wna16 */
+	int64_t group_size; /* gemm_wna16 */
 };
 
 static int pl_invoke(struct plugin_impl *p, const struct pl_call *c, char *msg, size_t cap)
@@ -388,6 +428,9 @@ static int pl_invoke(struct plugin_impl *p, const struct pl_call *c, char *msg, 
 	case OP_GEMM_W8A8:
 		return t->gemm_w8a8(c->q, c->s, c->w, c->s_w, c->bias, c->M, c->N, c->K, c->y, c->ws,
 				    c->ws_bytes, stream, msg, cap);
+	case OP_GEMM_WNA16:
+		return t->gemm_wna16(c->x, c->w, c->s_w, c->zero, c->bias, c->M, c->N, c->K, c->bits,
+				     c->group_size, c->y, stream, msg, cap);
 	default:
 		return t->gemm_bf16(c->x, c->w, c->bias, c->M, c->N, c->K, c->y, stream, msg, cap);
 	}
@@ -617,6 +660,31 @@ static enum ctq_status pl_gemm_bf16(struct ctq_backend *b, const void *x, const 
 	return pl_call(b, &c, err);
 }
 
+enum ctq_status ctq_backend_plugin_gemm_wna16(struct ctq_backend *b, const struct ctq_wna16_call *w,
+					     struct ctq_error *err)
+{
+	if (ctq_backend_plugin_is_hosted(b))
+		return ctq_error_set(err, CTQ_ERR_USAGE, b->ops->name,
+				     "plug-in %s runs in a host process, which serves no gemm_wna16",
+				     b->ops->name);
+	struct plugin_impl *p = pimpl(b);
+	if (!p->lib.t->gemm_wna16)
+		return ctq_error_set(err, CTQ_ERR_USAGE, p->lib.path,
+				     "plug-in %s has no gemm_wna16 (a version-2 member)", p->ops.name);
+	const struct pl_call c = {.op = OP_GEMM_WNA16, .fn = "gemm_wna16", .M = w->M, .N = w->N,
+				  .K = w->K, .x = w->x, .w = w->w_packed, .s_w = w->scale,
+				  .zero = w->zero_packed, .bias = w->bias, .y = w->y, .bits = w->bits,
+				  .group_size = w->group_size};
+	return pl_call(b, &c, err);
+}
+
+const struct ctq_kernel_plugin *ctq_backend_plugin_table(const struct ctq_backend *b)
+{
+	if (ctq_backend_plugin_is_hosted(b))
+		return NULL;
+	return ((const struct plugin_impl *)b->impl)->lib.t;
+}
+
 static void pl_describe(struct ctq_backend *b, char *buf, size_t cap)
 {
 	struct plugin_impl *p = pimpl(b);
@@ -624,12 +692,25 @@ static void pl_describe(struct ctq_backend *b, char *buf, size_t cap)
 	char dev[256] = "host memory";
 	if (p->cuda)
 		p->mem.ops->describe(&p->mem, dev, sizeof dev);
-	snprintf(buf, cap, "kernel plug-in %s (%s, ABI %u, %s; bit-exact: %s%s%s; bf16 gemm: %s) on %s",
-		 t->name, p->lib.path, t->abi_version, ctq_kernel_lib_device_name(&p->lib),
-		 t->caps & CTQ_KERNEL_PLUGIN_QUANT_EXACT ? "quantize" : "",
-		 (t->caps & CTQ_KERNEL_PLUGIN_QUANT_EXACT) && (t->caps & CTQ_KERNEL_PLUGIN_GEMM_EXACT) ? ", " : "",
-		 t->caps & CTQ_KERNEL_PLUGIN_GEMM_EXACT ? "gemm" : (t->caps ? "" : "none"),
-		 t->gemm_bf16 ? "yes" : "no", dev);
+	char wna16[96] = "no";
+	if (t->gemm_wna16)
+		snprintf(wna16, sizeof wna16, "%s%s%s%s%s",
+			 t->caps & CTQ_KERNEL_PLUGIN_WNA16_INT4 ? "int4" : "",
+			 t->caps & CTQ_KERNEL_PLUGIN_WNA16_INT8
+				 ? (t->caps & CTQ_KERNEL_PLUGIN_WNA16_INT4 ? "+int8" : "int8") : "",
+			 t->caps & CTQ_KERNEL_PLUGIN_WNA16_GROUPS ? ", groups" : ", per channel",
+			 t->caps & CTQ_KERNEL_PLUGIN_WNA16_ASYM ? ", zero points" : "",
+			 t->caps & CTQ_KERNEL_PLUGIN_WNA16_EXACT ? ", bit-exact" : "");
+	char w8a8[64] = "W8A8: no";
+	if (t->gemm_w8a8)
+		snprintf(w8a8, sizeof w8a8, "bit-exact: %s%s%s",
+			 t->caps & CTQ_KERNEL_PLUGIN_QUANT_EXACT ? "quantize" : "",
+			 (t->caps & CTQ_KERNEL_PLUGIN_QUANT_EXACT) && (t->caps & CTQ_KERNEL_PLUGIN_GEMM_EXACT) ? ", " : "",
+			 t->caps & CTQ_KERNEL_PLUGIN_GEMM_EXACT ? "gemm"
+			 : (t->caps & CTQ_KERNEL_PLUGIN_QUANT_EXACT) ? "" : "none");
+	snprintf(buf, cap, "kernel plug-in %s (%s, ABI %u, %s; %s; bf16 gemm: %s; weight-only gemm: %s) on %s",
+		 t->name, p->lib.path, t->abi_version, ctq_kernel_lib_device_name(&p->lib), w8a8,
+		 t->gemm_bf16 ? "yes" : "no", wna16, dev);
 }
 
 static void pl_destroy(struct ctq_backend *b)
@@ -684,7 +765,9 @@ enum ctq_status ctq_backend_plugin(struct ctq_backend *b, const char *path, stru
 	 * can be exec'd as its host (plugin_host.h); its table was checked
 	 * here, init runs there. */
 	const char *exe = ctq_plugin_host_exe();
-	if (p->cuda && exe && !pl_in_host) {
+	/* The host serves the W8A8 ops alone: a plug-in with a weight-only
+	 * GEMM (ABI version 2) runs in process, under the last word. */
+	if (p->cuda && exe && !pl_in_host && !t->gemm_wna16) {
 		ctq_kernel_lib_close(&p->lib);
 		ctq_free(p);
 		return ctq_backend_plugin_hosted(b, path, exe, CTQ_PLUGIN_TIMEOUT_DEFAULT_S, err);
@@ -709,8 +792,8 @@ enum ctq_status ctq_backend_plugin(struct ctq_backend *b, const char *path, stru
 		.upload = pl_upload,
 		.download = pl_download,
 		.sync = pl_sync,
-		.quantize = pl_quantize,
-		.w8a8_linear = pl_linear,
+		.quantize = t->quantize ? pl_quantize : NULL,
+		.w8a8_linear = t->gemm_w8a8 ? pl_linear : NULL,
 		.gemm_bf16 = t->gemm_bf16 ? pl_gemm_bf16 : NULL,
 		.act_bytes = 2,
 	};

@@ -2,7 +2,9 @@
  * entry symbol, the ABI version, struct size and required members checked,
  * errors naming the path and dlerror's text) and the adapter that wraps a
  * plug-in's table into ctq's backend interface, so the probe runs a
- * plug-in through exactly the code path of ctq's own backends.
+ * plug-in through exactly the code path of ctq's own backends (version 2's
+ * weight-only GEMM, which no ctq backend has, through
+ * ctq_backend_plugin_gemm_wna16 with the same isolation).
  *
  * What it is not: a registry entry (`--backend` never names a plug-in; the
  * commands open one with --kernel-lib / --impl), or an implementation of
@@ -23,7 +25,9 @@ extern "C" {
 
 struct ctq_kernel_lib {
 	void *handle;                        /* dlopen's, or NULL */
-	const struct ctq_kernel_plugin *t;   /* the plug-in's table (owned by it) */
+	const struct ctq_kernel_plugin *t;   /* &table once loaded */
+	struct ctq_kernel_plugin table;      /* ctq's copy of the plug-in's table: a
+					      * version-1 table's members, the rest NULL */
 	bool inited;                         /* init ran (or is NULL): fini is due */
 	char path[CTQ_PATH_MAX];
 };
@@ -55,6 +59,33 @@ const char *ctq_kernel_lib_device_name(const struct ctq_kernel_lib *l);
 enum ctq_status ctq_kernel_plugin_workspace(const struct ctq_kernel_plugin *t, const char *path,
 					    int64_t M, int64_t N, int64_t K, size_t *out,
 					    struct ctq_error *err);
+
+/* One weight-only GEMM (ABI version 2, gemm_wna16): every pointer into
+ * the plug-in backend's memory (b->ops->alloc), shapes as the header
+ * documents. */
+struct ctq_wna16_call {
+	const void *x;           /* (M, K) bf16 */
+	const void *w_packed;    /* (N, ceil(K / (32 / bits))) int32 */
+	const void *scale;       /* (N, n_groups) f32 */
+	const void *zero_packed; /* (ceil(N / (32 / bits)), n_groups) int32, or NULL */
+	const void *bias;        /* (N) f32 or NULL */
+	int64_t M, N, K;
+	int bits;
+	int64_t group_size;      /* 0: per channel */
+	void *y;                 /* (M, N) bf16 */
+};
+
+/* Runs c on plug-in backend b, isolated and bounded as every call of a
+ * CPU plug-in (below). Errors: usage (no gemm_wna16), env-error (it
+ * failed, crashed, exited or hung; naming the plug-in, the function and
+ * the geometry). */
+enum ctq_status ctq_backend_plugin_gemm_wna16(struct ctq_backend *b, const struct ctq_wna16_call *c,
+					     struct ctq_error *err);
+/* ctq's copy of plug-in backend b's table (version-2 members NULL for a
+ * version-1 plug-in); NULL for a plug-in in a host process
+ * (backend/plugin_host.h), which serves the W8A8 ops alone: a CUDA plug-in
+ * with gemm_wna16 is not hosted, it runs in ctq's process. */
+const struct ctq_kernel_plugin *ctq_backend_plugin_table(const struct ctq_backend *b);
 
 /* How long one call of a plug-in may take by default (seconds). */
 #define CTQ_PLUGIN_TIMEOUT_DEFAULT_S 600.0

@@ -13,6 +13,29 @@ int64_t ctq_packed_groups(int64_t K, int64_t group_size)
 	return group_size > 0 ? (K + group_size - 1) / group_size : 1;
 }
 
+const char *ctq_packed_layout(const struct ctq_qargs *w, const char *format,
+			      struct ctq_packed_args *a, bool *packed)
+{
+	*packed = false;
+	if (!w || w->type != CTQ_QTYPE_INT)
+		return "its weights are not int: ctq dequantizes int-quantized and pack-quantized int weights";
+	if (w->strategy != CTQ_STRATEGY_CHANNEL && w->strategy != CTQ_STRATEGY_GROUP &&
+	    w->strategy != CTQ_STRATEGY_TENSOR)
+		return "its weight strategy is not tensor, channel or group";
+	if (w->actorder != CTQ_ACTORDER_NONE)
+		return "its weights have an activation order (weight_g_idx), which ctq does not apply";
+	a->bits = w->num_bits;
+	a->group_size = w->strategy == CTQ_STRATEGY_GROUP ? w->group_size : 0;
+	a->asym = !w->symmetric;
+	*packed = format && !strcmp(format, "pack-quantized");
+	if (*packed && (a->bits == 4 || a->bits == 8) && w->strategy != CTQ_STRATEGY_TENSOR)
+		return NULL;
+	if (!*packed && a->bits == 8 && !a->asym && format &&
+	    (!strcmp(format, "int-quantized") || !strcmp(format, "naive-quantized")))
+		return NULL;
+	return "its format and bits are not pack-quantized int4 / int8 or int-quantized symmetric int8";
+}
+
 void ctq_pack_rows(const int8_t *q, int64_t rows, int64_t cols, int bits, int32_t *out)
 {
 	const int64_t pf = ctq_pack_factor(bits), words = ctq_pack_words(cols, bits);

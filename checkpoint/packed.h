@@ -24,6 +24,7 @@
 
 #include "checkpoint/safetensors.h"
 #include "core/status.h"
+#include "quant/qconfig.h"
 
 /* The layout of one module's packed weight. */
 struct ctq_packed_args {
@@ -31,6 +32,15 @@ struct ctq_packed_args {
 	int64_t group_size; /* > 0: groups of that many columns; 0: per channel */
 	bool asym;          /* weight_zero_point present */
 };
+
+/* The layout of a module whose weights' args are w (NULL: none) and whose
+ * group's format is format: pack-quantized int4 / int8 per channel or
+ * group (*packed true), or int-quantized / naive-quantized symmetric int8
+ * as W8A8 stores it (*packed false, a->bits 8). NULL when a is filled,
+ * else why ctq cannot read the module's weights (float weights, another
+ * strategy, an activation order, other bits). */
+const char *ctq_packed_layout(const struct ctq_qargs *w, const char *format,
+			      struct ctq_packed_args *a, bool *packed);
 
 /* Groups per row: ceil(K / group_size), or 1 per channel. */
 int64_t ctq_packed_groups(int64_t K, int64_t group_size);

@@ -253,8 +253,8 @@ static bool make_weights(struct wbufs *b, const struct ctq_probe_layer *L,
 	return true;
 }
 
-static void make_acts(struct bufs *b, int64_t M, int64_t K, enum ctq_probe_acts ap,
-		      struct ctq_rng *rng)
+void ctq_probe_make_acts(uint16_t *x, float *x_f, int64_t M, int64_t K, enum ctq_probe_acts ap,
+			 struct ctq_rng *rng)
 {
 	int64_t n_out = K / 100 > 0 ? K / 100 : 1;
 	for (int64_t m = 0; m < M; m++) {
@@ -269,8 +269,8 @@ static void make_acts(struct bufs *b, int64_t M, int64_t K, enum ctq_probe_acts 
 			uint16_t h = ctq_f32_to_bf16((float)v);
 			if ((h & 0x7f80) == 0x7f80) /* never Inf from the generator itself */
 				h = (uint16_t)((h & 0x8000) | 0x7f7f);
-			b->x[m * K + k] = h;
-			b->x_f[m * K + k] = ctq_bf16_to_f32(h);
+			x[m * K + k] = h;
+			x_f[m * K + k] = ctq_bf16_to_f32(h);
 		}
 	}
 }
@@ -499,7 +499,7 @@ static void prepare(struct prep *p)
 	if (!alloc_bufs(p->as, b, M, N, K, wp != CTQ_PW_CHECKPOINT || L->bias))
 		goto nomem;
 	struct ctq_rng rng = p->w->rng;
-	make_acts(b, M, K, ap, &rng);
+	ctq_probe_make_acts(b->x, b->x_f, M, K, ap, &rng);
 	if (b->bias) {
 		for (int64_t n = 0; n < N; n++)
 			b->bias[n] = L->bias ? L->bias[n] : (float)(0.1 * ctq_rng_normal(&rng));

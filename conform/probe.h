@@ -84,6 +84,12 @@ struct ctq_probe_result {
 	char reason[320];
 };
 
+struct ctq_rng;
+/* The activation pattern ap: x (M, K) bf16 and x_f (M, K), its values as
+ * f32, drawn from rng (never Inf from the generator itself). */
+void ctq_probe_make_acts(uint16_t *x, float *x_f, int64_t M, int64_t K, enum ctq_probe_acts ap,
+			 struct ctq_rng *rng);
+
 /* Frees the host buffers the probes of this thread keep between calls
  * (ctq_probe_run and ctq_probe_run_jobs reuse them; call it when a run of
  * probes is over). */

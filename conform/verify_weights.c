@@ -165,29 +165,6 @@ static enum ctq_status read_int8(const struct ctq_checkpoint *ck, const char *mo
 	return CTQ_OK;
 }
 
-/* The module's layout from its weights' args, or NULL with why not. */
-static const char *layout(const struct ctq_qargs *w, const char *format, struct ctq_packed_args *a,
-			  bool *packed)
-{
-	if (!w || w->type != CTQ_QTYPE_INT)
-		return "its weights are not int: ctq dequantizes int-quantized and pack-quantized int weights";
-	if (w->strategy != CTQ_STRATEGY_CHANNEL && w->strategy != CTQ_STRATEGY_GROUP &&
-	    w->strategy != CTQ_STRATEGY_TENSOR)
-		return "its weight strategy is not tensor, channel or group";
-	if (w->actorder != CTQ_ACTORDER_NONE)
-		return "its weights have an activation order (weight_g_idx), which ctq does not apply";
-	a->bits = w->num_bits;
-	a->group_size = w->strategy == CTQ_STRATEGY_GROUP ? w->group_size : 0;
-	a->asym = !w->symmetric;
-	*packed = format && !strcmp(format, "pack-quantized");
-	if (*packed && (a->bits == 4 || a->bits == 8) && w->strategy != CTQ_STRATEGY_TENSOR)
-		return NULL;
-	if (!*packed && a->bits == 8 && !a->asym && format &&
-	    (!strcmp(format, "int-quantized") || !strcmp(format, "naive-quantized")))
-		return NULL;
-	return "its format and bits are not pack-quantized int4 / int8 or int-quantized symmetric int8";
-}
-
 /* Compares module m's dequantized weight with src into row. */
 static void compare(const struct ctq_packed_module *m, const struct ctq_st_tensor *src,
 		    float *w_ref, float *w_deq, struct ctq_vw_row *row)
@@ -242,8 +219,8 @@ static enum ctq_status check_module(struct ctq_vw_result *r, const struct ctq_ta
 	}
 	struct ctq_packed_args a;
 	bool packed = false;
-	const char *no = layout(e->group >= 0 ? t->cfg.groups[e->group].scheme.weights : NULL,
-				e->format, &a, &packed);
+	const char *no = ctq_packed_layout(e->group >= 0 ? t->cfg.groups[e->group].scheme.weights : NULL,
+					   e->format, &a, &packed);
 	if (no) {
 		snprintf(why, sizeof why, "cannot be dequantized: %s (format %s)", no,
 			 e->format ? e->format : "none");

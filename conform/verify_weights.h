@@ -41,12 +41,6 @@ void ctq_vw_policy_default(struct ctq_vw_policy *p);
 enum ctq_status ctq_vw_policy_load(struct ctq_vw_policy *p, const char *path,
 				   struct ctq_error *err);
 
-/* The CSV columns of verify.csv, once. */
-#define CTQ_VW_CSV_COLUMNS                                                                     \
-	"tensor", "module", "scheme", "N", "K", "rel_l2", "max_abs_err", "nonfinite",           \
-		"rel_l2_max", "verdict", "reason"
-#define CTQ_VW_CSV_N_COLUMNS 11
-
 /* One checked module, or one tensor that failed the inventory. */
 struct ctq_vw_row {
 	const char *tensor;  /* the source tensor (module.weight), or the odd one */

@@ -7,6 +7,7 @@
 #include "families/eval.h"
 #include "families/eval_kld.h"
 #include "families/probe.h"
+#include "families/verify_weights.h"
 
 #include <string.h>
 
@@ -19,6 +20,7 @@ static const char *const bench_gemm_cols[] = {CTQ_BENCH_GEMM_CSV_COLUMNS};
 static const char *const eval_cols[] = {CTQ_EVAL_QUESTIONS_CSV_COLUMNS};
 static const char *const bench_serve_cols[] = {CTQ_BENCH_SERVE_CSV_COLUMNS};
 static const char *const eval_kld_cols[] = {CTQ_EVAL_KLD_CSV_COLUMNS};
+static const char *const verify_weights_cols[] = {CTQ_VERIFY_WEIGHTS_CSV_COLUMNS};
 
 static const char *const bench_model_timings[] = {"ttft_ms", "decode_ms_per_step", NULL};
 static const char *const bench_gemm_timings[] = {"time_us", "time_us_median", NULL};
@@ -98,6 +100,16 @@ const struct ctq_family_def ctq_families[CTQ_FAM_COUNT] = {
 		.compare = ctq_fam_eval_kld_compare,
 		.scale = CTQ_FAM_SCALE_FACTOR,
 		.trend = ctq_fam_eval_kld_trend,
+	},
+	[CTQ_FAM_VERIFY_WEIGHTS] = {
+		.id = CTQ_FAM_VERIFY_WEIGHTS, .name = "verify_weights", .file = "verify.csv",
+		.columns = COLUMNS(verify_weights_cols),
+		.report_rank = 1, .report_title = "Weights against their source",
+		.report = ctq_fam_verify_weights_report,
+		.compare_rank = 1, .compare_title = "Weights against their source",
+		.compare = ctq_fam_verify_weights_compare,
+		.scale = CTQ_FAM_SCALE_FACTOR,
+		.trend = ctq_fam_verify_weights_trend,
 	},
 };
 /* clang-format on */

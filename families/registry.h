@@ -32,6 +32,7 @@ enum ctq_family {
 	CTQ_FAM_EVAL,        /* eval_questions.csv: one row per question */
 	CTQ_FAM_BENCH_SERVE, /* bench_serve.csv: one row per served request */
 	CTQ_FAM_EVAL_KLD,    /* eval_kld.csv: one row per window of text (ctq eval kld) */
+	CTQ_FAM_VERIFY_WEIGHTS, /* verify.csv: one row per module held against its source */
 	CTQ_FAM_COUNT
 };
 

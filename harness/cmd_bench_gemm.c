@@ -271,6 +271,13 @@ static int plugin_open(struct ctq_gemm_session *S, const char *path)
 	if (ctq_kernel_lib_open(&S->lib, path, &err)) {
 		return ctq_print_error_exit("bench gemm", &err);
 	}
+	if (!S->lib.t->gemm_w8a8) {
+		fprintf(stderr, "ctq bench gemm: --impl %s is the weight-only plug-in %s (ABI version 2, "
+				"gemm_wna16 alone); this benchmark times W8A8 kernels: probe it with "
+				"ctq probe --kernel-lib %s\n", path, S->lib.t->name, path);
+		ctq_kernel_lib_close(&S->lib);
+		return CTQ_EXIT_USAGE;
+	}
 	if (S->lib.t->device != CTQ_KERNEL_PLUGIN_DEVICE_CUDA) {
 		fprintf(stderr, "ctq bench gemm: --impl %s is the CPU plug-in %s; this benchmark times "
 				"CUDA kernels (graphs, events) and has no CPU timing path: probe it with "

@@ -7,6 +7,7 @@
 #include "harness/commands.h"
 #include "backend/plugin.h"
 #include "conform/probe_session.h"
+#include "conform/probe_wna16.h"
 #include "core/json.h"
 #include "families/probe.h"
 #include "results/csv_out.h"
@@ -43,6 +44,13 @@ static void help(void)
 	       "                    crashes, exits or outlasts --kernel-timeout is exit 3,\n"
 	       "                    naming the plug-in, the function and M, N, K (a CUDA\n"
 	       "                    plug-in runs in ctq's process; docs/probing.md)\n"
+	       "  --wna16 LIST      a weight-only plug-in (ABI version 2, gemm_wna16): the\n"
+	       "                    layouts probed, w4a16[-asym][-gG] or w8a16[-asym][-gG] (no\n"
+	       "                    -g: per channel; default: w4a16-g128, w4a16-asym-g128 and\n"
+	       "                    w8a16, those the plug-in declares), against the dequantized\n"
+	       "                    CPU reference (reference/ref_wna16.h) and the FP64 product;\n"
+	       "                    a layout whose group does not divide K, and zero-rows at\n"
+	       "                    M = 1, are not run (counted apart, never as passed)\n"
 	       "  --kernel-timeout S  seconds one call of the plug-in may take (default 600;\n"
 	       "                    1 to 86400); a CUDA plug-in past it ends ctq, saying so\n"
 	       "  --act-numerics N  ctq (default) or transformers: the reference backend runs\n"
@@ -128,6 +136,7 @@ struct printer {
 	enum ctq_act_numerics numerics;
 	struct ctq_csv *csv;
 	bool header_printed;
+	bool wna16; /* weight-only rows: WEIGHTS shows the layout too */
 };
 
 static void on_result(void *ctx, const struct ctq_probe_result *r)
@@ -136,8 +145,11 @@ static void on_result(void *ctx, const struct ctq_probe_result *r)
 	if (!P->header_printed)
 		print_header(P->S->backends, P->S->n_backends, P->numerics, P->S->policy);
 	P->header_printed = true;
+	char weights[64];
+	snprintf(weights, sizeof weights, "%s%s%s", P->wna16 ? r->kernel_path : "", P->wna16 ? ":" : "",
+		 ctq_probe_weights_name(r->weights));
 	printf("%-14s %6lld %6lld %5lld %-10s %-10s %-9s %5lld %5lld %11.3e %11.3e  %s\n", r->layer,
-	       (long long)r->K, (long long)r->N, (long long)r->M, ctq_probe_weights_name(r->weights),
+	       (long long)r->K, (long long)r->N, (long long)r->M, weights,
 	       ctq_probe_acts_name(r->acts), r->backend, (long long)r->nan_count,
 	       (long long)r->inf_count, r->kernel_rel_l2, r->quant_rel_l2, r->passed ? "pass" : "FAIL");
 	if (!r->passed)
@@ -147,7 +159,7 @@ static void on_result(void *ctx, const struct ctq_probe_result *r)
 }
 
 struct probe_opts {
-	const char *shapes, *backend, *policy_path, *model, *kernel_lib, *m_list;
+	const char *shapes, *backend, *policy_path, *model, *kernel_lib, *m_list, *wna16;
 	bool backend_given;
 	struct ctq_opt_out out;
 	bool real_asel[CTQ_PA_COUNT], wsel[CTQ_PW_COUNT], asel[CTQ_PA_COUNT];
@@ -222,6 +234,10 @@ static int check_opts(struct probe_opts *o)
 	}
 	if (o->kernel_lib && !o->backend_given)
 		o->use_ref = o->use_cuda = false;
+	if (o->wna16 && !o->kernel_lib) {
+		fprintf(stderr, "ctq probe: --wna16 probes a weight-only plug-in: it needs --kernel-lib\n");
+		return CTQ_EXIT_USAGE;
+	}
 	if (!ctq_opt_out_ok("probe", &o->out))
 		return CTQ_EXIT_USAGE;
 	return -1;
@@ -243,6 +259,7 @@ static int parse_opts(int argc, char **argv, struct probe_opts *o)
 		CTQ_OPT_FN("--real-acts", o->real_asel, opt_acts),
 		CTQ_OPT_STR("--backend", &o->backend),
 		CTQ_OPT_STR("--kernel-lib", &o->kernel_lib),
+		CTQ_OPT_STR("--wna16", &o->wna16),
 		CTQ_OPT_INT("--kernel-timeout", &o->kernel_timeout, 1, 86400),
 		CTQ_OPT_FN("--act-numerics", &o->numerics, ctq_opt_fn_act_numerics),
 		CTQ_OPT_STR("--policy", &o->policy_path),
@@ -290,6 +307,38 @@ static enum ctq_status write_results(struct ctq_run *run, const struct probe_opt
 	return CTQ_OK;
 }
 
+/* The weight-only layouts to probe: --wna16's list (each declared by the
+ * plug-in) or its defaults; none for a plug-in without gemm_wna16. */
+static enum ctq_status wna16_layouts(const struct probe_opts *o, const struct ctq_kernel_plugin *pt,
+				     struct ctq_wna16_cfg *cfgs, int *n, struct ctq_error *err)
+{
+	*n = 0;
+	if (!pt || !pt->gemm_wna16) {
+		if (o->wna16)
+			return ctq_error_set(err, CTQ_ERR_USAGE, o->kernel_lib,
+					     "--wna16: the plug-in has no gemm_wna16 (ABI version 2)");
+		return CTQ_OK;
+	}
+	if (!o->wna16) {
+		*n = ctq_wna16_cfg_defaults(pt->caps, cfgs);
+		return CTQ_OK;
+	}
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", o->wna16);
+	for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+		if (*n == 8 || !ctq_wna16_cfg_parse(t, &cfgs[*n]))
+			return ctq_error_set(err, CTQ_ERR_USAGE, "--wna16",
+					     "\"%s\" is not a layout w4a16[-asym][-gG] or w8a16[-asym][-gG] "
+					     "(at most 8)", t);
+		if (!ctq_wna16_cfg_declared(pt->caps, &cfgs[*n]))
+			return ctq_error_set(err, CTQ_ERR_USAGE, "--wna16",
+					     "%s is not declared by plug-in %s's capability bits", t,
+					     pt->name);
+		(*n)++;
+	}
+	return CTQ_OK;
+}
+
 int ctq_cmd_probe(int argc, char **argv)
 {
 	struct probe_opts o;
@@ -324,7 +373,7 @@ int ctq_cmd_probe(int argc, char **argv)
 	memcpy(S.wsel, o.wsel, sizeof S.wsel);
 	memcpy(S.asel, o.asel, sizeof S.asel);
 	memcpy(S.real_asel, o.real_asel, sizeof S.real_asel);
-	struct printer P = {&S, o.numerics, &csv, false};
+	struct printer P = {&S, o.numerics, &csv, false, false};
 	S.on_result = on_result;
 	S.ctx = &P;
 	if (ctq_probe_session_init(&S, &err) ||
@@ -335,6 +384,17 @@ int ctq_cmd_probe(int argc, char **argv)
 		ctq_backend_plugin_set_timeout(&backends[S.n_backends - 1], (double)o.kernel_timeout);
 		S.serial = true; /* a CPU plug-in's calls fork: no worker thread beside them */
 	}
+	/* A weight-only plug-in (ABI 2 without the W8A8 pair) leaves the W8A8
+	 * probes to ctq's backends and runs the weight-only ones alone. */
+	const int n_opened = S.n_backends;
+	struct ctq_backend *plug = o.kernel_lib ? &backends[n_opened - 1] : NULL;
+	const struct ctq_kernel_plugin *pt = plug ? ctq_backend_plugin_table(plug) : NULL;
+	struct ctq_wna16_cfg cfgs[8];
+	int n_cfg = 0;
+	if (pt && !pt->gemm_w8a8)
+		S.n_backends--;
+	if ((st = wna16_layouts(&o, pt, cfgs, &n_cfg, &err)))
+		goto fail;
 	/* The kernel threshold is for kernels of ctq's formula. */
 	if (o.numerics != CTQ_ACT_NUMERICS_CTQ)
 		policy.kernel_rel_l2_max = -1.0;
@@ -342,12 +402,30 @@ int ctq_cmd_probe(int argc, char **argv)
 	    ctq_run_csv_open(&run, "probe.csv", &csv, csv_header, sizeof csv_header / sizeof *csv_header,
 			     &err))
 		goto fail;
-	if (o.model)
+	if (o.model && S.n_backends)
 		st = ctq_probe_session_model(&S, o.model, &err);
-	for (size_t l = 0; l < shapes.n && !o.model && !st; l++)
+	for (size_t l = 0; l < shapes.n && !o.model && S.n_backends && !st; l++)
 		st = ctq_probe_session_layer(&S, &shapes.v[l], S.wsel, S.asel, &err);
+	size_t n_skipped = 0;
+	if (n_cfg) {
+		/* the table's header names the plug-in */
+		S.backends = plug;
+		S.n_backends = 1;
+		P.wna16 = true;
+	}
+	if (n_cfg && o.model && !st)
+		st = ctq_probe_wna16_model(&S, plug, o.model, &n_skipped, &err);
+	for (size_t l = 0; l < shapes.n && n_cfg && !o.model && !st; l++)
+		st = ctq_probe_wna16_layer(&S, plug, &shapes.v[l], cfgs, n_cfg, &n_skipped, &err);
+	S.backends = backends;
+	S.n_backends = n_opened;
 	if (st)
 		goto fail;
+	if (n_skipped)
+		printf("probe: %zu weight-only probe(s) not run: a layout whose group size does not "
+		       "divide K or that the plug-in does not declare, a module that is not "
+		       "pack-quantized, or zero-rows at M = 1 (the output is the bias alone)\n",
+		       n_skipped);
 	if (ctq_csv_close(&csv, &err) ||
 	    write_results(&run, &o, &S, o.kernel_lib ? backends[S.n_backends - 1].ops->name : NULL, &err))
 		goto fail;

@@ -4,10 +4,10 @@
  * in a run directory. */
 #include "harness/commands.h"
 #include "conform/verify_weights.h"
+#include "families/verify_weights.h"
 #include "results/csv_out.h"
 #include "results/run.h"
 
-#include <math.h>
 #include <string.h>
 
 static void help(void)
@@ -41,35 +41,14 @@ static void help(void)
 static enum ctq_status write_csv(const struct ctq_run *run, const struct ctq_vw_result *r,
 				 struct ctq_error *err)
 {
-	static const char *const header[] = {CTQ_VW_CSV_COLUMNS};
+	static const char *const header[] = {CTQ_VERIFY_WEIGHTS_CSV_COLUMNS};
 	struct ctq_csv csv;
-	enum ctq_status st = ctq_run_csv_open(run, "verify.csv", &csv, header, CTQ_VW_CSV_N_COLUMNS, err);
+	enum ctq_status st = ctq_run_csv_open(run, "verify.csv", &csv, header,
+					      sizeof header / sizeof *header, err);
 	if (st)
 		return st;
-	for (size_t i = 0; i < r->n_rows; i++) {
-		const struct ctq_vw_row *w = &r->rows[i];
-		ctq_csv_field(&csv, w->tensor);
-		ctq_csv_field(&csv, w->module);
-		ctq_csv_field(&csv, w->scheme);
-		ctq_csv_fieldf(&csv, "%lld", (long long)w->N);
-		ctq_csv_fieldf(&csv, "%lld", (long long)w->K);
-		if (isnan(w->rel_l2))
-			ctq_csv_field(&csv, "");
-		else
-			ctq_csv_fieldf(&csv, "%.17g", w->rel_l2);
-		if (isnan(w->max_abs_err))
-			ctq_csv_field(&csv, "");
-		else
-			ctq_csv_fieldf(&csv, "%.17g", w->max_abs_err);
-		ctq_csv_fieldf(&csv, "%lld", (long long)w->nonfinite);
-		if (w->rel_l2_max < 0)
-			ctq_csv_field(&csv, "");
-		else
-			ctq_csv_fieldf(&csv, "%.17g", w->rel_l2_max);
-		ctq_csv_field(&csv, w->passed ? "pass" : "fail");
-		ctq_csv_field(&csv, w->reason);
-		ctq_csv_end_row(&csv);
-	}
+	for (size_t i = 0; i < r->n_rows; i++)
+		ctq_fam_verify_weights_csv_row(&csv, &r->rows[i]);
 	return ctq_csv_close(&csv, err);
 }
 

@@ -1,4 +1,4 @@
-/* ctq kernel plug-in ABI, version 1: the public C contract through which
+/* ctq kernel plug-in ABI, version 2: the public C contract through which
  * `ctq probe --kernel-lib LIB.so` and `ctq bench gemm --impl LIB.so` load
  * someone else's W8A8 INT8 kernels and hold them to the same checks as
  * ctq's own (rel-L2 against the exact-quantized CPU reference, NaN / Inf
@@ -10,12 +10,19 @@
  *
  *     const struct ctq_kernel_plugin *ctq_kernel_plugin(uint32_t abi_version);
  *
- * ctq calls it once with CTQ_KERNEL_PLUGIN_ABI_VERSION; the plug-in returns
- * a table it owns (static storage, valid until dlclose) whose abi_version
+ * ctq calls it with CTQ_KERNEL_PLUGIN_ABI_VERSION (2); the plug-in returns a
+ * table it owns (static storage, valid until dlclose) whose abi_version
  * states the version it implements, or NULL when it cannot serve that
- * version. ctq refuses (exit 2) a table whose abi_version differs from its
- * own, whose struct_size is smaller than the version's struct, or whose
- * required members are NULL.
+ * version, and ctq then asks again with 1. Version 1 is still served: a
+ * version-1 table (abi_version 1, struct_size at least
+ * CTQ_KERNEL_PLUGIN_V1_SIZE) is read up to gemm_bf16 and nothing after it.
+ * ctq refuses (exit 2) a table of another version, one whose struct_size is
+ * smaller than its version's struct, and one whose required members are
+ * NULL.
+ *
+ * Version 2 adds weight-only GEMMs (gemm_wna16, below): a plug-in may
+ * provide the W8A8 pair (quantize and gemm_w8a8, both or neither), the
+ * weight-only GEMM, or all three; at least one of the two.
  *
  * Numerics every plug-in implements (ctq's DESIGN.md "Numerics"):
  *   per-token quantization of BF16 activations x (M, K):
@@ -30,6 +37,23 @@
  *              multiply-add), bias[n] = 0.0f when bias is NULL (still
  *              added, so -0 becomes +0), the BF16 conversion
  *              round-to-nearest-even (NaN stays NaN)
+ *   weight-only GEMM (gemm_wna16), b = bits (4 or 8), pf = 32 / b:
+ *     weights in compressed-tensors' pack-quantized layout: w_packed (N,
+ *       ceil(K / pf)) int32, value k of row n in word k / pf at bits
+ *       [(k % pf) * b, +b) (little-endian), as u = q + 2^(b-1) (unsigned);
+ *       q in [-2^(b-1), 2^(b-1) - 1]; a row's last word padded with u = 0
+ *     G = group_size (> 0), or K when group_size == 0 (per channel);
+ *       n_groups = ceil(K / G); scale (N, n_groups) f32; g = k / G
+ *     zero points: zero_packed (ceil(N / pf), n_groups) int32 packed along
+ *       N (value n of column g in word (n / pf) * n_groups + g, bits
+ *       [(n % pf) * b, +b), same offset), or NULL: z = 0 (symmetric)
+ *     w[n,k] = (float)(q - z) * scale[n, g]   (exact difference, one
+ *              rounding)
+ *     acc = 0.0f; for k = 0 .. K-1 in this order:
+ *              acc = acc + bf16_to_f32(x[m,k]) * w[n,k]   (product and sum
+ *              each rounded, no fused multiply-add)
+ *     y[m,n] = bf16(acc + bias[n])   (bias 0.0f when NULL; BF16 rounding
+ *              to nearest even, NaN stays NaN)
  * A plug-in that follows these rules exactly sets the capability bits
  * below, and ctq then compares its integers and outputs bit for bit; one
  * that does not (a fused epilogue, another rounding) leaves them clear and
@@ -72,7 +96,9 @@
 extern "C" {
 #endif
 
-#define CTQ_KERNEL_PLUGIN_ABI_VERSION 1u
+#define CTQ_KERNEL_PLUGIN_ABI_VERSION 2u
+/* The oldest version ctq still loads. */
+#define CTQ_KERNEL_PLUGIN_ABI_VERSION_MIN 1u
 /* The name of the one exported entry point. */
 #define CTQ_KERNEL_PLUGIN_ENTRY "ctq_kernel_plugin"
 
@@ -89,6 +115,15 @@ enum ctq_kernel_plugin_caps {
 	 * q and s_tok. ctq checks y end to end (quantize, then gemm_w8a8), so
 	 * it compares y bit for bit when QUANT_EXACT is set as well. */
 	CTQ_KERNEL_PLUGIN_GEMM_EXACT = 1u << 1,
+	/* ABI version 2, gemm_wna16: which layouts it serves (ctq probes only
+	 * those) and whether its y is bit-identical to the rules above (its
+	 * summation order included); without WNA16_EXACT it is judged by
+	 * rel-L2 against the reference. */
+	CTQ_KERNEL_PLUGIN_WNA16_INT4 = 1u << 2,   /* bits == 4 */
+	CTQ_KERNEL_PLUGIN_WNA16_INT8 = 1u << 3,   /* bits == 8 */
+	CTQ_KERNEL_PLUGIN_WNA16_GROUPS = 1u << 4, /* group_size > 0 (else per channel only) */
+	CTQ_KERNEL_PLUGIN_WNA16_ASYM = 1u << 5,   /* zero points (else zero_packed NULL only) */
+	CTQ_KERNEL_PLUGIN_WNA16_EXACT = 1u << 6,
 };
 
 struct ctq_kernel_plugin {
@@ -106,7 +141,8 @@ struct ctq_kernel_plugin {
 	/* Optional: called once before dlclose when init succeeded (or is NULL). */
 	void (*fini)(void);
 
-	/* Required. x (M, K) bf16 -> q (M, K) int8, s_tok (M) f32. */
+	/* W8A8 (required in version 1; in version 2 with gemm_w8a8, or
+	 * neither). x (M, K) bf16 -> q (M, K) int8, s_tok (M) f32. */
 	int (*quantize)(const uint16_t *x, int64_t M, int64_t K, int8_t *q, float *s_tok,
 			void *stream, char *msg, size_t msg_cap);
 
@@ -114,7 +150,7 @@ struct ctq_kernel_plugin {
 	 * (M, N, K); ctq allocates that much device memory and passes it. */
 	size_t (*gemm_workspace_bytes)(int64_t M, int64_t N, int64_t K);
 
-	/* Required. q (M, K) int8, s_tok (M) f32, w (N, K) int8 (one row per
+	/* As quantize. q (M, K) int8, s_tok (M) f32, w (N, K) int8 (one row per
 	 * output channel), s_ch (N) f32, bias (N) f32 or NULL -> y (M, N) bf16.
 	 * ws: ws_bytes of scratch (NULL when gemm_workspace_bytes is NULL or
 	 * returned 0). */
@@ -127,7 +163,23 @@ struct ctq_kernel_plugin {
 	 * baseline a W8A8 kernel is compared with. */
 	int (*gemm_bf16)(const uint16_t *x, const uint16_t *w, const float *bias, int64_t M,
 			 int64_t N, int64_t K, uint16_t *y, void *stream, char *msg, size_t msg_cap);
+
+	/* ---- ABI version 2 (absent from a version-1 table) ---- */
+
+	/* Optional (NULL: not provided). x (M, K) bf16, w_packed (N,
+	 * ceil(K / (32 / bits))) int32, scale (N, n_groups) f32, zero_packed
+	 * (ceil(N / (32 / bits)), n_groups) int32 or NULL, bias (N) f32 or
+	 * NULL -> y (M, N) bf16, by the weight-only rules above. ctq calls it
+	 * only with bits, group sizes and zero points its capability bits
+	 * declare; group_size is 0 (per channel) or a positive divisor of K. */
+	int (*gemm_wna16)(const uint16_t *x, const int32_t *w_packed, const float *scale,
+			  const int32_t *zero_packed, const float *bias, int64_t M, int64_t N,
+			  int64_t K, int32_t bits, int64_t group_size, uint16_t *y, void *stream,
+			  char *msg, size_t msg_cap);
 };
+
+/* The size of a version-1 table: everything before gemm_wna16. */
+#define CTQ_KERNEL_PLUGIN_V1_SIZE offsetof(struct ctq_kernel_plugin, gemm_wna16)
 
 /* The entry point's type (what dlsym(handle, CTQ_KERNEL_PLUGIN_ENTRY) is). */
 typedef const struct ctq_kernel_plugin *(*ctq_kernel_plugin_entry_fn)(uint32_t abi_version);

@@ -4,8 +4,11 @@
  * ABI version, a missing entry symbol and an unloadable file exit 2 with
  * a message naming the file; a plug-in that declares bit-exact
  * quantization but is not is caught by the bit-exact check alone; `ctq
- * bench gemm --impl` validates its plug-in before wanting a GPU. The .so
- * files come from the Makefile ($(BUILD)/plugins, $(BUILD)/tests/plugins). */
+ * bench gemm --impl` validates its plug-in before wanting a GPU. ABI
+ * version 2: a version-1 plug-in runs unchanged; the weight-only CPU
+ * plug-in passes every layout bit for bit, its planted group-stride bug
+ * fails every layer, named. The .so files come from the Makefile
+ * ($(BUILD)/plugins, $(BUILD)/tests/plugins). */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>
@@ -152,7 +155,7 @@ Test(plugin, bad_plugins_exit_2_naming_the_file)
 	static const struct {
 		const char *path, *says;
 	} cases[] = {
-		{BAD_ABI, "implements kernel plug-in ABI version 2; this ctq speaks version 1"},
+		{BAD_ABI, "implements kernel plug-in ABI version 3; this ctq speaks versions 1 and 2"},
 		{NO_ENTRY, "is not a ctq kernel plug-in: no entry symbol ctq_kernel_plugin"},
 		{"/nonexistent/libnothing.so", "cannot load the kernel plug-in"},
 		{CTQ_TEST_BUILD_DIR "/ctq", "cannot load the kernel plug-in"},
@@ -248,8 +251,9 @@ Test(plugin, bench_gemm_impl_validates_the_plugin)
 		const char *path, *says;
 	} cases[] = {
 		{CPU_PLUGIN, "is the CPU plug-in cpu_w8a8; this benchmark times CUDA kernels"},
-		{BAD_ABI, "implements kernel plug-in ABI version 2; this ctq speaks version 1"},
+		{BAD_ABI, "implements kernel plug-in ABI version 3; this ctq speaks versions 1 and 2"},
 		{NO_ENTRY, "no entry symbol ctq_kernel_plugin"},
+		{CTQ_TEST_BUILD_DIR "/plugins/cpu_wna16.so", "is the weight-only plug-in cpu_wna16"},
 	};
 	char dir[] = "/tmp/ctq-plugin-XXXXXX";
 	cr_assert(mkdtemp(dir));
@@ -452,5 +456,180 @@ Test(plugin, in_process_crash_and_hang_leave_a_last_word, .timeout = 60)
 		cr_expect(strstr(e, cases[i].says), "%s: %s", cases[i].path, e);
 		free(e);
 	}
+	ctq_remove_tree(dir);
+}
+
+/* ---- ABI version 2: version-1 plug-ins, weight-only plug-ins ---------------- */
+
+#define V1_PLUGIN CTQ_TEST_BUILD_DIR "/tests/plugins/v1_w8a8.so"
+#define WNA16_PLUGIN CTQ_TEST_BUILD_DIR "/plugins/cpu_wna16.so"
+#define WNA16_NO_CAPS CTQ_TEST_BUILD_DIR "/tests/plugins/wna16_no_caps.so"
+
+Test(plugin, version_1_plugin_still_runs_unchanged)
+{
+	char dir[] = "/tmp/ctq-plugin-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	char out[64];
+	snprintf(out, sizeof out, "%s/run", dir);
+	const char *args[] = {"probe", "--kernel-lib", V1_PLUGIN, "--shapes", "tiny", "--m", "1,17",
+			      "--out", out, NULL};
+	char *o, *e;
+	int rc = run_cli(ctq_cmd_probe, dir, args, &o, &e);
+	cr_expect_eq(rc, CTQ_EXIT_OK, "exit %d: %s%s", rc, o, e);
+	/* read up to its struct_size: the bytes past it (a gemm_wna16 that
+	 * fails) are not a member of its table */
+	cr_expect(strstr(o, "kernel plug-in v1_w8a8") && strstr(o, "ABI 1") &&
+		  strstr(o, "weight-only gemm: no"), "%s", o);
+	cr_expect(strstr(o, "probe: 128 passed, 0 failed"), "%s", o);
+	cr_expect_eq(csv_rows(out, "v1_w8a8", "\"pass\"", NULL), 128);
+	struct ctq_kernel_lib l;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_kernel_lib_open(&l, V1_PLUGIN, &err), CTQ_OK, "%s", err.message);
+	cr_expect_eq(l.t->abi_version, 1);
+	cr_expect_null(l.t->gemm_wna16);
+	ctq_kernel_lib_close(&l);
+	free(o);
+	free(e);
+	ctq_remove_tree(dir);
+}
+
+Test(plugin, weight_only_plugin_passes_every_layout)
+{
+	char dir[] = "/tmp/ctq-plugin-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	char out[64];
+	snprintf(out, sizeof out, "%s/run", dir);
+	const char *args[] = {"probe", "--kernel-lib", WNA16_PLUGIN, "--shapes", "tiny", "--m", "17",
+			      "--wna16", "w4a16-g16,w4a16-asym-g16,w8a16,w8a16-asym-g16", "--out", out,
+			      NULL};
+	char *o, *e;
+	int rc = run_cli(ctq_cmd_probe, dir, args, &o, &e);
+	cr_expect_eq(rc, CTQ_EXIT_OK, "exit %d: %s%s", rc, o, e);
+	cr_expect(strstr(o, "kernel plug-in cpu_wna16") &&
+		  strstr(o, "weight-only gemm: int4+int8, groups, zero points, bit-exact"), "%s", o);
+	/* 4 layouts x 4 layers x 4 weight patterns x 4 activation patterns,
+	 * each output bit for bit the reference's */
+	cr_expect(strstr(o, "probe: 256 passed, 0 failed"), "%s", o);
+	cr_expect_eq(csv_rows(out, "cpu_wna16", "\"pass\"", NULL), 256);
+	char *json = slurp(out, "probe.json");
+	cr_expect(strstr(json, "\"y_mismatch\":\t0") && !strstr(json, "\"y_mismatch\":\t-1"), "%.400s", json);
+	free(json);
+	/* the default layouts: w4a16-g128 does not divide tiny's K, w8a16 does */
+	char out2[64];
+	snprintf(out2, sizeof out2, "%s/run2", dir);
+	const char *dflt[] = {"probe", "--kernel-lib", WNA16_PLUGIN, "--shapes", "128:32", "--weights",
+			      "random", "--acts", "gaussian", "--out", out2, NULL};
+	free(o);
+	free(e);
+	rc = run_cli(ctq_cmd_probe, dir, dflt, &o, &e);
+	cr_expect_eq(rc, CTQ_EXIT_OK, "exit %d: %s%s", rc, o, e);
+	cr_expect(strstr(o, "w4a16-g128:random") && strstr(o, "w4a16-asym-g128:random") &&
+		  strstr(o, "w8a16:random") && strstr(o, "probe: 3 passed, 0 failed"), "%s", o);
+	free(o);
+	free(e);
+	ctq_remove_tree(dir);
+}
+
+Test(plugin, planted_group_stride_fails_every_layer)
+{
+	cr_assert_eq(setenv("CTQ_WNA16_PLANT", "group-stride", 1), 0);
+	char dir[] = "/tmp/ctq-plugin-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	char out[64];
+	snprintf(out, sizeof out, "%s/run", dir);
+	const char *args[] = {"probe", "--kernel-lib", WNA16_PLUGIN, "--shapes", "tiny", "--m", "17",
+			      "--wna16", "w4a16-g16", "--weights", "random", "--out", out, NULL};
+	char *o, *e;
+	int rc = run_cli(ctq_cmd_probe, dir, args, &o, &e);
+	unsetenv("CTQ_WNA16_PLANT");
+	cr_expect_eq(rc, CTQ_EXIT_FAIL, "exit %d: %s%s", rc, o, e);
+	cr_expect(strstr(o, "probe: 0 passed, 16 failed"), "%s", o);
+	static const char *const layers[] = {"qkv_proj", "o_proj", "gate_up_proj", "down_proj"};
+	for (int l = 0; l < 4; l++) {
+		char needle[64];
+		snprintf(needle, sizeof needle, "%s (w4a16-g16): ", layers[l]);
+		cr_expect(strstr(o, needle), "%s not named: %s", layers[l], o);
+		cr_expect_eq(csv_rows(out, "cpu_wna16", "\"fail\"", layers[l]), 4, "%s", layers[l]);
+	}
+	free(o);
+	free(e);
+	ctq_remove_tree(dir);
+}
+
+Test(plugin, weight_only_refusals_exit_2)
+{
+	char dir[] = "/tmp/ctq-plugin-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	char out[64];
+	snprintf(out, sizeof out, "%s/run", dir);
+	static const struct {
+		const char *lib, *wna16, *needle;
+	} cases[] = {
+		{WNA16_NO_CAPS, NULL, "declares neither CTQ_KERNEL_PLUGIN_WNA16_INT4 nor _INT8"},
+		{CPU_PLUGIN, "w4a16-g128", "the plug-in has no gemm_wna16"},
+		{WNA16_PLUGIN, "w5a16", "\"w5a16\" is not a layout"},
+		{NULL, "w4a16", "--wna16 probes a weight-only plug-in: it needs --kernel-lib"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		const char *args[12] = {"probe", "--shapes", "tiny", "--out", out};
+		int n = 5;
+		if (cases[i].lib) {
+			args[n++] = "--kernel-lib";
+			args[n++] = cases[i].lib;
+		}
+		if (cases[i].wna16) {
+			args[n++] = "--wna16";
+			args[n++] = cases[i].wna16;
+		}
+		args[n] = NULL;
+		char *o, *e;
+		int rc = run_cli(ctq_cmd_probe, dir, args, &o, &e);
+		cr_expect_eq(rc, CTQ_EXIT_USAGE, "case %zu: exit %d", i, rc);
+		cr_expect(strstr(e, cases[i].needle), "case %zu: %s", i, e);
+		cr_expect(!ctq_path_exists(out), "case %zu left %s", i, out);
+		free(o);
+		free(e);
+	}
+	ctq_remove_tree(dir);
+}
+
+Test(plugin, weight_only_plugin_probes_a_checkpoints_stored_weights)
+{
+	char dir[] = "/tmp/ctq-plugin-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	char bf16[64], w4[64], out[64];
+	snprintf(bf16, sizeof bf16, "%s/bf16", dir);
+	snprintf(w4, sizeof w4, "%s/w4", dir);
+	snprintf(out, sizeof out, "%s/run", dir);
+	const char *mk[] = {"make-model", "--arch", "qwen3", "--preset", "tiny", "--quiet", bf16, NULL};
+	char *o, *e;
+	cr_assert_eq(run_cli(ctq_cmd_make_model, dir, mk, &o, &e), CTQ_EXIT_OK, "%s", e);
+	free(o);
+	free(e);
+	const char *q[] = {"quantize", bf16, w4, "--quiet", "--scheme", "w4a16", "--group-size", "16",
+			   "--asym", NULL};
+	cr_assert_eq(run_cli(ctq_cmd_quantize, dir, q, &o, &e), CTQ_EXIT_OK, "%s", e);
+	free(o);
+	free(e);
+	/* 14 quantized linears x 2 real activation patterns x M 17 */
+	const char *args[] = {"probe", "--kernel-lib", WNA16_PLUGIN, "--model", w4, "--m", "17",
+			      "--out", out, NULL};
+	int rc = run_cli(ctq_cmd_probe, dir, args, &o, &e);
+	cr_expect_eq(rc, CTQ_EXIT_OK, "exit %d: %s%s", rc, o, e);
+	cr_expect(strstr(o, "probe: 28 passed, 0 failed"), "%s", o);
+	cr_expect(strstr(o, "model.layers.1.mlp.down_proj") && strstr(o, "w4a16-asym-g16:checkpoint"), "%s", o);
+	free(o);
+	free(e);
+	/* the planted group stride fails every module, each named */
+	cr_assert_eq(setenv("CTQ_WNA16_PLANT", "group-stride", 1), 0);
+	const char *again[] = {"probe", "--kernel-lib", WNA16_PLUGIN, "--model", w4, "--m", "17",
+			       "--real-acts", "gaussian", "--out", out, "--force", NULL};
+	rc = run_cli(ctq_cmd_probe, dir, again, &o, &e);
+	unsetenv("CTQ_WNA16_PLANT");
+	cr_expect_eq(rc, CTQ_EXIT_FAIL, "exit %d: %s%s", rc, o, e);
+	cr_expect(strstr(o, "probe: 0 passed, 14 failed"), "%s", o);
+	cr_expect(strstr(o, "model.layers.0.self_attn.q_proj (w4a16-asym-g16): "), "%s", o);
+	free(o);
+	free(e);
 	ctq_remove_tree(dir);
 }

@@ -264,3 +264,43 @@ Test(verify_weights, bad_usage_and_policy)
 	free(pol);
 	free(q);
 }
+
+/* verify.csv is a result family: a report section, and a regression when a
+ * module that passed fails. */
+Test(verify_weights, report_section_and_compare_regression)
+{
+	static const char *const g16[] = {"--scheme", "w4a16", "--group-size", "16", NULL};
+	char *q = quantized("g16", g16), *bad = sub("bad");
+	rewrite(q, q, bad, E_SCALE_X4);
+	char *good_run = sub("run-good"), *bad_run = sub("run-bad"), *cmp = sub("cmp");
+	const char *a1[] = {q, "--ref", src, "--out", good_run, NULL};
+	const char *a2[] = {bad, "--ref", src, "--out", bad_run, NULL};
+	cr_assert_eq(run_cmd(ctq_cmd_verify_weights, "verify-weights", a1), CTQ_EXIT_OK);
+	cr_assert_eq(run_cmd(ctq_cmd_verify_weights, "verify-weights", a2), CTQ_EXIT_FAIL);
+	const char *rep[] = {bad_run, NULL};
+	cr_assert_eq(run_cmd(ctq_cmd_report, "report", rep), CTQ_EXIT_OK);
+	char *md_path = ctq_path_join(bad_run, "summary.md"), *md = NULL;
+	size_t n = 0;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_file_read(md_path, 1 << 24, &md, &n, &err), CTQ_OK, "%s", err.message);
+	cr_expect(strstr(md, "Weights against their source"), "%s", md);
+	cr_expect(strstr(md, "14 quantized modules, 14 rows: 1 failed"), "%s", md);
+	cr_expect(strstr(md, M ".weight"), "%s", md);
+	free(md);
+	free(md_path);
+	const char *c[] = {good_run, bad_run, "--out", cmp, "--quiet", NULL};
+	cr_expect_eq(run_cmd(ctq_cmd_compare, "compare", c), CTQ_EXIT_FAIL);
+	char *csv_path = ctq_path_join(cmp, "compare.csv"), *csv = NULL;
+	if (ctq_file_read(csv_path, 1 << 24, &csv, &n, &err) == CTQ_OK) {
+		cr_expect(strstr(csv, M ".weight") && strstr(csv, "verdict pass -> fail"), "%s", csv);
+		free(csv);
+	} else {
+		cr_expect_fail("%s: %s", csv_path, err.message);
+	}
+	free(csv_path);
+	free(q);
+	free(bad);
+	free(good_run);
+	free(bad_run);
+	free(cmp);
+}

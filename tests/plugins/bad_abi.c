@@ -1,4 +1,4 @@
-/* Test plug-in: a complete table that states kernel plug-in ABI version 2,
+/* Test plug-in: a complete table that states kernel plug-in ABI version 3,
  * which this ctq does not speak; ctq must refuse it (exit 2). */
 #include "ctq_kernel_plugin.h"
 
@@ -19,7 +19,7 @@ static int gemm(const int8_t *q, const float *s_tok, const int8_t *w, const floa
 }
 
 static const struct ctq_kernel_plugin table = {
-	.abi_version = 2,
+	.abi_version = 3,
 	.struct_size = sizeof(struct ctq_kernel_plugin),
 	.name = "bad_abi",
 	.device = CTQ_KERNEL_PLUGIN_DEVICE_CPU,
