@@ -664,9 +664,7 @@ enum ctq_status ctq_backend_plugin_gemm_wna16(struct ctq_backend *b, const struc
 					     struct ctq_error *err)
 {
 	if (ctq_backend_plugin_is_hosted(b))
-		return ctq_error_set(err, CTQ_ERR_USAGE, b->ops->name,
-				     "plug-in %s runs in a host process, which serves no gemm_wna16",
-				     b->ops->name);
+		return ctq_backend_plugin_hosted_gemm_wna16(b, w, err);
 	struct plugin_impl *p = pimpl(b);
 	if (!p->lib.t->gemm_wna16)
 		return ctq_error_set(err, CTQ_ERR_USAGE, p->lib.path,
@@ -681,7 +679,7 @@ enum ctq_status ctq_backend_plugin_gemm_wna16(struct ctq_backend *b, const struc
 const struct ctq_kernel_plugin *ctq_backend_plugin_table(const struct ctq_backend *b)
 {
 	if (ctq_backend_plugin_is_hosted(b))
-		return NULL;
+		return ctq_backend_plugin_hosted_table(b);
 	return ((const struct plugin_impl *)b->impl)->lib.t;
 }
 
@@ -765,9 +763,7 @@ enum ctq_status ctq_backend_plugin(struct ctq_backend *b, const char *path, stru
 	 * can be exec'd as its host (plugin_host.h); its table was checked
 	 * here, init runs there. */
 	const char *exe = ctq_plugin_host_exe();
-	/* The host serves the W8A8 ops alone: a plug-in with a weight-only
-	 * GEMM (ABI version 2) runs in process, under the last word. */
-	if (p->cuda && exe && !pl_in_host && !t->gemm_wna16) {
+	if (p->cuda && exe && !pl_in_host) {
 		ctq_kernel_lib_close(&p->lib);
 		ctq_free(p);
 		return ctq_backend_plugin_hosted(b, path, exe, CTQ_PLUGIN_TIMEOUT_DEFAULT_S, err);

@@ -82,9 +82,9 @@ struct ctq_wna16_call {
 enum ctq_status ctq_backend_plugin_gemm_wna16(struct ctq_backend *b, const struct ctq_wna16_call *c,
 					     struct ctq_error *err);
 /* ctq's copy of plug-in backend b's table (version-2 members NULL for a
- * version-1 plug-in); NULL for a plug-in in a host process
- * (backend/plugin_host.h), which serves the W8A8 ops alone: a CUDA plug-in
- * with gemm_wna16 is not hosted, it runs in ctq's process. */
+ * version-1 plug-in); for a plug-in in a host process
+ * (backend/plugin_host.h) the table ctq's side loaded and checked, whose
+ * functions run only in the host. */
 const struct ctq_kernel_plugin *ctq_backend_plugin_table(const struct ctq_backend *b);
 
 /* How long one call of a plug-in may take by default (seconds). */

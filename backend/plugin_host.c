@@ -29,20 +29,24 @@ enum ph_op {
 	PH_QUANTIZE,
 	PH_LINEAR,
 	PH_GEMM_BF16,
+	PH_GEMM_WNA16,
 	PH_QUIT,
 };
 
 static const char *const ph_names[] = {"start",    "alloc",    "free",      "upload",    "download",
-				       "sync",     "quantize", "gemm_w8a8", "gemm_bf16", "quit"};
+				       "sync",     "quantize", "gemm_w8a8", "gemm_bf16", "gemm_wna16",
+				       "quit"};
 
-/* A request: the op, its geometry, up to six pointers (the host's), and a
- * byte count (alloc, upload and download; upload's bytes follow). */
+/* A request: the op, its geometry, up to six pointers (the host's), a
+ * byte count (alloc, upload and download; upload's bytes follow), and
+ * gemm_wna16's bits and group size. */
 struct ph_req {
 	uint32_t op;
 	uint32_t pad;
 	int64_t M, N, K;
 	uint64_t a[6];
 	uint64_t n;
+	int64_t bits, group;
 };
 
 /* An answer: the status and error of the host's op, a value (alloc's
@@ -216,6 +220,14 @@ int ctq_plugin_host_main(int argc, char **argv)
 			st = b.ops->gemm_bf16 ? b.ops->gemm_bf16(&b, p[0], p[1], p[2], q.M, q.N, q.K, p[3], &e)
 					      : ctq_error_set(&e, CTQ_ERR_USAGE, argv[3], "has no gemm_bf16");
 			break;
+		case PH_GEMM_WNA16: {
+			const struct ctq_wna16_call c = {.x = p[0], .w_packed = p[1], .scale = p[2],
+							 .zero_packed = p[3], .bias = p[4], .y = p[5],
+							 .M = q.M, .N = q.N, .K = q.K, .bits = (int)q.bits,
+							 .group_size = q.group};
+			st = ctq_backend_plugin_gemm_wna16(&b, &c, &e);
+			break;
+		}
 		case PH_QUIT:
 			goto done;
 		default:
@@ -247,6 +259,8 @@ done:
 
 struct host_impl {
 	struct ctq_backend_ops ops;
+	struct ctq_kernel_lib lib; /* opened here for its table (never init'ed
+				    * or called here) */
 	char name[40];
 	char path[CTQ_PATH_MAX];
 	char describe[CTQ_MESSAGE_MAX];
@@ -283,6 +297,10 @@ static void ph_what(const struct ph_req *q, char *buf, size_t cap)
 	case PH_GEMM_BF16:
 		snprintf(buf, cap, "%s at M=%lld N=%lld K=%lld", fn, (long long)q->M, (long long)q->N,
 			 (long long)q->K);
+		break;
+	case PH_GEMM_WNA16:
+		snprintf(buf, cap, "%s at M=%lld N=%lld K=%lld bits=%lld group=%lld", fn, (long long)q->M,
+			 (long long)q->N, (long long)q->K, (long long)q->bits, (long long)q->group);
 		break;
 	case PH_ALLOC:
 	case PH_UPLOAD:
@@ -441,6 +459,22 @@ static enum ctq_status host_gemm_bf16(struct ctq_backend *b, const void *x, cons
 	return host_call(himpl(b), &q, NULL, NULL, NULL, err);
 }
 
+enum ctq_status ctq_backend_plugin_hosted_gemm_wna16(struct ctq_backend *b,
+						    const struct ctq_wna16_call *c,
+						    struct ctq_error *err)
+{
+	struct ph_req q = {.op = PH_GEMM_WNA16, .M = c->M, .N = c->N, .K = c->K,
+			   .a = {PTR(c->x), PTR(c->w_packed), PTR(c->scale), PTR(c->zero_packed),
+				 PTR(c->bias), PTR(c->y)},
+			   .bits = c->bits, .group = c->group_size};
+	return host_call(himpl(b), &q, NULL, NULL, NULL, err);
+}
+
+const struct ctq_kernel_plugin *ctq_backend_plugin_hosted_table(const struct ctq_backend *b)
+{
+	return ((const struct host_impl *)b->impl)->lib.t;
+}
+
 static void host_describe(struct ctq_backend *b, char *buf, size_t cap)
 {
 	struct host_impl *h = himpl(b);
@@ -471,6 +505,7 @@ static void host_destroy(struct ctq_backend *b)
 				;
 		}
 	}
+	ctq_kernel_lib_close(&h->lib);
 	ctq_free(h);
 	b->impl = NULL;
 }
@@ -487,9 +522,17 @@ enum ctq_status ctq_backend_plugin_hosted(struct ctq_backend *b, const char *pat
 	h->timeout_s = timeout_s;
 	h->fd = -1;
 	h->pid = -1;
+	/* The table, checked here as for any plug-in (usage errors naming the
+	 * path); the host opens it again and runs its init. */
+	enum ctq_status st = ctq_kernel_lib_open(&h->lib, path, err);
+	if (st) {
+		ctq_free(h);
+		return st;
+	}
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
 		int e = errno;
+		ctq_kernel_lib_close(&h->lib);
 		ctq_free(h);
 		return ctq_error_set(err, CTQ_ERR_ENV, path,
 				     "cannot create the socket to the plug-in's process: %s", strerror(e));
@@ -502,6 +545,7 @@ enum ctq_status ctq_backend_plugin_hosted(struct ctq_backend *b, const char *pat
 		int e = errno;
 		close(sv[0]);
 		close(sv[1]);
+		ctq_kernel_lib_close(&h->lib);
 		ctq_free(h);
 		return ctq_error_set(err, CTQ_ERR_ENV, path, "cannot fork the plug-in's process: %s",
 				     strerror(e));
@@ -520,13 +564,13 @@ enum ctq_status ctq_backend_plugin_hosted(struct ctq_backend *b, const char *pat
 	struct ph_rep rep;
 	const double deadline = timeout_s > 0 ? ph_now() + timeout_s : 0;
 	int rc = ph_io(h->fd, &rep, sizeof rep, false, deadline);
-	enum ctq_status st;
 	if (rc) {
 		struct ctq_error lost = {0};
 		host_lost(h, &hello, rc == -2, &lost);
 		st = ctq_error_set(err, CTQ_ERR_ENV, path,
 				   "the plug-in's process (%s %s) did not start: %s", exe,
 				   CTQ_PLUGIN_HOST_ARG, lost.message);
+		ctq_kernel_lib_close(&h->lib);
 		ctq_free(h);
 		return st;
 	}
@@ -538,6 +582,7 @@ enum ctq_status ctq_backend_plugin_hosted(struct ctq_backend *b, const char *pat
 		while (waitpid(h->pid, &status, 0) < 0 && errno == EINTR)
 			;
 		close(h->fd);
+		ctq_kernel_lib_close(&h->lib);
 		ctq_free(h);
 		return st;
 	}

@@ -4,7 +4,8 @@
  * CTQ_PLUGIN_HOST_ARG: it opens the plug-in as an in-process backend
  * (backend/plugin.h, its CUDA device and stream its own) and serves that
  * backend's ops (alloc, free, upload, download, sync, quantize,
- * w8a8_linear, gemm_bf16) over a socket pair. Device pointers are the
+ * w8a8_linear, gemm_bf16, and ctq_backend_plugin_gemm_wna16) over a
+ * socket pair. Device pointers are the
  * host's, opaque to ctq: the probe only moves data with upload and
  * download and offsets pointers, which holds for them.
  *
@@ -23,6 +24,7 @@
 #include <stdbool.h>
 
 #include "backend/backend.h"
+#include "include/ctq_kernel_plugin.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -52,6 +54,15 @@ enum ctq_status ctq_backend_plugin_hosted(struct ctq_backend *b, const char *pat
 /* Whether b is a hosted plug-in backend, and its per-call bound. */
 bool ctq_backend_plugin_is_hosted(const struct ctq_backend *b);
 void ctq_backend_plugin_hosted_set_timeout(struct ctq_backend *b, double seconds);
+/* What backend/plugin.h's ctq_backend_plugin_table and
+ * ctq_backend_plugin_gemm_wna16 do for a hosted backend: the table ctq's
+ * side loaded and checked (never called here), and gemm_wna16 run in the
+ * host. */
+const struct ctq_kernel_plugin *ctq_backend_plugin_hosted_table(const struct ctq_backend *b);
+struct ctq_wna16_call;
+enum ctq_status ctq_backend_plugin_hosted_gemm_wna16(struct ctq_backend *b,
+						    const struct ctq_wna16_call *c,
+						    struct ctq_error *err);
 
 #ifdef __cplusplus
 }

@@ -3,8 +3,8 @@
  * bit for bit as in process; a crash, an _exit and a hang in it are
  * env-errors naming the plug-in, the op and the geometry while this
  * process goes on; later calls name the first failure; a host program that
- * cannot start is an env-error naming it; `ctq probe --kernel-lib` of a
- * crashing plug-in hosted exits 3 naming it. CPU plug-ins stand in for
+ * cannot start is an env-error naming it; a weight-only (ABI 2) plug-in
+ * hosted gives the rows it gives in process. CPU plug-ins stand in for
  * CUDA ones (the host serves either; tests/gpu/test_plugin_gpu.c hosts the
  * CUDA plug-in). Needs build/ctq ($(BUILD)/ctq, built by `make test`). */
 #include <criterion/criterion.h>
@@ -14,6 +14,7 @@
 #include "backend/plugin.h"
 #include "backend/plugin_host.h"
 #include "conform/probe.h"
+#include "conform/probe_wna16.h"
 #include "core/time.h"
 
 #ifndef CTQ_TEST_BUILD_DIR
@@ -121,4 +122,39 @@ Test(plugin_host, the_host_refuses_to_be_started_by_hand)
 	cr_expect_eq(ctq_plugin_host_main(3, argv), 2);
 	char *bad_fd[] = {"ctq", CTQ_PLUGIN_HOST_ARG, "x", "p.so", NULL};
 	cr_expect_eq(ctq_plugin_host_main(4, bad_fd), 2);
+}
+
+#define WNA16_PLUGIN CTQ_TEST_BUILD_DIR "/plugins/cpu_wna16.so"
+
+Test(plugin_host, hosted_weight_only_plugin_passes_like_in_process)
+{
+	struct ctq_backend hosted, local;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_backend_plugin_hosted(&hosted, WNA16_PLUGIN, CTQ_EXE, 60, &err), CTQ_OK, "%s",
+		     err.message);
+	cr_assert_eq(ctq_backend_plugin(&local, WNA16_PLUGIN, &err), CTQ_OK, "%s", err.message);
+	const struct ctq_kernel_plugin *th = ctq_backend_plugin_table(&hosted);
+	const struct ctq_kernel_plugin *tl = ctq_backend_plugin_table(&local);
+	cr_assert(th && tl && th->gemm_wna16);
+	cr_expect_eq(th->caps, tl->caps);
+	struct ctq_wna16_cfg cfgs[3];
+	int n = ctq_wna16_cfg_defaults(th->caps, cfgs);
+	cr_assert_gt(n, 0);
+	struct ctq_probe_policy pol;
+	ctq_probe_policy_default(&pol);
+	const struct ctq_probe_layer W = {.name = "w", .K = 256, .N = 48};
+	for (int c = 0; c < n; c++) {
+		struct ctq_probe_result rh, rl;
+		cr_assert_eq(ctq_probe_wna16_run(&hosted, &W, &cfgs[c], CTQ_PW_RANDOM, CTQ_PA_GAUSSIAN, 5, 2,
+						 &pol, &rh, &err),
+			     CTQ_OK, "%s: %s", cfgs[c].name, err.message);
+		cr_assert_eq(ctq_probe_wna16_run(&local, &W, &cfgs[c], CTQ_PW_RANDOM, CTQ_PA_GAUSSIAN, 5, 2,
+						 &pol, &rl, &err),
+			     CTQ_OK, "%s: %s", cfgs[c].name, err.message);
+		cr_expect(rh.passed && rl.passed, "%s: %s / %s", cfgs[c].name, rh.reason, rl.reason);
+		cr_expect(rh.kernel_rel_l2 == rl.kernel_rel_l2, "%s: %g against %g", cfgs[c].name,
+			  rh.kernel_rel_l2, rl.kernel_rel_l2);
+	}
+	ctq_backend_close(&hosted);
+	ctq_backend_close(&local);
 }
