@@ -199,6 +199,12 @@ static void judge(struct ctq_probe_result *r, const struct ctq_probe_policy *pol
 		  bool ref_any, const char *ywhere)
 {
 	const double qmax = policy->quant_rel_l2_max[r->acts];
+	/* The policy's quantization bound is W8A8's (int8 activations per
+	 * token). Here the activations stay BF16 and the error is the weight
+	 * grid's: on synthetic weights drawn on the grid it is ~0, and real
+	 * weights' rounding (4 bits: 5-15%) is verify-weights' to judge
+	 * (policies/verify_weights.json); quant_rel_l2 is still reported. */
+	const double qbound = r->weights == CTQ_PW_CHECKPOINT ? -1.0 : qmax;
 	const char *layer = r->layer;
 	if (r->nonfinite_mismatch)
 		snprintf(r->reason, sizeof r->reason,
@@ -217,10 +223,10 @@ static void judge(struct ctq_probe_result *r, const struct ctq_probe_policy *pol
 			 "%s (%s): kernel rel-L2 %.3g > %.3g; worst at [%lld, %lld]: %g, reference %g",
 			 layer, r->kernel_path, r->kernel_rel_l2, policy->kernel_rel_l2_max,
 			 (long long)r->max_m, (long long)r->max_n, r->got_at_max, r->ref_at_max);
-	else if (qmax >= 0 && !(r->quant_rel_l2 <= qmax))
+	else if (qbound >= 0 && !(r->quant_rel_l2 <= qbound))
 		snprintf(r->reason, sizeof r->reason,
 			 "%s (%s): quantization rel-L2 %.3g > %.3g (vs the FP64 product)", layer,
-			 r->kernel_path, r->quant_rel_l2, qmax);
+			 r->kernel_path, r->quant_rel_l2, qbound);
 	else if (!ref_any && qmax >= 0)
 		snprintf(r->reason, sizeof r->reason,
 			 "%s (%s): the reference output is all zero, so the comparison proves nothing",
