@@ -140,6 +140,17 @@ void ctq_gemm_row_metrics(struct ctq_gemm_row *r, const struct ctq_gemm_peaks *p
 	r->speedup_vs_bf16 = NAN;
 }
 
+void ctq_gemm_row_bytes(struct ctq_gemm_row *r, const struct ctq_gemm_peaks *p, double bytes,
+			double weight_bytes)
+{
+	const double t = r->time_us_median * 1e-6;
+	r->bytes = bytes;
+	r->weight_bytes = weight_bytes;
+	r->gbps = r->bytes / t / 1e9;
+	r->pct_hbm = 100.0 * r->gbps / p->hbm_gbps;
+	r->pct_hbm_weights = r->weight_bytes > 0 ? 100.0 * (r->weight_bytes / t / 1e9) / p->hbm_gbps : NAN;
+}
+
 void ctq_gemm_rows_speedup(struct ctq_gemm_row *rows, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -490,6 +501,27 @@ enum ctq_status ctq_gemm_bench_plugin_run_once(struct ctq_gemm_bench *b, const i
 
 enum ctq_status ctq_gemm_bench_plugin_time(struct ctq_gemm_bench *b, struct ctq_gemm_timing *t,
 					   struct ctq_error *err)
+{
+	(void)b, (void)t;
+	return ctq_error_set(err, CTQ_ERR_ENV, "bench gemm", "this ctq was built without CUDA");
+}
+
+enum ctq_status ctq_gemm_bench_wna16_load(struct ctq_gemm_bench *b, const struct ctq_gemm_wna16_weights *w,
+					  struct ctq_error *err)
+{
+	(void)b, (void)w;
+	return ctq_error_set(err, CTQ_ERR_ENV, "bench gemm", "this ctq was built without CUDA");
+}
+
+enum ctq_status ctq_gemm_bench_wna16_run_once(struct ctq_gemm_bench *b, const int64_t *rows,
+					      int64_t n_rows, uint16_t *y, struct ctq_error *err)
+{
+	(void)b, (void)rows, (void)n_rows, (void)y;
+	return ctq_error_set(err, CTQ_ERR_ENV, "bench gemm", "this ctq was built without CUDA");
+}
+
+enum ctq_status ctq_gemm_bench_wna16_time(struct ctq_gemm_bench *b, struct ctq_gemm_timing *t,
+					  struct ctq_error *err)
 {
 	(void)b, (void)t;
 	return ctq_error_set(err, CTQ_ERR_ENV, "bench gemm", "this ctq was built without CUDA");

@@ -73,6 +73,10 @@ void ctq_gemm_row_metrics(struct ctq_gemm_row *r, const struct ctq_gemm_peaks *p
 /* speedup_vs_bf16 = cublas_bf16 median / the row's median, pairing rows of
  * the same shape, K, N and M. */
 void ctq_gemm_rows_speedup(struct ctq_gemm_row *rows, size_t n);
+/* A row whose bytes are not its impl's (a weight-only layout's packed
+ * weights): bytes and weight_bytes set, gbps .. pct_hbm_weights again. */
+void ctq_gemm_row_bytes(struct ctq_gemm_row *r, const struct ctq_gemm_peaks *p, double bytes,
+			double weight_bytes);
 
 /* ---- the run directory ------------------------------------------------------- */
 
@@ -176,6 +180,13 @@ struct ctq_gemm_plugin_check_in {
 	const uint16_t *y; /* (n_rows, N) its quantize + gemm_w8a8 */
 	bool quant_exact, out_exact;
 };
+
+/* A plug-in's y (n, N) of rows `rows` against the reference's: mismatch
+ * receives "" or the first reason (NaN / Inf where the reference is finite
+ * or the reverse; with exact, any differing bits; else rel-L2 above
+ * CTQ_GEMM_PLUGIN_REL_L2_MAX); *rel_l2 over the elements finite in both. */
+void ctq_gemm_compare_y(const int64_t *rows, int64_t n, int64_t N, const uint16_t *got,
+			const uint16_t *want, bool exact, double *rel_l2, char *mismatch, size_t cap);
 
 /* mismatch receives "" when the plug-in passes, else the first reason;
  * *rel_l2 its output's rel-L2 over the elements finite in both. Errors:

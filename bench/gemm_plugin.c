@@ -17,34 +17,55 @@ static uint32_t f32_bits(float f)
 	return u;
 }
 
-/* The first reason (NaN / Inf, bit-exact q, s, y) into mismatch; rel-L2. */
-static void judge(const struct ctq_gemm_plugin_check_in *in, const int8_t *q, const float *s,
-		  const uint16_t *y, double *rel_l2, char *mismatch, size_t cap)
+void ctq_gemm_compare_y(const int64_t *rows, int64_t n, int64_t N, const uint16_t *got,
+			const uint16_t *want, bool exact, double *rel_l2, char *mismatch, size_t cap)
 {
-	const int64_t n = in->n_rows, N = in->N, K = in->K;
 	double num = 0, den = 0;
 	int64_t nonfinite = 0, first_nf = -1;
+	mismatch[0] = '\0';
 	for (int64_t i = 0; i < n * N; i++) {
-		double got = ctq_bf16_to_f32(in->y[i]), ref = ctq_bf16_to_f32(y[i]);
-		bool fg = isfinite(got), fr = isfinite(ref);
-		if (fg != fr || (!fg && !(isnan(got) && isnan(ref)) && got != ref)) {
+		double g = ctq_bf16_to_f32(got[i]), r = ctq_bf16_to_f32(want[i]);
+		bool fg = isfinite(g), fr = isfinite(r);
+		if (fg != fr || (!fg && !(isnan(g) && isnan(r)) && g != r)) {
 			if (!nonfinite++)
 				first_nf = i;
 			continue;
 		}
 		if (fg) {
-			num += (got - ref) * (got - ref);
-			den += ref * ref;
+			num += (g - r) * (g - r);
+			den += r * r;
 		}
 	}
 	*rel_l2 = den > 0 ? sqrt(num / den) : (num > 0 ? INFINITY : 0.0);
 	if (nonfinite) {
 		snprintf(mismatch, cap, "%lld output(s) NaN/Inf where the reference is finite, or the "
 			 "reverse; first row %lld col %lld: got %g, want %g", (long long)nonfinite,
-			 (long long)in->rows[first_nf / N], (long long)(first_nf % N),
-			 (double)ctq_bf16_to_f32(in->y[first_nf]), (double)ctq_bf16_to_f32(y[first_nf]));
+			 (long long)rows[first_nf / N], (long long)(first_nf % N),
+			 (double)ctq_bf16_to_f32(got[first_nf]), (double)ctq_bf16_to_f32(want[first_nf]));
 		return;
 	}
+	for (int64_t i = 0; exact && i < n * N; i++) {
+		bool both_nan = isnan(ctq_bf16_to_f32(got[i])) && isnan(ctq_bf16_to_f32(want[i]));
+		if (got[i] != want[i] && !both_nan) {
+			snprintf(mismatch, cap, "bit-exact output (declared): row %lld col %lld: got 0x%04x, want 0x%04x",
+				 (long long)rows[i / N], (long long)(i % N), got[i], want[i]);
+			return;
+		}
+	}
+	if (!(*rel_l2 <= CTQ_GEMM_PLUGIN_REL_L2_MAX))
+		snprintf(mismatch, cap, "output rel-L2 %.3g > %.3g", *rel_l2, CTQ_GEMM_PLUGIN_REL_L2_MAX);
+}
+
+/* The first reason (NaN / Inf, bit-exact q, s, y) into mismatch; rel-L2. */
+static void judge(const struct ctq_gemm_plugin_check_in *in, const int8_t *q, const float *s,
+		  const uint16_t *y, double *rel_l2, char *mismatch, size_t cap)
+{
+	const int64_t n = in->n_rows, K = in->K;
+	ctq_gemm_compare_y(in->rows, n, in->N, in->y, y, false, rel_l2, mismatch, cap);
+	if (mismatch[0] && !strncmp(mismatch, "output rel-L2", 13))
+		mismatch[0] = '\0'; /* judged after the bit-exact checks, as before */
+	if (mismatch[0])
+		return;
 	for (int64_t i = 0; in->quant_exact && i < n; i++) {
 		if (f32_bits(in->s[i]) != f32_bits(s[i])) {
 			snprintf(mismatch, cap, "bit-exact quantize (declared): scale row %lld: got %.9g, want %.9g",
@@ -58,16 +79,7 @@ static void judge(const struct ctq_gemm_plugin_check_in *in, const int8_t *q, co
 				return;
 			}
 	}
-	for (int64_t i = 0; in->out_exact && i < n * N; i++) {
-		bool both_nan = isnan(ctq_bf16_to_f32(in->y[i])) && isnan(ctq_bf16_to_f32(y[i]));
-		if (in->y[i] != y[i] && !both_nan) {
-			snprintf(mismatch, cap, "bit-exact output (declared): row %lld col %lld: got 0x%04x, want 0x%04x",
-				 (long long)in->rows[i / N], (long long)(i % N), in->y[i], y[i]);
-			return;
-		}
-	}
-	if (!(*rel_l2 <= CTQ_GEMM_PLUGIN_REL_L2_MAX))
-		snprintf(mismatch, cap, "output rel-L2 %.3g > %.3g", *rel_l2, CTQ_GEMM_PLUGIN_REL_L2_MAX);
+	ctq_gemm_compare_y(in->rows, n, in->N, in->y, y, in->out_exact, rel_l2, mismatch, cap);
 }
 
 enum ctq_status ctq_gemm_plugin_check(const struct ctq_gemm_plugin_check_in *in, double *rel_l2,

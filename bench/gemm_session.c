@@ -7,11 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint/packed.h"
+#include "checkpoint/quantize_wna16.h"
 #include "core/arena.h"
 #include "core/dtype.h"
 #include "core/numerics.h"
 #include "core/rng.h"
 #include "kernels/gemm_timing.h"
+#include "reference/ref_wna16.h"
 #include "results/csv_out.h"
 
 /* A line to the session's say callback (none: dropped). */
@@ -109,6 +112,10 @@ static enum ctq_status path_point(struct ctq_gemm_session *S, const struct ctq_g
 				  struct ctq_gemm_outputs *out, const struct ctq_gemm_row *bf16,
 				  double *times, struct ctq_error *err);
 
+static enum ctq_status wna16_point(struct ctq_gemm_session *S, const struct ctq_gemm_shape *sh,
+				   const struct ctq_gemm_host *h, int64_t M, const int64_t *rows,
+				   int64_t nr, double bf16_us, struct ctq_error *err);
+
 /* One point: load, check against the reference, time each implementation,
  * then keep the five rows (speedups need the BF16 median). */
 enum ctq_status ctq_gemm_session_point(struct ctq_gemm_session *S, const struct ctq_gemm_shape *sh, const struct ctq_gemm_host *h,
@@ -197,8 +204,10 @@ enum ctq_status ctq_gemm_session_point(struct ctq_gemm_session *S, const struct 
 		st = keep_row(S, &r[i], times + (size_t)i * (size_t)o->samples, err);
 	for (int k = 0; k < o->n_paths && !st; k++)
 		st = path_point(S, sh, h, M, (enum ctq_gemm_path)o->paths[k], &out, &r[CTQ_GEMM_BF16], times, err);
-	if (!st && S->lib.t)
+	if (!st && S->lib.t && S->lib.t->gemm_w8a8)
 		st = plugin_point(S, sh, h, M, rows, nr, r[CTQ_GEMM_BF16].time_us_median, err);
+	if (!st && S->lib.t && S->lib.t->gemm_wna16)
+		st = wna16_point(S, sh, h, M, rows, nr, r[CTQ_GEMM_BF16].time_us_median, err);
 	S->points++;
 	say_line(S, false,
 		"bench gemm [%zu/%zu] %s K=%lld N=%lld M=%lld: check %s; ctq_gemm %.2f us %.0f TOPS "
@@ -294,6 +303,22 @@ out:
 	return st;
 }
 
+/* One of the plug-in's rows kept. */
+static enum ctq_status add_prow(struct ctq_gemm_session *S, const struct ctq_gemm_row *x,
+				struct ctq_error *err)
+{
+	if (S->n_prows == S->cap_prows) {
+		size_t c = S->cap_prows ? 2 * S->cap_prows : 32;
+		struct ctq_gemm_row *v = ctq_realloc(S->prows, c * sizeof *v);
+		if (!v)
+			return ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
+		S->prows = v;
+		S->cap_prows = c;
+	}
+	S->prows[S->n_prows++] = *x;
+	return CTQ_OK;
+}
+
 /* The plug-in at one point: check its rows against the reference, then
  * time it as ctq_w8a8 is timed (not timed when the check fails). bf16_us:
  * the point's cublas_bf16 median, for the speedup. */
@@ -350,17 +375,8 @@ static enum ctq_status plugin_point(struct ctq_gemm_session *S, const struct ctq
 	}
 	ctq_gemm_row_metrics(&x, &S->peaks);
 	x.speedup_vs_bf16 = bf16_us / x.time_us_median;
-	if (S->n_prows == S->cap_prows) {
-		size_t c = S->cap_prows ? 2 * S->cap_prows : 32;
-		struct ctq_gemm_row *v = ctq_realloc(S->prows, c * sizeof *v);
-		if (!v) {
-			st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
-			goto done;
-		}
-		S->prows = v;
-		S->cap_prows = c;
-	}
-	S->prows[S->n_prows++] = x;
+	if ((st = add_prow(S, &x, err)))
+		goto done;
 	say_line(S, false, "bench gemm        %s K=%lld N=%lld M=%lld: plug-in %s check %s; %.2f us %.0f TOPS (%.2fx bf16)\n",
 		sh->name, (long long)K, (long long)N, (long long)M, t->name, mismatch[0] ? "FAIL" : "ok",
 		x.time_us_median, x.tops, x.speedup_vs_bf16);
@@ -368,6 +384,162 @@ done:
 	free(q);
 	free(s);
 	free(y);
+	free(times);
+	return st;
+}
+
+static void wna16_host_free(struct ctq_gemm_session *S)
+{
+	for (int i = 0; i < 8; i++) {
+		struct ctq_gemm_wna16_host *w = &S->wh[i];
+		ctq_free(w->packed);
+		ctq_free(w->scale);
+		ctq_free(w->zero);
+		memset(w, 0, sizeof *w);
+	}
+	S->wh_shape = NULL;
+}
+
+/* Each layout's weights for shape sh, made once per shape: the point's
+ * int8 weights times their scales, quantized by ctq's producer. */
+static enum ctq_status wna16_host_make(struct ctq_gemm_session *S, const struct ctq_gemm_shape *sh,
+				       const struct ctq_gemm_host *h, struct ctq_error *err)
+{
+	if (S->wh_shape == sh)
+		return CTQ_OK;
+	wna16_host_free(S);
+	const int64_t N = sh->N, K = sh->K;
+	float *src = ctq_malloc((size_t)(N * K) * sizeof *src);
+	double *e2 = ctq_malloc((size_t)N * sizeof *e2), *w2 = ctq_malloc((size_t)N * sizeof *w2);
+	enum ctq_status st = CTQ_OK;
+	if (!src || !e2 || !w2) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
+		goto done;
+	}
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t k = 0; k < K; k++)
+			src[n * K + k] = (float)h->w[n * K + k] * h->s_w[n];
+	for (int i = 0; i < S->o.n_wna16 && !st; i++) {
+		const struct ctq_wna16_cfg *c = &S->o.wna16[i];
+		struct ctq_gemm_wna16_host *w = &S->wh[i];
+		w->fits = ctq_wna16_cfg_fits(c, K);
+		if (!w->fits)
+			continue;
+		w->words = ctq_pack_words(K, c->bits);
+		w->groups = ctq_packed_groups(K, c->group_size);
+		w->zrows = c->asym ? ctq_pack_words(N, c->bits) : 0;
+		w->packed = ctq_malloc((size_t)(N * w->words) * sizeof *w->packed);
+		w->scale = ctq_malloc((size_t)(N * w->groups) * sizeof *w->scale);
+		w->zero = c->asym ? ctq_malloc((size_t)(w->zrows * w->groups) * sizeof *w->zero) : NULL;
+		const struct ctq_packed_args a = {c->bits, c->group_size, c->asym};
+		int64_t bad = w->packed && w->scale && (!c->asym || w->zero)
+				      ? ctq_wna16_quantize_weight(src, CTQ_DTYPE_F32, N, K, &a, w->packed, w->scale,
+								  w->zero, e2, w2)
+				      : -2;
+		if (bad == -2)
+			st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
+		else if (bad >= 0)
+			st = ctq_error_set(err, CTQ_ERR_USAGE, sh->name, "%s: weight row %lld is not finite",
+					   c->name, (long long)bad);
+	}
+	if (!st)
+		S->wh_shape = sh;
+done:
+	ctq_free(src);
+	ctq_free(e2);
+	ctq_free(w2);
+	if (st)
+		wna16_host_free(S);
+	return st;
+}
+
+/* The weight-only plug-in at one point, each layout that fits K: its
+ * gemm_wna16 checked on the point's rows against reference/ref_wna16.h
+ * (bit for bit where it declares WNA16_EXACT, else NaN/Inf and rel-L2 <=
+ * CTQ_GEMM_PLUGIN_REL_L2_MAX), then timed as the others; one row each,
+ * impl NAME:LAYOUT, charged the packed weights' bytes. */
+static enum ctq_status wna16_point(struct ctq_gemm_session *S, const struct ctq_gemm_shape *sh,
+				   const struct ctq_gemm_host *h, int64_t M, const int64_t *rows,
+				   int64_t nr, double bf16_us, struct ctq_error *err)
+{
+	const struct ctq_gemm_session_opts *o = &S->o;
+	const int64_t N = sh->N, K = sh->K;
+	const struct ctq_kernel_plugin *t = S->lib.t;
+	enum ctq_status st = wna16_host_make(S, sh, h, err);
+	if (st)
+		return st;
+	uint16_t *xr = ctq_malloc((size_t)(nr * K) * sizeof *xr);
+	uint16_t *y = ctq_malloc((size_t)(nr * N) * sizeof *y), *yr = ctq_malloc((size_t)(nr * N) * sizeof *yr);
+	double *times = ctq_malloc((size_t)o->samples * sizeof *times);
+	if (!xr || !y || !yr || !times) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, "bench gemm", "out of memory");
+		goto done;
+	}
+	for (int64_t i = 0; i < nr; i++)
+		memcpy(xr + i * K, h->x + rows[i] * K, (size_t)K * sizeof *xr);
+	for (int i = 0; i < o->n_wna16 && !st; i++) {
+		const struct ctq_wna16_cfg *c = &o->wna16[i];
+		const struct ctq_gemm_wna16_host *w = &S->wh[i];
+		if (!w->fits)
+			continue; /* its group does not divide K: said once per shape below */
+		const double wbytes = 4.0 * (double)(N * w->words) + 4.0 * (double)(N * w->groups) +
+				      4.0 * (double)(w->zrows * w->groups);
+		const double touched = 2.0 * (double)(M * K) + wbytes + 4.0 * (double)N + 2.0 * (double)(M * N);
+		struct ctq_gemm_wna16_weights wd = {
+			.packed = w->packed, .words = w->words, .scale = w->scale, .groups = w->groups,
+			.zero = w->zero, .zrows = w->zrows, .bits = c->bits, .group_size = c->group_size,
+			.copies = ctq_gemm_copies(touched, S->dev.l2_bytes)};
+		if ((st = ctq_gemm_bench_wna16_load(S->b, &wd, err)) ||
+		    (st = ctq_gemm_bench_wna16_run_once(S->b, rows, nr, y, err)) ||
+		    (st = ctq_ref_gemm_wna16(xr, w->packed, w->scale, w->zero, h->bias, nr, N, K, c->bits,
+					      c->group_size, yr, err)))
+			break;
+		double rel = NAN;
+		char mismatch[300] = "";
+		ctq_gemm_compare_y(rows, nr, N, y, yr, (t->caps & CTQ_KERNEL_PLUGIN_WNA16_EXACT) != 0, &rel,
+				   mismatch, sizeof mismatch);
+		struct ctq_gemm_row x;
+		memset(&x, 0, sizeof x);
+		snprintf(x.shape, sizeof x.shape, "%s", sh->name);
+		snprintf(x.impl_label, sizeof x.impl_label, "%s:%s", t->name, c->name);
+		snprintf(x.kernel_path, sizeof x.kernel_path, "%s", c->name);
+		x.K = K, x.N = N, x.M = M, x.impl = CTQ_GEMM_BF16; /* a BF16 product's operations */
+		x.time_us_median = x.time_us_min = x.time_cv = NAN;
+		snprintf(x.check, sizeof x.check, "%s", mismatch[0] ? "fail" : "pass");
+		if (mismatch[0]) {
+			if (!S->plugin_failures++)
+				snprintf(S->plugin_first_failure, sizeof S->plugin_first_failure, "%s M=%lld %s: %s",
+					 sh->name, (long long)M, c->name, mismatch);
+			say_line(S, true, "ctq bench gemm: FAIL plug-in %s %s, %s (K=%lld, N=%lld) M=%lld: %s\n",
+				t->name, c->name, sh->name, (long long)K, (long long)N, (long long)M, mismatch);
+			snprintf(x.note, sizeof x.note, "not timed: %s", mismatch);
+		} else {
+			struct ctq_gemm_timing tm = {.warmup = (int)o->warmup, .samples = (int)o->samples,
+						     .min_graph_us = CTQ_GEMM_MIN_GRAPH_US, .time_us = times};
+			if ((st = ctq_gemm_bench_wna16_time(S->b, &tm, err)))
+				break;
+			struct ctq_gemm_stats gs;
+			ctq_gemm_stats(tm.time_us, (size_t)tm.samples, &gs);
+			x.samples = tm.samples, x.copies = tm.copies, x.calls = tm.calls;
+			x.time_us_median = gs.median, x.time_us_min = gs.min, x.time_cv = gs.cv;
+			snprintf(x.note, sizeof x.note, "weight-only plug-in %s, %s; rel-L2 %.3g to the reference",
+				 t->name, c->name, rel);
+		}
+		ctq_gemm_row_metrics(&x, &S->peaks);
+		ctq_gemm_row_bytes(&x, &S->peaks, 2.0 * (double)(M * K) + wbytes + 4.0 * (double)N +
+							   2.0 * (double)(M * N), wbytes);
+		x.speedup_vs_bf16 = bf16_us / x.time_us_median;
+		if ((st = add_prow(S, &x, err)))
+			break;
+		say_line(S, false, "bench gemm        %s K=%lld N=%lld M=%lld: plug-in %s %s check %s; %.2f us, "
+			"%.0f%% HBM (weights) (%.2fx bf16)\n", sh->name, (long long)K, (long long)N, (long long)M,
+			t->name, c->name, mismatch[0] ? "FAIL" : "ok", x.time_us_median, x.pct_hbm_weights,
+			x.speedup_vs_bf16);
+	}
+done:
+	ctq_free(xr);
+	ctq_free(y);
+	ctq_free(yr);
 	free(times);
 	return st;
 }
@@ -394,6 +566,12 @@ enum ctq_status ctq_gemm_session_plugin_write(const struct ctq_gemm_session *S, 
 	cJSON_AddBoolToObject(p, "quant_exact", (t->caps & CTQ_KERNEL_PLUGIN_QUANT_EXACT) != 0);
 	cJSON_AddBoolToObject(p, "gemm_exact", (t->caps & CTQ_KERNEL_PLUGIN_GEMM_EXACT) != 0);
 	cJSON_AddNumberToObject(p, "rel_l2_max", CTQ_GEMM_PLUGIN_REL_L2_MAX);
+	if (t->gemm_wna16) {
+		cJSON_AddBoolToObject(p, "wna16_exact", (t->caps & CTQ_KERNEL_PLUGIN_WNA16_EXACT) != 0);
+		cJSON *l = cJSON_AddArrayToObject(p, "wna16_layouts");
+		for (int i = 0; i < S->o.n_wna16; i++)
+			cJSON_AddItemToArray(l, cJSON_CreateString(S->o.wna16[i].name));
+	}
 	cJSON_AddNumberToObject(p, "points", (double)S->n_prows);
 	cJSON_AddNumberToObject(p, "failures", (double)S->plugin_failures);
 	cJSON_AddStringToObject(p, "file", "bench_gemm_plugin.csv");
@@ -408,6 +586,7 @@ void ctq_gemm_session_free(struct ctq_gemm_session *S)
 	ctq_gemm_bench_close(S->b);
 	S->b = NULL;
 	ctq_kernel_lib_close(&S->lib);
+	wna16_host_free(S);
 	free(S->rows);
 	free(S->samples);
 	free(S->prows);

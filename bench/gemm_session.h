@@ -19,6 +19,7 @@
 #include "backend/paths.h"
 #include "backend/plugin.h"
 #include "bench/gemm.h"
+#include "conform/probe_wna16.h"
 #include "core/status.h"
 
 /* Graph launches are lengthened to at least this (kernels/gemm_timing.h). */
@@ -45,6 +46,21 @@ struct ctq_gemm_session_opts {
 	long warmup, samples, check_rows;
 	int paths[CTQ_GEMM_PATH_COUNT]; /* forced kernel paths, in the order given */
 	int n_paths;
+	/* a weight-only plug-in's layouts timed (--wna16, or the defaults its
+	 * capability bits declare: ctq_wna16_cfg_defaults) */
+	struct ctq_wna16_cfg wna16[8];
+	int n_wna16;
+};
+
+/* One weight-only layout's weights for the current shape: the point's
+ * int8 weights dequantized (w * s_w) and quantized again by ctq's
+ * producer (checkpoint/quantize_wna16.h) into the layout. */
+struct ctq_gemm_wna16_host {
+	int32_t *packed; /* (N, words) */
+	float *scale;    /* (N, groups) */
+	int32_t *zero;   /* (zrows, groups) or NULL */
+	int64_t words, groups, zrows;
+	bool fits;       /* the layout's group divides K */
 };
 
 /* A line of progress (error false) or of a failure (true), without its
@@ -70,6 +86,9 @@ struct ctq_gemm_session {
 	struct ctq_gemm_row *prows; /* (n_prows) the plug-in's rows */
 	size_t n_prows, cap_prows, plugin_failures;
 	char plugin_first_failure[400];
+	/* the weight-only layouts' weights, for shape wh_shape (o.wna16 order) */
+	struct ctq_gemm_wna16_host wh[8];
+	const struct ctq_gemm_shape *wh_shape;
 };
 
 /* One point: load, check against the reference, time each implementation

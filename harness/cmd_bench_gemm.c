@@ -64,7 +64,14 @@ static void help(void)
 	       "                    declares it); rows in bench_gemm_plugin.csv, impl = its name.\n"
 	       "                    A CPU plug-in is refused (this benchmark times on the GPU;\n"
 	       "                    probe one with ctq probe --kernel-lib), as is a bad plug-in\n"
-	       "                    (exit 2)\n"
+	       "                    (exit 2). A weight-only plug-in (ABI version 2, gemm_wna16)\n"
+	       "                    is timed on the point's BF16 activations with the point's\n"
+	       "                    weights quantized by ctq into each layout (rows NAME:LAYOUT,\n"
+	       "                    %%HBM of the packed weights), checked against the weight-only\n"
+	       "                    reference first (bit for bit where it declares WNA16_EXACT)\n"
+	       "  --wna16 LIST      the weight-only layouts timed (w{4|8}a16[-asym][-gG], comma-\n"
+	       "                    separated; default: w4a16-g128, w4a16-asym-g128, w8a16, those\n"
+	       "                    the plug-in declares); needs --impl\n"
 	       "  --paths LIST      also time ctq_gemm on each W8A8 kernel path named, forced\n"
 	       "                    (sm90-wgmma, sm80-mma, gemv, dp4a; comma-separated): rows\n"
 	       "                    impl = ctq_gemm@PATH, each checked bit-exact first; a path\n"
@@ -83,7 +90,7 @@ static void help(void)
 }
 
 struct opts {
-	const char *shapes, *model, *impl;
+	const char *shapes, *model, *impl, *wna16;
 	struct ctq_opt_out out;
 	long m[MAX_M];
 	int n_m;
@@ -263,20 +270,60 @@ done:
 	return st;
 }
 
+/* A weight-only plug-in's layouts: --wna16's list (each declared by the
+ * plug-in) or the defaults its capability bits declare. -1 or an exit code. */
+static int wna16_layouts(struct ctq_gemm_session *S, const char *path, const char *list)
+{
+	const struct ctq_kernel_plugin *t = S->lib.t;
+	if (!t->gemm_wna16) {
+		if (!list)
+			return -1;
+		fprintf(stderr, "ctq bench gemm: --wna16: the plug-in %s (%s) has no gemm_wna16 (ABI version 2)\n",
+			t->name, path);
+		return CTQ_EXIT_USAGE;
+	}
+	if (!list) {
+		S->o.n_wna16 = ctq_wna16_cfg_defaults(t->caps, S->o.wna16);
+		if (!S->o.n_wna16) {
+			fprintf(stderr, "ctq bench gemm: the weight-only plug-in %s (%s) declares none of the "
+					"default layouts (w4a16-g128, w4a16-asym-g128, w8a16): name them with --wna16\n",
+				t->name, path);
+			return CTQ_EXIT_USAGE;
+		}
+		return -1;
+	}
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", list);
+	S->o.n_wna16 = 0;
+	for (char *x = strtok(buf, ","); x; x = strtok(NULL, ",")) {
+		struct ctq_wna16_cfg *c = &S->o.wna16[S->o.n_wna16];
+		if (S->o.n_wna16 == 8 || !ctq_wna16_cfg_parse(x, c)) {
+			fprintf(stderr, "ctq bench gemm: --wna16 names \"%s\"; expected up to 8 of "
+					"w{4|8}a16[-asym][-gG], e.g. w4a16-g128,w8a16\n", x);
+			return CTQ_EXIT_USAGE;
+		}
+		if (!ctq_wna16_cfg_declared(t->caps, c)) {
+			fprintf(stderr, "ctq bench gemm: --wna16 %s: the plug-in %s does not declare that layout "
+					"(its capability bits)\n", c->name, t->name);
+			return CTQ_EXIT_USAGE;
+		}
+		S->o.n_wna16++;
+	}
+	if (!S->o.n_wna16) {
+		fprintf(stderr, "ctq bench gemm: --wna16 is empty; expected LAYOUT[,LAYOUT...]\n");
+		return CTQ_EXIT_USAGE;
+	}
+	return -1;
+}
+
 /* --impl: the plug-in loaded and checked before any device or run
  * directory; a CPU one is refused. Exit code, or -1 to go on. */
-static int plugin_open(struct ctq_gemm_session *S, const char *path)
+static int plugin_open(struct ctq_gemm_session *S, const char *path, const char *wna16)
 {
 	struct ctq_error err = {0};
+	int prc;
 	if (ctq_kernel_lib_open(&S->lib, path, &err)) {
 		return ctq_print_error_exit("bench gemm", &err);
-	}
-	if (!S->lib.t->gemm_w8a8) {
-		fprintf(stderr, "ctq bench gemm: --impl %s is the weight-only plug-in %s (ABI version 2, "
-				"gemm_wna16 alone); this benchmark times W8A8 kernels: probe it with "
-				"ctq probe --kernel-lib %s\n", path, S->lib.t->name, path);
-		ctq_kernel_lib_close(&S->lib);
-		return CTQ_EXIT_USAGE;
 	}
 	if (S->lib.t->device != CTQ_KERNEL_PLUGIN_DEVICE_CUDA) {
 		fprintf(stderr, "ctq bench gemm: --impl %s is the CPU plug-in %s; this benchmark times "
@@ -285,7 +332,9 @@ static int plugin_open(struct ctq_gemm_session *S, const char *path)
 		ctq_kernel_lib_close(&S->lib);
 		return CTQ_EXIT_USAGE;
 	}
-	return -1;
+	if ((prc = wna16_layouts(S, path, wna16)) >= 0)
+		ctq_kernel_lib_close(&S->lib);
+	return prc;
 }
 
 static void print_summary(const struct ctq_gemm_session *S)
@@ -360,6 +409,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		CTQ_OPT_STR("--model", &o->model),
 		CTQ_OPT_OUT(&o->out),
 		CTQ_OPT_STR("--impl", &o->impl),
+		CTQ_OPT_STR("--wna16", &o->wna16),
 		CTQ_OPT_FN("--m", o, opt_m),
 		CTQ_OPT_INT("--warmup", &o->warmup, 0, 1000),
 		CTQ_OPT_INT("--samples", &o->samples, 1, 10000),
@@ -380,6 +430,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	}
 	if (!ctq_opt_out_ok("bench gemm", &o->out))
 		return CTQ_EXIT_USAGE;
+	if (o->wna16 && !o->impl) {
+		fprintf(stderr, "ctq bench gemm: --wna16 times a weight-only plug-in: it needs --impl\n");
+		return CTQ_EXIT_USAGE;
+	}
 	return -1;
 }
 
@@ -414,7 +468,7 @@ static int load_shapes(const struct opts *o, struct ctq_gemm_shape *shapes, size
 static int open_device(struct ctq_gemm_session *S, const struct opts *o)
 {
 	struct ctq_error err = {0};
-	int prc = o->impl ? plugin_open(S, o->impl) : -1;
+	int prc = o->impl ? plugin_open(S, o->impl, o->wna16) : -1;
 	if (prc >= 0)
 		return prc;
 	if (ctq_gemm_bench_open(&S->b, (int)o->device, &S->dev, &err) ||
@@ -542,10 +596,6 @@ fail:
 	ctq_run_abort(&run);
 done:
 	ctq_gemm_host_free(&h);
-	ctq_gemm_bench_close(S.b);
-	ctq_kernel_lib_close(&S.lib);
-	free(S.rows);
-	free(S.samples);
-	free(S.prows);
+	ctq_gemm_session_free(&S);
 	return rc;
 }

@@ -21,8 +21,10 @@
 #define WS_BYTES ((size_t)64 << 20)
 /* Graph size bound: a launch of this many nodes instantiates in milliseconds. */
 #define MAX_CALLS 4096
-/* The kernel plug-in's id in call() and capture(), beside enum ctq_gemm_impl. */
+/* The kernel plug-in's ids in call() and capture(), beside enum ctq_gemm_impl:
+ * its quantize + gemm_w8a8, and its gemm_wna16. */
 #define PLUGIN_IMPL CTQ_GEMM_IMPL_COUNT
+#define WNA16_IMPL (CTQ_GEMM_IMPL_COUNT + 1)
 
 /* `count` copies of one buffer, each `stride` bytes (a multiple of 256). */
 struct buf {
@@ -58,6 +60,12 @@ struct ctq_gemm_bench {
 	const char *plugin_path;                /* the file it came from */
 	void *pws;                              /* its gemm_w8a8 workspace */
 	size_t pws_bytes;
+	/* its gemm_wna16's weights (ctq_gemm_bench_wna16_load) */
+	struct buf wpk;  /* (N, words) int32 */
+	struct buf wsc;  /* (N, groups) f32 */
+	struct buf wzp;  /* (zrows, groups) int32, or empty: symmetric */
+	int wbits;
+	int64_t wgroup;
 };
 
 static void *at(const struct buf *b, int copy)
@@ -119,7 +127,8 @@ static void lt_free(struct ctq_gemm_bench *b)
 
 static void point_free(struct ctq_gemm_bench *b)
 {
-	struct buf *all[] = {&b->x, &b->q, &b->s, &b->w, &b->wbf, &b->sw, &b->bias, &b->y, &b->acc};
+	struct buf *all[] = {&b->x, &b->q, &b->s, &b->w, &b->wbf, &b->sw, &b->bias, &b->y, &b->acc,
+			     &b->wpk, &b->wsc, &b->wzp};
 	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 		buf_free(all[i]);
 	if (b->pws)
@@ -335,6 +344,24 @@ static enum ctq_status plugin_call(struct ctq_gemm_bench *b, int k, bool quantiz
 	return rc ? plugin_failed(p, "gemm_w8a8", rc, msg, sizeof msg, err) : CTQ_OK;
 }
 
+/* The plug-in's gemm_wna16 on copy k: activations and output as the other
+ * implementations cycle them, weights through their own copies. */
+static enum ctq_status wna16_call(struct ctq_gemm_bench *b, int k, struct ctq_error *err)
+{
+	const struct ctq_kernel_plugin *p = b->plugin;
+	if (!b->wpk.base)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "bench gemm", "no weight-only weights loaded");
+	char msg[512] = "";
+	ctq_kernel_plugin_call_begin(p, b->plugin_path, "gemm_wna16", b->M, b->N, b->K, 0);
+	int rc = p->gemm_wna16((const uint16_t *)at(&b->x, k), (const int32_t *)at(&b->wpk, k),
+			       (const float *)at(&b->wsc, k),
+			       b->wzp.base ? (const int32_t *)at(&b->wzp, k) : NULL,
+			       (const float *)at(&b->bias, k), b->M, b->N, b->K, b->wbits, b->wgroup,
+			       (uint16_t *)at(&b->y, k), b->stream, msg, sizeof msg);
+	ctq_kernel_plugin_call_end();
+	return rc ? plugin_failed(p, "gemm_wna16", rc, msg, sizeof msg, err) : CTQ_OK;
+}
+
 /* ctq's W8A8 GEMM on the path forced, or dispatch's. */
 static enum ctq_status gemm(struct ctq_gemm_bench *b, const int8_t *q, const int8_t *w,
 			    const float *s, const float *sw, const float *bias, int32_t *acc,
@@ -400,6 +427,8 @@ static enum ctq_status call(struct ctq_gemm_bench *b, int impl, int k, struct ct
 	}
 	case PLUGIN_IMPL:
 		return plugin_call(b, k, false, err);
+	case WNA16_IMPL:
+		return wna16_call(b, k, err);
 	default:
 		return ctq_error_set(err, CTQ_ERR_USAGE, "bench gemm", "unknown implementation %d", (int)impl);
 	}
@@ -550,6 +579,61 @@ extern "C" enum ctq_status ctq_gemm_bench_plugin_run_once(struct ctq_gemm_bench 
 	if (!st)
 		st = call(b, CTQ_GEMM_QUANTIZE, 0, err);
 	return st ? st : CTQ_CUDA(cudaStreamSynchronize(b->stream), err);
+}
+
+extern "C" enum ctq_status ctq_gemm_bench_wna16_load(struct ctq_gemm_bench *b,
+						     const struct ctq_gemm_wna16_weights *w,
+						     struct ctq_error *err)
+{
+	struct buf *mine[] = {&b->wpk, &b->wsc, &b->wzp};
+	for (size_t i = 0; i < sizeof mine / sizeof *mine; i++)
+		buf_free(mine[i]);
+	if (!b->plugin || !b->plugin->gemm_wna16 || !b->M)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "bench gemm",
+				     "no weight-only plug-in set, or no point loaded");
+	if ((w->bits != 4 && w->bits != 8) || w->words < 1 || w->groups < 1 ||
+	    (w->zero && w->zrows < 1))
+		return ctq_error_set(err, CTQ_ERR_USAGE, "bench gemm",
+				     "weight-only layout: %d bits, %lld words, %lld groups",
+				     w->bits, (long long)w->words, (long long)w->groups);
+	const int copies = w->copies < 1 ? 1 : w->copies > MAX_CALLS ? MAX_CALLS : w->copies;
+	b->wbits = w->bits;
+	b->wgroup = w->group_size;
+	enum ctq_status st;
+	if ((st = buf_alloc(&b->wpk, 4 * (size_t)(b->N * w->words), copies, err)) ||
+	    (st = buf_alloc(&b->wsc, 4 * (size_t)(b->N * w->groups), copies, err)) ||
+	    (w->zero && (st = buf_alloc(&b->wzp, 4 * (size_t)(w->zrows * w->groups), copies, err))) ||
+	    (st = buf_fill(b, &b->wpk, w->packed, err)) || (st = buf_fill(b, &b->wsc, w->scale, err)) ||
+	    (w->zero && (st = buf_fill(b, &b->wzp, w->zero, err))))
+		for (size_t i = 0; i < sizeof mine / sizeof *mine; i++)
+			buf_free(mine[i]);
+	return st;
+}
+
+extern "C" enum ctq_status ctq_gemm_bench_wna16_run_once(struct ctq_gemm_bench *b, const int64_t *rows,
+							 int64_t n_rows, uint16_t *y, struct ctq_error *err)
+{
+	for (int64_t i = 0; i < n_rows; i++)
+		if (rows[i] < 0 || rows[i] >= b->M)
+			return ctq_error_set(err, CTQ_ERR_USAGE, "bench gemm", "row %lld outside [0, %lld)",
+					     (long long)rows[i], (long long)b->M);
+	enum ctq_status st;
+	if ((st = poison(b, &b->y, err)) || (st = wna16_call(b, 0, err)) ||
+	    (st = read_rows(b, b->y.base, 2 * (size_t)b->N, rows, n_rows, y, err)))
+		cudaStreamSynchronize(b->stream);
+	return st;
+}
+
+extern "C" enum ctq_status ctq_gemm_bench_wna16_time(struct ctq_gemm_bench *b, struct ctq_gemm_timing *t,
+						     struct ctq_error *err)
+{
+	t->copies = t->calls = 0;
+	t->supported = true;
+	t->note[0] = '\0';
+	if (!b->wpk.base || t->samples < 1)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "bench gemm",
+				     "no weight-only weights loaded, or %d samples", t->samples);
+	return time_impl(b, WNA16_IMPL, b->wpk.count, t, err);
 }
 
 /* Times `impl` cycling through n_copies buffer sets. */

@@ -139,6 +139,36 @@ enum ctq_status ctq_gemm_bench_plugin_run_once(struct ctq_gemm_bench *b, const i
 enum ctq_status ctq_gemm_bench_plugin_time(struct ctq_gemm_bench *b, struct ctq_gemm_timing *t,
 					   struct ctq_error *err);
 
+/* ---- a weight-only plug-in timed beside them (ABI version 2, gemm_wna16) ---
+ * Its gemm_wna16 (include/ctq_kernel_plugin.h) on the point's BF16
+ * activations and bias, writing y, with the weights given here in
+ * compressed-tensors' pack-quantized layout, each of x, y and the weights
+ * cycling through its copies, timed as the implementations above. The
+ * weights belong to the loaded point (the next load frees them). */
+struct ctq_gemm_wna16_weights {
+	const int32_t *packed; /* (N, words) */
+	int64_t words;
+	const float *scale;    /* (N, groups) f32 */
+	int64_t groups;
+	const int32_t *zero;   /* (zrows, groups) or NULL: symmetric */
+	int64_t zrows;
+	int bits;              /* 4 or 8 */
+	int64_t group_size;    /* 0: per channel */
+	int copies;            /* weight copies cycled (>= 1; against the L2) */
+};
+/* Uploads w for the set plug-in (which must have gemm_wna16) at the
+ * loaded point. Errors: usage (no such plug-in or point, a bad layout),
+ * out-of-memory, env-error. */
+enum ctq_status ctq_gemm_bench_wna16_load(struct ctq_gemm_bench *b, const struct ctq_gemm_wna16_weights *w,
+					  struct ctq_error *err);
+/* One untimed gemm_wna16 on copy 0, y poisoned first, rows read back into
+ * y (n_rows, N). Errors as ctq_gemm_bench_plugin_run_once. */
+enum ctq_status ctq_gemm_bench_wna16_run_once(struct ctq_gemm_bench *b, const int64_t *rows,
+					      int64_t n_rows, uint16_t *y, struct ctq_error *err);
+/* Times gemm_wna16 on the loaded weights; as ctq_gemm_bench_time. */
+enum ctq_status ctq_gemm_bench_wna16_time(struct ctq_gemm_bench *b, struct ctq_gemm_timing *t,
+					  struct ctq_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -253,7 +253,7 @@ Test(plugin, bench_gemm_impl_validates_the_plugin)
 		{CPU_PLUGIN, "is the CPU plug-in cpu_w8a8; this benchmark times CUDA kernels"},
 		{BAD_ABI, "implements kernel plug-in ABI version 3; this ctq speaks versions 1 and 2"},
 		{NO_ENTRY, "no entry symbol ctq_kernel_plugin"},
-		{CTQ_TEST_BUILD_DIR "/plugins/cpu_wna16.so", "is the weight-only plug-in cpu_wna16"},
+		{CTQ_TEST_BUILD_DIR "/plugins/cpu_wna16.so", "is the CPU plug-in cpu_wna16; this benchmark times CUDA"},
 	};
 	char dir[] = "/tmp/ctq-plugin-XXXXXX";
 	cr_assert(mkdtemp(dir));
@@ -273,7 +273,16 @@ Test(plugin, bench_gemm_impl_validates_the_plugin)
 	const char *help[] = {"bench", "gemm", "--help", NULL};
 	char *o, *e;
 	cr_expect_eq(run_cli(ctq_cmd_bench, dir, help, &o, &e), 0);
-	cr_expect(strstr(o, "--impl LIB") && strstr(o, "bench_gemm_plugin.csv"), "%s", o);
+	cr_expect(strstr(o, "--impl LIB") && strstr(o, "bench_gemm_plugin.csv") && strstr(o, "--wna16 LIST") &&
+			  strstr(o, "gemm_wna16"),
+		  "%s", o);
+	free(o);
+	free(e);
+	/* weight-only layouts belong to a plug-in */
+	const char *lone[] = {"bench", "gemm", "--wna16", "w4a16-g128", "--shapes", "64:128", "--out", out, NULL};
+	cr_expect_eq(run_cli(ctq_cmd_bench, dir, lone, &o, &e), CTQ_EXIT_USAGE);
+	cr_expect(strstr(e, "--wna16") && strstr(e, "needs --impl"), "%s", e);
+	cr_expect(!ctq_path_exists(out));
 	free(o);
 	free(e);
 	ctq_remove_tree(dir);

@@ -6,7 +6,7 @@
 # Usage: tools/h200-session.sh OUT_DIR [stage...]
 #   stages: build tests oracle probe bench smollm2 (and, by name: tp tpeval
 #   gputests benchref quick gemm serve servecmp decodeprof
-#   prefillprof ops plugin knobab peers archs tiles tilesprof)
+#   prefillprof ops plugin wna16 trees cost knobab peers archs tiles tilesprof)
 # CTQ_BUILD_ARCH: the build's CUDA_ARCH (default: the Makefile's fat list).
 # archs: the GPU code of every architecture (Step 17): cuobjdump's listing
 # of build/ctq, the GPU kernel tests at the GPU's own dispatch and under
@@ -32,6 +32,16 @@
 # plugin: the cuBLASLt kernel plug-in (build/plugins/cublaslt_w8a8.so) through
 # tests/gpu/test_plugin_gpu, ctq probe --kernel-lib beside --backend cuda, and
 # ctq bench gemm --impl on the qwen3-4b shapes.
+# wna16: the CUDA weight-only plug-in (build/plugins/cuda_wna16.so) through
+# tests/gpu/test_plugin_wna16_gpu, ctq probe --kernel-lib on the qwen3-4b
+# shapes, and ctq bench gemm --impl (every default layout beside cuBLAS BF16
+# and ctq's W8A8) into OUT/wna16-*.
+# trees: synthetic Qwen3-MoE and Qwen-Image DiT checkpoints (make-model,
+# tiny and one layer/block of the real shapes), quantized, then ctq probe
+# --model on the CUDA kernels and the CPU reference; into OUT/trees-*.
+# cost: wall time of `ctq probe --shapes qwen3-4b --backend both` and of
+# `ctq run plans/qualify.json` (README, "The cost"); CTQ_COST_PLAN_S bounds
+# the plan (default 420); into OUT/cost-*.
 # gemm: ctq bench gemm on the qwen3-4b shapes (4 shapes x 11 M x 5
 # implementations, 30 samples), then ctq report on it.
 # smollm2: the SmolLM2 GGUF arrives in parts (the device tool carries at most
@@ -290,6 +300,57 @@ if has plugin; then
 		--m 1,16,128,1024,4096 --out "$out/gemm-plugin" >"$out/gemm-plugin.txt" 2>&1
 	echo "bench gemm --impl: exit $?" | tee -a "$log"
 	tail -24 "$out/gemm-plugin.txt" | tee -a "$log"
+fi
+if has wna16; then
+	step "wna16: the CUDA weight-only plug-in"
+	make -j"$(nproc)" DEPS_PREFIX=deps-prefix ${CTQ_BUILD_ARCH:+CUDA_ARCH="$CTQ_BUILD_ARCH"} all build/tests/gpu/test_plugin_wna16_gpu >>"$log" 2>&1 || { tail -30 "$log"; exit 1; }
+	timeout 600 ./build/tests/gpu/test_plugin_wna16_gpu --jobs 1 --verbose >"$out/wna16-test.txt" 2>&1
+	echo "test_plugin_wna16_gpu: exit $?" | tee -a "$log"
+	grep -E "Synthesis|FAIL|Assert" "$out/wna16-test.txt" | tail -8 | tee -a "$log"
+	timeout 300 ./build/ctq probe --kernel-lib build/plugins/cuda_wna16.so --shapes qwen3-4b --m 1,17,64 \
+		--weights random --out "$out/wna16-probe" >"$out/wna16-probe.txt" 2>&1
+	echo "probe --kernel-lib cuda_wna16: exit $?" | tee -a "$log"
+	tail -3 "$out/wna16-probe.txt" | tee -a "$log"
+	timeout 300 ./build/ctq bench gemm --impl build/plugins/cuda_wna16.so --shapes qwen3-4b \
+		--m ${CTQ_WNA16_M:-1,16,64,256} --samples 20 --out "$out/wna16-gemm" >"$out/wna16-gemm.txt" 2>&1
+	echo "bench gemm --impl cuda_wna16: exit $?" | tee -a "$log"
+	grep -E "plug-in cuda_wna16|^bench gemm \[" "$out/wna16-gemm.txt" | tee -a "$log"
+fi
+if has trees; then
+	for a in "qwen3_moe tiny" "qwen3_moe qwen3-30b-a3b-shape --layers 1" "qwen_image_dit tiny" \
+		"qwen_image_dit qwen-image-shape --layers 1"; do
+		# shellcheck disable=SC2086 # words: arch, preset, extra options
+		set -- $a
+		name="$1-$2"
+		arch=$1 preset=$2
+		shift 2
+		step "trees: $name"
+		d="$models/tree-$name"
+		[ -d "$d" ] || ./build/ctq make-model --arch "$arch" --preset "$preset" "$@" --seed 1 "$d" >>"$log" 2>&1
+		[ -d "$d-w8a8" ] || ./build/ctq quantize "$d" "$d-w8a8" 2>&1 | tail -1 | tee -a "$log"
+		for be in cuda reference; do
+			timeout 300 ./build/ctq probe --model "$d-w8a8" --backend $be --m 1,16,64 \
+				--out "$out/trees-$name-$be" >"$out/trees-$name-$be.txt" 2>&1
+			echo "probe --model $name --backend $be: exit $?" | tee -a "$log"
+			tail -2 "$out/trees-$name-$be.txt" | tee -a "$log"
+		done
+	done
+fi
+if has cost; then
+	step "cost: probe --backend both"
+	/usr/bin/time -f "%e s wall, %U s user, %S s sys, %M KB" -o "$out/cost-probe-both.time" \
+		./build/ctq probe --shapes qwen3-4b --backend both --m 1,7,64,257 --seed 1 --out "$out/cost-probe-both" \
+		>"$out/cost-probe-both.txt" 2>&1
+	echo "probe --backend both: exit $?; $(cat "$out/cost-probe-both.time")" | tee -a "$log"
+	tail -2 "$out/cost-probe-both.txt" | tee -a "$log"
+	step "cost: ctq run plans/qualify.json"
+	/usr/bin/time -f "%e s wall, %U s user, %S s sys" -o "$out/cost-qualify.time" \
+		timeout "${CTQ_COST_PLAN_S:-420}" ./build/ctq run plans/qualify.json --out "$models/qualify-run" \
+		>"$out/cost-qualify.txt" 2>&1
+	echo "run plans/qualify.json: exit $?; $(cat "$out/cost-qualify.time")" | tee -a "$log"
+	tail -30 "$out/cost-qualify.txt" | tee -a "$log"
+	cp "$models/qualify-run/plan.csv" "$models/qualify-run/manifest.json" "$out/" 2>/dev/null
+	rm -rf "$models/qualify-run/models"
 fi
 if has knobab; then
 	rounds=${CTQ_AB_ROUNDS:-2}

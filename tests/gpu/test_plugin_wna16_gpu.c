@@ -11,6 +11,9 @@
 #include "backend/plugin.h"
 #include "conform/probe.h"
 #include "conform/probe_wna16.h"
+#include "bench/gemm.h"
+#include "core/fileio.h"
+#include "harness/commands.h"
 
 #ifndef CTQ_TEST_BUILD_DIR
 #define CTQ_TEST_BUILD_DIR "build"
@@ -92,4 +95,36 @@ Test(plugin_wna16_gpu, quantized_gaussian_weights_keep_their_error, .timeout = 3
 			  cfg.name, r.quant_rel_l2);
 	}
 	ctq_backend_close(&b);
+}
+
+/* `ctq bench gemm --impl cuda_wna16.so`: each default layout checked bit
+ * for bit against the weight-only reference, then timed, one row per
+ * (shape, M, layout) in bench_gemm_plugin.csv; a layout whose group does
+ * not divide K (100 is no multiple of 128) is not run on that shape. */
+Test(plugin_wna16_gpu, bench_gemm_times_every_layout_after_its_check, .timeout = 300)
+{
+	char dir[] = "/tmp/ctq-wna16-bench-XXXXXX", out[64], csv[96];
+	cr_assert(mkdtemp(dir));
+	snprintf(out, sizeof out, "%s/run", dir);
+	char *argv[] = {"bench", "gemm", "--impl", CUDA_PLUGIN, "--shapes", "512:768,100:200", "--m", "1,33",
+			"--samples", "3", "--warmup", "1", "--out", out, NULL};
+	fflush(stdout);
+	int rc = ctq_cmd_bench(14, argv);
+	cr_assert_eq(rc, 0, "ctq bench gemm --impl %s exited %d", CUDA_PLUGIN, rc);
+	snprintf(csv, sizeof csv, "%s/bench_gemm_plugin.csv", out);
+	char *text = NULL;
+	size_t len = 0;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_file_read(csv, 1 << 20, &text, &len, &err), CTQ_OK, "%s", err.message);
+	/* 512:768 x M 1, 33 x {w4a16-g128, w4a16-asym-g128, w8a16}; 100:200 x w8a16 only */
+	size_t rows = 0, pass = 0;
+	for (char *l = strchr(text, '\n'); l && l[1]; l = strchr(l + 1, '\n')) {
+		rows++;
+		pass += strstr(l, ",pass,") != NULL;
+	}
+	cr_expect_eq(rows, 2 * 3 + 2 * 1, "%s", text);
+	cr_expect_eq(pass, rows, "%s", text);
+	cr_expect(strstr(text, "cuda_wna16:w4a16-g128") && strstr(text, "cuda_wna16:w8a16"), "%s", text);
+	free(text);
+	ctq_remove_tree(dir);
 }
