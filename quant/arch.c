@@ -63,6 +63,9 @@ static const struct ctq_arch arches[] = {
 	 .moe_parent = "mlp", .moe_class = "Qwen3MoeSparseMoeBlock",
 	 .experts_class = "Qwen3MoeExperts", .router_class = "Qwen3MoeTopKRouter",
 	 .expert_leaf = GATED, .ct_fused_experts = true,
+	 /* vLLM qwen3_moe.py Qwen3MoeSparseMoeBlock: self.gate =
+	  * ReplicatedLinear(..., quant_config=quant_config, prefix=f"{prefix}.gate") */
+	 .vllm_router_quantized = true,
 	 /* Qwen3MoeConfig: num_experts=128, moe_intermediate_size=768 */
 	 .experts_default = 128, .moe_inter_default = 768,
 	 .source = "models/qwen3_moe/modeling_qwen3_moe.py"},

@@ -321,7 +321,10 @@ static enum ctq_status enumerate(struct ctq_modules *m, const struct ctq_arch *a
 			       2, "%slayers.%d.%s.gate", prefix, l, mp);
 			m->v[m->n - 1].out_features = s->n_experts;
 			m->v[m->n - 1].in_features = H;
-			m->v[m->n - 1].vllm_unquantized = true;
+			/* vLLM: a ReplicatedLinear, built with quant_config=None
+			 * except in qwen3_moe.py */
+			m->v[m->n - 1].vllm_unquantized = !a->vllm_router_quantized;
+			m->v[m->n - 1].vllm_type = "ReplicatedLinear";
 			for (long e = 0; e < s->n_experts; e++) {
 				LIN(E, H, "%slayers.%d.%s.experts.%ld.%s", prefix, l, mp, e, a->expert_leaf[0]);
 				LIN(E, H, "%slayers.%d.%s.experts.%ld.%s", prefix, l, mp, e, a->expert_leaf[1]);
@@ -821,8 +824,9 @@ enum ctq_status ctq_modules_from_tensors(struct ctq_modules *m, const cJSON *con
 		 * experts are Linears and the router an nn.Linear, as
 		 * compressed-tensors sees them on transformers 4. */
 		static const char *const lin[] = {"Linear", "Module"};
-		bool t4_router = !fused_experts && k->vllm_unquantized && arch &&
-				 arch->ct_fused_experts && k->kind == CTQ_MODULE_OTHER;
+		bool t4_router = !fused_experts && arch && arch->ct_fused_experts &&
+				 k->kind == CTQ_MODULE_OTHER && arch->router_class && k->n_types &&
+				 !strcmp(k->types[0], arch->router_class);
 		if ((st = ctq_modules_add(&r, name, t4_router ? lin : k->types,
 					  t4_router ? 2 : k->n_types, k->vllm_type, err)))
 			goto done;

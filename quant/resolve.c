@@ -634,10 +634,12 @@ enum ctq_status ctq_resolve_vllm_layer(struct ctx *c, struct ctq_plan_entry *e,
 			lv = LV_TYPE;
 		}
 	}
-	/* _add_fused_moe_to_target_scheme_map: "FusedMoE" is added after the
-	 * other targets with "Linear"'s scheme, so a Linear target claims a
-	 * FusedMoE layer when no name and no other class matched. */
-	for (size_t k = 0; !t && cls && !strcmp(cls, "FusedMoE") && k < c->n_map; k++)
+	/* _add_fused_moe_to_target_scheme_map (vLLM 0.26.0): "RoutedExperts"
+	 * (the class of the layer a FusedMoE block asks with,
+	 * fused_moe/routed_experts.py) is added after the other targets with
+	 * "Linear"'s scheme, so a Linear target claims the experts when no name
+	 * and no other class matched. */
+	for (size_t k = 0; !t && cls && !strcmp(cls, "RoutedExperts") && k < c->n_map; k++)
 		if (!strcmp(c->map[k].target, "Linear")) {
 			t = &c->map[k];
 			lv = LV_TYPE;

@@ -111,7 +111,7 @@ class Family:
         return name
 
     def layers(self, cfg):
-        return cfg["num_hidden_layers"]
+        return cfg.get("text_config", cfg)["num_hidden_layers"]
 
     # vLLM ---------------------------------------------------------------------
     packed = {"qkv_proj": ["q_proj", "k_proj", "v_proj"], "gate_up_proj": ["gate_proj", "up_proj"]}
@@ -136,9 +136,11 @@ class Family:
         for i in range(self.layers(cfg)):
             out += self.decoder_layer(v, cfg, i, "%slayers.%d." % (vroot, i), "%slayers.%d." % (hroot, i))
         tied = cfg.get("tie_word_embeddings", False)
-        if self.head == "embed" or (self.head == "embed_if_tied" and tied):
+        if head_h is None:  # a classifier: no lm_head in the checkpoint
+            pass
+        elif self.head == "embed" or (self.head == "embed_if_tied" and tied):
             out.append(("=" + hroot + "embed_tokens", None, [head_h]))  # the embedding's result
-        elif head_h is not None:
+        else:
             out.append((head_v, v.ParallelLMHead(), [head_h]))
         return out
 
@@ -356,9 +358,6 @@ class Llava(Family):
              "image_token_index": 3, "tie_word_embeddings": False}
         return c
 
-    def layers(self, cfg):
-        return cfg["text_config"]["num_hidden_layers"]
-
     def ct_name(self, name):
         return name.replace("model.vision_tower.vision_model.", "model.vision_tower.", 1)
 
@@ -397,9 +396,6 @@ class Qwen3VL(Family):
                "deepstack_visual_indexes": r.choice([[0], [0, 1], []]), "num_position_embeddings": 16}
         return {"model_type": "qwen3_vl", "architectures": [self.arch], "text_config": t, "vision_config": vis,
                 "tie_word_embeddings": r.random() < 0.5}
-
-    def layers(self, cfg):
-        return cfg["text_config"]["num_hidden_layers"]
 
     def mapper(self):
         return _PrefixMapper({"model.visual.": "visual.", "lm_head.": "language_model.lm_head.",
