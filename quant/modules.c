@@ -491,6 +491,11 @@ static enum ctq_status moe_fields(const struct ctq_arch *a, const cJSON *c, cons
 		s->shared_intermediate_size = s->moe_intermediate_size * shared;
 	}
 	rule->mlp_only = ctq_json_get(c, "mlp_only_layers");
+	/* vLLM qwen3_moe.py Qwen3MoeForCausalLM.__init__: `if getattr(config,
+	 * "mlp_only_layers", []): self.packed_modules_mapping["gate_up_proj"] =
+	 * ["gate_proj", "up_proj"]` */
+	s->vllm_gate_up_unpacked = !strcmp(a->model_type, "qwen3_moe") &&
+				   !(cJSON_IsArray(rule->mlp_only) && rule->mlp_only->child);
 	return CTQ_OK;
 }
 
@@ -1065,6 +1070,8 @@ enum ctq_status ctq_modules_finish(struct ctq_modules *m, struct ctq_error *err)
 			    (st = add_fused(m, idx, 2, "gate_up_proj",
 					    "MergedColumnParallelLinear", err)))
 				return st;
+			if (idx[1] >= 0 && m->shape.vllm_gate_up_unpacked)
+				m->fused[m->n_fused - 1].unpacked = true;
 		} else if (leaf_is(mod->name, "q_a_proj")) {
 			/* vLLM deepseek_v2.py: fused_qkv_a_proj =
 			 * MergedColumnParallelLinear(hidden, [q_lora_rank,

@@ -62,6 +62,7 @@ struct ctq_fused_set {
 	const char *key;          /* qkv_proj, gate_up_proj */
 	size_t members[3];        /* module indices, in shard order */
 	size_t n_members;
+	bool unpacked;            /* not in vLLM's packed_modules_mapping */
 };
 
 /* Model shape needed by the TP planner (zero when unknown). */
@@ -88,6 +89,11 @@ struct ctq_model_shape {
 	long n_experts, moe_intermediate_size, shared_intermediate_size;
 	/* DeepSeek-V3 MLA: q_lora_rank (0: q_proj), kv_lora_rank, head dims. */
 	long q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
+	/* vLLM's packed_modules_mapping lacks gate_up_proj (qwen3_moe.py
+	 * Qwen3MoeForCausalLM adds it only when mlp_only_layers is set): a
+	 * dense layer's mlp.gate_up_proj is then matched by its own name alone
+	 * (no shard ignore check, no shard fallback). */
+	bool vllm_gate_up_unpacked;
 };
 
 /* The seven linear modules of a decoder layer of the Llama family (Llama,

@@ -576,7 +576,12 @@ enum ctq_status ctq_resolve_vllm_layer(struct ctx *c, struct ctq_plan_entry *e,
 			literal = true;
 			entry = c->cfg->ignore[i];
 		}
-	if (fs && !literal) {
+	if (fs && fs->unpacked && !literal) {
+		/* should_ignore_layer: a layer whose name is not in the packed
+		 * mapping is tested by its own name */
+		if ((st = vllm_ignore_one(c, layer, &hit, &entry)))
+			return st;
+	} else if (fs && !literal) {
 		int agree = -1;
 		char shards[1024] = "";
 		size_t sl = 0;
@@ -644,7 +649,7 @@ enum ctq_status ctq_resolve_vllm_layer(struct ctx *c, struct ctq_plan_entry *e,
 			t = &c->map[k];
 			lv = LV_TYPE;
 		}
-	if (!t && fs) {
+	if (!t && fs && !fs->unpacked) {
 		const struct tmap *first = NULL;
 		enum level first_lv = LV_NONE;
 		bool all = true;

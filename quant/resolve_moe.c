@@ -38,9 +38,9 @@ static bool flt(const struct ctq_qargs *a, int bits)
 }
 
 /* vLLM 0.26.0's FusedMoE method for a block whose scheme dict (expert 0's
- * down_proj) holds weights W, input activations A and the group's own format
- * (the dict's "format": _quantization_scheme_map_from_config stores the
- * group's, never the global one), or NULL with *why set: the branches of
+ * down_proj) holds weights W, input activations A and format (the group's,
+ * or the config's: get_scheme_dict fills a missing one in), or NULL with
+ * *why set: the branches of
  * compressed_tensors_moe.py CompressedTensorsMoEMethod.get_moe_method in
  * order, with the predicates of compressed_tensors.py, then what each MoE
  * method's constructor refuses. SM 9.0 (ctq's vllm profile); the Marlin MoE
@@ -176,7 +176,8 @@ static bool args_eq(const struct ctq_qargs *a, const struct ctq_qargs *b)
 }
 
 /* Whether two of the three scheme dicts are equal (get_moe_method compares
- * the dicts: weights, input and output args and the group's own format):
+ * the dicts: weights, input and output args and the format, the group's or
+ * the config's):
  * both None (ignored or unmatched), or groups with equal args and format.
  * An entry vLLM's Linear selection refused still has its group's dict. */
 static bool same_dict(const struct ctx *c, const struct ctq_plan_entry *a, const struct ctq_plan_entry *b)
@@ -186,8 +187,10 @@ static bool same_dict(const struct ctx *c, const struct ctq_plan_entry *a, const
 	if (a->group < 0 || a->group == b->group)
 		return true;
 	const struct ctq_qscheme *x = &c->cfg->groups[a->group].scheme, *y = &c->cfg->groups[b->group].scheme;
+	const char *fa = ctq_qconfig_group_format(c->cfg, &c->cfg->groups[a->group]);
+	const char *fb = ctq_qconfig_group_format(c->cfg, &c->cfg->groups[b->group]);
 	return args_eq(x->weights, y->weights) && args_eq(x->input, y->input) && args_eq(x->output, y->output) &&
-	       !strcmp(x->format ? x->format : "", y->format ? y->format : "");
+	       !strcmp(fa ? fa : "", fb ? fb : "");
 }
 
 enum ctq_status ctq_resolve_moe_vllm(struct ctx *c, size_t b)
@@ -209,10 +212,6 @@ enum ctq_status ctq_resolve_moe_vllm(struct ctx *c, size_t b)
 		q[p].by = CTQ_BY_DEFAULT;
 		if ((st = ctq_resolve_vllm_layer(c, &q[p], &probe, NULL)))
 			return st;
-		/* the dict's "format" is the group's own (None when the group
-		 * names none), not the config's */
-		if (q[p].group >= 0)
-			q[p].format = c->cfg->groups[q[p].group].scheme.format;
 	}
 	struct ctq_plan_entry r = q[2];
 	char why[512] = "";
