@@ -102,12 +102,14 @@ static const struct ctq_arch arches[] = {
 	/* models/deepseek_v3/modeling_deepseek_v3.py: MLA attention, dense
 	 * DeepseekV3MLP below first_k_dense_replace, DeepseekV3MoE (gate is
 	 * DeepseekV3TopkRouter, an nn.Module with a weight, never a Linear;
-	 * experts; shared_experts) above; experts kept per expert here */
+	 * experts; shared_experts) above; transformers 5.23 fuses the experts
+	 * (DeepseekV3Experts: gate_up_proj, down_proj 3-D parameters) */
 	{.model_type = "deepseek_v3", .causal_lm = "DeepseekV3ForCausalLM",
 	 .attention_class = "DeepseekV3Attention", .layer_class = "DeepseekV3DecoderLayer",
 	 .mlp_class = "DeepseekV3MLP", .norm_class = "DeepseekV3RMSNorm", .attn = CTQ_ATTN_MLA,
 	 .moe_parent = "mlp", .moe_class = "DeepseekV3MoE", .router_class = "DeepseekV3TopkRouter",
-	 .expert_leaf = GATED, .shared = CTQ_SHARED_EXPERTS,
+	 .experts_class = "DeepseekV3Experts", .expert_leaf = GATED, .shared = CTQ_SHARED_EXPERTS,
+	 .ct_fused_experts = true,
 	 /* DeepseekV3Config: n_routed_experts=256, moe_intermediate_size=2048,
 	  * first_k_dense_replace=3 (MLA defaults in quant/modules.c) */
 	 .experts_default = 256, .moe_inter_default = 2048, .first_k_dense_default = 3,

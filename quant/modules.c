@@ -289,6 +289,10 @@ static enum ctq_status enumerate(struct ctq_modules *m, const struct ctq_arch *a
 			ADD_AUX(norm, 2, "%s.k_norm", at);
 		}
 		ADD_TO(false, attention, 2, "%s", at);
+		/* vLLM deepseek_v2.py: the MLA layer's attention is an MLAAttention
+		 * (layers/attention/mla_attention.py), not an Attention */
+		if (a->attn == CTQ_ATTN_MLA)
+			m->v[m->n - 1].vllm_type = "MLAAttention";
 		switch (a->attn) {
 		case CTQ_ATTN_QKV:
 			LIN(q, H, "%s.q_proj", at);

@@ -712,7 +712,10 @@ static enum ctq_status vllm_attention(struct ctx *c, struct ctq_plan_entry *e,
 {
 	const struct ctq_qargs *kv = c->cfg->kv_cache;
 	e->by = CTQ_BY_DEFAULT;
-	if (!kv) {
+	/* get_quant_method returns CompressedTensorsKVCacheMethod only for an
+	 * Attention (compressed_tensors.py); DeepSeek's MLAAttention asks too
+	 * (_init_kv_cache_quant) but is none: no method, nothing validated. */
+	if (!kv || (m->vllm_type && !strcmp(m->vllm_type, "MLAAttention"))) {
 		e->scheme = "unquantized";
 		return CTQ_OK;
 	}
