@@ -854,6 +854,10 @@ enum ctq_status ctq_modules_from_tensors(struct ctq_modules *m, const cJSON *con
 			goto done;
 		}
 		nm->vllm_unquantized = k->vllm_unquantized;
+		if (k->ct_name && !(nm->ct_name = ctq_arena_strdup(&r.arena, k->ct_name))) {
+			st = ctq_error_set(err, CTQ_ERR_NOMEM, name, "out of memory");
+			goto done;
+		}
 		nm->ct_fused = k->ct_fused && fused_experts;
 		nm->out_features = tm && tm->out ? tm->out : k->out_features;
 		nm->in_features = tm && tm->in ? tm->in : k->in_features;

@@ -45,6 +45,12 @@ struct ctq_module {
 	/* vLLM builds it with quant_config=None (MoE routers, Qwen2-MoE's
 	 * shared_expert_gate): never quantized there. */
 	bool vllm_unquantized;
+	/* The name transformers 5.23 gives the module, where it renames the
+	 * checkpoint's at load (conversion_mapping.py; NULL: the same):
+	 * compressed-tensors matches targets and ignore against the model's
+	 * names, so the ct profile does. Llava's CLIP tower:
+	 * CLIPVisionModel's PrefixChange(prefix_to_remove="vision_model"). */
+	const char *ct_name;
 };
 
 /* A mixture-of-experts block as vLLM runs it: one FusedMoE layer named

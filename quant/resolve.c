@@ -64,7 +64,9 @@ static enum ctq_status level_of(struct ctx *c, const char *t, const char *path,
 				const struct ctq_module *m, enum level *lv)
 {
 	bool hit;
-	enum ctq_status st = name_hit(c, t, path, m->name, &hit);
+	/* ct: the name the module has in transformers 5.23's model */
+	const char *name = c->plan->sem == CTQ_SEM_CT && m->ct_name ? m->ct_name : m->name;
+	enum ctq_status st = name_hit(c, t, path, name, &hit);
 	if (st)
 		return st;
 	if (hit)

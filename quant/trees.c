@@ -96,8 +96,36 @@ static enum ctq_status llava(struct ctq_modules *m, const cJSON *config, const c
 	const long grid = image / patch, positions = grid * grid + (clip ? 1 : 0);
 	char cls[64];
 	const char *t = "vision_tower.vision_model.";
+	/* vLLM llava.py builds the tower up to vision_feature_layer
+	 * (_get_num_hidden_layers, utils.py get_layer_index: n + index + 1 for
+	 * a negative index, the index itself otherwise; a list: the deepest;
+	 * LlavaConfig's default -2): the layers above are never built, never
+	 * quantized. Only Llava (projector); Gemma 3's tower is whole. */
+	long built = layers;
+	if (projector) {
+		const cJSON *fl = ctq_json_get(config, "vision_feature_layer");
+		long deepest = -1;
+		bool any = false;
+		if (!fl)
+			deepest = layers - 2 + 1, any = true;
+		for (const cJSON *x = cJSON_IsArray(fl) ? fl->child : fl; x; x = cJSON_IsArray(fl) ? x->next : NULL) {
+			if (!cJSON_IsNumber(x))
+				continue;
+			long v = (long)x->valuedouble, n = v < 0 ? layers + v + 1 : v;
+			if (!any || n > deepest)
+				deepest = n;
+			any = true;
+		}
+		if (any && deepest >= 0 && deepest < layers)
+			built = deepest;
+	}
+	const size_t first = m->n;
 	TRY(add(m, true, NULL, positions, hs, err, "%s%sembeddings.position_embedding", root, t));
+	/* CLIPVisionEmbeddings / SiglipVisionEmbeddings: position_embedding is
+	 * an nn.Embedding in vLLM (clip.py, siglip.py), never quantized there */
+	m->v[m->n - 1].vllm_unquantized = true;
 	for (long l = 0; l < layers; l++) {
+		const size_t lfirst = m->n;
 		snprintf(cls, sizeof cls, "%sEncoderLayer", fam);
 		TRY(add_aux(m, cls, err, "%s%sencoder.layers.%ld", root, t, l));
 		static const char *const qkv[] = {"q_proj", "k_proj", "v_proj"};
@@ -108,6 +136,20 @@ static enum ctq_status llava(struct ctq_modules *m, const cJSON *config, const c
 			root, t, l));
 		TRY(add(m, false, "ColumnParallelLinear", is, hs, err, "%s%sencoder.layers.%ld.mlp.fc1", root, t, l));
 		TRY(add(m, false, "RowParallelLinear", hs, is, err, "%s%sencoder.layers.%ld.mlp.fc2", root, t, l));
+		for (size_t k = lfirst; l >= built && k < m->n; k++)
+			m->v[k].vllm_unquantized = true;
+	}
+	/* transformers 5.23 loads a CLIP tower without its vision_model level
+	 * (conversion_mapping.py "CLIPVisionModel": PrefixChange(prefix_to_remove=
+	 * "vision_model")): compressed-tensors sees model.vision_tower.encoder... */
+	for (size_t k = first; clip && k < m->n; k++) {
+		const char *nm = m->v[k].name, *at = strstr(nm, "vision_tower.vision_model.");
+		if (!at)
+			continue;
+		m->v[k].ct_name = ctq_arena_printf(&m->arena, "%.*svision_tower.%s", (int)(at - nm), nm,
+						   at + strlen("vision_tower.vision_model."));
+		if (!m->v[k].ct_name)
+			return ctq_error_set(err, CTQ_ERR_NOMEM, nm, "out of memory");
 	}
 	if (!projector)
 		return CTQ_OK;
@@ -141,6 +183,7 @@ static enum ctq_status qwen3_vl(struct ctq_modules *m, const cJSON *vc, const ch
 		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, base, "depth is %ld; at most %d", depth,
 				     CTQ_MODULES_MAX_LAYERS);
 	TRY(add(m, true, NULL, pos, hs, err, "%svisual.pos_embed", root));
+	m->v[m->n - 1].vllm_unquantized = true; /* vLLM qwen3_vl.py: nn.Embedding */
 	for (long l = 0; l < depth; l++) {
 		TRY(add_aux(m, "Qwen3VLVisionBlock", err, "%svisual.blocks.%ld", root, l));
 		TRY(add(m, false, "QKVParallelLinear", 3 * hs, hs, err, "%svisual.blocks.%ld.attn.qkv", root, l));
