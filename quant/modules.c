@@ -892,6 +892,7 @@ enum ctq_status ctq_modules_from_tensors(struct ctq_modules *m, const cJSON *con
 	if ((st = ctq_modules_finish(&r, err)))
 		goto done;
 	r.shape = known.shape;
+	r.vnames = known.vnames;
 	ctq_modules_free(m);
 	*m = r;
 	ctq_modules_init(&r);

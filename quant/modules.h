@@ -143,6 +143,17 @@ int ctq_hf_linear_of(const struct ctq_modules *mods, const struct ctq_module *m)
 void ctq_hf_linear_features(const struct ctq_model_shape *s, enum ctq_hf_linear l, long *out,
 			    long *in);
 
+/* vLLM's names for a model whose layers it names otherwise (Llava, Qwen3-VL):
+ * the model class's hf_to_vllm_mapper orig_to_new_prefix (apply_vllm_mapper
+ * maps the targets and ignore entries that are layer paths, "." in them and
+ * no "re:"; regexes stay and are matched against vLLM's layer names), and
+ * the runtime name of the head. */
+struct ctq_vllm_names {
+	const char *const (*prefix)[2]; /* (from, to), first match wins */
+	size_t n_prefix;
+	const char *lm_head;            /* vLLM's layer for HF "lm_head" */
+};
+
 struct ctq_modules {
 	struct ctq_arena arena;
 	struct ctq_module *v;
@@ -159,6 +170,7 @@ struct ctq_modules {
 	struct ctq_moe_block *moe;
 	size_t n_moe;
 	struct ctq_model_shape shape;
+	const struct ctq_vllm_names *vnames; /* NULL: vLLM's names are HF's */
 };
 
 void ctq_modules_init(struct ctq_modules *m);

@@ -510,12 +510,31 @@ static char *replace_all(struct ctx *c, const char *s, const char *old,
 	return buf;
 }
 
+/* A name as vLLM has it (struct ctq_vllm_names): a layer's runtime name
+ * (layer), or a target / ignore entry after apply_vllm_mapper. */
+static const char *vmap(struct ctx *c, const char *name, bool layer)
+{
+	const struct ctq_vllm_names *vn = c->mods->vnames;
+	if (!vn || !name)
+		return name;
+	if (layer && vn->lm_head && !strcmp(name, "lm_head"))
+		return vn->lm_head;
+	if (!layer && (is_regex(name) || !strchr(name, '.')))
+		return name;
+	for (size_t i = 0; i < vn->n_prefix; i++) {
+		size_t n = strlen(vn->prefix[i][0]);
+		if (!strncmp(name, vn->prefix[i][0], n))
+			return ctq_arena_printf(&c->plan->arena, "%s%s", vn->prefix[i][1], name + n);
+	}
+	return name;
+}
+
 static enum ctq_status vllm_ignore_one(struct ctx *c, const char *name,
 				       bool *hit, const char **entry)
 {
 	*hit = false;
 	for (size_t i = 0; i < c->cfg->n_ignore; i++) {
-		enum ctq_status st = name_hit(c, c->cfg->ignore[i],
+		enum ctq_status st = name_hit(c, c->vignore ? c->vignore[i] : c->cfg->ignore[i],
 					      c->cfg->ignore_paths[i], name, hit);
 		if (st)
 			return st;
@@ -533,8 +552,8 @@ static enum ctq_status first_name_hit(struct ctx *c, const char *name,
 	*out = NULL;
 	for (size_t k = 0; k < c->n_map; k++) {
 		bool hit;
-		enum ctq_status st = name_hit(c, c->map[k].target, c->map[k].path,
-					      name, &hit);
+		enum ctq_status st = name_hit(c, c->map[k].vtarget ? c->map[k].vtarget : c->map[k].target,
+					      c->map[k].path, name, &hit);
 		if (st)
 			return st;
 		if (hit) {
@@ -565,8 +584,10 @@ static bool icontains(const char *hay, const char *needle)
 enum ctq_status ctq_resolve_vllm_layer(struct ctx *c, struct ctq_plan_entry *e,
 				       const struct ctq_module *m, const struct ctq_fused_set *fs)
 {
-	const char *layer = fs ? fs->runtime_name : m->name;
+	const char *layer = vmap(c, fs ? fs->runtime_name : m->name, true);
 	const char *cls = fs ? fs->runtime_type : m->vllm_type;
+	if (!layer)
+		return ctq_resolve_nomem(c);
 	enum ctq_status st;
 	bool hit;
 	const char *entry = NULL;
@@ -574,7 +595,7 @@ enum ctq_status ctq_resolve_vllm_layer(struct ctx *c, struct ctq_plan_entry *e,
 	/* §5.2.2 ignore first. */
 	bool literal = false;
 	for (size_t i = 0; i < c->cfg->n_ignore; i++)
-		if (!strcmp(c->cfg->ignore[i], layer)) {
+		if (!strcmp(c->vignore ? c->vignore[i] : c->cfg->ignore[i], layer)) {
 			literal = true;
 			entry = c->cfg->ignore[i];
 		}
@@ -969,7 +990,7 @@ enum ctq_status ctq_plan_resolve(struct ctq_plan *plan,
 	plan->mods = mods;
 	struct ctq_regex_cache own;
 	ctq_regex_cache_init(&own);
-	struct ctx c = {plan, cfg, mods, rc ? rc : &own, err, NULL, 0, NULL, NULL};
+	struct ctx c = {plan, cfg, mods, rc ? rc : &own, err, NULL, 0, NULL, NULL, NULL};
 	enum ctq_status st = CTQ_OK;
 	char p[CTQ_PATH_MAX];
 
@@ -1027,6 +1048,23 @@ enum ctq_status ctq_plan_resolve(struct ctq_plan *plan,
 	}
 	if (sem != CTQ_SEM_STRICT && (st = build_map(&c)))
 		goto done;
+	if (sem == CTQ_SEM_VLLM && mods->vnames) {
+		c.vignore = ctq_arena_calloc(&plan->arena, cfg->n_ignore + 1, sizeof *c.vignore);
+		if (!c.vignore) {
+			st = ctq_resolve_nomem(&c);
+			goto done;
+		}
+		for (size_t i = 0; i < cfg->n_ignore; i++)
+			if (!(c.vignore[i] = vmap(&c, cfg->ignore[i], false))) {
+				st = ctq_resolve_nomem(&c);
+				goto done;
+			}
+		for (size_t k = 0; k < c.n_map; k++)
+			if (!(c.map[k].vtarget = vmap(&c, c.map[k].target, false))) {
+				st = ctq_resolve_nomem(&c);
+				goto done;
+			}
+	}
 	if (sem == CTQ_SEM_CT) {
 		c.ct_order = ctq_arena_calloc(&plan->arena, c.n_map + 1, sizeof *c.ct_order);
 		if (!c.ct_order) {

@@ -13,6 +13,7 @@ enum level { LV_NAME, LV_REGEX, LV_TYPE, LV_NONE };
  * resolves to (ct/vllm: the last group listing it; strict keeps all). */
 struct tmap {
 	const char *target;
+	const char *vtarget;  /* vllm: the target as apply_vllm_mapper left it */
 	const char *path;
 	long group;
 };
@@ -27,6 +28,7 @@ struct ctx {
 	size_t n_map;
 	size_t *ct_order;     /* ct: map indices sorted by ("re:" in t, t) */
 	bool *dropped;        /* vllm: attention groups dropped (per group) */
+	const char **vignore; /* vllm: the ignore entries as apply_vllm_mapper left them */
 };
 
 /* out-of-memory into c->err. */

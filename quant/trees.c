@@ -220,12 +220,28 @@ enum ctq_status ctq_trees_vision(struct ctq_modules *m, const cJSON *config, con
 	snprintf(root, sizeof root, "%.*s", lm ? (int)(lm - text_prefix) : 0, text_prefix);
 	char base[CTQ_PATH_MAX];
 	ctq_json_path_key(base, sizeof base, path ? path : "", "vision_config");
-	if (!strcmp(mt->valuestring, "llava"))
+	/* vLLM llava.py / qwen3_vl.py hf_to_vllm_mapper (orig_to_new_prefix)
+	 * and where their heads live (LlavaForConditionalGeneration: the
+	 * language model's ParallelLMHead, language_model.lm_head;
+	 * Qwen3LLMForCausalLM: ParallelLMHead(prefix="lm_head")) */
+	static const char *const llava_map[][2] = {
+		{"model.language_model.", "language_model.model."}, {"model.vision_tower.", "vision_tower."},
+		{"model.multi_modal_projector.", "multi_modal_projector."}, {"lm_head.", "language_model.lm_head."}};
+	static const struct ctq_vllm_names llava_names = {llava_map, 4, "language_model.lm_head"};
+	static const char *const qwen3_vl_map[][2] = {
+		{"model.visual.", "visual."}, {"lm_head.", "language_model.lm_head."},
+		{"model.language_model.", "language_model.model."}};
+	static const struct ctq_vllm_names qwen3_vl_names = {qwen3_vl_map, 3, NULL};
+	if (!strcmp(mt->valuestring, "llava")) {
+		m->vnames = &llava_names;
 		return llava(m, config, vc, base, root, true, err);
+	}
 	if (!strcmp(mt->valuestring, "gemma3"))
 		return llava(m, config, vc, base, root, false, err);
-	if (!strcmp(mt->valuestring, "qwen3_vl"))
+	if (!strcmp(mt->valuestring, "qwen3_vl")) {
+		m->vnames = &qwen3_vl_names;
 		return qwen3_vl(m, vc, base, root, err);
+	}
 	/* A tower ctq cannot list from a config (Mistral3's Pixtral, ...):
 	 * refused rather than a plan that silently lacks it. */
 	return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, base,
