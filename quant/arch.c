@@ -32,17 +32,17 @@ static const struct ctq_arch arches[] = {
 	 .source = "models/mistral/modeling_mistral.py"},
 	/* models/gemma/modeling_gemma.py (tie_word_embeddings defaults to True);
 	 * vLLM gemma.py has no lm_head: logits come from model.embed_tokens */
-	{.model_type = "gemma", .causal_lm = "GemmaForCausalLM",
+	{.model_type = "gemma", .embedding_class = "GemmaTextScaledWordEmbedding", .causal_lm = "GemmaForCausalLM",
 	 .attention_class = "GemmaAttention", .layer_class = "GemmaDecoderLayer",
 	 .mlp_class = "GemmaMLP", .norm_class = "GemmaRMSNorm", .tie_default = true,
 	 .vllm_head_is_embedding = true, .source = "models/gemma/modeling_gemma.py"},
 	/* models/gemma2/modeling_gemma2.py; vLLM gemma2.py as gemma.py */
-	{.model_type = "gemma2", .causal_lm = "Gemma2ForCausalLM",
+	{.model_type = "gemma2", .embedding_class = "Gemma2TextScaledWordEmbedding", .causal_lm = "Gemma2ForCausalLM",
 	 .attention_class = "Gemma2Attention", .layer_class = "Gemma2DecoderLayer",
 	 .mlp_class = "Gemma2MLP", .norm_class = "Gemma2RMSNorm", .tie_default = true,
 	 .vllm_head_is_embedding = true, .source = "models/gemma2/modeling_gemma2.py"},
 	/* models/gemma3/modeling_gemma3.py (text model, q_norm / k_norm); vLLM gemma3.py */
-	{.model_type = "gemma3_text", .causal_lm = "Gemma3ForCausalLM",
+	{.model_type = "gemma3_text", .embedding_class = "Gemma3TextScaledWordEmbedding", .causal_lm = "Gemma3ForCausalLM",
 	 .attention_class = "Gemma3Attention", .layer_class = "Gemma3DecoderLayer",
 	 .mlp_class = "Gemma3MLP", .norm_class = "Gemma3RMSNorm", .qk_norm = true,
 	 .tie_default = true, .vllm_head_is_embedding = true,

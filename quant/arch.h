@@ -62,6 +62,9 @@ struct ctq_arch {
 	 * (qwen3_moe.py: a Linear target reaches it); false: quant_config=None
 	 * (mixtral.py, qwen2_moe.py, deepseek_v2.py's GateLinear). */
 	bool vllm_router_quantized;
+	/* embed_tokens' class where it is an nn.Embedding subclass (Gemma's
+	 * <Family>TextScaledWordEmbedding); NULL: nn.Embedding */
+	const char *embedding_class;
 	/* The configuration class's defaults where a config omits the field:
 	 * the expert count, the experts' and shared experts' intermediate
 	 * sizes, DeepSeek's first_k_dense_replace. */

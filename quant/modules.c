@@ -248,7 +248,12 @@ static enum ctq_status enumerate(struct ctq_modules *m, const struct ctq_arch *a
 		prefix = "model.";
 	const struct ctq_model_shape *s = &m->shape;
 	static const char *const linear[] = {"Linear", "Module"};
-	static const char *const embedding[] = {"Embedding", "Module"};
+	static const char *const embedding2[] = {"Embedding", "Module"};
+	/* Gemma 1-3: embed_tokens is a <Family>TextScaledWordEmbedding(nn.Embedding)
+	 * (modeling_gemma*.py): its class is a target too */
+	const char *embedding3[] = {a->embedding_class, "Embedding", "Module"};
+	const char *const *embedding = a->embedding_class ? embedding3 : embedding2;
+	const size_t n_embedding = a->embedding_class ? 3 : 2;
 	const char *attention[] = {a->attention_class, "Module"};
 	/* transformers' class hierarchies (MRO, torch.nn.Module subclasses). */
 	const char *decoder_layer[] = {a->layer_class, "GradientCheckpointingLayer", "Module"};
@@ -276,7 +281,7 @@ static enum ctq_status enumerate(struct ctq_modules *m, const struct ctq_arch *a
 		m->v[m->n - 1].out_features = (o) > 0 ? (o) : 0;                \
 		m->v[m->n - 1].in_features = (i) > 0 ? (i) : 0;                 \
 	} while (0)
-	ADD_TO(false, embedding, 2, "%sembed_tokens", prefix);
+	ADD_TO(false, embedding, n_embedding, "%sembed_tokens", prefix);
 	m->v[m->n - 1].out_features = s->vocab_size;
 	m->v[m->n - 1].in_features = H;
 	for (int l = 0; l < layers; l++) {
