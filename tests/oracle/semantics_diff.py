@@ -3,8 +3,36 @@
 real libraries, module by module, over seeded generated configs.
 
     ORACLE_PY=/path/to/python make test-oracle        # or: make test-oracle (venv under build/)
-    python tests/oracle/semantics_diff.py --ctq build/ctq --vllm-wheel WHEEL [--n 2000] [--seed 1]
-        [--out build/oracle-out] [--min 99.5] [--real-configs ../shared/configs] [--shrink 25]
+    python tests/oracle/semantics_diff.py --ctq build/ctq --vllm-wheel WHEEL [--n 500] [--seed 1]
+        [--family all|F1,F2,...] [--out build/oracle-out] [--min 99.5] [--real-configs ../shared/configs]
+        [--shrink 25]
+
+Families (--family, default all; --n configs each, results per family under
+--out/<family>/ and all of them in --out/summary.json):
+  qwen3-llama   the first generator, below (Qwen3, one in four Llama, tied or not)
+  llama-tied, mistral, gemma2, gemma3 (gemma3_text), phi3 (fused qkv_proj /
+  gate_up_proj), seqcls (Qwen3ForSequenceClassification, `score`), qwen3_moe,
+  mixtral, deepseek_v3 (MLA, shared experts, dense first layers), llava (CLIP
+  tower, projector, text_config), qwen3_vl (vision blocks, mergers), dit
+  (diffusers QwenImageTransformer2DModel)
+tests/oracle/families.py holds each: a tiny config generator (2-3 layers, 2-4
+experts, hidden 128), the model the ct side builds on the meta device
+(transformers 5.23's own class named in `architectures`, through
+AutoConfig.for_model; diffusers 0.35.2's QwenImageTransformer2DModel for the
+DiT), the name transformers gives a module ctq names by its checkpoint name,
+and the runtime layers vLLM 0.26.0 builds (read in the wheel's
+vllm/model_executor/models/*.py; its docstring cites them): fused layers,
+FusedMoE blocks (a RoutedExperts layer asked with the FusedMoE prefix, whose
+method vLLM's own compressed_tensors_moe.py get_moe_method picks, executed from
+the wheel with the MoE methods' constructors), routers built with or without
+quant_config, MLAAttention, the multimodal models' hf_to_vllm_mapper and head
+layers, Llava's tower built up to vision_feature_layer. Targets and ignore
+entries of the other families are drawn from the family's own names and
+classes (the transformers model's modules, ctq's module list and vLLM's layer
+names of a 3-layer config) and from regexes built on their components; the
+args, presets, formats and KV schemes are the first generator's. A module the
+library quantizes that ctq does not list counts as a disagreement.
+
 
 Each generated case is a full config.json of a small transformers Qwen3
 (model_type qwen3, Qwen3ForCausalLM, 2-4 layers, hidden 64, 4 heads, 2 KV heads,
@@ -946,7 +974,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ctq", default="build/ctq")
     ap.add_argument("--vllm-wheel", required=True)
-    ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--n", type=int, default=500, help="generated configs per family")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default="build/oracle-out")
     ap.add_argument("--min", type=float, default=99.5, help="percent of modules each profile must reach")
