@@ -66,6 +66,12 @@ struct ctq_qscheme {
 	 * validates a group's format and compares it by value. NULL: fine. */
 	const char *format_error;
 	const char *format_error_path;
+	/* Args compressed-tensors refuses (invalid-config) in a group vLLM drops
+	 * before reading it (from_config: exactly one target ending in
+	 * "Attention"): an error of the config under strict and ct, resolved
+	 * at plan time; the args are left out. NULL: fine. */
+	const char *args_error;
+	const char *args_error_path;
 };
 
 struct ctq_qgroup {
@@ -106,6 +112,12 @@ struct ctq_qconfig {
 	const char **ignore_paths;
 	size_t n_ignore;
 	const struct ctq_qargs *kv_cache; /* NULL when absent or null */
+	/* A kv_cache_scheme compressed-tensors refuses (invalid-config; kv_cache
+	 * then NULL): an error of the config under strict and ct, and under
+	 * vllm where the tree has an Attention layer (whose KV-cache method
+	 * reads the scheme); vLLM never reads it otherwise (MLA, DiT). */
+	const char *kv_error;
+	const char *kv_error_path;
 	bool sparsity_targets;      /* sparsity_config with non-empty targets */
 	bool transform_groups;      /* transform_config with config_groups */
 	size_t n_unknown_top_keys;  /* kept, not interpreted */

@@ -1008,6 +1008,25 @@ enum ctq_status ctq_plan_resolve(struct ctq_plan *plan,
 	}
 	if (sem != CTQ_SEM_VLLM)
 		for (size_t g = 0; g < cfg->n_groups; g++)
+			if (cfg->groups[g].scheme.args_error) {
+				st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG,
+						   cfg->groups[g].scheme.args_error_path, "%s",
+						   cfg->groups[g].scheme.args_error);
+				goto done;
+			}
+	if (cfg->kv_error) {
+		/* vllm: only an Attention layer's KV-cache method reads the scheme */
+		bool attention = sem != CTQ_SEM_VLLM;
+		for (size_t i = 0; !attention && i < mods->n; i++)
+			attention = mods->v[i].kind == CTQ_MODULE_ATTENTION && mods->v[i].vllm_type &&
+				    !strcmp(mods->v[i].vllm_type, "Attention");
+		if (attention) {
+			st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, cfg->kv_error_path, "%s", cfg->kv_error);
+			goto done;
+		}
+	}
+	if (sem != CTQ_SEM_VLLM)
+		for (size_t g = 0; g < cfg->n_groups; g++)
 			if (cfg->groups[g].scheme.format_error) {
 				st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG,
 						   cfg->groups[g].scheme.format_error_path, "%s",
