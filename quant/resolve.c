@@ -420,8 +420,18 @@ static enum ctq_status ct_module(struct ctx *c, struct ctq_plan_entry *e)
 	enum ctq_status st = ignored_ct(c, m, &ign);
 	if (st)
 		return st;
-	if (ign)
+	if (ign) {
+		/* match_named_modules tests the targets before the ignore list:
+		 * a target regex that does not compile raises even when every
+		 * module is ignored (utils/match.py) */
+		for (size_t k = 0; k < c->n_map; k++) {
+			bool hit;
+			if (is_regex(c->map[k].target) &&
+			    (st = name_hit(c, c->map[k].target, c->map[k].path, m->name, &hit)))
+				return st;
+		}
 		return ct_kv(c, e, m, CTQ_BY_IGNORE, ign);
+	}
 	/* transformers 5 fuses the experts into one module of 3-D parameters
 	 * (Qwen3MoeExperts: gate_up_proj, down_proj) that is no Linear, and no
 	 * module of the expert's own name exists: no target gives it a scheme. */
