@@ -139,10 +139,29 @@ static enum ctq_status llava(struct ctq_modules *m, const cJSON *config, const c
 		for (size_t k = lfirst; l >= built && k < m->n; k++)
 			m->v[k].vllm_unquantized = true;
 	}
-	/* transformers 5.23 loads a CLIP tower without its vision_model level
-	 * (conversion_mapping.py "CLIPVisionModel": PrefixChange(prefix_to_remove=
-	 * "vision_model")): compressed-tensors sees model.vision_tower.encoder... */
-	for (size_t k = first; clip && k < m->n; k++) {
+	/* SiglipVisionModel's attention-pooling head (vision_use_head, default
+	 * true; modeling_siglip.py SiglipMultiheadAttentionPoolingHead: an
+	 * nn.MultiheadAttention whose out_proj is a NonDynamicallyQuantizableLinear,
+	 * and an MLP). vLLM's Llava builds its SigLIP tower with use_head=False
+	 * (siglip.py): never quantized there. */
+	const cJSON *uh = ctq_json_get(vc, "vision_use_head");
+	if (projector && !clip && !cJSON_IsFalse(uh)) {
+		static const char *const ndq[] = {"NonDynamicallyQuantizableLinear", "Linear", "Module"};
+		char nm[512];
+		snprintf(nm, sizeof nm, "%s%shead.attention.out_proj", root, t);
+		TRY(ctq_modules_add(m, nm, ndq, 3, "ColumnParallelLinear", err));
+		m->v[m->n - 1].out_features = hs;
+		m->v[m->n - 1].in_features = hs;
+		TRY(add(m, false, "ColumnParallelLinear", is, hs, err, "%s%shead.mlp.fc1", root, t));
+		TRY(add(m, false, "RowParallelLinear", hs, is, err, "%s%shead.mlp.fc2", root, t));
+		for (size_t k = m->n - 3; k < m->n; k++)
+			m->v[k].vllm_unquantized = true;
+	}
+	/* transformers 5.23 loads a Llava's CLIP or SigLIP tower without its
+	 * vision_model level (conversion_mapping.py "CLIPVisionModel":
+	 * PrefixChange(prefix_to_remove="vision_model"), SiglipVisionModel mapped
+	 * to it): compressed-tensors sees model.vision_tower.encoder... */
+	for (size_t k = first; projector && k < m->n; k++) {
 		const char *nm = m->v[k].name, *at = strstr(nm, "vision_tower.vision_model.");
 		if (!at)
 			continue;

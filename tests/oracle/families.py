@@ -51,13 +51,14 @@ The layers, per family (vLLM 0.26.0):
       KV-cache method from compressed-tensors); mlp.gate GateLinear
       (quant_config=None), experts FusedMoE, shared_experts a DeepseekV2MLP
       (gate_up_proj / down_proj); dense layers below first_k_dense_replace
-  llava: llava.py: mapper model.language_model. -> language_model.model.,
+  llava (CLIP or SigLIP tower): llava.py: mapper model.language_model. -> language_model.model.,
       model.vision_tower. -> vision_tower., model.multi_modal_projector. ->
       multi_modal_projector., lm_head. -> language_model.lm_head.; CLIP tower
       (clip.py) vision_tower.vision_model.encoder.layers.N.self_attn.qkv_proj
       (QKVParallelLinear), out_proj (RowParallelLinear), mlp.fc1 / fc2, built up to
       vision_feature_layer (_get_num_hidden_layers: -2 builds N - 1 layers);
-      position_embedding an nn.Embedding, MMEncoderAttention (no KV cache);
+      position_embedding an nn.Embedding, MMEncoderAttention (no KV cache); SigLIP
+      (siglip.py) the same names, built with use_head=False (no pooling head);
       projector linear_1 (ColumnParallelLinear) / linear_2 (RowParallelLinear);
       the language model a LlamaForCausalLM under language_model.
   qwen3_vl: qwen3_vl.py: mapper model.visual. -> visual., lm_head. ->
@@ -107,7 +108,7 @@ class Family:
         with torch.device("meta"):
             return getattr(transformers, cfg["architectures"][0])(conf)
 
-    def ct_name(self, name):
+    def ct_name(self, name, cfg=None):
         return name
 
     def layers(self, cfg):
@@ -352,13 +353,23 @@ class Llava(Family):
     def config(self, r):
         t = {"model_type": "llama", "num_hidden_layers": r.choice([1, 2])}
         t.update(_dims(r))
-        vis = {"model_type": "clip_vision_model", "num_hidden_layers": r.choice([2, 3]), "hidden_size": 128,
+        vis = {"model_type": r.choice(["clip_vision_model", "clip_vision_model", "siglip_vision_model"]),
+               "num_hidden_layers": r.choice([2, 3]), "hidden_size": 128,
                "intermediate_size": 256, "num_attention_heads": 4, "image_size": 32, "patch_size": 8}
         c = {"model_type": "llava", "architectures": [self.arch], "text_config": t, "vision_config": vis,
              "image_token_index": 3, "tie_word_embeddings": False}
+        k = r.random()
+        if k < 0.2:
+            c["vision_feature_layer"] = -1
+        elif k < 0.3:
+            c["vision_feature_layer"] = [-2, -1]
+        elif k < 0.4:
+            c["vision_feature_layer"] = 1
         return c
 
-    def ct_name(self, name):
+    def ct_name(self, name, cfg=None):
+        # conversion_mapping.py: "CLIPVisionModel": PrefixChange(prefix_to_remove="vision_model"),
+        # and "SiglipVisionModel": "CLIPVisionModel"
         return name.replace("model.vision_tower.vision_model.", "model.vision_tower.", 1)
 
     def mapper(self):
@@ -370,7 +381,10 @@ class Llava(Family):
         tc = dict(cfg["text_config"])
         out = self.text_layers(v, tc, "language_model.model.", "model.language_model.", "language_model.lm_head")
         vis = cfg["vision_config"]
-        n = vis["num_hidden_layers"] + cfg.get("vision_feature_layer", -2) + 1
+        fl = cfg.get("vision_feature_layer", -2)
+        # llava.py _get_num_hidden_layers / utils.py get_layer_index
+        idx = lambda x: vis["num_hidden_layers"] + x + 1 if x < 0 else x
+        n = max(idx(x) for x in fl) if isinstance(fl, list) else idx(fl)
         for i in range(n):
             vp, hp = "vision_tower.vision_model.encoder.layers.%d." % i, \
                 "model.vision_tower.vision_model.encoder.layers.%d." % i

@@ -803,7 +803,7 @@ class Oracle:
             # modules the libraries quantize that ctq does not list: a row each,
             # never an agreement (ctq's plan would leave them out)
             have = {m["name"] for m in mods}
-            ct_have = {fam.ct_name(n) for n in have}
+            ct_have = {fam.ct_name(n, cfg) for n in have}
             if ct_lib:
                 for n, sch in ct_lib.items():
                     if n not in ct_have and sch is not None and (sch.weights or sch.input_activations
@@ -813,7 +813,7 @@ class Oracle:
                 for n, res in v_lib.items():
                     if n not in have and res["kind"] != "plain":
                         mods.append({"name": n, "missing": "vllm"})
-            ct_lib = {m["name"]: ct_lib.get(fam.ct_name(m["name"])) for m in mods} if ct_lib is not None else None
+            ct_lib = {m["name"]: ct_lib.get(fam.ct_name(m["name"], cfg)) for m in mods} if ct_lib is not None else None
         out = {}
         for prof in PROFILES:
             cerr = cerrs.get(prof)
