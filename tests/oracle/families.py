@@ -29,7 +29,7 @@ The layers, per family (vLLM 0.26.0):
       no lm_head at all (logits from embed_tokens)
   phi3: phi3.py packed_modules_mapping {"qkv_proj": ["qkv_proj"], "gate_up_proj":
       ["gate_up_proj"]}: the checkpoint's fused Linears are the layers
-  seqcls (Qwen3ForSequenceClassification): adapters.py as_seq_cls_model: `score`
+  seqcls (Qwen3ForSequenceClassification, one in three LlamaForSequenceClassification): adapters.py as_seq_cls_model: `score`
       is ReplicatedLinear(..., quant_config=vllm_config.quant_config) (checkpoint
       based, lines 315-329); the causal model's layers as qwen3
   qwen3_moe: qwen3_moe.py: a layer not in mlp_only_layers with (i + 1) %
@@ -206,6 +206,8 @@ class SeqCls(Qwen3):
     def config(self, r):
         c = Qwen3.config(self, r)
         c["num_labels"] = r.choice([2, 3])
+        if r.random() < 0.3:  # LlamaForSequenceClassification: the same score, Llama's classes
+            c["model_type"], c["architectures"] = "llama", ["LlamaForSequenceClassification"]
         return c
 
     def vllm(self, v, cfg):
