@@ -466,6 +466,13 @@ class Dit(Family):
         return None, {}, [(n, v.ColumnParallelLinear(), [n]) for n in self.linears(cfg)]
 
 
+class Llama(Family):
+    name, model_type, arch, attention = "llama", "llama", "LlamaForCausalLM", "LlamaAttention"
+
+
+# the generated families (--family); qwen3 and llama are the first generator's
+# (semantics_diff.py), here for suite_check.py
+EXTRA = {f.name: f for f in (Qwen3(), Llama())}
 FAMILIES = {f.name: f for f in (Qwen3(), LlamaTied(), Mistral(), Gemma2(), Gemma3(), Phi3(), SeqCls(), Qwen3Moe(),
                                 Mixtral(), DeepseekV3(), Llava(), Qwen3VL(), Dit())}
 
