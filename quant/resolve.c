@@ -1065,8 +1065,13 @@ enum ctq_status ctq_plan_resolve(struct ctq_plan *plan,
 	}
 	/* A static kv_cache_scheme by group or tensor_group: compressed-tensors'
 	 * initialisation allocates its scales with a None dimension and crashes
-	 * (TypeError in torch.empty, measured with 0.20.0); dynamic ones run. */
-	if (sem == CTQ_SEM_CT && cfg->kv_cache && cfg->kv_cache->dynamic == CTQ_DYNAMIC_FALSE &&
+	 * (TypeError in torch.empty, measured with 0.20.0); dynamic ones run.
+	 * Only where there is an attention module to initialise: a DiT has none
+	 * compressed-tensors recognises (diffusers' Attention has to_k / to_v). */
+	bool ct_attention = false;
+	for (size_t i = 0; sem == CTQ_SEM_CT && !ct_attention && i < mods->n; i++)
+		ct_attention = mods->v[i].kind == CTQ_MODULE_ATTENTION;
+	if (sem == CTQ_SEM_CT && ct_attention && cfg->kv_cache && cfg->kv_cache->dynamic == CTQ_DYNAMIC_FALSE &&
 	    (cfg->kv_cache->strategy == CTQ_STRATEGY_GROUP ||
 	     cfg->kv_cache->strategy == CTQ_STRATEGY_TENSOR_GROUP)) {
 		ctq_json_path_key(p, sizeof p, cfg->block_path, "kv_cache_scheme.strategy");
