@@ -575,8 +575,20 @@ static enum ctq_status parse_scheme(struct parser *p, const cJSON *obj,
 		if (!ap)
 			return oom(p, path);
 		st = parse_args(p, ctq_json_get(obj, args_fields[i]), ap, dst[i]);
-		if (!st && i > 0)
-			st = check_activation_args(p, *dst[i], ap, i == 1);
+		if (!st && i > 0 && (st = check_activation_args(p, *dst[i], ap, i == 1)) ==
+					    CTQ_ERR_INVALID_CONFIG && !vllm_drops) {
+			/* QuantizationScheme's validator (quant_scheme.py
+			 * validate_model_after), which vLLM never builds: its
+			 * QuantizationArgs take the args */
+			if (!s->args_error) {
+				s->args_error = ctq_arena_strdup(&p->cfg->arena, p->err->message);
+				s->args_error_path = ctq_arena_strdup(&p->cfg->arena, p->err->path);
+				if (!s->args_error || !s->args_error_path)
+					return oom(p, ap);
+			}
+			memset(p->err, 0, sizeof *p->err);
+			continue;
+		}
 		if (st == CTQ_ERR_INVALID_CONFIG && vllm_drops) {
 			s->args_error = ctq_arena_strdup(&p->cfg->arena, p->err->message);
 			s->args_error_path = ctq_arena_strdup(&p->cfg->arena, p->err->path);

@@ -66,10 +66,13 @@ struct ctq_qscheme {
 	 * validates a group's format and compares it by value. NULL: fine. */
 	const char *format_error;
 	const char *format_error_path;
-	/* Args compressed-tensors refuses (invalid-config) in a group vLLM drops
-	 * before reading it (from_config: exactly one target ending in
-	 * "Attention"): an error of the config under strict and ct, resolved
-	 * at plan time; the args are left out. NULL: fine. */
+	/* What compressed-tensors refuses (invalid-config) and vLLM never reads:
+	 * any args of a group vLLM drops unread (from_config: exactly one target
+	 * ending in "Attention"; the args are left out), and QuantizationScheme's
+	 * own checks of the activations (channel / block input strategies,
+	 * actorder; quant_scheme.py validate_model_after: vLLM builds
+	 * QuantizationArgs only; the args are kept). An error of the config
+	 * under strict and ct, resolved at plan time. NULL: fine. */
 	const char *args_error;
 	const char *args_error_path;
 };
