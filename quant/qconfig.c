@@ -551,8 +551,17 @@ static enum ctq_status parse_scheme(struct parser *p, const cJSON *obj,
 	enum ctq_status st = check_keys(p, obj, path, scheme_keys,
 					sizeof scheme_keys / sizeof *scheme_keys,
 					"QuantizationScheme");
-	if (st)
+	if (st == CTQ_ERR_INVALID_CONFIG) {
+		/* QuantizationScheme forbids extra keys; vLLM reads the group's
+		 * dict by key and never builds one: refused under ct and strict */
+		s->args_error = ctq_arena_strdup(&p->cfg->arena, p->err->message);
+		s->args_error_path = ctq_arena_strdup(&p->cfg->arena, p->err->path);
+		if (!s->args_error || !s->args_error_path)
+			return oom(p, path);
+		memset(p->err, 0, sizeof *p->err);
+	} else if (st) {
 		return st;
+	}
 	const cJSON *t = ctq_json_get(obj, "targets");
 	char *tp = path_key(p, path, "targets");
 	if (!tp)
@@ -590,10 +599,12 @@ static enum ctq_status parse_scheme(struct parser *p, const cJSON *obj,
 			continue;
 		}
 		if (st == CTQ_ERR_INVALID_CONFIG && vllm_drops) {
-			s->args_error = ctq_arena_strdup(&p->cfg->arena, p->err->message);
-			s->args_error_path = ctq_arena_strdup(&p->cfg->arena, p->err->path);
-			if (!s->args_error || !s->args_error_path)
-				return oom(p, ap);
+			if (!s->args_error) {
+				s->args_error = ctq_arena_strdup(&p->cfg->arena, p->err->message);
+				s->args_error_path = ctq_arena_strdup(&p->cfg->arena, p->err->path);
+				if (!s->args_error || !s->args_error_path)
+					return oom(p, ap);
+			}
 			memset(p->err, 0, sizeof *p->err);
 			s->weights = s->input = s->output = NULL;
 			break;
