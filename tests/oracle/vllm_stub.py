@@ -14,11 +14,19 @@ Executed from the wheel, unchanged (REAL below):
   compressed_tensors/schemes/*.py        every scheme class: their constructors validate
                                          (bits, group size, symmetry) and raise ValueError
   compressed_tensors/transform/{linear,utils}.py
+  compressed_tensors/compressed_tensors_moe/*.py  CompressedTensorsMoEMethod.get_moe_method and every
+                                         MoE method's constructor (their checks raise); only
+                                         the kernel back-end choice (select_*_backend) is
+                                         replaced, by a placeholder pair
 
-Written here (LAYERS below): the layer classes of a Qwen3 model in vLLM
+Written here (LAYERS below): the layer classes of the models in vLLM
 (LinearBase and its subclasses, VocabParallelEmbedding / ParallelLMHead,
-Attention, RoutedExperts) with vLLM's class names and hierarchy, which the
-resolver's isinstance tests and class-name matching read; the device
+Attention, MLAAttention, RoutedExperts with the FusedMoEConfig fields the MoE
+methods read, FusedMoEMethodBase / UnquantizedFusedMoEMethod) with vLLM's
+class names and hierarchy, which the resolver's isinstance tests and
+class-name matching read; marlin_utils' check_moe_marlin_supports_layer as
+true (its shape test passes for the oracle's widths: hidden 128, group sizes
+dividing the intermediate size); the device
 (`current_platform`): one SM 9.0 GPU, as ctq's vllm profile assumes. Every
 other `vllm.*` name is an inert placeholder (import plumbing: kernels, loggers,
 parameters, triton) that no decision reads.
