@@ -333,6 +333,7 @@ static enum ctq_status enumerate(struct ctq_modules *m, const struct ctq_arch *a
 			/* vLLM: a ReplicatedLinear, built with quant_config=None
 			 * except in qwen3_moe.py */
 			m->v[m->n - 1].vllm_unquantized = !a->vllm_router_quantized;
+			m->v[m->n - 1].router = true;
 			m->v[m->n - 1].vllm_type = "ReplicatedLinear";
 			for (long e = 0; e < s->n_experts; e++) {
 				LIN(E, H, "%slayers.%d.%s.experts.%ld.%s", prefix, l, mp, e, a->expert_leaf[0]);
@@ -859,6 +860,7 @@ enum ctq_status ctq_modules_from_tensors(struct ctq_modules *m, const cJSON *con
 			goto done;
 		}
 		nm->vllm_unquantized = k->vllm_unquantized;
+		nm->router = k->router;
 		if (k->ct_name && !(nm->ct_name = ctq_arena_strdup(&r.arena, k->ct_name))) {
 			st = ctq_error_set(err, CTQ_ERR_NOMEM, name, "out of memory");
 			goto done;

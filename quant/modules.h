@@ -45,6 +45,7 @@ struct ctq_module {
 	/* vLLM builds it with quant_config=None (MoE routers, Qwen2-MoE's
 	 * shared_expert_gate): never quantized there. */
 	bool vllm_unquantized;
+	bool router;           /* a MoE block's router (<parent>.gate) */
 	/* The name transformers 5.23 gives the module, where it renames the
 	 * checkpoint's at load (conversion_mapping.py; NULL: the same):
 	 * compressed-tensors matches targets and ignore against the model's
