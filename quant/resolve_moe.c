@@ -235,7 +235,7 @@ enum ctq_status ctq_resolve_moe_vllm(struct ctx *c, size_t b)
 		if (m) {
 			r.vllm_class = m;
 			if (r.error) {
-				char buf[64];
+				char buf[CTQ_SCHEME_NAME_MAX];
 				r.error = CTQ_OK;
 				r.message = NULL;
 				r.scheme = ctq_arena_printf(&c->plan->arena, "%s",
