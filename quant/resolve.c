@@ -520,25 +520,6 @@ static char *replace_all(struct ctx *c, const char *s, const char *old,
 	return buf;
 }
 
-/* A name as vLLM has it (struct ctq_vllm_names): a layer's runtime name
- * (layer), or a target / ignore entry after apply_vllm_mapper. */
-static const char *vmap(struct ctx *c, const char *name, bool layer)
-{
-	const struct ctq_vllm_names *vn = c->mods->vnames;
-	if (!vn || !name)
-		return name;
-	if (layer && vn->lm_head && !strcmp(name, "lm_head"))
-		return vn->lm_head;
-	if (!layer && (is_regex(name) || !strchr(name, '.')))
-		return name;
-	for (size_t i = 0; i < vn->n_prefix; i++) {
-		size_t n = strlen(vn->prefix[i][0]);
-		if (!strncmp(name, vn->prefix[i][0], n))
-			return ctq_arena_printf(&c->plan->arena, "%s%s", vn->prefix[i][1], name + n);
-	}
-	return name;
-}
-
 static enum ctq_status vllm_ignore_one(struct ctx *c, const char *name,
 				       bool *hit, const char **entry)
 {
@@ -594,7 +575,7 @@ static bool icontains(const char *hay, const char *needle)
 enum ctq_status ctq_resolve_vllm_layer(struct ctx *c, struct ctq_plan_entry *e,
 				       const struct ctq_module *m, const struct ctq_fused_set *fs)
 {
-	const char *layer = vmap(c, fs ? fs->runtime_name : m->name, true);
+	const char *layer = ctq_resolve_vmap(c, fs ? fs->runtime_name : m->name, true);
 	const char *cls = fs ? fs->runtime_type : m->vllm_type;
 	if (!layer)
 		return ctq_resolve_nomem(c);
@@ -1082,23 +1063,8 @@ enum ctq_status ctq_plan_resolve(struct ctq_plan *plan,
 	}
 	if (sem != CTQ_SEM_STRICT && (st = build_map(&c)))
 		goto done;
-	if (sem == CTQ_SEM_VLLM && mods->vnames) {
-		c.vignore = ctq_arena_calloc(&plan->arena, cfg->n_ignore + 1, sizeof *c.vignore);
-		if (!c.vignore) {
-			st = ctq_resolve_nomem(&c);
-			goto done;
-		}
-		for (size_t i = 0; i < cfg->n_ignore; i++)
-			if (!(c.vignore[i] = vmap(&c, cfg->ignore[i], false))) {
-				st = ctq_resolve_nomem(&c);
-				goto done;
-			}
-		for (size_t k = 0; k < c.n_map; k++)
-			if (!(c.map[k].vtarget = vmap(&c, c.map[k].target, false))) {
-				st = ctq_resolve_nomem(&c);
-				goto done;
-			}
-	}
+	if (sem == CTQ_SEM_VLLM && (st = ctq_resolve_vllm_names(&c)))
+		goto done;
 	if (sem == CTQ_SEM_CT) {
 		c.ct_order = ctq_arena_calloc(&plan->arena, c.n_map + 1, sizeof *c.ct_order);
 		if (!c.ct_order) {

@@ -44,6 +44,17 @@ enum ctq_status ctq_resolve_set_error(struct ctx *c, struct ctq_plan_entry *e, e
 enum ctq_status ctq_resolve_vllm_layer(struct ctx *c, struct ctq_plan_entry *e,
 				       const struct ctq_module *m, const struct ctq_fused_set *fs);
 
+/* ---- quant/resolve_names.c ---- */
+
+/* A name as vLLM has it (struct ctq_vllm_names): a layer's runtime name
+ * (layer), or a target / ignore entry after apply_vllm_mapper; NULL when out
+ * of memory. */
+const char *ctq_resolve_vmap(struct ctx *c, const char *name, bool layer);
+
+/* vllm: c->vignore and the map's vtarget, where the model's layers have
+ * names of their own (c->mods->vnames). */
+enum ctq_status ctq_resolve_vllm_names(struct ctx *c);
+
 /* ---- quant/resolve_moe.c ---- */
 
 /* vLLM: resolves MoE block b as FusedMoE does and copies the answer to
