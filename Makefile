@@ -355,10 +355,15 @@ test: deps-report
 
 # ---- differential oracle against the real libraries (not part of `make test`) --
 # tests/oracle/semantics_diff.py: compressed-tensors 0.20.0 on transformers
-# 5.23.0 and vLLM 0.26.0's resolver source against `ctq inspect --json` over
-# ORACLE_N generated configs (plus ../shared/configs when present); exit 1
-# below ORACLE_MIN percent of modules per profile. Disagreeing configs, shrunk,
-# go to $(BUILD)/oracle-out/ with summary.json.
+# 5.23.0 (diffusers 0.35.2 for the DiT) and vLLM 0.26.0's resolver source
+# against `ctq inspect --json`, per model family (ORACLE_FAMILIES, default
+# all 13: qwen3-llama, llama-tied, mistral, gemma2, gemma3, phi3, seqcls,
+# qwen3_moe, mixtral, deepseek_v3, llava, qwen3_vl, dit), ORACLE_N generated
+# configs each (plus ../shared/configs when present, on Qwen3 / Llama); exit
+# 1 when a family's profile is below ORACLE_MIN percent of modules. About 4
+# minutes for the default 500 per family on 2 cores. Disagreeing configs,
+# shrunk, go to $(BUILD)/oracle-out/<family>/ with summary.json (and one
+# summary.json of all families in $(BUILD)/oracle-out/).
 # Installs into build/oracle-venv from PyPI (torch comes with its CUDA wheels,
 # ~3 GB); ORACLE_PY=/path/to/python uses a ready interpreter instead. The vLLM
 # wheel is only read (never installed, never kept in the tree).
@@ -367,10 +372,11 @@ test: deps-report
 # (verify-weights' rel-L2 per module); $(BUILD)/oracle-wna16/summary.json.
 ORACLE_VENV := $(BUILD)/oracle-venv
 ORACLE_PY ?= $(ORACLE_VENV)/bin/python
-ORACLE_N ?= 2000
+ORACLE_N ?= 500
+ORACLE_FAMILIES ?= all
 ORACLE_SEED ?= 1
 ORACLE_MIN ?= 99.5
-ORACLE_PIP := torch==2.15.0 transformers==5.23.0 compressed-tensors==0.20.0 loguru regex
+ORACLE_PIP := torch==2.15.0 transformers==5.23.0 compressed-tensors==0.20.0 diffusers==0.35.2 loguru regex
 VLLM_ORACLE := 0.26.0
 VLLM_WHEEL_DIR := $(BUILD)/oracle-wheels
 .PHONY: test-oracle
@@ -386,6 +392,7 @@ test-oracle: all
 	$(Q)$(ORACLE_PY) tests/oracle/semantics_diff.py --ctq $(BUILD)/ctq \
 		--vllm-wheel $$(ls $(VLLM_WHEEL_DIR)/vllm-$(VLLM_ORACLE)-*.whl | head -1) \
 		--n $(ORACLE_N) --seed $(ORACLE_SEED) --min $(ORACLE_MIN) --out $(BUILD)/oracle-out \
+		--family $(ORACLE_FAMILIES) \
 		$(if $(wildcard ../shared/configs/*.json),--real-configs ../shared/configs)
 	$(Q)$(ORACLE_PY) tests/oracle/wna16_load.py --ctq $(BUILD)/ctq --out $(BUILD)/oracle-wna16
 

@@ -655,9 +655,11 @@ static enum ctq_status select_modules(const struct ctq_modules *mods, const stru
 		const struct ctq_module *m = &mods->v[i];
 		if (m->kind != CTQ_MODULE_LINEAR)
 			continue;
-		/* vLLM builds routers and Qwen2-MoE's shared_expert_gate with
-		 * quant_config=None: an int8 weight there would not load. */
-		if (ignored[i] || !strcmp(m->name, "lm_head") || m->vllm_unquantized) {
+		/* vLLM builds most routers and Qwen2-MoE's shared_expert_gate
+		 * with quant_config=None: an int8 weight there would not load;
+		 * routers stay in BF16 everywhere (Qwen3-MoE's too), as
+		 * llm-compressor's recipes keep them. */
+		if (ignored[i] || !strcmp(m->name, "lm_head") || m->vllm_unquantized || m->router) {
 			ign[(*n_ign)++] = m->name;
 			continue;
 		}

@@ -32,17 +32,17 @@ static const struct ctq_arch arches[] = {
 	 .source = "models/mistral/modeling_mistral.py"},
 	/* models/gemma/modeling_gemma.py (tie_word_embeddings defaults to True);
 	 * vLLM gemma.py has no lm_head: logits come from model.embed_tokens */
-	{.model_type = "gemma", .causal_lm = "GemmaForCausalLM",
+	{.model_type = "gemma", .embedding_class = "GemmaTextScaledWordEmbedding", .causal_lm = "GemmaForCausalLM",
 	 .attention_class = "GemmaAttention", .layer_class = "GemmaDecoderLayer",
 	 .mlp_class = "GemmaMLP", .norm_class = "GemmaRMSNorm", .tie_default = true,
 	 .vllm_head_is_embedding = true, .source = "models/gemma/modeling_gemma.py"},
 	/* models/gemma2/modeling_gemma2.py; vLLM gemma2.py as gemma.py */
-	{.model_type = "gemma2", .causal_lm = "Gemma2ForCausalLM",
+	{.model_type = "gemma2", .embedding_class = "Gemma2TextScaledWordEmbedding", .causal_lm = "Gemma2ForCausalLM",
 	 .attention_class = "Gemma2Attention", .layer_class = "Gemma2DecoderLayer",
 	 .mlp_class = "Gemma2MLP", .norm_class = "Gemma2RMSNorm", .tie_default = true,
 	 .vllm_head_is_embedding = true, .source = "models/gemma2/modeling_gemma2.py"},
 	/* models/gemma3/modeling_gemma3.py (text model, q_norm / k_norm); vLLM gemma3.py */
-	{.model_type = "gemma3_text", .causal_lm = "Gemma3ForCausalLM",
+	{.model_type = "gemma3_text", .embedding_class = "Gemma3TextScaledWordEmbedding", .causal_lm = "Gemma3ForCausalLM",
 	 .attention_class = "Gemma3Attention", .layer_class = "Gemma3DecoderLayer",
 	 .mlp_class = "Gemma3MLP", .norm_class = "Gemma3RMSNorm", .qk_norm = true,
 	 .tie_default = true, .vllm_head_is_embedding = true,
@@ -63,6 +63,9 @@ static const struct ctq_arch arches[] = {
 	 .moe_parent = "mlp", .moe_class = "Qwen3MoeSparseMoeBlock",
 	 .experts_class = "Qwen3MoeExperts", .router_class = "Qwen3MoeTopKRouter",
 	 .expert_leaf = GATED, .ct_fused_experts = true,
+	 /* vLLM qwen3_moe.py Qwen3MoeSparseMoeBlock: self.gate =
+	  * ReplicatedLinear(..., quant_config=quant_config, prefix=f"{prefix}.gate") */
+	 .vllm_router_quantized = true,
 	 /* Qwen3MoeConfig: num_experts=128, moe_intermediate_size=768 */
 	 .experts_default = 128, .moe_inter_default = 768,
 	 .source = "models/qwen3_moe/modeling_qwen3_moe.py"},
@@ -99,12 +102,14 @@ static const struct ctq_arch arches[] = {
 	/* models/deepseek_v3/modeling_deepseek_v3.py: MLA attention, dense
 	 * DeepseekV3MLP below first_k_dense_replace, DeepseekV3MoE (gate is
 	 * DeepseekV3TopkRouter, an nn.Module with a weight, never a Linear;
-	 * experts; shared_experts) above; experts kept per expert here */
+	 * experts; shared_experts) above; transformers 5.23 fuses the experts
+	 * (DeepseekV3Experts: gate_up_proj, down_proj 3-D parameters) */
 	{.model_type = "deepseek_v3", .causal_lm = "DeepseekV3ForCausalLM",
 	 .attention_class = "DeepseekV3Attention", .layer_class = "DeepseekV3DecoderLayer",
 	 .mlp_class = "DeepseekV3MLP", .norm_class = "DeepseekV3RMSNorm", .attn = CTQ_ATTN_MLA,
 	 .moe_parent = "mlp", .moe_class = "DeepseekV3MoE", .router_class = "DeepseekV3TopkRouter",
-	 .expert_leaf = GATED, .shared = CTQ_SHARED_EXPERTS,
+	 .experts_class = "DeepseekV3Experts", .expert_leaf = GATED, .shared = CTQ_SHARED_EXPERTS,
+	 .ct_fused_experts = true,
 	 /* DeepseekV3Config: n_routed_experts=256, moe_intermediate_size=2048,
 	  * first_k_dense_replace=3 (MLA defaults in quant/modules.c) */
 	 .experts_default = 256, .moe_inter_default = 2048, .first_k_dense_default = 3,

@@ -58,6 +58,13 @@ struct ctq_arch {
 	const char *expert_leaf[3]; /* gate, up, down as the checkpoint names them */
 	enum ctq_arch_shared shared;
 	bool ct_fused_experts;      /* transformers 5 fuses the experts (3-D parameters) */
+	/* vLLM builds the router as ReplicatedLinear(..., quant_config=quant_config)
+	 * (qwen3_moe.py: a Linear target reaches it); false: quant_config=None
+	 * (mixtral.py, qwen2_moe.py, deepseek_v2.py's GateLinear). */
+	bool vllm_router_quantized;
+	/* embed_tokens' class where it is an nn.Embedding subclass (Gemma's
+	 * <Family>TextScaledWordEmbedding); NULL: nn.Embedding */
+	const char *embedding_class;
 	/* The configuration class's defaults where a config omits the field:
 	 * the expert count, the experts' and shared experts' intermediate
 	 * sizes, DeepSeek's first_k_dense_replace. */

@@ -175,6 +175,8 @@ static cJSON *module_json(const struct ctq_inspection *v, size_t i)
 	for (size_t t = 0; t < mods->v[i].n_types; t++)
 		cJSON_AddItemToArray(types, cJSON_CreateString(mods->v[i].types[t]));
 	cJSON_AddStringToObject(mo, "vllm_type", mods->v[i].vllm_type);
+	if (mods->v[i].ct_name) /* the module's name in transformers 5.23's model (ct matches it) */
+		cJSON_AddStringToObject(mo, "ct_name", mods->v[i].ct_name);
 	if (mods->v[i].guessed)
 		cJSON_AddBoolToObject(mo, "guessed", true);
 	for (int s = 0; s < CTQ_SEM_COUNT; s++) {

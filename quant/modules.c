@@ -248,7 +248,12 @@ static enum ctq_status enumerate(struct ctq_modules *m, const struct ctq_arch *a
 		prefix = "model.";
 	const struct ctq_model_shape *s = &m->shape;
 	static const char *const linear[] = {"Linear", "Module"};
-	static const char *const embedding[] = {"Embedding", "Module"};
+	static const char *const embedding2[] = {"Embedding", "Module"};
+	/* Gemma 1-3: embed_tokens is a <Family>TextScaledWordEmbedding(nn.Embedding)
+	 * (modeling_gemma*.py): its class is a target too */
+	const char *embedding3[] = {a->embedding_class, "Embedding", "Module"};
+	const char *const *embedding = a->embedding_class ? embedding3 : embedding2;
+	const size_t n_embedding = a->embedding_class ? 3 : 2;
 	const char *attention[] = {a->attention_class, "Module"};
 	/* transformers' class hierarchies (MRO, torch.nn.Module subclasses). */
 	const char *decoder_layer[] = {a->layer_class, "GradientCheckpointingLayer", "Module"};
@@ -276,7 +281,7 @@ static enum ctq_status enumerate(struct ctq_modules *m, const struct ctq_arch *a
 		m->v[m->n - 1].out_features = (o) > 0 ? (o) : 0;                \
 		m->v[m->n - 1].in_features = (i) > 0 ? (i) : 0;                 \
 	} while (0)
-	ADD_TO(false, embedding, 2, "%sembed_tokens", prefix);
+	ADD_TO(false, embedding, n_embedding, "%sembed_tokens", prefix);
 	m->v[m->n - 1].out_features = s->vocab_size;
 	m->v[m->n - 1].in_features = H;
 	for (int l = 0; l < layers; l++) {
@@ -289,6 +294,10 @@ static enum ctq_status enumerate(struct ctq_modules *m, const struct ctq_arch *a
 			ADD_AUX(norm, 2, "%s.k_norm", at);
 		}
 		ADD_TO(false, attention, 2, "%s", at);
+		/* vLLM deepseek_v2.py: the MLA layer's attention is an MLAAttention
+		 * (layers/attention/mla_attention.py), not an Attention */
+		if (a->attn == CTQ_ATTN_MLA)
+			m->v[m->n - 1].vllm_type = "MLAAttention";
 		switch (a->attn) {
 		case CTQ_ATTN_QKV:
 			LIN(q, H, "%s.q_proj", at);
@@ -321,7 +330,11 @@ static enum ctq_status enumerate(struct ctq_modules *m, const struct ctq_arch *a
 			       2, "%slayers.%d.%s.gate", prefix, l, mp);
 			m->v[m->n - 1].out_features = s->n_experts;
 			m->v[m->n - 1].in_features = H;
-			m->v[m->n - 1].vllm_unquantized = true;
+			/* vLLM: a ReplicatedLinear, built with quant_config=None
+			 * except in qwen3_moe.py */
+			m->v[m->n - 1].vllm_unquantized = !a->vllm_router_quantized;
+			m->v[m->n - 1].router = true;
+			m->v[m->n - 1].vllm_type = "ReplicatedLinear";
 			for (long e = 0; e < s->n_experts; e++) {
 				LIN(E, H, "%slayers.%d.%s.experts.%ld.%s", prefix, l, mp, e, a->expert_leaf[0]);
 				LIN(E, H, "%slayers.%d.%s.experts.%ld.%s", prefix, l, mp, e, a->expert_leaf[1]);
@@ -488,6 +501,11 @@ static enum ctq_status moe_fields(const struct ctq_arch *a, const cJSON *c, cons
 		s->shared_intermediate_size = s->moe_intermediate_size * shared;
 	}
 	rule->mlp_only = ctq_json_get(c, "mlp_only_layers");
+	/* vLLM qwen3_moe.py Qwen3MoeForCausalLM.__init__: `if getattr(config,
+	 * "mlp_only_layers", []): self.packed_modules_mapping["gate_up_proj"] =
+	 * ["gate_proj", "up_proj"]` */
+	s->vllm_gate_up_unpacked = !strcmp(a->model_type, "qwen3_moe") &&
+				   !(cJSON_IsArray(rule->mlp_only) && rule->mlp_only->child);
 	return CTQ_OK;
 }
 
@@ -821,8 +839,9 @@ enum ctq_status ctq_modules_from_tensors(struct ctq_modules *m, const cJSON *con
 		 * experts are Linears and the router an nn.Linear, as
 		 * compressed-tensors sees them on transformers 4. */
 		static const char *const lin[] = {"Linear", "Module"};
-		bool t4_router = !fused_experts && k->vllm_unquantized && arch &&
-				 arch->ct_fused_experts && k->kind == CTQ_MODULE_OTHER;
+		bool t4_router = !fused_experts && arch && arch->ct_fused_experts &&
+				 k->kind == CTQ_MODULE_OTHER && arch->router_class && k->n_types &&
+				 !strcmp(k->types[0], arch->router_class);
 		if ((st = ctq_modules_add(&r, name, t4_router ? lin : k->types,
 					  t4_router ? 2 : k->n_types, k->vllm_type, err)))
 			goto done;
@@ -841,6 +860,11 @@ enum ctq_status ctq_modules_from_tensors(struct ctq_modules *m, const cJSON *con
 			goto done;
 		}
 		nm->vllm_unquantized = k->vllm_unquantized;
+		nm->router = k->router;
+		if (k->ct_name && !(nm->ct_name = ctq_arena_strdup(&r.arena, k->ct_name))) {
+			st = ctq_error_set(err, CTQ_ERR_NOMEM, name, "out of memory");
+			goto done;
+		}
 		nm->ct_fused = k->ct_fused && fused_experts;
 		nm->out_features = tm && tm->out ? tm->out : k->out_features;
 		nm->in_features = tm && tm->in ? tm->in : k->in_features;
@@ -875,6 +899,7 @@ enum ctq_status ctq_modules_from_tensors(struct ctq_modules *m, const cJSON *con
 	if ((st = ctq_modules_finish(&r, err)))
 		goto done;
 	r.shape = known.shape;
+	r.vnames = known.vnames;
 	ctq_modules_free(m);
 	*m = r;
 	ctq_modules_init(&r);
@@ -1061,6 +1086,8 @@ enum ctq_status ctq_modules_finish(struct ctq_modules *m, struct ctq_error *err)
 			    (st = add_fused(m, idx, 2, "gate_up_proj",
 					    "MergedColumnParallelLinear", err)))
 				return st;
+			if (idx[1] >= 0 && m->shape.vllm_gate_up_unpacked)
+				m->fused[m->n_fused - 1].unpacked = true;
 		} else if (leaf_is(mod->name, "q_a_proj")) {
 			/* vLLM deepseek_v2.py: fused_qkv_a_proj =
 			 * MergedColumnParallelLinear(hidden, [q_lora_rank,

@@ -45,6 +45,13 @@ struct ctq_module {
 	/* vLLM builds it with quant_config=None (MoE routers, Qwen2-MoE's
 	 * shared_expert_gate): never quantized there. */
 	bool vllm_unquantized;
+	bool router;           /* a MoE block's router (<parent>.gate) */
+	/* The name transformers 5.23 gives the module, where it renames the
+	 * checkpoint's at load (conversion_mapping.py; NULL: the same):
+	 * compressed-tensors matches targets and ignore against the model's
+	 * names, so the ct profile does. Llava's CLIP tower:
+	 * CLIPVisionModel's PrefixChange(prefix_to_remove="vision_model"). */
+	const char *ct_name;
 };
 
 /* A mixture-of-experts block as vLLM runs it: one FusedMoE layer named
@@ -62,6 +69,7 @@ struct ctq_fused_set {
 	const char *key;          /* qkv_proj, gate_up_proj */
 	size_t members[3];        /* module indices, in shard order */
 	size_t n_members;
+	bool unpacked;            /* not in vLLM's packed_modules_mapping */
 };
 
 /* Model shape needed by the TP planner (zero when unknown). */
@@ -88,6 +96,11 @@ struct ctq_model_shape {
 	long n_experts, moe_intermediate_size, shared_intermediate_size;
 	/* DeepSeek-V3 MLA: q_lora_rank (0: q_proj), kv_lora_rank, head dims. */
 	long q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
+	/* vLLM's packed_modules_mapping lacks gate_up_proj (qwen3_moe.py
+	 * Qwen3MoeForCausalLM adds it only when mlp_only_layers is set): a
+	 * dense layer's mlp.gate_up_proj is then matched by its own name alone
+	 * (no shard ignore check, no shard fallback). */
+	bool vllm_gate_up_unpacked;
 };
 
 /* The seven linear modules of a decoder layer of the Llama family (Llama,
@@ -131,6 +144,17 @@ int ctq_hf_linear_of(const struct ctq_modules *mods, const struct ctq_module *m)
 void ctq_hf_linear_features(const struct ctq_model_shape *s, enum ctq_hf_linear l, long *out,
 			    long *in);
 
+/* vLLM's names for a model whose layers it names otherwise (Llava, Qwen3-VL):
+ * the model class's hf_to_vllm_mapper orig_to_new_prefix (apply_vllm_mapper
+ * maps the targets and ignore entries that are layer paths, "." in them and
+ * no "re:"; regexes stay and are matched against vLLM's layer names), and
+ * the runtime name of the head. */
+struct ctq_vllm_names {
+	const char *const (*prefix)[2]; /* (from, to), first match wins */
+	size_t n_prefix;
+	const char *lm_head;            /* vLLM's layer for HF "lm_head" */
+};
+
 struct ctq_modules {
 	struct ctq_arena arena;
 	struct ctq_module *v;
@@ -147,6 +171,7 @@ struct ctq_modules {
 	struct ctq_moe_block *moe;
 	size_t n_moe;
 	struct ctq_model_shape shape;
+	const struct ctq_vllm_names *vnames; /* NULL: vLLM's names are HF's */
 };
 
 void ctq_modules_init(struct ctq_modules *m);

@@ -551,8 +551,17 @@ static enum ctq_status parse_scheme(struct parser *p, const cJSON *obj,
 	enum ctq_status st = check_keys(p, obj, path, scheme_keys,
 					sizeof scheme_keys / sizeof *scheme_keys,
 					"QuantizationScheme");
-	if (st)
+	if (st == CTQ_ERR_INVALID_CONFIG) {
+		/* QuantizationScheme forbids extra keys; vLLM reads the group's
+		 * dict by key and never builds one: refused under ct and strict */
+		s->args_error = ctq_arena_strdup(&p->cfg->arena, p->err->message);
+		s->args_error_path = ctq_arena_strdup(&p->cfg->arena, p->err->path);
+		if (!s->args_error || !s->args_error_path)
+			return oom(p, path);
+		memset(p->err, 0, sizeof *p->err);
+	} else if (st) {
 		return st;
+	}
 	const cJSON *t = ctq_json_get(obj, "targets");
 	char *tp = path_key(p, path, "targets");
 	if (!tp)
@@ -566,14 +575,41 @@ static enum ctq_status parse_scheme(struct parser *p, const cJSON *obj,
 	static const char *const args_fields[3] = {
 		"weights", "input_activations", "output_activations"};
 	const struct ctq_qargs **dst[3] = {&s->weights, &s->input, &s->output};
+	/* vLLM's from_config drops a group of one target ending in "Attention"
+	 * before it reads its args */
+	const size_t tl = s->n_targets == 1 ? strlen(s->targets[0]) : 0;
+	const bool vllm_drops = tl >= 9 && !strcmp(s->targets[0] + tl - 9, "Attention");
 	for (int i = 0; i < 3; i++) {
 		char *ap = path_key(p, path, args_fields[i]);
 		if (!ap)
 			return oom(p, path);
-		if ((st = parse_args(p, ctq_json_get(obj, args_fields[i]), ap,
-				     dst[i])))
-			return st;
-		if (i > 0 && (st = check_activation_args(p, *dst[i], ap, i == 1)))
+		st = parse_args(p, ctq_json_get(obj, args_fields[i]), ap, dst[i]);
+		if (!st && i > 0 && (st = check_activation_args(p, *dst[i], ap, i == 1)) ==
+					    CTQ_ERR_INVALID_CONFIG && !vllm_drops) {
+			/* QuantizationScheme's validator (quant_scheme.py
+			 * validate_model_after), which vLLM never builds: its
+			 * QuantizationArgs take the args */
+			if (!s->args_error) {
+				s->args_error = ctq_arena_strdup(&p->cfg->arena, p->err->message);
+				s->args_error_path = ctq_arena_strdup(&p->cfg->arena, p->err->path);
+				if (!s->args_error || !s->args_error_path)
+					return oom(p, ap);
+			}
+			memset(p->err, 0, sizeof *p->err);
+			continue;
+		}
+		if (st == CTQ_ERR_INVALID_CONFIG && vllm_drops) {
+			if (!s->args_error) {
+				s->args_error = ctq_arena_strdup(&p->cfg->arena, p->err->message);
+				s->args_error_path = ctq_arena_strdup(&p->cfg->arena, p->err->path);
+				if (!s->args_error || !s->args_error_path)
+					return oom(p, ap);
+			}
+			memset(p->err, 0, sizeof *p->err);
+			s->weights = s->input = s->output = NULL;
+			break;
+		}
+		if (st)
 			return st;
 	}
 	const char *fmt;
@@ -749,9 +785,17 @@ static enum ctq_status parse_block(struct parser *p, const cJSON *blk,
 	char *kp = path_key(p, path, "kv_cache_scheme");
 	if (!kp)
 		return oom(p, path);
-	if ((st = parse_args(p, ctq_json_get(blk, "kv_cache_scheme"), kp,
-			     &cfg->kv_cache)))
+	st = parse_args(p, ctq_json_get(blk, "kv_cache_scheme"), kp, &cfg->kv_cache);
+	if (st == CTQ_ERR_INVALID_CONFIG) {
+		cfg->kv_error = ctq_arena_strdup(&cfg->arena, p->err->message);
+		cfg->kv_error_path = ctq_arena_strdup(&cfg->arena, p->err->path);
+		if (!cfg->kv_error || !cfg->kv_error_path)
+			return oom(p, kp);
+		memset(p->err, 0, sizeof *p->err);
+		cfg->kv_cache = NULL;
+	} else if (st) {
 		return st;
+	}
 
 	const cJSON *sp, *tr;
 	if ((st = get_member_or_null(p, blk, "sparsity_config", path, cJSON_IsObject, "an object",

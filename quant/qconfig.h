@@ -66,6 +66,15 @@ struct ctq_qscheme {
 	 * validates a group's format and compares it by value. NULL: fine. */
 	const char *format_error;
 	const char *format_error_path;
+	/* What compressed-tensors refuses (invalid-config) and vLLM never reads:
+	 * any args of a group vLLM drops unread (from_config: exactly one target
+	 * ending in "Attention"; the args are left out), and QuantizationScheme's
+	 * own checks of the activations (channel / block input strategies,
+	 * actorder; quant_scheme.py validate_model_after: vLLM builds
+	 * QuantizationArgs only; the args are kept). An error of the config
+	 * under strict and ct, resolved at plan time. NULL: fine. */
+	const char *args_error;
+	const char *args_error_path;
 };
 
 struct ctq_qgroup {
@@ -106,6 +115,12 @@ struct ctq_qconfig {
 	const char **ignore_paths;
 	size_t n_ignore;
 	const struct ctq_qargs *kv_cache; /* NULL when absent or null */
+	/* A kv_cache_scheme compressed-tensors refuses (invalid-config; kv_cache
+	 * then NULL): an error of the config under strict and ct, and under
+	 * vllm where the tree has an Attention layer (whose KV-cache method
+	 * reads the scheme); vLLM never reads it otherwise (MLA, DiT). */
+	const char *kv_error;
+	const char *kv_error_path;
 	bool sparsity_targets;      /* sparsity_config with non-empty targets */
 	bool transform_groups;      /* transform_config with config_groups */
 	size_t n_unknown_top_keys;  /* kept, not interpreted */

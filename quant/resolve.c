@@ -64,7 +64,9 @@ static enum ctq_status level_of(struct ctx *c, const char *t, const char *path,
 				const struct ctq_module *m, enum level *lv)
 {
 	bool hit;
-	enum ctq_status st = name_hit(c, t, path, m->name, &hit);
+	/* ct: the name the module has in transformers 5.23's model */
+	const char *name = c->plan->sem == CTQ_SEM_CT && m->ct_name ? m->ct_name : m->name;
+	enum ctq_status st = name_hit(c, t, path, name, &hit);
 	if (st)
 		return st;
 	if (hit)
@@ -418,8 +420,18 @@ static enum ctq_status ct_module(struct ctx *c, struct ctq_plan_entry *e)
 	enum ctq_status st = ignored_ct(c, m, &ign);
 	if (st)
 		return st;
-	if (ign)
+	if (ign) {
+		/* match_named_modules tests the targets before the ignore list:
+		 * a target regex that does not compile raises even when every
+		 * module is ignored (utils/match.py) */
+		for (size_t k = 0; k < c->n_map; k++) {
+			bool hit;
+			if (is_regex(c->map[k].target) &&
+			    (st = name_hit(c, c->map[k].target, c->map[k].path, m->name, &hit)))
+				return st;
+		}
 		return ct_kv(c, e, m, CTQ_BY_IGNORE, ign);
+	}
 	/* transformers 5 fuses the experts into one module of 3-D parameters
 	 * (Qwen3MoeExperts: gate_up_proj, down_proj) that is no Linear, and no
 	 * module of the expert's own name exists: no target gives it a scheme. */
@@ -513,7 +525,7 @@ static enum ctq_status vllm_ignore_one(struct ctx *c, const char *name,
 {
 	*hit = false;
 	for (size_t i = 0; i < c->cfg->n_ignore; i++) {
-		enum ctq_status st = name_hit(c, c->cfg->ignore[i],
+		enum ctq_status st = name_hit(c, c->vignore ? c->vignore[i] : c->cfg->ignore[i],
 					      c->cfg->ignore_paths[i], name, hit);
 		if (st)
 			return st;
@@ -531,8 +543,8 @@ static enum ctq_status first_name_hit(struct ctx *c, const char *name,
 	*out = NULL;
 	for (size_t k = 0; k < c->n_map; k++) {
 		bool hit;
-		enum ctq_status st = name_hit(c, c->map[k].target, c->map[k].path,
-					      name, &hit);
+		enum ctq_status st = name_hit(c, c->map[k].vtarget ? c->map[k].vtarget : c->map[k].target,
+					      c->map[k].path, name, &hit);
 		if (st)
 			return st;
 		if (hit) {
@@ -563,8 +575,10 @@ static bool icontains(const char *hay, const char *needle)
 enum ctq_status ctq_resolve_vllm_layer(struct ctx *c, struct ctq_plan_entry *e,
 				       const struct ctq_module *m, const struct ctq_fused_set *fs)
 {
-	const char *layer = fs ? fs->runtime_name : m->name;
+	const char *layer = ctq_resolve_vmap(c, fs ? fs->runtime_name : m->name, true);
 	const char *cls = fs ? fs->runtime_type : m->vllm_type;
+	if (!layer)
+		return ctq_resolve_nomem(c);
 	enum ctq_status st;
 	bool hit;
 	const char *entry = NULL;
@@ -572,11 +586,16 @@ enum ctq_status ctq_resolve_vllm_layer(struct ctx *c, struct ctq_plan_entry *e,
 	/* §5.2.2 ignore first. */
 	bool literal = false;
 	for (size_t i = 0; i < c->cfg->n_ignore; i++)
-		if (!strcmp(c->cfg->ignore[i], layer)) {
+		if (!strcmp(c->vignore ? c->vignore[i] : c->cfg->ignore[i], layer)) {
 			literal = true;
 			entry = c->cfg->ignore[i];
 		}
-	if (fs && !literal) {
+	if (fs && fs->unpacked && !literal) {
+		/* should_ignore_layer: a layer whose name is not in the packed
+		 * mapping is tested by its own name */
+		if ((st = vllm_ignore_one(c, layer, &hit, &entry)))
+			return st;
+	} else if (fs && !literal) {
 		int agree = -1;
 		char shards[1024] = "";
 		size_t sl = 0;
@@ -634,15 +653,17 @@ enum ctq_status ctq_resolve_vllm_layer(struct ctx *c, struct ctq_plan_entry *e,
 			lv = LV_TYPE;
 		}
 	}
-	/* _add_fused_moe_to_target_scheme_map: "FusedMoE" is added after the
-	 * other targets with "Linear"'s scheme, so a Linear target claims a
-	 * FusedMoE layer when no name and no other class matched. */
-	for (size_t k = 0; !t && cls && !strcmp(cls, "FusedMoE") && k < c->n_map; k++)
+	/* _add_fused_moe_to_target_scheme_map (vLLM 0.26.0): "RoutedExperts"
+	 * (the class of the layer a FusedMoE block asks with,
+	 * fused_moe/routed_experts.py) is added after the other targets with
+	 * "Linear"'s scheme, so a Linear target claims the experts when no name
+	 * and no other class matched. */
+	for (size_t k = 0; !t && cls && !strcmp(cls, "RoutedExperts") && k < c->n_map; k++)
 		if (!strcmp(c->map[k].target, "Linear")) {
 			t = &c->map[k];
 			lv = LV_TYPE;
 		}
-	if (!t && fs) {
+	if (!t && fs && !fs->unpacked) {
 		const struct tmap *first = NULL;
 		enum level first_lv = LV_NONE;
 		bool all = true;
@@ -705,7 +726,10 @@ static enum ctq_status vllm_attention(struct ctx *c, struct ctq_plan_entry *e,
 {
 	const struct ctq_qargs *kv = c->cfg->kv_cache;
 	e->by = CTQ_BY_DEFAULT;
-	if (!kv) {
+	/* get_quant_method returns CompressedTensorsKVCacheMethod only for an
+	 * Attention (compressed_tensors.py); DeepSeek's MLAAttention asks too
+	 * (_init_kv_cache_quant) but is none: no method, nothing validated. */
+	if (!kv || (m->vllm_type && !strcmp(m->vllm_type, "MLAAttention"))) {
 		e->scheme = "unquantized";
 		return CTQ_OK;
 	}
@@ -957,7 +981,7 @@ enum ctq_status ctq_plan_resolve(struct ctq_plan *plan,
 	plan->mods = mods;
 	struct ctq_regex_cache own;
 	ctq_regex_cache_init(&own);
-	struct ctx c = {plan, cfg, mods, rc ? rc : &own, err, NULL, 0, NULL, NULL};
+	struct ctx c = {plan, cfg, mods, rc ? rc : &own, err, NULL, 0, NULL, NULL, NULL};
 	enum ctq_status st = CTQ_OK;
 	char p[CTQ_PATH_MAX];
 
@@ -972,6 +996,25 @@ enum ctq_status ctq_plan_resolve(struct ctq_plan *plan,
 		st = ctq_error_set(err, CTQ_ERR_UNSUPPORTED_FORMAT, p,
 				   "is set; ctq does not execute Hadamard/QuIP/SpinQuant transforms");
 		goto done;
+	}
+	if (sem != CTQ_SEM_VLLM)
+		for (size_t g = 0; g < cfg->n_groups; g++)
+			if (cfg->groups[g].scheme.args_error) {
+				st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG,
+						   cfg->groups[g].scheme.args_error_path, "%s",
+						   cfg->groups[g].scheme.args_error);
+				goto done;
+			}
+	if (cfg->kv_error) {
+		/* vllm: only an Attention layer's KV-cache method reads the scheme */
+		bool attention = sem != CTQ_SEM_VLLM;
+		for (size_t i = 0; !attention && i < mods->n; i++)
+			attention = mods->v[i].kind == CTQ_MODULE_ATTENTION && mods->v[i].vllm_type &&
+				    !strcmp(mods->v[i].vllm_type, "Attention");
+		if (attention) {
+			st = ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, cfg->kv_error_path, "%s", cfg->kv_error);
+			goto done;
+		}
 	}
 	if (sem != CTQ_SEM_VLLM)
 		for (size_t g = 0; g < cfg->n_groups; g++)
@@ -1003,8 +1046,13 @@ enum ctq_status ctq_plan_resolve(struct ctq_plan *plan,
 	}
 	/* A static kv_cache_scheme by group or tensor_group: compressed-tensors'
 	 * initialisation allocates its scales with a None dimension and crashes
-	 * (TypeError in torch.empty, measured with 0.20.0); dynamic ones run. */
-	if (sem == CTQ_SEM_CT && cfg->kv_cache && cfg->kv_cache->dynamic == CTQ_DYNAMIC_FALSE &&
+	 * (TypeError in torch.empty, measured with 0.20.0); dynamic ones run.
+	 * Only where there is an attention module to initialise: a DiT has none
+	 * compressed-tensors recognises (diffusers' Attention has to_k / to_v). */
+	bool ct_attention = false;
+	for (size_t i = 0; sem == CTQ_SEM_CT && !ct_attention && i < mods->n; i++)
+		ct_attention = mods->v[i].kind == CTQ_MODULE_ATTENTION;
+	if (sem == CTQ_SEM_CT && ct_attention && cfg->kv_cache && cfg->kv_cache->dynamic == CTQ_DYNAMIC_FALSE &&
 	    (cfg->kv_cache->strategy == CTQ_STRATEGY_GROUP ||
 	     cfg->kv_cache->strategy == CTQ_STRATEGY_TENSOR_GROUP)) {
 		ctq_json_path_key(p, sizeof p, cfg->block_path, "kv_cache_scheme.strategy");
@@ -1014,6 +1062,8 @@ enum ctq_status ctq_plan_resolve(struct ctq_plan *plan,
 		goto done;
 	}
 	if (sem != CTQ_SEM_STRICT && (st = build_map(&c)))
+		goto done;
+	if (sem == CTQ_SEM_VLLM && (st = ctq_resolve_vllm_names(&c)))
 		goto done;
 	if (sem == CTQ_SEM_CT) {
 		c.ct_order = ctq_arena_calloc(&plan->arena, c.n_map + 1, sizeof *c.ct_order);

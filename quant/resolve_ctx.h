@@ -13,6 +13,7 @@ enum level { LV_NAME, LV_REGEX, LV_TYPE, LV_NONE };
  * resolves to (ct/vllm: the last group listing it; strict keeps all). */
 struct tmap {
 	const char *target;
+	const char *vtarget;  /* vllm: the target as apply_vllm_mapper left it */
 	const char *path;
 	long group;
 };
@@ -27,6 +28,7 @@ struct ctx {
 	size_t n_map;
 	size_t *ct_order;     /* ct: map indices sorted by ("re:" in t, t) */
 	bool *dropped;        /* vllm: attention groups dropped (per group) */
+	const char **vignore; /* vllm: the ignore entries as apply_vllm_mapper left them */
 };
 
 /* out-of-memory into c->err. */
@@ -41,6 +43,17 @@ enum ctq_status ctq_resolve_set_error(struct ctx *c, struct ctq_plan_entry *e, e
  * into e — ignore, then name / regex, class substring, shards. */
 enum ctq_status ctq_resolve_vllm_layer(struct ctx *c, struct ctq_plan_entry *e,
 				       const struct ctq_module *m, const struct ctq_fused_set *fs);
+
+/* ---- quant/resolve_names.c ---- */
+
+/* A name as vLLM has it (struct ctq_vllm_names): a layer's runtime name
+ * (layer), or a target / ignore entry after apply_vllm_mapper; NULL when out
+ * of memory. */
+const char *ctq_resolve_vmap(struct ctx *c, const char *name, bool layer);
+
+/* vllm: c->vignore and the map's vtarget, where the model's layers have
+ * names of their own (c->mods->vnames). */
+enum ctq_status ctq_resolve_vllm_names(struct ctx *c);
 
 /* ---- quant/resolve_moe.c ---- */
 

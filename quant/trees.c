@@ -96,8 +96,36 @@ static enum ctq_status llava(struct ctq_modules *m, const cJSON *config, const c
 	const long grid = image / patch, positions = grid * grid + (clip ? 1 : 0);
 	char cls[64];
 	const char *t = "vision_tower.vision_model.";
+	/* vLLM llava.py builds the tower up to vision_feature_layer
+	 * (_get_num_hidden_layers, utils.py get_layer_index: n + index + 1 for
+	 * a negative index, the index itself otherwise; a list: the deepest;
+	 * LlavaConfig's default -2): the layers above are never built, never
+	 * quantized. Only Llava (projector); Gemma 3's tower is whole. */
+	long built = layers;
+	if (projector) {
+		const cJSON *fl = ctq_json_get(config, "vision_feature_layer");
+		long deepest = -1;
+		bool any = false;
+		if (!fl)
+			deepest = layers - 2 + 1, any = true;
+		for (const cJSON *x = cJSON_IsArray(fl) ? fl->child : fl; x; x = cJSON_IsArray(fl) ? x->next : NULL) {
+			if (!cJSON_IsNumber(x))
+				continue;
+			long v = (long)x->valuedouble, n = v < 0 ? layers + v + 1 : v;
+			if (!any || n > deepest)
+				deepest = n;
+			any = true;
+		}
+		if (any && deepest >= 0 && deepest < layers)
+			built = deepest;
+	}
+	const size_t first = m->n;
 	TRY(add(m, true, NULL, positions, hs, err, "%s%sembeddings.position_embedding", root, t));
+	/* CLIPVisionEmbeddings / SiglipVisionEmbeddings: position_embedding is
+	 * an nn.Embedding in vLLM (clip.py, siglip.py), never quantized there */
+	m->v[m->n - 1].vllm_unquantized = true;
 	for (long l = 0; l < layers; l++) {
+		const size_t lfirst = m->n;
 		snprintf(cls, sizeof cls, "%sEncoderLayer", fam);
 		TRY(add_aux(m, cls, err, "%s%sencoder.layers.%ld", root, t, l));
 		static const char *const qkv[] = {"q_proj", "k_proj", "v_proj"};
@@ -108,6 +136,39 @@ static enum ctq_status llava(struct ctq_modules *m, const cJSON *config, const c
 			root, t, l));
 		TRY(add(m, false, "ColumnParallelLinear", is, hs, err, "%s%sencoder.layers.%ld.mlp.fc1", root, t, l));
 		TRY(add(m, false, "RowParallelLinear", hs, is, err, "%s%sencoder.layers.%ld.mlp.fc2", root, t, l));
+		for (size_t k = lfirst; l >= built && k < m->n; k++)
+			m->v[k].vllm_unquantized = true;
+	}
+	/* SiglipVisionModel's attention-pooling head (vision_use_head, default
+	 * true; modeling_siglip.py SiglipMultiheadAttentionPoolingHead: an
+	 * nn.MultiheadAttention whose out_proj is a NonDynamicallyQuantizableLinear,
+	 * and an MLP). vLLM's Llava builds its SigLIP tower with use_head=False
+	 * (siglip.py): never quantized there. */
+	const cJSON *uh = ctq_json_get(vc, "vision_use_head");
+	if (projector && !clip && !cJSON_IsFalse(uh)) {
+		static const char *const ndq[] = {"NonDynamicallyQuantizableLinear", "Linear", "Module"};
+		char nm[512];
+		snprintf(nm, sizeof nm, "%s%shead.attention.out_proj", root, t);
+		TRY(ctq_modules_add(m, nm, ndq, 3, "ColumnParallelLinear", err));
+		m->v[m->n - 1].out_features = hs;
+		m->v[m->n - 1].in_features = hs;
+		TRY(add(m, false, "ColumnParallelLinear", is, hs, err, "%s%shead.mlp.fc1", root, t));
+		TRY(add(m, false, "RowParallelLinear", hs, is, err, "%s%shead.mlp.fc2", root, t));
+		for (size_t k = m->n - 3; k < m->n; k++)
+			m->v[k].vllm_unquantized = true;
+	}
+	/* transformers 5.23 loads a Llava's CLIP or SigLIP tower without its
+	 * vision_model level (conversion_mapping.py "CLIPVisionModel":
+	 * PrefixChange(prefix_to_remove="vision_model"), SiglipVisionModel mapped
+	 * to it): compressed-tensors sees model.vision_tower.encoder... */
+	for (size_t k = first; projector && k < m->n; k++) {
+		const char *nm = m->v[k].name, *at = strstr(nm, "vision_tower.vision_model.");
+		if (!at)
+			continue;
+		m->v[k].ct_name = ctq_arena_printf(&m->arena, "%.*svision_tower.%s", (int)(at - nm), nm,
+						   at + strlen("vision_tower.vision_model."));
+		if (!m->v[k].ct_name)
+			return ctq_error_set(err, CTQ_ERR_NOMEM, nm, "out of memory");
 	}
 	if (!projector)
 		return CTQ_OK;
@@ -141,6 +202,7 @@ static enum ctq_status qwen3_vl(struct ctq_modules *m, const cJSON *vc, const ch
 		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, base, "depth is %ld; at most %d", depth,
 				     CTQ_MODULES_MAX_LAYERS);
 	TRY(add(m, true, NULL, pos, hs, err, "%svisual.pos_embed", root));
+	m->v[m->n - 1].vllm_unquantized = true; /* vLLM qwen3_vl.py: nn.Embedding */
 	for (long l = 0; l < depth; l++) {
 		TRY(add_aux(m, "Qwen3VLVisionBlock", err, "%svisual.blocks.%ld", root, l));
 		TRY(add(m, false, "QKVParallelLinear", 3 * hs, hs, err, "%svisual.blocks.%ld.attn.qkv", root, l));
@@ -177,12 +239,28 @@ enum ctq_status ctq_trees_vision(struct ctq_modules *m, const cJSON *config, con
 	snprintf(root, sizeof root, "%.*s", lm ? (int)(lm - text_prefix) : 0, text_prefix);
 	char base[CTQ_PATH_MAX];
 	ctq_json_path_key(base, sizeof base, path ? path : "", "vision_config");
-	if (!strcmp(mt->valuestring, "llava"))
+	/* vLLM llava.py / qwen3_vl.py hf_to_vllm_mapper (orig_to_new_prefix)
+	 * and where their heads live (LlavaForConditionalGeneration: the
+	 * language model's ParallelLMHead, language_model.lm_head;
+	 * Qwen3LLMForCausalLM: ParallelLMHead(prefix="lm_head")) */
+	static const char *const llava_map[][2] = {
+		{"model.language_model.", "language_model.model."}, {"model.vision_tower.", "vision_tower."},
+		{"model.multi_modal_projector.", "multi_modal_projector."}, {"lm_head.", "language_model.lm_head."}};
+	static const struct ctq_vllm_names llava_names = {llava_map, 4, "language_model.lm_head"};
+	static const char *const qwen3_vl_map[][2] = {
+		{"model.visual.", "visual."}, {"lm_head.", "language_model.lm_head."},
+		{"model.language_model.", "language_model.model."}};
+	static const struct ctq_vllm_names qwen3_vl_names = {qwen3_vl_map, 3, NULL};
+	if (!strcmp(mt->valuestring, "llava")) {
+		m->vnames = &llava_names;
 		return llava(m, config, vc, base, root, true, err);
+	}
 	if (!strcmp(mt->valuestring, "gemma3"))
 		return llava(m, config, vc, base, root, false, err);
-	if (!strcmp(mt->valuestring, "qwen3_vl"))
+	if (!strcmp(mt->valuestring, "qwen3_vl")) {
+		m->vnames = &qwen3_vl_names;
 		return qwen3_vl(m, vc, base, root, err);
+	}
 	/* A tower ctq cannot list from a config (Mistral3's Pixtral, ...):
 	 * refused rather than a plan that silently lacks it. */
 	return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, base,

@@ -220,25 +220,25 @@ static const struct scheme_case scheme_cases[] = {
 	 "quantization_config.config_groups.g.targets", "list of strings"},
 	{"targets_non_string", "{\"targets\": [\"Linear\", 3]}", CTQ_ERR_INVALID_CONFIG,
 	 "quantization_config.config_groups.g.targets[1]", "string"},
-	{"channel_input_rejected", "{\"targets\": [\"Linear\"], \"input_activations\": {\"strategy\": \"channel\"}}",
-	 CTQ_ERR_INVALID_CONFIG, "quantization_config.config_groups.g.input_activations.strategy",
-	 "not supported for activation quantization"},
+	/* QuantizationScheme's own checks (channel / block input strategies,
+	 * actorder on activations, unknown scheme keys) parse: vLLM never builds
+	 * a QuantizationScheme; strict and ct refuse them at resolution
+	 * (scheme_checks_are_recorded below). */
+	{"channel_input_parses", "{\"targets\": [\"Linear\"], \"input_activations\": {\"strategy\": \"channel\"}}",
+	 CTQ_OK, NULL, NULL},
 	{"group_input_accepted", "{\"targets\": [\"Linear\"], \"input_activations\": {\"strategy\": \"group\", \"group_size\": 128, \"dynamic\": true}}",
 	 CTQ_OK, NULL, NULL},
 	{"input_actorder", "{\"targets\": [\"Linear\"], \"input_activations\": {\"strategy\": \"token\", \"dynamic\": true, \"actorder\": \"weight\"}}",
-	 CTQ_ERR_INVALID_CONFIG, "quantization_config.config_groups.g.input_activations.actorder",
-	 "actorder"},
+	 CTQ_OK, NULL, NULL},
 	{"output_actorder", "{\"targets\": [\"Linear\"], \"output_activations\": {\"actorder\": \"weight\"}}",
-	 CTQ_ERR_INVALID_CONFIG, "quantization_config.config_groups.g.output_activations.actorder",
-	 "actorder"},
+	 CTQ_OK, NULL, NULL},
 	{"mixed_precision_scheme_format", "{\"targets\": [\"Linear\"], \"format\": \"mixed-precision\"}",
 	 CTQ_OK, NULL, NULL},
 	/* A group format outside CompressionFormat parses (vLLM takes it as a
 	 * string); strict and ct refuse it at resolution (format_error below). */
 	{"unknown_scheme_format", "{\"targets\": [\"Linear\"], \"format\": \"int8-packed\"}",
 	 CTQ_OK, NULL, NULL},
-	{"unknown_scheme_key", "{\"targets\": [\"Linear\"], \"weight\": {}}", CTQ_ERR_INVALID_CONFIG,
-	 "quantization_config.config_groups.g.weight", "unknown key"},
+	{"unknown_scheme_key", "{\"targets\": [\"Linear\"], \"weight\": {}}", CTQ_OK, NULL, NULL},
 	{"group_is_number", "3", CTQ_ERR_INVALID_CONFIG, "quantization_config.config_groups.g",
 	 "expected a scheme object"},
 	{"preset_w8a8", "[\"Linear\"]", CTQ_ERR_UNKNOWN_PRESET, "quantization_config.config_groups.g",
@@ -421,6 +421,40 @@ Test(qconfig, non_object_file_names_the_file)
 	cr_expect(strstr(err.message, "array"), "%s", err.message);
 	ctq_qconfig_free(&cfg);
 	unlink(path);
+}
+
+/* QuantizationScheme's checks are kept with their path and reason, for the
+ * profiles that refuse them (strict and ct; vLLM never builds a scheme). */
+Test(qconfig, scheme_checks_are_recorded)
+{
+	static const struct {
+		const char *group, *path, *message;
+	} cases[] = {
+		{"{\"targets\": [\"Linear\"], \"input_activations\": {\"strategy\": \"channel\"}}",
+		 "quantization_config.config_groups.g.input_activations.strategy", "not supported for activation quantization"},
+		{"{\"targets\": [\"Linear\"], \"input_activations\": {\"strategy\": \"token\", \"dynamic\": true, \"actorder\": \"weight\"}}",
+		 "quantization_config.config_groups.g.input_activations.actorder", "actorder"},
+		{"{\"targets\": [\"Linear\"], \"output_activations\": {\"actorder\": \"weight\"}}",
+		 "quantization_config.config_groups.g.output_activations.actorder", "actorder"},
+		{"{\"targets\": [\"Linear\"], \"weight\": {}}", "quantization_config.config_groups.g.weight", "unknown key"},
+		/* a group vLLM drops unread: its args too */
+		{"{\"targets\": [\"LlamaAttention\"], \"input_activations\": {\"strategy\": \"token\"}}",
+		 "quantization_config.config_groups.g.input_activations.dynamic", "static token"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char text[1024];
+		snprintf(text, sizeof text, "{\"quantization_config\": {\"config_groups\": {\"g\": %s}}}", cases[i].group);
+		struct ctq_qconfig cfg;
+		struct ctq_error err = {0};
+		cr_assert_eq(parse_text(&cfg, text, NULL, &err), CTQ_OK, "case %zu: %s", i, err.message);
+		cr_assert_eq(cfg.n_groups, 1);
+		cr_expect(cfg.groups[0].scheme.args_error_path &&
+			  !strcmp(cfg.groups[0].scheme.args_error_path, cases[i].path), "case %zu: %s", i,
+			  cfg.groups[0].scheme.args_error_path ? cfg.groups[0].scheme.args_error_path : "(none)");
+		cr_expect(cfg.groups[0].scheme.args_error && strstr(cfg.groups[0].scheme.args_error, cases[i].message),
+			  "case %zu: %s", i, cfg.groups[0].scheme.args_error ? cfg.groups[0].scheme.args_error : "(none)");
+		ctq_qconfig_free(&cfg);
+	}
 }
 
 /* The group format compressed-tensors refuses is kept with its path and

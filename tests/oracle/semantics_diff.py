@@ -3,8 +3,36 @@
 real libraries, module by module, over seeded generated configs.
 
     ORACLE_PY=/path/to/python make test-oracle        # or: make test-oracle (venv under build/)
-    python tests/oracle/semantics_diff.py --ctq build/ctq --vllm-wheel WHEEL [--n 2000] [--seed 1]
-        [--out build/oracle-out] [--min 99.5] [--real-configs ../shared/configs] [--shrink 25]
+    python tests/oracle/semantics_diff.py --ctq build/ctq --vllm-wheel WHEEL [--n 500] [--seed 1]
+        [--family all|F1,F2,...] [--out build/oracle-out] [--min 99.5] [--real-configs ../shared/configs]
+        [--shrink 25]
+
+Families (--family, default all; --n configs each, results per family under
+--out/<family>/ and all of them in --out/summary.json):
+  qwen3-llama   the first generator, below (Qwen3, one in four Llama, tied or not)
+  llama-tied, mistral, gemma2, gemma3 (gemma3_text), phi3 (fused qkv_proj /
+  gate_up_proj), seqcls (Qwen3ForSequenceClassification, `score`), qwen3_moe,
+  mixtral, deepseek_v3 (MLA, shared experts, dense first layers), llava (CLIP
+  tower, projector, text_config), qwen3_vl (vision blocks, mergers), dit
+  (diffusers QwenImageTransformer2DModel)
+tests/oracle/families.py holds each: a tiny config generator (2-3 layers, 2-4
+experts, hidden 128), the model the ct side builds on the meta device
+(transformers 5.23's own class named in `architectures`, through
+AutoConfig.for_model; diffusers 0.35.2's QwenImageTransformer2DModel for the
+DiT), the name transformers gives a module ctq names by its checkpoint name,
+and the runtime layers vLLM 0.26.0 builds (read in the wheel's
+vllm/model_executor/models/*.py; its docstring cites them): fused layers,
+FusedMoE blocks (a RoutedExperts layer asked with the FusedMoE prefix, whose
+method vLLM's own compressed_tensors_moe.py get_moe_method picks, executed from
+the wheel with the MoE methods' constructors), routers built with or without
+quant_config, MLAAttention, the multimodal models' hf_to_vllm_mapper and head
+layers, Llava's tower built up to vision_feature_layer. Targets and ignore
+entries of the other families are drawn from the family's own names and
+classes (the transformers model's modules, ctq's module list and vLLM's layer
+names of a 3-layer config) and from regexes built on their components; the
+args, presets, formats and KV schemes are the first generator's. A module the
+library quantizes that ctq does not list counts as a disagreement.
+
 
 Each generated case is a full config.json of a small transformers Qwen3
 (model_type qwen3, Qwen3ForCausalLM, 2-4 layers, hidden 64, 4 heads, 2 KV heads,
@@ -121,11 +149,17 @@ import tempfile
 import time
 import warnings
 
+
+
 warnings.filterwarnings("ignore")
 os.environ.setdefault("TQDM_DISABLE", "1")  # compress_model's progress bars
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from families import GENERIC_CLASSES  # noqa: E402
 
 PROFILES = ("ct", "vllm")
+LEGACY = "qwen3-llama"  # the generator of the first oracle: Qwen3 and Llama, tied or not
+ALL_FAMILIES = [LEGACY, "llama-tied", "mistral", "gemma2", "gemma3", "phi3", "seqcls", "qwen3_moe", "mixtral",
+                "deepseek_v3", "llava", "qwen3_vl", "dit"]
 FUSED = {"qkv_proj": ["q_proj", "k_proj", "v_proj"], "gate_up_proj": ["gate_proj", "up_proj"]}
 PROJ = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
         "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"]
@@ -217,7 +251,19 @@ def name_target(r, L):
     return r.choice(["lm_head", "lm_head", "model.embed_tokens", "model.embed_tokens", "model.norm", "model"])
 
 
+POOL = None  # families.Pool of the family being generated; None: the qwen3/llama generator
+
+
 def target(r, L):
+    if POOL is not None:
+        k = r.random()
+        if k < 0.40:
+            return r.choice(POOL.classes + GENERIC_CLASSES * 3)
+        if k < 0.70:
+            return POOL.name(r)
+        if k < 0.995:
+            return r.choice(POOL.regexes) if r.random() < 0.8 else r.choice(REGEXES)
+        return r.choice(BAD_REGEXES)
     k = r.random()
     if k < 0.45:
         return wchoice(r, CLASSES)
@@ -347,6 +393,22 @@ def gen_group(r, L):
 
 
 def ignore_entry(r, L):
+    if POOL is not None:
+        k = r.random()
+        if k < 0.25:
+            return r.choice(["lm_head", "re:.*lm_head", "re:.*gate$", "re:.*mlp.gate$", "re:.*shared_expert_gate",
+                             "re:.*embed_tokens", "re:.*vision.*", "re:.*visual.*", "re:.*multi_modal_projector.*",
+                             "re:.*mod.*", "re:.*score", "score", "re:.*experts.*", r"re:.*experts\.0\..*"])
+        if k < 0.65:
+            n = POOL.name(r)
+            if r.random() < 0.15 and n.rsplit(".", 1)[-1] in ("q_proj", "gate_proj", "w1", "q_a_proj"):
+                sib = {"q_proj": ["k_proj", "v_proj"], "gate_proj": ["up_proj"], "w1": ["w3", "w2"],
+                       "q_a_proj": ["kv_a_proj_with_mqa"]}[n.rsplit(".", 1)[-1]]
+                return [n] + [n.rsplit(".", 1)[0] + "." + x for x in sib]
+            return n
+        if k < 0.9:
+            return r.choice(POOL.regexes)
+        return r.choice(POOL.classes)
     i = r.randrange(L)
     p = "model.layers.%d." % i
     return r.choice([
@@ -416,6 +478,10 @@ def gen_config(r):
         q["global_compression_ratio"] = r.choice([None, 1.53])
     if r.random() < 0.04:
         q["sparsity_config"] = {}
+    if POOL is not None:
+        c = POOL.fam.config(r)
+        c["quantization_config"] = json.loads(json.dumps(q).replace('"Qwen3Attention"', json.dumps(POOL.fam.attention)))
+        return c
     tie = r.random() < 0.5
     return wrap(q, L, tie, "llama" if r.random() < 0.25 else "qwen3")
 
@@ -440,20 +506,24 @@ def fmt_exc(e):
 
 # ---- compressed-tensors ------------------------------------------------------------
 
-def ct_side(cfg):
+def ct_side(cfg, fam=None):
     """({module name: QuantizationScheme or None}, the parsed QuantizationConfig,
     None, compress error or None), or (None, None, error, None) when the
-    library refuses the config."""
+    library refuses the config. Module names are the model's own (a family's
+    ct_name maps ctq's to them)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
     from transformers.utils.quantization_config import CompressedTensorsConfig
     from transformers.quantizers.quantizer_compressed_tensors import CompressedTensorsHfQuantizer
     from compressed_tensors.quantization import apply_quantization_config
-    conf_cls, model_cls = ((LlamaConfig, LlamaForCausalLM) if cfg.get("model_type") == "llama"
-                           else (Qwen3Config, Qwen3ForCausalLM))
-    c = conf_cls(**{k: v for k, v in cfg.items() if k not in ("quantization_config", "model_type")})
-    with torch.device("meta"):
-        model = model_cls(c)
+    if fam is not None:
+        model = fam.build(cfg)
+    else:
+        conf_cls, model_cls = ((LlamaConfig, LlamaForCausalLM) if cfg.get("model_type") == "llama"
+                               else (Qwen3Config, Qwen3ForCausalLM))
+        c = conf_cls(**{k: v for k, v in cfg.items() if k not in ("quantization_config", "model_type")})
+        with torch.device("meta"):
+            model = model_cls(c)
     try:
         # from_pretrained with a compressed-tensors quantization_config: the
         # quantizer, then its _process_model_before_weight_loading (dequantize
@@ -526,23 +596,44 @@ class _UnstackedQwen3Mapper:
         return key
 
 
-def vllm_side(v, cfg):
+def vllm_side(v, cfg, fam=None):
     """({hf module name: result}, None) or (None, error). A result is a dict:
     kind plain|quant|kv|error, cls (scheme class), w/i/o args, target, err."""
     q = copy.deepcopy(cfg["quantization_config"])
+    layers = None
+    packed = FUSED
     try:
         conf = v.ct.CompressedTensorsConfig.from_config(q)
-        conf.apply_vllm_mapper(_UnstackedQwen3Mapper())
-        conf.packed_modules_mapping = FUSED
+        if fam is not None:
+            mapper, packed, layers = fam.vllm(v, cfg)
+            conf.apply_vllm_mapper(mapper or _UnstackedQwen3Mapper())
+        else:
+            conf.apply_vllm_mapper(_UnstackedQwen3Mapper())
+        conf.packed_modules_mapping = packed
     except Exception as e:
         return None, fmt_exc(e)
     out = {}
 
     def run(prefix, layer, members):
+        if prefix.startswith("="):  # the layer is another's (a tied head that is the embedding)
+            for m in members:
+                out[m] = out[prefix[1:]]
+            return
+        if layer is None:  # built with quant_config=None: never asks
+            for m in members:
+                out[m] = {"kind": "plain", "layer": prefix, "nq": True}
+            return
         try:
             method = conf.get_quant_method(layer, prefix)
             kind = type(method).__name__ if method is not None else None
-            if method is None or isinstance(method, v.UnquantizedLinearMethod):
+            if isinstance(layer, v.RoutedExperts):
+                if method is None or kind == "UnquantizedFusedMoEMethod":
+                    res = {"kind": "plain"}
+                else:
+                    d = conf.get_scheme_dict(layer, prefix + ".0.down_proj") or {}
+                    res = {"kind": "quant", "cls": kind, "w": d.get("weights"), "i": d.get("input_activations"),
+                           "o": d.get("output_activations"), "format": d.get("format")}
+            elif method is None or isinstance(method, v.UnquantizedLinearMethod):
                 res = {"kind": "plain"}
             elif kind == "CompressedTensorsKVCacheMethod":
                 res = {"kind": "kv", "kv": conf.kv_cache_scheme, "cls": kind} \
@@ -561,7 +652,7 @@ def vllm_side(v, cfg):
                 res = {"kind": "quant", "cls": cls, "w": d.get("weights"), "i": d.get("input_activations"),
                        "o": d.get("output_activations"), "format": d.get("format")}
                 try:
-                    res["target"] = v.utils.find_matched_target(prefix, layer, conf.target_scheme_map.keys(), FUSED)
+                    res["target"] = v.utils.find_matched_target(prefix, layer, conf.target_scheme_map.keys(), packed)
                 except Exception:
                     pass
         except Exception as e:
@@ -570,6 +661,10 @@ def vllm_side(v, cfg):
         for m in members:
             out[m] = res
 
+    if layers is not None:
+        for prefix, layer, members in layers:
+            run(prefix, layer, members)
+        return out, None
     run("model.embed_tokens", v.VocabParallelEmbedding(), ["model.embed_tokens"])
     for l in range(cfg.get("num_hidden_layers", 2)):
         p = "model.layers.%d." % l
@@ -622,7 +717,9 @@ def vllm_compare(cfg, e, res):
 
 # ---- ctq ----------------------------------------------------------------------------
 
-def ctq_names(cfg):
+def ctq_names(cfg, fam=None, v=None):
+    if fam is not None:
+        return [m for _, _, ms in fam.vllm(v, cfg)[2] for m in ms]
     L = cfg.get("num_hidden_layers", 2)
     return (["model.embed_tokens"] + ["model.layers.%d.%s" % (l, n) for l in range(L)
                                       for n in ["self_attn"] + PROJ] + ["lm_head"])
@@ -638,7 +735,7 @@ def run_ctq(ctq, path, cfg):
             pass
     why = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1][:240]
     cls = "refused" if p.returncode == 2 else "crash (exit %d)" % p.returncode
-    return {"modules": [{"name": n} for n in ctq_names(cfg)], "crash": p.returncode not in (0, 2),
+    return {"modules": [], "crash": p.returncode not in (0, 2),
             "config_errors": {pr: {"class": cls, "message": why} for pr in PROFILES}}
 
 
@@ -656,11 +753,19 @@ def ctq_summary(e, cerr):
 
 
 def role(name):
-    if name.endswith("self_attn"):
+    if name.endswith("self_attn") or name.endswith(".attn"):
         return "attention"
-    if name.endswith("embed_tokens"):
+    if name.endswith("embed_tokens") or name.endswith("embedding") or name.endswith("pos_embed"):
         return "embedding"
-    return "lm_head" if name == "lm_head" else "linear"
+    if ".experts." in name:
+        return "expert"
+    if name.endswith(".gate") or name.endswith("shared_expert_gate"):
+        return "router"
+    if ".shared_expert" in name:
+        return "shared expert"
+    if "vision" in name or "visual" in name or "multi_modal_projector" in name:
+        return "vision linear"
+    return name if name in ("lm_head", "score") else "linear"
 
 
 def shape(s, literals=()):
@@ -678,6 +783,7 @@ class Oracle:
     def __init__(self, ctq, vllm, tmp):
         self.ctq, self.v, self.tmp = ctq, vllm, tmp
         self.n = 0
+        self.fam = None  # families.Family of the configs evaluated; None: qwen3+llama
 
     def evaluate(self, cfg):
         """{profile: [(module, agree, key, detail)]} for one config."""
@@ -688,10 +794,26 @@ class Oracle:
         j = run_ctq(self.ctq, path, cfg)
         os.unlink(path)
         cerrs = j.get("config_errors") or {}
-        mods = j.get("modules") or [{"name": n} for n in ctq_names(cfg)]
-        ct_lib, qc, ct_raise, ct_compress = ct_side(cfg)
+        fam = self.fam
+        mods = j.get("modules") or [{"name": n} for n in ctq_names(cfg, fam, self.v)]
+        ct_lib, qc, ct_raise, ct_compress = ct_side(cfg, fam)
         self.last_compress_error = ct_compress
-        v_lib, v_raise = vllm_side(self.v, cfg)
+        v_lib, v_raise = vllm_side(self.v, cfg, fam)
+        if fam is not None and not j.get("crash"):
+            # modules the libraries quantize that ctq does not list: a row each,
+            # never an agreement (ctq's plan would leave them out)
+            have = {m["name"] for m in mods}
+            ct_have = {fam.ct_name(n, cfg) for n in have}
+            if ct_lib:
+                for n, sch in ct_lib.items():
+                    if n not in ct_have and sch is not None and (sch.weights or sch.input_activations
+                                                                 or sch.output_activations):
+                        mods.append({"name": n, "missing": "ct"})
+            if v_lib:
+                for n, res in v_lib.items():
+                    if n not in have and res["kind"] != "plain":
+                        mods.append({"name": n, "missing": "vllm"})
+            ct_lib = {m["name"]: ct_lib.get(fam.ct_name(m["name"], cfg)) for m in mods} if ct_lib is not None else None
         out = {}
         for prof in PROFILES:
             cerr = cerrs.get(prof)
@@ -706,8 +828,15 @@ class Oracle:
             rows = []
             for m in mods:
                 name = m["name"]
+                if m.get("missing") and m["missing"] != prof:
+                    continue
                 e = m.get(prof, {})
                 cs = ctq_summary(e, cerr)
+                if m.get("missing"):
+                    ok, ls, cs = False, "quantizes a module ctq does not list", "(no such module)"
+                    rows.append((name, ok, "%s | library quantizes it | ctq lists no such module" % role(name),
+                                 {"library": ls, "ctq": cs, "ctq_message": None}))
+                    continue
                 if j.get("crash"):  # never an agreement, whatever the library does
                     ok, ls = False, "(not compared: ctq crashed)"
                 elif (prof == "ct" and ct_raise is not None) or (prof == "vllm" and v_raise is not None):
@@ -845,7 +974,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ctq", default="build/ctq")
     ap.add_argument("--vllm-wheel", required=True)
-    ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--n", type=int, default=500, help="generated configs per family")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default="build/oracle-out")
     ap.add_argument("--min", type=float, default=99.5, help="percent of modules each profile must reach")
@@ -854,6 +983,8 @@ def main():
                          "on a 2-layer Qwen3, tied and untied")
     ap.add_argument("--top", type=int, default=12, help="disagreement patterns shown per profile")
     ap.add_argument("--shrink", type=int, default=25, help="patterns per profile whose example is minimised")
+    ap.add_argument("--family", default="all",
+                    help="comma-separated families (default all): %s" % ", ".join(ALL_FAMILIES))
     a = ap.parse_args()
     quiet()
     global PRESET_GROUP_NAMES
@@ -865,16 +996,61 @@ def main():
     ctq = os.path.join(tmp, "ctq")
     shutil.copy2(a.ctq, ctq)  # one binary for the whole run, whatever rebuilds build/ctq meanwhile
     oracle = Oracle(ctq, vllm_stub.load(a.vllm_wheel), tmp)
+    fams = ALL_FAMILIES if a.family == "all" else a.family.split(",")
+    for f in fams:
+        if f not in ALL_FAMILIES:
+            ap.error("unknown family %s (known: %s)" % (f, ", ".join(ALL_FAMILIES)))
+    top_out = a.out
+    summary_all = {"families": {}}
+    failed_any = False
+    t_all = time.time()
+    for fname in fams:
+        a.out = os.path.join(top_out, fname)
+        sm, failed = run_family(a, oracle, fname)
+        summary_all["families"][fname] = sm
+        failed_any |= failed
+    summary_all["seconds"] = round(time.time() - t_all, 1)
+    print("\noracle: per family and profile, modules agreeing (%% of modules; configs agreeing fully), %.0f s in all:"
+          % summary_all["seconds"])
+    for fname, sm in summary_all["families"].items():
+        print("  %-12s %s  (%d configs, %.0f s)" % (fname, "  ".join(
+            "%s %.2f%% (%.1f%%)" % (p, sm["profiles"][p]["modules_pct"], sm["profiles"][p]["configs_pct"])
+            for p in PROFILES), sm["configs"], sm["seconds"]))
+    with open(os.path.join(top_out, "summary.json"), "w") as f:
+        json.dump(summary_all, f, indent=1, default=str)
+    return 1 if failed_any else 0
+
+
+def run_family(a, oracle, fname):
+    global POOL
+    import families
     os.makedirs(a.out, exist_ok=True)
     for pat in ("ct-*.json", "vllm-*.json", "compress-*.json", "summary.json"):  # this tool's own files only
         for f in glob.glob(os.path.join(a.out, pat)):
             os.unlink(f)
+    if fname == LEGACY:
+        POOL, oracle.fam = None, None
+    else:
+        fam = families.FAMILIES[fname]
+        oracle.fam = fam
+        probe = fam.config(random.Random(0))
+        if "num_hidden_layers" in probe:
+            probe["num_hidden_layers"] = 3
+        probe["quantization_config"] = {"quant_method": "compressed-tensors", "format": "dense",
+                                        "config_groups": {"g": {"targets": ["Linear"], "weights": _a(8, "int", "channel")}}}
+        path = os.path.join(oracle.tmp, "probe.json")
+        with open(path, "w") as f:
+            json.dump(probe, f)
+        j = run_ctq(oracle.ctq, path, probe)
+        POOL = families.pool_for(fam, [m["name"] for m in j.get("modules") or []],
+                                 [t for m in j.get("modules") or [] for t in m.get("types") or []] +
+                                 [m.get("vllm_type") for m in j.get("modules") or [] if m.get("vllm_type")])
     t0 = time.time()
     r = random.Random(a.seed)
     configs = []
     for i in range(a.n):
         configs.append(("generated #%d" % i, gen_config(random.Random(r.getrandbits(64)))))
-    if a.real_configs:
+    if a.real_configs and fname == LEGACY:
         for f in sorted(glob.glob(os.path.join(a.real_configs, "*.json"))):
             with open(f) as fh:
                 j = json.load(fh)
@@ -926,8 +1102,8 @@ def main():
     t_run = time.time() - t0
     summary = {"versions": versions(a.vllm_wheel), "n": a.n, "seed": a.seed, "configs": len(configs),
                "seconds": round(t_run, 1), "profiles": {}}
-    print("oracle: %d configs (seed %d, %d generated%s), %s; %.0f s" % (
-        len(configs), a.seed, a.n, ", plus real configs from %s" % a.real_configs if a.real_configs else "",
+    print("\n== family %s\noracle: %d configs (seed %d, %d generated%s), %s; %.0f s" % (
+        fname, len(configs), a.seed, a.n, ", plus real configs from %s" % a.real_configs if a.real_configs else "",
         ", ".join("%s %s" % kv for kv in summary["versions"].items()), t_run))
     failed = False
     for prof in PROFILES:
@@ -985,8 +1161,8 @@ def main():
     with open(os.path.join(a.out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1, default=str)
     if failed:
-        print("oracle: a profile is below %.1f%% of modules" % a.min)
-    return 1 if failed else 0
+        print("oracle: family %s: a profile is below %.1f%% of modules" % (fname, a.min))
+    return summary, failed
 
 
 if __name__ == "__main__":

@@ -14,11 +14,19 @@ Executed from the wheel, unchanged (REAL below):
   compressed_tensors/schemes/*.py        every scheme class: their constructors validate
                                          (bits, group size, symmetry) and raise ValueError
   compressed_tensors/transform/{linear,utils}.py
+  compressed_tensors/compressed_tensors_moe/*.py  CompressedTensorsMoEMethod.get_moe_method and every
+                                         MoE method's constructor (their checks raise); only
+                                         the kernel back-end choice (select_*_backend) is
+                                         replaced, by a placeholder pair
 
-Written here (LAYERS below): the layer classes of a Qwen3 model in vLLM
+Written here (LAYERS below): the layer classes of the models in vLLM
 (LinearBase and its subclasses, VocabParallelEmbedding / ParallelLMHead,
-Attention, RoutedExperts) with vLLM's class names and hierarchy, which the
-resolver's isinstance tests and class-name matching read; the device
+Attention, MLAAttention, RoutedExperts with the FusedMoEConfig fields the MoE
+methods read, FusedMoEMethodBase / UnquantizedFusedMoEMethod) with vLLM's
+class names and hierarchy, which the resolver's isinstance tests and
+class-name matching read; marlin_utils' check_moe_marlin_supports_layer as
+true (its shape test passes for the oracle's widths: hidden 128, group sizes
+dividing the intermediate size); the device
 (`current_platform`): one SM 9.0 GPU, as ctq's vllm profile assumes. Every
 other `vllm.*` name is an inert placeholder (import plumbing: kernels, loggers,
 parameters, triton) that no decision reads.
@@ -61,13 +69,49 @@ class ParallelLMHead(VocabParallelEmbedding): pass
     "vllm.model_executor.layers.attention": '''
 import torch
 class Attention(torch.nn.Module): pass
+class MLAAttention(torch.nn.Module):
+    """layers/attention/mla_attention.py: an nn.Module and AttentionLayerBase,
+    not an Attention"""
 ''',
     "vllm.model_executor.layers.fused_moe": '''
 import torch
-class RoutedExperts(torch.nn.Module): pass
-class FusedMoE(torch.nn.Module): pass
+from vllm.model_executor.layers.quantization.base_config import QuantizeMethodBase
+class FusedMoEMethodBase(QuantizeMethodBase):
+    def __init__(self, moe):
+        self.moe = moe
+    def create_weights(self, *a, **k): pass
+    def apply(self, *a, **k): pass
+class UnquantizedFusedMoEMethod(FusedMoEMethodBase): pass
+class _MoEConfig:
+    """The FusedMoEConfig fields the MoE methods' constructors read."""
+    def __init__(self, hidden, inter, n):
+        self.hidden_dim = hidden
+        self.intermediate_size_per_partition = inter
+        self.num_experts = self.num_local_experts = n
+        self.has_bias = False
+        self.is_act_and_mul = True
+class RoutedExperts(torch.nn.Module):
+    """fused_moe/routed_experts.py: the layer FusedMoE(prefix=...) asks
+    get_quant_method with, layer_name = the FusedMoE prefix."""
+    def __init__(self, hidden=128, inter=128, n=2):
+        super().__init__()
+        self.moe_config = _MoEConfig(hidden, inter, n)
+        self.hidden_size = hidden
+        self.intermediate_size_per_partition = inter
+        self.global_num_experts = self.local_num_experts = n
+def FusedMoE(*a, **k):
+    raise NotImplementedError("the oracle builds RoutedExperts directly")
+''',
+    "vllm.model_executor.layers.quantization.utils.marlin_utils": '''
+def check_moe_marlin_supports_layer(layer, group_size, allow_tile_padding=True):
+    return True  # ctq's vllm profile assumes an SM 9.0 GPU and real model widths
+def get_marlin_input_dtype(*a, **k):
+    return None
 ''',
 }
+
+
+MOE = CT + ".compressed_tensors_moe"
 
 
 class _Platform:
@@ -140,15 +184,19 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
                 self.real[m] = (base + ".py", False)
             else:
                 raise SystemExit("vllm_stub: %s not in %s" % (base, wheel))
-        pre = CT.replace(".", "/") + "/schemes/"
-        for n in names:
-            if n.startswith(pre) and n.endswith(".py") and "/" not in n[len(pre):] \
-                    and not n.endswith("__init__.py"):
-                self.real[n[:-3].replace("/", ".")] = (n, False)
+        for sub in ("/schemes/", "/compressed_tensors_moe/"):
+            pre = CT.replace(".", "/") + sub
+            for n in names:
+                if n.startswith(pre) and n.endswith(".py") and "/" not in n[len(pre):] \
+                        and not n.endswith("__init__.py"):
+                    self.real[n[:-3].replace("/", ".")] = (n, False)
+        base = MOE.replace(".", "/")
+        if base + "/__init__.py" in names:
+            self.real[MOE] = (base + "/__init__.py", True)
 
     def find_spec(self, name, path, target=None):
         if name == "vllm" or name.startswith("vllm."):
-            is_pkg = self.real[name][1] if name in self.real else name not in LAYERS
+            is_pkg = self.real[name][1] if name in self.real else True
             return importlib.machinery.ModuleSpec(name, self, is_package=is_pkg)
         return None
 
@@ -156,8 +204,7 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if spec.name in self.real:
             return None
         m = _PlaceholderModule(spec.name)  # LAYERS: other names are placeholders
-        if spec.name not in LAYERS:
-            m.__path__ = []
+        m.__path__ = []
         return m
 
     def exec_module(self, module):
@@ -174,6 +221,12 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         else:
             return
         exec(compile(src, module.__file__, "exec"), module.__dict__)
+        if name.startswith(MOE + "."):
+            # the MoE methods' kernel back-end choice (select_*_moe_backend
+            # returns (backend, experts class)) decides nothing here
+            for k in list(module.__dict__):
+                if k.startswith("select_") and k.endswith("_backend"):
+                    module.__dict__[k] = lambda *a, **kw: (_Auto(), _Auto())
 
 
 class VLLM:
@@ -188,6 +241,11 @@ class VLLM:
         lin = importlib.import_module("vllm.model_executor.layers.linear")
         voc = importlib.import_module("vllm.model_executor.layers.vocab_parallel_embedding")
         att = importlib.import_module("vllm.model_executor.layers.attention")
+        moe = importlib.import_module("vllm.model_executor.layers.fused_moe")
+        self.RoutedExperts = moe.RoutedExperts
+        self.MLAAttention = att.MLAAttention
+        self.ColumnParallelLinear = lin.ColumnParallelLinear
+        self.ReplicatedLinear = lin.ReplicatedLinear
         self.QKVParallelLinear = lin.QKVParallelLinear
         self.MergedColumnParallelLinear = lin.MergedColumnParallelLinear
         self.RowParallelLinear = lin.RowParallelLinear
