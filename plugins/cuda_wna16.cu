@@ -7,8 +7,10 @@
 // never a fused multiply-add), then adds the bias and rounds once to BF16.
 // That is the ABI's summation order, so it declares WNA16_EXACT and ctq
 // probes it bit for bit. It is a correctness plug-in, not a fast one: no
-// tensor cores, no shared-memory tiling (the field report's question is
-// whether a weight-only kernel computes the right numbers per geometry).
+// tensor cores, and the ABI's one summation order leaves K a serial chain
+// per output (the field report's question is whether a weight-only kernel
+// computes the right numbers per geometry). Shared-memory tiles keep its
+// weight reads coalesced (docs/probing.md has its bench gemm times).
 //
 // Build (make CUDA=1 builds it into build/plugins/cuda_wna16.so):
 //   nvcc -O3 -std=c++17 -arch=sm_90 -Iinclude -Xcompiler -fPIC -shared
@@ -23,6 +25,7 @@
 
 #define MT 8          // tokens per thread (register accumulators)
 #define THREADS 128   // output channels per block
+#define KT 64         // k per shared-memory tile (a multiple of 8: whole int32 words)
 
 static int cu_failed(cudaError_t e, const char *what, char *msg, size_t cap)
 {
@@ -46,41 +49,69 @@ __device__ static float bf16_to_f32(uint16_t h)
 }
 
 // grid (ceil(N / THREADS), ceil(M / MT)); thread: channel n, tokens m0 .. m0 + MT - 1.
+// K is walked in tiles of KT: the block's THREADS rows of packed words and
+// its MT tokens' activations are first copied into shared memory with
+// consecutive threads on consecutive words (coalesced: a thread's own row
+// is K / pf words away from its neighbour's), then each thread runs its
+// tile's k in order from there.
 __global__ void gemm_wna16_kernel(const uint16_t *__restrict__ x, const int32_t *__restrict__ w_packed,
 				  const float *__restrict__ scale, const int32_t *__restrict__ zero_packed,
 				  const float *__restrict__ bias, int64_t M, int64_t N, int64_t K,
 				  int bits, int64_t G, uint16_t *__restrict__ y)
 {
-	const int64_t n = (int64_t)blockIdx.x * THREADS + threadIdx.x;
+	__shared__ uint32_t ws[THREADS * (KT / 4 + 1)]; // (THREADS, wpt + 1): padded rows
+	__shared__ float xs[MT * KT];
+	const int tid = threadIdx.x;
+	const int64_t n0 = (int64_t)blockIdx.x * THREADS, n = n0 + tid;
 	const int64_t m0 = (int64_t)blockIdx.y * MT;
-	if (n >= N)
-		return;
 	const int pf = 32 / bits;
+	const int wpt = KT / pf, wstride = wpt + 1;
 	const uint32_t mask = (1u << bits) - 1u;
 	const int off = 1 << (bits - 1);
 	const int64_t n_groups = (K + G - 1) / G, words = (K + pf - 1) / pf;
-	const int32_t *row = w_packed + n * words;
 	const int mt = (int)(M - m0 < MT ? M - m0 : MT);
+	const int nt = (int)(N - n0 < THREADS ? N - n0 : THREADS);
 	float acc[MT];
 	for (int i = 0; i < MT; i++)
 		acc[i] = 0.0f;
-	for (int64_t g = 0; g < n_groups; g++) {
-		const float s = scale[n * n_groups + g];
-		int z = 0;
-		if (zero_packed) {
-			const uint32_t zw = (uint32_t)zero_packed[(n / pf) * n_groups + g];
-			z = (int)((zw >> ((n % pf) * bits)) & mask) - off;
+	int64_t g = -1;
+	float s = 0.0f;
+	int z = 0;
+	for (int64_t kt = 0; kt < K; kt += KT) {
+		const int64_t w0 = kt / pf;
+		__syncthreads(); // the previous tile is read
+		for (int idx = tid; idx < THREADS * wpt; idx += THREADS) {
+			const int r = idx / wpt, c = idx % wpt;
+			ws[r * wstride + c] = r < nt && w0 + c < words ? (uint32_t)w_packed[(n0 + r) * words + w0 + c] : 0u;
 		}
-		const int64_t k1 = (g + 1) * G < K ? (g + 1) * G : K;
-		for (int64_t k = g * G; k < k1; k++) {
-			const uint32_t word = (uint32_t)row[k / pf];
-			const int q = (int)((word >> ((k % pf) * bits)) & mask) - off;
+		for (int idx = tid; idx < MT * KT; idx += THREADS) {
+			const int i = idx / KT, c = idx % KT;
+			xs[idx] = i < mt && kt + c < K ? bf16_to_f32(x[(m0 + i) * K + kt + c]) : 0.0f;
+		}
+		__syncthreads();
+		if (n >= N)
+			continue;
+		const int kn = (int)(K - kt < KT ? K - kt : KT);
+		for (int c = 0; c < kn; c++) {
+			const int64_t k = kt + c;
+			if (k / G != g) {
+				g = k / G;
+				s = scale[n * n_groups + g];
+				if (zero_packed) {
+					const uint32_t zw = (uint32_t)zero_packed[(n / pf) * n_groups + g];
+					z = (int)((zw >> ((n % pf) * bits)) & mask) - off;
+				}
+			}
+			const uint32_t word = ws[tid * wstride + c / pf];
+			const int q = (int)((word >> ((c % pf) * bits)) & mask) - off;
 			const float w = __fmul_rn(__int2float_rn(q - z), s);
 			for (int i = 0; i < MT; i++)
 				if (i < mt)
-					acc[i] = __fadd_rn(acc[i], __fmul_rn(bf16_to_f32(x[(m0 + i) * K + k]), w));
+					acc[i] = __fadd_rn(acc[i], __fmul_rn(xs[i * KT + c], w));
 		}
 	}
+	if (n >= N)
+		return;
 	const float b = bias ? bias[n] : 0.0f;
 	for (int i = 0; i < mt; i++)
 		y[(m0 + i) * N + n] = f32_to_bf16(__fadd_rn(acc[i], b));

@@ -13,6 +13,7 @@
 #include "conform/probe_wna16.h"
 #include "bench/gemm.h"
 #include "core/fileio.h"
+#include "results/table.h"
 #include "harness/commands.h"
 
 #ifndef CTQ_TEST_BUILD_DIR
@@ -112,19 +113,27 @@ Test(plugin_wna16_gpu, bench_gemm_times_every_layout_after_its_check, .timeout =
 	int rc = ctq_cmd_bench(14, argv);
 	cr_assert_eq(rc, 0, "ctq bench gemm --impl %s exited %d", CUDA_PLUGIN, rc);
 	snprintf(csv, sizeof csv, "%s/bench_gemm_plugin.csv", out);
-	char *text = NULL;
-	size_t len = 0;
+	struct ctq_table t;
 	struct ctq_error err = {0};
-	cr_assert_eq(ctq_file_read(csv, 1 << 20, &text, &len, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(ctq_table_load(&t, csv, &err), CTQ_OK, "%s", err.message);
+	const int c_shape = ctq_table_col(&t, "shape"), c_impl = ctq_table_col(&t, "impl"),
+		  c_check = ctq_table_col(&t, "check"), c_time = ctq_table_col(&t, "time_us_median"),
+		  c_note = ctq_table_col(&t, "note"), c_hbm = ctq_table_col(&t, "pct_hbm_weights");
+	cr_assert(c_shape >= 0 && c_impl >= 0 && c_check >= 0 && c_time >= 0 && c_note >= 0 && c_hbm >= 0);
 	/* 512:768 x M 1, 33 x {w4a16-g128, w4a16-asym-g128, w8a16}; 100:200 x w8a16 only */
-	size_t rows = 0, pass = 0;
-	for (char *l = strchr(text, '\n'); l && l[1]; l = strchr(l + 1, '\n')) {
-		rows++;
-		pass += strstr(l, ",pass,") != NULL;
+	cr_expect_eq(t.n_rows, 2 * 3 + 2 * 1);
+	size_t g128 = 0, w8 = 0;
+	for (size_t i = 0; i < t.n_rows; i++) {
+		const char *impl = ctq_table_get(&t, i, c_impl);
+		cr_expect_str_eq(ctq_table_get(&t, i, c_check), "pass", "%s %s: %s", ctq_table_get(&t, i, c_shape),
+				 impl, ctq_table_get(&t, i, c_note));
+		cr_expect(ctq_table_num(&t, i, c_time) > 0 && ctq_table_num(&t, i, c_hbm) > 0, "%s %s: %s",
+			  ctq_table_get(&t, i, c_shape), impl, ctq_table_get(&t, i, c_note));
+		g128 += !strcmp(impl, "cuda_wna16:w4a16-g128");
+		w8 += !strcmp(impl, "cuda_wna16:w8a16");
 	}
-	cr_expect_eq(rows, 2 * 3 + 2 * 1, "%s", text);
-	cr_expect_eq(pass, rows, "%s", text);
-	cr_expect(strstr(text, "cuda_wna16:w4a16-g128") && strstr(text, "cuda_wna16:w8a16"), "%s", text);
-	free(text);
+	cr_expect_eq(g128, 2);
+	cr_expect_eq(w8, 4);
+	ctq_table_free(&t);
 	ctq_remove_tree(dir);
 }
