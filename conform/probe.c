@@ -426,7 +426,14 @@ static void judge(struct ctq_probe_result *r, const char *layer,
 		  const struct ctq_probe_policy *policy, bool ref_nonzero, int64_t mn,
 		  const char *qwhere, const char *ywhere)
 {
-	double qmax = policy->quant_rel_l2_max[r->acts];
+	const double qmax = policy->quant_rel_l2_max[r->acts];
+	/* Constant weights make every output channel the same plain sum of a
+	 * row's activations: rel-L2 to the FP64 product divides the rounding
+	 * of K activations by |sum x|, which cancellation makes as small as it
+	 * likes (Qwen-Image's 256:3072 at M = 1, gaussian: 0.080; its 3072:6144,
+	 * outliers: 1.37). Their quantization error is reported, not judged; the
+	 * kernel is still held to the exact reference. */
+	const double qjudge = r->weights == CTQ_PW_CONSTANT ? -1.0 : qmax;
 	r->passed = true;
 	if (r->nonfinite_mismatch)
 		snprintf(r->reason, sizeof r->reason,
@@ -449,7 +456,7 @@ static void judge(struct ctq_probe_result *r, const char *layer,
 			 "%s: kernel rel-L2 %.3g > %.3g; worst at [%lld, %lld]: %g, reference %g",
 			 layer, r->kernel_rel_l2, policy->kernel_rel_l2_max, (long long)r->max_m,
 			 (long long)r->max_n, r->got_at_max, r->ref_at_max);
-	else if (qmax >= 0 && !(r->quant_rel_l2 <= qmax))
+	else if (qjudge >= 0 && !(r->quant_rel_l2 <= qjudge))
 		snprintf(r->reason, sizeof r->reason,
 			 "%s: quantization rel-L2 %.3g > %.3g (vs the FP64 unquantized product)",
 			 layer, r->quant_rel_l2, qmax);

@@ -135,3 +135,30 @@ Test(probe, a_fatal_error_prints_no_table_header)
 	remove(path);
 	rmdir(dir);
 }
+
+/* Constant weights turn each output into a plain sum of the row's
+ * activations: Qwen-Image's 256:3072 at M = 1 (gaussian, seed 1) loses
+ * most of that sum to cancellation, so its rel-L2 to the FP64 product is
+ * reported, not judged; a defect is still caught by the kernel bound. */
+Test(probe, constant_weights_judge_the_kernel_not_the_cancelled_sum)
+{
+	static const struct ctq_probe_layer dit = {.name = "transformer_blocks.0.txt_in", .K = 256, .N = 3072};
+	struct ctq_probe_policy pol;
+	ctq_probe_policy_default(&pol);
+	for (int defect = 0; defect < 2; defect++) {
+		struct ctq_backend b;
+		struct ctq_error err = {0};
+		cr_assert_eq(ctq_backend_reference(&b, &err), CTQ_OK);
+		b.defects = defect ? CTQ_DEFECT_SCALE_SHIFT : 0;
+		struct ctq_probe_result r;
+		cr_assert_eq(ctq_probe_run(&b, &dit, CTQ_PW_CONSTANT, CTQ_PA_GAUSSIAN, 1, 1, &pol, &r, &err), CTQ_OK);
+		if (!defect) {
+			cr_expect(r.passed, "%s", r.reason);
+			cr_expect(r.quant_rel_l2 > pol.quant_rel_l2_max[CTQ_PA_GAUSSIAN],
+				  "quantization rel-L2 %g: the case no longer cancels", r.quant_rel_l2);
+		} else {
+			cr_expect(!r.passed && strstr(r.reason, "kernel rel-L2"), "%s", r.reason);
+		}
+		ctq_backend_close(&b);
+	}
+}
