@@ -167,7 +167,11 @@ static bool carve(struct slab *s, const size_t *sizes, int n, char **out)
 			return false;
 		s->cap = need;
 	}
-	memset(s->p, 0, need);
+	/* in parallel: a geometry the size of a vocabulary is GBs */
+	const size_t chunk = (size_t)1 << 22, n_chunks = (need + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static)
+	for (size_t c = 0; c < n_chunks; c++)
+		memset((char *)s->p + c * chunk, 0, c + 1 < n_chunks ? chunk : need - c * chunk);
 	for (int i = 0; i < n; i++)
 		out[i] = (char *)s->p + off[i];
 	return true;
@@ -216,15 +220,20 @@ static bool make_weights(struct wbufs *b, const struct ctq_probe_layer *L,
 	if (wp == CTQ_PW_CHECKPOINT && L->wq) {
 		/* Already quantized: the unquantized yardstick is the dequantized
 		 * weight, so the quantization error is the activations' alone. */
-		memcpy(b->wq, L->wq, (size_t)(N * K));
 		memcpy(b->sw, L->sw, (size_t)N * sizeof(float));
-		for (int64_t n = 0; n < N; n++)
+		/* rows in parallel: a 4B checkpoint is 4e9 of these */
+#pragma omp parallel for schedule(static)
+		for (int64_t n = 0; n < N; n++) {
+			memcpy(b->wq + n * K, L->wq + n * K, (size_t)K);
 			for (int64_t k = 0; k < K; k++)
 				b->w_orig[n * K + k] = (float)L->wq[n * K + k] * L->sw[n];
+		}
 		return true;
 	}
 	if (wp == CTQ_PW_CHECKPOINT) {
-		memcpy(b->w_orig, L->w, (size_t)(N * K) * sizeof(float));
+#pragma omp parallel for schedule(static)
+		for (int64_t n = 0; n < N; n++)
+			memcpy(b->w_orig + n * K, L->w + n * K, (size_t)K * sizeof(float));
 		uint16_t *sb = ctq_malloc((size_t)N * sizeof *sb);
 		if (!sb)
 			return false;
