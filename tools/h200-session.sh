@@ -38,7 +38,8 @@
 # and ctq's W8A8) into OUT/wna16-*.
 # trees: synthetic Qwen3-MoE and Qwen-Image DiT checkpoints (make-model,
 # tiny and one layer/block of the real shapes), quantized, then ctq probe
-# --model on the CUDA kernels and the CPU reference; into OUT/trees-*.
+# --model on the CUDA kernels and the CPU reference (CTQ_TREES picks the
+# models); into OUT/trees-*.
 # cost: wall time of `ctq probe --shapes qwen3-4b --backend both` and of
 # `ctq run plans/qualify.json` (README, "The cost"); CTQ_COST_PLAN_S bounds
 # the plan (default 420); into OUT/cost-*.
@@ -317,8 +318,12 @@ if has wna16; then
 	grep -E "plug-in cuda_wna16|^bench gemm \[" "$out/wna16-gemm.txt" | tee -a "$log"
 fi
 if has trees; then
-	for a in "qwen3_moe tiny" "qwen3_moe qwen3-30b-a3b-shape --layers 1" "qwen_image_dit tiny" \
-		"qwen_image_dit qwen-image-shape --layers 1"; do
+	# CTQ_TREES: the models, ';'-separated "arch preset [make-model options]"
+	IFS=';'
+	# shellcheck disable=SC2086 # split on ';' only
+	set -- ${CTQ_TREES:-qwen3_moe tiny;qwen3_moe qwen3-30b-a3b-shape --layers 1;qwen_image_dit tiny;qwen_image_dit qwen-image-shape --layers 1}
+	unset IFS
+	for a in "$@"; do
 		# shellcheck disable=SC2086 # words: arch, preset, extra options
 		set -- $a
 		name="$1-$2"
