@@ -25,7 +25,8 @@
 
 #define MT 8          // tokens per thread (register accumulators)
 #define THREADS 128   // output channels per block
-#define KT 64         // k per shared-memory tile (a multiple of 8: whole int32 words)
+#define LKT 6
+#define KT (1 << LKT) // k per shared-memory tile (a multiple of 8: whole int32 words)
 
 static int cu_failed(cudaError_t e, const char *what, char *msg, size_t cap)
 {
@@ -64,7 +65,7 @@ __global__ void gemm_wna16_kernel(const uint16_t *__restrict__ x, const int32_t 
 	const int tid = threadIdx.x;
 	const int64_t n0 = (int64_t)blockIdx.x * THREADS, n = n0 + tid;
 	const int64_t m0 = (int64_t)blockIdx.y * MT;
-	const int pf = 32 / bits;
+	const int pf = 32 / bits, lpf = bits == 4 ? 3 : 2; // pf = 1 << lpf
 	const int wpt = KT / pf, wstride = wpt + 1;
 	const uint32_t mask = (1u << bits) - 1u;
 	const int off = 1 << (bits - 1);
@@ -74,14 +75,14 @@ __global__ void gemm_wna16_kernel(const uint16_t *__restrict__ x, const int32_t 
 	float acc[MT];
 	for (int i = 0; i < MT; i++)
 		acc[i] = 0.0f;
-	int64_t g = -1;
+	int64_t g = -1, gend = 0; // the current group and where it ends
 	float s = 0.0f;
 	int z = 0;
 	for (int64_t kt = 0; kt < K; kt += KT) {
 		const int64_t w0 = kt / pf;
 		__syncthreads(); // the previous tile is read
 		for (int idx = tid; idx < THREADS * wpt; idx += THREADS) {
-			const int r = idx / wpt, c = idx % wpt;
+			const int r = idx >> (LKT - lpf), c = idx & (wpt - 1);
 			ws[r * wstride + c] = r < nt && w0 + c < words ? (uint32_t)w_packed[(n0 + r) * words + w0 + c] : 0u;
 		}
 		for (int idx = tid; idx < MT * KT; idx += THREADS) {
@@ -93,17 +94,17 @@ __global__ void gemm_wna16_kernel(const uint16_t *__restrict__ x, const int32_t 
 			continue;
 		const int kn = (int)(K - kt < KT ? K - kt : KT);
 		for (int c = 0; c < kn; c++) {
-			const int64_t k = kt + c;
-			if (k / G != g) {
-				g = k / G;
+			if (kt + c == gend) { // no division on the k loop
+				g++;
+				gend += G;
 				s = scale[n * n_groups + g];
 				if (zero_packed) {
-					const uint32_t zw = (uint32_t)zero_packed[(n / pf) * n_groups + g];
-					z = (int)((zw >> ((n % pf) * bits)) & mask) - off;
+					const uint32_t zw = (uint32_t)zero_packed[(n >> lpf) * n_groups + g];
+					z = (int)((zw >> ((n & (pf - 1)) * bits)) & mask) - off;
 				}
 			}
-			const uint32_t word = ws[tid * wstride + c / pf];
-			const int q = (int)((word >> ((c % pf) * bits)) & mask) - off;
+			const uint32_t word = ws[tid * wstride + (c >> lpf)];
+			const int q = (int)((word >> ((c & (pf - 1)) * bits)) & mask) - off;
 			const float w = __fmul_rn(__int2float_rn(q - z), s);
 			for (int i = 0; i < MT; i++)
 				if (i < mt)
