@@ -79,7 +79,7 @@ static void gptq(const float *w, int64_t N, int64_t K, const struct ctq_gptq_hes
 {
 	struct ctq_error err = {0};
 	struct ctq_gptq_hinv v;
-	cr_assert_eq(ctq_gptq_hinv_init(&v, h, damp, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(ctq_gptq_hinv_init(&v, h, damp, false, &err), CTQ_OK, "%s", err.message);
 	double *e2 = malloc((size_t)N * sizeof *e2), *w2 = malloc((size_t)N * sizeof *w2), loss;
 	cr_assert_eq(ctq_gptq_weight(w, CTQ_DTYPE_F32, N, K, &v, block, "w", q, scale, e2, w2, &loss,
 				     &err),
@@ -148,7 +148,7 @@ Test(gptq, hand_worked_three_columns)
 	cr_assert(q[0] == 1 && q[1] == 1 && q[2] == 0, "gptq %d %d %d, expected 1 1 0", q[0], q[1], q[2]);
 	struct ctq_error err = {0};
 	struct ctq_gptq_hinv v;
-	cr_assert_eq(ctq_gptq_hinv_init(&v, &h, 0.0, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(ctq_gptq_hinv_init(&v, &h, 0.0, false, &err), CTQ_OK, "%s", err.message);
 	cr_assert_eq(v.n_dead, 1);
 	cr_assert(v.dead[2] && !v.dead[0] && !v.dead[1]);
 	ctq_gptq_hinv_free(&v);
@@ -319,11 +319,11 @@ Test(gptq, dampening_makes_singular_hessian_invertible)
 	cr_assert_neq(memcmp(q, qr, sizeof q), 0, "GPTQ left every value as RTN's");
 	struct ctq_error err = {0};
 	struct ctq_gptq_hinv v;
-	cr_assert_eq(ctq_gptq_hinv_init(&v, &h, 1.5, &err), CTQ_ERR_USAGE);
-	cr_assert_eq(ctq_gptq_hinv_init(&v, &h, -0.1, NULL), CTQ_ERR_USAGE);
+	cr_assert_eq(ctq_gptq_hinv_init(&v, &h, 1.5, false, &err), CTQ_ERR_USAGE);
+	cr_assert_eq(ctq_gptq_hinv_init(&v, &h, -0.1, false, NULL), CTQ_ERR_USAGE);
 	struct ctq_gptq_hessian empty;
 	cr_assert_eq(ctq_gptq_hessian_init(&empty, K, NULL), CTQ_OK);
-	cr_assert_eq(ctq_gptq_hinv_init(&v, &empty, 0.01, NULL), CTQ_ERR_USAGE);
+	cr_assert_eq(ctq_gptq_hinv_init(&v, &empty, 0.01, false, NULL), CTQ_ERR_USAGE);
 	cr_assert_eq(ctq_gptq_hessian_init(&empty, 0, NULL), CTQ_ERR_USAGE);
 	ctq_gptq_hessian_free(&empty);
 	ctq_gptq_hessian_free(&h);
@@ -375,7 +375,7 @@ Test(gptq, bad_shapes_and_values)
 	hessian_of(&h, x, 2, 2, 2);
 	struct ctq_gptq_hinv v;
 	struct ctq_error err = {0};
-	cr_assert_eq(ctq_gptq_hinv_init(&v, &h, 0.01, &err), CTQ_OK);
+	cr_assert_eq(ctq_gptq_hinv_init(&v, &h, 0.01, false, &err), CTQ_OK);
 	int8_t q[6];
 	float s[2];
 	double e2[2], w2[2];
@@ -567,7 +567,7 @@ Test(calib_gptq, each_linear_beats_round_to_nearest_on_its_inputs, .timeout = 18
 			struct ctq_gptq_hessian h;
 			hessian_of(&h, in.x[l][s], in.rows[l][s], g->K, len);
 			struct ctq_gptq_hinv v;
-			cr_assert_eq(ctq_gptq_hinv_init(&v, &h, CTQ_GPTQ_DEFAULT_DAMPENING, &err), CTQ_OK);
+			cr_assert_eq(ctq_gptq_hinv_init(&v, &h, CTQ_GPTQ_DEFAULT_DAMPENING, false, &err), CTQ_OK);
 			cr_assert_eq(ctq_gptq_weight(t->data, t->dtype, g->N, g->K, &v, CTQ_GPTQ_DEFAULT_BLOCK,
 						     g->name, qr, sr, e2, w2, NULL, &err),
 				     CTQ_OK, "%s", err.message);
