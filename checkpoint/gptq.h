@@ -44,9 +44,17 @@
  * core/numerics.h ctq_quantize on the f32 value, the formula ctq's
  * producer uses.
  *
- * What it is not: actorder (the library takes it from the scheme, and the
- * W8A8 preset's weights have actorder null; GPTQModifier's "static"
- * default applies to group strategies only), group or 4-bit strategies, the sparsity mask
+ * Column order: static activation ordering when asked (ctq quantize's
+ * default): the columns are rounded in the order of descending diag(H)
+ * and the result un-permuted, as apply_activation_ordering does. In
+ * llm-compressor 0.14 GPTQModifier.actorder defaults to "static" and
+ * resolve_quantization_config gives it to channel strategies too, so the
+ * W8A8 preset's weights run with actorder static there (checked on 0.14.0.1
+ * by tests/oracle/llmc_recipes.py; this file was first written from
+ * ab1ba3e, read then as giving it to group strategies only).
+ * The per-channel scale is the same whichever the order.
+ *
+ * What it is not: actorder "weight" / dynamic groups, group or 4-bit strategies, the sparsity mask
  * (preserve_zeros: only for weights already mostly zero), or a calibrator
  * (eval/calib.h gathers the Hessians layer by layer).
  */

@@ -7,7 +7,8 @@
  * round-to-nearest checkpoint byte for byte; dampening (a singular Hessian
  * without it falls back to round to nearest, with it does not; out of
  * range is refused); and GPTQ's output error on correlated inputs is below
- * round to nearest's. Then the layer-wise calibration (eval/calib.h,
+ * round to nearest's; static activation ordering is column-order GPTQ on
+ * the permuted columns. Then the layer-wise calibration (eval/calib.h,
  * `ctq quantize --recipe gptq`) on the tiny synthetic Qwen3 with outlier
  * channels: every linear's output error on the inputs its layer sees in
  * the GPTQ model is below round to nearest's, the checkpoint and its
@@ -74,12 +75,13 @@ static void hessian_of(struct ctq_gptq_hessian *h, const float *x, int64_t M, in
 	}
 }
 
-static void gptq(const float *w, int64_t N, int64_t K, const struct ctq_gptq_hessian *h,
-		 double damp, int64_t block, int8_t *q, float *scale, bool *fallback)
+static void gptq_ordered(const float *w, int64_t N, int64_t K, const struct ctq_gptq_hessian *h,
+			 double damp, int64_t block, bool actorder, int8_t *q, float *scale,
+			 bool *fallback)
 {
 	struct ctq_error err = {0};
 	struct ctq_gptq_hinv v;
-	cr_assert_eq(ctq_gptq_hinv_init(&v, h, damp, false, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(ctq_gptq_hinv_init(&v, h, damp, actorder, &err), CTQ_OK, "%s", err.message);
 	double *e2 = malloc((size_t)N * sizeof *e2), *w2 = malloc((size_t)N * sizeof *w2), loss;
 	cr_assert_eq(ctq_gptq_weight(w, CTQ_DTYPE_F32, N, K, &v, block, "w", q, scale, e2, w2, &loss,
 				     &err),
@@ -90,6 +92,13 @@ static void gptq(const float *w, int64_t N, int64_t K, const struct ctq_gptq_hes
 	free(e2);
 	free(w2);
 	ctq_gptq_hinv_free(&v);
+}
+
+/* GPTQ in column order. */
+static void gptq(const float *w, int64_t N, int64_t K, const struct ctq_gptq_hessian *h,
+		 double damp, int64_t block, int8_t *q, float *scale, bool *fallback)
+{
+	gptq_ordered(w, N, K, h, damp, block, false, q, scale, fallback);
 }
 
 static void rtn(const float *w, int64_t N, int64_t K, int8_t *q, float *scale)
@@ -270,6 +279,72 @@ Test(gptq, blocks_match_column_by_column_reference)
 	free(q);
 	free(qr);
 	ctq_gptq_hessian_free(&h);
+}
+
+/* Static activation ordering (llm-compressor 0.14's actorder "static" for
+ * W8A8): GPTQ with actorder on (w, x) is GPTQ in column order on the
+ * columns permuted by descending diag(H), un-permuted: the same bytes.
+ * Channel energies differ (x's columns scaled 1..K/2) so the order is no
+ * identity, and a dead column (diag 0) goes last. */
+Test(gptq, actorder_static_is_column_order_on_permuted_columns)
+{
+	const int64_t N = 5, K = 29, M = 70;
+	float *x = malloc((size_t)(M * K) * sizeof *x), *w = malloc((size_t)(N * K) * sizeof *w);
+	float *xp = malloc((size_t)(M * K) * sizeof *xp), *wp = malloc((size_t)(N * K) * sizeof *wp);
+	correlated(x, M, K, 23);
+	for (int64_t t = 0; t < M; t++)
+		for (int64_t k = 0; k < K; k++)
+			x[t * K + k] *= k == 4 ? 0.0f : (float)(1 + (k * 7) % (K / 2));
+	struct ctq_rng r;
+	ctq_rng_seed(&r, 29);
+	for (int64_t i = 0; i < N * K; i++)
+		w[i] = (float)(0.1 * uni(&r));
+	struct ctq_gptq_hessian h, hp;
+	hessian_of(&h, x, M, K, 16);
+	/* the order, from the diagonal (selection sort, descending, index order on ties) */
+	int64_t perm[29];
+	bool used[29] = {false};
+	for (int64_t c = 0; c < K; c++) {
+		int64_t best = -1;
+		for (int64_t k = 0; k < K; k++)
+			if (!used[k] && (best < 0 || h.S[k * K + k] > h.S[best * K + best]))
+				best = k;
+		used[best] = true;
+		perm[c] = best;
+	}
+	cr_assert_eq(perm[K - 1], 4, "the dead column is rounded last");
+	int64_t moved = 0;
+	for (int64_t c = 0; c < K; c++)
+		moved += perm[c] != c;
+	cr_assert(moved > K / 2, "the order moves %lld columns", (long long)moved);
+	for (int64_t t = 0; t < M; t++)
+		for (int64_t c = 0; c < K; c++)
+			xp[t * K + c] = x[t * K + perm[c]];
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t c = 0; c < K; c++)
+			wp[n * K + c] = w[n * K + perm[c]];
+	hessian_of(&hp, xp, M, K, 16);
+	int8_t q[5 * 29], qp[5 * 29], q0[5 * 29];
+	float s[5], sp[5], s0[5];
+	const int64_t blocks[] = {1, 7, 128};
+	for (size_t b = 0; b < sizeof blocks / sizeof *blocks; b++) {
+		gptq_ordered(w, N, K, &h, 0.01, blocks[b], true, q, s, NULL);
+		gptq(wp, N, K, &hp, 0.01, blocks[b], qp, sp, NULL);
+		cr_assert_eq(memcmp(s, sp, sizeof s), 0, "block %lld: scales", (long long)blocks[b]);
+		for (int64_t n = 0; n < N; n++)
+			for (int64_t c = 0; c < K; c++)
+				cr_assert_eq(q[n * K + perm[c]], qp[n * K + c],
+					     "block %lld: q[%lld][%lld] %d, permuted run %d", (long long)blocks[b],
+					     (long long)n, (long long)perm[c], q[n * K + perm[c]], qp[n * K + c]);
+	}
+	gptq(w, N, K, &h, 0.01, 128, q0, s0, NULL);
+	cr_assert(memcmp(q, q0, sizeof q) != 0, "the order changes no value: a vacuous test");
+	free(x);
+	free(w);
+	free(xp);
+	free(wp);
+	ctq_gptq_hessian_free(&h);
+	ctq_gptq_hessian_free(&hp);
 }
 
 Test(gptq, diagonal_hessian_writes_round_to_nearest)

@@ -126,9 +126,12 @@ def llmc_run(args):
 
     torch.manual_seed(0)
     recipe_name = args.recipe
-    model = AutoModelForCausalLM.from_pretrained(args.bf16, dtype=torch.bfloat16)
+    f32 = recipe_name.endswith("-f32")  # the same recipe on the model upcast to f32
+    if f32:
+        recipe_name = recipe_name[: -len("-f32")]
+    model = AutoModelForCausalLM.from_pretrained(args.bf16, dtype=torch.float32 if f32 else torch.bfloat16)
     names = {id(m): n for n, m in model.named_modules()}
-    scales, pre = {}, {}
+    scales, ranges, pre = {}, {}, {}
 
     orig_scales = SmoothQuantModifier._calculate_smoothing_scales
 
@@ -137,6 +140,7 @@ def llmc_run(args):
         first = names[id(balance_layers[0])]
         clamped = torch.maximum(s, torch.tensor([MINIMUM_SMOOTHING_SCALE], dtype=s.dtype))
         scales[first.rsplit(".", 1)[0]] = clamped.detach().float().clone()
+        ranges[first.rsplit(".", 1)[0]] = activation_scales.detach().float().clone()
         return s
 
     SmoothQuantModifier._calculate_smoothing_scales = rec_scales
@@ -176,7 +180,11 @@ def llmc_run(args):
     for n_, m in model.named_modules():
         if isinstance(m, torch.nn.Linear) and n_ != "lm_head":
             ref[n_ + ".weight"] = pre.get(n_, m.weight.detach().float()).to(torch.bfloat16).contiguous()
-    if recipe_name == "sq-only":
+    if f32:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "config.json"), "w") as f:
+            f.write("{}\n")  # the step's marker: only the statistics are kept
+    elif recipe_name == "sq-only":
         model.save_pretrained(args.out)
     else:
         model.save_pretrained(args.out, save_compressed=True)
@@ -188,7 +196,9 @@ def llmc_run(args):
     os.makedirs(aux, exist_ok=True)
     if scales:
         save_file({k: v.contiguous() for k, v in scales.items()}, os.path.join(aux, "smoothing_scales.safetensors"))
-    save_file(ref, os.path.join(aux, "rounded_from.safetensors"))
+        save_file({k: v.contiguous() for k, v in ranges.items()}, os.path.join(aux, "activation_ranges.safetensors"))
+    if not f32:
+        save_file(ref, os.path.join(aux, "rounded_from.safetensors"))
 
 
 # ---- comparison -------------------------------------------------------------
@@ -230,11 +240,12 @@ MAPS = [("input_layernorm", ["self_attn.q_proj", "self_attn.k_proj", "self_attn.
         ("post_attention_layernorm", ["mlp.gate_proj", "mlp.up_proj"])]
 
 
-def compare_smoothing(bf16, ctq_sm, lib_sm, lib_scales_file, n_layers):
+def compare_smoothing(bf16, ctq_sm, lib_sm, lib_scales_file, n_layers, f32_scales_file=None):
     import torch
     from safetensors.torch import load_file
     orig, c, l = load_tensors(bf16), load_tensors(ctq_sm), load_tensors(lib_sm)
     ls = load_file(lib_scales_file)
+    lf = load_file(f32_scales_file) if f32_scales_file and os.path.exists(f32_scales_file) else None
     rows, ok = [], True
     for layer in range(n_layers):
         for norm, balance in MAPS:
@@ -251,6 +262,12 @@ def compare_smoothing(bf16, ctq_sm, lib_sm, lib_scales_file, n_layers):
                    "scale_worst_channel": int(d.argmax().item()),
                    "readback_rel_l2": rel_l2(s_ctq_lib_read, s_lib),
                    "norm_rel_l2": rel_l2(c[nk], l[nk])}
+            if lf is not None:
+                s_f32 = lf[key].double()
+                d32 = (s_ctq - s_f32).abs() / s_f32.abs()
+                row["f32_scale_rel_l2"] = rel_l2(s_ctq, s_f32)
+                row["f32_scale_max_rel"] = d32.max().item()
+                row["lib_bf16_vs_f32_rel_l2"] = rel_l2(s_lib, s_f32)
             row["weights_rel_l2_max"] = max(
                 rel_l2(c[f"model.layers.{layer}.{b}.weight"], l[f"model.layers.{layer}.{b}.weight"])
                 for b in balance)
