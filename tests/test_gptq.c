@@ -691,10 +691,37 @@ Test(calib_gptq, quantize_writes_gptq_checkpoint_and_recipe, .timeout = 180)
 		  "%s", text);
 	cr_expect(strstr(text, "    SmoothQuantModifier:\n      smoothing_strength: 0.8\n"), "%s", text);
 	cr_expect(strstr(text, "    GPTQModifier:\n      targets: [Linear]\n      ignore: ['lm_head']\n"
-			       "      scheme: W8A8\n      block_size: 16\n      dampening_frac: 0.02\n"),
+			       "      scheme: W8A8\n      block_size: 16\n      dampening_frac: 0.02\n"
+			       "      actorder: static\n"),
 		  "%s", text);
 	cr_expect_null(strstr(text, "QuantizationModifier"), "%s", text);
 	free(text), free(ry), free(d1), free(d2), free(p1), free(p2);
+	/* --save-calib: the windows, one a line; --save-smoothed: the smoothed
+	 * model the first run quantized (its quantization is the same bytes) */
+	char wf[160], sm[128], g3[128];
+	snprintf(wf, sizeof wf, "%s/windows.txt", f.root);
+	snprintf(sm, sizeof sm, "%s/smoothed", f.root);
+	snprintf(g3, sizeof g3, "%s/gptq3", f.root);
+	const char *a4[] = {f.bf16, g3, "--quiet", "--recipe", "smoothquant+gptq", "--calib", CALIB_TEXT,
+			    "--calib-samples", "8", "--calib-len", "64", "--dampening-frac", "0.02",
+			    "--block-size", "16", "--save-calib", wf, "--save-smoothed", sm, NULL};
+	cr_assert_eq(run_quantize(a4), CTQ_EXIT_OK);
+	cr_assert_eq(ctq_file_read(wf, 1 << 20, &text, &n, &err), CTQ_OK, "%s", err.message);
+	int lines = 0, ids_n = 0;
+	for (size_t i = 0; i < n; i++) {
+		lines += text[i] == '\n';
+		ids_n += text[i] != ' ' && text[i] != '\n' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\n');
+	}
+	cr_expect(lines == 8 && ids_n == 8 * 64, "%d window lines, %d ids", lines, ids_n);
+	free(text);
+	char *ps = ctq_path_join(sm, "model.safetensors"), *pc = ctq_path_join(sm, "config.json");
+	cr_expect(ctq_path_exists(ps) && ctq_path_exists(pc), "no smoothed checkpoint in %s", sm);
+	free(ps), free(pc);
+	p1 = ctq_path_join(f.gptq, "model.safetensors"), p2 = ctq_path_join(g3, "model.safetensors");
+	cr_assert_eq(ctq_file_read(p1, 1 << 26, &d1, &n1, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(ctq_file_read(p2, 1 << 26, &d2, &n2, &err), CTQ_OK, "%s", err.message);
+	cr_expect(n1 == n2 && !memcmp(d1, d2, n1), "--save-calib / --save-smoothed changed the checkpoint");
+	free(d1), free(d2), free(p1), free(p2);
 	/* the checkpoint runs as any W8A8 one */
 	struct ctq_model m;
 	const struct ctq_model_options mo = {
@@ -734,6 +761,13 @@ Test(calib_gptq, quantize_writes_gptq_checkpoint_and_recipe, .timeout = 180)
 		{"gptq-weight-bits", {f.bf16, out, "--recipe", "gptq", "--calib", CALIB_TEXT, "--weight-bits", "4"}},
 		{"strength-with-gptq", {f.bf16, out, "--recipe", "gptq", "--calib", CALIB_TEXT,
 					"--smoothing-strength", "0.5"}},
+		{"actorder-unknown", {f.bf16, out, "--recipe", "gptq", "--calib", CALIB_TEXT, "--actorder", "weight"}},
+		{"actorder-with-rtn", {f.bf16, out, "--actorder", "none"}},
+		{"save-smoothed-with-gptq", {f.bf16, out, "--recipe", "gptq", "--calib", CALIB_TEXT,
+					     "--save-smoothed", g2}},
+		{"save-smoothed-is-out", {f.bf16, out, "--recipe", "smoothquant", "--calib", CALIB_TEXT,
+					  "--save-smoothed", out}},
+		{"save-calib-with-rtn", {f.bf16, out, "--save-calib", g2}},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		const char *args[16] = {0};

@@ -363,13 +363,20 @@ def main():
                "--alpha", str(args.alpha), "--out", f"{out}/llmc-{r}"]
         times[f"llmc-{r}"] = step(out, f"llmc-{r}", cmd, f"{out}/llmc-{r}/config.json") or seconds(out, f"llmc-{r}")
 
+    # the library's calibration inputs were ctq's windows (runs that record it)
+    checks = {}
+    for r in ["sq-only", "sq-only-f32", "sq", "gptq", "sqgptq"]:
+        f = os.path.join(out, f"llmc-{r}", "oracle", "calib_check.json")
+        if os.path.exists(f):
+            checks[r] = json.load(open(f))
     cfg = json.load(open(os.path.join(args.bf16, "config.json")))
     summary = {"model": args.bf16, "calibration": {"text": args.calib, "windows": windows,
                "samples": args.calib_samples, "len": args.calib_len, "seed": 0},
                "alpha": args.alpha, "thresholds": {"sq_scale_rtol": SQ_SCALE_RTOL,
                "sq_scale_rel_l2": SQ_SCALE_REL_L2, "recon_factor_max": RECON_FACTOR_MAX,
-               "kl_factor_max": KL_FACTOR_MAX}, "seconds": times, "checks": {}}
-    failures = []
+               "kl_factor_max": KL_FACTOR_MAX}, "seconds": times, "calib_check": checks}
+    failures = [f"llmc-{r}: the library calibrated on other tokens" for r, c in checks.items()
+                if c.get("same_tokens") is False]
 
     # (a) smoothing
     rows, ok, same = compare_smoothing(args.bf16, f"{out}/ctq-smoothed", f"{out}/llmc-sq-only",
@@ -449,9 +456,11 @@ def main():
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=2, sort_keys=True)
 
+    seen = ", ".join(f"{r} {c.get('same_tokens')}" for r, c in checks.items()) or "none recorded"
     md = ["# ctq recipes against llm-compressor (issue 35)", "",
           f"Model {args.bf16}; calibration {args.calib_samples} x {args.calib_len} tokens of {args.calib} "
-          f"(seed 0, the same windows for both: {windows}); SmoothQuant strength {args.alpha}.", "",
+          f"(seed 0, the same windows for both: {windows}); SmoothQuant strength {args.alpha}. "
+          f"The library's calibration inputs equal those windows in the runs that record it: {seen}.", "",
           "## Smoothing scales, ctq against the library (60 mappings; worst over mappings)", "",
           "| against | rel-L2 per mapping | max per element | bound |", "|---|---|---|---|",
           f"| library, model upcast to f32 (ctq's activation precision) | {sm['f32_scale_rel_l2_max']:.4f} | "
