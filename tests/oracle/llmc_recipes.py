@@ -470,7 +470,7 @@ def main():
           f"| (the library's BF16 run against its f32 run) | {sm['lib_bf16_vs_f32_rel_l2_max']:.4f} | "
           f"{sm['lib_bf16_vs_f32_max_rel_max']:.4f} | |", "",
           f"Smoothed BF16 tensors, ctq against the library's BF16 run: balance weights rel-L2 at most "
-          f"{sm['weights_rel_l2_max']:.4f}, norms {sm['norm_rel_l2_max']:.4f}; tensors outside the mappings "
+          f"{sm['weights_rel_l2_max_max']:.4f}, norms {sm['norm_rel_l2_max']:.4f}; tensors outside the mappings "
           f"identical to the source: {same}.", "",
           "## Weight reconstruction, rel-L2 of q x s against the weight rounded (mean / max over modules)", "",
           "| recipe | modules | ctq mean | llmc mean | ctq max | llmc max |", "|---|---|---|---|---|---|"]
