@@ -9,6 +9,7 @@
 #   make test-gpu   the GPU tests (a CUDA device)
 #   make gpu-progs  compile the GPU tests and tools without running them
 #   make test-oracle   the PyTorch / transformers / compressed-tensors oracles (PyPI)
+#   make test-oracle-llmc  ctq's recipes against llm-compressor's on SmolLM2 (after make fixtures)
 #   make fuzz       libFuzzer targets for FUZZ_SECONDS each (clang)
 #   make serve-soak ctq serve under connection floods, big bodies, abandoned requests
 #   make test-interop  other engines and clients against ctq (PyPI; build/interop/matrix.md)
@@ -395,6 +396,37 @@ test-oracle: all
 		--family $(ORACLE_FAMILIES) \
 		$(if $(wildcard ../shared/configs/*.json),--real-configs ../shared/configs)
 	$(Q)$(ORACLE_PY) tests/oracle/wna16_load.py --ctq $(BUILD)/ctq --out $(BUILD)/oracle-wna16
+
+# tests/oracle/llmc_recipes.py (`make test-oracle-llmc`, issue 35): ctq's
+# quantize recipes (rtn, smoothquant, gptq, smoothquant+gptq) against
+# llm-compressor's on SmolLM2-135M with the same 32 x 512 calibration
+# windows (ctq writes them, --save-calib; the library gets their token ids):
+# smoothing scales and smoothed weights per layer, weight reconstruction
+# rel-L2 per module, and `ctq eval kld` (reference backend, 16 windows of 512
+# over MMLU + C-Eval val) of all eight checkpoints against BF16; exit 1 when
+# ctq's GPTQ or SmoothQuant+GPTQ mean KL exceeds 1.1x the library's or the
+# scales differ. Results in $(BUILD)/oracle-llmc/ (summary.md, summary.json);
+# steps whose outputs exist are reused (LLMC_FRESH=1 starts over).
+# llm-compressor pins its own torch, transformers and compressed-tensors, so
+# it gets its own venv, $(BUILD)/llmc-venv (~6 GB, torch with CUDA wheels).
+# Not called by `make test-oracle`: it needs `make fixtures` (the SmolLM2
+# download) and ../shared/datasets, and takes about an hour of 2 CPU cores
+# (two ctq GPTQ calibrations, five library runs, eight KL runs), where
+# test-oracle's checks take minutes on synthetic models.
+LLMC_VENV := $(BUILD)/llmc-venv
+LLMC_PY ?= $(LLMC_VENV)/bin/python
+LLMC_PIP := llmcompressor==0.14.0.1
+LLMC_FRESH ?= 0
+.PHONY: test-oracle-llmc
+test-oracle-llmc: all
+	$(Q)if [ "$(LLMC_PY)" = "$(LLMC_VENV)/bin/python" ] && \
+	    [ "$$(cat $(LLMC_VENV)/.installed 2>/dev/null)" != "$(LLMC_PIP)" ]; then \
+		echo "test-oracle-llmc: installing $(LLMC_PIP) into $(LLMC_VENV)"; \
+		python3 -m venv $(LLMC_VENV) && \
+		$(LLMC_VENV)/bin/pip install -q $(LLMC_PIP) && echo "$(LLMC_PIP)" > $(LLMC_VENV)/.installed || exit 3; \
+	fi
+	$(Q)PYTHONDONTWRITEBYTECODE=1 nice $(LLMC_PY) tests/oracle/llmc_recipes.py --ctq $(BUILD)/ctq \
+		--out $(BUILD)/oracle-llmc $(if $(filter 1,$(LLMC_FRESH)),--fresh)
 
 # ---- other engines and clients (not part of `make test`) ---------------------
 # tests/interop/interop.py: ctq serve against the openai Python client and

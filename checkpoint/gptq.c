@@ -135,8 +135,25 @@ static void cholesky_inverse(const double *L, int64_t K, double *T, double *out)
 		}
 }
 
+/* The library's apply_activation_ordering: column indices by descending
+ * diag(H) (torch.argsort(descending=True)); equal diagonals keep index order
+ * (torch's sort is not stable there, and only dead columns, which carry no
+ * error, tie in practice). */
+struct diag_entry {
+	double d;
+	int64_t i;
+};
+
+static int by_diag_desc(const void *a, const void *b)
+{
+	const struct diag_entry *x = a, *y = b;
+	if (x->d != y->d)
+		return x->d > y->d ? -1 : 1;
+	return (x->i > y->i) - (x->i < y->i);
+}
+
 enum ctq_status ctq_gptq_hinv_init(struct ctq_gptq_hinv *v, const struct ctq_gptq_hessian *h,
-				   double dampening_frac, struct ctq_error *err)
+				   double dampening_frac, bool actorder, struct ctq_error *err)
 {
 	memset(v, 0, sizeof *v);
 	const int64_t K = h->K;
@@ -150,7 +167,8 @@ enum ctq_status ctq_gptq_hinv_init(struct ctq_gptq_hinv *v, const struct ctq_gpt
 	double *A = ctq_malloc(KK * sizeof *A), *T = ctq_malloc(KK * sizeof *T);
 	v->U = ctq_malloc(KK * sizeof *v->U);
 	v->dead = ctq_calloc((size_t)K, sizeof *v->dead);
-	if (!A || !T || !v->U || !v->dead) {
+	v->perm = ctq_malloc((size_t)K * sizeof *v->perm);
+	if (!A || !T || !v->U || !v->dead || !v->perm) {
 		ctq_free(A);
 		ctq_free(T);
 		ctq_gptq_hinv_free(v);
@@ -158,11 +176,32 @@ enum ctq_status ctq_gptq_hinv_init(struct ctq_gptq_hinv *v, const struct ctq_gpt
 				     (long long)K, (long long)K);
 	}
 	v->K = K;
-	/* H = 2 / n S, mirrored from the upper triangle */
+	/* H = 2 / n S, mirrored from the upper triangle, in column order perm
+	 * (T holds the unpermuted H while perm is sorted) */
 	const double f = 2.0 / (double)h->n_samples;
 	for (int64_t i = 0; i < K; i++)
 		for (int64_t j = i; j < K; j++)
-			A[i * K + j] = A[j * K + i] = f * h->S[i * K + j];
+			T[i * K + j] = T[j * K + i] = f * h->S[i * K + j];
+	for (int64_t i = 0; i < K; i++)
+		v->perm[i] = i;
+	struct diag_entry *e = actorder ? ctq_malloc((size_t)K * sizeof *e) : NULL; /* (K) */
+	if (actorder && !e) {
+		ctq_free(A);
+		ctq_free(T);
+		ctq_gptq_hinv_free(v);
+		return ctq_error_set(err, CTQ_ERR_NOMEM, "gptq", "out of memory");
+	}
+	if (actorder) {
+		for (int64_t i = 0; i < K; i++)
+			e[i] = (struct diag_entry){T[i * K + i], i};
+		qsort(e, (size_t)K, sizeof *e, by_diag_desc);
+		for (int64_t i = 0; i < K; i++)
+			v->perm[i] = e[i].i;
+		ctq_free(e);
+	}
+	for (int64_t i = 0; i < K; i++)
+		for (int64_t j = 0; j < K; j++)
+			A[i * K + j] = T[v->perm[i] * K + v->perm[j]];
 	double mean = 0.0;
 	for (int64_t i = 0; i < K; i++) {
 		if (A[i * K + i] == 0.0) {
@@ -204,6 +243,7 @@ void ctq_gptq_hinv_free(struct ctq_gptq_hinv *v)
 		return;
 	ctq_free(v->U);
 	ctq_free(v->dead);
+	ctq_free(v->perm);
 	memset(v, 0, sizeof *v);
 }
 
@@ -218,22 +258,24 @@ static float scale_at(const void *scale, enum ctq_dtype dtype, int64_t n)
 }
 
 /* One row (GPTQ's rows are independent given U): wr (K) f32 the original
- * row, w (K) f64 scratch, e (B) f64 scratch; q (K) out; returns the loss. */
+ * row, w (K) f64 scratch in v's column order, e (B) f64 scratch; q (K) out
+ * in the weight's column order; returns the loss. */
 static double gptq_row(const struct ctq_gptq_hinv *v, int64_t B, const float *wr, float sc,
 		       double *w, double *e, int8_t *q)
 {
 	const int64_t K = v->K;
 	const double *U = v->U;
 	double loss = 0.0;
+	const int64_t *perm = v->perm;
 	for (int64_t k = 0; k < K; k++)
-		w[k] = v->dead[k] ? 0.0 : (double)wr[k];
+		w[k] = v->dead[k] ? 0.0 : (double)wr[perm[k]];
 	for (int64_t i1 = 0; i1 < K; i1 += B) {
 		const int64_t i2 = i1 + B < K ? i1 + B : K;
 		for (int64_t c = i1; c < i2; c++) {
 			const double d = U[c * K + c];
 			const int8_t qi = ctq_quantize((float)w[c], sc);
 			const double dq = (double)qi * (double)sc;
-			q[c] = qi;
+			q[perm[c]] = qi;
 			const double r = w[c] - dq;
 			loss += r * r / (d * d);
 			const double ec = r / d;

@@ -44,9 +44,17 @@
  * core/numerics.h ctq_quantize on the f32 value, the formula ctq's
  * producer uses.
  *
- * What it is not: actorder (the library takes it from the scheme, and the
- * W8A8 preset's weights have actorder null; GPTQModifier's "static"
- * default applies to group strategies only), group or 4-bit strategies, the sparsity mask
+ * Column order: static activation ordering when asked (ctq quantize's
+ * default): the columns are rounded in the order of descending diag(H)
+ * and the result un-permuted, as apply_activation_ordering does. In
+ * llm-compressor 0.14 GPTQModifier.actorder defaults to "static" and
+ * resolve_quantization_config gives it to channel strategies too, so the
+ * W8A8 preset's weights run with actorder static there (checked on 0.14.0.1
+ * by tests/oracle/llmc_recipes.py; this file was first written from
+ * ab1ba3e, read then as giving it to group strategies only).
+ * The per-channel scale is the same whichever the order.
+ *
+ * What it is not: actorder "weight" / dynamic groups, group or 4-bit strategies, the sparsity mask
  * (preserve_zeros: only for weights already mostly zero), or a calibrator
  * (eval/calib.h gathers the Hessians layer by layer).
  */
@@ -89,14 +97,20 @@ struct ctq_gptq_hinv {
 	int64_t K;
 	double *U;        /* (K, K) upper Cholesky factor of H^-1, row-major; owned */
 	bool *dead;       /* (K) columns dropped (H_ii == 0); owned */
+	int64_t *perm;    /* (K) the column order U is in: perm[c] is the weight
+			   * column rounded c-th; owned */
 	int64_t n_dead;
 	bool fallback;    /* the Cholesky failed: U = I (round to nearest) */
 };
 
 /* Prepares h (which must hold samples) with dampening_frac in [0, 1].
- * Errors: usage (no samples, dampening out of range), out-of-memory. */
+ * actorder: the columns are rounded in the order of descending diag(H)
+ * (the library's static activation ordering, ActivationOrdering.STATIC,
+ * which GPTQModifier applies to W8A8's channel weights since 0.14);
+ * false: in index order. Errors: usage (no samples, dampening out of
+ * range), out-of-memory. */
 enum ctq_status ctq_gptq_hinv_init(struct ctq_gptq_hinv *v, const struct ctq_gptq_hessian *h,
-				   double dampening_frac, struct ctq_error *err);
+				   double dampening_frac, bool actorder, struct ctq_error *err);
 void ctq_gptq_hinv_free(struct ctq_gptq_hinv *v);
 
 /* GPTQ-quantizes w (N, K) of dtype BF16, F16 or F32 (a tensor's bytes)

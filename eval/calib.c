@@ -145,6 +145,20 @@ done:
 	return st;
 }
 
+enum ctq_status ctq_calib_windows_write(const char *path, const int32_t *ids, int64_t n, int64_t len,
+					struct ctq_error *err)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return ctq_error_set(err, CTQ_ERR_IO, path, "cannot create");
+	for (int64_t w = 0; w < n; w++)
+		for (int64_t t = 0; t < len; t++)
+			fprintf(f, "%ld%c", (long)ids[w * len + t], t + 1 < len ? ' ' : '\n');
+	bool bad = ferror(f) != 0;
+	bad |= fclose(f) != 0;
+	return bad ? ctq_error_set(err, CTQ_ERR_IO, path, "cannot write") : CTQ_OK;
+}
+
 static void observe(void *ctx, int64_t layer, enum ctq_observe_site site, const float *x,
 		    int64_t M, int64_t K)
 {
@@ -474,7 +488,7 @@ enum ctq_status ctq_calib_gptq(const char *src, const char *const *modules, size
 			const enum ctq_observe_site s = order[k];
 			if (!site_selected(modules, n_modules, l, s))
 				continue;
-			if ((st = ctq_gptq_hinv_init(&v, &g.hess[s], opt->dampening_frac, err)))
+			if ((st = ctq_gptq_hinv_init(&v, &g.hess[s], opt->dampening_frac, opt->actorder, err)))
 				break;
 			res->n_fallback += v.fallback;
 			res->n_dead += v.n_dead;

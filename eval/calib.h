@@ -62,6 +62,15 @@ enum ctq_status ctq_calib_windows(const char *dir, const char *text_path, int64_
 enum ctq_status ctq_calib_windows_ids(const char *ids_path, int64_t n, int64_t len, uint64_t seed,
 				      int32_t **ids, int64_t *n_text, struct ctq_error *err);
 
+/* Writes the windows ids (n, len) to path, one window a line, its ids in
+ * decimal separated by single spaces: the exact token windows a calibrating
+ * recipe saw (BOS included where the tokenizer adds one), for another tool
+ * to calibrate on the same samples (ctq quantize --save-calib; the oracle
+ * tests/oracle/llmc_recipes.py feeds them to llm-compressor). Errors:
+ * io-error. */
+enum ctq_status ctq_calib_windows_write(const char *path, const int32_t *ids, int64_t n, int64_t len,
+					struct ctq_error *err);
+
 /* Runs the model in dir (unquantized) on the reference backend over the n
  * windows ids (n, len) and fills stats (initialised here; freed with
  * ctq_smooth_stats_free whatever the result). Errors: usage (an id outside
@@ -73,6 +82,7 @@ enum ctq_status ctq_calib_smooth_stats(const char *dir, const int32_t *ids, int6
 struct ctq_calib_gptq_options {
 	double dampening_frac;    /* [0, 1]; CTQ_GPTQ_DEFAULT_DAMPENING */
 	int64_t block_size;       /* >= 1; CTQ_GPTQ_DEFAULT_BLOCK */
+	bool actorder;            /* static activation ordering (ctq_gptq_hinv_init) */
 	ctq_progress_fn progress; /* may be NULL: after each module, with its name */
 	void *progress_ctx;
 };

@@ -76,11 +76,21 @@ static void help(void)
 	       "  --calib-len L        tokens per window (default 512; a BOS first where the\n"
 	       "                       tokenizer adds one), at seeded random offsets\n"
 	       "  --seed S             window offsets' seed (default 0)\n"
+	       "  --save-calib FILE    write the calibration windows to FILE, one window a line\n"
+	       "                       (decimal token ids, BOS included), so that another tool\n"
+	       "                       calibrates on the same samples\n"
 	       "  --smoothing-strength A  a in [0, 1] (default 0.8, llm-compressor's W8A8\n"
 	       "                       examples; the modifier's own default is 0.5)\n"
+	       "  --save-smoothed DIR  smoothquant recipes: keep the smoothed unquantized\n"
+	       "                       checkpoint (what the quantizer rounds) in DIR, same\n"
+	       "                       rules as OUT (--force replaces it)\n"
 	       "  --dampening-frac F   gptq: F x mean(diag H) added to H's diagonal, F in\n"
 	       "                       [0, 1] (default 0.01, the modifier's)\n"
 	       "  --block-size B       gptq: columns rounded per block (default 128)\n"
+	       "  --actorder A         gptq: static (the default): columns rounded in the order\n"
+	       "                       of descending diag(H), un-permuted after, as\n"
+	       "                       llm-compressor 0.14's GPTQModifier does for W8A8\n"
+	       "                       (actorder static); none: in column order\n"
 	       "  --ignore NAME        keep this Linear module unquantized (repeatable); the\n"
 	       "                       module is listed in quantization_config.ignore\n"
 	       "  --ignore re:PATTERN  keep every Linear module PATTERN matches (Python\n"
@@ -196,8 +206,9 @@ static enum ctq_status write_recipe(const char *dir, const struct ctq_quantize_r
 		fprintf(f, "}\n");
 	}
 	if (gptq)
-		fprintf(f, "      block_size: %lld\n      dampening_frac: %.15g\n      offload_hessians: false\n",
-			(long long)go->block_size, go->dampening_frac);
+		fprintf(f, "      block_size: %lld\n      dampening_frac: %.15g\n      actorder: %s\n"
+			   "      offload_hessians: false\n",
+			(long long)go->block_size, go->dampening_frac, go->actorder ? "static" : "null");
 	bool bad = ferror(f) != 0;
 	bad |= fclose(f) != 0;
 	enum ctq_status st = bad ? ctq_error_set(err, CTQ_ERR_IO, path, "cannot write") : CTQ_OK;
@@ -241,10 +252,15 @@ int ctq_cmd_quantize(int argc, char **argv)
 	long max_shard = 0, weight_bits = 8;
 	long calib_samples = 32, calib_len = 512, seed = 0;
 	const char *recipe = "rtn", *calib = NULL, *calib_ids_path = NULL, *alpha_s = NULL;
-	const char *damp_s = NULL;
+	const char *damp_s = NULL, *save_calib = NULL;
+	char *save_smoothed = NULL;
+	const char *save_smoothed_arg = NULL;
+	bool replace_smoothed = false;
 	long block_size = CTQ_GPTQ_DEFAULT_BLOCK;
 	struct ctq_calib_gptq_options gopt = {.dampening_frac = CTQ_GPTQ_DEFAULT_DAMPENING,
-					      .block_size = CTQ_GPTQ_DEFAULT_BLOCK};
+					      .block_size = CTQ_GPTQ_DEFAULT_BLOCK,
+					      .actorder = true};
+	const char *actorder_s = NULL;
 	struct ctq_calib_gptq_result gres;
 	memset(&gres, 0, sizeof gres);
 	char rtmp[4096] = "";
@@ -286,6 +302,9 @@ int ctq_cmd_quantize(int argc, char **argv)
 		CTQ_OPT_STR("--smoothing-strength", &alpha_s),
 		CTQ_OPT_STR("--dampening-frac", &damp_s),
 		CTQ_OPT_INT("--block-size", &block_size, 1, 1L << 20),
+		CTQ_OPT_STR("--save-calib", &save_calib),
+		CTQ_OPT_STR("--actorder", &actorder_s),
+		CTQ_OPT_STR("--save-smoothed", &save_smoothed_arg),
 		CTQ_OPT_END,
 	};
 	int prc = ctq_opt_parse("quantize", argc, argv, opts, pos, 2, help);
@@ -340,9 +359,14 @@ int ctq_cmd_quantize(int argc, char **argv)
 		}
 	}
 	gopt.block_size = block_size;
-	if (!gptq && (damp_s || block_size != CTQ_GPTQ_DEFAULT_BLOCK)) {
+	if (actorder_s && strcmp(actorder_s, "static") && strcmp(actorder_s, "none")) {
+		fprintf(stderr, "ctq quantize: --actorder %s is unknown; expected static or none\n", actorder_s);
+		goto out;
+	}
+	gopt.actorder = !actorder_s || !strcmp(actorder_s, "static");
+	if (!gptq && (damp_s || block_size != CTQ_GPTQ_DEFAULT_BLOCK || actorder_s)) {
 		fprintf(stderr, "ctq quantize: --%s belongs to --recipe gptq or smoothquant+gptq (the recipe is %s)\n",
-			damp_s ? "dampening-frac" : "block-size", recipe);
+			damp_s ? "dampening-frac" : actorder_s ? "actorder" : "block-size", recipe);
 		goto out;
 	}
 	if (gptq && weight_bits != 8) {
@@ -380,6 +404,15 @@ int ctq_cmd_quantize(int argc, char **argv)
 			      : "--calib FILE (calibration text) or --calib-ids FILE (token ids)");
 		goto out;
 	}
+	if (!smooth && !gptq && save_calib) {
+		fprintf(stderr, "ctq quantize: --save-calib belongs to a calibrating recipe (the recipe is rtn)\n");
+		goto out;
+	}
+	if (!smooth && save_smoothed_arg) {
+		fprintf(stderr, "ctq quantize: --save-smoothed belongs to --recipe smoothquant or "
+			"smoothquant+gptq (the recipe is %s)\n", recipe);
+		goto out;
+	}
 	const char *calib_src = calib ? calib : calib_ids_path;
 	if (!ctq_path_is_dir(in)) {
 		fprintf(stderr, "ctq quantize: IN %s is not a folder; expected a Hugging Face checkpoint folder\n",
@@ -394,6 +427,20 @@ int ctq_cmd_quantize(int argc, char **argv)
 	bool replace;
 	if (!ctq_out_dir_allowed("quantize", out, force, &replace))
 		goto out;
+	if (save_smoothed_arg) {
+		if (!(save_smoothed = ctq_strdup(save_smoothed_arg))) {
+			fprintf(stderr, "ctq quantize: out of memory\n");
+			goto out;
+		}
+		ctq_out_dir_trim(save_smoothed);
+		if (same_dir(in, save_smoothed) || !strcmp(save_smoothed, out)) {
+			fprintf(stderr, "ctq quantize: --save-smoothed %s is IN or OUT; name another folder\n",
+				save_smoothed);
+			goto out;
+		}
+		if (!ctq_out_dir_allowed("quantize", save_smoothed, force, &replace_smoothed))
+			goto out;
+	}
 
 	struct ctq_error err = {0};
 	enum ctq_status st;
@@ -407,14 +454,18 @@ int ctq_cmd_quantize(int argc, char **argv)
 			: ctq_calib_windows_ids(calib_ids_path, calib_samples, calib_len, (uint64_t)seed,
 						&calib_ids, &n_text, &err)))
 		goto fail;
+	if (save_calib && (st = ctq_calib_windows_write(save_calib, calib_ids, calib_samples, calib_len,
+							&err)))
+		goto fail;
 	if (smooth) {
-		/* calibrate, then smooth into a temporary folder beside OUT */
+		/* calibrate, then smooth into a temporary folder beside OUT (or
+		 * beside --save-smoothed's folder, to be renamed into it) */
 		if (!quiet)
 			fprintf(stderr, "ctq quantize: calibrating on %ld x %ld tokens of %s (reference backend)\n",
 				calib_samples, calib_len, calib_src);
 		if ((st = ctq_calib_smooth_stats(in, calib_ids, calib_samples, calib_len, &stats, &err)))
 			goto fail;
-		if ((st = ctq_tmpdir_beside(out, stmp, sizeof stmp, &err))) {
+		if ((st = ctq_tmpdir_beside(save_smoothed ? save_smoothed : out, stmp, sizeof stmp, &err))) {
 			stmp[0] = '\0';
 			goto fail;
 		}
@@ -473,7 +524,11 @@ int ctq_cmd_quantize(int argc, char **argv)
 	}
 	if ((st = ctq_quantize_checkpoint(src, tmp, &opt, &res, &err)))
 		goto fail;
-	if (stmp[0]) {
+	if (stmp[0] && save_smoothed) {
+		if ((st = ctq_tmpdir_commit(stmp, save_smoothed, replace_smoothed, &err)))
+			goto fail;
+		stmp[0] = '\0';
+	} else if (stmp[0]) {
 		ctq_remove_tree(stmp);
 		stmp[0] = '\0';
 	}
@@ -495,8 +550,9 @@ int ctq_cmd_quantize(int argc, char **argv)
 		       alpha, (long long)sres.n_norms, (long long)sres.n_linears, (double)sres.scale_min,
 		       (double)sres.scale_max, calib_samples, calib_len, calib_src, (long long)n_text, seed);
 	if (gptq) {
-		printf(" (gptq dampening_frac %g, block_size %ld, %lld Hessian(s) fell back to round to nearest, "
-		       "%lld dead column(s)", gopt.dampening_frac, block_size, (long long)gres.n_fallback,
+		printf(" (gptq dampening_frac %g, block_size %ld, actorder %s, %lld Hessian(s) fell back to round to nearest, "
+		       "%lld dead column(s)", gopt.dampening_frac, block_size,
+		       gopt.actorder ? "static" : "none", (long long)gres.n_fallback,
 		       (long long)gres.n_dead);
 		if (!smooth)
 			printf("; calibration %ld x %ld tokens of %s (%lld tokens), seed %ld", calib_samples,
@@ -537,6 +593,7 @@ out:
 	ctq_smooth_stats_free(&stats);
 	ctq_quantize_result_free(&res);
 	free(ignore);
+	free(save_smoothed);
 	free(out);
 	return rc;
 }

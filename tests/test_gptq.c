@@ -7,7 +7,8 @@
  * round-to-nearest checkpoint byte for byte; dampening (a singular Hessian
  * without it falls back to round to nearest, with it does not; out of
  * range is refused); and GPTQ's output error on correlated inputs is below
- * round to nearest's. Then the layer-wise calibration (eval/calib.h,
+ * round to nearest's; static activation ordering is column-order GPTQ on
+ * the permuted columns. Then the layer-wise calibration (eval/calib.h,
  * `ctq quantize --recipe gptq`) on the tiny synthetic Qwen3 with outlier
  * channels: every linear's output error on the inputs its layer sees in
  * the GPTQ model is below round to nearest's, the checkpoint and its
@@ -74,12 +75,13 @@ static void hessian_of(struct ctq_gptq_hessian *h, const float *x, int64_t M, in
 	}
 }
 
-static void gptq(const float *w, int64_t N, int64_t K, const struct ctq_gptq_hessian *h,
-		 double damp, int64_t block, int8_t *q, float *scale, bool *fallback)
+static void gptq_ordered(const float *w, int64_t N, int64_t K, const struct ctq_gptq_hessian *h,
+			 double damp, int64_t block, bool actorder, int8_t *q, float *scale,
+			 bool *fallback)
 {
 	struct ctq_error err = {0};
 	struct ctq_gptq_hinv v;
-	cr_assert_eq(ctq_gptq_hinv_init(&v, h, damp, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(ctq_gptq_hinv_init(&v, h, damp, actorder, &err), CTQ_OK, "%s", err.message);
 	double *e2 = malloc((size_t)N * sizeof *e2), *w2 = malloc((size_t)N * sizeof *w2), loss;
 	cr_assert_eq(ctq_gptq_weight(w, CTQ_DTYPE_F32, N, K, &v, block, "w", q, scale, e2, w2, &loss,
 				     &err),
@@ -90,6 +92,13 @@ static void gptq(const float *w, int64_t N, int64_t K, const struct ctq_gptq_hes
 	free(e2);
 	free(w2);
 	ctq_gptq_hinv_free(&v);
+}
+
+/* GPTQ in column order. */
+static void gptq(const float *w, int64_t N, int64_t K, const struct ctq_gptq_hessian *h,
+		 double damp, int64_t block, int8_t *q, float *scale, bool *fallback)
+{
+	gptq_ordered(w, N, K, h, damp, block, false, q, scale, fallback);
 }
 
 static void rtn(const float *w, int64_t N, int64_t K, int8_t *q, float *scale)
@@ -148,7 +157,7 @@ Test(gptq, hand_worked_three_columns)
 	cr_assert(q[0] == 1 && q[1] == 1 && q[2] == 0, "gptq %d %d %d, expected 1 1 0", q[0], q[1], q[2]);
 	struct ctq_error err = {0};
 	struct ctq_gptq_hinv v;
-	cr_assert_eq(ctq_gptq_hinv_init(&v, &h, 0.0, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(ctq_gptq_hinv_init(&v, &h, 0.0, false, &err), CTQ_OK, "%s", err.message);
 	cr_assert_eq(v.n_dead, 1);
 	cr_assert(v.dead[2] && !v.dead[0] && !v.dead[1]);
 	ctq_gptq_hinv_free(&v);
@@ -272,6 +281,72 @@ Test(gptq, blocks_match_column_by_column_reference)
 	ctq_gptq_hessian_free(&h);
 }
 
+/* Static activation ordering (llm-compressor 0.14's actorder "static" for
+ * W8A8): GPTQ with actorder on (w, x) is GPTQ in column order on the
+ * columns permuted by descending diag(H), un-permuted: the same bytes.
+ * Channel energies differ (x's columns scaled 1..K/2) so the order is no
+ * identity, and a dead column (diag 0) goes last. */
+Test(gptq, actorder_static_is_column_order_on_permuted_columns)
+{
+	const int64_t N = 5, K = 29, M = 70;
+	float *x = malloc((size_t)(M * K) * sizeof *x), *w = malloc((size_t)(N * K) * sizeof *w);
+	float *xp = malloc((size_t)(M * K) * sizeof *xp), *wp = malloc((size_t)(N * K) * sizeof *wp);
+	correlated(x, M, K, 23);
+	for (int64_t t = 0; t < M; t++)
+		for (int64_t k = 0; k < K; k++)
+			x[t * K + k] *= k == 4 ? 0.0f : (float)(1 + (k * 7) % (K / 2));
+	struct ctq_rng r;
+	ctq_rng_seed(&r, 29);
+	for (int64_t i = 0; i < N * K; i++)
+		w[i] = (float)(0.1 * uni(&r));
+	struct ctq_gptq_hessian h, hp;
+	hessian_of(&h, x, M, K, 16);
+	/* the order, from the diagonal (selection sort, descending, index order on ties) */
+	int64_t perm[29];
+	bool used[29] = {false};
+	for (int64_t c = 0; c < K; c++) {
+		int64_t best = -1;
+		for (int64_t k = 0; k < K; k++)
+			if (!used[k] && (best < 0 || h.S[k * K + k] > h.S[best * K + best]))
+				best = k;
+		used[best] = true;
+		perm[c] = best;
+	}
+	cr_assert_eq(perm[K - 1], 4, "the dead column is rounded last");
+	int64_t moved = 0;
+	for (int64_t c = 0; c < K; c++)
+		moved += perm[c] != c;
+	cr_assert(moved > K / 2, "the order moves %lld columns", (long long)moved);
+	for (int64_t t = 0; t < M; t++)
+		for (int64_t c = 0; c < K; c++)
+			xp[t * K + c] = x[t * K + perm[c]];
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t c = 0; c < K; c++)
+			wp[n * K + c] = w[n * K + perm[c]];
+	hessian_of(&hp, xp, M, K, 16);
+	int8_t q[5 * 29], qp[5 * 29], q0[5 * 29];
+	float s[5], sp[5], s0[5];
+	const int64_t blocks[] = {1, 7, 128};
+	for (size_t b = 0; b < sizeof blocks / sizeof *blocks; b++) {
+		gptq_ordered(w, N, K, &h, 0.01, blocks[b], true, q, s, NULL);
+		gptq(wp, N, K, &hp, 0.01, blocks[b], qp, sp, NULL);
+		cr_assert_eq(memcmp(s, sp, sizeof s), 0, "block %lld: scales", (long long)blocks[b]);
+		for (int64_t n = 0; n < N; n++)
+			for (int64_t c = 0; c < K; c++)
+				cr_assert_eq(q[n * K + perm[c]], qp[n * K + c],
+					     "block %lld: q[%lld][%lld] %d, permuted run %d", (long long)blocks[b],
+					     (long long)n, (long long)perm[c], q[n * K + perm[c]], qp[n * K + c]);
+	}
+	gptq(w, N, K, &h, 0.01, 128, q0, s0, NULL);
+	cr_assert(memcmp(q, q0, sizeof q) != 0, "the order changes no value: a vacuous test");
+	free(x);
+	free(w);
+	free(xp);
+	free(wp);
+	ctq_gptq_hessian_free(&h);
+	ctq_gptq_hessian_free(&hp);
+}
+
 Test(gptq, diagonal_hessian_writes_round_to_nearest)
 {
 	const int64_t N = 4, K = 9;
@@ -319,11 +394,11 @@ Test(gptq, dampening_makes_singular_hessian_invertible)
 	cr_assert_neq(memcmp(q, qr, sizeof q), 0, "GPTQ left every value as RTN's");
 	struct ctq_error err = {0};
 	struct ctq_gptq_hinv v;
-	cr_assert_eq(ctq_gptq_hinv_init(&v, &h, 1.5, &err), CTQ_ERR_USAGE);
-	cr_assert_eq(ctq_gptq_hinv_init(&v, &h, -0.1, NULL), CTQ_ERR_USAGE);
+	cr_assert_eq(ctq_gptq_hinv_init(&v, &h, 1.5, false, &err), CTQ_ERR_USAGE);
+	cr_assert_eq(ctq_gptq_hinv_init(&v, &h, -0.1, false, NULL), CTQ_ERR_USAGE);
 	struct ctq_gptq_hessian empty;
 	cr_assert_eq(ctq_gptq_hessian_init(&empty, K, NULL), CTQ_OK);
-	cr_assert_eq(ctq_gptq_hinv_init(&v, &empty, 0.01, NULL), CTQ_ERR_USAGE);
+	cr_assert_eq(ctq_gptq_hinv_init(&v, &empty, 0.01, false, NULL), CTQ_ERR_USAGE);
 	cr_assert_eq(ctq_gptq_hessian_init(&empty, 0, NULL), CTQ_ERR_USAGE);
 	ctq_gptq_hessian_free(&empty);
 	ctq_gptq_hessian_free(&h);
@@ -375,7 +450,7 @@ Test(gptq, bad_shapes_and_values)
 	hessian_of(&h, x, 2, 2, 2);
 	struct ctq_gptq_hinv v;
 	struct ctq_error err = {0};
-	cr_assert_eq(ctq_gptq_hinv_init(&v, &h, 0.01, &err), CTQ_OK);
+	cr_assert_eq(ctq_gptq_hinv_init(&v, &h, 0.01, false, &err), CTQ_OK);
 	int8_t q[6];
 	float s[2];
 	double e2[2], w2[2];
@@ -567,7 +642,7 @@ Test(calib_gptq, each_linear_beats_round_to_nearest_on_its_inputs, .timeout = 18
 			struct ctq_gptq_hessian h;
 			hessian_of(&h, in.x[l][s], in.rows[l][s], g->K, len);
 			struct ctq_gptq_hinv v;
-			cr_assert_eq(ctq_gptq_hinv_init(&v, &h, CTQ_GPTQ_DEFAULT_DAMPENING, &err), CTQ_OK);
+			cr_assert_eq(ctq_gptq_hinv_init(&v, &h, CTQ_GPTQ_DEFAULT_DAMPENING, false, &err), CTQ_OK);
 			cr_assert_eq(ctq_gptq_weight(t->data, t->dtype, g->N, g->K, &v, CTQ_GPTQ_DEFAULT_BLOCK,
 						     g->name, qr, sr, e2, w2, NULL, &err),
 				     CTQ_OK, "%s", err.message);
@@ -616,10 +691,37 @@ Test(calib_gptq, quantize_writes_gptq_checkpoint_and_recipe, .timeout = 180)
 		  "%s", text);
 	cr_expect(strstr(text, "    SmoothQuantModifier:\n      smoothing_strength: 0.8\n"), "%s", text);
 	cr_expect(strstr(text, "    GPTQModifier:\n      targets: [Linear]\n      ignore: ['lm_head']\n"
-			       "      scheme: W8A8\n      block_size: 16\n      dampening_frac: 0.02\n"),
+			       "      scheme: W8A8\n      block_size: 16\n      dampening_frac: 0.02\n"
+			       "      actorder: static\n"),
 		  "%s", text);
 	cr_expect_null(strstr(text, "QuantizationModifier"), "%s", text);
 	free(text), free(ry), free(d1), free(d2), free(p1), free(p2);
+	/* --save-calib: the windows, one a line; --save-smoothed: the smoothed
+	 * model the first run quantized (its quantization is the same bytes) */
+	char wf[160], sm[128], g3[128];
+	snprintf(wf, sizeof wf, "%s/windows.txt", f.root);
+	snprintf(sm, sizeof sm, "%s/smoothed", f.root);
+	snprintf(g3, sizeof g3, "%s/gptq3", f.root);
+	const char *a4[] = {f.bf16, g3, "--quiet", "--recipe", "smoothquant+gptq", "--calib", CALIB_TEXT,
+			    "--calib-samples", "8", "--calib-len", "64", "--dampening-frac", "0.02",
+			    "--block-size", "16", "--save-calib", wf, "--save-smoothed", sm, NULL};
+	cr_assert_eq(run_quantize(a4), CTQ_EXIT_OK);
+	cr_assert_eq(ctq_file_read(wf, 1 << 20, &text, &n, &err), CTQ_OK, "%s", err.message);
+	int lines = 0, ids_n = 0;
+	for (size_t i = 0; i < n; i++) {
+		lines += text[i] == '\n';
+		ids_n += text[i] != ' ' && text[i] != '\n' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\n');
+	}
+	cr_expect(lines == 8 && ids_n == 8 * 64, "%d window lines, %d ids", lines, ids_n);
+	free(text);
+	char *ps = ctq_path_join(sm, "model.safetensors"), *pc = ctq_path_join(sm, "config.json");
+	cr_expect(ctq_path_exists(ps) && ctq_path_exists(pc), "no smoothed checkpoint in %s", sm);
+	free(ps), free(pc);
+	p1 = ctq_path_join(f.gptq, "model.safetensors"), p2 = ctq_path_join(g3, "model.safetensors");
+	cr_assert_eq(ctq_file_read(p1, 1 << 26, &d1, &n1, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(ctq_file_read(p2, 1 << 26, &d2, &n2, &err), CTQ_OK, "%s", err.message);
+	cr_expect(n1 == n2 && !memcmp(d1, d2, n1), "--save-calib / --save-smoothed changed the checkpoint");
+	free(d1), free(d2), free(p1), free(p2);
 	/* the checkpoint runs as any W8A8 one */
 	struct ctq_model m;
 	const struct ctq_model_options mo = {
@@ -659,6 +761,13 @@ Test(calib_gptq, quantize_writes_gptq_checkpoint_and_recipe, .timeout = 180)
 		{"gptq-weight-bits", {f.bf16, out, "--recipe", "gptq", "--calib", CALIB_TEXT, "--weight-bits", "4"}},
 		{"strength-with-gptq", {f.bf16, out, "--recipe", "gptq", "--calib", CALIB_TEXT,
 					"--smoothing-strength", "0.5"}},
+		{"actorder-unknown", {f.bf16, out, "--recipe", "gptq", "--calib", CALIB_TEXT, "--actorder", "weight"}},
+		{"actorder-with-rtn", {f.bf16, out, "--actorder", "none"}},
+		{"save-smoothed-with-gptq", {f.bf16, out, "--recipe", "gptq", "--calib", CALIB_TEXT,
+					     "--save-smoothed", g2}},
+		{"save-smoothed-is-out", {f.bf16, out, "--recipe", "smoothquant", "--calib", CALIB_TEXT,
+					  "--save-smoothed", out}},
+		{"save-calib-with-rtn", {f.bf16, out, "--save-calib", g2}},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		const char *args[16] = {0};
