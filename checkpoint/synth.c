@@ -631,6 +631,10 @@ static enum ctq_status write_tree(const struct ctq_synth_spec *s, const cJSON *c
 				ADD(INIT_NORM, 0, d, "%.*s%s.weight", (int)(len - 4), m->name, qk[k]);
 		}
 	}
+	if (layer >= 0) { /* the last layer's, when a tied lm_head (skipped above) ends the list */
+		ADD(INIT_NORM, 0, H, "model.layers.%ld.input_layernorm.weight", layer);
+		ADD(INIT_NORM, 0, H, "model.layers.%ld.post_attention_layernorm.weight", layer);
+	}
 	if (!dit)
 		ADD(INIT_NORM_LOGIT, 0, H, "model.norm.weight");
 #undef ADD

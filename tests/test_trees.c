@@ -911,3 +911,33 @@ Test(trees, moe_arch_without_config_takes_the_class_defaults)
 		ctq_modules_free(&mods);
 	}
 }
+
+/* make-model's tree-only models carry every decoder layer's norms, the
+ * last layer's too when a tied lm_head ends the module list (they were
+ * missing, and transformers initialised them at random on load). */
+Test(trees, synthetic_moe_has_every_layer_norm)
+{
+	char dir[] = "/tmp/ctq-trees-XXXXXX", cmd[512], out[4096];
+	cr_assert(mkdtemp(dir));
+	snprintf(cmd, sizeof cmd, "%s make-model --arch qwen3_moe --preset tiny --layers 3 --seed 1 --quiet %s/m 2>&1",
+		 test_ctq_bin(), dir);
+	cr_assert_eq(test_command(cmd, out, sizeof out), 0, "%s", out);
+	char m[600];
+	snprintf(m, sizeof m, "%s/m", dir);
+	struct ctq_checkpoint ck;
+	struct ctq_error err = {0};
+	cr_assert_eq(ctq_checkpoint_open(&ck, m, &err), CTQ_OK, "%s", err.message);
+	for (int l = 0; l < 3; l++) {
+		static const char *const norms[] = {"input_layernorm", "post_attention_layernorm",
+						    "self_attn.q_norm", "self_attn.k_norm"};
+		for (int i = 0; i < 4; i++) {
+			char name[128];
+			snprintf(name, sizeof name, "model.layers.%d.%s.weight", l, norms[i]);
+			cr_expect(ctq_checkpoint_find(&ck, name, NULL) != NULL, "%s is missing", name);
+		}
+	}
+	cr_expect(ctq_checkpoint_find(&ck, "model.norm.weight", NULL) != NULL);
+	ctq_checkpoint_close(&ck);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	cr_expect_eq(test_command(cmd, out, sizeof out), 0);
+}
