@@ -950,7 +950,7 @@ enum ctq_status ctq_quantize_checkpoint(const char *in, const char *dir,
 		goto done;
 	if ((st = write_config(config, ign, n_ign, c.bits, &c.wa, in, dir, err)))
 		goto done;
-	if ((st = ctq_stream_write(dir, list, n_out,
+	if ((st = ctq_stream_write(dir, ck.stem, list, n_out,
 				   opt && opt->max_shard_bytes ? opt->max_shard_bytes
 							       : CTQ_HF_MAX_SHARD_BYTES,
 				   produce_quant, &c, opt ? opt->progress : NULL,

@@ -34,6 +34,11 @@
 #define CTQ_ST_MAX_HEADER_BYTES ((uint64_t)100 << 20)
 #define CTQ_ST_INDEX_NAME "model.safetensors.index.json"
 #define CTQ_ST_SINGLE_NAME "model.safetensors"
+/* The file stems a checkpoint folder's safetensors go by: transformers'
+ * (model.safetensors[.index.json], model-0000i-of-0000N.safetensors) and
+ * diffusers' (diffusion_pytorch_model.*: a DiT's transformer/ folder). */
+#define CTQ_ST_STEM "model"
+#define CTQ_ST_DIFFUSERS_STEM "diffusion_pytorch_model"
 
 /* One tensor of an open file. Everything it points to belongs to the file
  * and lives until ctq_st_close. */
@@ -170,6 +175,7 @@ struct ctq_checkpoint_entry {
 
 struct ctq_checkpoint {
 	char *dir;                       /* owned copy */
+	const char *stem;                /* CTQ_ST_STEM or CTQ_ST_DIFFUSERS_STEM: its files' names */
 	bool sharded;                    /* read through the index */
 	struct ctq_st_file *files;       /* (n_files) each shard opened once,
 					  * sorted by file name */
@@ -181,7 +187,9 @@ struct ctq_checkpoint {
 };
 
 /* Opens the checkpoint in dir (borrowed): model.safetensors.index.json when
- * present, else model.safetensors. The index must be a JSON object whose
+ * present, else model.safetensors; failing both, diffusers' names
+ * (diffusion_pytorch_model.safetensors.index.json, then
+ * diffusion_pytorch_model.safetensors), c->stem saying which. The index must be a JSON object whose
  * weight_map is an object of tensor name -> shard file name (no '/', no "..",
  * not empty); every shard must exist and is opened (and validated) once;
  * every mapped tensor must be in its shard. A shard's tensors that the

@@ -64,7 +64,7 @@ static bool shard_name_ok(const char *s)
 }
 
 /* One shard file: the whole checkpoint is model.safetensors. */
-static enum ctq_status open_single(struct ctq_checkpoint *c, const char *file,
+static enum ctq_status open_single(struct ctq_checkpoint *c, const char *file, const char *name,
 				   struct ctq_error *err)
 {
 	enum ctq_status st = CTQ_OK;
@@ -72,7 +72,7 @@ static enum ctq_status open_single(struct ctq_checkpoint *c, const char *file,
 	c->file_names = ctq_arena_calloc(&c->arena, 1, sizeof *c->file_names);
 	if (!c->files || !c->file_names)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, file, "out of memory");
-	c->file_names[0] = CTQ_ST_SINGLE_NAME;
+	c->file_names[0] = name;
 	st = ctq_st_open(&c->files[0], file, err);
 	if (st)
 		return st;
@@ -236,23 +236,37 @@ enum ctq_status ctq_checkpoint_open(struct ctq_checkpoint *c, const char *dir,
 	}
 	size_t n = strlen(dir);
 	c->dir = ctq_malloc(n + 1);
-	index = ctq_path_join(dir, CTQ_ST_INDEX_NAME);
-	single = ctq_path_join(dir, CTQ_ST_SINGLE_NAME);
-	if (!c->dir || !index || !single) {
+	if (!c->dir) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
 		goto done;
 	}
 	memcpy(c->dir, dir, n + 1);
-	if (ctq_path_exists(index)) {
-		c->sharded = true;
-		st = open_index(c, index, err);
-	} else if (ctq_path_exists(single)) {
-		st = open_single(c, single, err);
-	} else {
-		st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, dir,
-				   "holds neither %s nor %s; expected a Hugging Face checkpoint",
-				   CTQ_ST_INDEX_NAME, CTQ_ST_SINGLE_NAME);
+	static const char *const stems[] = {CTQ_ST_STEM, CTQ_ST_DIFFUSERS_STEM};
+	static const char *const singles[] = {CTQ_ST_SINGLE_NAME, CTQ_ST_DIFFUSERS_STEM ".safetensors"};
+	static const char *const indexes[] = {CTQ_ST_INDEX_NAME, CTQ_ST_DIFFUSERS_STEM ".safetensors.index.json"};
+	bool found = false;
+	for (int i = 0; i < 2 && !found && !st; i++) {
+		free(index);
+		free(single);
+		index = ctq_path_join(dir, indexes[i]);
+		single = ctq_path_join(dir, singles[i]);
+		if (!index || !single) {
+			st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+			break;
+		}
+		c->stem = stems[i];
+		if ((found = ctq_path_exists(index))) {
+			c->sharded = true;
+			st = open_index(c, index, err);
+		} else if ((found = ctq_path_exists(single))) {
+			st = open_single(c, single, singles[i], err);
+		}
 	}
+	if (!found && !st)
+		st = ctq_error_set(err, CTQ_ERR_CHECKPOINT, dir,
+				   "holds neither %s nor %s (nor diffusers' %s.safetensors[.index.json]); "
+				   "expected a Hugging Face checkpoint",
+				   CTQ_ST_INDEX_NAME, CTQ_ST_SINGLE_NAME, CTQ_ST_DIFFUSERS_STEM);
 done:
 	free(index);
 	free(single);

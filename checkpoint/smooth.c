@@ -340,7 +340,7 @@ enum ctq_status ctq_smooth_checkpoint(const char *in, const char *dir,
 			res->n_linears++;
 	}
 	if ((st = ctq_mkdirs(dir, err)) || (st = copy_config(in, dir, err)) ||
-	    (st = ctq_stream_write(dir, list, n_in, CTQ_HF_MAX_SHARD_BYTES, produce_smooth, &c, NULL,
+	    (st = ctq_stream_write(dir, ck.stem, list, n_in, CTQ_HF_MAX_SHARD_BYTES, produce_smooth, &c, NULL,
 				   NULL, err)) ||
 	    (st = ctq_quantize_copy_aux(in, dir, err)))
 		goto done;

@@ -245,8 +245,11 @@ static bool dit_config(const struct ctq_synth_spec *s, cJSON *c)
 		  cJSON_AddStringToObject(c, "_diffusers_version", "0.35.0") &&
 		  cJSON_AddNumberToObject(c, "attention_head_dim", (double)s->head_dim);
 	cJSON *axes = cJSON_AddArrayToObject(c, "axes_dims_rope");
-	/* QwenEmbedRope: the three axes split head_dim (16, 56, 56 of 128) */
-	const long a0 = s->head_dim / 8, a1 = (s->head_dim - a0) / 2;
+	/* QwenEmbedRope: the three axes split head_dim (16, 56, 56 of 128),
+	 * each even (diffusers' rope_params asserts it: 4, 6, 6 of 16) */
+	long a0 = s->head_dim / 8, a1 = (s->head_dim - a0) / 2;
+	a0 += a0 & 1;
+	a1 -= a1 & 1;
 	ok = ok && axes && cJSON_AddItemToArray(axes, cJSON_CreateNumber((double)a0)) &&
 	     cJSON_AddItemToArray(axes, cJSON_CreateNumber((double)a1)) &&
 	     cJSON_AddItemToArray(axes, cJSON_CreateNumber((double)(s->head_dim - a0 - a1)));
@@ -389,12 +392,14 @@ static uint64_t stream_tensor_bytes(const void *tensors, size_t i)
 	return ((const struct ctq_stream_tensor *)tensors)[i].n_bytes;
 }
 
-enum ctq_status ctq_stream_write(const char *dir, const struct ctq_stream_tensor *t,
+enum ctq_status ctq_stream_write(const char *dir, const char *stem, const struct ctq_stream_tensor *t,
 				 size_t n, uint64_t max_shard_bytes,
 				 ctq_stream_produce_fn produce, void *produce_ctx,
 				 ctq_progress_fn progress, void *progress_ctx,
 				 struct ctq_error *err)
 {
+	if (!stem)
+		stem = CTQ_ST_STEM;
 	enum ctq_status st = CTQ_OK;
 	size_t *shard_of = ctq_malloc((n ? n : 1) * sizeof *shard_of); /* (n) */
 	size_t *pending = ctq_malloc((n ? n : 1) * sizeof *pending);   /* (n) */
@@ -431,12 +436,11 @@ enum ctq_status ctq_stream_write(const char *dir, const struct ctq_stream_tensor
 	}
 
 	for (size_t s = 0; s < (n_shards ? n_shards : 1); s++) {
-		char name[64];
+		char name[96];
 		if (sharded)
-			snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", s + 1,
-				 n_shards);
+			snprintf(name, sizeof name, "%s-%05zu-of-%05zu.safetensors", stem, s + 1, n_shards);
 		else
-			snprintf(name, sizeof name, "%s", CTQ_ST_SINGLE_NAME);
+			snprintf(name, sizeof name, "%s.safetensors", stem);
 		ctq_st_writer_free(&w);
 		ctq_st_writer_init(&w);
 		if ((st = ctq_st_writer_set_metadata(&w, "format", "pt", err)))
@@ -484,7 +488,9 @@ enum ctq_status ctq_stream_write(const char *dir, const struct ctq_stream_tensor
 	}
 	if (sharded) {
 		free(path);
-		if (!(path = ctq_path_join(dir, CTQ_ST_INDEX_NAME))) {
+		char ix[96];
+		snprintf(ix, sizeof ix, "%s.safetensors.index.json", stem);
+		if (!(path = ctq_path_join(dir, ix))) {
 			st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
 			goto done;
 		}
@@ -644,7 +650,8 @@ static enum ctq_status write_tree(const struct ctq_synth_spec *s, const cJSON *c
 	}
 	struct synth_ctx ctx = {.spec = s, .kind = kind};
 	ctq_synth_outlier_channels(s, ctx.outliers);
-	st = ctq_stream_write(dir, t, n, max_shard_bytes ? max_shard_bytes : CTQ_HF_MAX_SHARD_BYTES,
+	st = ctq_stream_write(dir, dit ? CTQ_ST_DIFFUSERS_STEM : CTQ_ST_STEM, t, n,
+			      max_shard_bytes ? max_shard_bytes : CTQ_HF_MAX_SHARD_BYTES,
 			      produce_synth, &ctx, progress, pctx, err);
 done:
 	ctq_modules_free(&mods);
@@ -745,7 +752,7 @@ enum ctq_status ctq_synth_write(const struct ctq_synth_spec *s, const char *dir,
 	}
 	struct synth_ctx ctx = {.spec = s, .kind = kind};
 	ctq_synth_outlier_channels(s, ctx.outliers);
-	st = ctq_stream_write(dir, t, n, max_shard_bytes ? max_shard_bytes : CTQ_HF_MAX_SHARD_BYTES,
+	st = ctq_stream_write(dir, CTQ_ST_STEM, t, n, max_shard_bytes ? max_shard_bytes : CTQ_HF_MAX_SHARD_BYTES,
 			      produce_synth, &ctx, progress, pctx, err);
 done:
 	free(path);

@@ -152,13 +152,14 @@ typedef enum ctq_status (*ctq_stream_produce_fn)(void *ctx, size_t i,
  * model.safetensors or model-0000i-of-0000N.safetensors shards plus
  * model.safetensors.index.json ({"metadata": {"total_size"}, "weight_map"},
  * indent 2, sorted keys). Every shard carries __metadata__ {"format": "pt"}
- * as transformers writes it. Each shard's produced buffers are freed once
+ * as transformers writes it (stem: the files' names, CTQ_ST_STEM or
+ * diffusers' CTQ_ST_DIFFUSERS_STEM; NULL is CTQ_ST_STEM). Each shard's produced buffers are freed once
  * the shard is written; progress (may be NULL) is called after each tensor
  * and each file written (ctq_progress_fn). Tensors are produced shard by
  * shard, in list order within a shard.
  * Errors: those of produce(), checkpoint-error (a tensor the safetensors
  * writer refuses), io-error, out-of-memory. */
-enum ctq_status ctq_stream_write(const char *dir, const struct ctq_stream_tensor *t,
+enum ctq_status ctq_stream_write(const char *dir, const char *stem, const struct ctq_stream_tensor *t,
 				 size_t n, uint64_t max_shard_bytes,
 				 ctq_stream_produce_fn produce, void *produce_ctx,
 				 ctq_progress_fn progress, void *progress_ctx,

@@ -21,6 +21,12 @@ bool ctq_target_has_tensors(const char *path)
 	if (ctq_path_exists(p))
 		return true;
 	snprintf(p, sizeof p, "%s/%s", path, CTQ_ST_SINGLE_NAME);
+	if (ctq_path_exists(p))
+		return true;
+	snprintf(p, sizeof p, "%s/%s.safetensors.index.json", path, CTQ_ST_DIFFUSERS_STEM);
+	if (ctq_path_exists(p))
+		return true;
+	snprintf(p, sizeof p, "%s/%s.safetensors", path, CTQ_ST_DIFFUSERS_STEM);
 	return ctq_path_exists(p);
 }
 

@@ -600,7 +600,7 @@ Test(synth, stream_writer_lays_out_as_checkpoint_write)
 		ctq_remove_tree(sdir);
 		ctq_remove_tree(wdir);
 		memset(calls, 0, sizeof calls);
-		cr_assert_eq(ctq_stream_write(sdir, t, N_STREAM, limit, produce_pattern, calls, NULL,
+		cr_assert_eq(ctq_stream_write(sdir, NULL, t, N_STREAM, limit, produce_pattern, calls, NULL,
 					      NULL, &err),
 			     CTQ_OK, "%s: %s", err.path, err.message);
 		cr_assert_eq(ctq_checkpoint_write(wdir, &w, limit, &err), CTQ_OK, "%s", err.message);

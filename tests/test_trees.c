@@ -941,3 +941,35 @@ Test(trees, synthetic_moe_has_every_layer_norm)
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	cr_expect_eq(test_command(cmd, out, sizeof out), 0);
 }
+
+/* A DiT is a diffusers folder: make-model writes diffusion_pytorch_model.safetensors
+ * (diffusers' name; it loads there), ctq opens it by that name, and quantize
+ * keeps the name its input had. */
+Test(trees, dit_checkpoint_keeps_diffusers_file_names)
+{
+	char dir[] = "/tmp/ctq-trees-XXXXXX", cmd[1024], out[4096];
+	cr_assert(mkdtemp(dir));
+	snprintf(cmd, sizeof cmd,
+		 "%s make-model --arch qwen_image_dit --preset tiny --seed 1 --quiet %s/bf16 2>&1 && "
+		 "%s quantize %s/bf16 %s/w8a8 --quiet 2>&1",
+		 test_ctq_bin(), dir, test_ctq_bin(), dir, dir);
+	cr_assert_eq(test_command(cmd, out, sizeof out), 0, "%s", out);
+	static const char *const sub[] = {"bf16", "w8a8"};
+	for (int i = 0; i < 2; i++) {
+		char m[600], f[700];
+		snprintf(m, sizeof m, "%s/%s", dir, sub[i]);
+		snprintf(f, sizeof f, "%s/diffusion_pytorch_model.safetensors", m);
+		cr_expect(access(f, F_OK) == 0, "%s is missing", f);
+		snprintf(f, sizeof f, "%s/model.safetensors", m);
+		cr_expect(access(f, F_OK) != 0, "%s was written", f);
+		cr_expect(ctq_target_has_tensors(m));
+		struct ctq_checkpoint ck;
+		struct ctq_error err = {0};
+		cr_assert_eq(ctq_checkpoint_open(&ck, m, &err), CTQ_OK, "%s", err.message);
+		cr_expect_str_eq(ck.stem, CTQ_ST_DIFFUSERS_STEM);
+		cr_expect(ctq_checkpoint_find(&ck, "transformer_blocks.0.attn.to_q.weight", NULL) != NULL);
+		ctq_checkpoint_close(&ck);
+	}
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	cr_expect_eq(test_command(cmd, out, sizeof out), 0);
+}
