@@ -103,6 +103,15 @@ static enum ctq_status keep_row(struct ctq_gemm_session *S, const struct ctq_gem
 	return CTQ_OK;
 }
 
+/* A timed row's samples, copies, calls and its median / min / cv per call. */
+static void row_timing(struct ctq_gemm_row *x, const struct ctq_gemm_timing *t)
+{
+	struct ctq_gemm_stats s;
+	ctq_gemm_stats(t->time_us, (size_t)t->samples, &s);
+	x->samples = t->samples, x->copies = t->copies, x->calls = t->calls;
+	x->time_us_median = s.median, x->time_us_min = s.min, x->time_cv = s.cv;
+}
+
 static enum ctq_status plugin_point(struct ctq_gemm_session *S, const struct ctq_gemm_shape *sh,
 				    const struct ctq_gemm_host *h, int64_t M, const int64_t *rows,
 				    int64_t nr, double bf16_us, struct ctq_error *err);
@@ -189,10 +198,7 @@ enum ctq_status ctq_gemm_session_point(struct ctq_gemm_session *S, const struct 
 			snprintf(x->note, sizeof x->note, "%s",
 				 impl == CTQ_GEMM_I8 && i8_mismatch[0] ? i8_mismatch : t.note);
 			if (t.supported) {
-				struct ctq_gemm_stats s;
-				ctq_gemm_stats(t.time_us, (size_t)t.samples, &s);
-				x->samples = t.samples, x->copies = t.copies, x->calls = t.calls;
-				x->time_us_median = s.median, x->time_us_min = s.min, x->time_cv = s.cv;
+				row_timing(x, &t);
 			}
 		}
 		ctq_gemm_row_metrics(x, &S->peaks);
@@ -284,10 +290,7 @@ static enum ctq_status path_point(struct ctq_gemm_session *S, const struct ctq_g
 		goto out;
 	snprintf(x.note, sizeof x.note, "%s", t.note);
 	if (t.supported) {
-		struct ctq_gemm_stats sx;
-		ctq_gemm_stats(t.time_us, (size_t)t.samples, &sx);
-		x.samples = t.samples, x.copies = t.copies, x.calls = t.calls;
-		x.time_us_median = sx.median, x.time_us_min = sx.min, x.time_cv = sx.cv;
+		row_timing(&x, &t);
 	}
 keep:
 	ctq_gemm_row_metrics(&x, &S->peaks);
@@ -367,10 +370,7 @@ static enum ctq_status plugin_point(struct ctq_gemm_session *S, const struct ctq
 					     .min_graph_us = CTQ_GEMM_MIN_GRAPH_US, .time_us = times};
 		if ((st = ctq_gemm_bench_plugin_time(S->b, &tm, err)))
 			goto done;
-		struct ctq_gemm_stats gs;
-		ctq_gemm_stats(tm.time_us, (size_t)tm.samples, &gs);
-		x.samples = tm.samples, x.copies = tm.copies, x.calls = tm.calls;
-		x.time_us_median = gs.median, x.time_us_min = gs.min, x.time_cv = gs.cv;
+		row_timing(&x, &tm);
 		snprintf(x.note, sizeof x.note, "kernel plug-in %s; rel-L2 %.3g", t->name, rel);
 	}
 	ctq_gemm_row_metrics(&x, &S->peaks);
@@ -518,10 +518,7 @@ static enum ctq_status wna16_point(struct ctq_gemm_session *S, const struct ctq_
 						     .min_graph_us = CTQ_GEMM_MIN_GRAPH_US, .time_us = times};
 			if ((st = ctq_gemm_bench_wna16_time(S->b, &tm, err)))
 				break;
-			struct ctq_gemm_stats gs;
-			ctq_gemm_stats(tm.time_us, (size_t)tm.samples, &gs);
-			x.samples = tm.samples, x.copies = tm.copies, x.calls = tm.calls;
-			x.time_us_median = gs.median, x.time_us_min = gs.min, x.time_cv = gs.cv;
+			row_timing(&x, &tm);
 			snprintf(x.note, sizeof x.note, "weight-only plug-in %s, %s; rel-L2 %.3g to the reference",
 				 t->name, c->name, rel);
 		}

@@ -545,6 +545,20 @@ static enum ctq_status check_activation_args(struct parser *p,
 	return CTQ_OK;
 }
 
+/* The parser's error kept as the scheme's first args error (a refusal of
+ * some profiles only), then cleared so that parsing goes on. */
+static enum ctq_status keep_args_error(struct parser *p, struct ctq_qscheme *s, const char *path)
+{
+	if (!s->args_error) {
+		s->args_error = ctq_arena_strdup(&p->cfg->arena, p->err->message);
+		s->args_error_path = ctq_arena_strdup(&p->cfg->arena, p->err->path);
+		if (!s->args_error || !s->args_error_path)
+			return oom(p, path);
+	}
+	memset(p->err, 0, sizeof *p->err);
+	return CTQ_OK;
+}
+
 static enum ctq_status parse_scheme(struct parser *p, const cJSON *obj,
 				    const char *path, struct ctq_qscheme *s)
 {
@@ -554,11 +568,8 @@ static enum ctq_status parse_scheme(struct parser *p, const cJSON *obj,
 	if (st == CTQ_ERR_INVALID_CONFIG) {
 		/* QuantizationScheme forbids extra keys; vLLM reads the group's
 		 * dict by key and never builds one: refused under ct and strict */
-		s->args_error = ctq_arena_strdup(&p->cfg->arena, p->err->message);
-		s->args_error_path = ctq_arena_strdup(&p->cfg->arena, p->err->path);
-		if (!s->args_error || !s->args_error_path)
-			return oom(p, path);
-		memset(p->err, 0, sizeof *p->err);
+		if ((st = keep_args_error(p, s, path)))
+			return st;
 	} else if (st) {
 		return st;
 	}
@@ -589,23 +600,13 @@ static enum ctq_status parse_scheme(struct parser *p, const cJSON *obj,
 			/* QuantizationScheme's validator (quant_scheme.py
 			 * validate_model_after), which vLLM never builds: its
 			 * QuantizationArgs take the args */
-			if (!s->args_error) {
-				s->args_error = ctq_arena_strdup(&p->cfg->arena, p->err->message);
-				s->args_error_path = ctq_arena_strdup(&p->cfg->arena, p->err->path);
-				if (!s->args_error || !s->args_error_path)
-					return oom(p, ap);
-			}
-			memset(p->err, 0, sizeof *p->err);
+			if ((st = keep_args_error(p, s, ap)))
+				return st;
 			continue;
 		}
 		if (st == CTQ_ERR_INVALID_CONFIG && vllm_drops) {
-			if (!s->args_error) {
-				s->args_error = ctq_arena_strdup(&p->cfg->arena, p->err->message);
-				s->args_error_path = ctq_arena_strdup(&p->cfg->arena, p->err->path);
-				if (!s->args_error || !s->args_error_path)
-					return oom(p, ap);
-			}
-			memset(p->err, 0, sizeof *p->err);
+			if ((st = keep_args_error(p, s, ap)))
+				return st;
 			s->weights = s->input = s->output = NULL;
 			break;
 		}
