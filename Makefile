@@ -149,10 +149,14 @@ $(BUILD)/tests/plugins/%.so: tests/plugins/%.c include/ctq_kernel_plugin.h
 	$(if $(Q),@echo "  CC      $@")
 	$(Q)$(CC) $(PLUGIN_CFLAGS) -o $@ $<
 
+# No --threads here: nvcc's per-architecture threads race on the device-link
+# file of a -shared build ("nvlink fatal: Could not read file
+# .../tmpxft_..._dlink.reg.c", a different target each time: 2 of 4 clean
+# CI runs on 2026-12-04); a plug-in is one small file, compiled serially.
 $(BUILD)/plugins/%.so: plugins/%.cu include/ctq_kernel_plugin.h
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  NVCC    $@")
-	$(Q)$(NVCC) -O3 -std=c++17 $(CUDA_GENCODE) --threads $(NVCC_THREADS) -Iinclude -Xcompiler -fPIC -shared -o $@ $< \
+	$(Q)$(NVCC) -O3 -std=c++17 $(CUDA_GENCODE) -Iinclude -Xcompiler -fPIC -shared -o $@ $< \
 		-L$(CUDA_LIBDIR) -Xlinker -rpath,$(CUDA_LIBDIR) -lcublasLt -lcudart
 
 # The plug-in tests load these; their directory is compiled in.
