@@ -243,23 +243,50 @@ static bool make_weights(struct wbufs *b, const struct ctq_probe_layer *L,
 		free(sb);
 		return true;
 	}
-	for (int64_t n = 0; n < N; n++) {
-		/* Scales of a typical linear (|w| up to ~0.05), varied per channel. */
-		b->sw[n] = (float)((0.5 + ctq_rng_uniform(rng)) * 0.05 / 127.0);
-		for (int64_t k = 0; k < K; k++) {
-			int v;
-			switch (wp) {
-			case CTQ_PW_PM127: v = (ctq_rng_next(rng) & 1) ? 127 : -127; break;
-			case CTQ_PW_CONSTANT: v = 64; break;
-			default: v = (int)ctq_rng_below(rng, 255) - 127;
-			}
-			if (wp == CTQ_PW_ZERO_ROW && n == N / 2)
-				v = 0;
-			b->wq[n * K + k] = (int8_t)v;
-			b->w_orig[n * K + k] = (float)v * b->sw[n];
-		}
-	}
+	ctq_probe_draw_weights(b->wq, b->w_orig, b->sw, N, K, wp, rng);
 	return true;
+}
+
+/* Row n of a synthetic pattern: its scale, then its K values, from r. */
+static void draw_row(int8_t *wq, float *w_orig, float *sw, int64_t n, int64_t N, int64_t K,
+		     enum ctq_probe_weights wp, struct ctq_rng *r)
+{
+	/* Scales of a typical linear (|w| up to ~0.05), varied per channel. */
+	sw[n] = (float)((0.5 + ctq_rng_uniform(r)) * 0.05 / 127.0);
+	for (int64_t k = 0; k < K; k++) {
+		int v;
+		switch (wp) {
+		case CTQ_PW_PM127: v = (ctq_rng_next(r) & 1) ? 127 : -127; break;
+		case CTQ_PW_CONSTANT: v = 64; break;
+		default: v = (int)ctq_rng_below(r, 255) - 127;
+		}
+		if (wp == CTQ_PW_ZERO_ROW && n == N / 2)
+			v = 0;
+		wq[n * K + k] = (int8_t)v;
+		w_orig[n * K + k] = (float)v * sw[n];
+	}
+}
+
+void ctq_probe_draw_weights(int8_t *wq, float *w_orig, float *sw, int64_t N, int64_t K,
+			    enum ctq_probe_weights wp, struct ctq_rng *rng)
+{
+	/* One stream, row after row, as a serial loop draws it: row n starts
+	 * n * per_row draws in (one for the scale, one per value but for the
+	 * constant pattern), so blocks of rows run on every core, each from
+	 * its own jump into the stream (core/rng.c), and every value is the
+	 * serial loop's. A block is about 2^20 values: jumping costs ~20 us. */
+	const uint64_t per_row = 1 + (wp == CTQ_PW_CONSTANT ? 0 : (uint64_t)K);
+	const int64_t rows = K < (1 << 20) ? (1 << 20) / K : 1;
+	const int64_t blocks = (N + rows - 1) / rows;
+	const struct ctq_rng start = *rng;
+#pragma omp parallel for schedule(dynamic)
+	for (int64_t bi = 0; bi < blocks; bi++) {
+		struct ctq_rng r = start;
+		ctq_rng_jump(&r, (uint64_t)(bi * rows) * per_row);
+		for (int64_t n = bi * rows; n < N && n < (bi + 1) * rows; n++)
+			draw_row(wq, w_orig, sw, n, N, K, wp, &r);
+	}
+	ctq_rng_jump(rng, (uint64_t)N * per_row);
 }
 
 void ctq_probe_make_acts(uint16_t *x, float *x_f, int64_t M, int64_t K, enum ctq_probe_acts ap,

@@ -85,6 +85,12 @@ struct ctq_probe_result {
 };
 
 struct ctq_rng;
+/* The synthetic weight pattern wp (not CTQ_PW_CHECKPOINT): wq (N, K), its
+ * per-row scales sw (N) and w_orig = wq * sw (N, K), drawn from rng row by
+ * row (a row's scale, then its values) and rng left after the last draw.
+ * The rows are drawn on every core; the values are the serial loop's. */
+void ctq_probe_draw_weights(int8_t *wq, float *w_orig, float *sw, int64_t N, int64_t K,
+			    enum ctq_probe_weights wp, struct ctq_rng *rng);
 /* The activation pattern ap: x (M, K) bf16 and x_f (M, K), its values as
  * f32, drawn from rng (never Inf from the generator itself). */
 void ctq_probe_make_acts(uint16_t *x, float *x_f, int64_t M, int64_t K, enum ctq_probe_acts ap,

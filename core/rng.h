@@ -38,6 +38,11 @@ static inline uint64_t ctq_rng_next(struct ctq_rng *r)
 	return result;
 }
 
+/* Advances r by n draws, as n calls of ctq_rng_next would, in about 64
+ * matrix-vector products over GF(2) (core/rng.c): a thread can start its
+ * share of one stream where the serial loop would reach it. */
+void ctq_rng_jump(struct ctq_rng *r, uint64_t n);
+
 /* Uniform in [0, 1) with 53 random bits. */
 static inline double ctq_rng_uniform(struct ctq_rng *r)
 {
