@@ -528,20 +528,25 @@ static void prepare(struct prep *p)
 	const int64_t N = L->N, K = L->K, M = p->job.M;
 	const enum ctq_probe_weights wp = p->job.weights;
 	const enum ctq_probe_acts ap = p->job.acts;
+	const uint64_t job_seed = p->seed ^ ((uint64_t)wp << 40) ^ ((uint64_t)ap << 48) ^ (uint64_t)(K * 131 + N);
 	memset(&p->err, 0, sizeof p->err);
 	p->st = CTQ_OK;
 	if (p->draw) {
 		if (!alloc_wbufs(p->ws, p->w, N, K))
 			goto nomem;
-		ctq_rng_seed(&p->w->rng,
-			     p->seed ^ ((uint64_t)wp << 40) ^ ((uint64_t)ap << 48) ^ (uint64_t)(K * 131 + N));
+		ctq_rng_seed(&p->w->rng, job_seed);
 		if (!make_weights(p->w, L, wp, &p->w->rng))
 			goto nomem;
 	}
 	struct bufs *b = &p->b;
 	if (!alloc_bufs(p->as, b, M, N, K, wp != CTQ_PW_CHECKPOINT || L->bias))
 		goto nomem;
+	/* the activations continue the weights' stream; checkpoint weights
+	 * draw nothing (and serve every activation pattern), so theirs start
+	 * at the job's seed */
 	struct ctq_rng rng = p->w->rng;
+	if (wp == CTQ_PW_CHECKPOINT)
+		ctq_rng_seed(&rng, job_seed);
 	ctq_probe_make_acts(b->x, b->x_f, M, K, ap, &rng);
 	if (b->bias) {
 		for (int64_t n = 0; n < N; n++)
@@ -617,7 +622,7 @@ enum ctq_status ctq_probe_run_jobs(struct ctq_backend *const *bes, int n_be,
 	if (!res)
 		return ctq_error_set(err, CTQ_ERR_NOMEM, L->name, "out of memory");
 	/* job j: its rest in kept.a[j % 2]; the weights of its run of equal
-	 * (weights, acts) in wsets and kept.w at the run's index % 2, which
+	 * (weights, acts), or of equal checkpoint weights, in wsets and kept.w at the run's index % 2, which
 	 * the run before last (all of its probes finished) held */
 	struct wbufs wsets[2];
 	struct prep preps[2];
@@ -632,8 +637,11 @@ enum ctq_status ctq_probe_run_jobs(struct ctq_backend *const *bes, int n_be,
 		pthread_t worker;
 		bool started = false;
 		if (j + 1 < n_jobs) {
+			/* synthetic weights are drawn per (weights, acts); a
+			 * checkpoint's are the same for every activation pattern */
 			const bool new_run = jobs[j + 1].weights != jobs[j].weights ||
-					     jobs[j + 1].acts != jobs[j].acts;
+					     (jobs[j + 1].acts != jobs[j].acts &&
+					      jobs[j].weights != CTQ_PW_CHECKPOINT);
 			run += new_run;
 			next = &preps[(j + 1) % 2];
 			*next = (struct prep){.L = L, .job = jobs[j + 1], .seed = seed, .draw = new_run,
