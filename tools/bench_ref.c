@@ -1,0 +1,83 @@
+/* bench_ref: the reference int8 GEMM's fast path (reference/ref_gemm.c)
+ * against its scalar definition (ctq_ref_gemm_i8_scalar) on one shape, on
+ * this CPU with its threads (OMP_NUM_THREADS caps them): the median wall
+ * time of each over REPS runs, their ratio, and whether every int32 is the
+ * same. Issue 34's target shape is the default: qwen3-4b's gate_up (K 2560,
+ * N 19456) at M = 64. Not a test (timings belong to measurements: README,
+ * "The cost"). usage: build/tools/bench_ref [M K N [REPS]] */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/rng.h"
+#include "reference/ref_ops.h"
+
+static double now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	const double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+typedef enum ctq_status (*gemm_fn)(const int8_t *, const int8_t *, int64_t, int64_t, int64_t,
+				   int32_t *, struct ctq_error *);
+
+static double median_ms(gemm_fn f, const int8_t *q, const int8_t *w, int64_t M, int64_t N, int64_t K,
+			int32_t *acc, int reps)
+{
+	double t[64];
+	struct ctq_error err = {0};
+	for (int r = 0; r < reps; r++) {
+		const double t0 = now_ms();
+		if (f(q, w, M, N, K, acc, &err)) {
+			fprintf(stderr, "bench_ref: %s\n", err.message);
+			exit(1);
+		}
+		t[r] = now_ms() - t0;
+	}
+	qsort(t, (size_t)reps, sizeof *t, cmp_double);
+	return t[reps / 2];
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 1 && argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: %s [M K N [REPS]]\n", argv[0]);
+		return 2;
+	}
+	const int64_t M = argc > 1 ? atoll(argv[1]) : 64, K = argc > 1 ? atoll(argv[2]) : 2560,
+		      N = argc > 1 ? atoll(argv[3]) : 19456;
+	int reps = argc > 4 ? atoi(argv[4]) : 3;
+	if (M < 1 || K < 1 || N < 1 || reps < 1 || reps > 64) {
+		fprintf(stderr, "bench_ref: M, K, N >= 1 and 1 <= REPS <= 64\n");
+		return 2;
+	}
+	int8_t *q = malloc((size_t)(M * K)), *w = malloc((size_t)(N * K));
+	int32_t *a = malloc((size_t)(M * N) * 4), *b = malloc((size_t)(M * N) * 4);
+	if (!q || !w || !a || !b) {
+		fprintf(stderr, "bench_ref: out of memory\n");
+		return 1;
+	}
+	struct ctq_rng r;
+	ctq_rng_seed(&r, 1);
+	for (int64_t i = 0; i < M * K; i++)
+		q[i] = (int8_t)((int)ctq_rng_below(&r, 256) - 128);
+	for (int64_t i = 0; i < N * K; i++)
+		w[i] = (int8_t)((int)ctq_rng_below(&r, 255) - 127);
+	const double fast = median_ms(ctq_ref_gemm_i8, q, w, M, N, K, a, reps);
+	const double scalar = median_ms(ctq_ref_gemm_i8_scalar, q, w, M, N, K, b, reps);
+	const int same = !memcmp(a, b, (size_t)(M * N) * 4);
+	printf("M %lld K %lld N %lld, %d threads, simd %s: scalar %.1f ms, fast %.1f ms, %.1fx, %s\n",
+	       (long long)M, (long long)K, (long long)N, omp_get_max_threads(), ctq_ref_simd(), scalar, fast,
+	       scalar / fast, same ? "identical" : "DIFFERENT");
+	free(q), free(w), free(a), free(b);
+	return same ? 0 : 1;
+}
