@@ -17,13 +17,13 @@
 static uint64_t jump_cols[64][256][4];
 static pthread_once_t jump_once = PTHREAD_ONCE_INIT;
 
-/* out = M in, M given by its columns (out may be in). */
-static void apply(const uint64_t (*cols)[4], const uint64_t in[4], uint64_t out[4])
+/* out = M in, M given by its columns, 4 words each (out may be in). */
+static void apply(const uint64_t *cols, const uint64_t in[4], uint64_t out[4])
 {
 	uint64_t r[4] = {0, 0, 0, 0};
 	for (int w = 0; w < 4; w++)
 		for (uint64_t bits = in[w]; bits; bits &= bits - 1) {
-			const uint64_t *c = cols[w * 64 + __builtin_ctzll(bits)];
+			const uint64_t *c = cols + 4 * (w * 64 + __builtin_ctzll(bits));
 			r[0] ^= c[0];
 			r[1] ^= c[1];
 			r[2] ^= c[2];
@@ -42,7 +42,7 @@ static void build_jumps(void)
 	}
 	for (int k = 1; k < 64; k++)
 		for (int j = 0; j < 256; j++)
-			apply(jump_cols[k - 1], jump_cols[k - 1][j], jump_cols[k][j]);
+			apply(&jump_cols[k - 1][0][0], jump_cols[k - 1][j], jump_cols[k][j]);
 }
 
 void ctq_rng_jump(struct ctq_rng *r, uint64_t n)
@@ -52,5 +52,5 @@ void ctq_rng_jump(struct ctq_rng *r, uint64_t n)
 	pthread_once(&jump_once, build_jumps);
 	for (int k = 0; k < 64; k++)
 		if (n >> k & 1)
-			apply(jump_cols[k], r->s, r->s);
+			apply(&jump_cols[k][0][0], r->s, r->s);
 }

@@ -170,7 +170,8 @@ static void observe(void *ctx, int64_t layer, enum ctq_observe_site site, const 
 		ctq_smooth_stats_add(s, layer, 1, x, M);
 }
 
-enum ctq_status ctq_calib_smooth_stats(const char *dir, const int32_t *ids, int64_t n, int64_t len,
+enum ctq_status ctq_calib_smooth_stats(const char *dir, const char *backend, const int32_t *ids,
+				       int64_t n, int64_t len,
 				       struct ctq_smooth_stats *stats, struct ctq_error *err)
 {
 	memset(stats, 0, sizeof *stats);
@@ -178,7 +179,7 @@ enum ctq_status ctq_calib_smooth_stats(const char *dir, const int32_t *ids, int6
 	int32_t *slot = NULL, *pos = NULL;
 	const struct ctq_model_options o = {
 		.dir = dir,
-		.backend = "reference",
+		.backend = backend ? backend : "reference",
 		.tp = 1,
 		.numerics = CTQ_ACT_NUMERICS_CTQ,
 		.limits = {.max_slots = 1, .max_len = len, .max_tokens = len, .no_graphs = true,
@@ -425,7 +426,7 @@ enum ctq_status ctq_calib_gptq(const char *src, const char *const *modules, size
 				     opt->dampening_frac, (long long)opt->block_size);
 	const struct ctq_model_options o = {
 		.dir = src,
-		.backend = "reference",
+		.backend = opt->backend ? opt->backend : "reference",
 		.tp = 1,
 		.numerics = CTQ_ACT_NUMERICS_CTQ,
 		.limits = {.max_slots = 1, .max_len = len, .max_tokens = len, .no_graphs = true,

@@ -1,6 +1,8 @@
 /* ctq calibration: the activation statistics a calibrating recipe needs
  * (ctq quantize --recipe smoothquant), from the BF16 model itself run on the
- * reference backend over windows of a calibration text.
+ * reference backend (f32 activations) or on CUDA (BF16 activations, as
+ * llm-compressor's BF16 model runs; the runner hands its observer a host
+ * f32 copy) over windows of a calibration text.
  *
  * Windows: the text (UTF-8) is tokenised with the model folder's
  * tokenizer.json, without special tokens; each of the n windows is len
@@ -71,18 +73,21 @@ enum ctq_status ctq_calib_windows_ids(const char *ids_path, int64_t n, int64_t l
 enum ctq_status ctq_calib_windows_write(const char *path, const int32_t *ids, int64_t n, int64_t len,
 					struct ctq_error *err);
 
-/* Runs the model in dir (unquantized) on the reference backend over the n
- * windows ids (n, len) and fills stats (initialised here; freed with
+/* Runs the model in dir (unquantized) on backend ("reference", NULL for
+ * it, or "cuda": BF16 activations, as a BF16 model runs in PyTorch) over
+ * the n windows ids (n, len) and fills stats (initialised here; freed with
  * ctq_smooth_stats_free whatever the result). Errors: usage (an id outside
- * the model's vocabulary, a quantized checkpoint), the runner's (config,
- * checkpoint), out-of-memory. */
-enum ctq_status ctq_calib_smooth_stats(const char *dir, const int32_t *ids, int64_t n, int64_t len,
+ * the model's vocabulary, a quantized checkpoint, an unknown backend), the
+ * runner's (config, checkpoint), the backend's, out-of-memory. */
+enum ctq_status ctq_calib_smooth_stats(const char *dir, const char *backend, const int32_t *ids,
+				       int64_t n, int64_t len,
 				       struct ctq_smooth_stats *stats, struct ctq_error *err);
 
 struct ctq_calib_gptq_options {
 	double dampening_frac;    /* [0, 1]; CTQ_GPTQ_DEFAULT_DAMPENING */
 	int64_t block_size;       /* >= 1; CTQ_GPTQ_DEFAULT_BLOCK */
 	bool actorder;            /* static activation ordering (ctq_gptq_hinv_init) */
+	const char *backend;      /* the calibration forwards': NULL or "reference", or "cuda" */
 	ctq_progress_fn progress; /* may be NULL: after each module, with its name */
 	void *progress_ctx;
 };

@@ -48,7 +48,7 @@ static void help(void)
 	       "                       weight_zero_point; scale = (max - min) / (2^b - 1)\n");
 	printf("  --recipe R           rtn (the default): round-to-nearest as above, no data;\n"
 	       "                       smoothquant: llm-compressor's SmoothQuantModifier, then\n"
-	       "                       rtn. The BF16 model runs on the reference backend over\n"
+	       "                       rtn. The BF16 model runs on --calib-backend over\n"
 	       "                       the calibration windows; per hidden channel j the range\n"
 	       "                       r_j (max - min) of each input_layernorm /\n"
 	       "                       post_attention_layernorm output and w_j = 2 x\n"
@@ -61,7 +61,7 @@ static void help(void)
 	       "                       each layer's linears see the calibration windows\n"
 	       "                       through the already-rounded layers before them\n"
 	       "                       (unquantized activations, the rounded weights\n"
-	       "                       dequantized, on the reference backend, as the\n"
+	       "                       dequantized, on --calib-backend, as the\n"
 	       "                       library calibrates), their inputs' Hessians\n"
 	       "                       H = 2/n sum x x^T drive the GPTQ rounding (per-channel\n"
 	       "                       scales as rtn's, dampening and blocks below, columns\n"
@@ -76,6 +76,10 @@ static void help(void)
 	       "  --calib-len L        tokens per window (default 512; a BOS first where the\n"
 	       "                       tokenizer adds one), at seeded random offsets\n"
 	       "  --seed S             window offsets' seed (default 0)\n"
+	       "  --calib-backend B    where the calibrating recipes run the BF16 model:\n"
+	       "                       reference (the default; f32 activations, exact, the\n"
+	       "                       CPU) or cuda (BF16 activations, as PyTorch runs a\n"
+	       "                       BF16 model; the observer gets their host copy)\n"
 	       "  --save-calib FILE    write the calibration windows to FILE, one window a line\n"
 	       "                       (decimal token ids, BOS included), so that another tool\n"
 	       "                       calibrates on the same samples\n"
@@ -157,8 +161,8 @@ static void yaml_quoted(FILE *f, const char *v)
 static enum ctq_status write_recipe(const char *dir, const struct ctq_quantize_result *r,
 				    const char *recipe, bool smooth, double alpha, bool gptq,
 				    const struct ctq_calib_gptq_options *go, const char *calib,
-				    long samples, long len, long seed, const struct ctq_packed_args *wa,
-				    struct ctq_error *err)
+				    long samples, long len, long seed, const char *calib_backend,
+				    const struct ctq_packed_args *wa, struct ctq_error *err)
 {
 	char *path = ctq_path_join(dir, RECIPE_NAME);
 	if (!path)
@@ -174,7 +178,7 @@ static enum ctq_status write_recipe(const char *dir, const struct ctq_quantize_r
 		fprintf(f, "; calibration: %ld window(s) of %ld tokens of ", samples, len);
 		for (const char *c = calib; *c; c++)
 			fputc(*c == '\n' ? ' ' : *c, f);
-		fprintf(f, ", seed %ld, on the reference backend", seed);
+		fprintf(f, ", seed %ld, on the %s backend", seed, calib_backend);
 	}
 	fprintf(f, "\ndefault_stage:\n  default_modifiers:\n");
 	if (smooth)
@@ -252,7 +256,7 @@ int ctq_cmd_quantize(int argc, char **argv)
 	long max_shard = 0, weight_bits = 8;
 	long calib_samples = 32, calib_len = 512, seed = 0;
 	const char *recipe = "rtn", *calib = NULL, *calib_ids_path = NULL, *alpha_s = NULL;
-	const char *damp_s = NULL, *save_calib = NULL;
+	const char *damp_s = NULL, *save_calib = NULL, *calib_backend = NULL;
 	char *save_smoothed = NULL;
 	const char *save_smoothed_arg = NULL;
 	bool replace_smoothed = false;
@@ -303,6 +307,7 @@ int ctq_cmd_quantize(int argc, char **argv)
 		CTQ_OPT_STR("--dampening-frac", &damp_s),
 		CTQ_OPT_INT("--block-size", &block_size, 1, 1L << 20),
 		CTQ_OPT_STR("--save-calib", &save_calib),
+		CTQ_OPT_STR("--calib-backend", &calib_backend),
 		CTQ_OPT_STR("--actorder", &actorder_s),
 		CTQ_OPT_STR("--save-smoothed", &save_smoothed_arg),
 		CTQ_OPT_END,
@@ -408,6 +413,18 @@ int ctq_cmd_quantize(int argc, char **argv)
 		fprintf(stderr, "ctq quantize: --save-calib belongs to a calibrating recipe (the recipe is rtn)\n");
 		goto out;
 	}
+	if (calib_backend && strcmp(calib_backend, "reference") && strcmp(calib_backend, "cuda")) {
+		fprintf(stderr, "ctq quantize: --calib-backend is reference or cuda, not '%s'\n", calib_backend);
+		goto out;
+	}
+	if (!smooth && !gptq && calib_backend) {
+		fprintf(stderr, "ctq quantize: --calib-backend belongs to a calibrating recipe (the recipe is %s)\n",
+			recipe);
+		goto out;
+	}
+	if (!calib_backend)
+		calib_backend = "reference";
+	gopt.backend = calib_backend;
 	if (!smooth && save_smoothed_arg) {
 		fprintf(stderr, "ctq quantize: --save-smoothed belongs to --recipe smoothquant or "
 			"smoothquant+gptq (the recipe is %s)\n", recipe);
@@ -461,9 +478,10 @@ int ctq_cmd_quantize(int argc, char **argv)
 		/* calibrate, then smooth into a temporary folder beside OUT (or
 		 * beside --save-smoothed's folder, to be renamed into it) */
 		if (!quiet)
-			fprintf(stderr, "ctq quantize: calibrating on %ld x %ld tokens of %s (reference backend)\n",
-				calib_samples, calib_len, calib_src);
-		if ((st = ctq_calib_smooth_stats(in, calib_ids, calib_samples, calib_len, &stats, &err)))
+			fprintf(stderr, "ctq quantize: calibrating on %ld x %ld tokens of %s (%s backend)\n",
+				calib_samples, calib_len, calib_src, calib_backend);
+		if ((st = ctq_calib_smooth_stats(in, calib_backend, calib_ids, calib_samples, calib_len, &stats,
+						 &err)))
 			goto fail;
 		if ((st = ctq_tmpdir_beside(save_smoothed ? save_smoothed : out, stmp, sizeof stmp, &err))) {
 			stmp[0] = '\0';
@@ -496,8 +514,8 @@ int ctq_cmd_quantize(int argc, char **argv)
 			goto fail;
 		}
 		if (!quiet)
-			fprintf(stderr, "ctq quantize: GPTQ layer by layer on %ld x %ld tokens of %s (reference backend)\n",
-				calib_samples, calib_len, calib_src);
+			fprintf(stderr, "ctq quantize: GPTQ layer by layer on %ld x %ld tokens of %s (%s backend)\n",
+				calib_samples, calib_len, calib_src, calib_backend);
 		opt.progress = NULL;
 		if ((st = ctq_quantize_checkpoint(src, rtmp, &opt, &res, &err)))
 			goto fail;
@@ -534,7 +552,7 @@ int ctq_cmd_quantize(int argc, char **argv)
 	}
 	if ((st = write_report(tmp, &res, &err)) ||
 	    (st = write_recipe(tmp, &res, recipe, smooth, alpha, gptq, &gopt, calib_src, calib_samples,
-			       calib_len, seed, &wa, &err)))
+			       calib_len, seed, calib_backend, &wa, &err)))
 		goto fail;
 	if ((st = ctq_tmpdir_commit(tmp, out, replace, &err)))
 		goto fail;

@@ -462,6 +462,8 @@ void ctq_runner_free(struct ctq_runner *r)
 		if (r->v_cache)
 			b->ops->free(b, r->v_cache[l]);
 	}
+	free(r->obs_bf16);
+	free(r->obs_f32);
 	for (int i = 0; i < 65; i++)
 		if (r->graphs[i] && b->ops->graph_destroy)
 			b->ops->graph_destroy(b, r->graphs[i]);
@@ -628,6 +630,14 @@ static enum ctq_status alloc_state(struct ctq_runner *r, const char *dir, struct
 	    (st = b->ops->alloc(b, (size_t)(T * 4), (void **)&r->d_pos, err)) ||
 	    (st = b->ops->alloc(b, (size_t)(T * 4), (void **)&r->d_rows, err)))
 		return st;
+	/* an observer's host view of BF16 activations: the widest it sees */
+	if ((opt->observe || opt->layer_end) && ab != 4) {
+		r->obs_cap = T * kmax;
+		r->obs_bf16 = ctq_malloc((size_t)r->obs_cap * sizeof *r->obs_bf16);
+		r->obs_f32 = ctq_malloc((size_t)r->obs_cap * sizeof *r->obs_f32);
+		if (!r->obs_bf16 || !r->obs_f32)
+			return ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+	}
 	/* Logits for up to 64 rows at a time. */
 	return b->ops->alloc(b, (size_t)(64 * c->vocab * ab), &r->logits, err);
 }
@@ -656,9 +666,9 @@ enum ctq_status ctq_runner_load(struct ctq_runner *r, struct ctq_backend *b, con
 		goto done;
 	}
 	const int tp = opt->tp > 1 ? opt->tp : 1;
-	if ((opt->observe || opt->layer_end) && (tp > 1 || b->ops->act_bytes != 4)) {
+	if ((opt->observe || opt->layer_end) && tp > 1) {
 		st = ctq_error_set(err, CTQ_ERR_USAGE, "observe",
-				   "an activation observer needs host f32 activations (the reference backend) and tp 1");
+				   "an activation observer runs without tensor parallelism (tp 1)");
 		goto done;
 	}
 	if (tp > 1 && !opt->group && !b->ops->allreduce_sum) {
@@ -706,6 +716,56 @@ static enum ctq_status linear(struct ctq_runner *r, const struct ctq_lin *l, con
 	return o->linear_dense(r->b, x, l->w, l->bias, M, l->N, l->K, y, err);
 }
 
+/* x (n activations in backend memory) as host f32 for an observer: x
+ * itself where activations are host f32 (the reference backend), else its
+ * BF16 bits downloaded into r->obs_bf16 and widened into r->obs_f32. */
+static enum ctq_status host_view(struct ctq_runner *r, const void *x, int64_t n, const float **out,
+				 struct ctq_error *err)
+{
+	if (r->b->ops->act_bytes == 4) {
+		*out = x;
+		return CTQ_OK;
+	}
+	if (n > r->obs_cap)
+		return ctq_error_set(err, CTQ_ERR_USAGE, "observe", "%lld activations, room for %lld",
+				     (long long)n, (long long)r->obs_cap);
+	enum ctq_status st = r->b->ops->download(r->b, r->obs_bf16, x, (size_t)n * 2, err);
+	if (st)
+		return st;
+	ctq_convert_to_f32(r->obs_bf16, CTQ_DTYPE_BF16, (size_t)n, r->obs_f32);
+	*out = r->obs_f32;
+	return CTQ_OK;
+}
+
+static enum ctq_status observe(struct ctq_runner *r, int64_t layer, enum ctq_observe_site site,
+			       const void *x, int64_t M, int64_t K, struct ctq_error *err)
+{
+	const float *hx;
+	enum ctq_status st = host_view(r, x, M * K, &hx, err);
+	if (!st)
+		r->opt.observe(r->opt.observe_ctx, layer, site, hx, M, K);
+	return st;
+}
+
+/* The layer_end hook on the residual stream x (T, H): on a BF16 backend on
+ * a host f32 copy, which goes back rounded to BF16 afterwards. Returns the
+ * hook's next layer; on a copy's failure st is set and -1 returned. */
+static int64_t layer_end(struct ctq_runner *r, int64_t layer, int64_t T, int64_t H, enum ctq_status *st,
+			 struct ctq_error *err)
+{
+	if (r->b->ops->act_bytes == 4)
+		return r->opt.layer_end(r->opt.layer_end_ctx, layer, r->x, T, H);
+	const float *hx;
+	if ((*st = host_view(r, r->x, T * H, &hx, err)))
+		return -1;
+	const int64_t next = r->opt.layer_end(r->opt.layer_end_ctx, layer, r->obs_f32, T, H);
+	for (int64_t i = 0; i < T * H; i++)
+		r->obs_bf16[i] = ctq_f32_to_bf16(r->obs_f32[i]);
+	if ((*st = r->b->ops->upload(r->b, r->x, r->obs_bf16, (size_t)(T * H) * 2, err)))
+		return -1;
+	return next;
+}
+
 /* RMSNorm (nw != NULL) or SiLU·mul (nw == NULL) of x, then the linear l.
  * With res != NULL (RMSNorm only) x += res first: the residual add of the
  * block before, fused into the norm where the backend offers it. A W8A8 l
@@ -740,17 +800,15 @@ static enum ctq_status producer_linear(struct ctq_runner *r, int64_t layer,
 	   : res ? o->add_rmsnorm(b, x, res, nw, M, l->K, eps, mid, err)
 		 : o->rmsnorm(b, x, nw, M, l->K, eps, mid, err);
 	if (!st && r->opt.observe)
-		r->opt.observe(r->opt.observe_ctx, layer, site, mid, M, l->K);
+		st = observe(r, layer, site, mid, M, l->K, err);
 	return st ? st : linear(r, l, mid, M, y, err);
 }
 
 /* The observer's view of o_proj's input (the attention output). */
-static enum ctq_status observe_o(struct ctq_runner *r, int64_t layer, int64_t T)
+static enum ctq_status observe_o(struct ctq_runner *r, int64_t layer, int64_t T, struct ctq_error *err)
 {
-	if (r->opt.observe)
-		r->opt.observe(r->opt.observe_ctx, layer, CTQ_OBSERVE_O, r->attn, T,
-			       r->layers[layer].o.K);
-	return CTQ_OK;
+	return r->opt.observe ? observe(r, layer, CTQ_OBSERVE_O, r->attn, T, r->layers[layer].o.K, err)
+			      : CTQ_OK;
 }
 
 enum ctq_status ctq_runner_set_dense(struct ctq_runner *r, int64_t l, enum ctq_observe_site which,
@@ -818,7 +876,10 @@ static enum ctq_status compute(struct ctq_runner *r, int64_t T, int64_t head_row
 	if ((st = o->embed(b, r->embed, r->d_ids, T, H, r->x, err)))
 		return st;
 	const ctq_layer_end_fn hook = r->opt.layer_end;
-	int64_t l = hook ? hook(r->opt.layer_end_ctx, -1, r->x, T, H) : 0;
+	st = CTQ_OK;
+	int64_t l = hook ? layer_end(r, -1, T, H, &st, err) : 0;
+	if (st)
+		return st;
 	while (l >= 0 && l < c->layers) {
 		const struct ctq_layer *y = &r->layers[l];
 		/* the residual of the block before (pending) is added inside this norm */
@@ -847,7 +908,7 @@ static enum ctq_status compute(struct ctq_runner *r, int64_t T, int64_t head_row
 		if (st ||
 		    (st = o->attention(b, q, k, v, ld, r->k_cache[l], r->v_cache[l], r->d_slot, r->d_pos,
 				       r->call_slot, r->call_pos, T, nH, nKV, d, r->opt.max_len, r->attn, err)) ||
-		    (st = observe_o(r, l, T)) ||
+		    (st = observe_o(r, l, T, err)) ||
 		    (st = linear(r, &y->o, r->attn, T, r->h, err)) ||
 		    (st = allreduce(r, r->h, T * H, err)) ||
 		    (st = producer_linear(r, l, CTQ_OBSERVE_GATE_UP, r->x, r->h, y->post_norm, &y->gu, T,
@@ -865,7 +926,8 @@ static enum ctq_status compute(struct ctq_runner *r, int64_t T, int64_t head_row
 		if ((st = o->add(b, r->x, pending, T * H, err)))
 			return st;
 		pending = NULL;
-		l = hook(r->opt.layer_end_ctx, l, r->x, T, H);
+		if ((l = layer_end(r, l, T, H, &st, err)) < 0 && st)
+			return st;
 	}
 	if (l < 0)
 		return CTQ_OK; /* ended by the hook: no final norm, no logits */

@@ -50,13 +50,17 @@ enum ctq_observe_site {
 #define CTQ_OBSERVE_N_SITES 4
 
 /* Called with layer l's activations x (host f32 (M, K), borrowed for the
- * call) as they enter the linears of site, before the linear runs. */
+ * call) as they enter the linears of site, before the linear runs. On a
+ * backend whose activations are BF16 in its own memory (CUDA) x is their
+ * copy on the host, each value exact in f32. */
 typedef void (*ctq_observe_fn)(void *ctx, int64_t layer, enum ctq_observe_site site,
 			       const float *x, int64_t M, int64_t K);
 
 /* Called at the layer boundaries of a forward call: after the embedding
  * (layer -1) and after each layer, with x the residual stream there (host
  * f32 (T, H), the call's tokens), which the hook may read and overwrite.
+ * On a BF16 backend x is a host f32 copy, and what the hook leaves there
+ * goes back rounded to BF16 (exact for values it read from the stream).
  * Returns the next layer to run: layer + 1 to go on, a later one to skip
  * layers, the layer count to go to the final norm, or a negative value to
  * end the call there (it then returns no logits: ask for none). Layer-wise
@@ -72,9 +76,9 @@ struct ctq_runner_options {
 	bool no_fuse;        /* unfused ops only: no quantization inside RMSNorm / SiLU·mul, no fused q/k norm + RoPE (A/B checks) */
 	struct ctq_tp_group *group; /* required when tp > 1 */
 	ctq_observe_fn observe; /* or NULL; sees every producer's output unfused
-				 * (calibration, eval/calib.h); host f32
-				 * activations (the reference backend) and tp 1
-				 * only: ctq_runner_load refuses it elsewhere */
+				 * (calibration, eval/calib.h) as host f32 on any
+				 * backend; tp 1 only: ctq_runner_load refuses it
+				 * with tensor parallelism */
 	void *observe_ctx;
 	ctq_layer_end_fn layer_end; /* or NULL; the observer's restrictions */
 	void *layer_end_ctx;
@@ -113,6 +117,11 @@ struct ctq_runner {
 	int64_t graph_replays;
 	int64_t n_quantized, n_dense;  /* linear modules by scheme */
 	uint64_t weight_bytes;         /* bytes of weights on the backend */
+	/* an observer's host view of BF16 activations (act_bytes 2): the
+	 * downloaded bits and their f32 values, obs_cap elements each */
+	uint16_t *obs_bf16;
+	float *obs_f32;
+	int64_t obs_cap;
 };
 
 /* Loads the checkpoint in dir onto backend b under the strict plan (which

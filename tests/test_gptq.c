@@ -689,6 +689,7 @@ Test(calib_gptq, quantize_writes_gptq_checkpoint_and_recipe, .timeout = 180)
 	cr_assert_eq(ctq_file_read(ry, 1 << 20, &text, &n, &err), CTQ_OK, "%s", err.message);
 	cr_expect(strstr(text, "# written by ctq quantize --recipe smoothquant+gptq; calibration: 8 window(s)"),
 		  "%s", text);
+	cr_expect(strstr(text, ", on the reference backend\n"), "%s", text);
 	cr_expect(strstr(text, "    SmoothQuantModifier:\n      smoothing_strength: 0.8\n"), "%s", text);
 	cr_expect(strstr(text, "    GPTQModifier:\n      targets: [Linear]\n      ignore: ['lm_head']\n"
 			       "      scheme: W8A8\n      block_size: 16\n      dampening_frac: 0.02\n"
@@ -768,6 +769,9 @@ Test(calib_gptq, quantize_writes_gptq_checkpoint_and_recipe, .timeout = 180)
 		{"save-smoothed-is-out", {f.bf16, out, "--recipe", "smoothquant", "--calib", CALIB_TEXT,
 					  "--save-smoothed", out}},
 		{"save-calib-with-rtn", {f.bf16, out, "--save-calib", g2}},
+		{"calib-backend-unknown", {f.bf16, out, "--recipe", "gptq", "--calib", CALIB_TEXT,
+					   "--calib-backend", "tpu"}},
+		{"calib-backend-with-rtn", {f.bf16, out, "--calib-backend", "reference"}},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		const char *args[16] = {0};

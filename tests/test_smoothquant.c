@@ -106,7 +106,7 @@ static void calibrate(const struct sq *f, struct ctq_smooth_stats *st)
 	cr_assert_eq(ctq_calib_windows(f->bf16, CALIB_TEXT, 8, 64, 0, &ids, &n_text, &err), CTQ_OK, "%s",
 		     err.message);
 	cr_assert_gt(n_text, 64);
-	cr_assert_eq(ctq_calib_smooth_stats(f->bf16, ids, 8, 64, st, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(ctq_calib_smooth_stats(f->bf16, NULL, ids, 8, 64, st, &err), CTQ_OK, "%s", err.message);
 	ctq_free(ids);
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/fileio.h"
 #include "core/json.h"
+#include "eval/calib.h"
 #include "model/runner.h"
 #include "checkpoint/quantize.h"
 #include "checkpoint/synth.h"
@@ -228,4 +229,72 @@ Test(runner_gpu, device_pick_equals_host_argmax, .timeout = 120)
 	}
 	ctq_remove_tree(dir);
 	ctq_remove_tree(qdir);
+}
+
+/* Calibration on CUDA (BF16 activations, the observer and the layer-wise
+ * hook given host f32 copies) against the reference's (f32) on the same
+ * windows: SmoothQuant's per-channel ranges agree to about BF16 precision
+ * (and differ somewhere: the CUDA run really ran in BF16), GPTQ's scales
+ * are the weights' own (equal) and its roundings mostly agree. */
+Test(runner_gpu, calibration_on_cuda_tracks_the_reference, .timeout = 300)
+{
+	char dir[64];
+	make_model(dir, sizeof dir, "qwen3", NULL);
+	enum { N_WIN = 4, LEN = 64 };
+	int32_t ids[N_WIN * LEN];
+	for (int i = 0; i < N_WIN * LEN; i++)
+		ids[i] = (int32_t)((i * 7919 + 13) % 512); /* tiny: vocabulary 512 */
+	struct ctq_error err = {0};
+	struct ctq_smooth_stats a, c;
+	cr_assert_eq(ctq_calib_smooth_stats(dir, "reference", ids, N_WIN, LEN, &a, &err), CTQ_OK, "%s",
+		     err.message);
+	cr_assert_eq(ctq_calib_smooth_stats(dir, "cuda", ids, N_WIN, LEN, &c, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(a.n_rows, c.n_rows);
+	cr_assert_eq(a.layers, c.layers);
+	const size_t cells = (size_t)(a.layers * CTQ_SMOOTH_N_MAPPINGS * a.hidden);
+	double worst = 0.0;
+	for (size_t i = 0; i < cells; i++) {
+		const double range = (double)a.max[i] - a.min[i];
+		cr_assert(range > 0, "channel %zu never varied", i);
+		const double d = fmax(fabs((double)a.max[i] - c.max[i]), fabs((double)a.min[i] - c.min[i])) / range;
+		worst = fmax(worst, d);
+	}
+	cr_log_info("smoothquant ranges, cuda vs reference: worst channel differs by %.4g of its range", worst);
+	cr_expect(worst < 0.05, "a channel's min or max differs by %.4g of its range", worst);
+	cr_expect(worst > 0.0, "the CUDA statistics equal the reference's to the bit: no BF16 run?");
+	ctq_smooth_stats_free(&a);
+	ctq_smooth_stats_free(&c);
+
+	struct ctq_calib_gptq_options o = {.dampening_frac = CTQ_GPTQ_DEFAULT_DAMPENING,
+					   .block_size = CTQ_GPTQ_DEFAULT_BLOCK, .actorder = true,
+					   .backend = "reference"};
+	struct ctq_calib_gptq_result gr, gc;
+	cr_assert_eq(ctq_calib_gptq(dir, NULL, 0, ids, N_WIN, LEN, &o, &gr, &err), CTQ_OK, "%s", err.message);
+	o.backend = "cuda";
+	cr_assert_eq(ctq_calib_gptq(dir, NULL, 0, ids, N_WIN, LEN, &o, &gc, &err), CTQ_OK, "%s", err.message);
+	cr_assert_eq(gr.n_mods, gc.n_mods);
+	cr_assert_eq(gc.n_tokens, (int64_t)N_WIN * LEN);
+	cr_assert_eq(gc.n_fallback, 0);
+	int64_t total = 0, same = 0, far = 0;
+	double sum_abs = 0.0;
+	for (size_t m = 0; m < gr.n_mods; m++) {
+		const struct ctq_calib_gptq_module *x = &gr.mods[m], *y = &gc.mods[m];
+		cr_assert_str_eq(x->name, y->name);
+		cr_assert(x->N == y->N && x->K == y->K && x->dtype == y->dtype);
+		cr_assert_eq(memcmp(x->scale, y->scale, (size_t)x->N * ctq_dtype_size(x->dtype)), 0,
+			     "%s: the scales are the weights' and must not depend on the backend", x->name);
+		for (int64_t k = 0; k < x->N * x->K; k++) {
+			const int dq = abs((int)x->q[k] - (int)y->q[k]);
+			same += dq == 0;
+			far += dq > 2;
+			sum_abs += dq;
+			total++;
+		}
+	}
+	cr_log_info("gptq, cuda vs reference: %.4f of %lld q equal, mean |dq| %.4f, %lld off by more than 2",
+		    (double)same / (double)total, (long long)total, sum_abs / (double)total, (long long)far);
+	cr_expect((double)same / (double)total > 0.8, "only %.4f of the GPTQ q agree", (double)same / (double)total);
+	cr_expect(sum_abs / (double)total < 0.3, "mean |dq| %.4f", sum_abs / (double)total);
+	ctq_calib_gptq_result_free(&gr);
+	ctq_calib_gptq_result_free(&gc);
 }
