@@ -9,8 +9,67 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define GPTQ_X86 1
+#include <immintrin.h>
+#endif
+
 /* Rows of x taken together in the Hessian's register tile. */
 #define HT 4
+
+/* The sum over k < n of a[k] * b[k], as eight partial sums (lane k % 8,
+ * each in k order, every product and sum rounded on its own: the build
+ * forbids contraction) added in one fixed order. An AVX-512 loop and the
+ * portable one give the same bits, so a checkpoint does not depend on the
+ * CPU that made it; the eight lanes are what make either fast (the single
+ * running sum they replace was a chain of dependent additions). */
+static double lanes_sum(const double l[8])
+{
+	return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+}
+
+#ifdef GPTQ_X86
+__attribute__((target("avx512f"))) static double dot8_avx512(const double *a, const double *b, int64_t n)
+{
+	__m512d s = _mm512_setzero_pd();
+	int64_t k = 0;
+	for (; k + 8 <= n; k += 8)
+		s = _mm512_add_pd(s, _mm512_mul_pd(_mm512_loadu_pd(a + k), _mm512_loadu_pd(b + k)));
+	double l[8];
+	_mm512_storeu_pd(l, s);
+	for (; k < n; k++)
+		l[k % 8] += a[k] * b[k];
+	return lanes_sum(l);
+}
+#endif
+
+static double dot8_c(const double *a, const double *b, int64_t n)
+{
+	double l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+	int64_t k = 0;
+	for (; k + 8 <= n; k += 8)
+		for (int j = 0; j < 8; j++)
+			l[j] += a[k + j] * b[k + j];
+	for (; k < n; k++)
+		l[k % 8] += a[k] * b[k];
+	return lanes_sum(l);
+}
+
+static double dot8(const double *a, const double *b, int64_t n)
+{
+#ifdef GPTQ_X86
+	static int avx512 = -1;
+	int v = __atomic_load_n(&avx512, __ATOMIC_RELAXED);
+	if (v < 0) {
+		__builtin_cpu_init();
+		v = __builtin_cpu_supports("avx512f") ? 1 : 0;
+		__atomic_store_n(&avx512, v, __ATOMIC_RELAXED);
+	}
+	if (v)
+		return dot8_avx512(a, b, n);
+#endif
+	return dot8_c(a, b, n);
+}
 
 enum ctq_status ctq_gptq_hessian_init(struct ctq_gptq_hessian *h, int64_t K,
 				      struct ctq_error *err)
@@ -58,21 +117,17 @@ enum ctq_status ctq_gptq_hessian_add(struct ctq_gptq_hessian *h, const float *x,
 	for (int64_t t = 0; t < M; t++)
 		for (int64_t k = 0; k < K; k++)
 			xt[k * M + t] = (double)x[t * K + k];
-	/* Upper triangle by HT x HT tiles; each element is one thread's sum in
-	 * token order, so the result does not depend on the thread count. */
+	/* Upper triangle by HT x HT tiles of rows of xt (one call's tokens),
+	 * each element one thread's dot8 over the tokens, so the result does
+	 * not depend on the thread count. */
 #pragma omp parallel for schedule(dynamic, 1)
 	for (int64_t i0 = 0; i0 < Kp; i0 += HT) {
 		for (int64_t j0 = i0; j0 < Kp; j0 += HT) {
-			double acc[HT][HT] = {{0}};
 			const double *a = xt + i0 * M, *b = xt + j0 * M;
-			for (int64_t t = 0; t < M; t++)
-				for (int ii = 0; ii < HT; ii++)
-					for (int jj = 0; jj < HT; jj++)
-						acc[ii][jj] += a[ii * M + t] * b[jj * M + t];
 			for (int ii = 0; ii < HT && i0 + ii < K; ii++)
 				for (int jj = 0; jj < HT && j0 + jj < K; jj++)
 					if (j0 + jj >= i0 + ii)
-						h->S[(i0 + ii) * K + j0 + jj] += acc[ii][jj];
+						h->S[(i0 + ii) * K + j0 + jj] += dot8(a + ii * M, b + jj * M, M);
 		}
 	}
 	ctq_free(xt);
@@ -87,20 +142,14 @@ enum ctq_status ctq_gptq_hessian_add(struct ctq_gptq_hessian *h, const float *x,
 static bool cholesky_lower(double *A, int64_t K)
 {
 	for (int64_t j = 0; j < K; j++) {
-		double s = A[j * K + j];
-		for (int64_t k = 0; k < j; k++)
-			s -= A[j * K + k] * A[j * K + k];
+		const double s = A[j * K + j] - dot8(A + j * K, A + j * K, j);
 		if (!(s > 0.0) || !isfinite(s))
 			return false;
 		const double ljj = sqrt(s);
 		A[j * K + j] = ljj;
-#pragma omp parallel for schedule(static)
-		for (int64_t i = j + 1; i < K; i++) {
-			double v = A[i * K + j];
-			for (int64_t k = 0; k < j; k++)
-				v -= A[i * K + k] * A[j * K + k];
-			A[i * K + j] = v / ljj;
-		}
+#pragma omp parallel for schedule(static) if (K - j > 64)
+		for (int64_t i = j + 1; i < K; i++)
+			A[i * K + j] = (A[i * K + j] - dot8(A + i * K, A + j * K, j)) / ljj;
 	}
 	for (int64_t i = 0; i < K; i++)
 		for (int64_t j = i + 1; j < K; j++)
@@ -118,21 +167,13 @@ static void cholesky_inverse(const double *L, int64_t K, double *T, double *out)
 		double *tc = T + c * K; /* row c of T: column c of L^-1 */
 		for (int64_t i = 0; i < c; i++)
 			tc[i] = 0.0;
-		for (int64_t i = c; i < K; i++) {
-			double v = i == c ? 1.0 : 0.0;
-			for (int64_t k = c; k < i; k++)
-				v -= L[i * K + k] * tc[k];
-			tc[i] = v / L[i * K + i];
-		}
+		for (int64_t i = c; i < K; i++)
+			tc[i] = ((i == c ? 1.0 : 0.0) - dot8(L + i * K + c, tc + c, i - c)) / L[i * K + i];
 	}
 #pragma omp parallel for schedule(dynamic, 8)
 	for (int64_t a = 0; a < K; a++)
-		for (int64_t b = a; b < K; b++) {
-			double v = 0.0;
-			for (int64_t k = b; k < K; k++)
-				v += T[a * K + k] * T[b * K + k];
-			out[a * K + b] = out[b * K + a] = v;
-		}
+		for (int64_t b = a; b < K; b++)
+			out[a * K + b] = out[b * K + a] = dot8(T + a * K + b, T + b * K + b, K - b);
 }
 
 /* The library's apply_activation_ordering: column indices by descending
