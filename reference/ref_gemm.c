@@ -570,6 +570,64 @@ enum ctq_status ctq_ref_gemm_i8(const int8_t *q, const int8_t *w, int64_t M, int
 	return ctq_ref_gemm_i8_scalar(q, w, M, N, K, acc, err);
 }
 
+#ifdef CTQ_REF_X86
+/* The f32 GEMM with AVX-512 (level 2), each output dot_lanes's definition
+ * (ref_ops.c): one zmm is its 16 lanes (lane i takes k = i mod 16, in k
+ * order, product then sum, each rounded), the K % 16 tail added into lanes
+ * 0 .. r - 1 only (a masked add: the other lanes keep their bits, -0
+ * included), then the lanes added pairwise, lower lane first, as the
+ * scalar loop does: 8 + 8, 4 + 4, 2 + 2, 1 + 1. A tile of MR activation
+ * rows by NR weight rows shares its loads. */
+__attribute__((target("avx512f"))) static inline float lanes16(__m512 acc)
+{
+	const __m256 a8 = _mm256_add_ps(_mm512_castps512_ps256(acc),
+					_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1)));
+	const __m128 a4 = _mm_add_ps(_mm256_castps256_ps128(a8), _mm256_extractf128_ps(a8, 1));
+	const __m128 a2 = _mm_add_ps(a4, _mm_movehl_ps(a4, a4));
+	return _mm_cvtss_f32(_mm_add_ss(a2, _mm_shuffle_ps(a2, a2, 1)));
+}
+
+#define F32_TILE512(MR, NR)                                                                        	__attribute__((target("avx512f"))) static void f32_tile512_##MR##x##NR(                   		const float *x, const float *w, const float *bias, int64_t m0, int64_t n0, int64_t N, 		int64_t K, float *y)                                                               	{                                                                                          		__m512 s[MR][NR];                                                                  		for (int r = 0; r < MR; r++)                                                       			for (int c = 0; c < NR; c++)                                               				s[r][c] = _mm512_setzero_ps();                                     		int64_t k = 0;                                                                     		for (; k + 16 <= K; k += 16) {                                                     			__m512 b[NR];                                                              			for (int c = 0; c < NR; c++)                                               				b[c] = _mm512_loadu_ps(w + (n0 + c) * K + k);                      			for (int r = 0; r < MR; r++) {                                             				const __m512 a = _mm512_loadu_ps(x + (m0 + r) * K + k);            				for (int c = 0; c < NR; c++)                                       					s[r][c] = _mm512_add_ps(s[r][c], _mm512_mul_ps(a, b[c]));   			}                                                                          		}                                                                                  		if (k < K) {                                                                       			const __mmask16 t = (__mmask16)((1u << (K - k)) - 1u);                     			__m512 b[NR];                                                              			for (int c = 0; c < NR; c++)                                               				b[c] = _mm512_maskz_loadu_ps(t, w + (n0 + c) * K + k);             			for (int r = 0; r < MR; r++) {                                             				const __m512 a = _mm512_maskz_loadu_ps(t, x + (m0 + r) * K + k);   				for (int c = 0; c < NR; c++)                                       					s[r][c] = _mm512_mask_add_ps(s[r][c], t, s[r][c],          								     _mm512_mul_ps(a, b[c]));      			}                                                                          		}                                                                                  		for (int r = 0; r < MR; r++)                                                       			for (int c = 0; c < NR; c++)                                               				y[(m0 + r) * N + n0 + c] =                                         					lanes16(s[r][c]) + (bias ? bias[n0 + c] : 0.0f);           	}
+
+F32_TILE512(4, 2)
+F32_TILE512(1, 2)
+F32_TILE512(1, 1)
+
+/* Blocks of NB weight rows over the threads, as the scalar code splits
+ * them; inside a block 4 x 2 tiles, then the rows and the odd column. */
+static void f32_simd(const float *x, const float *w, const float *bias, int64_t M, int64_t N, int64_t K,
+		     float *y)
+{
+#pragma omp parallel for schedule(dynamic, 1) num_threads(ctq_ref_threads(M * N * K))
+	for (int64_t n0 = 0; n0 < N; n0 += NB) {
+		const int64_t n1 = n0 + NB < N ? n0 + NB : N;
+		int64_t n = n0;
+		for (; n + 2 <= n1; n += 2) {
+			int64_t m = 0;
+			for (; m + 4 <= M; m += 4)
+				f32_tile512_4x2(x, w, bias, m, n, N, K, y);
+			for (; m < M; m++)
+				f32_tile512_1x2(x, w, bias, m, n, N, K, y);
+		}
+		for (; n < n1; n++)
+			for (int64_t m = 0; m < M; m++)
+				f32_tile512_1x1(x, w, bias, m, n, N, K, y);
+	}
+}
+#endif
+
+void ctq_ref_gemm_f32(const float *x, const float *w, const float *bias, int64_t M, int64_t N, int64_t K,
+		      float *y)
+{
+#ifdef CTQ_REF_X86
+	if (ctq_ref_simd_level() == 2) {
+		f32_simd(x, w, bias, M, N, K, y);
+		return;
+	}
+#endif
+	ctq_ref_gemm_f32_scalar(x, w, bias, M, N, K, y);
+}
+
 void ctq_ref_gemm_f64(const float *x, const float *w, const float *bias, int64_t M, int64_t N,
 		      int64_t K, double *y)
 {

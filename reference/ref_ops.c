@@ -291,8 +291,8 @@ void ctq_ref_gemm_bf16(const uint16_t *x, const uint16_t *w, const float *bias, 
 	gemm_tiles(&(struct gemm_args){x, w, bias, N, K, y}, M, cell_bf16);
 }
 
-void ctq_ref_gemm_f32(const float *x, const float *w, const float *bias, int64_t M,
-		      int64_t N, int64_t K, float *y)
+void ctq_ref_gemm_f32_scalar(const float *x, const float *w, const float *bias, int64_t M,
+			     int64_t N, int64_t K, float *y)
 {
 	gemm_tiles(&(struct gemm_args){x, w, bias, N, K, y}, M, cell_f32);
 }

@@ -83,6 +83,10 @@ void ctq_ref_gemm_bf16(const uint16_t *x, const uint16_t *w, const float *bias, 
  * bias (N) or NULL; y (M, N). */
 void ctq_ref_gemm_f32(const float *x, const float *w, const float *bias, int64_t M,
 		      int64_t N, int64_t K, float *y);
+/* The definition, one output at a time (ref_ops.c dot_lanes): the oracle
+ * the SIMD path (reference/ref_gemm.c) is tested against bit for bit. */
+void ctq_ref_gemm_f32_scalar(const float *x, const float *w, const float *bias, int64_t M,
+			     int64_t N, int64_t K, float *y);
 
 /* The unquantized product in f64, the yardstick of quantization error.
  * x (M, K) f32; w (N, K) f32; bias (N) or NULL; y (M, N) f64. Each output

@@ -127,6 +127,56 @@ Test(ref_fast, gemm_f64_every_level_equals_the_definition, .fini = restore_level
 	}
 }
 
+/* The f32 GEMM at every level equals dot_lanes's definition (the scalar
+ * loop) bit for bit: values over seven decades (the lanes' order matters),
+ * rows of -0 (a tail lane that took a +0 would turn -0 into +0; a sum of
+ * -0 products is -0 until the bias), Inf and NaN, K off 16, M off 4, N off
+ * 2 and NB. */
+Test(ref_fast, gemm_f32_every_level_equals_the_definition, .fini = restore_level)
+{
+	int lv[3];
+	const int nl = levels(lv);
+	struct ctq_rng r;
+	ctq_rng_seed(&r, 32);
+	for (size_t d = 0; d < sizeof gemm_dims / sizeof *gemm_dims; d++) {
+		const int64_t M = gemm_dims[d][0], N = gemm_dims[d][1], K = gemm_dims[d][2];
+		if (M * N * K > (int64_t)1 << 27)
+			continue; /* the scalar definition would take seconds */
+		float *x = malloc((size_t)(M * K) * 4), *w = malloc((size_t)(N * K) * 4), *b = malloc((size_t)N * 4);
+		float *want = malloc((size_t)(M * N) * 4), *got = malloc((size_t)(M * N) * 4);
+		cr_assert(x && w && b && want && got);
+		for (int64_t i = 0; i < M * K; i++)
+			x[i] = (float)(ctq_rng_normal(&r) * pow(10.0, (double)(int)ctq_rng_below(&r, 7) - 3));
+		for (int64_t i = 0; i < N * K; i++)
+			w[i] = (float)ctq_rng_normal(&r);
+		for (int64_t n = 0; n < N; n++)
+			b[n] = (float)ctq_rng_normal(&r);
+		if (M > 1) /* row 1: -0 times positive weights; row 0's first values Inf and NaN */
+			for (int64_t k = 0; k < K; k++)
+				x[K + k] = -0.0f;
+		if (M > 1 && N > 0)
+			for (int64_t k = 0; k < K; k++)
+				w[k] = fabsf(w[k]);
+		x[0] = INFINITY;
+		if (K > 3)
+			x[3] = NAN;
+		for (int with_bias = 0; with_bias < 2; with_bias++) {
+			ctq_ref_gemm_f32_scalar(x, w, with_bias ? b : NULL, M, N, K, want);
+			for (int l = 0; l < nl; l++) {
+				cr_assert_eq(ctq_ref_simd_cap(lv[l]), lv[l]);
+				memset(got, 0x5a, (size_t)(M * N) * 4);
+				ctq_ref_gemm_f32(x, w, with_bias ? b : NULL, M, N, K, got);
+				for (int64_t i = 0; i < M * N; i++)
+					cr_assert(!memcmp(&got[i], &want[i], 4) || (isnan(got[i]) && isnan(want[i])),
+						  "f32 M=%lld N=%lld K=%lld bias %d %s [%lld]: %a vs %a", (long long)M,
+						  (long long)N, (long long)K, with_bias, ctq_ref_simd(), (long long)i,
+						  (double)got[i], (double)want[i]);
+			}
+		}
+		free(x), free(w), free(b), free(want), free(got);
+	}
+}
+
 /* Rows whose every element a vector formula could get wrong. */
 enum row_kind {
 	ROW_RANDOM,     /* normal values over seven decades */

@@ -1,10 +1,12 @@
-/* bench_ref: the reference int8 GEMM's fast path (reference/ref_gemm.c)
- * against its scalar definition (ctq_ref_gemm_i8_scalar) on one shape, on
- * this CPU with its threads (OMP_NUM_THREADS caps them): the median wall
- * time of each over REPS runs, their ratio, and whether every int32 is the
- * same. Issue 34's target shape is the default: qwen3-4b's gate_up (K 2560,
- * N 19456) at M = 64. Not a test (timings belong to measurements: README,
- * "The cost"). usage: build/tools/bench_ref [M K N [REPS]] */
+/* bench_ref: a reference GEMM's fast path (reference/ref_gemm.c) against
+ * its scalar definition on one shape, on this CPU with its threads
+ * (OMP_NUM_THREADS caps them): the median wall time of each over REPS runs,
+ * their ratio, and whether every output has the same bits. i8 (the
+ * default): ctq_ref_gemm_i8 against ctq_ref_gemm_i8_scalar; f32:
+ * ctq_ref_gemm_f32 against ctq_ref_gemm_f32_scalar. Issue 34's target shape
+ * is the default: qwen3-4b's gate_up (K 2560, N 19456) at M = 64. Not a
+ * test (timings belong to measurements: README, "The cost").
+ * usage: build/tools/bench_ref [f32] [M K N [REPS]] */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,10 +49,51 @@ static double median_ms(gemm_fn f, const int8_t *q, const int8_t *w, int64_t M, 
 	return t[reps / 2];
 }
 
+static double median_f32_ms(void (*f)(const float *, const float *, const float *, int64_t, int64_t,
+				      int64_t, float *),
+			    const float *x, const float *w, int64_t M, int64_t N, int64_t K, float *y, int reps)
+{
+	double t[64];
+	for (int r = 0; r < reps; r++) {
+		const double t0 = now_ms();
+		f(x, w, NULL, M, N, K, y);
+		t[r] = now_ms() - t0;
+	}
+	qsort(t, (size_t)reps, sizeof *t, cmp_double);
+	return t[reps / 2];
+}
+
+static int bench_f32(int64_t M, int64_t K, int64_t N, int reps)
+{
+	float *x = malloc((size_t)(M * K) * 4), *w = malloc((size_t)(N * K) * 4);
+	float *a = malloc((size_t)(M * N) * 4), *b = malloc((size_t)(M * N) * 4);
+	if (!x || !w || !a || !b) {
+		fprintf(stderr, "bench_ref: out of memory\n");
+		return 1;
+	}
+	struct ctq_rng r;
+	ctq_rng_seed(&r, 1);
+	for (int64_t i = 0; i < M * K; i++)
+		x[i] = (float)ctq_rng_normal(&r);
+	for (int64_t i = 0; i < N * K; i++)
+		w[i] = (float)(0.02 * ctq_rng_normal(&r));
+	const double fast = median_f32_ms(ctq_ref_gemm_f32, x, w, M, N, K, a, reps);
+	const double scalar = median_f32_ms(ctq_ref_gemm_f32_scalar, x, w, M, N, K, b, reps);
+	const int same = !memcmp(a, b, (size_t)(M * N) * 4);
+	printf("f32 M %lld K %lld N %lld, %d threads, simd %s: scalar %.1f ms, fast %.1f ms, %.1fx, %s\n",
+	       (long long)M, (long long)K, (long long)N, omp_get_max_threads(), ctq_ref_simd(), scalar, fast,
+	       scalar / fast, same ? "identical" : "DIFFERENT");
+	free(x), free(w), free(a), free(b);
+	return same ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
+	const int f32 = argc > 1 && !strcmp(argv[1], "f32");
+	argc -= f32;
+	argv += f32;
 	if (argc != 1 && argc != 4 && argc != 5) {
-		fprintf(stderr, "usage: %s [M K N [REPS]]\n", argv[0]);
+		fprintf(stderr, "usage: bench_ref [f32] [M K N [REPS]]\n");
 		return 2;
 	}
 	const int64_t M = argc > 1 ? atoll(argv[1]) : 64, K = argc > 1 ? atoll(argv[2]) : 2560,
@@ -60,6 +103,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_ref: M, K, N >= 1 and 1 <= REPS <= 64\n");
 		return 2;
 	}
+	if (f32)
+		return bench_f32(M, K, N, reps);
 	int8_t *q = malloc((size_t)(M * K)), *w = malloc((size_t)(N * K));
 	int32_t *a = malloc((size_t)(M * N) * 4), *b = malloc((size_t)(M * N) * 4);
 	if (!q || !w || !a || !b) {
