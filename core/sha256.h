@@ -30,6 +30,11 @@ void ctq_sha256_final(struct ctq_sha256 *s, unsigned char out[CTQ_SHA256_BYTES])
 /* One-shot digest of a buffer. */
 void ctq_sha256(const void *data, size_t n, unsigned char out[CTQ_SHA256_BYTES]);
 
+/* Test hook: portable != 0 keeps to the portable compression from now on
+ * (else the x86 SHA extensions where the CPU has them); returns it.
+ * Process-wide; set it before hashing. */
+int ctq_sha256_portable(int portable);
+
 /* Lowercase hex of a digest into hex (CTQ_SHA256_HEX bytes, NUL-terminated). */
 void ctq_sha256_hex(const unsigned char digest[CTQ_SHA256_BYTES],
 		    char hex[CTQ_SHA256_HEX]);

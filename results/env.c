@@ -493,31 +493,42 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static enum ctq_status file_entry(const char *dir, const char *name, cJSON *files,
-				  struct ctq_error *err)
+/* One tensor file's size and digest. */
+struct file_hash {
+	off_t bytes;
+	unsigned char d[CTQ_SHA256_BYTES];
+	enum ctq_status st;
+	struct ctq_error err;
+};
+
+static void file_hash(const char *dir, const char *name, struct file_hash *h)
 {
+	memset(&h->err, 0, sizeof h->err);
 	size_t n = strlen(dir) + strlen(name) + 2;
 	char *path = ctq_malloc(n);
-	if (!path)
-		return ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+	if (!path) {
+		h->st = ctq_error_set(&h->err, CTQ_ERR_NOMEM, dir, "out of memory");
+		return;
+	}
 	snprintf(path, n, "%s/%s", dir, name);
 	struct stat sb;
-	unsigned char d[CTQ_SHA256_BYTES];
-	char hex[CTQ_SHA256_HEX];
-	enum ctq_status st = CTQ_OK;
 	if (stat(path, &sb) != 0)
-		st = ctq_error_set(err, CTQ_ERR_IO, path, "cannot stat");
-	else
-		st = ctq_sha256_file(path, d, err);
+		h->st = ctq_error_set(&h->err, CTQ_ERR_IO, path, "cannot stat");
+	else if (!(h->st = ctq_sha256_file(path, h->d, &h->err)))
+		h->bytes = sb.st_size;
 	ctq_free(path);
-	if (st)
-		return st;
-	ctq_sha256_hex(d, hex);
+}
+
+static enum ctq_status file_entry(const char *name, const struct file_hash *h, cJSON *files,
+				  struct ctq_error *err)
+{
+	char hex[CTQ_SHA256_HEX];
+	ctq_sha256_hex(h->d, hex);
 	cJSON *f = cJSON_CreateObject();
 	if (!f)
-		return ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+		return ctq_error_set(err, CTQ_ERR_NOMEM, name, "out of memory");
 	cJSON_AddStringToObject(f, "name", name);
-	cJSON_AddNumberToObject(f, "bytes", (double)sb.st_size);
+	cJSON_AddNumberToObject(f, "bytes", (double)h->bytes);
 	cJSON_AddStringToObject(f, "sha256", hex);
 	cJSON_AddItemToArray(files, f);
 	return CTQ_OK;
@@ -594,9 +605,21 @@ enum ctq_status ctq_env_checkpoint(const char *dir, const char *display, cJSON *
 	if (st)
 		goto done;
 	qsort(names, n_names, sizeof *names, cmp_str);
+	/* the shards hashed side by side (a 4B checkpoint's 12 GB took 40 s
+	 * one after the other), listed in name order */
+	struct file_hash *hs = ctq_calloc(n_names + 1, sizeof *hs);
+	if (!hs) {
+		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+		goto done;
+	}
+#pragma omp parallel for schedule(dynamic, 1) num_threads(n_names < 8 ? (int)n_names + 1 : 8)
+	for (size_t i = 0; i < n_names; i++)
+		file_hash(dir, names[i], &hs[i]);
 	cJSON *files = cJSON_AddArrayToObject(o, "files");
 	for (size_t i = 0; i < n_names && !st; i++)
-		st = file_entry(dir, names[i], files, err);
+		st = hs[i].st ? ctq_error_set(err, hs[i].st, hs[i].err.path, "%s", hs[i].err.message)
+			      : file_entry(names[i], &hs[i], files, err);
+	ctq_free(hs);
 done:
 	for (size_t i = 0; i < n_names; i++)
 		ctq_free(names[i]);

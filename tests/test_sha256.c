@@ -27,11 +27,42 @@ Test(sha256, nist_vectors)
 		{"896-bits", "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
 		 "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
 	};
-	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		char hex[CTQ_SHA256_HEX];
-		hex_of(cases[i].msg, strlen(cases[i].msg), hex);
-		cr_assert_str_eq(hex, cases[i].want, "sha256/%s", cases[i].id);
+	/* both compressions: the SHA extensions where the CPU has them, and
+	 * the portable loop */
+	for (int portable = 0; portable < 2; portable++) {
+		ctq_sha256_portable(portable);
+		for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+			char hex[CTQ_SHA256_HEX];
+			hex_of(cases[i].msg, strlen(cases[i].msg), hex);
+			cr_assert_str_eq(hex, cases[i].want, "sha256/%s portable %d", cases[i].id, portable);
+		}
 	}
+	ctq_sha256_portable(0);
+}
+
+/* The SHA-extension compression and the portable one give the same digest
+ * for every length 0 .. 300 and a 1 MB buffer of varied bytes. */
+Test(sha256, extensions_equal_the_portable_loop)
+{
+	const size_t big = 1 << 20;
+	unsigned char *buf = malloc(big);
+	cr_assert(buf);
+	uint32_t x = 12345;
+	for (size_t i = 0; i < big; i++) {
+		x = x * 1664525u + 1013904223u;
+		buf[i] = (unsigned char)(x >> 24);
+	}
+	for (size_t n = 0; n <= 301; n++) {
+		const size_t len = n == 301 ? big : n;
+		unsigned char a[CTQ_SHA256_BYTES], b[CTQ_SHA256_BYTES];
+		ctq_sha256_portable(0);
+		ctq_sha256(buf, len, a);
+		ctq_sha256_portable(1);
+		ctq_sha256(buf, len, b);
+		cr_assert(!memcmp(a, b, sizeof a), "length %zu: the two compressions differ", len);
+	}
+	ctq_sha256_portable(0);
+	free(buf);
 }
 
 Test(sha256, million_a_streamed_in_odd_chunks)
