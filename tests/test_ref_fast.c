@@ -89,6 +89,19 @@ Test(ref_fast, gemm_i8_every_level_equals_the_definition, .fini = restore_level)
 	}
 }
 
+/* x (M, K) over seven decades, w (N, K) and b (N) standard normal, f32. */
+static void gemm_inputs(struct ctq_rng *r, int64_t M, int64_t N, int64_t K, float **x, float **w, float **b)
+{
+	*x = malloc((size_t)(M * K) * 4), *w = malloc((size_t)(N * K) * 4), *b = malloc((size_t)N * 4);
+	cr_assert(*x && *w && *b);
+	for (int64_t i = 0; i < M * K; i++)
+		(*x)[i] = (float)(ctq_rng_normal(r) * pow(10.0, (double)(int)ctq_rng_below(r, 7) - 3));
+	for (int64_t i = 0; i < N * K; i++)
+		(*w)[i] = (float)ctq_rng_normal(r);
+	for (int64_t n = 0; n < N; n++)
+		(*b)[n] = (float)ctq_rng_normal(r);
+}
+
 /* The f64 product at every level equals its definition (per output, k
  * order, then the bias), with and without bias, over six decades; N off
  * the 16- and 8-wide panels. */
@@ -102,15 +115,10 @@ Test(ref_fast, gemm_f64_every_level_equals_the_definition, .fini = restore_level
 		const int64_t M = gemm_dims[d][0], N = gemm_dims[d][1], K = gemm_dims[d][2];
 		if (M * N * K > (int64_t)1 << 27)
 			continue; /* the scalar definition would take seconds */
-		float *x = malloc((size_t)(M * K) * 4), *w = malloc((size_t)(N * K) * 4), *b = malloc((size_t)N * 4);
+		float *x, *w, *b;
+		gemm_inputs(&r, M, N, K, &x, &w, &b);
 		double *want = malloc((size_t)(M * N) * 8), *got = malloc((size_t)(M * N) * 8);
-		cr_assert(x && w && b && want && got);
-		for (int64_t i = 0; i < M * K; i++)
-			x[i] = (float)(ctq_rng_normal(&r) * pow(10.0, (double)(int)ctq_rng_below(&r, 7) - 3));
-		for (int64_t i = 0; i < N * K; i++)
-			w[i] = (float)ctq_rng_normal(&r);
-		for (int64_t n = 0; n < N; n++)
-			b[n] = (float)ctq_rng_normal(&r);
+		cr_assert(want && got);
 		for (int with_bias = 0; with_bias < 2; with_bias++) {
 			ctq_ref_gemm_f64_scalar(x, w, with_bias ? b : NULL, M, N, K, want);
 			for (int l = 0; l < nl; l++) {
@@ -142,15 +150,10 @@ Test(ref_fast, gemm_f32_every_level_equals_the_definition, .fini = restore_level
 		const int64_t M = gemm_dims[d][0], N = gemm_dims[d][1], K = gemm_dims[d][2];
 		if (M * N * K > (int64_t)1 << 27)
 			continue; /* the scalar definition would take seconds */
-		float *x = malloc((size_t)(M * K) * 4), *w = malloc((size_t)(N * K) * 4), *b = malloc((size_t)N * 4);
+		float *x, *w, *b;
+		gemm_inputs(&r, M, N, K, &x, &w, &b);
 		float *want = malloc((size_t)(M * N) * 4), *got = malloc((size_t)(M * N) * 4);
-		cr_assert(x && w && b && want && got);
-		for (int64_t i = 0; i < M * K; i++)
-			x[i] = (float)(ctq_rng_normal(&r) * pow(10.0, (double)(int)ctq_rng_below(&r, 7) - 3));
-		for (int64_t i = 0; i < N * K; i++)
-			w[i] = (float)ctq_rng_normal(&r);
-		for (int64_t n = 0; n < N; n++)
-			b[n] = (float)ctq_rng_normal(&r);
+		cr_assert(want && got);
 		if (M > 1) /* row 1: -0 times positive weights; row 0's first values Inf and NaN */
 			for (int64_t k = 0; k < K; k++)
 				x[K + k] = -0.0f;
