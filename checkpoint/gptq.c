@@ -6,6 +6,7 @@
 #include "core/numerics.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,7 @@ __attribute__((target("avx512f"))) static double dot8_avx512(const double *a, co
 }
 #endif
 
+
 static double dot8_c(const double *a, const double *b, int64_t n)
 {
 	double l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -55,9 +57,9 @@ static double dot8_c(const double *a, const double *b, int64_t n)
 	return lanes_sum(l);
 }
 
-static double dot8(const double *a, const double *b, int64_t n)
-{
 #ifdef GPTQ_X86
+static bool have_avx512(void)
+{
 	static int avx512 = -1;
 	int v = __atomic_load_n(&avx512, __ATOMIC_RELAXED);
 	if (v < 0) {
@@ -65,7 +67,14 @@ static double dot8(const double *a, const double *b, int64_t n)
 		v = __builtin_cpu_supports("avx512f") ? 1 : 0;
 		__atomic_store_n(&avx512, v, __ATOMIC_RELAXED);
 	}
-	if (v)
+	return v;
+}
+#endif
+
+static double dot8(const double *a, const double *b, int64_t n)
+{
+#ifdef GPTQ_X86
+	if (have_avx512())
 		return dot8_avx512(a, b, n);
 #endif
 	return dot8_c(a, b, n);
@@ -301,37 +310,69 @@ static float scale_at(const void *scale, enum ctq_dtype dtype, int64_t n)
 /* One row (GPTQ's rows are independent given U): wr (K) f32 the original
  * row, w (K) f64 scratch in v's column order, e (B) f64 scratch; q (K) out
  * in the weight's column order; returns the loss. */
-static double gptq_row(const struct ctq_gptq_hinv *v, int64_t B, const float *wr, float sc,
-		       double *w, double *e, int8_t *q)
+/* w[j] -= a * u[j] for j < n: a product then a difference, each rounded
+ * (no contraction), so the AVX-512 loop gives the scalar loop's bits. */
+#ifdef GPTQ_X86
+__attribute__((target("avx512f"))) static void axpy_sub_avx512(double *w, double a, const double *u, int64_t n)
+{
+	const __m512d va = _mm512_set1_pd(a);
+	int64_t j = 0;
+	for (; j + 8 <= n; j += 8)
+		_mm512_storeu_pd(w + j, _mm512_sub_pd(_mm512_loadu_pd(w + j), _mm512_mul_pd(va, _mm512_loadu_pd(u + j))));
+	for (; j < n; j++)
+		w[j] -= a * u[j];
+}
+#endif
+
+static void axpy_sub(double *w, double a, const double *u, int64_t n)
+{
+#ifdef GPTQ_X86
+	if (have_avx512()) {
+		axpy_sub_avx512(w, a, u, n);
+		return;
+	}
+#endif
+	for (int64_t j = 0; j < n; j++)
+		w[j] -= a * u[j];
+}
+
+/* GPTQ of R weight rows at once (each row's arithmetic exactly as alone:
+ * the rows only share the reads of U, a K x K matrix that one row at a
+ * time streamed from memory for every row). wr (R, K) f32, sc (R); w (R, K)
+ * and e (R, B) scratch; q (R, K). Returns the rows' losses into loss (R). */
+static void gptq_rows(const struct ctq_gptq_hinv *v, int64_t B, int R, const float *wr, const float *sc,
+		      double *w, double *e, int8_t *q, double *loss)
 {
 	const int64_t K = v->K;
 	const double *U = v->U;
-	double loss = 0.0;
 	const int64_t *perm = v->perm;
-	for (int64_t k = 0; k < K; k++)
-		w[k] = v->dead[k] ? 0.0 : (double)wr[perm[k]];
+	for (int r = 0; r < R; r++) {
+		loss[r] = 0.0;
+		for (int64_t k = 0; k < K; k++)
+			w[r * K + k] = v->dead[k] ? 0.0 : (double)wr[r * K + perm[k]];
+	}
 	for (int64_t i1 = 0; i1 < K; i1 += B) {
 		const int64_t i2 = i1 + B < K ? i1 + B : K;
 		for (int64_t c = i1; c < i2; c++) {
 			const double d = U[c * K + c];
-			const int8_t qi = ctq_quantize((float)w[c], sc);
-			const double dq = (double)qi * (double)sc;
-			q[perm[c]] = qi;
-			const double r = w[c] - dq;
-			loss += r * r / (d * d);
-			const double ec = r / d;
-			e[c - i1] = ec;
-			for (int64_t j = c; j < i2; j++)
-				w[j] -= ec * U[c * K + j];
+			for (int r = 0; r < R; r++) {
+				double *wrow = w + r * K;
+				const int8_t qi = ctq_quantize((float)wrow[c], sc[r]);
+				const double dq = (double)qi * (double)sc[r];
+				q[r * K + perm[c]] = qi;
+				const double res = wrow[c] - dq;
+				loss[r] += res * res / (d * d);
+				const double ec = res / d;
+				e[r * B + c - i1] = ec;
+				axpy_sub(wrow + c, ec, U + c * K + c, i2 - c);
+			}
 		}
-		for (int64_t c = i1; c < i2; c++) {
-			const double ec = e[c - i1];
-			const double *u = U + c * K;
-			for (int64_t j = i2; j < K; j++)
-				w[j] -= ec * u[j];
-		}
+		for (int64_t c = i1; c < i2; c++)
+			for (int r = 0; r < R; r++)
+				axpy_sub(w + r * K + i2, e[r * B + c - i1], U + c * K + i2, K - i2);
 	}
-	return loss / 2.0;
+	for (int r = 0; r < R; r++)
+		loss[r] /= 2.0;
 }
 
 enum ctq_status ctq_gptq_weight(const void *w, enum ctq_dtype dtype, int64_t N, int64_t K,
@@ -355,30 +396,38 @@ enum ctq_status ctq_gptq_weight(const void *w, enum ctq_dtype dtype, int64_t N, 
 	const size_t esz = ctq_dtype_size(dtype);
 	double *row_loss = ctq_calloc((size_t)(N ? N : 1), sizeof *row_loss); /* (N) */
 	bool nomem = row_loss == NULL;
+	/* rows in groups of GPTQ_ROWS per task: a group reads U once */
+	enum { GPTQ_ROWS = 8 };
 #pragma omp parallel if (!nomem)
 	{
-		float *wr = ctq_malloc((size_t)K * sizeof *wr);        /* (K) */
-		double *wd = ctq_malloc((size_t)K * sizeof *wd);       /* (K) */
-		double *e = ctq_malloc((size_t)block_size * sizeof *e); /* (block) */
+		float *wr = ctq_malloc((size_t)K * GPTQ_ROWS * sizeof *wr);        /* (R, K) */
+		double *wd = ctq_malloc((size_t)K * GPTQ_ROWS * sizeof *wd);       /* (R, K) */
+		double *e = ctq_malloc((size_t)block_size * GPTQ_ROWS * sizeof *e); /* (R, block) */
 		if (!wr || !wd || !e) {
 #pragma omp atomic write
 			nomem = true;
 		}
-#pragma omp for schedule(dynamic, 4)
-		for (int64_t n = 0; n < N; n++) {
+#pragma omp for schedule(dynamic, 1)
+		for (int64_t n0 = 0; n0 < N; n0 += GPTQ_ROWS) {
 			if (!wr || !wd || !e)
 				continue;
-			ctq_convert_to_f32((const unsigned char *)w + (size_t)n * (size_t)K * esz, dtype,
-					   (size_t)K, wr);
-			const float sc = scale_at(scale, dtype, n);
-			int8_t *qr = q + (size_t)n * (size_t)K;
-			row_loss[n] = gptq_row(v, block_size, wr, sc, wd, e, qr);
-			double e2 = 0.0;
-			for (int64_t k = 0; k < K; k++) {
-				const double d = (double)qr[k] * (double)sc - (double)wr[k];
-				e2 += d * d;
+			const int R = N - n0 < GPTQ_ROWS ? (int)(N - n0) : GPTQ_ROWS;
+			float sc[GPTQ_ROWS];
+			for (int r = 0; r < R; r++) {
+				ctq_convert_to_f32((const unsigned char *)w + (size_t)(n0 + r) * (size_t)K * esz, dtype,
+						   (size_t)K, wr + (size_t)r * (size_t)K);
+				sc[r] = scale_at(scale, dtype, n0 + r);
 			}
-			err2[n] = e2;
+			int8_t *qr = q + (size_t)n0 * (size_t)K;
+			gptq_rows(v, block_size, R, wr, sc, wd, e, qr, row_loss + n0);
+			for (int r = 0; r < R; r++) {
+				double e2 = 0.0;
+				for (int64_t k = 0; k < K; k++) {
+					const double d = (double)qr[r * K + k] * (double)sc[r] - (double)wr[r * K + k];
+					e2 += d * d;
+				}
+				err2[n0 + r] = e2;
+			}
 		}
 		ctq_free(wr);
 		ctq_free(wd);
