@@ -597,6 +597,12 @@ int ctq_cmd_quantize(int argc, char **argv)
 	rc = CTQ_EXIT_OK;
 	goto out;
 fail:
+	/* the backend names its own flag; here the calibration's is meant */
+	if (!strncmp(err.path, "--backend", 9)) {
+		char path[CTQ_PATH_MAX];
+		snprintf(path, sizeof path, "--calib-backend%s", err.path + 9);
+		snprintf(err.path, sizeof err.path, "%s", path);
+	}
 	ctq_print_error("quantize", &err);
 	rc = res.self_check_failed ? CTQ_EXIT_FAIL : ctq_status_exit_code(st);
 out:
