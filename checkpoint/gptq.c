@@ -3,6 +3,7 @@
 #include "checkpoint/gptq.h"
 #include "checkpoint/quantize.h"
 #include "core/arena.h"
+#include "core/cpu.h"
 #include "core/numerics.h"
 
 #include <math.h>
@@ -57,24 +58,11 @@ static double dot8_c(const double *a, const double *b, int64_t n)
 	return lanes_sum(l);
 }
 
-#ifdef GPTQ_X86
-static bool have_avx512(void)
-{
-	static int avx512 = -1;
-	int v = __atomic_load_n(&avx512, __ATOMIC_RELAXED);
-	if (v < 0) {
-		__builtin_cpu_init();
-		v = __builtin_cpu_supports("avx512f") ? 1 : 0;
-		__atomic_store_n(&avx512, v, __ATOMIC_RELAXED);
-	}
-	return v;
-}
-#endif
 
 static double dot8(const double *a, const double *b, int64_t n)
 {
 #ifdef GPTQ_X86
-	if (have_avx512())
+	if (ctq_cpu_has(CTQ_CPU_AVX512F))
 		return dot8_avx512(a, b, n);
 #endif
 	return dot8_c(a, b, n);
@@ -327,7 +315,7 @@ __attribute__((target("avx512f"))) static void axpy_sub_avx512(double *w, double
 static void axpy_sub(double *w, double a, const double *u, int64_t n)
 {
 #ifdef GPTQ_X86
-	if (have_avx512()) {
+	if (ctq_cpu_has(CTQ_CPU_AVX512F)) {
 		axpy_sub_avx512(w, a, u, n);
 		return;
 	}

@@ -2,6 +2,7 @@
  * §5.3.3 and §6.2. */
 #define _GNU_SOURCE
 #include "core/sha256.h"
+#include "core/cpu.h"
 #include "core/fileio.h"
 
 #include <errno.h>
@@ -69,7 +70,6 @@ static void compress(uint32_t h[8], const unsigned char *p)
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define SHA_X86 1
-#include <cpuid.h>
 #include <immintrin.h>
 
 /* n blocks with the x86 SHA extensions (Goldmont, Ice Lake, Zen and later):
@@ -113,8 +113,7 @@ __attribute__((target("sha,sse4.1,ssse3"))) static void compress_ni(uint32_t h[8
 }
 #endif
 
-/* -1 unknown, 0 portable, 1 SHA extensions; ctq_sha256_portable's cap */
-static int sha_ni = -1;
+/* ctq_sha256_portable's cap: 1 the SHA extensions where the CPU has them */
 static int sha_ni_cap = 1;
 
 int ctq_sha256_portable(int portable)
@@ -126,16 +125,7 @@ int ctq_sha256_portable(int portable)
 static void compress_n(uint32_t h[8], const unsigned char *p, size_t n)
 {
 #ifdef SHA_X86
-	int v = __atomic_load_n(&sha_ni, __ATOMIC_RELAXED);
-	if (v < 0) {
-		/* cpuid: SHA is leaf 7 EBX bit 29; SSSE3 and SSE4.1 leaf 1 ECX
-		 * bits 9 and 19 (compilers disagree on a name for SHA) */
-		unsigned a, b, c, d;
-		v = __get_cpuid(1, &a, &b, &c, &d) && (c >> 9 & 1) && (c >> 19 & 1) &&
-		    __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b >> 29 & 1);
-		__atomic_store_n(&sha_ni, v, __ATOMIC_RELAXED);
-	}
-	if (v && __atomic_load_n(&sha_ni_cap, __ATOMIC_RELAXED)) {
+	if (ctq_cpu_has(CTQ_CPU_SHA) && __atomic_load_n(&sha_ni_cap, __ATOMIC_RELAXED)) {
 		compress_ni(h, p, n);
 		return;
 	}

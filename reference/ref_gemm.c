@@ -28,6 +28,7 @@
  * below 2^31 in magnitude, so the residue is the exact value. */
 #include "reference/ref_ops.h"
 #include "core/arena.h"
+#include "core/cpu.h"
 #include "core/numerics.h"
 #include "reference/ref_threads.h"
 
@@ -41,25 +42,13 @@
 
 #define NB 64 /* weight rows per task, as in ref_ops.c */
 
-/* What the CPU has: 0 scalar, 1 AVX2, 2 AVX2 and AVX-512 VNNI (with BW for
- * the byte ops); cap: the most ctq_ref_simd_cap allows (tests). Both are
- * read from any thread (OpenMP teams, the probes' worker): relaxed atomics,
- * and a first detection done twice writes the same value. */
+/* What the CPU has (core/cpu.h): 0 scalar, 1 AVX2, 2 AVX2 and AVX-512 VNNI
+ * (with BW for the byte ops); cap: the most ctq_ref_simd_cap allows
+ * (tests), read from any thread (OpenMP teams, the probes' worker) as a
+ * relaxed atomic. */
 static int cpu_level(void)
 {
-#ifdef CTQ_REF_X86
-	static int level = -1;
-	int l = __atomic_load_n(&level, __ATOMIC_RELAXED);
-	if (l < 0) {
-		l = !__builtin_cpu_supports("avx2")                                                ? 0
-		    : __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") ? 2
-												   : 1;
-		__atomic_store_n(&level, l, __ATOMIC_RELAXED);
-	}
-	return l;
-#else
-	return 0;
-#endif
+	return !ctq_cpu_has(CTQ_CPU_AVX2) ? 0 : ctq_cpu_has(CTQ_CPU_AVX512_VNNI_BW) ? 2 : 1;
 }
 
 static int cap = 2;

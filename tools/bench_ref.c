@@ -8,6 +8,7 @@
  * test (timings belong to measurements: README, "The cost").
  * usage: build/tools/bench_ref [f32] [M K N [REPS]] */
 #include <omp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,67 +30,40 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-typedef enum ctq_status (*gemm_fn)(const int8_t *, const int8_t *, int64_t, int64_t, int64_t,
-				   int32_t *, struct ctq_error *);
+/* One GEMM of the benchmark: its inputs, and the fast path or the scalar
+ * definition into out. */
+struct job {
+	bool f32;
+	int64_t M, N, K;
+	const void *x, *w; /* int8 q and w, or f32 x and w */
+};
 
-static double median_ms(gemm_fn f, const int8_t *q, const int8_t *w, int64_t M, int64_t N, int64_t K,
-			int32_t *acc, int reps)
+static void run(const struct job *j, bool fast, void *out)
 {
-	double t[64];
 	struct ctq_error err = {0};
-	for (int r = 0; r < reps; r++) {
-		const double t0 = now_ms();
-		if (f(q, w, M, N, K, acc, &err)) {
-			fprintf(stderr, "bench_ref: %s\n", err.message);
-			exit(1);
-		}
-		t[r] = now_ms() - t0;
+	if (j->f32)
+		(fast ? ctq_ref_gemm_f32 : ctq_ref_gemm_f32_scalar)(j->x, j->w, NULL, j->M, j->N, j->K, out);
+	else if ((fast ? ctq_ref_gemm_i8 : ctq_ref_gemm_i8_scalar)(j->x, j->w, j->M, j->N, j->K, out, &err)) {
+		fprintf(stderr, "bench_ref: %s\n", err.message);
+		exit(1);
 	}
-	qsort(t, (size_t)reps, sizeof *t, cmp_double);
-	return t[reps / 2];
 }
 
-static double median_f32_ms(void (*f)(const float *, const float *, const float *, int64_t, int64_t,
-				      int64_t, float *),
-			    const float *x, const float *w, int64_t M, int64_t N, int64_t K, float *y, int reps)
+static double median_ms(const struct job *j, bool fast, void *out, int reps)
 {
 	double t[64];
 	for (int r = 0; r < reps; r++) {
 		const double t0 = now_ms();
-		f(x, w, NULL, M, N, K, y);
+		run(j, fast, out);
 		t[r] = now_ms() - t0;
 	}
 	qsort(t, (size_t)reps, sizeof *t, cmp_double);
 	return t[reps / 2];
-}
-
-static int bench_f32(int64_t M, int64_t K, int64_t N, int reps)
-{
-	float *x = malloc((size_t)(M * K) * 4), *w = malloc((size_t)(N * K) * 4);
-	float *a = malloc((size_t)(M * N) * 4), *b = malloc((size_t)(M * N) * 4);
-	if (!x || !w || !a || !b) {
-		fprintf(stderr, "bench_ref: out of memory\n");
-		return 1;
-	}
-	struct ctq_rng r;
-	ctq_rng_seed(&r, 1);
-	for (int64_t i = 0; i < M * K; i++)
-		x[i] = (float)ctq_rng_normal(&r);
-	for (int64_t i = 0; i < N * K; i++)
-		w[i] = (float)(0.02 * ctq_rng_normal(&r));
-	const double fast = median_f32_ms(ctq_ref_gemm_f32, x, w, M, N, K, a, reps);
-	const double scalar = median_f32_ms(ctq_ref_gemm_f32_scalar, x, w, M, N, K, b, reps);
-	const int same = !memcmp(a, b, (size_t)(M * N) * 4);
-	printf("f32 M %lld K %lld N %lld, %d threads, simd %s: scalar %.1f ms, fast %.1f ms, %.1fx, %s\n",
-	       (long long)M, (long long)K, (long long)N, omp_get_max_threads(), ctq_ref_simd(), scalar, fast,
-	       scalar / fast, same ? "identical" : "DIFFERENT");
-	free(x), free(w), free(a), free(b);
-	return same ? 0 : 1;
 }
 
 int main(int argc, char **argv)
 {
-	const int f32 = argc > 1 && !strcmp(argv[1], "f32");
+	const bool f32 = argc > 1 && !strcmp(argv[1], "f32");
 	argc -= f32;
 	argv += f32;
 	if (argc != 1 && argc != 4 && argc != 5) {
@@ -103,26 +77,31 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_ref: M, K, N >= 1 and 1 <= REPS <= 64\n");
 		return 2;
 	}
-	if (f32)
-		return bench_f32(M, K, N, reps);
-	int8_t *q = malloc((size_t)(M * K)), *w = malloc((size_t)(N * K));
-	int32_t *a = malloc((size_t)(M * N) * 4), *b = malloc((size_t)(M * N) * 4);
-	if (!q || !w || !a || !b) {
+	const size_t el = f32 ? 4 : 1; /* input element bytes; outputs are 4 either way */
+	void *x = malloc((size_t)(M * K) * el), *w = malloc((size_t)(N * K) * el);
+	void *a = malloc((size_t)(M * N) * 4), *b = malloc((size_t)(M * N) * 4);
+	if (!x || !w || !a || !b) {
 		fprintf(stderr, "bench_ref: out of memory\n");
 		return 1;
 	}
 	struct ctq_rng r;
 	ctq_rng_seed(&r, 1);
 	for (int64_t i = 0; i < M * K; i++)
-		q[i] = (int8_t)((int)ctq_rng_below(&r, 256) - 128);
+		if (f32)
+			((float *)x)[i] = (float)ctq_rng_normal(&r);
+		else
+			((int8_t *)x)[i] = (int8_t)((int)ctq_rng_below(&r, 256) - 128);
 	for (int64_t i = 0; i < N * K; i++)
-		w[i] = (int8_t)((int)ctq_rng_below(&r, 255) - 127);
-	const double fast = median_ms(ctq_ref_gemm_i8, q, w, M, N, K, a, reps);
-	const double scalar = median_ms(ctq_ref_gemm_i8_scalar, q, w, M, N, K, b, reps);
+		if (f32)
+			((float *)w)[i] = (float)(0.02 * ctq_rng_normal(&r));
+		else
+			((int8_t *)w)[i] = (int8_t)((int)ctq_rng_below(&r, 255) - 127);
+	const struct job j = {f32, M, N, K, x, w};
+	const double fast = median_ms(&j, true, a, reps), scalar = median_ms(&j, false, b, reps);
 	const int same = !memcmp(a, b, (size_t)(M * N) * 4);
-	printf("M %lld K %lld N %lld, %d threads, simd %s: scalar %.1f ms, fast %.1f ms, %.1fx, %s\n",
-	       (long long)M, (long long)K, (long long)N, omp_get_max_threads(), ctq_ref_simd(), scalar, fast,
-	       scalar / fast, same ? "identical" : "DIFFERENT");
-	free(q), free(w), free(a), free(b);
+	printf("%sM %lld K %lld N %lld, %d threads, simd %s: scalar %.1f ms, fast %.1f ms, %.1fx, %s\n",
+	       f32 ? "f32 " : "", (long long)M, (long long)K, (long long)N, omp_get_max_threads(), ctq_ref_simd(),
+	       scalar, fast, scalar / fast, same ? "identical" : "DIFFERENT");
+	free(x), free(w), free(a), free(b);
 	return same ? 0 : 1;
 }
