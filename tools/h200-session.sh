@@ -4,7 +4,7 @@
 # transformers goldens for the tiny synthetic models, then probes and
 # benchmarks the qwen3-4b-shape synthetic model in BF16 and W8A8.
 # Usage: tools/h200-session.sh OUT_DIR [stage...]
-#   stages: build tests oracle probe bench smollm2 (and, by name: tp tpeval
+#   stages: build tests oracle probe bench smollm2 (and, by name: recipes tp tpeval
 #   gputests benchref quick gemm serve servecmp decodeprof
 #   prefillprof ops plugin wna16 trees cost knobab peers archs tiles tilesprof)
 # CTQ_BUILD_ARCH: the build's CUDA_ARCH (default: the Makefile's fat list).
@@ -46,10 +46,20 @@
 # gemm: ctq bench gemm on the qwen3-4b shapes (4 shapes x 11 M x 5
 # implementations, 30 samples), then ctq report on it.
 # smollm2: the SmolLM2 GGUF arrives in parts (the device tool carries at most
-# 64 MiB per call): gpu-carry/smollm2.gguf.part-* are kept in
-# $CTQ_PERSIST between calls and assembled once all are there (sha256 in
-# gpu-carry/smollm2.gguf.sha256); then import, quantize, and the paired
+# 64 MiB per call): smollm2.gguf.part-* in gpu-carry/ or other gpu-*/
+# folders are kept in $CTQ_PERSIST between calls and assembled once all are
+# there (sha256 in smollm2.gguf.sha256); then import, quantize, and the paired
 # BF16 vs W8A8 evaluations on MMLU val (5-shot) and C-Eval val.
+# recipes: issue 35 over all the MMLU + C-Eval val text (792 windows of 512):
+# tests/oracle/llmc_recipes.py on the SmolLM2 of those parts, calibrated on
+# the test splits as tools/fixtures.sh does (datasets from ../shared, else
+# gpu-carry/datasets or a carried datasets.tar.xz), llm-compressor from
+# carried wheels (whl/, installed into /tmp/site: the host has no
+# registry), ctq's calibrations and every eval kld on CUDA, the library's
+# SmoothQuant+GPTQ run as every other run's --reference-run. Steps done stay
+# in $CTQ_PERSIST/oracle-all, so a later call on the same warm machine goes
+# on where one stopped (CTQ_RECIPES_S bounds one call's share, default 480);
+# into OUT/recipes/.
 set -u
 out=${1:?usage: tools/h200-session.sh OUT_DIR [stage...]}
 shift
@@ -60,6 +70,19 @@ models=${CTQ_MODELS:-/tmp/ctq-models}
 mkdir -p "$models"
 has() { case " $stages " in *" $1 "*) return 0 ;; esac; return 1; }
 step() { echo "=== $* ($(date -u +%H:%M:%S))" | tee -a "$log"; }
+
+# What does not fit one call (the device tool carries at most 64 MiB a call)
+# arrives over the calls of one warm machine, in gpu-carry/ or other carried
+# gpu-*/ folders, and is gathered into $CTQ_PERSIST as it comes: the SmolLM2
+# GGUF's parts (smollm2.gguf.part-*, with smollm2.gguf.sha256), wheels
+# (whl/*.whl) and datasets.tar.xz.
+persist=${CTQ_PERSIST:-/tmp/ctq-persist}
+mkdir -p "$persist/whl"
+for d in gpu-carry gpu-*; do
+	[ -d "$d" ] || continue
+	cp "$d"/smollm2.gguf.part-* "$d"/smollm2.gguf.sha256 "$d"/datasets.tar.xz "$persist"/ 2>/dev/null
+	cp "$d"/whl/*.whl "$persist/whl/" 2>/dev/null
+done
 
 if has build; then
 	step build
@@ -263,30 +286,72 @@ if has prefillprof; then
 		>"$out/prefillprof.csv" 2>"$out/prefillprof.log"
 	python3 tools/ncu-summary.py "$out/prefillprof.csv" | tee -a "$log"
 fi
-if has smollm2; then
-	persist=${CTQ_PERSIST:-/tmp/ctq-persist}
-	mkdir -p "$persist"
-	cp gpu-carry/smollm2.gguf.part-* gpu-carry/smollm2.gguf.sha256 "$persist"/ 2>/dev/null
+# The SmolLM2 GGUF from its parts (every part in $persist and the sha256
+# matching), imported once into $models/smollm2-bf16. Returns 1 while parts
+# are missing.
+smollm2_bf16() {
 	gguf="$persist/smollm2.gguf"
-	if [ ! -f "$gguf" ] && [ -f "$persist/smollm2.gguf.part-aa" ] && [ -f "$persist/smollm2.gguf.part-ab" ]; then
-		cat "$persist"/smollm2.gguf.part-* >"$gguf.tmp" && mv "$gguf.tmp" "$gguf"
+	want=$(cat "$persist/smollm2.gguf.sha256" 2>/dev/null)
+	if [ ! -f "$gguf" ] && [ -n "$want" ]; then
+		cat "$persist"/smollm2.gguf.part-* >"$gguf.tmp" 2>/dev/null
+		if [ "$(sha256sum "$gguf.tmp" | cut -c1-64)" = "$want" ]; then mv "$gguf.tmp" "$gguf"; else rm -f "$gguf.tmp"; fi
 	fi
-	if [ -f "$gguf" ] && [ "$(sha256sum "$gguf" | cut -c1-64)" = "$(cat "$persist/smollm2.gguf.sha256")" ]; then
-		step smollm2 import + quantize
-		[ -d "$models/smollm2-bf16" ] || ./build/ctq import-gguf "$gguf" "$models/smollm2-bf16" 2>&1 | tail -1 | tee -a "$log"
+	if [ ! -f "$gguf" ]; then
+		step "smollm2: parts not complete yet in $persist ($(ls "$persist" | tr '\n' ' '))"
+		return 1
+	fi
+	[ -d "$models/smollm2-bf16" ] || ./build/ctq import-gguf "$gguf" "$models/smollm2-bf16" 2>&1 | tail -1 | tee -a "$log"
+	[ -f "$models/smollm2-bf16/config.json" ]
+}
+# The datasets: ../shared/datasets, else gpu-carry/datasets, else
+# datasets.tar.xz (mmlu/ and ceval/, unpacked once into $persist).
+datasets_dir() {
+	if [ -d ../shared/datasets ]; then echo ../shared/datasets
+	elif [ -d gpu-carry/datasets ]; then echo gpu-carry/datasets
+	else
+		[ -d "$persist/datasets/mmlu" ] || { mkdir -p "$persist/datasets" &&
+			tar xJf "$persist/datasets.tar.xz" -C "$persist/datasets"; } >&2
+		echo "$persist/datasets"
+	fi
+}
+if has smollm2; then
+	if smollm2_bf16; then
+		step smollm2 quantize
 		[ -d "$models/smollm2-w8a8" ] || ./build/ctq quantize "$models/smollm2-bf16" "$models/smollm2-w8a8" 2>&1 | tail -1 | tee -a "$log"
 		./build/ctq generate --model "$models/smollm2-w8a8" --backend cuda --chat --max-new-tokens 48 \
 			--prompt "Give three tips for staying healthy." 2>&1 | tee -a "$log"
-		data=../shared/datasets
-		[ -d "$data" ] || data=gpu-carry/datasets
+		data=$(datasets_dir)
 		step eval mmlu val 5-shot
 		./build/ctq eval mmlu --model "$models/smollm2-w8a8" --ref-model "$models/smollm2-bf16" \
 			--data "$data/mmlu" --split val --shots 5 --backend cuda --out "$out/eval-mmlu" 2>&1 | tail -16 | tee -a "$log"
 		step eval ceval val 5-shot
 		./build/ctq eval ceval --model "$models/smollm2-w8a8" --ref-model "$models/smollm2-bf16" \
 			--data "$data/ceval" --split val --shots 5 --backend cuda --out "$out/eval-ceval" 2>&1 | tail -12 | tee -a "$log"
-	else
-		step "smollm2: parts not complete yet in $persist ($(ls "$persist" | tr '\n' ' '))"
+	fi
+fi
+if has recipes; then
+	if smollm2_bf16; then
+		step recipes: ctq against llm-compressor over all MMLU + C-Eval val text
+		data=$(datasets_dir)
+		calib="$persist/calib-mmlu-ceval-test.txt"
+		# as tools/fixtures.sh writes it: the test CSVs, MMLU's then C-Eval's
+		[ -s "$calib" ] || cat "$data"/mmlu/test/*.csv "$data"/ceval/test/*.csv >"$calib"
+		if ls "$persist"/whl/*.whl >/dev/null 2>&1 && [ ! -f /tmp/site/.ctq-installed ]; then
+			python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+				--target /tmp/site "$persist"/whl/*.whl >>"$log" 2>&1 && touch /tmp/site/.ctq-installed
+		fi
+		[ -d /tmp/site ] && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+		python3 -c 'import llmcompressor, compressed_tensors, transformers, torch; print("llmcompressor", llmcompressor.__version__, "compressed-tensors", compressed_tensors.__version__, "transformers", transformers.__version__, "torch", torch.__version__)' 2>&1 | tail -1 | tee -a "$log"
+		{ PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 timeout "${CTQ_RECIPES_S:-480}" python3 tests/oracle/llmc_recipes.py \
+			--ctq build/ctq --out "$persist/oracle-all" --bf16 "$models/smollm2-bf16" --calib "$calib" \
+			--datasets "$data" --kld-max-tokens 0 --kld-backend cuda --calib-backend cuda \
+			--reference-recipe sqgptq; echo $? >"$persist/recipes.rc"; } 2>&1 | tee -a "$log" | tail -60
+		echo "recipes: exit $(cat "$persist/recipes.rc") (124: its time ran out; the steps done stay in $persist/oracle-all)" | tee -a "$log"
+		mkdir -p "$out/recipes"
+		(cd "$persist/oracle-all" && cp summary.md summary.json ./*.log ./*.seconds ./*.cmd "$out/recipes/" 2>/dev/null
+		 for d in kld-*; do [ -d "$d" ] && mkdir -p "$out/recipes/$d" &&
+			cp "$d"/eval_kld_summary.csv "$d"/eval_kld.csv "$d"/summary.md "$d"/manifest.json "$out/recipes/$d/" 2>/dev/null; done
+		 for d in ctq-* llmc-*; do [ -f "$d/recipe.yaml" ] && mkdir -p "$out/recipes/$d" && cp "$d"/recipe.yaml "$d"/config.json "$out/recipes/$d/"; done) 2>/dev/null
 	fi
 fi
 if has plugin; then

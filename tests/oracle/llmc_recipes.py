@@ -311,6 +311,20 @@ def kld_summary(run):
     return rows[-1]
 
 
+def kld_eval(run):
+    """The eval section of an eval kld run's manifest (verdicts, relative)."""
+    with open(os.path.join(run, "manifest.json")) as f:
+        m = json.load(f)
+    stack = [m]
+    while stack:
+        d = stack.pop()
+        if isinstance(d, dict):
+            if "overall" in d and "policy" in d:
+                return d
+            stack.extend(d.values())
+    sys.exit(f"llmc-oracle: {run}/manifest.json has no eval kld section")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ctq", default="build/ctq")
@@ -321,7 +335,15 @@ def main():
     ap.add_argument("--calib-samples", type=int, default=32)
     ap.add_argument("--calib-len", type=int, default=512)
     ap.add_argument("--alpha", type=float, default=0.8)
-    ap.add_argument("--kld-max-tokens", type=int, default=4096)
+    ap.add_argument("--kld-max-tokens", type=int, default=4096,
+                    help="tokens of each val source scored (0: all the val text, 792 windows of 512)")
+    ap.add_argument("--kld-backend", choices=["reference", "cuda"], default="reference",
+                    help="backend of the eval kld runs (both models of a run on the same one)")
+    ap.add_argument("--calib-backend", choices=["reference", "cuda"], default="reference",
+                    help="ctq quantize --calib-backend of the calibrating recipes")
+    ap.add_argument("--reference-recipe", choices=RECIPES,
+                    help="the library's run of this recipe becomes the reference run (eval kld "
+                         "--reference-run) of every other KL run: each gets the relative verdict too")
     ap.add_argument("--skip-kld", action="store_true", help="steps (a) and (b) only")
     ap.add_argument("--fresh", action="store_true")
     # internal: one llm-compressor run in a child process
@@ -343,6 +365,8 @@ def main():
     windows = os.path.join(out, "calib-windows.txt")
     calib = ["--calib", args.calib, "--calib-samples", str(args.calib_samples),
              "--calib-len", str(args.calib_len), "--seed", "0"]
+    if args.calib_backend != "reference":
+        calib += ["--calib-backend", args.calib_backend]
     times = {}
 
     # ctq's checkpoints; smoothquant first: it writes the windows
@@ -358,10 +382,61 @@ def main():
 
     # the library's, on the same windows
     py = sys.executable
-    for r in ["sq-only", "sq-only-f32", "rtn", "sq", "gptq", "sqgptq"]:
+
+    def llmc(r):
         cmd = [py, os.path.abspath(__file__), "--llmc-run", r, "--bf16", args.bf16, "--windows", windows,
                "--alpha", str(args.alpha), "--out", f"{out}/llmc-{r}"]
         times[f"llmc-{r}"] = step(out, f"llmc-{r}", cmd, f"{out}/llmc-{r}/config.json") or seconds(out, f"llmc-{r}")
+
+    # KL of one checkpoint against BF16 (eval kld exits 1 on an inferior or
+    # inconclusive verdict: the numbers are what is compared); with
+    # --reference-recipe R the library's R run is every other run's
+    # --reference-run, so each gets the relative verdict too
+    kl = {}
+    data = ["--data", os.path.join(args.datasets, "mmlu"), "--data", os.path.join(args.datasets, "ceval"),
+            "--split", "val", "--ctx", "512"]
+    if args.kld_max_tokens > 0:
+        data += ["--max-tokens", str(args.kld_max_tokens)]
+    data += ["--backend", args.kld_backend]
+    ref_name = f"kld-llmc-{args.reference_recipe}" if args.reference_recipe else None
+
+    def kld(who, r):
+        name = f"kld-{who}-{r}"
+        cmd = [ctq, "eval", "kld", "--model", f"{out}/{who}-{r}", "--ref-model", args.bf16] + data + \
+              ["--out", f"{out}/{name}", "--force"]
+        if ref_name and name != ref_name:
+            kld("llmc", args.reference_recipe)
+            cmd += ["--reference-run", f"{out}/{ref_name}"]
+        stamp = os.path.join(out, name + ".cmd")
+        if not (os.path.exists(f"{out}/{name}/eval_kld_summary.csv") and os.path.exists(stamp)
+                and open(stamp).read() == shlex.join(cmd)):
+            log(f"{name}: {shlex.join(cmd)}")
+            t0 = time.time()
+            with open(os.path.join(out, name + ".log"), "w") as f:
+                p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
+            if p.returncode not in (0, 1):
+                sys.exit(f"llmc-oracle: {name} failed (exit {p.returncode}); see {out}/{name}.log")
+            open(stamp, "w").write(shlex.join(cmd))
+            open(os.path.join(out, name + ".seconds"), "w").write(f"{time.time() - t0:.1f}\n")
+            log(f"{name} done in {time.time() - t0:.0f} s")
+        times[name] = seconds(out, name)
+        row = {k: v for k, v in kld_summary(f"{out}/{name}").items()}
+        ev = kld_eval(f"{out}/{name}")
+        row["verdict"] = ev.get("absolute_verdict", ev.get("verdict"))
+        if "relative" in ev:
+            rel = ev["relative"]
+            row["relative"] = {k: rel[k] for k in ("verdict", "kl_factor", "kl_factor_ci_low", "kl_factor_ci_high",
+                                                     "top1_diff_ci_low", "top1_diff_ci_high", "reference_run")}
+        kl.setdefault(r, {})[who] = row
+
+    # with a reference recipe, its run and ctq's KL first (the relative
+    # verdicts; a run cut short by its time keeps them)
+    if ref_name and not args.skip_kld:
+        llmc(args.reference_recipe)
+        for r in RECIPES:
+            kld("ctq", r)
+    for r in ["sq-only", "sq-only-f32", "rtn", "sq", "gptq", "sqgptq"]:
+        llmc(r)
 
     # the library's calibration inputs were ctq's windows (runs that record it)
     checks = {}
@@ -419,31 +494,10 @@ def main():
     summary["recon"] = recon
 
     # (c) KL on the same windows
-    kl = {}
     if not args.skip_kld:
-        data = ["--data", os.path.join(args.datasets, "mmlu"), "--data", os.path.join(args.datasets, "ceval"),
-                "--split", "val", "--ctx", "512", "--max-tokens", str(args.kld_max_tokens),
-                "--backend", "reference"]
         for who in ("ctq", "llmc"):
             for r in RECIPES:
-                name = f"kld-{who}-{r}"
-                cmd = [ctq, "eval", "kld", "--model", f"{out}/{who}-{r}", "--ref-model", args.bf16] + data + \
-                      ["--out", f"{out}/{name}", "--force"]
-                # eval kld exits 1 on an inferior / inconclusive verdict: the number is what is compared
-                stamp = os.path.join(out, name + ".cmd")
-                if not (os.path.exists(f"{out}/{name}/eval_kld_summary.csv") and os.path.exists(stamp)
-                        and open(stamp).read() == shlex.join(cmd)):
-                    log(f"{name}: {shlex.join(cmd)}")
-                    t0 = time.time()
-                    with open(os.path.join(out, name + ".log"), "w") as f:
-                        p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
-                    if p.returncode not in (0, 1):
-                        sys.exit(f"llmc-oracle: {name} failed (exit {p.returncode}); see {out}/{name}.log")
-                    open(stamp, "w").write(shlex.join(cmd))
-                    open(os.path.join(out, name + ".seconds"), "w").write(f"{time.time() - t0:.1f}\n")
-                times[name] = seconds(out, name)
-                s = kld_summary(f"{out}/{name}")
-                kl.setdefault(r, {})[who] = {k: s[k] for k in s}
+                kld(who, r)
         for r in RECIPES:
             c = float(kl[r]["ctq"]["kl_mean_nats"])
             l = float(kl[r]["llmc"]["kl_mean_nats"])
@@ -478,13 +532,29 @@ def main():
         md.append(f"| {r} | {v['modules']} | {v['ctq_mean']:.5f} | {v['llmc_mean']:.5f} | {v['ctq_max']:.5f} | "
                   f"{v['llmc_max']:.5f} |")
     if kl:
-        md += ["", f"## KL against BF16 (ctq eval kld, reference backend, MMLU + C-Eval val, ctx 512, "
-               f"--max-tokens {args.kld_max_tokens} per source)", "",
-               "| recipe | ctq KL | llmc KL | ratio | ctq top-1 | llmc top-1 |", "|---|---|---|---|---|---|"]
+        extent = (f"--max-tokens {args.kld_max_tokens} per source" if args.kld_max_tokens > 0
+                  else "all the val text")
+        md += ["", f"## KL against BF16 (ctq eval kld, {args.kld_backend} backend, MMLU + C-Eval val, ctx 512, "
+               f"{extent})", "",
+               "| recipe | ctq KL | llmc KL | ratio | ctq top-1 | llmc top-1 | ctq ppl ratio | llmc ppl ratio "
+               "| ctq verdict | llmc verdict |", "|---|---|---|---|---|---|---|---|---|---|"]
         for r in RECIPES:
             c, l = kl[r]["ctq"], kl[r]["llmc"]
             md.append(f"| {r} | {float(c['kl_mean_nats']):.5f} | {float(l['kl_mean_nats']):.5f} | {kl[r]['ratio']:.3f} | "
-                      f"{100 * float(c['top1']):.2f}% | {100 * float(l['top1']):.2f}% |")
+                      f"{100 * float(c['top1']):.2f}% | {100 * float(l['top1']):.2f}% | "
+                      f"{float(c['ppl_ratio']):.4f} | {float(l['ppl_ratio']):.4f} | {c['verdict']} | {l['verdict']} |")
+        if args.reference_recipe:
+            md += ["", f"Relative verdict against the library's {args.reference_recipe} run (policies/kld.json "
+                   "\"relative\"; paired by window, 95% bootstrap intervals):", "",
+                   "| checkpoint | KL / reference | interval | top-1 difference (points) | relative verdict |",
+                   "|---|---|---|---|---|"]
+            for who in ("ctq", "llmc"):
+                for r in RECIPES:
+                    rel = kl[r][who].get("relative")
+                    if rel:
+                        md.append(f"| {who} {r} | {rel['kl_factor']:.3f}x | [{rel['kl_factor_ci_low']:.3f}, "
+                                  f"{rel['kl_factor_ci_high']:.3f}] | [{100 * rel['top1_diff_ci_low']:+.2f}, "
+                                  f"{100 * rel['top1_diff_ci_high']:+.2f}] | {rel['verdict']} |")
     md += ["", "## Times (s)", ""] + [f"- {k}: {v}" for k, v in times.items()]
     md += ["", "PASS" if not failures else "FAIL:\n" + "\n".join(f"- {f}" for f in failures), ""]
     with open(os.path.join(out, "summary.md"), "w") as f:
