@@ -162,11 +162,16 @@ static void step_run(struct ctq_runplan_step *x, const char *log)
 	x->wall_s = ctq_now_s() - t0;
 	switch (x->exit_code) {
 	case CTQ_EXIT_OK:
-		x->status = CTQ_STEP_PASSED;
+		x->status = x->expect_fail ? CTQ_STEP_FAILED : CTQ_STEP_PASSED;
+		if (x->expect_fail)
+			snprintf(x->reason, sizeof x->reason,
+				 "its check passed (exit 0) where the plan expects it to fail: the gate let "
+				 "through what it must reject (see logs/%s.txt)", x->id);
 		break;
 	case CTQ_EXIT_FAIL:
-		x->status = CTQ_STEP_FAILED;
-		snprintf(x->reason, sizeof x->reason, "a check failed (exit 1; see logs/%s.txt)", x->id);
+		x->status = x->expect_fail ? CTQ_STEP_PASSED : CTQ_STEP_FAILED;
+		if (!x->expect_fail)
+			snprintf(x->reason, sizeof x->reason, "a check failed (exit 1; see logs/%s.txt)", x->id);
 		break;
 	default:
 		x->status = CTQ_STEP_ERROR;
@@ -306,6 +311,8 @@ static cJSON *step_json(const struct ctq_runplan_step *x, const struct ctq_run *
 		cJSON_AddStringToObject(s, "log", rel);
 	if (x->needs_gpu)
 		cJSON_AddStringToObject(s, "needs", "gpu");
+	if (x->expect_fail)
+		cJSON_AddStringToObject(s, "expect", "fail");
 	if (x->about[0])
 		cJSON_AddStringToObject(s, "about", x->about);
 	return s;

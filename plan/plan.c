@@ -114,7 +114,7 @@ static enum ctq_status load_step(struct ctq_runplan *p, const cJSON *s, const ch
 	if (!cJSON_IsObject(s))
 		return bad(err, jp, "a step is an object; found %s", ctq_json_type_name(s));
 	static const char *const members[] = {"id", "command", "args", "needs", "after",
-					      "requires", "about"};
+					      "requires", "expect", "about"};
 	for (const cJSON *m = s->child; m; m = m->next) {
 		size_t k;
 		for (k = 0; k < sizeof members / sizeof *members; k++)
@@ -122,7 +122,7 @@ static enum ctq_status load_step(struct ctq_runplan *p, const cJSON *s, const ch
 				break;
 		ctq_json_path_key(mp, sizeof mp, jp, m->string);
 		if (k == sizeof members / sizeof *members)
-			return bad(err, mp, "unknown member \"%s\" (id, command, args, needs, after, requires, about)",
+			return bad(err, mp, "unknown member \"%s\" (id, command, args, needs, after, requires, expect, about)",
 				   m->string);
 	}
 	const cJSON *id = ctq_json_get(s, "id"), *cmd = ctq_json_get(s, "command");
@@ -159,6 +159,14 @@ static enum ctq_status load_step(struct ctq_runplan *p, const cJSON *s, const ch
 		return bad(err, mp, "the only need is \"gpu\"; found %s",
 			   cJSON_IsString(needs) ? needs->valuestring : ctq_json_type_name(needs));
 	x->needs_gpu = needs != NULL;
+	const cJSON *expect = ctq_json_get(s, "expect");
+	ctq_json_path_key(mp, sizeof mp, jp, "expect");
+	if (expect && !(cJSON_IsString(expect) && (!strcmp(expect->valuestring, "fail") ||
+						   !strcmp(expect->valuestring, "pass"))))
+		return bad(err, mp, "expected \"pass\" (the default) or \"fail\" (the step shows a gate's "
+				    "teeth: its check must fail); found %s",
+			   cJSON_IsString(expect) ? expect->valuestring : ctq_json_type_name(expect));
+	x->expect_fail = expect && !strcmp(expect->valuestring, "fail");
 	const cJSON *ab = ctq_json_get(s, "about");
 	ctq_json_path_key(mp, sizeof mp, jp, "about");
 	if (ab && !cJSON_IsString(ab))

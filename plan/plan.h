@@ -63,6 +63,9 @@ struct ctq_runplan_step {
 	const struct ctq_runplan_command *cmd;
 	const struct cJSON *args, *requires;
 	bool needs_gpu;
+	/* "expect": "fail": a gate's teeth; the step passes when its command
+	 * reports a failed check (exit 1) and fails when it passes (exit 0) */
+	bool expect_fail;
 	int after[CTQ_RUNPLAN_MAX_STEPS]; /* earlier steps, by index */
 	int n_after;
 	/* results */

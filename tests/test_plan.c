@@ -481,6 +481,54 @@ Test(plan, a_gpu_step_runs_when_there_is_a_gpu)
 	ctq_remove_tree(t.root);
 }
 
+/* "expect": "fail" shows a gate's teeth: the step passes when its check
+ * fails (exit 1), fails when the check passes, and an error stays an error;
+ * the steps after it run only when the gate did bite. */
+Test(plan, an_expected_failure_passes_only_when_the_check_fails)
+{
+	struct tmp t;
+	tmp_make(&t);
+	struct ctq_runplan *p;
+	struct ctq_error err = {0};
+	cr_assert_eq(load(&t, "{\"name\": \"teeth\", \"steps\": ["
+			      "{\"id\": \"bites\", \"command\": \"fail\", \"expect\": \"fail\"},"
+			      "{\"id\": \"toothless\", \"command\": \"pass\", \"expect\": \"fail\"},"
+			      "{\"id\": \"broken\", \"command\": \"usage\", \"expect\": \"fail\"},"
+			      "{\"id\": \"plain\", \"command\": \"pass\", \"expect\": \"pass\"},"
+			      "{\"id\": \"after-bite\", \"command\": \"pass\", \"after\": \"bites\"},"
+			      "{\"id\": \"after-toothless\", \"command\": \"pass\", \"after\": \"toothless\"}]}",
+			  &p, &err),
+		     CTQ_OK, "%s", err.message);
+	cr_expect(p->steps[0].expect_fail && p->steps[1].expect_fail && !p->steps[3].expect_fail);
+	struct ctq_run run;
+	begin(&t, &run);
+	struct ctq_runplan_tally tally;
+	cr_assert_eq(ctq_runplan_steps(p, &run, false, "unused", NULL, &tally, &err), CTQ_OK);
+	cr_expect_eq(p->steps[0].status, CTQ_STEP_PASSED);
+	cr_expect_str_eq(p->steps[0].reason, "");
+	cr_expect_eq(p->steps[1].status, CTQ_STEP_FAILED);
+	cr_expect(strstr(p->steps[1].reason, "expects it to fail") && strstr(p->steps[1].reason, "logs/toothless.txt"),
+		  "%s", p->steps[1].reason);
+	cr_expect_eq(p->steps[2].status, CTQ_STEP_ERROR);
+	cr_expect_eq(p->steps[3].status, CTQ_STEP_PASSED);
+	cr_expect_eq(p->steps[4].status, CTQ_STEP_PASSED);
+	cr_expect_eq(p->steps[5].status, CTQ_STEP_SKIPPED);
+	cr_expect_eq(ctq_runplan_exit_code(&tally), 1);
+	ctq_run_abort(&run);
+	unload(p);
+	ctq_remove_tree(t.root);
+
+	/* only "pass" or "fail" */
+	tmp_make(&t);
+	cr_expect_eq(load(&t, "{\"name\": \"x\", \"steps\": [{\"id\": \"a\", \"command\": \"pass\", \"expect\": \"inferior\"}]}",
+			  &p, &err),
+		     CTQ_ERR_INVALID_CONFIG);
+	cr_expect_str_eq(err.path, "steps[0].expect");
+	cr_expect(strstr(err.message, "found inferior"), "%s", err.message);
+	unload(p);
+	ctq_remove_tree(t.root);
+}
+
 Test(plan, record_and_junit_describe_the_finished_run)
 {
 	struct tmp t;

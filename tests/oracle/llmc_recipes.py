@@ -43,9 +43,17 @@ Writes OUT/summary.json and OUT/summary.md. Every step is skipped when its
 output is there and was made by the same command (OUT/<step>.cmd), so a
 second run only compares; --fresh removes OUT first.
 
+With --reference-recipe R the library's R run is also every other KL run's
+`eval kld --reference-run`, so each checkpoint gets the relative verdict
+beside the absolute one; that run and ctq's four come first.
+
 Usage: llmc_recipes.py --ctq build/ctq [--out DIR] [--bf16 DIR]
        [--calib FILE] [--datasets DIR] [--calib-samples N] [--calib-len L]
-       [--kld-max-tokens N] [--fresh]
+       [--calib-backend reference|cuda] [--kld-max-tokens N (0: all the val
+       text)] [--kld-backend reference|cuda] [--reference-recipe R] [--fresh]
+The H200 run over all the val text (tools/h200-session.sh recipes):
+       --kld-max-tokens 0 --kld-backend cuda --calib-backend cuda
+       --reference-recipe sqgptq
 """
 import argparse
 import csv
@@ -70,7 +78,13 @@ import time
 # library's BF16 run is 0.4-1.6% rel-L2 and up to 18% per element from its
 # f32 run, the massive-activation channels of layers 11-16). A wrong
 # formula, strength, mapping or weight statistic moves scales by O(1)
-# (strength 0.8 against 0.5 changes them by 20-80%).
+# (strength 0.8 against 0.5 changes them by 20-80%). With --calib-backend
+# cuda ctq observes BF16 activations of its CUDA kernels, not f32 ones: the
+# f32 bounds are then reported, not judged, and the BF16 bound is the gate
+# (on the H200 over the same windows: ctq's CUDA scales within 0.94% rel-L2
+# of the library's BF16 run per mapping, at most 1.31x the library's own
+# BF16-f32 distance, every mapping inside the bound; 1.72% from its f32 run;
+# reports/baselines/h200/2026-12-04-s4/recipes).
 SQ_SCALE_RTOL = 0.02
 SQ_SCALE_REL_L2 = 0.005
 # (b) the same rounding rule on nearly the same weights: ctq's per-recipe
@@ -146,9 +160,9 @@ def llmc_run(args):
     def rec_scales(self, balance_layers, activation_scales):
         s = orig_scales(self, balance_layers, activation_scales)
         first = names[id(balance_layers[0])]
-        clamped = torch.maximum(s, torch.tensor([MINIMUM_SMOOTHING_SCALE], dtype=s.dtype))
-        scales[first.rsplit(".", 1)[0]] = clamped.detach().float().clone()
-        ranges[first.rsplit(".", 1)[0]] = activation_scales.detach().float().clone()
+        clamped = torch.maximum(s, torch.tensor([MINIMUM_SMOOTHING_SCALE], dtype=s.dtype, device=s.device))
+        scales[first.rsplit(".", 1)[0]] = clamped.detach().float().cpu().clone()
+        ranges[first.rsplit(".", 1)[0]] = activation_scales.detach().float().cpu().clone()
         return s
 
     SmoothQuantModifier._calculate_smoothing_scales = rec_scales
@@ -157,7 +171,7 @@ def llmc_run(args):
 
     def rec_compress(self, module_list):
         for m in module_list:
-            pre[self._module_names[m]] = m.weight.detach().float().clone()
+            pre[self._module_names[m]] = m.weight.detach().float().cpu().clone()
         return orig_compress(self, module_list)
 
     GPTQModifier.compress_module_list = rec_compress
@@ -196,7 +210,7 @@ def llmc_run(args):
     ref = {}
     for n_, m in model.named_modules():
         if isinstance(m, torch.nn.Linear) and n_ != "lm_head":
-            ref[n_ + ".weight"] = pre.get(n_, m.weight.detach().float()).to(torch.bfloat16).contiguous()
+            ref[n_ + ".weight"] = pre.get(n_, m.weight.detach().float().cpu()).to(torch.bfloat16).contiguous()
     if f32:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "config.json"), "w") as f:
@@ -261,7 +275,7 @@ MAPS = [("input_layernorm", ["self_attn.q_proj", "self_attn.k_proj", "self_attn.
         ("post_attention_layernorm", ["mlp.gate_proj", "mlp.up_proj"])]
 
 
-def compare_smoothing(bf16, ctq_sm, lib_sm, lib_scales_file, n_layers, f32_scales_file):
+def compare_smoothing(bf16, ctq_sm, lib_sm, lib_scales_file, n_layers, f32_scales_file, calib_backend):
     import torch
     from safetensors.torch import load_file
     orig, c, l = load_tensors(bf16), load_tensors(ctq_sm), load_tensors(lib_sm)
@@ -292,7 +306,10 @@ def compare_smoothing(bf16, ctq_sm, lib_sm, lib_scales_file, n_layers, f32_scale
             row["weights_rel_l2_max"] = max(
                 rel_l2(c[f"model.layers.{layer}.{b}.weight"], l[f"model.layers.{layer}.{b}.weight"])
                 for b in balance)
-            row["ok"] = (row["f32_scale_rel_l2"] <= SQ_SCALE_REL_L2 and row["f32_scale_max_rel"] <= SQ_SCALE_RTOL
+            # ctq's activations are f32 on the reference backend and BF16
+            # on CUDA: the f32 bounds judge only the former
+            f32_ok = row["f32_scale_rel_l2"] <= SQ_SCALE_REL_L2 and row["f32_scale_max_rel"] <= SQ_SCALE_RTOL
+            row["ok"] = ((f32_ok or calib_backend != "reference")
                          and row["scale_rel_l2"] <= row["lib_bf16_vs_f32_rel_l2"] + SQ_SCALE_REL_L2)
             ok &= row["ok"]
             rows.append(row)
@@ -457,7 +474,8 @@ def main():
     rows, ok, same = compare_smoothing(args.bf16, f"{out}/ctq-smoothed", f"{out}/llmc-sq-only",
                                        f"{out}/llmc-sq-only/oracle/smoothing_scales.safetensors",
                                        cfg["num_hidden_layers"],
-                                       f"{out}/llmc-sq-only-f32/oracle/smoothing_scales.safetensors")
+                                       f"{out}/llmc-sq-only-f32/oracle/smoothing_scales.safetensors",
+                                       args.calib_backend)
     sm = {"per_mapping": rows, "untouched_tensors_identical": same, "ok": ok}
     for k in ("scale_rel_l2", "scale_max_rel", "f32_scale_rel_l2", "f32_scale_max_rel",
               "lib_bf16_vs_f32_rel_l2", "lib_bf16_vs_f32_max_rel", "weights_rel_l2_max", "norm_rel_l2",
@@ -517,8 +535,10 @@ def main():
           f"The library's calibration inputs equal those windows in the runs that record it: {seen}.", "",
           "## Smoothing scales, ctq against the library (60 mappings; worst over mappings)", "",
           "| against | rel-L2 per mapping | max per element | bound |", "|---|---|---|---|",
-          f"| library, model upcast to f32 (ctq's activation precision) | {sm['f32_scale_rel_l2_max']:.4f} | "
-          f"{sm['f32_scale_max_rel_max']:.4f} | {SQ_SCALE_REL_L2} / {SQ_SCALE_RTOL} |",
+          f"| library, model upcast to f32 (ctq's activation precision on the reference backend) | "
+          f"{sm['f32_scale_rel_l2_max']:.4f} | {sm['f32_scale_max_rel_max']:.4f} | "
+          + (f"{SQ_SCALE_REL_L2} / {SQ_SCALE_RTOL} |" if args.calib_backend == "reference" else
+             "reported, not judged: ctq calibrated on CUDA, in BF16 |"),
           f"| library, BF16 model (as shipped) | {sm['scale_rel_l2_max']:.4f} | {sm['scale_max_rel_max']:.4f} | "
           f"its own BF16-f32 distance + {SQ_SCALE_REL_L2} |",
           f"| (the library's BF16 run against its f32 run) | {sm['lib_bf16_vs_f32_rel_l2_max']:.4f} | "

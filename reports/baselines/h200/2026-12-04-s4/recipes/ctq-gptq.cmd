@@ -1,0 +1,1 @@
+build/ctq quantize /tmp/ctq-models/smollm2-bf16 /tmp/ctq-persist/oracle-all/ctq-gptq --recipe gptq --force --quiet --calib /tmp/ctq-persist/calib-mmlu-ceval-test.txt --calib-samples 32 --calib-len 512 --seed 0 --calib-backend cuda

@@ -1,0 +1,1 @@
+build/ctq quantize /tmp/ctq-models/smollm2-bf16 /tmp/ctq-persist/oracle-all/ctq-rtn --recipe rtn --force --quiet

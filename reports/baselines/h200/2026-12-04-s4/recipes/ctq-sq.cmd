@@ -1,0 +1,1 @@
+build/ctq quantize /tmp/ctq-models/smollm2-bf16 /tmp/ctq-persist/oracle-all/ctq-sq --recipe smoothquant --force --quiet --calib /tmp/ctq-persist/calib-mmlu-ceval-test.txt --calib-samples 32 --calib-len 512 --seed 0 --calib-backend cuda --smoothing-strength 0.8 --save-calib /tmp/ctq-persist/oracle-all/calib-windows.txt --save-smoothed /tmp/ctq-persist/oracle-all/ctq-smoothed

@@ -1,0 +1,1 @@
+build/ctq eval kld --model /tmp/ctq-persist/oracle-all/ctq-rtn --ref-model /tmp/ctq-models/smollm2-bf16 --data /tmp/ctq-persist/datasets/mmlu --data /tmp/ctq-persist/datasets/ceval --split val --ctx 512 --backend cuda --out /tmp/ctq-persist/oracle-all/kld-ctq-rtn --force --reference-run /tmp/ctq-persist/oracle-all/kld-llmc-sqgptq

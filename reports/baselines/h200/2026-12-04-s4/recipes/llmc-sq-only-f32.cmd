@@ -1,0 +1,1 @@
+/opt/torch/.venv/bin/python3 /work/main/tests/oracle/llmc_recipes.py --llmc-run sq-only-f32 --bf16 /tmp/ctq-models/smollm2-bf16 --windows /tmp/ctq-persist/oracle-all/calib-windows.txt --alpha 0.8 --out /tmp/ctq-persist/oracle-all/llmc-sq-only-f32
