@@ -562,6 +562,50 @@ static enum ctq_status produce_synth(void *vctx, size_t i, const struct ctq_stre
 	return CTQ_OK;
 }
 
+/* The tensors a writer streams, in order, each with how it is drawn; ok
+ * turns false (and stays) on exhaustion or more than cap tensors. */
+struct tensor_list {
+	struct ctq_arena *arena;
+	struct ctq_stream_tensor *t; /* (cap) */
+	enum init_kind *kind;        /* (cap) */
+	size_t n, cap;
+	bool ok;
+};
+
+static void list_open(struct tensor_list *l, struct ctq_arena *arena, size_t cap)
+{
+	l->arena = arena;
+	l->t = ctq_arena_calloc(arena, cap, sizeof *l->t);
+	l->kind = ctq_arena_calloc(arena, cap, sizeof *l->kind);
+	l->n = 0;
+	l->cap = cap;
+	l->ok = l->t && l->kind;
+}
+
+/* One BF16 tensor named by fmt: (rows, cols), or 1-D of cols elements
+ * when rows is 0. */
+__attribute__((format(printf, 5, 6))) static void list_add(struct tensor_list *l, enum init_kind k,
+							    long rows, long cols, const char *fmt, ...)
+{
+	if (!l->ok || l->n >= l->cap) {
+		l->ok = false;
+		return;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	char *name = ctq_arena_vprintf(l->arena, fmt, ap);
+	va_end(ap);
+	struct ctq_stream_tensor *e = &l->t[l->n];
+	e->name = name;
+	e->dtype = CTQ_DTYPE_BF16;
+	e->ndim = rows ? 2 : 1;
+	e->shape[0] = rows ? (int64_t)rows : (int64_t)cols;
+	e->shape[1] = rows ? (int64_t)cols : 0;
+	e->n_bytes = 2 * (uint64_t)(rows ? rows : 1) * (uint64_t)cols;
+	l->kind[l->n++] = k;
+	l->ok = name != NULL;
+}
+
 /* The tensors of a tree-only model (qwen3_moe, qwen_image_dit), in the
  * order of the module tree ctq_modules_from_config gives config: each
  * module's X.weight with its (out, in) (the router's too), a bias for
@@ -582,27 +626,9 @@ static enum ctq_status write_tree(const struct ctq_synth_spec *s, const cJSON *c
 		goto done;
 	const bool dit = !strcmp(s->arch, "qwen_image_dit");
 	const long H = s->hidden_size, d = s->head_dim;
-	size_t cap = 3 * mods.n + 4 * (size_t)s->num_hidden_layers + 8;
-	struct ctq_stream_tensor *t = ctq_arena_calloc(&arena, cap, sizeof *t); /* (cap) */
-	enum init_kind *kind = ctq_arena_calloc(&arena, cap, sizeof *kind);     /* (cap) */
-	size_t n = 0;
-	bool ok = t && kind;
-#define ADD(k, r, c, ...)                                                              \
-	do {                                                                           \
-		if (!ok || n >= cap) {                                                 \
-			ok = false;                                                    \
-			break;                                                         \
-		}                                                                      \
-		struct ctq_stream_tensor *e = &t[n];                                   \
-		e->name = ctq_arena_printf(&arena, __VA_ARGS__);                       \
-		e->dtype = CTQ_DTYPE_BF16;                                             \
-		e->ndim = (r) ? 2 : 1;                                                 \
-		e->shape[0] = (r) ? (int64_t)(r) : (int64_t)(c);                       \
-		e->shape[1] = (r) ? (int64_t)(c) : 0;                                  \
-		e->n_bytes = 2 * (uint64_t)((r) ? (r) : 1) * (uint64_t)(c);            \
-		kind[n++] = (k);                                                       \
-		ok = e->name != NULL;                                                  \
-	} while (0)
+	struct tensor_list tl;
+	list_open(&tl, &arena, 3 * mods.n + 4 * (size_t)s->num_hidden_layers + 8);
+#define ADD(...) list_add(&tl, __VA_ARGS__)
 	if (dit)
 		ADD(INIT_NORM, 0, s->joint_attention_dim, "txt_norm.weight");
 	long layer = -1;
@@ -644,13 +670,13 @@ static enum ctq_status write_tree(const struct ctq_synth_spec *s, const cJSON *c
 	if (!dit)
 		ADD(INIT_NORM_LOGIT, 0, H, "model.norm.weight");
 #undef ADD
-	if (!ok) {
+	if (!tl.ok) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
 		goto done;
 	}
-	struct synth_ctx ctx = {.spec = s, .kind = kind};
+	struct synth_ctx ctx = {.spec = s, .kind = tl.kind};
 	ctq_synth_outlier_channels(s, ctx.outliers);
-	st = ctq_stream_write(dir, dit ? CTQ_ST_DIFFUSERS_STEM : CTQ_ST_STEM, t, n,
+	st = ctq_stream_write(dir, dit ? CTQ_ST_DIFFUSERS_STEM : CTQ_ST_STEM, tl.t, tl.n,
 			      max_shard_bytes ? max_shard_bytes : CTQ_HF_MAX_SHARD_BYTES,
 			      produce_synth, &ctx, progress, pctx, err);
 done:
@@ -701,25 +727,9 @@ enum ctq_status ctq_synth_write(const struct ctq_synth_spec *s, const char *dir,
 		.num_key_value_heads = s->num_key_value_heads,
 		.head_dim = d,
 	};
-	size_t cap = 3 + (size_t)L * 16;
-	struct ctq_stream_tensor *t = ctq_arena_calloc(&arena, cap, sizeof *t); /* (cap) */
-	enum init_kind *kind = ctq_arena_calloc(&arena, cap, sizeof *kind);     /* (cap) */
-	size_t n = 0;
-	bool ok = t && kind;
-#define ADD(k, r, c, ...)                                                              \
-	do {                                                                           \
-		if (!ok)                                                               \
-			break;                                                         \
-		struct ctq_stream_tensor *e = &t[n];                                   \
-		e->name = ctq_arena_printf(&arena, __VA_ARGS__);                       \
-		e->dtype = CTQ_DTYPE_BF16;                                             \
-		e->ndim = (r) ? 2 : 1;                                                 \
-		e->shape[0] = (r) ? (int64_t)(r) : (int64_t)(c);                       \
-		e->shape[1] = (r) ? (int64_t)(c) : 0;                                  \
-		e->n_bytes = 2 * (uint64_t)((r) ? (r) : 1) * (uint64_t)(c);            \
-		kind[n++] = (k);                                                       \
-		ok = e->name != NULL;                                                  \
-	} while (0)
+	struct tensor_list tl;
+	list_open(&tl, &arena, 3 + (size_t)L * 16);
+#define ADD(...) list_add(&tl, __VA_ARGS__)
 	/* state-dict order of transformers' *ForCausalLM: rows 0 marks a 1-D
 	 * tensor of `c` elements. */
 	ADD(INIT_NORMAL, V, H, "model.embed_tokens.weight");
@@ -746,13 +756,13 @@ enum ctq_status ctq_synth_write(const struct ctq_synth_spec *s, const char *dir,
 	if (!s->tie_word_embeddings)
 		ADD(INIT_NORMAL, V, H, "lm_head.weight");
 #undef ADD
-	if (!ok) {
+	if (!tl.ok) {
 		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
 		goto done;
 	}
-	struct synth_ctx ctx = {.spec = s, .kind = kind};
+	struct synth_ctx ctx = {.spec = s, .kind = tl.kind};
 	ctq_synth_outlier_channels(s, ctx.outliers);
-	st = ctq_stream_write(dir, CTQ_ST_STEM, t, n, max_shard_bytes ? max_shard_bytes : CTQ_HF_MAX_SHARD_BYTES,
+	st = ctq_stream_write(dir, CTQ_ST_STEM, tl.t, tl.n, max_shard_bytes ? max_shard_bytes : CTQ_HF_MAX_SHARD_BYTES,
 			      produce_synth, &ctx, progress, pctx, err);
 done:
 	free(path);

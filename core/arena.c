@@ -146,16 +146,23 @@ char *ctq_arena_strdup(struct ctq_arena *a, const char *s)
 	return s ? ctq_arena_strndup(a, s, strlen(s)) : NULL;
 }
 
-char *ctq_arena_printf(struct ctq_arena *a, const char *fmt, ...)
+char *ctq_arena_vprintf(struct ctq_arena *a, const char *fmt, va_list ap)
 {
-	va_list ap, ap2;
-	va_start(ap, fmt);
+	va_list ap2;
 	va_copy(ap2, ap);
 	int n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
 	char *d = n >= 0 ? ctq_arena_alloc(a, (size_t)n + 1) : NULL;
 	if (d)
 		vsnprintf(d, (size_t)n + 1, fmt, ap2);
 	va_end(ap2);
+	return d;
+}
+
+char *ctq_arena_printf(struct ctq_arena *a, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *d = ctq_arena_vprintf(a, fmt, ap);
+	va_end(ap);
 	return d;
 }

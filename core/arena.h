@@ -27,6 +27,8 @@ char *ctq_arena_strdup(struct ctq_arena *a, const char *s);
 char *ctq_arena_strndup(struct ctq_arena *a, const char *s, size_t n);
 char *ctq_arena_printf(struct ctq_arena *a, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+char *ctq_arena_vprintf(struct ctq_arena *a, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
 
 /* Process-wide allocation hooks for tests: after n further successful
  * allocations (arena blocks and ctq_malloc), every allocation fails.
