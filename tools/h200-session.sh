@@ -86,7 +86,11 @@ done
 
 if has build; then
 	step build
-	sh tools/unpack-deps.sh offline-deps deps-prefix >>"$log" 2>&1
+	# offline-deps/ (make offline-deps), else offline-deps-build/ (make
+	# offline-deps OFFLINE_PLOTS=0 OFFLINE_DIR=offline-deps-build: 12 MB to carry, no plots)
+	deps=offline-deps
+	[ -d "$deps" ] || deps=offline-deps-build
+	sh tools/unpack-deps.sh "$deps" deps-prefix >>"$log" 2>&1
 	t0=$(date +%s)
 	make -j"$(nproc)" DEPS_PREFIX=deps-prefix ${CTQ_BUILD_ARCH:+CUDA_ARCH="$CTQ_BUILD_ARCH"} all \
 		build/tests/gpu/test_kernels build/tests/gpu/test_runner_gpu \
@@ -348,10 +352,11 @@ if has recipes; then
 			--reference-recipe sqgptq; echo $? >"$persist/recipes.rc"; } 2>&1 | tee -a "$log" | tail -60
 		echo "recipes: exit $(cat "$persist/recipes.rc") (124: its time ran out; the steps done stay in $persist/oracle-all)" | tee -a "$log"
 		mkdir -p "$out/recipes"
-		(cd "$persist/oracle-all" && cp summary.md summary.json ./*.log ./*.seconds ./*.cmd "$out/recipes/" 2>/dev/null
-		 for d in kld-*; do [ -d "$d" ] && mkdir -p "$out/recipes/$d" &&
-			cp "$d"/eval_kld_summary.csv "$d"/eval_kld.csv "$d"/summary.md "$d"/manifest.json "$out/recipes/$d/" 2>/dev/null; done
-		 for d in ctq-* llmc-*; do [ -f "$d/recipe.yaml" ] && mkdir -p "$out/recipes/$d" && cp "$d"/recipe.yaml "$d"/config.json "$out/recipes/$d/"; done) 2>/dev/null
+		o=$(cd "$out" && pwd)
+		(cd "$persist/oracle-all" && cp summary.md summary.json ./*.log ./*.seconds ./*.cmd "$o/recipes/" 2>/dev/null
+		 for d in kld-*; do [ -d "$d" ] && mkdir -p "$o/recipes/$d" &&
+			cp "$d"/eval_kld_summary.csv "$d"/eval_kld.csv "$d"/summary.md "$d"/manifest.json "$o/recipes/$d/" 2>/dev/null; done
+		 for d in ctq-* llmc-*; do [ -f "$d/recipe.yaml" ] && mkdir -p "$o/recipes/$d" && cp "$d"/recipe.yaml "$d"/config.json "$o/recipes/$d/"; done) 2>/dev/null
 	fi
 fi
 if has plugin; then
