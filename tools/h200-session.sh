@@ -6,7 +6,8 @@
 # Usage: tools/h200-session.sh OUT_DIR [stage...]
 #   stages: build tests oracle probe bench smollm2 (and, by name: recipes tp tpeval
 #   gputests benchref quick gemm serve servecmp decodeprof
-#   prefillprof ops plugin wna16 trees cost knobab peers archs tiles tilesprof)
+#   prefillprof ops plugin wna16 trees cost knobab peers archs tiles tilesprof
+#   smallmprof)
 # CTQ_BUILD_ARCH: the build's CUDA_ARCH (default: the Makefile's fat list).
 # archs: the GPU code of every architecture (Step 17): cuobjdump's listing
 # of build/ctq, the GPU kernel tests at the GPU's own dispatch and under
@@ -14,6 +15,10 @@
 # gemm with every path side by side (--paths), a short bench model and the
 # qwen3-4b shape probes under the forced architecture; into OUT/archs-*.
 # tiles: build/tools/bench_tiles (each sm80 tile, the pick, the GEMV).
+# smallmprof: Nsight Compute (issue 37) on the sm90 GEMM at small M
+# (CTQ_PROF_M, 16), the GEMV at M = 1 and the per-token quantization at M =
+# 8192, on each qwen3-4b shape (CTQ_PROF_SHAPES, K:N): speed of light, memory
+# tables, warp stalls, occupancy; into OUT/smallmprof-KERNEL-mM-KxN.txt.
 # tilesprof: Nsight Compute on single sm80 tiles (CTQ_PROF_TILES, indices
 # into the tile table; default 0 1) at CTQ_PROF_SHAPE (gate_up) and
 # CTQ_PROF_M (4096): speed of light, warp stalls, memory tables; into
@@ -476,6 +481,25 @@ if has tiles; then
 	step "tiles: sm80 tiles, pick, gemv"
 	./build/tools/mma_peak 2>&1 | tee -a "$out/tiles.txt" | tee -a "$log"
 	timeout 300 ./build/tools/bench_tiles ${CTQ_TILES_M:-} 2>&1 | tee -a "$out/tiles.txt" | tee -a "$log"
+fi
+if has smallmprof; then
+	# issue 37's limiters: the small-M Hopper GEMM (CTQ_PROF_M, default 16)
+	# and the GEMV (M = 1) on each qwen3-4b shape, and the per-token
+	# quantization at M = 8192, one launch each after the bit-exact check's
+	for sh in ${CTQ_PROF_SHAPES:-2560:6144 4096:2560 2560:19456 9728:2560}; do
+		for k in "gemm_w8a8_sm90 ${CTQ_PROF_M:-16}" "gemv_w8a8 1" "quantize_kernel 8192"; do
+			set -- $k
+			f="$out/smallmprof-$1-m$2-$(echo "$sh" | tr : x).txt"
+			step "smallmprof: ncu on $1 at $sh, M = $2"
+			timeout 120 ncu --section SpeedOfLight --section MemoryWorkloadAnalysis \
+				--section MemoryWorkloadAnalysis_Tables --section WarpStateStats --section Occupancy \
+				--section LaunchStats --section SchedulerStats --print-details all -k "regex:$1" \
+				--launch-skip 1 --launch-count 1 ./build/ctq bench gemm --shapes "$sh" --m "$2" --samples 1 \
+				--warmup 0 --check-rows 1 --out "$out/smallmprof-run" --force >"$f" 2>&1
+			grep -E "Duration|DRAM Throughput|Memory Throughput|Busy|Stall|Warp Cycles|Issued|Eligible|Achieved Occ|Registers|Grid Size|Block Size" \
+				"$f" | head -24 | tee -a "$log"
+		done
+	done
 fi
 if has tilesprof; then
 	for t in ${CTQ_PROF_TILES:-0 1}; do
