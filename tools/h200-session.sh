@@ -487,7 +487,7 @@ if has smallmprof; then
 	# and the GEMV (M = 1) on each qwen3-4b shape, and the per-token
 	# quantization at M = 8192, one launch each after the bit-exact check's
 	for sh in ${CTQ_PROF_SHAPES:-2560:6144 4096:2560 2560:19456 9728:2560}; do
-		for k in "gemm_w8a8_sm90 ${CTQ_PROF_M:-16}" "gemv_w8a8 1" "quantize_kernel 8192"; do
+		for k in "gemm_w8a8_sm90 ${CTQ_PROF_M:-16}" "gemv_w8a8 1" "quantize_rows_kernel 8192"; do
 			set -- $k
 			f="$out/smallmprof-$1-m$2-$(echo "$sh" | tr : x).txt"
 			step "smallmprof: ncu on $1 at $sh, M = $2"
