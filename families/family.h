@@ -106,8 +106,9 @@ cJSON *ctq_rep_step_manifest(const char *run_dir, const char *dir);
  * the manifest of the step in dir, as member.verdict (written only with a
  * reference model): sentence() words it (ok: the verdict is "non-inferior")
  * into a paragraph under the table, and a failed gate (inferior or
- * inconclusive) counts in r->gates_failed, failing a report without steps.
- * Nothing without such a verdict. */
+ * inconclusive) counts in r->gates_failed, failing a report without steps,
+ * unless the plan's step in dir expects it to fail ("expect": "fail"),
+ * which the paragraph then says. Nothing without such a verdict. */
 void ctq_rep_gate(struct ctq_rep *r, const char *dir, const char *member,
 		  void (*sentence)(char *buf, size_t cap, const cJSON *gate, const char *verdict,
 				   bool ok));

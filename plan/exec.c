@@ -170,8 +170,10 @@ static void step_run(struct ctq_runplan_step *x, const char *log)
 		break;
 	case CTQ_EXIT_FAIL:
 		x->status = x->expect_fail ? CTQ_STEP_PASSED : CTQ_STEP_FAILED;
-		if (!x->expect_fail)
-			snprintf(x->reason, sizeof x->reason, "a check failed (exit 1; see logs/%s.txt)", x->id);
+		snprintf(x->reason, sizeof x->reason,
+			 x->expect_fail ? "its check failed (exit 1), as the plan expects (see logs/%s.txt)"
+					: "a check failed (exit 1; see logs/%s.txt)",
+			 x->id);
 		break;
 	default:
 		x->status = CTQ_STEP_ERROR;
@@ -376,7 +378,8 @@ enum ctq_status ctq_runplan_junit(struct ctq_runplan *p, struct ctq_run *run, in
 		js[i] = (struct ctq_junit_step){x->id, cmdl, ctq_step_status_name(x->status),
 						x->reason[0] ? x->reason : NULL, x->wall_s,
 						ctq_path_exists(jpath) ? jpath : NULL,
-						ctq_path_exists(ppath) ? ppath : NULL};
+						ctq_path_exists(ppath) ? ppath : NULL,
+						x->expect_fail && x->status == CTQ_STEP_PASSED};
 	}
 	char path[1400], verdict[96];
 	snprintf(verdict, sizeof verdict, "%s%s", rc ? "FAIL" : "PASS",

@@ -70,7 +70,8 @@ struct ctq_runplan_step {
 	int n_after;
 	/* results */
 	enum ctq_step_status status;
-	char reason[512]; /* why skipped, failed or in error; "" when passed */
+	char reason[512]; /* why skipped, failed or in error; "" when passed, but
+			   * for an expected failure that passed, which says so */
 	int exit_code;
 	double wall_s;
 	char *argv[CTQ_RUNPLAN_MAX_ARGS + 4]; /* built when the step runs; argv[0] the command */

@@ -136,6 +136,12 @@ enum ctq_status ctq_junit_merge(const char *path, const char *name, const char *
 				  : !strcmp(s->status, "error")   ? "error"
 				  : !strcmp(s->status, "skipped") ? "skipped"
 								  : NULL;
+		if (!tag && s->expected_failure && s->message) {
+			ctq_strbuf_append(&sb, ">\n      <system-out>");
+			ctq_junit_xml_escape(&sb, s->message);
+			ctq_strbuf_append(&sb, "</system-out>\n    </testcase>\n");
+			continue;
+		}
 		if (!tag) {
 			ctq_strbuf_append(&sb, "/>\n");
 			continue;
@@ -152,6 +158,8 @@ enum ctq_status ctq_junit_merge(const char *path, const char *name, const char *
 	}
 	ctq_strbuf_append(&sb, "  </testsuite>\n");
 	for (size_t i = 0; i < n; i++) {
+		if (steps[i].expected_failure)
+			continue;
 		if (steps[i].probe_csv && !steps[i].junit_path)
 			probe_suite(&sb, steps[i].probe_csv, steps[i].id);
 		if (!steps[i].junit_path)

@@ -3,6 +3,8 @@
  * followed by every <testsuite> of the steps' own junit.xml files, their
  * names prefixed with the step id, all under one <testsuites> root, so a CI
  * server reads one file for the whole run.
+ * A step that passed by failing as expected ("expect": "fail") adds only its
+ * testcase, the reason in <system-out>.
  * A step whose folder holds a probe.csv (ctq probe writes no junit.xml) adds
  * a <testsuite> "<id>: ctq.probe" with a testcase per probe row, failed
  * unless its outcome is pass. The run's verdict goes into the ctq.run
@@ -15,6 +17,7 @@
 #ifndef CTQ_RESULTS_JUNIT_MERGE_H
 #define CTQ_RESULTS_JUNIT_MERGE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/status.h"
@@ -23,10 +26,15 @@ struct ctq_junit_step {
 	const char *id;
 	const char *command;    /* the command line, for the testcase's classname */
 	const char *status;     /* "passed", "failed", "error" or "skipped" */
-	const char *message;    /* reason; NULL when passed */
+	const char *message;    /* reason; NULL when passed (but see expected_failure) */
 	double time_s;
 	const char *junit_path; /* the step's junit.xml, or NULL */
 	const char *probe_csv;  /* the step's probe.csv, or NULL */
+	/* passed because its check failed as the plan expects ("expect":
+	 * "fail"): its testcase carries message as <system-out>, and its own
+	 * junit.xml and probe.csv are not copied (their failures are the
+	 * expected ones: a CI server would count them against the run) */
+	bool expected_failure;
 };
 
 /* Writes path. name: the run's name (the plan); verdict: the run's verdict

@@ -77,9 +77,35 @@ static int cmd_outcmd(int argc, char **argv)
 	return 0;
 }
 
+/* A check that fails and says so in DIR/junit.xml (--out DIR), as ctq's
+ * gating commands do. */
+static int cmd_gate(int argc, char **argv)
+{
+	for (int i = 1; i + 1 < argc; i++) {
+		if (strcmp(argv[i], "--out"))
+			continue;
+		char path[1400];
+		snprintf(path, sizeof path, "%s/junit.xml", argv[i + 1]);
+		struct ctq_error err = {0};
+		if (ctq_mkdirs(argv[i + 1], &err))
+			return 3;
+		FILE *f = fopen(path, "w");
+		if (!f)
+			return 3;
+		fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"gate\" "
+		      "tests=\"1\" failures=\"1\">\n    <testcase name=\"verdict\">\n      <failure "
+		      "message=\"inconclusive\">inconclusive</failure>\n    </testcase>\n  </testsuite>\n"
+		      "</testsuites>\n",
+		      f);
+		fclose(f);
+	}
+	return 1;
+}
+
 static const struct ctq_runplan_command cmds[] = {
 	{"pass", cmd_pass, false},   {"fail", cmd_fail, false},       {"usage", cmd_usage, false},
 	{"env", cmd_env, false},     {"stopped", cmd_stopped, false}, {"outcmd", cmd_outcmd, true},
+	{"gate", cmd_gate, true},
 };
 #define N_CMDS (sizeof cmds / sizeof *cmds)
 
@@ -496,7 +522,8 @@ Test(plan, an_expected_failure_passes_only_when_the_check_fails)
 			      "{\"id\": \"broken\", \"command\": \"usage\", \"expect\": \"fail\"},"
 			      "{\"id\": \"plain\", \"command\": \"pass\", \"expect\": \"pass\"},"
 			      "{\"id\": \"after-bite\", \"command\": \"pass\", \"after\": \"bites\"},"
-			      "{\"id\": \"after-toothless\", \"command\": \"pass\", \"after\": \"toothless\"}]}",
+			      "{\"id\": \"after-toothless\", \"command\": \"pass\", \"after\": \"toothless\"},"
+			      "{\"id\": \"gate-bites\", \"command\": \"gate\", \"expect\": \"fail\"}]}",
 			  &p, &err),
 		     CTQ_OK, "%s", err.message);
 	cr_expect(p->steps[0].expect_fail && p->steps[1].expect_fail && !p->steps[3].expect_fail);
@@ -505,7 +532,7 @@ Test(plan, an_expected_failure_passes_only_when_the_check_fails)
 	struct ctq_runplan_tally tally;
 	cr_assert_eq(ctq_runplan_steps(p, &run, false, "unused", NULL, &tally, &err), CTQ_OK);
 	cr_expect_eq(p->steps[0].status, CTQ_STEP_PASSED);
-	cr_expect_str_eq(p->steps[0].reason, "");
+	cr_expect(strstr(p->steps[0].reason, "as the plan expects (see logs/bites.txt)"), "%s", p->steps[0].reason);
 	cr_expect_eq(p->steps[1].status, CTQ_STEP_FAILED);
 	cr_expect(strstr(p->steps[1].reason, "expects it to fail") && strstr(p->steps[1].reason, "logs/toothless.txt"),
 		  "%s", p->steps[1].reason);
@@ -513,7 +540,30 @@ Test(plan, an_expected_failure_passes_only_when_the_check_fails)
 	cr_expect_eq(p->steps[3].status, CTQ_STEP_PASSED);
 	cr_expect_eq(p->steps[4].status, CTQ_STEP_PASSED);
 	cr_expect_eq(p->steps[5].status, CTQ_STEP_SKIPPED);
+	cr_expect_eq(p->steps[6].status, CTQ_STEP_PASSED);
 	cr_expect_eq(ctq_runplan_exit_code(&tally), 1);
+	/* the manifest says what was expected; junit.xml counts the expected
+	 * failure as passed and leaves the gate's own failing suite out, the
+	 * reason in the testcase's <system-out> */
+	const int rc = ctq_runplan_exit_code(&tally);
+	ctq_runplan_record(p, &run, t.plan, &tally, rc);
+	cr_assert_eq(ctq_runplan_junit(p, &run, rc, &err), CTQ_OK, "%s", err.message);
+	const cJSON *sb = cJSON_GetArrayItem(member(run.manifest, "steps"), 6);
+	cr_expect_str_eq(member(sb, "expect")->valuestring, "fail");
+	cr_expect_eq(member(sb, "exit_code")->valueint, 1);
+	cr_expect_str_eq(member(sb, "status")->valuestring, "passed");
+	char path[1400];
+	snprintf(path, sizeof path, "%s/gate-bites/junit.xml", run.tmp_dir);
+	cr_expect(ctq_path_exists(path), "the gate wrote no junit.xml");
+	snprintf(path, sizeof path, "%s/junit.xml", run.tmp_dir);
+	char *xml = slurp(path);
+	cr_expect(!strstr(xml, "gate-bites: gate"), "the expected failure's own suite was copied: %s", xml);
+	cr_expect(strstr(xml, "<system-out>its check failed (exit 1), as the plan expects (see logs/gate-bites.txt)"
+			      "</system-out>"),
+		  "%s", xml);
+	/* the toothless step is the one failure */
+	cr_expect(strstr(xml, "failures=\"1\" errors=\"1\""), "%s", xml);
+	free(xml);
 	ctq_run_abort(&run);
 	unload(p);
 	ctq_remove_tree(t.root);

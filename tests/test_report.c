@@ -27,6 +27,7 @@
 #include "results/env.h"
 #include "results/plot.h"
 #include "families/bench_model.h"
+#include "families/family.h"
 #include "reports/report.h"
 #include "tests/command.h"
 
@@ -804,4 +805,44 @@ Test(report, ttft_axis_clips_a_stalled_sample)
 	cr_expect(!strstr(gp, "(clipped)") && !strstr(caption, "clipped"), "%s\n%s", gp, caption);
 	ctq_strbuf_free(&body);
 	ctq_strbuf_free(&data);
+}
+
+static void gate_words(char *buf, size_t cap, const cJSON *gate, const char *verdict, bool ok)
+{
+	(void)gate;
+	snprintf(buf, cap, "Gate: %s%s.", verdict, ok ? "" : ": FAILED");
+}
+
+/* A gate that fails where the plan's step expects it to ("expect": "fail")
+ * is said so and does not count against the report; the same gate in a
+ * step without the expectation does. */
+Test(report, an_expected_gate_failure_is_said_and_not_counted)
+{
+	struct tmp t;
+	tmp_make(&t);
+	char path[256];
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof path, "%s/%s", t.root, i ? "plain" : "teeth");
+		cr_assert_eq(mkdir(path, 0755), 0);
+		snprintf(path, sizeof path, "%s/%s/manifest.json", t.root, i ? "plain" : "teeth");
+		put(path, "{\"eval_kld\": {\"verdict\": \"inferior\"}}");
+	}
+	struct ctq_rep r = {.dir = t.root};
+	r.m = cJSON_Parse("{\"steps\": [{\"id\": \"teeth\", \"expect\": \"fail\"}, {\"id\": \"plain\"}]}");
+	cr_assert(r.m);
+	ctq_strbuf_init(&r.md);
+	ctq_strbuf_init(&r.html);
+	ctq_rep_gate(&r, "teeth", "eval_kld", gate_words);
+	cr_expect_eq(r.gates, 1);
+	cr_expect_eq(r.gates_failed, 0);
+	cr_expect(strstr(r.md.data, "Gate: inferior: FAILED, as the plan's step teeth expects (\"expect\": \"fail\")."),
+		  "%s", r.md.data);
+	ctq_rep_gate(&r, "plain", "eval_kld", gate_words);
+	cr_expect_eq(r.gates, 2);
+	cr_expect_eq(r.gates_failed, 1);
+	cr_expect(strstr(r.md.data, "Gate: inferior: FAILED.\n"), "%s", r.md.data);
+	ctq_strbuf_free(&r.md);
+	ctq_strbuf_free(&r.html);
+	cJSON_Delete(r.m);
+	ctq_remove_tree(t.root);
 }
