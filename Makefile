@@ -417,9 +417,11 @@ test-oracle: all
 # llm-compressor pins its own torch, transformers and compressed-tensors, so
 # it gets its own venv, $(BUILD)/llmc-venv (~6 GB, torch with CUDA wheels).
 # Not called by `make test-oracle`: it needs `make fixtures` (the SmolLM2
-# download) and ../shared/datasets, and takes about an hour of 2 CPU cores
-# (two ctq GPTQ calibrations, five library runs, eight KL runs), where
-# test-oracle's checks take minutes on synthetic models.
+# download) and ../shared/datasets, and takes 20 minutes of 2 CPU cores (two
+# ctq GPTQ calibrations, six library runs, eight KL runs; 9893016) plus
+# about 7 for the venv, where test-oracle's checks take minutes on synthetic
+# models. tools/h200-session.sh's recipes stage runs it on the H200 over all
+# the val text (README, "Quantization recipes against llm-compressor").
 LLMC_VENV := $(BUILD)/llmc-venv
 LLMC_PY ?= $(LLMC_VENV)/bin/python
 LLMC_PIP := llmcompressor==0.14.0.1
