@@ -437,7 +437,7 @@ def main():
             open(os.path.join(out, name + ".seconds"), "w").write(f"{time.time() - t0:.1f}\n")
             log(f"{name} done in {time.time() - t0:.0f} s")
         times[name] = seconds(out, name)
-        row = {k: v for k, v in kld_summary(f"{out}/{name}").items()}
+        row = dict(kld_summary(f"{out}/{name}"))
         ev = kld_eval(f"{out}/{name}")
         row["verdict"] = ev.get("absolute_verdict", ev.get("verdict"))
         if "relative" in ev:
@@ -463,7 +463,10 @@ def main():
             checks[r] = json.load(open(f))
     cfg = json.load(open(os.path.join(args.bf16, "config.json")))
     summary = {"model": args.bf16, "calibration": {"text": args.calib, "windows": windows,
-               "samples": args.calib_samples, "len": args.calib_len, "seed": 0},
+               "samples": args.calib_samples, "len": args.calib_len, "seed": 0,
+               "ctq_backend": args.calib_backend},
+               "kld": {"backend": args.kld_backend, "max_tokens_per_source": args.kld_max_tokens or "all",
+                       "reference_recipe": args.reference_recipe},
                "alpha": args.alpha, "thresholds": {"sq_scale_rtol": SQ_SCALE_RTOL,
                "sq_scale_rel_l2": SQ_SCALE_REL_L2, "recon_factor_max": RECON_FACTOR_MAX,
                "kl_factor_max": KL_FACTOR_MAX}, "seconds": times, "calib_check": checks}
@@ -531,7 +534,8 @@ def main():
     seen = ", ".join(f"{r} {c.get('same_tokens')}" for r, c in checks.items()) or "none recorded"
     md = ["# ctq recipes against llm-compressor (issue 35)", "",
           f"Model {args.bf16}; calibration {args.calib_samples} x {args.calib_len} tokens of {args.calib} "
-          f"(seed 0, the same windows for both: {windows}); SmoothQuant strength {args.alpha}. "
+          f"(seed 0, the same windows for both: {windows}; ctq's forwards on the {args.calib_backend} backend); "
+          f"SmoothQuant strength {args.alpha}. "
           f"The library's calibration inputs equal those windows in the runs that record it: {seen}.", "",
           "## Smoothing scales, ctq against the library (60 mappings; worst over mappings)", "",
           "| against | rel-L2 per mapping | max per element | bound |", "|---|---|---|---|",
