@@ -7,7 +7,10 @@
  * stores — or the raw int32 accumulators for the bit-exact checks. Integer accumulation is exact, so the result is
  * bit-identical to the reference and to the dp4a kernel whatever the tile.
  *
- * Tiles are BM (64 · consumers) × BN × 128 bytes of K. Operands are K-major
+ * Tiles are BM (64 · consumers) × BN × NB · 128 bytes of K (NB TMA boxes of
+ * 128 bytes a pipeline stage: 1, or 2-4 for the small-M family's narrow
+ * tiles, where more K a stage means fewer barrier round trips per weight
+ * byte and more weight bytes issued before pdl_wait). Operands are K-major
  * (q (M, K) and w (N, K) both row-major), the only layout wgmma takes for
  * 8-bit types; TMA writes them with the 128-byte swizzle and each k32 step
  * advances the descriptor by 32 bytes inside the swizzle atom. TMA fills
@@ -245,14 +248,20 @@ template <> struct Wgmma<256> {
  * from whatever follows in shared memory, which only feeds accumulator rows
  * >= M that are never stored (each output row depends on its own activation
  * row alone). The smaller stage buys a deeper pipeline: more weight bytes
- * in flight. */
-template <int CONSUMERS, int BN, int STAGES, bool PP, int A_ROWS = (PP ? 128 : 64 * CONSUMERS)>
+ * in flight.
+ * NB: K boxes of 128 bytes a stage, each operand's boxes side by side (the
+ * k32 steps walk box 0, then box 1, ...); a box wholly past K is zero-filled
+ * by TMA and still counts its bytes. */
+template <int CONSUMERS, int BN, int STAGES, bool PP, int A_ROWS = (PP ? 128 : 64 * CONSUMERS),
+	  int NB = 1>
 struct Sm90Config {
 	static constexpr int TILE_M = PP ? 128 : 64 * CONSUMERS; /* rows of one output tile */
 	static constexpr int BLOCKS = PP ? 2 : 1;                /* 64-row blocks per consumer */
 	static constexpr int THREADS = 128 * (CONSUMERS + 1);
-	static constexpr int A_BYTES = A_ROWS * KBYTES;
-	static constexpr int B_BYTES = BN * KBYTES;
+	static constexpr int A_BOX = A_ROWS * KBYTES; /* one TMA box: 128 bytes of K */
+	static constexpr int B_BOX = BN * KBYTES;
+	static constexpr int A_BYTES = NB * A_BOX; /* NB boxes of K per stage */
+	static constexpr int B_BYTES = NB * B_BOX;
 	static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
 	/* epilogue staging per consumer: two 64 × 64 BF16 boxes for the TMA
 	 * stores, or 64 rows of EPI_COLS padded by 16 bytes (32 banks) for the
@@ -398,7 +407,7 @@ __device__ __forceinline__ void epilogue64(const int32_t (&d)[BN / 2], int mb, i
 }
 #endif
 
-template <int CONSUMERS, int BN, int STAGES, bool PP, int A_ROWS>
+template <int CONSUMERS, int BN, int STAGES, bool PP, int A_ROWS, int NB>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_w,
 		      const float *__restrict__ s_a, const float *__restrict__ s_w,
@@ -407,7 +416,7 @@ gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_co
 		      const __grid_constant__ CUtensorMap map_y, int tma_y, int prestages)
 {
 #ifdef CTQ_SM90_DEVICE
-	using C = Sm90Config<CONSUMERS, BN, STAGES, PP, A_ROWS>;
+	using C = Sm90Config<CONSUMERS, BN, STAGES, PP, A_ROWS, NB>;
 	extern __shared__ __align__(1024) uint8_t smem[];
 	if (smem_addr(smem) & 1023)
 		__trap();
@@ -419,7 +428,7 @@ gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_co
 	 * most one phase behind (a parity wait cannot tell two phases apart) */
 	uint64_t *turn = empty + STAGES;
 	const int wg = threadIdx.x / 128;
-	const int k_tiles = (K + KBYTES - 1) / KBYTES;
+	const int k_tiles = (K + NB * KBYTES - 1) / (NB * KBYTES);
 	const int m_tiles = (M + C::TILE_M - 1) / C::TILE_M, n_tiles = (N + BN - 1) / BN;
 	const int tiles = m_tiles * n_tiles;
 
@@ -454,8 +463,9 @@ gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_co
 			for (int i = 0; i < pre; i++) {
 				const int t = blockIdx.x + (i / k_tiles) * gridDim.x, kt = i % k_tiles;
 				bar_expect_tx(&full[i], C::STAGE_BYTES);
-				tma_load_2d(smem + i * C::STAGE_BYTES + C::A_BYTES, &map_w, kt * KBYTES,
-					    (t / m_tiles) * BN, &full[i]);
+				for (int b = 0; b < NB; b++)
+					tma_load_2d(smem + i * C::STAGE_BYTES + C::A_BYTES + b * C::B_BOX, &map_w,
+						    (kt * NB + b) * KBYTES, (t / m_tiles) * BN, &full[i]);
 			}
 			pdl_wait();
 			int s = 0, i = 0;
@@ -467,9 +477,12 @@ gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_co
 					if (i >= pre) {
 						bar_wait(&empty[s], phase ^ 1);
 						bar_expect_tx(&full[s], C::STAGE_BYTES);
-						tma_load_2d(a + C::A_BYTES, &map_w, kt * KBYTES, n0, &full[s]);
+						for (int b = 0; b < NB; b++)
+							tma_load_2d(a + C::A_BYTES + b * C::B_BOX, &map_w,
+								    (kt * NB + b) * KBYTES, n0, &full[s]);
 					}
-					tma_load_2d(a, &map_q, kt * KBYTES, m0, &full[s]);
+					for (int b = 0; b < NB; b++)
+						tma_load_2d(a + b * C::A_BOX, &map_q, (kt * NB + b) * KBYTES, m0, &full[s]);
 					if (++s == STAGES) {
 						s = 0;
 						phase ^= 1;
@@ -503,12 +516,14 @@ gemm_w8a8_sm90_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_co
 				const uint8_t *b = smem + s * C::STAGE_BYTES + C::A_BYTES;
 				wgmma_fence();
 #pragma unroll
-				for (int kk = 0; kk < KBYTES / 32; kk++) {
-					const uint64_t db = smem_desc(b + kk * 32);
-					Wgmma<BN>::run(d0, smem_desc(a + kk * 32), db, kt > 0 || kk > 0);
+				for (int step = 0; step < NB * (KBYTES / 32); step++) {
+					const int box = step / (KBYTES / 32), kk = step % (KBYTES / 32);
+					const uint64_t db = smem_desc(b + box * C::B_BOX + kk * 32);
+					const uint64_t da = smem_desc(a + box * C::A_BOX + kk * 32);
+					Wgmma<BN>::run(d0, da, db, kt > 0 || step > 0);
 					if constexpr (PP)
-						Wgmma<BN>::run(d1, smem_desc(a + 64 * KBYTES + kk * 32), db,
-							       kt > 0 || kk > 0);
+						Wgmma<BN>::run(d1, smem_desc(a + box * C::A_BOX + 64 * KBYTES + kk * 32),
+							       db, kt > 0 || step > 0);
 				}
 				wgmma_commit();
 				/* keep this stage's MMAs in flight; the previous stage's
@@ -614,13 +629,14 @@ static int sm_count(void)
 	return n;
 }
 
-template <int CONSUMERS, int BN, int STAGES, bool PP, int A_ROWS = (PP ? 128 : 64 * CONSUMERS)>
+template <int CONSUMERS, int BN, int STAGES, bool PP, int A_ROWS = (PP ? 128 : 64 * CONSUMERS),
+	  int NB = 1>
 static enum ctq_status launch(const int8_t *q, const int8_t *w, const float *s_a, const float *s_w,
 			      const float *bias, int64_t M, int64_t N, int64_t K, int32_t *acc,
 			      uint16_t *y, void *stream, struct ctq_error *err)
 {
-	using C = Sm90Config<CONSUMERS, BN, STAGES, PP, A_ROWS>;
-	auto kernel = gemm_w8a8_sm90_kernel<CONSUMERS, BN, STAGES, PP, A_ROWS>;
+	using C = Sm90Config<CONSUMERS, BN, STAGES, PP, A_ROWS, NB>;
+	auto kernel = gemm_w8a8_sm90_kernel<CONSUMERS, BN, STAGES, PP, A_ROWS, NB>;
 	/* the shared-memory opt-in is per device (tensor-parallel ranks run
 	 * one GPU per thread in one process) */
 	static unsigned long long attr_set;
@@ -807,16 +823,18 @@ extern "C" enum ctq_status ctq_gemm_sm90_launch(const int8_t *q, const int8_t *w
 	case 9: {
 		if (M > 64)
 			return launch<1, 64, 8, false>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
-		/* stages: as many as fit beside the epilogue staging (227 KiB) */
+		/* per activation-row count (16, 32, 64): K boxes a stage (NB) and
+		 * stages; docs/kernels.md "Small M: K boxes a stage" */
 		const int bn = small_m_bn(N);
-#define SMALL(BN, S16, S32, S64)                                                                   \
+#define SMALL1(BN, R, NB, S) launch<1, BN, S, false, R, NB>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err)
+#define SMALL(BN, NB16, S16, NB32, S32, NB64, S64)                                               \
 	if (bn == BN)                                                                              \
-		return M <= 16 ? launch<1, BN, S16, false, 16>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err) \
-		     : M <= 32 ? launch<1, BN, S32, false, 32>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err) \
-			       : launch<1, BN, S64, false, 64>(q, w, s_a, s_w, bias, M, N, K, acc, y, stream, err);
-		SMALL(32, 24, 20, 16)
-		SMALL(64, 16, 16, 12)
-		SMALL(160, 9, 8, 7)
+		return M <= 16 ? SMALL1(BN, 16, NB16, S16) : M <= 32 ? SMALL1(BN, 32, NB32, S32) \
+			       : SMALL1(BN, 64, NB64, S64);
+		SMALL(32, 4, 8, 2, 13, 2, 8)
+		SMALL(64, 1, 16, 2, 8, 1, 12)
+		SMALL(160, 1, 9, 1, 8, 1, 7)
+#undef SMALL1
 #undef SMALL
 		return ctq_error_set(err, CTQ_ERR_USAGE, "CTQ_SM90_SMALL_BN", "is %d; the small-M N tiles are 32, 64 and 160", bn);
 	}

@@ -19,6 +19,9 @@
 # (CTQ_PROF_M, 16), the GEMV at M = 1 and the per-token quantization at M =
 # 8192, on each qwen3-4b shape (CTQ_PROF_SHAPES, K:N): speed of light, memory
 # tables, warp stalls, occupancy; into OUT/smallmprof-KERNEL-mM-KxN.txt.
+# CTQ_PROF_KERNELS replaces the kernel list (words KERNEL:M, e.g.
+# "gemv_w8a8:1"); CTQ_PROF_BIN profiles another ctq build (an A/B side),
+# CTQ_PROF_TAG goes into the file names.
 # tilesprof: Nsight Compute on single sm80 tiles (CTQ_PROF_TILES, indices
 # into the tile table; default 0 1) at CTQ_PROF_SHAPE (gate_up) and
 # CTQ_PROF_M (4096): speed of light, warp stalls, memory tables; into
@@ -33,7 +36,8 @@
 # peers: the gpt-fast PyTorch peer (bf16, batch 1 and 8) and the Triton
 # W8A8 GEMM peer, from gpu-carry/ (copy them there from ../shared/anchors:
 # ../shared does not travel), into OUT/peer-*.csv; run them in the same call
-# as the ctq figures they are compared with.
+# as the ctq figures they are compared with. CTQ_PEER_BATCH: gpt-fast's
+# batches (default 1,8).
 # plugin: the cuBLASLt kernel plug-in (build/plugins/cublaslt_w8a8.so) through
 # tests/gpu/test_plugin_gpu, ctq probe --kernel-lib beside --backend cuda, and
 # ctq bench gemm --impl on the qwen3-4b shapes.
@@ -468,7 +472,7 @@ if has peers; then
 	done
 	if [ -f gpu-carry/gptfast_qwen3.py ]; then
 		step peer gpt-fast bf16
-		timeout 300 python3 gpu-carry/gptfast_qwen3.py bf16 1,8 >"$out/peer-gptfast-bf16.csv" 2>"$out/peer-gptfast.log"
+		timeout 300 python3 gpu-carry/gptfast_qwen3.py bf16 "${CTQ_PEER_BATCH:-1,8}" >"$out/peer-gptfast-bf16.csv" 2>"$out/peer-gptfast.log"
 		tee -a "$log" <"$out/peer-gptfast-bf16.csv"
 	fi
 	if [ -f gpu-carry/triton_w8a8.py ]; then
@@ -487,15 +491,15 @@ if has smallmprof; then
 	# and the GEMV (M = 1) on each qwen3-4b shape, and the per-token
 	# quantization at M = 8192, one launch each after the bit-exact check's
 	for sh in ${CTQ_PROF_SHAPES:-2560:6144 4096:2560 2560:19456 9728:2560}; do
-		for k in "gemm_w8a8_sm90 ${CTQ_PROF_M:-16}" "gemv_w8a8 1" "quantize_rows_kernel 8192"; do
-			set -- $k
-			f="$out/smallmprof-$1-m$2-$(echo "$sh" | tr : x).txt"
-			step "smallmprof: ncu on $1 at $sh, M = $2"
+		for k in ${CTQ_PROF_KERNELS:-gemm_w8a8_sm90:${CTQ_PROF_M:-16} gemv_w8a8:1 quantize_rows_kernel:8192}; do
+			kn=${k%%:*} km=${k#*:}
+			f="$out/smallmprof${CTQ_PROF_TAG:+-$CTQ_PROF_TAG}-$kn-m$km-$(echo "$sh" | tr : x).txt"
+			step "smallmprof: ncu on $kn at $sh, M = $km"
 			timeout 120 ncu --section SpeedOfLight --section MemoryWorkloadAnalysis \
 				--section MemoryWorkloadAnalysis_Tables --section WarpStateStats --section Occupancy \
-				--section LaunchStats --section SchedulerStats --print-details all -k "regex:$1" \
-				--launch-skip 1 --launch-count 1 ./build/ctq bench gemm --shapes "$sh" --m "$2" --samples 1 \
-				--warmup 0 --check-rows 1 --out "$out/smallmprof-run" --force >"$f" 2>&1
+				--section LaunchStats --section SchedulerStats --print-details all -k "regex:$kn" \
+				--launch-skip 1 --launch-count 1 "${CTQ_PROF_BIN:-./build/ctq}" bench gemm --shapes "$sh" --m "$km" --samples 1 \
+				--warmup 0 --check-rows 1 --out "$out/smallmprof${CTQ_PROF_TAG:+-$CTQ_PROF_TAG}-run" --force >"$f" 2>&1
 			grep -E "Duration|DRAM Throughput|Memory Throughput|Busy|Stall|Warp Cycles|Issued|Eligible|Achieved Occ|Registers|Grid Size|Block Size" \
 				"$f" | head -24 | tee -a "$log"
 		done

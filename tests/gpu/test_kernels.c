@@ -618,13 +618,16 @@ Test(kernels, sm90_every_tile_bit_exact, .init = setup, .fini = teardown, .timeo
 }
 
 /* The small-M configurations (M <= 64: 16/32/64-row activation boxes,
- * 32- or 64-column N tiles chosen by N). */
+ * 32-, 64- or 160-column N tiles chosen by N, 1, 2 or 4 K boxes a stage):
+ * K = 144, 400, 528 and 1040 end inside a stage's first box, with the rest
+ * of the stage's boxes wholly past K. */
 Test(kernels, sm90_small_m_bit_exact, .init = setup, .fini = teardown, .timeout = 600)
 {
 	if (!ctq_gemm_sm90_available())
 		cr_skip_test("dispatch does not follow compute capability 9.0 here (GPU or CTQ_ARCH): no sm90 kernel");
 	static const int64_t Ms[] = {1, 2, 15, 16, 17, 32, 33, 63, 64};
-	static const int64_t NK[][2] = {{2560, 2560}, {6144, 144}, {136, 9728}, {19456, 256}, {8192, 528}};
+	static const int64_t NK[][2] = {{2560, 2560}, {6144, 144}, {136, 9728}, {19456, 256},
+					{8192, 528},  {2560, 1040}, {19456, 400}};
 	for (size_t i = 0; i < sizeof Ms / sizeof *Ms; i++)
 		for (size_t j = 0; j < sizeof NK / sizeof *NK; j++)
 			check_tile(CTQ_GEMM_PATH_SM90_WGMMA, ctq_gemm_sm90_tiles() - 1, Ms[i], NK[j][0], NK[j][1],
