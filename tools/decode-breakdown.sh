@@ -14,6 +14,8 @@
 #
 #   tools/decode-breakdown.sh OUT [BATCHES]
 #
+# CTQ_BREAKDOWN_MODELS: which of q4b (BF16) and q4b-w8a8 (default both).
+#
 # Writes OUT/<model>-b<batch>-<n>.csv (ncu's raw CSV), OUT/<model>-b<batch>.per-step
 # (us, calls per step, kernel) and OUT/breakdown.txt. Needs ncu on the PATH
 # and ./build/ctq built with CUDA.
@@ -28,7 +30,7 @@ if [ ! -d "$models/q4b-w8a8" ]; then
 	./build/ctq quantize "$models/q4b" "$models/q4b-w8a8" --quiet || exit 1
 fi
 : >"$out/breakdown.txt"
-for m in q4b q4b-w8a8; do
+for m in ${CTQ_BREAKDOWN_MODELS:-q4b q4b-w8a8}; do
 	for b in $batches; do
 		./build/ctq bench model --model "$models/$m" --backend cuda --batch "$b" --input-len 128 \
 			--output-len 129 --warmup 1 --reps 3 --out "$out/run-$m-b$b" >"$out/run-$m-b$b.log" 2>&1

@@ -495,7 +495,7 @@ if has smallmprof; then
 			kn=${k%%:*} km=${k#*:}
 			f="$out/smallmprof${CTQ_PROF_TAG:+-$CTQ_PROF_TAG}-$kn-m$km-$(echo "$sh" | tr : x).txt"
 			step "smallmprof: ncu on $kn at $sh, M = $km"
-			timeout 120 ncu --section SpeedOfLight --section MemoryWorkloadAnalysis \
+			timeout 120 ncu --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
 				--section MemoryWorkloadAnalysis_Tables --section WarpStateStats --section Occupancy \
 				--section LaunchStats --section SchedulerStats --print-details all -k "regex:$kn" \
 				--launch-skip 1 --launch-count 1 "${CTQ_PROF_BIN:-./build/ctq}" bench gemm --shapes "$sh" --m "$km" --samples 1 \
