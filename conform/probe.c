@@ -2,8 +2,8 @@
 #include "conform/probe.h"
 #include "core/arena.h"
 #include "core/dtype.h"
-#include "core/embedded.h"
 #include "core/json.h"
+#include "core/policy.h"
 #include "core/strbuf.h"
 #include "core/rng.h"
 #include "reference/ref_ops.h"
@@ -38,9 +38,10 @@ bool ctq_probe_acts_parse(const char *s, enum ctq_probe_acts *out)
 
 /* The thresholds of root (a policy object) over *p; file names it in
  * errors. */
-static enum ctq_status policy_apply(struct ctq_probe_policy *p, const cJSON *root, const char *file,
+static enum ctq_status policy_apply(void *policy, const cJSON *root, const char *file,
 				    struct ctq_error *err)
 {
+	struct ctq_probe_policy *p = policy;
 	if (!cJSON_IsObject(root))
 		return ctq_error_set(err, CTQ_ERR_INVALID_CONFIG, file, "a policy is a JSON object");
 	const cJSON *k = ctq_json_get(root, "kernel_rel_l2_max");
@@ -69,29 +70,24 @@ static enum ctq_status policy_apply(struct ctq_probe_policy *p, const cJSON *roo
 }
 
 /* The built-in policy is policies/probe.json itself, embedded by the build
- * (core/embedded.h): why each number is what it is lives there. A broken
+ * (core/policy.h): why each number is what it is lives there. A broken
  * embedded file leaves every threshold 0 (nothing passes) and says so in
  * source; tests/test_policies.c checks it parses and equals the file. */
 void ctq_probe_policy_default(struct ctq_probe_policy *p)
 {
 	memset(p, 0, sizeof *p);
-	cJSON *root = NULL;
 	struct ctq_error err = {0};
-	if (!ctq_embedded_json(CTQ_PROBE_POLICY_FILE, &root, &err) && !policy_apply(p, root, CTQ_PROBE_POLICY_FILE, &err))
-		p->source = CTQ_PROBE_POLICY_FILE " (built in)";
-	else
-		p->source = "the built-in " CTQ_PROBE_POLICY_FILE " does not parse: a broken build";
-	cJSON_Delete(root);
+	p->source = ctq_policy_builtin(p, CTQ_PROBE_POLICY_FILE, policy_apply, &err)
+			    ? "the built-in " CTQ_PROBE_POLICY_FILE " does not parse: a broken build"
+			    : CTQ_PROBE_POLICY_FILE " (built in)";
 }
 
 enum ctq_status ctq_probe_policy_load(struct ctq_probe_policy *p, const char *path,
 				      struct ctq_error *err)
 {
-	cJSON *root = NULL;
-	enum ctq_status st = ctq_json_load_file(path, 1 << 20, NULL, &root, err);
-	if (!st && !(st = policy_apply(p, root, path, err)))
+	enum ctq_status st = ctq_policy_file(p, path, policy_apply, err);
+	if (!st)
 		p->source = path;
-	cJSON_Delete(root);
 	return st;
 }
 

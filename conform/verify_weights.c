@@ -3,8 +3,8 @@
 #include "conform/verify_weights.h"
 #include "checkpoint/packed.h"
 #include "checkpoint/target.h"
-#include "core/embedded.h"
 #include "core/json.h"
+#include "core/policy.h"
 #include "core/numerics.h"
 
 #include <math.h>
@@ -13,9 +13,10 @@
 
 /* ---- the policy ------------------------------------------------------------ */
 
-static enum ctq_status policy_apply(struct ctq_vw_policy *p, const cJSON *root, const char *file,
+static enum ctq_status policy_apply(void *policy, const cJSON *root, const char *file,
 				    struct ctq_error *err)
 {
+	struct ctq_vw_policy *p = policy;
 	const cJSON *m = ctq_json_get(root, "rel_l2_max");
 	if (m && !cJSON_IsObject(m))
 		return ctq_error_set(err, CTQ_ERR_USAGE, "rel_l2_max",
@@ -43,24 +44,18 @@ static enum ctq_status policy_apply(struct ctq_vw_policy *p, const cJSON *root, 
 void ctq_vw_policy_default(struct ctq_vw_policy *p)
 {
 	memset(p, 0, sizeof *p);
-	cJSON *root = NULL;
 	struct ctq_error err = {0};
-	if (!ctq_embedded_json(CTQ_VW_POLICY_FILE, &root, &err) &&
-	    !policy_apply(p, root, CTQ_VW_POLICY_FILE, &err))
-		p->source = CTQ_VW_POLICY_FILE " (built in)";
-	else
-		p->source = "the built-in " CTQ_VW_POLICY_FILE " does not parse: a broken build";
-	cJSON_Delete(root);
+	p->source = ctq_policy_builtin(p, CTQ_VW_POLICY_FILE, policy_apply, &err)
+			    ? "the built-in " CTQ_VW_POLICY_FILE " does not parse: a broken build"
+			    : CTQ_VW_POLICY_FILE " (built in)";
 }
 
 enum ctq_status ctq_vw_policy_load(struct ctq_vw_policy *p, const char *path,
 				   struct ctq_error *err)
 {
-	cJSON *root = NULL;
-	enum ctq_status st = ctq_json_load_file(path, 1 << 20, NULL, &root, err);
-	if (!st && !(st = policy_apply(p, root, path, err)))
+	enum ctq_status st = ctq_policy_file(p, path, policy_apply, err);
+	if (!st)
 		p->source = path;
-	cJSON_Delete(root);
 	return st;
 }
 

@@ -2,10 +2,10 @@
  * run directory's files. */
 #include "eval/kld.h"
 #include "core/arena.h"
-#include "core/embedded.h"
 #include "core/fileio.h"
 #include "core/hf_config.h"
 #include "core/json.h"
+#include "core/policy.h"
 #include "core/sha256.h"
 #include "core/time.h"
 #include "core/utf8.h"
@@ -101,30 +101,33 @@ static enum ctq_status policy_apply(struct ctq_kld_policy *p, const cJSON *root,
 	return CTQ_OK;
 }
 
+/* policy_apply as core/policy.h calls it: a whole policy file. */
+static enum ctq_status policy_apply_file(void *p, const cJSON *root, const char *file,
+					 struct ctq_error *err)
+{
+	return policy_apply(p, root, file, false, err);
+}
+
 /* The built-in policy is policies/kld.json itself, embedded by the build
- * (core/embedded.h). A broken embedded file leaves the thresholds 0 and
+ * (core/policy.h). A broken embedded file leaves the thresholds 0 and
  * says so in source; tests/test_policies.c checks it parses and equals the file. */
 void ctq_kld_policy_default(struct ctq_kld_policy *p)
 {
 	memset(p, 0, sizeof *p);
-	cJSON *root = NULL;
 	struct ctq_error err = {0};
-	if (!ctq_embedded_json(CTQ_KLD_POLICY_FILE, &root, &err) && !policy_apply(p, root, CTQ_KLD_POLICY_FILE, false, &err))
+	if (!ctq_policy_builtin(p, CTQ_KLD_POLICY_FILE, policy_apply_file, &err))
 		snprintf(p->source, sizeof p->source, "%s (built in)", CTQ_KLD_POLICY_FILE);
 	else
 		snprintf(p->source, sizeof p->source, "the built-in %s does not parse: a broken build (%s)",
 			 CTQ_KLD_POLICY_FILE, err.message);
-	cJSON_Delete(root);
 }
 
 enum ctq_status ctq_kld_policy_load(struct ctq_kld_policy *p, const char *path,
 				    struct ctq_error *err)
 {
-	cJSON *root = NULL;
-	enum ctq_status st = ctq_json_load_file(path, (size_t)1 << 20, NULL, &root, err);
-	if (!st && !(st = policy_apply(p, root, path, false, err)))
+	enum ctq_status st = ctq_policy_file(p, path, policy_apply_file, err);
+	if (!st)
 		snprintf(p->source, sizeof p->source, "%s", path);
-	cJSON_Delete(root);
 	return st;
 }
 

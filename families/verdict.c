@@ -3,8 +3,8 @@
  * keyed tables, pairs of result files, timing rows and trend series. */
 #include "families/verdict.h"
 #include "core/arena.h"
-#include "core/embedded.h"
 #include "core/json.h"
+#include "core/policy.h"
 #include "results/table.h"
 
 #include <math.h>
@@ -67,9 +67,10 @@ const char *ctq_compare_policy_name(enum ctq_policy_key k)
 }
 
 /* The entries of root (a policy object) over *p; path names it in errors. */
-static enum ctq_status policy_apply(struct ctq_compare_policy *p, const cJSON *root, const char *path,
+static enum ctq_status policy_apply(void *policy, const cJSON *root, const char *path,
 				    struct ctq_error *err)
 {
+	struct ctq_compare_policy *p = policy;
 	enum ctq_status st = CTQ_OK;
 	char jp[CTQ_PATH_MAX];
 	if (!cJSON_IsObject(root))
@@ -158,29 +159,25 @@ static enum ctq_status policy_apply(struct ctq_compare_policy *p, const cJSON *r
 }
 
 /* The built-in policy is policies/compare.json itself, embedded by the
- * build (core/embedded.h). A broken embedded file leaves the thresholds 0
+ * build (core/policy.h). A broken embedded file leaves the thresholds 0
  * and says so in source; tests/test_policies.c checks it parses and equals the file. */
 void ctq_compare_policy_default(struct ctq_compare_policy *p)
 {
 	memset(p, 0, sizeof *p);
-	cJSON *root = NULL;
 	struct ctq_error err = {0};
-	if (!ctq_embedded_json(CTQ_COMPARE_POLICY_FILE, &root, &err) && !policy_apply(p, root, CTQ_COMPARE_POLICY_FILE, &err))
+	if (!ctq_policy_builtin(p, CTQ_COMPARE_POLICY_FILE, policy_apply, &err))
 		snprintf(p->source, sizeof p->source, "%s (built in)", CTQ_COMPARE_POLICY_FILE);
 	else
 		snprintf(p->source, sizeof p->source, "the built-in %s does not parse: a broken build (%s)",
 			 CTQ_COMPARE_POLICY_FILE, err.message);
-	cJSON_Delete(root);
 }
 
 enum ctq_status ctq_compare_policy_load(struct ctq_compare_policy *p, const char *path,
 					struct ctq_error *err)
 {
-	cJSON *root = NULL;
-	enum ctq_status st = ctq_json_load_file(path, (size_t)1 << 20, NULL, &root, err);
-	if (!st && !(st = policy_apply(p, root, path, err)))
+	enum ctq_status st = ctq_policy_file(p, path, policy_apply, err);
+	if (!st)
 		snprintf(p->source, sizeof p->source, "%s", path);
-	cJSON_Delete(root);
 	return st;
 }
 
