@@ -405,17 +405,14 @@ done:
 	return st;
 }
 
-/* The (M, N) output b->y against the reference b->y_ref (kernel error) and
- * the FP64 product b->y64 (quantization error), into r. Returns whether the
- * reference holds a non-zero output. */
-static bool compare_outputs(const struct bufs *b, int64_t mn, int64_t N,
-			    struct ctq_probe_result *r)
+bool ctq_probe_compare_outputs(const uint16_t *y, const uint16_t *y_ref, const double *y64,
+			       int64_t mn, int64_t N, struct ctq_probe_result *r)
 {
 	double num = 0, den = 0, qnum = 0, qden = 0;
 	bool any_nonzero = false, ref_nonzero = false;
 	r->max_m = r->max_n = -1;
 	for (int64_t i = 0; i < mn; i++) {
-		double got = ctq_bf16_to_f32(b->y[i]), ref = ctq_bf16_to_f32(b->y_ref[i]);
+		double got = ctq_bf16_to_f32(y[i]), ref = ctq_bf16_to_f32(y_ref[i]);
 		if (isnan(got))
 			r->nan_count++;
 		else if (isinf(got))
@@ -441,10 +438,10 @@ static bool compare_outputs(const struct bufs *b, int64_t mn, int64_t N,
 			r->ref_at_max = ref;
 			r->got_at_max = got;
 		}
-		if (isfinite(b->y64[i])) {
-			double e = got - b->y64[i];
+		if (isfinite(y64[i])) {
+			double e = got - y64[i];
 			qnum += e * e;
-			qden += b->y64[i] * b->y64[i];
+			qden += y64[i] * y64[i];
 		}
 	}
 	r->all_zero = !any_nonzero && ref_nonzero;
@@ -591,7 +588,7 @@ static enum ctq_status finish(struct prep *p, struct ctq_backend *const *bes, in
 		char qwhere[160] = "", ywhere[160] = "";
 		if ((st = run_backend(be, p->w, &p->b, M, N, K, r, qwhere, ywhere, sizeof qwhere, err)))
 			break;
-		bool ref_nonzero = compare_outputs(&p->b, M * N, N, r);
+		bool ref_nonzero = ctq_probe_compare_outputs(p->b.y, p->b.y_ref, p->b.y64, M * N, N, r);
 		judge(r, L->name, policy, ref_nonzero, M * N, qwhere, ywhere);
 	}
 	return st;

@@ -96,6 +96,15 @@ void ctq_probe_draw_weights(int8_t *wq, float *w_orig, float *sw, int64_t N, int
 void ctq_probe_make_acts(uint16_t *x, float *x_f, int64_t M, int64_t K, enum ctq_probe_acts ap,
 			 struct ctq_rng *rng);
 
+/* A kernel's (mn = M x N) BF16 output y against the reference y_ref
+ * (kernel_rel_l2, the largest difference and where, NaN/Inf counts,
+ * non-finite mismatches, all_zero) and the FP64 product y64
+ * (quant_rel_l2), into r, whose counters start at 0. Returns whether the
+ * reference holds a non-zero output. The W8A8 and the weight-only probes
+ * both measure with it. */
+bool ctq_probe_compare_outputs(const uint16_t *y, const uint16_t *y_ref, const double *y64,
+			       int64_t mn, int64_t N, struct ctq_probe_result *r);
+
 /* Frees the host buffers the probes of this thread keep between calls
  * (ctq_probe_run and ctq_probe_run_jobs reuse them; call it when a run of
  * probes is over). */

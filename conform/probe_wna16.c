@@ -146,53 +146,23 @@ static enum ctq_status make_weights(struct wbufs *b, const struct ctq_probe_laye
 	return CTQ_OK;
 }
 
-/* The plug-in's y against the reference and the FP64 product, into r. */
+/* The plug-in's y against the reference and the FP64 product, into r
+ * (ctq_probe_compare_outputs), and when the plug-in declares itself exact,
+ * each BF16 output against the reference's bits. */
 static bool compare(const struct wbufs *b, int64_t M, int64_t N, bool exact,
 		    struct ctq_probe_result *r, char *ywhere, size_t cap)
 {
-	double num = 0, den = 0, qnum = 0, qden = 0;
-	bool any = false, ref_any = false;
-	r->max_m = r->max_n = -1;
 	r->y_mismatch = exact ? 0 : -1;
-	for (int64_t i = 0; i < M * N; i++) {
+	for (int64_t i = 0; exact && i < M * N; i++) {
 		const double got = ctq_bf16_to_f32(b->y[i]), ref = ctq_bf16_to_f32(b->y_ref[i]);
-		if (exact && b->y[i] != b->y_ref[i] && !(isnan(got) && isnan(ref))) {
+		if (b->y[i] != b->y_ref[i] && !(isnan(got) && isnan(ref))) {
 			if (!r->y_mismatch)
 				snprintf(ywhere, cap, "[%lld, %lld]: 0x%04x, reference 0x%04x",
 					 (long long)(i / N), (long long)(i % N), b->y[i], b->y_ref[i]);
 			r->y_mismatch++;
 		}
-		r->nan_count += isnan(got) != 0;
-		r->inf_count += isinf(got) != 0;
-		any |= got != 0;
-		ref_any |= ref != 0;
-		const bool fg = isfinite(got), fr = isfinite(ref);
-		if (fg != fr || (!fg && !(isnan(got) && isnan(ref)) && got != ref)) {
-			r->nonfinite_mismatch++;
-			continue;
-		}
-		if (!fg)
-			continue;
-		const double d = got - ref;
-		num += d * d;
-		den += ref * ref;
-		if (fabs(d) > r->max_abs_err || r->max_m < 0) {
-			r->max_abs_err = fabs(d);
-			r->max_m = i / N;
-			r->max_n = i % N;
-			r->ref_at_max = ref;
-			r->got_at_max = got;
-		}
-		if (isfinite(b->y64[i])) {
-			const double e = got - b->y64[i];
-			qnum += e * e;
-			qden += b->y64[i] * b->y64[i];
-		}
 	}
-	r->all_zero = !any && ref_any;
-	r->kernel_rel_l2 = den > 0 ? sqrt(num / den) : (num > 0 ? INFINITY : 0.0);
-	r->quant_rel_l2 = qden > 0 ? sqrt(qnum / qden) : NAN;
-	return ref_any;
+	return ctq_probe_compare_outputs(b->y, b->y_ref, b->y64, M * N, N, r);
 }
 
 static void judge(struct ctq_probe_result *r, const struct ctq_probe_policy *policy,
