@@ -159,6 +159,25 @@ enum ctq_status ctq_calib_windows_write(const char *path, const int32_t *ids, in
 	return bad ? ctq_error_set(err, CTQ_ERR_IO, path, "cannot write") : CTQ_OK;
 }
 
+/* What both calibrations need of the model opened from dir: no quantized
+ * linear module (what names the pass in the message), and every one of
+ * the n x len window ids inside its vocabulary. */
+static enum ctq_status check_model(const struct ctq_model *m, const char *dir, const char *what,
+				   const int32_t *ids, int64_t n, int64_t len, struct ctq_error *err)
+{
+	if (m->n_quantized > 0)
+		return ctq_error_set(err, CTQ_ERR_USAGE, dir,
+				     "holds %lld quantized linear module(s); %s the unquantized model",
+				     (long long)m->n_quantized, what);
+	const int64_t vocab = ctq_model_cfg(m)->vocab;
+	for (int64_t i = 0; i < n * len; i++)
+		if (ids[i] < 0 || ids[i] >= vocab)
+			return ctq_error_set(err, CTQ_ERR_USAGE, "calib",
+					     "window %lld, token %lld: id %d is outside the model's vocabulary (%lld)",
+					     (long long)(i / len), (long long)(i % len), ids[i], (long long)vocab);
+	return CTQ_OK;
+}
+
 static void observe(void *ctx, int64_t layer, enum ctq_observe_site site, const float *x,
 		    int64_t M, int64_t K)
 {
@@ -189,19 +208,8 @@ enum ctq_status ctq_calib_smooth_stats(const char *dir, const char *backend, con
 	if (st)
 		goto done;
 	const struct ctq_model_config *c = ctq_model_cfg(&m);
-	if (m.n_quantized > 0) {
-		st = ctq_error_set(err, CTQ_ERR_USAGE, dir,
-				   "holds %lld quantized linear module(s); calibration runs the unquantized model",
-				   (long long)m.n_quantized);
+	if ((st = check_model(&m, dir, "calibration runs", ids, n, len, err)))
 		goto done;
-	}
-	for (int64_t i = 0; i < n * len; i++)
-		if (ids[i] < 0 || ids[i] >= c->vocab) {
-			st = ctq_error_set(err, CTQ_ERR_USAGE, "calib",
-					   "window %lld, token %lld: id %d is outside the model's vocabulary (%lld)",
-					   (long long)(i / len), (long long)(i % len), ids[i], (long long)c->vocab);
-			goto done;
-		}
 	if ((st = ctq_smooth_stats_init(stats, c->layers, c->hidden, err)))
 		goto done;
 	slot = ctq_calloc((size_t)len, sizeof *slot);
@@ -437,19 +445,8 @@ enum ctq_status ctq_calib_gptq(const char *src, const char *const *modules, size
 		goto done;
 	const struct ctq_model_config *c = ctq_model_cfg(&m);
 	struct ctq_runner *r = &m.r[0];
-	if (m.n_quantized > 0) {
-		st = ctq_error_set(err, CTQ_ERR_USAGE, src,
-				   "holds %lld quantized linear module(s); GPTQ calibrates the unquantized model",
-				   (long long)m.n_quantized);
+	if ((st = check_model(&m, src, "GPTQ calibrates", ids, n, len, err)))
 		goto done;
-	}
-	for (int64_t i = 0; i < n * len; i++)
-		if (ids[i] < 0 || ids[i] >= c->vocab) {
-			st = ctq_error_set(err, CTQ_ERR_USAGE, "calib",
-					   "window %lld, token %lld: id %d is outside the model's vocabulary (%lld)",
-					   (long long)(i / len), (long long)(i % len), ids[i], (long long)c->vocab);
-			goto done;
-		}
 	const struct ctq_layer *y0 = &r->layers[0];
 	const struct ctq_lin *lins[CTQ_OBSERVE_N_SITES] = {
 		[CTQ_OBSERVE_QKV] = &y0->qkv, [CTQ_OBSERVE_GATE_UP] = &y0->gu,
