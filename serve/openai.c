@@ -551,8 +551,8 @@ static cJSON *head_obj(const struct ctq_oai_head *h, const char *object)
 }
 
 /* Ends choice c (index and text already in it) with its logprobs (taken
- * owned; NULL: null) and finish_reason (NULL: null), as o's only choice. */
-static void add_choice(cJSON *o, cJSON *c, cJSON *logprobs, const char *finish)
+ * owned; NULL: null) and finish_reason (NULL: null). */
+static void end_choice(cJSON *c, cJSON *logprobs, const char *finish)
 {
 	if (logprobs)
 		cJSON_AddItemToObject(c, "logprobs", logprobs);
@@ -562,6 +562,12 @@ static void add_choice(cJSON *o, cJSON *c, cJSON *logprobs, const char *finish)
 		cJSON_AddStringToObject(c, "finish_reason", finish);
 	else
 		cJSON_AddNullToObject(c, "finish_reason");
+}
+
+/* end_choice, then c as o's only choice. */
+static void add_choice(cJSON *o, cJSON *c, cJSON *logprobs, const char *finish)
+{
+	end_choice(c, logprobs, finish);
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), c);
 }
 
@@ -621,14 +627,7 @@ cJSON *ctq_oai_choice(enum ctq_oai_kind kind, int index, const char *text, size_
 		cJSON_AddStringToObject(c, "text", t ? t : "");
 	}
 	ctq_free(t);
-	if (logprobs)
-		cJSON_AddItemToObject(c, "logprobs", logprobs);
-	else
-		cJSON_AddNullToObject(c, "logprobs");
-	if (finish)
-		cJSON_AddStringToObject(c, "finish_reason", finish);
-	else
-		cJSON_AddNullToObject(c, "finish_reason");
+	end_choice(c, logprobs, finish);
 	return c;
 }
 
