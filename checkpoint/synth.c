@@ -606,6 +606,21 @@ __attribute__((format(printf, 5, 6))) static void list_add(struct tensor_list *l
 	l->ok = name != NULL;
 }
 
+/* The listed tensors drawn (produce_synth) and streamed into dir's shards
+ * named by stem (max_shard_bytes, 0: CTQ_HF_MAX_SHARD_BYTES); out of memory
+ * when the list ran out. */
+static enum ctq_status list_write(const struct tensor_list *l, const struct ctq_synth_spec *s,
+				  const char *dir, const char *stem, uint64_t max_shard_bytes,
+				  ctq_progress_fn progress, void *pctx, struct ctq_error *err)
+{
+	if (!l->ok)
+		return ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
+	struct synth_ctx ctx = {.spec = s, .kind = l->kind};
+	ctq_synth_outlier_channels(s, ctx.outliers);
+	return ctq_stream_write(dir, stem, l->t, l->n, max_shard_bytes ? max_shard_bytes : CTQ_HF_MAX_SHARD_BYTES,
+				produce_synth, &ctx, progress, pctx, err);
+}
+
 /* The tensors of a tree-only model (qwen3_moe, qwen_image_dit), in the
  * order of the module tree ctq_modules_from_config gives config: each
  * module's X.weight with its (out, in) (the router's too), a bias for
@@ -670,15 +685,8 @@ static enum ctq_status write_tree(const struct ctq_synth_spec *s, const cJSON *c
 	if (!dit)
 		ADD(INIT_NORM_LOGIT, 0, H, "model.norm.weight");
 #undef ADD
-	if (!tl.ok) {
-		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
-		goto done;
-	}
-	struct synth_ctx ctx = {.spec = s, .kind = tl.kind};
-	ctq_synth_outlier_channels(s, ctx.outliers);
-	st = ctq_stream_write(dir, dit ? CTQ_ST_DIFFUSERS_STEM : CTQ_ST_STEM, tl.t, tl.n,
-			      max_shard_bytes ? max_shard_bytes : CTQ_HF_MAX_SHARD_BYTES,
-			      produce_synth, &ctx, progress, pctx, err);
+	st = list_write(&tl, s, dir, dit ? CTQ_ST_DIFFUSERS_STEM : CTQ_ST_STEM, max_shard_bytes, progress,
+			pctx, err);
 done:
 	ctq_modules_free(&mods);
 	ctq_arena_free(&arena);
@@ -756,14 +764,7 @@ enum ctq_status ctq_synth_write(const struct ctq_synth_spec *s, const char *dir,
 	if (!s->tie_word_embeddings)
 		ADD(INIT_NORMAL, V, H, "lm_head.weight");
 #undef ADD
-	if (!tl.ok) {
-		st = ctq_error_set(err, CTQ_ERR_NOMEM, dir, "out of memory");
-		goto done;
-	}
-	struct synth_ctx ctx = {.spec = s, .kind = tl.kind};
-	ctq_synth_outlier_channels(s, ctx.outliers);
-	st = ctq_stream_write(dir, CTQ_ST_STEM, tl.t, tl.n, max_shard_bytes ? max_shard_bytes : CTQ_HF_MAX_SHARD_BYTES,
-			      produce_synth, &ctx, progress, pctx, err);
+	st = list_write(&tl, s, dir, CTQ_ST_STEM, max_shard_bytes, progress, pctx, err);
 done:
 	free(path);
 	cJSON_Delete(config);
