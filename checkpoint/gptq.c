@@ -285,16 +285,6 @@ void ctq_gptq_hinv_free(struct ctq_gptq_hinv *v)
 	memset(v, 0, sizeof *v);
 }
 
-/* The stored scale of row n as f32. */
-static float scale_at(const void *scale, enum ctq_dtype dtype, int64_t n)
-{
-	if (dtype == CTQ_DTYPE_BF16)
-		return ctq_bf16_to_f32(((const uint16_t *)scale)[n]);
-	if (dtype == CTQ_DTYPE_F16)
-		return ctq_f16_to_f32(((const uint16_t *)scale)[n]);
-	return ((const float *)scale)[n];
-}
-
 /* One row (GPTQ's rows are independent given U): wr (K) f32 the original
  * row, w (K) f64 scratch in v's column order, e (B) f64 scratch; q (K) out
  * in the weight's column order; returns the loss. */
@@ -404,7 +394,7 @@ enum ctq_status ctq_gptq_weight(const void *w, enum ctq_dtype dtype, int64_t N, 
 			for (int r = 0; r < R; r++) {
 				ctq_convert_to_f32((const unsigned char *)w + (size_t)(n0 + r) * (size_t)K * esz, dtype,
 						   (size_t)K, wr + (size_t)r * (size_t)K);
-				sc[r] = scale_at(scale, dtype, n0 + r);
+				sc[r] = ctq_float_at(scale, dtype, n0 + r);
 			}
 			int8_t *qr = q + (size_t)n0 * (size_t)K;
 			gptq_rows(v, block_size, R, wr, sc, wd, e, qr, row_loss + n0);

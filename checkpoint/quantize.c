@@ -122,19 +122,7 @@ int64_t ctq_quantize_weight_bits(const void *w, enum ctq_dtype dtype, int64_t N,
 		/* The clamped scale is stored in the weight dtype and the row
 		 * quantized with the stored value. */
 		float clamped = ctq_weight_scale_bits(amax, bits);
-		float sc;
-		if (dtype == CTQ_DTYPE_BF16) {
-			uint16_t b = ctq_f32_to_bf16(clamped);
-			((uint16_t *)scale)[n] = b;
-			sc = ctq_bf16_to_f32(b);
-		} else if (dtype == CTQ_DTYPE_F16) {
-			uint16_t h = ctq_f32_to_f16(clamped);
-			((uint16_t *)scale)[n] = h;
-			sc = ctq_f16_to_f32(h);
-		} else {
-			((float *)scale)[n] = clamped;
-			sc = clamped;
-		}
+		const float sc = ctq_float_store(scale, dtype, n, clamped);
 		if (!isfinite(amax) || !isfinite(sc)) {
 			err2[n] = NAN;
 			norm2[n] = 0.0;

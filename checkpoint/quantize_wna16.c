@@ -59,23 +59,6 @@ cJSON *ctq_wna16_config_block(const struct ctq_packed_args *a, const char *const
 	return b;
 }
 
-/* v rounded to dtype's precision (the stored scale), written to scale[i]. */
-static float store_scale(float v, enum ctq_dtype dtype, void *scale, size_t i)
-{
-	if (dtype == CTQ_DTYPE_BF16) {
-		const uint16_t b = ctq_f32_to_bf16(v);
-		((uint16_t *)scale)[i] = b;
-		return ctq_bf16_to_f32(b);
-	}
-	if (dtype == CTQ_DTYPE_F16) {
-		const uint16_t h = ctq_f32_to_f16(v);
-		((uint16_t *)scale)[i] = h;
-		return ctq_f16_to_f32(h);
-	}
-	((float *)scale)[i] = v;
-	return v;
-}
-
 int64_t ctq_wna16_quantize_weight(const void *w, enum ctq_dtype dtype, int64_t N, int64_t K,
 				  const struct ctq_packed_args *a, int32_t *packed, void *scale,
 				  int32_t *zero_packed, double *err2, double *norm2)
@@ -124,11 +107,11 @@ int64_t ctq_wna16_quantize_weight(const void *w, enum ctq_dtype dtype, int64_t N
 			float s;
 			int z = 0;
 			if (a->asym) {
-				s = store_scale(ctq_wna16_scale_asym(lo, hi, bits), dtype, scale, si);
+				s = ctq_float_store(scale, dtype, (int64_t)si, ctq_wna16_scale_asym(lo, hi, bits));
 				z = ctq_wna16_zero_point(lo, s, bits);
 				zeros[si] = (int8_t)z;
 			} else {
-				s = store_scale(ctq_weight_scale_bits(amax, bits), dtype, scale, si);
+				s = ctq_float_store(scale, dtype, (int64_t)si, ctq_weight_scale_bits(amax, bits));
 			}
 			if (!isfinite(amax) || !isfinite(s)) {
 				bad = true;

@@ -117,3 +117,28 @@ void ctq_convert_f32_to_f16(const float *src, size_t n, uint16_t *dst)
 	for (size_t i = 0; i < n; i++)
 		dst[i] = ctq_f32_to_f16(src[i]);
 }
+
+float ctq_float_at(const void *p, enum ctq_dtype t, int64_t i)
+{
+	if (t == CTQ_DTYPE_BF16)
+		return ctq_bf16_to_f32(((const uint16_t *)p)[i]);
+	if (t == CTQ_DTYPE_F16)
+		return ctq_f16_to_f32(((const uint16_t *)p)[i]);
+	return ((const float *)p)[i];
+}
+
+float ctq_float_store(void *p, enum ctq_dtype t, int64_t i, float v)
+{
+	if (t == CTQ_DTYPE_BF16) {
+		const uint16_t b = ctq_f32_to_bf16(v);
+		((uint16_t *)p)[i] = b;
+		return ctq_bf16_to_f32(b);
+	}
+	if (t == CTQ_DTYPE_F16) {
+		const uint16_t h = ctq_f32_to_f16(v);
+		((uint16_t *)p)[i] = h;
+		return ctq_f16_to_f32(h);
+	}
+	((float *)p)[i] = v;
+	return v;
+}

@@ -222,6 +222,16 @@ bool ctq_convert_to_f32(const void *src, enum ctq_dtype t, size_t n, float *dst)
 void ctq_convert_f32_to_bf16(const float *src, size_t n, uint16_t *dst);
 void ctq_convert_f32_to_f16(const float *src, size_t n, uint16_t *dst);
 
+/* Element i of a BF16, F16 or F32 array (a stored scale, say) as f32; any
+ * other t reads as F32. */
+float ctq_float_at(const void *p, enum ctq_dtype t, int64_t i);
+
+/* v stored as element i of a BF16, F16 or F32 array (rounded to nearest
+ * even; any other t stores F32); returns the stored value as f32, which is
+ * what every reader of the array gets back (a weight row is quantized with
+ * the scale as stored, not as computed). */
+float ctq_float_store(void *p, enum ctq_dtype t, int64_t i, float v);
+
 #ifdef __cplusplus
 }
 #endif

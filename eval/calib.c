@@ -288,16 +288,6 @@ void ctq_calib_gptq_result_free(struct ctq_calib_gptq_result *r)
 	memset(r, 0, sizeof *r);
 }
 
-/* The scale of row i in dtype (BF16, F16 or F32) as f32. */
-static float scale_f32(const void *s, enum ctq_dtype dtype, int64_t i)
-{
-	if (dtype == CTQ_DTYPE_BF16)
-		return ctq_bf16_to_f32(((const uint16_t *)s)[i]);
-	if (dtype == CTQ_DTYPE_F16)
-		return ctq_f16_to_f32(((const uint16_t *)s)[i]);
-	return ((const float *)s)[i];
-}
-
 /* The linears of each site, in model order. */
 static const struct {
 	enum ctq_hf_linear first;
@@ -363,7 +353,7 @@ static enum ctq_status gptq_linear(struct ctq_runner *r, const struct ctq_checkp
 			double se = 0.0, sw = 0.0;
 			for (int64_t k = 0; k < N; k++) {
 				se += e2[k], sw += w2[k];
-				sf[k] = scale_f32(g->scale, g->dtype, k);
+				sf[k] = ctq_float_at(g->scale, g->dtype, k);
 			}
 			g->rel_l2 = sw > 0.0 ? sqrt(se / sw) : 0.0;
 			/* q * s is exact in f32 (8 + 8 significant bits) */
@@ -531,7 +521,7 @@ int64_t ctq_calib_gptq_weight(void *ctx, const char *module, const void *w, enum
 		return -2;
 	for (int64_t i = 0; i < N; i++) {
 		ctq_convert_to_f32((const unsigned char *)w + (size_t)(i * K) * esz, dtype, (size_t)K, row);
-		const double s = scale_f32(scale, dtype, i);
+		const double s = ctq_float_at(scale, dtype, i);
 		double e2 = 0.0, w2 = 0.0;
 		for (int64_t k = 0; k < K; k++) {
 			const double d = (double)q[i * K + k] * s - (double)row[k];
