@@ -87,7 +87,10 @@ ifeq ($(SAN),1)
 endif
 
 # The floors, ground first (docs/architecture.md): each folder's sources go
-# into libctq.a; harness/ (the commands) links above it.
+# into libctq.a; harness/ (the commands) links above it. The objects are
+# position-independent because the test programs link them as one shared
+# library, libctq.so (below), instead of each carrying its own copy.
+PIC := -fPIC
 LIB_DIRS    := core net quant checkpoint text backend reference model serve stats results families \
                eval conform bench reports plan
 HARNESS_SRC := $(wildcard harness/*.c)
@@ -99,7 +102,7 @@ EMBED_SRC   := $(sort $(wildcard policies/*.json))
 CU_SRC      := $(wildcard kernels/*.cu)
 CU_OBJ      := $(CU_SRC:%.cu=$(BUILD)/%.o)
 NVCCFLAGS   ?= -O3 -lineinfo
-NVCCFLAGS   += -std=c++17 $(CUDA_GENCODE) --threads $(NVCC_THREADS) -I. -MMD -MP -Xcompiler -fno-strict-aliasing
+NVCCFLAGS   += -std=c++17 $(CUDA_GENCODE) --threads $(NVCC_THREADS) -I. -MMD -MP -Xcompiler -fno-strict-aliasing -Xcompiler -fPIC
 
 ifeq ($(CUDA),1)
   CPPFLAGS += -DCTQ_HAVE_CUDA
@@ -173,7 +176,7 @@ help:
 # Every C object depends on the flags it was compiled with (a stamp
 # rewritten when they change), so switching CUDA=0 / 1, SAN or CFLAGS in one
 # build folder rebuilds what they touch instead of linking a mix.
-CC_FLAGS_Q = $(subst ',,$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN))
+CC_FLAGS_Q = $(subst ',,$(CC) $(CPPFLAGS) $(CFLAGS) $(PIC) $(WARN))
 $(BUILD)/cc-flags.txt: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(CC_FLAGS_Q)' | cmp -s - $@ || echo '$(CC_FLAGS_Q)' > $@
@@ -184,12 +187,12 @@ $(BUILD)/gen/embedded.c: $(EMBED_SRC) tools/embed.sh
 	$(Q)sh tools/embed.sh $(EMBED_SRC) > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/gen/embedded.o: $(BUILD)/gen/embedded.c $(BUILD)/cc-flags.txt
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -c $< -o $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PIC) $(WARN) -c $< -o $@
 
 $(BUILD)/%.o: %.c $(BUILD)/cc-flags.txt
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -c $< -o $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(PIC) $(WARN) -c $< -o $@
 
 # The CPU reference is the CI backend: let its loops vectorize.
 $(BUILD)/reference/%.o: CFLAGS += -O3
@@ -209,15 +212,24 @@ $(BUILD)/ctq: $(HARNESS_OBJ) $(BUILD)/libctq.a
 
 HARNESS_LIB_OBJ = $(filter-out $(BUILD)/harness/main.o,$(HARNESS_OBJ))
 
-$(BUILD)/tests/test_%: tests/test_%.c $(BUILD)/libctq.a $(HARNESS_OBJ)
-	@mkdir -p $(dir $@)
-	$(if $(Q),@echo "  CC      $<")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -Wno-missing-prototypes $(LDFLAGS) -o $@ $< $(HARNESS_LIB_OBJ) $(BUILD)/libctq.a -lcriterion $(LDLIBS)
+# The test programs link the library and the commands as one shared object:
+# statically, each of the ~70 programs carried its own 39 MB of GPU fat
+# binary (every CUDA_ARCH) and the sanitizer build 20 MB of instrumented
+# code, 4.5 GB for one CI run, which filled a CI disk on 2026-12-04. The
+# product, build/ctq, stays one static binary.
+$(BUILD)/libctq.so: $(LIB_OBJ) $(HARNESS_LIB_OBJ)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) -shared -Wl,-soname,libctq.so $(LDFLAGS) $(CFLAGS) -o $@ $(LIB_OBJ) $(HARNESS_LIB_OBJ) $(LDLIBS)
 
-$(BUILD)/tests/gpu/%: tests/gpu/%.c $(BUILD)/libctq.a $(HARNESS_OBJ)
+$(BUILD)/tests/test_%: tests/test_%.c $(BUILD)/libctq.so
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
-	$(Q)$(CC) $(CPPFLAGS) $(GPU_TEST_CPPFLAGS) $(CFLAGS) $(WARN) -Wno-missing-prototypes $(LDFLAGS) -o $@ $< $(HARNESS_LIB_OBJ) $(BUILD)/libctq.a -lcriterion $(LDLIBS)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -Wno-missing-prototypes $(LDFLAGS) -o $@ $< $(BUILD)/libctq.so -Wl,-rpath,'$$ORIGIN/..' -lcriterion $(LDLIBS)
+
+$(BUILD)/tests/gpu/%: tests/gpu/%.c $(BUILD)/libctq.so
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  CC      $<")
+	$(Q)$(CC) $(CPPFLAGS) $(GPU_TEST_CPPFLAGS) $(CFLAGS) $(WARN) -Wno-missing-prototypes $(LDFLAGS) -o $@ $< $(BUILD)/libctq.so -Wl,-rpath,'$$ORIGIN/../..' -lcriterion $(LDLIBS)
 
 # Standalone CUDA dev tools (tools/*.cu, no ctq code): build/tools/mma_peak
 $(BUILD)/tools/%: tools/%.cu $(BUILD)/nvcc-flags.txt
