@@ -75,20 +75,13 @@ static enum ctq_status policy_apply(void *policy, const cJSON *root, const char 
  * source; tests/test_policies.c checks it parses and equals the file. */
 void ctq_probe_policy_default(struct ctq_probe_policy *p)
 {
-	memset(p, 0, sizeof *p);
-	struct ctq_error err = {0};
-	p->source = ctq_policy_builtin(p, CTQ_PROBE_POLICY_FILE, policy_apply, &err)
-			    ? "the built-in " CTQ_PROBE_POLICY_FILE " does not parse: a broken build"
-			    : CTQ_PROBE_POLICY_FILE " (built in)";
+	ctq_policy_default(p, sizeof *p, CTQ_PROBE_POLICY_FILE, policy_apply, p->source);
 }
 
 enum ctq_status ctq_probe_policy_load(struct ctq_probe_policy *p, const char *path,
 				      struct ctq_error *err)
 {
-	enum ctq_status st = ctq_policy_file(p, path, policy_apply, err);
-	if (!st)
-		p->source = path;
-	return st;
+	return ctq_policy_load(p, path, policy_apply, p->source, err);
 }
 
 /* The weights of one (layer, weight pattern, activation pattern): drawn

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/policy.h"
 #include "core/status.h"
 #include "backend/backend.h"
 
@@ -43,7 +44,7 @@ bool ctq_probe_acts_parse(const char *s, enum ctq_probe_acts *out);
 struct ctq_probe_policy {
 	double kernel_rel_l2_max;               /* vs the exact-quantized reference; < 0: not judged */
 	double quant_rel_l2_max[CTQ_PA_COUNT];  /* vs FP64; < 0: not judged */
-	const char *source;                     /* where the numbers came from */
+	char source[CTQ_POLICY_SOURCE_MAX];     /* where the numbers came from */
 };
 
 /* The built-in policy: policies/probe.json, which the build embeds

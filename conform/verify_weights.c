@@ -43,20 +43,13 @@ static enum ctq_status policy_apply(void *policy, const cJSON *root, const char 
 
 void ctq_vw_policy_default(struct ctq_vw_policy *p)
 {
-	memset(p, 0, sizeof *p);
-	struct ctq_error err = {0};
-	p->source = ctq_policy_builtin(p, CTQ_VW_POLICY_FILE, policy_apply, &err)
-			    ? "the built-in " CTQ_VW_POLICY_FILE " does not parse: a broken build"
-			    : CTQ_VW_POLICY_FILE " (built in)";
+	ctq_policy_default(p, sizeof *p, CTQ_VW_POLICY_FILE, policy_apply, p->source);
 }
 
 enum ctq_status ctq_vw_policy_load(struct ctq_vw_policy *p, const char *path,
 				   struct ctq_error *err)
 {
-	enum ctq_status st = ctq_policy_file(p, path, policy_apply, err);
-	if (!st)
-		p->source = path;
-	return st;
+	return ctq_policy_load(p, path, policy_apply, p->source, err);
 }
 
 static double threshold(const struct ctq_vw_policy *p, const char *scheme)

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "core/arena.h"
+#include "core/policy.h"
 #include "core/status.h"
 
 #define CTQ_VW_POLICY_FILE "policies/verify_weights.json"
@@ -30,7 +31,7 @@ struct ctq_vw_policy {
 	char scheme[CTQ_VW_MAX_SCHEMES][32]; /* (n) scheme names */
 	double rel_l2_max[CTQ_VW_MAX_SCHEMES];
 	int n;
-	const char *source;
+	char source[CTQ_POLICY_SOURCE_MAX]; /* where the numbers came from */
 };
 
 /* The built-in policy (policies/verify_weights.json, embedded). */

@@ -7,6 +7,8 @@
 #ifndef CTQ_CORE_POLICY_H
 #define CTQ_CORE_POLICY_H
 
+#include <stddef.h>
+
 #include "core/json.h"
 #include "core/status.h"
 
@@ -15,14 +17,21 @@
 typedef enum ctq_status (*ctq_policy_apply_fn)(void *policy, const cJSON *root, const char *where,
 					       struct ctq_error *err);
 
-/* The built-in file (e.g. "policies/probe.json") applied to policy. An
- * error is a broken build: the file was not embedded, does not parse or
- * does not apply (tests/test_policies.c checks that every one does). */
-enum ctq_status ctq_policy_builtin(void *policy, const char *file, ctq_policy_apply_fn apply,
-				   struct ctq_error *err);
+/* Each policy struct names where its numbers came from in a
+ * char source[CTQ_POLICY_SOURCE_MAX]. */
+#define CTQ_POLICY_SOURCE_MAX 512
 
-/* The JSON file at path (at most 1 MiB) applied over what policy holds. */
-enum ctq_status ctq_policy_file(void *policy, const char *path, ctq_policy_apply_fn apply,
-				struct ctq_error *err);
+/* policy (size bytes) zeroed, then the built-in file (e.g.
+ * "policies/probe.json") applied; source "FILE (built in)". A file that
+ * was not embedded, does not parse or does not apply is a broken build
+ * (tests/test_policies.c checks that every one applies): every threshold
+ * stays 0, so nothing passes, and source says why. */
+void ctq_policy_default(void *policy, size_t size, const char *file, ctq_policy_apply_fn apply,
+			char *source);
+
+/* The JSON file at path (at most 1 MiB) applied over what policy holds;
+ * source becomes path when it applies. */
+enum ctq_status ctq_policy_load(void *policy, const char *path, ctq_policy_apply_fn apply,
+				char *source, struct ctq_error *err);
 
 #endif

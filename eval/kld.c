@@ -113,22 +113,13 @@ static enum ctq_status policy_apply_file(void *p, const cJSON *root, const char 
  * says so in source; tests/test_policies.c checks it parses and equals the file. */
 void ctq_kld_policy_default(struct ctq_kld_policy *p)
 {
-	memset(p, 0, sizeof *p);
-	struct ctq_error err = {0};
-	if (!ctq_policy_builtin(p, CTQ_KLD_POLICY_FILE, policy_apply_file, &err))
-		snprintf(p->source, sizeof p->source, "%s (built in)", CTQ_KLD_POLICY_FILE);
-	else
-		snprintf(p->source, sizeof p->source, "the built-in %s does not parse: a broken build (%s)",
-			 CTQ_KLD_POLICY_FILE, err.message);
+	ctq_policy_default(p, sizeof *p, CTQ_KLD_POLICY_FILE, policy_apply_file, p->source);
 }
 
 enum ctq_status ctq_kld_policy_load(struct ctq_kld_policy *p, const char *path,
 				    struct ctq_error *err)
 {
-	enum ctq_status st = ctq_policy_file(p, path, policy_apply_file, err);
-	if (!st)
-		snprintf(p->source, sizeof p->source, "%s", path);
-	return st;
+	return ctq_policy_load(p, path, policy_apply_file, p->source, err);
 }
 
 /* ---- models ---------------------------------------------------------------------- */

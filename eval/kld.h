@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/policy.h"
 #include "core/strbuf.h"
 #include "families/eval_kld.h"
 #include "model/model.h"
@@ -64,7 +65,7 @@ struct ctq_kld_policy {
 	char reason[CTQ_KLD_N_CRIT][1024];
 	double rel[CTQ_KLD_N_REL];
 	char rel_reason[CTQ_KLD_N_REL][1024];
-	char source[512];
+	char source[CTQ_POLICY_SOURCE_MAX];
 };
 
 /* "kl_mean_max", "top1_min", "ppl_ratio_max". */

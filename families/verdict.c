@@ -163,22 +163,13 @@ static enum ctq_status policy_apply(void *policy, const cJSON *root, const char 
  * and says so in source; tests/test_policies.c checks it parses and equals the file. */
 void ctq_compare_policy_default(struct ctq_compare_policy *p)
 {
-	memset(p, 0, sizeof *p);
-	struct ctq_error err = {0};
-	if (!ctq_policy_builtin(p, CTQ_COMPARE_POLICY_FILE, policy_apply, &err))
-		snprintf(p->source, sizeof p->source, "%s (built in)", CTQ_COMPARE_POLICY_FILE);
-	else
-		snprintf(p->source, sizeof p->source, "the built-in %s does not parse: a broken build (%s)",
-			 CTQ_COMPARE_POLICY_FILE, err.message);
+	ctq_policy_default(p, sizeof *p, CTQ_COMPARE_POLICY_FILE, policy_apply, p->source);
 }
 
 enum ctq_status ctq_compare_policy_load(struct ctq_compare_policy *p, const char *path,
 					struct ctq_error *err)
 {
-	enum ctq_status st = ctq_policy_file(p, path, policy_apply, err);
-	if (!st)
-		snprintf(p->source, sizeof p->source, "%s", path);
-	return st;
+	return ctq_policy_load(p, path, policy_apply, p->source, err);
 }
 
 /* ---- timing ---------------------------------------------------------------- */

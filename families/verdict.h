@@ -16,6 +16,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/policy.h"
 #include "core/status.h"
 #include "core/strbuf.h"
 #include "families/registry.h"
@@ -58,7 +59,7 @@ enum ctq_policy_key {
 struct ctq_compare_policy {
 	double v[CTQ_POL_COUNT];
 	char reason[CTQ_POL_COUNT][512];
-	char source[512];
+	char source[CTQ_POLICY_SOURCE_MAX];
 };
 
 /* "timing.threshold", ... (the JSON section and key). */

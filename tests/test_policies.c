@@ -7,6 +7,7 @@
 
 #include "conform/probe.h"
 #include "core/embedded.h"
+#include "core/policy.h"
 #include "eval/kld.h"
 #include "families/verdict.h"
 
@@ -74,4 +75,44 @@ Test(policies, compare_default_is_its_file)
 		cr_expect(d.reason[k][0] && strcmp(d.reason[k], "(no reason given in the policy file)"),
 			  "%s: the built-in policy gives no reason", ctq_compare_policy_name(k));
 	}
+}
+
+/* core/policy.c, the one shell of all four: a built-in file that does not
+ * apply (here: one the build does not carry) leaves every number 0 and
+ * says why in source; a user's file that does not load leaves the policy
+ * and its source as they were. */
+struct toy_policy {
+	double limit;
+	char source[CTQ_POLICY_SOURCE_MAX];
+};
+
+static enum ctq_status toy_apply(void *policy, const cJSON *root, const char *where, struct ctq_error *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "limit");
+	if (!cJSON_IsNumber(v))
+		return ctq_error_set(err, CTQ_ERR_USAGE, where, "limit: a number");
+	((struct toy_policy *)policy)->limit = v->valuedouble;
+	return CTQ_OK;
+}
+
+Test(policies, a_broken_builtin_leaves_zero_and_says_so)
+{
+	struct toy_policy p = {.limit = 7};
+	ctq_policy_default(&p, sizeof p, "policies/none.json", toy_apply, p.source);
+	cr_expect_eq(p.limit, 0);
+	cr_expect(strstr(p.source, "the built-in policies/none.json does not parse: a broken build ("), "%s",
+		  p.source);
+	/* an embedded file that is not this owner's: applies nothing, also broken */
+	p.limit = 7;
+	ctq_policy_default(&p, sizeof p, CTQ_KLD_POLICY_FILE, toy_apply, p.source);
+	cr_expect_eq(p.limit, 0);
+	cr_expect(strstr(p.source, "a broken build") && strstr(p.source, "limit: a number"), "%s", p.source);
+
+	struct ctq_error err = {0};
+	snprintf(p.source, sizeof p.source, "kept");
+	p.limit = 3;
+	cr_expect_eq(ctq_policy_load(&p, "/nonexistent/policy.json", toy_apply, p.source, &err), CTQ_ERR_IO);
+	cr_expect_str_eq(err.path, "/nonexistent/policy.json");
+	cr_expect_eq(p.limit, 3);
+	cr_expect_str_eq(p.source, "kept");
 }
