@@ -7,6 +7,7 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/numerics.h"
+#include "core/threads.h"
 #include "quant/modules.h"
 #include "quant/qconfig.h"
 #include "quant/regex.h"
@@ -19,9 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #define AUX_MAX_BYTES ((size_t)1 << 30)
 
@@ -99,20 +97,14 @@ int64_t ctq_quantize_weight_bits(const void *w, enum ctq_dtype dtype, int64_t N,
 				 int bits, int8_t *q, void *scale, double *err2, double *norm2)
 {
 	const size_t esz = ctq_dtype_size(dtype);
-	int n_threads = 1;
-#ifdef _OPENMP
-	n_threads = omp_get_max_threads();
-#endif
+	const int n_threads = ctq_threads_max();
 	/* (n_threads, K) f32: each thread converts its current row here. */
 	float *rows = ctq_malloc((size_t)n_threads * (size_t)(K ? K : 1) * sizeof *rows);
 	if (!rows)
 		return -2;
 #pragma omp parallel for schedule(static)
 	for (int64_t n = 0; n < N; n++) {
-		int tid = 0;
-#ifdef _OPENMP
-		tid = omp_get_thread_num();
-#endif
+		const int tid = ctq_thread_id();
 		float *wr = rows + (size_t)tid * (size_t)K; /* (K) */
 		ctq_convert_to_f32((const unsigned char *)w + (size_t)n * (size_t)K * esz, dtype,
 				   (size_t)K, wr);

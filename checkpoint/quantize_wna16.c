@@ -4,13 +4,11 @@
 #include "core/arena.h"
 #include "core/json.h"
 #include "core/numerics.h"
+#include "core/threads.h"
 
 #include <math.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 const char *ctq_wna16_scheme_name(const struct ctq_packed_args *a)
 {
@@ -68,10 +66,7 @@ int64_t ctq_wna16_quantize_weight(const void *w, enum ctq_dtype dtype, int64_t N
 	const int64_t G = ctq_packed_groups(K, a->group_size);
 	const int64_t gs = a->group_size > 0 ? a->group_size : K;
 	const int64_t words = ctq_pack_words(K, bits);
-	int n_threads = 1;
-#ifdef _OPENMP
-	n_threads = omp_get_max_threads();
-#endif
+	const int n_threads = ctq_threads_max();
 	/* (n_threads, K) f32 rows and (n_threads, K) int8 rows; zero points
 	 * (N, G) int8, packed once every row is done. */
 	float *rows = ctq_malloc((size_t)n_threads * (size_t)K * sizeof *rows);
@@ -85,10 +80,7 @@ int64_t ctq_wna16_quantize_weight(const void *w, enum ctq_dtype dtype, int64_t N
 	}
 #pragma omp parallel for schedule(static)
 	for (int64_t n = 0; n < N; n++) {
-		int tid = 0;
-#ifdef _OPENMP
-		tid = omp_get_thread_num();
-#endif
+		const int tid = ctq_thread_id();
 		float *wr = rows + (size_t)tid * (size_t)K; /* (K) */
 		int8_t *qr = qrows + (size_t)tid * (size_t)K; /* (K) */
 		ctq_convert_to_f32((const unsigned char *)w + (size_t)n * (size_t)K * esz, dtype,

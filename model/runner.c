@@ -5,6 +5,7 @@
 #include "core/dtype.h"
 #include "core/hf_config.h"
 #include "core/json.h"
+#include "core/threads.h"
 #include "checkpoint/loader.h"
 #include "checkpoint/target.h"
 #include "quant/arch.h"
@@ -15,9 +16,6 @@
 
 #include <math.h>
 #include <pthread.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1084,9 +1082,7 @@ struct tp_job {
 static void *tp_thread(void *arg)
 {
 	struct tp_job *j = arg;
-#ifdef _OPENMP
-	omp_set_num_threads(j->threads); /* this thread's regions only */
-#endif
+	ctq_threads_set(j->threads); /* this thread's regions only */
 	j->st = ctq_runner_forward(j->r, j->ids, j->slot, j->pos, j->T, j->out_rows, j->n_out,
 				   j->logits, &j->err);
 	return NULL;
@@ -1107,12 +1103,9 @@ enum ctq_status ctq_runner_tp_forward(struct ctq_runner *ranks, int tp, const in
 	}
 	/* The ranks share the cores: each rank's parallel regions (the
 	 * reference backend's) get its share, not every core each. */
-	int threads = 1;
-#ifdef _OPENMP
-	threads = omp_get_max_threads() / tp;
+	int threads = ctq_threads_max() / tp;
 	if (threads < 1)
 		threads = 1;
-#endif
 	for (int k = 0; k < tp; k++) {
 		jobs[k] = (struct tp_job){&ranks[k], ids, slot, pos, T, n_out, out_rows,
 					  k ? scratch + (size_t)(k - 1) * (size_t)(n_out * ranks[0].cfg.vocab) : logits,

@@ -373,11 +373,7 @@ static enum ctq_status attention_fast(const float *q, int64_t ld, const float *k
 				   .wide = ctq_ref_simd_level() == 2, .out = out};
 #pragma omp parallel num_threads(threads)
 	{
-#ifdef _OPENMP
-		float *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
-#else
-		float *mine = scratch;
-#endif
+		float *mine = scratch + (size_t)ctq_thread_id() * per_thread;
 #pragma omp for schedule(dynamic, 1)
 		for (int64_t i = 0; i < n_items; i++)
 			att_item(&a, &items[i], mine);

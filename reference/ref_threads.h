@@ -12,9 +12,7 @@
 
 #include <stdint.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include "core/threads.h"
 
 /* Operations (multiply-adds, or element updates) below which one more
  * thread costs more than it saves: about 0.1-1 ms of one core's work,
@@ -24,14 +22,9 @@
 
 static inline int ctq_ref_threads(int64_t work)
 {
-#ifdef _OPENMP
-	const int64_t max = omp_get_max_threads();
+	const int64_t max = ctq_threads_max();
 	const int64_t t = work / CTQ_REF_GRAIN;
 	return (int)(t < 1 ? 1 : t > max ? max : t);
-#else
-	(void)work;
-	return 1;
-#endif
 }
 
 #endif

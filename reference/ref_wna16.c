@@ -47,10 +47,7 @@ enum ctq_status ctq_ref_gemm_wna16(const uint16_t *x, const int32_t *w_packed, c
 			xt[k * M + m] = ctq_bf16_to_f32(x[m * K + k]);
 #pragma omp parallel for schedule(static) num_threads(n_threads)
 	for (int64_t n = 0; n < N; n++) {
-		int tid = 0;
-#ifdef _OPENMP
-		tid = omp_get_thread_num();
-#endif
+		const int tid = ctq_thread_id();
 		float *w = scratch + (size_t)tid * (size_t)(K + M); /* (K) */
 		float *acc = w + K;                                 /* (M) */
 		ctq_ref_wna16_dequant_row(w_packed, scale, zero_packed, N, K, bits, group_size, n, w);

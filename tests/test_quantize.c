@@ -15,16 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "core/arena.h"
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/json_write.h"
 #include "core/numerics.h"
 #include "core/sha256.h"
+#include "core/threads.h"
 #include "harness/commands.h"
 #include "checkpoint/loader.h"
 #include "quant/modules.h"
@@ -675,13 +672,9 @@ Test(quantize, output_does_not_depend_on_the_thread_count)
 	char *root = make_tmpdir();
 	char *in = tiny(root, "in", "qwen3", NULL);
 	char *a = join(root, "a"), *b = join(root, "b");
-#ifdef _OPENMP
-	omp_set_num_threads(1);
-#endif
+	ctq_threads_set(1);
 	cr_assert_eq(quantize(in, a, NULL), CTQ_EXIT_OK);
-#ifdef _OPENMP
-	omp_set_num_threads(3);
-#endif
+	ctq_threads_set(3);
 	cr_assert_eq(quantize(in, b, NULL), CTQ_EXIT_OK);
 	static const char *const files[] = {"model.safetensors", "quantization_report.csv",
 					    "config.json"};

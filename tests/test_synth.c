@@ -11,14 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "core/arena.h"
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/sha256.h"
+#include "core/threads.h"
 #include "harness/commands.h"
 #include "checkpoint/safetensors.h"
 #include "checkpoint/synth.h"
@@ -284,13 +281,9 @@ Test(synth, same_seed_same_bytes_any_thread_count_other_seed_differs)
 	const char *args_a[] = {"--arch", "qwen2", "--preset", "tiny", "--seed", "7", "--quiet", a, NULL};
 	const char *args_b[] = {"--arch", "qwen2", "--preset", "tiny", "--seed", "7", "--quiet", b, NULL};
 	const char *args_c[] = {"--arch", "qwen2", "--preset", "tiny", "--seed", "8", "--quiet", c, NULL};
-#ifdef _OPENMP
-	omp_set_num_threads(1);
-#endif
+	ctq_threads_set(1);
 	cr_assert_eq(make_model(args_a), CTQ_EXIT_OK);
-#ifdef _OPENMP
-	omp_set_num_threads(3);
-#endif
+	ctq_threads_set(3);
 	cr_assert_eq(make_model(args_b), CTQ_EXIT_OK);
 	cr_assert_eq(make_model(args_c), CTQ_EXIT_OK);
 	char ha[CTQ_SHA256_HEX], hb[CTQ_SHA256_HEX], hc[CTQ_SHA256_HEX];
@@ -315,9 +308,7 @@ Test(synth, same_seed_same_bytes_any_thread_count_other_seed_differs)
 	}
 	ctq_checkpoint_close(&ka);
 	ctq_checkpoint_close(&kc);
-#ifdef _OPENMP
-	omp_set_num_threads(2);
-#endif
+	ctq_threads_set(2);
 	ctq_remove_tree(root);
 	free(fa), free(fb), free(fc), free(a), free(b), free(c), free(root);
 }
