@@ -17,8 +17,7 @@ static enum ctq_status applied(void *policy, cJSON *root, enum ctq_status st, co
 	return st;
 }
 
-void ctq_policy_default(void *policy, size_t size, const char *file, ctq_policy_apply_fn apply,
-			char *source)
+void ctq_policy_default(void *policy, size_t size, const char *file, ctq_policy_apply_fn apply, char *source)
 {
 	memset(policy, 0, size);
 	struct ctq_error err = {0};
@@ -33,8 +32,8 @@ void ctq_policy_default(void *policy, size_t size, const char *file, ctq_policy_
 		 err.message);
 }
 
-enum ctq_status ctq_policy_load(void *policy, const char *path, ctq_policy_apply_fn apply,
-				char *source, struct ctq_error *err)
+enum ctq_status ctq_policy_load(void *policy, const char *path, ctq_policy_apply_fn apply, char *source,
+				struct ctq_error *err)
 {
 	cJSON *root = NULL;
 	enum ctq_status st = ctq_json_load_file(path, POLICY_MAX_BYTES, NULL, &root, err);

@@ -26,12 +26,11 @@ typedef enum ctq_status (*ctq_policy_apply_fn)(void *policy, const cJSON *root, 
  * was not embedded, does not parse or does not apply is a broken build
  * (tests/test_policies.c checks that every one applies): every threshold
  * stays 0, so nothing passes, and source says why. */
-void ctq_policy_default(void *policy, size_t size, const char *file, ctq_policy_apply_fn apply,
-			char *source);
+void ctq_policy_default(void *policy, size_t size, const char *file, ctq_policy_apply_fn apply, char *source);
 
 /* The JSON file at path (at most 1 MiB) applied over what policy holds;
  * source becomes path when it applies. */
-enum ctq_status ctq_policy_load(void *policy, const char *path, ctq_policy_apply_fn apply,
-				char *source, struct ctq_error *err);
+enum ctq_status ctq_policy_load(void *policy, const char *path, ctq_policy_apply_fn apply, char *source,
+				struct ctq_error *err);
 
 #endif
