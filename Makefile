@@ -89,8 +89,10 @@ endif
 # The floors, ground first (docs/architecture.md): each folder's sources go
 # into libctq.a; harness/ (the commands) links above it. The objects are
 # position-independent because the test programs link them as one shared
-# library, libctq.so (below), instead of each carrying its own copy.
-PIC := -fPIC
+# library, libctq.so (below), instead of each carrying its own copy; without
+# semantic interposition, so that gcc still inlines a file's own global
+# functions as it does for the executable alone.
+PIC := -fPIC -fno-semantic-interposition
 LIB_DIRS    := core net quant checkpoint text backend reference model serve stats results families \
                eval conform bench reports plan
 HARNESS_SRC := $(wildcard harness/*.c)
