@@ -15,7 +15,6 @@
 #include "results/run.h"
 #include "families/bench_serve.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,23 +63,6 @@ struct serve_opts {
 	struct ctq_opt_out out;
 };
 
-/* --arrival closed | poisson:RATE (dst: double *, 0 for closed). */
-static bool opt_arrival(const char *cmd, const char *name, const char *v, void *dst)
-{
-	double *rate = dst;
-	char *end = NULL;
-	if (!strcmp(v, "closed")) {
-		*rate = 0;
-		return true;
-	}
-	if (!strncmp(v, "poisson:", 8) && (*rate = strtod(v + 8, &end)) > 0 && isfinite(*rate) &&
-	    end && !*end)
-		return true;
-	fprintf(stderr, "ctq %s: %s is \"%s\"; expected closed or poisson:RATE with RATE > 0 "
-			"requests per second\n", cmd, name, v);
-	return false;
-}
-
 /* As ctq_opt_parse: -1 when the command may run, else its exit code. */
 static int parse(int argc, char **argv, struct serve_opts *o)
 {
@@ -100,7 +82,7 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 		CTQ_OPT_INT("--max-tokens", &so->max_tokens, 1, 1L << 20),
 		CTQ_OPT_INT("--seed", &so->seed, 0, 0x7fffffffL),
 		CTQ_OPT_INT("--tp", &so->tp, 1, 8),
-		CTQ_OPT_FN("--arrival", &so->rate, opt_arrival),
+		CTQ_OPT_FN("--arrival", &so->rate, ctq_opt_fn_arrival),
 		CTQ_OPT_END,
 	};
 	int rc = ctq_opt_parse_need("bench serve", argc, argv, opts, NULL, 0, help, &so->model,

@@ -7,7 +7,6 @@
 #include "harness/commands.h"
 #include "bench/serve_http.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -102,19 +101,6 @@ struct url_opts {
 	bool progress;
 };
 
-/* --request-timeout / --timeout S (dst: double *). */
-static bool opt_seconds(const char *cmd, const char *name, const char *v, void *dst)
-{
-	char *end = NULL;
-	double x = strtod(v, &end);
-	if (end == v || *end || !(x > 0 && x <= 1e7)) {
-		fprintf(stderr, "ctq %s: %s is \"%s\"; expected seconds in (0, 1e7]\n", cmd, name, v);
-		return false;
-	}
-	*(double *)dst = x;
-	return true;
-}
-
 /* --prompt-format ids | text (dst: enum ctq_prompt_format *). */
 static bool opt_prompt_format(const char *cmd, const char *name, const char *v, void *dst)
 {
@@ -138,22 +124,6 @@ static bool opt_profile(const char *cmd, const char *name, const char *v, void *
 	return true;
 }
 
-/* --arrival closed | poisson:RATE (dst: double *, 0 for closed). */
-static bool opt_arrival(const char *cmd, const char *name, const char *v, void *dst)
-{
-	double *rate = dst;
-	char *end = NULL;
-	if (!strcmp(v, "closed"))
-		*rate = 0;
-	else if (strncmp(v, "poisson:", 8) || !((*rate = strtod(v + 8, &end)) > 0) ||
-		 !isfinite(*rate) || !end || *end) {
-		fprintf(stderr, "ctq %s: %s is \"%s\"; expected closed or poisson:RATE with RATE > 0 "
-				"requests per second\n", cmd, name, v);
-		return false;
-	}
-	return true;
-}
-
 /* As ctq_opt_parse: -1 when the command may run, else its exit code. */
 static int parse(int argc, char **argv, struct url_opts *o)
 {
@@ -173,11 +143,11 @@ static int parse(int argc, char **argv, struct url_opts *o)
 		CTQ_OPT_INT("--input-len", &h->input_len, 1, 1L << 20),
 		CTQ_OPT_INT("--output-len", &h->output_len, 1, 1L << 20),
 		CTQ_OPT_INT("--seed", &h->seed, 0, 0x7fffffffL),
-		CTQ_OPT_FN("--request-timeout", &h->request_timeout_s, opt_seconds),
-		CTQ_OPT_FN("--timeout", &h->total_timeout_s, opt_seconds),
+		CTQ_OPT_FN("--request-timeout", &h->request_timeout_s, ctq_opt_fn_seconds),
+		CTQ_OPT_FN("--timeout", &h->total_timeout_s, ctq_opt_fn_seconds),
 		CTQ_OPT_FN("--prompt-format", &h->prompt_format, opt_prompt_format),
 		CTQ_OPT_FN("--server-profile", &h->profile, opt_profile),
-		CTQ_OPT_FN("--arrival", &h->rate, opt_arrival),
+		CTQ_OPT_FN("--arrival", &h->rate, ctq_opt_fn_arrival),
 		CTQ_OPT_END,
 	};
 	int rc = ctq_opt_parse("bench serve", argc, argv, opts, NULL, 0, help);

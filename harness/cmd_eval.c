@@ -122,15 +122,10 @@ static bool opt_double(const char *cmd, const char *opt, const char *v, double m
 	return true;
 }
 
-/* CTQ_OPT_FN parsers (dst: double *): a margin in points, seconds. */
+/* CTQ_OPT_FN parser (dst: double *): a margin in points. */
 static bool opt_points(const char *cmd, const char *name, const char *v, void *dst)
 {
 	return opt_double(cmd, name, v, 0, 100, dst);
-}
-
-static bool opt_seconds(const char *cmd, const char *name, const char *v, void *dst)
-{
-	return opt_double(cmd, name, v, 0.001, 1e7, dst);
 }
 
 /* --protocol original | lm-eval (dst: enum ctq_protocol *). */
@@ -278,7 +273,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		CTQ_OPT_STR("--served-name", &o->served_name),
 		CTQ_OPT_STR("--ref-served-name", &o->ref_served_name),
 		CTQ_OPT_INT("--concurrency", &o->concurrency, 1, 4096),
-		CTQ_OPT_FN("--request-timeout", &o->request_timeout_s, opt_seconds),
+		CTQ_OPT_FN("--request-timeout", &o->request_timeout_s, ctq_opt_fn_seconds),
 		CTQ_OPT_STR("--data", &o->data),
 		CTQ_OPT_STR("--split", &o->split),
 		CTQ_OPT_STR("--backend", &o->backend),

@@ -143,6 +143,13 @@ const char *ctq_opt_backend_default(const char *cmd);
 bool ctq_opt_int(const char *cmd, const char *opt, const char *v, long min,
 		 long max, long *out);
 
+/* CTQ_OPT_FN parsers that more than one command takes. Seconds (dst:
+ * double *): a timeout in [0.001, 1e7]; HTTP timeouts are whole
+ * milliseconds, where 0 would mean none. */
+bool ctq_opt_fn_seconds(const char *cmd, const char *name, const char *v, void *dst);
+/* --arrival closed | poisson:RATE (dst: double *, 0 for closed). */
+bool ctq_opt_fn_arrival(const char *cmd, const char *name, const char *v, void *dst);
+
 /* Parses an --act-numerics value (ctq or transformers); false on error
  * (printed). */
 bool ctq_opt_act_numerics(const char *cmd, const char *v, enum ctq_act_numerics *out);

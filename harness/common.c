@@ -9,6 +9,7 @@
 #include "core/time.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,34 @@ bool ctq_opt_int(const char *cmd, const char *opt, const char *v, long min,
 	}
 	*out = x;
 	return true;
+}
+
+bool ctq_opt_fn_seconds(const char *cmd, const char *name, const char *v, void *dst)
+{
+	char *end;
+	const double x = strtod(v, &end);
+	if (end == v || *end || !(x >= 0.001 && x <= 1e7)) {
+		fprintf(stderr, "ctq %s: %s is \"%s\"; expected seconds in [0.001, 1e7]\n", cmd, name, v);
+		return false;
+	}
+	*(double *)dst = x;
+	return true;
+}
+
+bool ctq_opt_fn_arrival(const char *cmd, const char *name, const char *v, void *dst)
+{
+	double *rate = dst;
+	char *end = NULL;
+	if (!strcmp(v, "closed")) {
+		*rate = 0;
+		return true;
+	}
+	if (!strncmp(v, "poisson:", 8) && (*rate = strtod(v + 8, &end)) > 0 && isfinite(*rate) &&
+	    end && !*end)
+		return true;
+	fprintf(stderr, "ctq %s: %s is \"%s\"; expected closed or poisson:RATE with RATE > 0 "
+			"requests per second\n", cmd, name, v);
+	return false;
 }
 
 bool ctq_opt_act_numerics(const char *cmd, const char *v, enum ctq_act_numerics *out)

@@ -277,6 +277,12 @@ expect_usage bench-model-file "io-error at $tmp/model-file: --model: not a folde
 expect_not bench-model-file-no-cuda cuda
 expect_usage bench-serve-file "io-error at $tmp/model-file: --model: not a folder" "$ctq" bench serve --model "$tmp/model-file" --backend cuda
 expect_usage generate-model-file "io-error at $tmp/model-file: --model: not a folder" "$ctq" generate --model "$tmp/model-file" --prompt hi
+# one seconds parser for every timeout option (harness/common.c): HTTP
+# timeouts are whole milliseconds, where 0 would mean none
+expect_usage bench-url-timeout-sub-ms "--request-timeout is \"0.0004\"; expected seconds in [0.001, 1e7]" "$ctq" bench serve --url http://127.0.0.1:9 --model m --request-timeout 0.0004 --out "$tmp/url-run"
+expect_usage bench-url-total-timeout-zero "--timeout is \"0\"; expected seconds in [0.001, 1e7]" "$ctq" bench serve --url http://127.0.0.1:9 --model m --timeout 0 --out "$tmp/url-run"
+expect_usage eval-timeout-nan "--request-timeout is \"nan\"; expected seconds in [0.001, 1e7]" "$ctq" eval mmlu --model . --request-timeout nan
+expect_usage bench-url-arrival "--arrival is \"poisson:inf\"; expected closed or poisson:RATE" "$ctq" bench serve --url http://127.0.0.1:9 --model m --arrival poisson:inf --out "$tmp/url-run"
 
 # inspect matches each re: target and ignore entry against each module:
 # more than 6554000 (entry, module) pairs is refused before resolving
