@@ -125,19 +125,6 @@ static bool opt_paths(const char *cmd, const char *name, const char *v, void *ds
 	return o->n_paths > 0;
 }
 
-static int parse_m(const char *s, long *v)
-{
-	char buf[512];
-	snprintf(buf, sizeof buf, "%s", s);
-	int n = 0;
-	for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
-		if (n == MAX_M || !ctq_opt_int("bench gemm", "--m", t, 1, 1L << 20, &v[n]))
-			return -1;
-		n++;
-	}
-	return n;
-}
-
 static bool parse_double(const char *opt, const char *v, double *out)
 {
 	char *end;
@@ -385,9 +372,7 @@ static enum ctq_status print_targets(const struct ctq_gemm_session *S, struct ct
 static bool opt_m(const char *cmd, const char *name, const char *v, void *dst)
 {
 	struct opts *o = dst;
-	o->n_m = parse_m(v, o->m);
-	if (o->n_m == 0)
-		fprintf(stderr, "ctq %s: %s is \"%s\"; expected M[,M...]\n", cmd, name, v);
+	o->n_m = ctq_opt_int_list(cmd, name, v, 1, 1L << 20, o->m, MAX_M);
 	return o->n_m > 0;
 }
 

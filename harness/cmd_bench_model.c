@@ -46,32 +46,17 @@ static void help(void)
 	       "exit: 0 done; 2 bad usage or input; 3 no GPU for cuda.\n");
 }
 
-static int parse_list(const char *s, long *v, int cap, long max)
-{
-	char buf[256];
-	snprintf(buf, sizeof buf, "%s", s);
-	int n = 0;
-	for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
-		if (n == cap || !ctq_opt_int("bench model", "list", t, 1, max, &v[n]))
-			return -1;
-		n++;
-	}
-	return n;
-}
-
 /* --batch LIST and --input-len LIST (dst: the options). */
 static bool opt_batch(const char *cmd, const char *name, const char *v, void *dst)
 {
-	(void)cmd, (void)name;
 	struct ctq_bench_model_options *o = dst;
-	return (o->n_b = parse_list(v, o->batches, 16, 256)) >= 0;
+	return (o->n_b = ctq_opt_int_list(cmd, name, v, 1, 256, o->batches, CTQ_BENCH_MODEL_MAX_LIST)) > 0;
 }
 
 static bool opt_input_len(const char *cmd, const char *name, const char *v, void *dst)
 {
-	(void)cmd, (void)name;
 	struct ctq_bench_model_options *o = dst;
-	return (o->n_l = parse_list(v, o->lens, 16, 1 << 17)) >= 0;
+	return (o->n_l = ctq_opt_int_list(cmd, name, v, 1, 1 << 17, o->lens, CTQ_BENCH_MODEL_MAX_LIST)) > 0;
 }
 
 static const char *const header[] = {CTQ_BENCH_MODEL_CSV_COLUMNS};

@@ -210,14 +210,12 @@ static bool opt_defect(const char *cmd, const char *name, const char *v, void *d
  * refused. -1 when they pass, else the exit code. */
 static int check_opts(struct probe_opts *o)
 {
-	char buf[256];
-	snprintf(buf, sizeof buf, "%s", o->m_list);
-	for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
-		long m;
-		if (o->n_m == 16 || !ctq_opt_int("probe", "--m", t, 1, 1 << 20, &m))
-			return CTQ_EXIT_USAGE;
-		o->ms[o->n_m++] = m;
-	}
+	long ms[sizeof o->ms / sizeof *o->ms];
+	const int n_m = ctq_opt_int_list("probe", "--m", o->m_list, 1, 1 << 20, ms, (int)(sizeof ms / sizeof *ms));
+	if (n_m < 0)
+		return CTQ_EXIT_USAGE;
+	for (o->n_m = 0; o->n_m < (size_t)n_m; o->n_m++)
+		o->ms[o->n_m] = ms[o->n_m];
 	o->use_ref = !strcmp(o->backend, "reference") || !strcmp(o->backend, "both");
 	o->use_cuda = !strcmp(o->backend, "cuda") || !strcmp(o->backend, "both");
 	if (!o->use_ref && !o->use_cuda) {

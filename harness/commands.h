@@ -142,6 +142,11 @@ const char *ctq_opt_backend_default(const char *cmd);
 /* Parses a positive int option value; false on error (printed). */
 bool ctq_opt_int(const char *cmd, const char *opt, const char *v, long min,
 		 long max, long *out);
+/* A comma-separated list of integers in [min, max] (--m 1,16,64), at most
+ * cap of them, into out: the count (>= 1), or -1 after printing why (an
+ * empty list or entry, an entry out of range, more than cap entries). */
+int ctq_opt_int_list(const char *cmd, const char *opt, const char *v, long min, long max, long *out,
+		     int cap);
 
 /* CTQ_OPT_FN parsers that more than one command takes. Seconds (dst:
  * double *): a timeout in [0.001, 1e7]; HTTP timeouts are whole

@@ -126,6 +126,34 @@ bool ctq_opt_int(const char *cmd, const char *opt, const char *v, long min,
 	return true;
 }
 
+int ctq_opt_int_list(const char *cmd, const char *opt, const char *v, long min, long max, long *out,
+		     int cap)
+{
+	int n = 0;
+	for (const char *p = v;; p++) {
+		const char *comma = strchr(p, ',');
+		const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		char item[32];
+		if (!len || len >= sizeof item) {
+			fprintf(stderr, "ctq %s: %s is \"%s\"; expected N[,N...], integers in [%ld, %ld]\n", cmd,
+				opt, v, min, max);
+			return -1;
+		}
+		if (n == cap) {
+			fprintf(stderr, "ctq %s: %s is \"%s\"; expected at most %d entries\n", cmd, opt, v, cap);
+			return -1;
+		}
+		memcpy(item, p, len);
+		item[len] = '\0';
+		if (!ctq_opt_int(cmd, opt, item, min, max, &out[n]))
+			return -1;
+		n++;
+		if (!comma)
+			return n;
+		p = comma;
+	}
+}
+
 bool ctq_opt_fn_seconds(const char *cmd, const char *name, const char *v, void *dst)
 {
 	char *end;
