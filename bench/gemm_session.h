@@ -48,7 +48,7 @@ struct ctq_gemm_session_opts {
 	int n_paths;
 	/* a weight-only plug-in's layouts timed (--wna16, or the defaults its
 	 * capability bits declare: ctq_wna16_cfg_defaults) */
-	struct ctq_wna16_cfg wna16[8];
+	struct ctq_wna16_cfg wna16[CTQ_WNA16_MAX_LAYOUTS];
 	int n_wna16;
 };
 

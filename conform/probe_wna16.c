@@ -7,6 +7,7 @@
 #include "core/arena.h"
 #include "core/numerics.h"
 #include "core/rng.h"
+#include "core/split.h"
 #include "reference/ref_ops.h"
 #include "reference/ref_wna16.h"
 
@@ -50,6 +51,42 @@ bool ctq_wna16_cfg_declared(uint32_t caps, const struct ctq_wna16_cfg *c)
 bool ctq_wna16_cfg_fits(const struct ctq_wna16_cfg *c, int64_t K)
 {
 	return !c->group_size || K % c->group_size == 0;
+}
+
+enum ctq_status ctq_wna16_layouts(const struct ctq_kernel_plugin *pt, const char *path, const char *list,
+				  struct ctq_wna16_cfg *cfgs, int *n, struct ctq_error *err)
+{
+	*n = 0;
+	if (!pt->gemm_wna16)
+		return list ? ctq_error_set(err, CTQ_ERR_USAGE, path,
+					    "--wna16: the plug-in %s has no gemm_wna16 (ABI version 2)",
+					    pt->name)
+			    : CTQ_OK;
+	if (!list) {
+		*n = ctq_wna16_cfg_defaults(pt->caps, cfgs);
+		return *n ? CTQ_OK
+			  : ctq_error_set(err, CTQ_ERR_USAGE, path,
+					  "the weight-only plug-in %s declares none of the default layouts "
+					  "(w4a16-g128, w4a16-asym-g128, w8a16): name them with --wna16",
+					  pt->name);
+	}
+	char buf[512];
+	const char *items[CTQ_WNA16_MAX_LAYOUTS];
+	const int count = ctq_split_list("--wna16", list, buf, sizeof buf, items, CTQ_WNA16_MAX_LAYOUTS, err);
+	if (count < 0)
+		return err->status;
+	for (int i = 0; i < count; i++) {
+		if (!ctq_wna16_cfg_parse(items[i], &cfgs[i]))
+			return ctq_error_set(err, CTQ_ERR_USAGE, "--wna16",
+					     "\"%s\" is not a layout w4a16[-asym][-gG] or w8a16[-asym][-gG]",
+					     items[i]);
+		if (!ctq_wna16_cfg_declared(pt->caps, &cfgs[i]))
+			return ctq_error_set(err, CTQ_ERR_USAGE, "--wna16",
+					     "%s is not declared by plug-in %s's capability bits", items[i],
+					     pt->name);
+	}
+	*n = count;
+	return CTQ_OK;
 }
 
 int ctq_wna16_cfg_defaults(uint32_t caps, struct ctq_wna16_cfg *out)

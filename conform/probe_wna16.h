@@ -45,6 +45,19 @@ int ctq_wna16_cfg_defaults(uint32_t caps, struct ctq_wna16_cfg *out);
 bool ctq_wna16_cfg_declared(uint32_t caps, const struct ctq_wna16_cfg *c);
 bool ctq_wna16_cfg_fits(const struct ctq_wna16_cfg *c, int64_t K);
 
+/* At most this many layouts a run. */
+#define CTQ_WNA16_MAX_LAYOUTS 8
+
+/* The weight-only layouts a probe or benchmark of plug-in pt (loaded from
+ * path) takes into cfgs: list (--wna16 A,B,...), each one pt declares, or,
+ * list NULL, the defaults it declares (ctq_wna16_cfg_defaults). *n is 0
+ * for a plug-in without gemm_wna16 and no list. Usage errors: a list for a
+ * plug-in without gemm_wna16; an empty list or entry, more than
+ * CTQ_WNA16_MAX_LAYOUTS, a layout that does not parse or that pt does not
+ * declare; a gemm_wna16 plug-in that declares none of the defaults. */
+enum ctq_status ctq_wna16_layouts(const struct ctq_kernel_plugin *pt, const char *path, const char *list,
+				  struct ctq_wna16_cfg *cfgs, int *n, struct ctq_error *err);
+
 /* One (layer, layout, weights, acts, M) on plug-in backend b (a version-2
  * plug-in with gemm_wna16; ctq_backend_plugin). wp CTQ_PW_CHECKPOINT needs
  * L->w. Resource failures and the plug-in's failures are returned; a

@@ -105,13 +105,15 @@ static bool opt_paths(const char *cmd, const char *name, const char *v, void *ds
 {
 	struct opts *o = dst;
 	char buf[256];
-	snprintf(buf, sizeof buf, "%s", v);
+	const char *items[16];
+	const int n = ctq_opt_split(cmd, name, v, buf, sizeof buf, items, 16);
 	o->n_paths = 0;
-	for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+	for (int k = 0; k < n; k++) {
 		enum ctq_gemm_path p;
-		if (!ctq_gemm_path_parse(t, &p)) {
-			fprintf(stderr, "ctq %s: %s names \"%s\"; expected sm90-wgmma, sm80-mma, gemv or dp4a\n",
-				cmd, name, t);
+		if (!ctq_gemm_path_parse(items[k], &p)) {
+			fprintf(stderr,
+				"ctq %s: %s names \"%s\"; expected sm90-wgmma, sm80-mma, gemv or dp4a\n", cmd,
+				name, items[k]);
 			return false;
 		}
 		bool dup = false;
@@ -120,9 +122,7 @@ static bool opt_paths(const char *cmd, const char *name, const char *v, void *ds
 		if (!dup)
 			o->paths[o->n_paths++] = (int)p;
 	}
-	if (!o->n_paths)
-		fprintf(stderr, "ctq %s: %s is empty; expected PATH[,PATH...]\n", cmd, name);
-	return o->n_paths > 0;
+	return n > 0;
 }
 
 static bool parse_double(const char *opt, const char *v, double *out)
@@ -257,61 +257,13 @@ done:
 	return st;
 }
 
-/* A weight-only plug-in's layouts: --wna16's list (each declared by the
- * plug-in) or the defaults its capability bits declare. -1 or an exit code. */
-static int wna16_layouts(struct ctq_gemm_session *S, const char *path, const char *list)
-{
-	const struct ctq_kernel_plugin *t = S->lib.t;
-	if (!t->gemm_wna16) {
-		if (!list)
-			return -1;
-		fprintf(stderr, "ctq bench gemm: --wna16: the plug-in %s (%s) has no gemm_wna16 (ABI version 2)\n",
-			t->name, path);
-		return CTQ_EXIT_USAGE;
-	}
-	if (!list) {
-		S->o.n_wna16 = ctq_wna16_cfg_defaults(t->caps, S->o.wna16);
-		if (!S->o.n_wna16) {
-			fprintf(stderr, "ctq bench gemm: the weight-only plug-in %s (%s) declares none of the "
-					"default layouts (w4a16-g128, w4a16-asym-g128, w8a16): name them with --wna16\n",
-				t->name, path);
-			return CTQ_EXIT_USAGE;
-		}
-		return -1;
-	}
-	char buf[256];
-	snprintf(buf, sizeof buf, "%s", list);
-	S->o.n_wna16 = 0;
-	for (char *x = strtok(buf, ","); x; x = strtok(NULL, ",")) {
-		struct ctq_wna16_cfg *c = &S->o.wna16[S->o.n_wna16];
-		if (S->o.n_wna16 == 8 || !ctq_wna16_cfg_parse(x, c)) {
-			fprintf(stderr, "ctq bench gemm: --wna16 names \"%s\"; expected up to 8 of "
-					"w{4|8}a16[-asym][-gG], e.g. w4a16-g128,w8a16\n", x);
-			return CTQ_EXIT_USAGE;
-		}
-		if (!ctq_wna16_cfg_declared(t->caps, c)) {
-			fprintf(stderr, "ctq bench gemm: --wna16 %s: the plug-in %s does not declare that layout "
-					"(its capability bits)\n", c->name, t->name);
-			return CTQ_EXIT_USAGE;
-		}
-		S->o.n_wna16++;
-	}
-	if (!S->o.n_wna16) {
-		fprintf(stderr, "ctq bench gemm: --wna16 is empty; expected LAYOUT[,LAYOUT...]\n");
-		return CTQ_EXIT_USAGE;
-	}
-	return -1;
-}
-
 /* --impl: the plug-in loaded and checked before any device or run
  * directory; a CPU one is refused. Exit code, or -1 to go on. */
 static int plugin_open(struct ctq_gemm_session *S, const char *path, const char *wna16)
 {
 	struct ctq_error err = {0};
-	int prc;
-	if (ctq_kernel_lib_open(&S->lib, path, &err)) {
+	if (ctq_kernel_lib_open(&S->lib, path, &err))
 		return ctq_print_error_exit("bench gemm", &err);
-	}
 	if (S->lib.t->device != CTQ_KERNEL_PLUGIN_DEVICE_CUDA) {
 		fprintf(stderr, "ctq bench gemm: --impl %s is the CPU plug-in %s; this benchmark times "
 				"CUDA kernels (graphs, events) and has no CPU timing path: probe it with "
@@ -319,9 +271,11 @@ static int plugin_open(struct ctq_gemm_session *S, const char *path, const char 
 		ctq_kernel_lib_close(&S->lib);
 		return CTQ_EXIT_USAGE;
 	}
-	if ((prc = wna16_layouts(S, path, wna16)) >= 0)
+	if (ctq_wna16_layouts(S->lib.t, path, wna16, S->o.wna16, &S->o.n_wna16, &err)) {
 		ctq_kernel_lib_close(&S->lib);
-	return prc;
+		return ctq_print_error_exit("bench gemm", &err);
+	}
+	return -1;
 }
 
 static void print_summary(const struct ctq_gemm_session *S)

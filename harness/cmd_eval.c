@@ -196,17 +196,6 @@ static bool default_data(enum ctq_bench b, char *out, size_t cap)
 	return false;
 }
 
-static int split_list(char *s, const char **v, int cap)
-{
-	int n = 0;
-	for (char *t = strtok(s, ","); t; t = strtok(NULL, ",")) {
-		if (n == cap)
-			return -1;
-		v[n++] = t;
-	}
-	return n;
-}
-
 struct opts {
 	enum ctq_bench bench;
 	const char *model, *ref, *data, *split, *backend, *tokenizer;
@@ -227,13 +216,9 @@ struct opts {
 static bool opt_subjects(const char *cmd, const char *name, const char *v, void *dst)
 {
 	struct opts *o = dst;
-	snprintf(o->subjects_buf, sizeof o->subjects_buf, "%s", v);
-	o->n_subjects = split_list(o->subjects_buf, o->subjects, MAX_SUBJECTS);
-	if (o->n_subjects > 0)
-		return true;
-	fprintf(stderr, "ctq %s: %s needs a comma-separated list (at most %d)\n", cmd, name,
-		MAX_SUBJECTS);
-	return false;
+	o->n_subjects = ctq_opt_split(cmd, name, v, o->subjects_buf, sizeof o->subjects_buf, o->subjects,
+				      MAX_SUBJECTS);
+	return o->n_subjects > 0;
 }
 
 /* Parses and checks the options; as ctq_opt_parse, -1 when the command may

@@ -72,17 +72,24 @@ static void help(void)
 	       "        or hung.\n");
 }
 
-static bool parse_list(const char *s, bool *sel, int count,
-		       bool (*parse)(const char *, int *))
+/* A list of names into sel[0..count): each parsed by parse, or a message
+ * naming the entry and what the option takes. */
+static bool parse_list(const char *cmd, const char *name, const char *s, bool *sel, int count,
+		       bool (*parse)(const char *, int *), const char *takes)
 {
 	char buf[256];
-	snprintf(buf, sizeof buf, "%s", s);
+	const char *items[16];
+	const int n = ctq_opt_split(cmd, name, s, buf, sizeof buf, items, 16);
+	if (n < 0)
+		return false;
 	for (int i = 0; i < count; i++)
 		sel[i] = false;
-	for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+	for (int k = 0; k < n; k++) {
 		int v;
-		if (!parse(tok, &v))
+		if (!parse(items[k], &v)) {
+			fprintf(stderr, "ctq %s: %s names \"%s\"; it takes %s\n", cmd, name, items[k], takes);
 			return false;
+		}
 		sel[v] = true;
 	}
 	return true;
@@ -174,19 +181,14 @@ struct probe_opts {
 /* --acts / --real-acts A,B,... (dst: bool[CTQ_PA_COUNT]). */
 static bool opt_acts(const char *cmd, const char *name, const char *v, void *dst)
 {
-	if (parse_list(v, dst, CTQ_PA_COUNT, parse_a))
-		return true;
-	fprintf(stderr, "ctq %s: %s takes gaussian, outliers, zero-rows, bf16-limit\n", cmd, name);
-	return false;
+	return parse_list(cmd, name, v, dst, CTQ_PA_COUNT, parse_a,
+			  "gaussian, outliers, zero-rows, bf16-limit");
 }
 
 /* --weights A,B,... (dst: bool[CTQ_PW_COUNT]). */
 static bool opt_weights(const char *cmd, const char *name, const char *v, void *dst)
 {
-	if (parse_list(v, dst, CTQ_PW_COUNT, parse_w))
-		return true;
-	fprintf(stderr, "ctq %s: %s takes random, pm127, constant, zero-row\n", cmd, name);
-	return false;
+	return parse_list(cmd, name, v, dst, CTQ_PW_COUNT, parse_w, "random, pm127, constant, zero-row");
 }
 
 /* --inject-defect D, repeatable (dst: unsigned *, CTQ_DEFECT_* bits). */
@@ -305,38 +307,6 @@ static enum ctq_status write_results(struct ctq_run *run, const struct probe_opt
 	return CTQ_OK;
 }
 
-/* The weight-only layouts to probe: --wna16's list (each declared by the
- * plug-in) or its defaults; none for a plug-in without gemm_wna16. */
-static enum ctq_status wna16_layouts(const struct probe_opts *o, const struct ctq_kernel_plugin *pt,
-				     struct ctq_wna16_cfg *cfgs, int *n, struct ctq_error *err)
-{
-	*n = 0;
-	if (!pt || !pt->gemm_wna16) {
-		if (o->wna16)
-			return ctq_error_set(err, CTQ_ERR_USAGE, o->kernel_lib,
-					     "--wna16: the plug-in has no gemm_wna16 (ABI version 2)");
-		return CTQ_OK;
-	}
-	if (!o->wna16) {
-		*n = ctq_wna16_cfg_defaults(pt->caps, cfgs);
-		return CTQ_OK;
-	}
-	char buf[256];
-	snprintf(buf, sizeof buf, "%s", o->wna16);
-	for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
-		if (*n == 8 || !ctq_wna16_cfg_parse(t, &cfgs[*n]))
-			return ctq_error_set(err, CTQ_ERR_USAGE, "--wna16",
-					     "\"%s\" is not a layout w4a16[-asym][-gG] or w8a16[-asym][-gG] "
-					     "(at most 8)", t);
-		if (!ctq_wna16_cfg_declared(pt->caps, &cfgs[*n]))
-			return ctq_error_set(err, CTQ_ERR_USAGE, "--wna16",
-					     "%s is not declared by plug-in %s's capability bits", t,
-					     pt->name);
-		(*n)++;
-	}
-	return CTQ_OK;
-}
-
 int ctq_cmd_probe(int argc, char **argv)
 {
 	struct probe_opts o;
@@ -387,11 +357,11 @@ int ctq_cmd_probe(int argc, char **argv)
 	const int n_opened = S.n_backends;
 	struct ctq_backend *plug = o.kernel_lib ? &backends[n_opened - 1] : NULL;
 	const struct ctq_kernel_plugin *pt = plug ? ctq_backend_plugin_table(plug) : NULL;
-	struct ctq_wna16_cfg cfgs[8];
+	struct ctq_wna16_cfg cfgs[CTQ_WNA16_MAX_LAYOUTS];
 	int n_cfg = 0;
 	if (pt && !pt->gemm_w8a8)
 		S.n_backends--;
-	if ((st = wna16_layouts(&o, pt, cfgs, &n_cfg, &err)))
+	if (pt && (st = ctq_wna16_layouts(pt, o.kernel_lib, o.wna16, cfgs, &n_cfg, &err)))
 		goto fail;
 	/* The kernel threshold is for kernels of ctq's formula. */
 	if (o.numerics != CTQ_ACT_NUMERICS_CTQ)

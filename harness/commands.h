@@ -142,9 +142,13 @@ const char *ctq_opt_backend_default(const char *cmd);
 /* Parses a positive int option value; false on error (printed). */
 bool ctq_opt_int(const char *cmd, const char *opt, const char *v, long min,
 		 long max, long *out);
+/* A comma-separated option value split into items (core/split.h, whose
+ * refusals are printed): the count, or -1. */
+int ctq_opt_split(const char *cmd, const char *opt, const char *v, char *buf, size_t size, const char **items,
+		  int cap);
 /* A comma-separated list of integers in [min, max] (--m 1,16,64), at most
- * cap of them, into out: the count (>= 1), or -1 after printing why (an
- * empty list or entry, an entry out of range, more than cap entries). */
+ * cap (<= 64) of them, into out: the count (>= 1), or -1 after printing
+ * why (ctq_opt_split's refusals, an entry out of range). */
 int ctq_opt_int_list(const char *cmd, const char *opt, const char *v, long min, long max, long *out,
 		     int cap);
 

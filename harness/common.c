@@ -4,6 +4,7 @@
 #include "core/hf_config.h"
 #include "backend/backend.h"
 #include "core/json.h"
+#include "core/split.h"
 #include "results/run.h"
 #include "checkpoint/hf_folder.h"
 #include "core/time.h"
@@ -126,32 +127,26 @@ bool ctq_opt_int(const char *cmd, const char *opt, const char *v, long min,
 	return true;
 }
 
+int ctq_opt_split(const char *cmd, const char *opt, const char *v, char *buf, size_t size, const char **items,
+		  int cap)
+{
+	struct ctq_error err = {0};
+	const int n = ctq_split_list(opt, v, buf, size, items, cap, &err);
+	if (n < 0)
+		fprintf(stderr, "ctq %s: %s\n", cmd, err.message);
+	return n;
+}
+
 int ctq_opt_int_list(const char *cmd, const char *opt, const char *v, long min, long max, long *out,
 		     int cap)
 {
-	int n = 0;
-	for (const char *p = v;; p++) {
-		const char *comma = strchr(p, ',');
-		const size_t len = comma ? (size_t)(comma - p) : strlen(p);
-		char item[32];
-		if (!len || len >= sizeof item) {
-			fprintf(stderr, "ctq %s: %s is \"%s\"; expected N[,N...], integers in [%ld, %ld]\n", cmd,
-				opt, v, min, max);
+	char buf[1024];
+	const char *items[64];
+	const int n = ctq_opt_split(cmd, opt, v, buf, sizeof buf, items, cap < 64 ? cap : 64);
+	for (int i = 0; i < n; i++)
+		if (!ctq_opt_int(cmd, opt, items[i], min, max, &out[i]))
 			return -1;
-		}
-		if (n == cap) {
-			fprintf(stderr, "ctq %s: %s is \"%s\"; expected at most %d entries\n", cmd, opt, v, cap);
-			return -1;
-		}
-		memcpy(item, p, len);
-		item[len] = '\0';
-		if (!ctq_opt_int(cmd, opt, item, min, max, &out[n]))
-			return -1;
-		n++;
-		if (!comma)
-			return n;
-		p = comma;
-	}
+	return n;
 }
 
 bool ctq_opt_fn_seconds(const char *cmd, const char *name, const char *v, void *dst)

@@ -283,13 +283,18 @@ expect_usage bench-url-timeout-sub-ms "--request-timeout is \"0.0004\"; expected
 expect_usage bench-url-total-timeout-zero "--timeout is \"0\"; expected seconds in [0.001, 1e7]" "$ctq" bench serve --url http://127.0.0.1:9 --model m --timeout 0 --out "$tmp/url-run"
 expect_usage eval-timeout-nan "--request-timeout is \"nan\"; expected seconds in [0.001, 1e7]" "$ctq" eval mmlu --model . --request-timeout nan
 expect_usage bench-url-arrival "--arrival is \"poisson:inf\"; expected closed or poisson:RATE" "$ctq" bench serve --url http://127.0.0.1:9 --model m --arrival poisson:inf --out "$tmp/url-run"
-# one list parser for --m, --batch and --input-len (harness/common.c): an
-# empty entry, too many entries or a long list are refused, never cut short
-expect_usage probe-m-empty-entry '--m is "1,,2"; expected N[,N...], integers in [1, 1048576]' "$ctq" probe --m 1,,2
+# one list splitter (core/split.h) for --m, --batch, --input-len, --acts,
+# --weights, --paths, --subjects and --wna16: an empty entry, too many
+# entries or a long list are refused, never skipped or cut short
+expect_usage probe-m-empty-entry '--m is "1,,2"; an entry is empty' "$ctq" probe --m 1,,2
 expect_usage probe-m-too-many "expected at most 16 entries" "$ctq" probe --m "$(seq -s, 1 17)"
 expect_usage bench-gemm-m-too-many "expected at most 32 entries" "$ctq" bench gemm --m "$(seq -s, 1 33)"
-expect_usage bench-model-batch-empty '--batch is ""; expected N[,N...]' "$ctq" bench model --batch ""
-expect_usage bench-model-len-trailing-comma '--input-len is "8,"; expected N[,N...]' "$ctq" bench model --input-len 8,
+expect_usage bench-model-batch-empty '--batch is empty; expected ENTRY[,ENTRY...]' "$ctq" bench model --batch ""
+expect_usage bench-model-len-trailing-comma '--input-len is "8,"; an entry is empty' "$ctq" bench model --input-len 8,
+expect_usage probe-acts-empty-entry '--acts is "gaussian,"; an entry is empty' "$ctq" probe --acts gaussian,
+expect_usage probe-weights-unknown '--weights names "pm128"; it takes random, pm127, constant, zero-row' "$ctq" probe --weights random,pm128
+expect_usage bench-gemm-paths-empty-entry '--paths is "gemv,,dp4a"; an entry is empty' "$ctq" bench gemm --paths gemv,,dp4a
+expect_usage eval-subjects-empty-entry '--subjects is "anatomy,,virology"; an entry is empty' "$ctq" eval mmlu --subjects anatomy,,virology
 
 # inspect matches each re: target and ignore entry against each module:
 # more than 6554000 (entry, module) pairs is refused before resolving

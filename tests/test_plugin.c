@@ -575,8 +575,11 @@ Test(plugin, weight_only_refusals_exit_2)
 		const char *lib, *wna16, *needle;
 	} cases[] = {
 		{WNA16_NO_CAPS, NULL, "declares neither CTQ_KERNEL_PLUGIN_WNA16_INT4 nor _INT8"},
-		{CPU_PLUGIN, "w4a16-g128", "the plug-in has no gemm_wna16"},
+		{CPU_PLUGIN, "w4a16-g128", "the plug-in cpu_w8a8 has no gemm_wna16"},
 		{WNA16_PLUGIN, "w5a16", "\"w5a16\" is not a layout"},
+		{WNA16_PLUGIN, "w4a16-g128,,w8a16", "--wna16 is \"w4a16-g128,,w8a16\"; an entry is empty"},
+		{WNA16_PLUGIN, "w8a16,w8a16,w8a16,w8a16,w8a16,w8a16,w8a16,w8a16,w8a16",
+		 "expected at most 8 entries"},
 		{NULL, "w4a16", "--wna16 probes a weight-only plug-in: it needs --kernel-lib"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
