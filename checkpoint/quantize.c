@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #define AUX_MAX_BYTES ((size_t)1 << 30)
 
 /* ---- the quantization_config block --------------------------------------- */

@@ -9,7 +9,6 @@
 #include <math.h>
 #include <string.h>
 
-
 const char *ctq_wna16_scheme_name(const struct ctq_packed_args *a)
 {
 	if (a->bits == 4)
